@@ -1,0 +1,70 @@
+"""Command-line entry point: argument parsing and dispatch to subcommands.
+
+Each subcommand lives in its own module under ``specconsole.commands`` and exposes
+``register(subparsers)``; this module only wires them together. Heavy imports (Textual,
+asyncssh, httpx) happen inside the subcommand that needs them, so ``--help`` and
+``--version`` stay instant and work without the optional pieces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from specconsole import __version__
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "specconsole.commands.engine",
+    "specconsole.commands.bench",
+    "specconsole.commands.sweep",
+    "specconsole.commands.tui",
+    "specconsole.commands.sim",
+)
+"""Modules that contribute subcommands, in the order ``--help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser with every available subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="specconsole",
+        description=(
+            "A terminal console that tunes speculative decoding (SGLang EAGLE/EAGLE-3, vLLM) "
+            "on a remote GPU box: deploy a configuration, watch it load, benchmark a "
+            "concurrency ladder, record everything, resume after crashes."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"specconsole {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # subcommand not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        if "specconsole.commands.tui" in sys.modules:
+            args = parser.parse_args(["tui", *(argv or [])])
+            handler = args.handler
+        else:
+            parser.print_help()
+            return 0
+    try:
+        return int(handler(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Subcommands of the ``specconsole`` CLI, one module per concern (see ``specconsole.cli``)."""

@@ -1,0 +1,311 @@
+"""The seams between the controller and the outside world, as typing Protocols.
+
+The controller runtime depends only on these: a ``Transport`` that carries commands and files
+to the GPU box, a ``ServiceBackend`` that runs the inference server there (systemd unit, plain
+process or docker container), and a ``BenchmarkRunner`` that drives load at it. Adapters in
+``specconsole.remote`` and ``specconsole.bench`` implement them; tests substitute faithful
+fakes only where the real thing cannot run here (systemd as PID 1, a GPU).
+
+The value types that cross these seams live here too, so the core can speak about them
+without importing an adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from specconsole.core.config import ServerConfig
+
+# --------------------------------------------------------------------------------------------
+# Transport
+# --------------------------------------------------------------------------------------------
+
+
+class TransportError(Exception):
+    """A transport operation failed; the message says what and how to fix it."""
+
+
+class ConnectionLost(TransportError):
+    """The connection to the box dropped; the transport may reconnect on the next call."""
+
+
+class HostKeyRejected(TransportError):
+    """The box's host key is unknown or changed; it is never silently accepted."""
+
+
+class SudoWouldPrompt(TransportError):
+    """``sudo -n`` refused because a password would be needed."""
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """Outcome of one command run on the box."""
+
+    command: str
+    exit_status: int | None
+    """Exit status, or ``None`` when the command was killed by a signal or timed out."""
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+@dataclass(frozen=True, slots=True)
+class PortForward:
+    """A local TCP port that reaches ``remote_host:remote_port`` on the box."""
+
+    local_port: int
+    remote_host: str
+    remote_port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.local_port}"
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """How commands and files reach the box (asyncssh, or local subprocesses)."""
+
+    @property
+    def description(self) -> str:
+        """Human-readable target, e.g. ``gpu-box (ssh 10.0.0.5:22)`` or ``local``."""
+        ...
+
+    async def run(
+        self, command: str, *, timeout: float | None = 60.0, sudo: bool = False, stdin: str | None = None
+    ) -> CommandResult:
+        """Run a shell command to completion and return its status and output."""
+        ...
+
+    def stream(self, command: str, *, sudo: bool = False) -> AsyncIterator[str]:
+        """Yield a long-running command's output lines (without newline) as they arrive.
+
+        Lines are delivered with backpressure: the command is not read faster than the
+        consumer iterates. The iterator ends when the command exits.
+        """
+        ...
+
+    async def upload(
+        self, data: bytes, remote_path: str, *, mode: int | None = None, sudo: bool = False
+    ) -> None:
+        """Write ``data`` to ``remote_path`` atomically (temp name, then rename)."""
+        ...
+
+    async def read_file(self, remote_path: str, *, sudo: bool = False) -> bytes | None:
+        """Return the file's bytes, or ``None`` when it does not exist."""
+        ...
+
+    async def forward_local_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> PortForward:
+        """Listen on 127.0.0.1 (port chosen by the OS) and forward to the box's port."""
+        ...
+
+    async def close(self) -> None:
+        """Close connections and forwards this transport opened."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# Service backend
+# --------------------------------------------------------------------------------------------
+
+
+class ServiceState(StrEnum):
+    """Coarse state of the inference-server service on the box."""
+
+    RUNNING = "running"
+    """Process alive (it may still be loading)."""
+    STARTING = "starting"
+    """Being started (systemd ``activating``)."""
+    EXITED = "exited"
+    """Process ended (cleanly or not); see ``exit_status``/``signal``."""
+    FAILED = "failed"
+    """The service manager marked it failed."""
+    INACTIVE = "inactive"
+    """Not running and never started, or stopped on request."""
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceStatus:
+    """What the service manager says about the server right now."""
+
+    state: ServiceState
+    pid: int | None = None
+    exit_status: int | None = None
+    signal: int | None = None
+    result: str | None = None
+    """systemd ``Result=`` (``success``, ``exit-code``, ``signal``, ``oom-kill``...) or docker's."""
+    restarts: int | None = None
+    oom_killed: bool = False
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """One server log line as the backend delivered it."""
+
+    text: str
+    """The line as the server printed it (journal ``MESSAGE``, log-file line, docker line)."""
+    source_time: float | None = None
+    """Wall-clock time the line was written, from the journal/docker; None if unknown."""
+    cursor: str | None = None
+    """Resume token: journal cursor or byte offset after this line."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeployPreview:
+    """What ``deploy`` would put on the box, compared with what is there."""
+
+    artifact: str
+    """The rendered unit file, command line or docker command."""
+    artifact_hash: str
+    """sha256 of ``artifact``: the identity of the deployed configuration."""
+    current: str | None
+    """What is on the box now (None if nothing is)."""
+    diff: str
+    """Unified diff from ``current`` to ``artifact`` ('' when identical)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """Receipt of a deploy: what was uploaded and where the previous version went."""
+
+    artifact_hash: str
+    backup_path: str | None
+    """Where the previous artifact was saved (None when there was none)."""
+    location: str
+    """Where the artifact now lives on the box (unit path, run folder...)."""
+
+
+@runtime_checkable
+class ServiceBackend(Protocol):
+    """How the inference server is run on the box (systemd, plain process, docker)."""
+
+    @property
+    def description(self) -> str:
+        """e.g. ``systemd unit sglang.service`` or ``process in /tmp/specconsole/run``."""
+        ...
+
+    async def preview(self, config: ServerConfig) -> DeployPreview:
+        """Render the configuration and diff it against what is deployed now."""
+        ...
+
+    async def deploy(self, config: ServerConfig) -> Deployment:
+        """Back up what is there, upload the rendered artifact, reload the manager."""
+        ...
+
+    async def start(self) -> None:
+        """(Re)start the server with the deployed configuration; returns once launched."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop the server (TERM, then KILL after a grace period); no-op if not running."""
+        ...
+
+    async def status(self) -> ServiceStatus:
+        """The server's current state, exit status and signal."""
+        ...
+
+    def logs(self, *, after: str | None = None) -> AsyncIterator[LogRecord]:
+        """Follow the log of the current run from its start (or after a resume cursor).
+
+        Lines of an earlier run never appear. Reconnects after a dropped connection resume
+        from the last cursor so no line is lost or doubled.
+        """
+        ...
+
+    async def rollback(self) -> Deployment | None:
+        """Restore the most recent backup; returns None if there is nothing to restore."""
+        ...
+
+    async def deployed_hash(self) -> str | None:
+        """sha256 of the artifact currently deployed (None if none): lets the controller
+        ask "is the configuration I deployed the one that is running?" after a restart."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# Benchmark runner
+# --------------------------------------------------------------------------------------------
+
+
+class BenchApi(StrEnum):
+    """Which HTTP API the load generator speaks."""
+
+    GENERATE = "generate"
+    """SGLang native ``/generate`` (gives ``spec_verify_ct`` per request)."""
+    COMPLETIONS = "completions"
+    """OpenAI ``/v1/completions``."""
+    CHAT = "chat"
+    """OpenAI ``/v1/chat/completions`` with ``stream_options.include_usage``."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSpec:
+    """What to measure: the concurrency ladder and the request shape."""
+
+    ladder: tuple[int, ...] = (1, 4, 16, 32, 64)
+    """Concurrency levels, each run at exactly that many requests in flight."""
+    requests_per_level: int | None = None
+    """Requests per level; None means ``max(8, 4 * concurrency)``."""
+    duration_s: float | None = None
+    """Alternative to a request count: run each level for this long."""
+    warmup_requests: int = 1
+    """Requests per level that are sent and discarded before measuring (per slot: c)."""
+    input_len: int = 256
+    """Prompt length in tokens (approximate for built-in prompts)."""
+    output_len: int = 256
+    """Fixed output length (``max_tokens`` with ``ignore_eos``)."""
+    api: BenchApi = BenchApi.GENERATE
+    prompts: str = "builtin"
+    """``builtin``, ``random``, or a path to a JSONL file."""
+    temperature: float = 0.0
+    request_rate: float | None = None
+    """Poisson arrivals at this many req/s instead of closed-loop concurrency."""
+    flush_cache: bool = True
+    """POST /flush_cache before each level so accept length covers that level only."""
+    seed: int = 42
+    model: str | None = None
+    """Model name for the OpenAI APIs (from /v1/models when None)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BenchProgress:
+    """A progress tick: one per finished request, plus periodic rate updates."""
+
+    level_index: int
+    concurrency: int
+    completed: int
+    failed: int
+    total: int
+    running: int
+    output_tokens: int
+    current_tok_s: float
+    """Output tokens/s over the last second, across all requests."""
+    elapsed_s: float
+    warmup: bool = False
+
+
+@runtime_checkable
+class BenchmarkRunner(Protocol):
+    """Runs a ladder against a base URL; lives outside the UI's event loop."""
+
+    async def run(
+        self,
+        spec: BenchSpec,
+        base_url: str,
+        *,
+        on_progress: Callable[[BenchProgress], None] | None = None,
+    ) -> object:
+        """Run every level; returns the trial's benchmark result (see core.metrics).
+
+        Cancelling the awaiting task stops the load promptly; the partial result is
+        returned through ``on_progress`` consumers and the result is marked partial.
+        """
+        ...
