@@ -1,0 +1,1 @@
+"""specconsole.bench (see README Architecture)."""

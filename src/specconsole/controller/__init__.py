@@ -1,0 +1,1 @@
+"""specconsole.controller (see README Architecture)."""

@@ -1,0 +1,1 @@
+"""specconsole.remote (see README Architecture)."""

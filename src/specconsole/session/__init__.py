@@ -1,0 +1,1 @@
+"""specconsole.session (see README Architecture)."""

@@ -1,0 +1,1 @@
+"""specconsole.sim (see README Architecture)."""

@@ -1,0 +1,1 @@
+"""specconsole.ui (see README Architecture)."""

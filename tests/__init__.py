@@ -1,0 +1,1 @@
+"""specconsole's test suite (a package so fixtures import as ``tests.fixtures.*``)."""

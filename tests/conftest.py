@@ -1,0 +1,3 @@
+"""Shared pytest configuration: fixture modules that start real components."""
+
+pytest_plugins = ["tests.fixtures.sshd"]
