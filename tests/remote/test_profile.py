@@ -53,7 +53,7 @@ scope = "user"
         ("[host]\nport = 70000", "between 1 and 65535"),
         ("[host]\nhots = 1", "[host] unknown key 'hots'"),
         ("[host]\nconnect_timeout = 0", "[host] connect_timeout must be greater than 0"),
-        ("[host]\nsudo = 1", "[host] sudo must be true or false"),
+        ("[service]\nsudo = 1", "[service] sudo must be true or false"),
         ('[service]\nkind = "k8s"', "[service] kind = 'k8s' is not valid"),
         ('[service]\nunit = "sglang"', "must be a unit name ending in .service"),
         ('[service]\nscope = "global"', "[service] scope"),

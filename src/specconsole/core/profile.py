@@ -13,12 +13,12 @@ Example::
     transport = "ssh"          # "ssh" or "local"
     alias = "gpu-box"          # a Host alias from ~/.ssh/config, or a hostname
     user = "ubuntu"            # optional; ssh config / local user otherwise
-    sudo = true                # run privileged steps through `sudo -n`
 
     [service]
     kind = "systemd"           # "systemd", "process" or "docker"
     unit = "sglang.service"
     scope = "system"           # or "user" (systemctl --user)
+    sudo = true                # systemctl through `sudo -n` (the default for system units)
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ class HostProfile:
     known_hosts: str | None = None
     """known_hosts file to verify the host key against (default ``~/.ssh/known_hosts``)."""
     ssh_config: str | None = None
-    """ssh config file to read aliases from (default ``~/.ssh/config`` when it exists)."""
+    """ssh config file to read aliases from (default ``~/.ssh/config`` when it exists;
+    ``""`` reads none)."""
     use_agent: bool = True
     """Offer keys held by the SSH agent (``SSH_AUTH_SOCK``)."""
     connect_timeout: float = 15.0
@@ -93,8 +94,6 @@ class HostProfile:
     """Reconnect attempts after a drop before the operation fails with ConnectionLost."""
     reconnect_max_delay: float = 10.0
     """Cap of the exponential backoff between reconnect attempts, in seconds."""
-    sudo: bool = True
-    """Run privileged steps (system units, docker) through ``sudo -n``; skipped as root."""
 
     def target(self) -> str:
         """The host to connect to, as given (alias or hostname)."""
@@ -127,6 +126,14 @@ class ServiceProfile:
     """Docker container name."""
     docker_args: tuple[str, ...] = ("--gpus", "all", "--ipc=host")
     """Extra ``docker run`` arguments before the image."""
+    sudo: bool | None = None
+    """Run the manager's commands through ``sudo -n`` (never when logged in as root).
+    ``None`` means: yes for system units, no for ``--user`` units, processes and docker."""
+
+    def uses_sudo(self) -> bool:
+        if self.sudo is not None:
+            return self.sudo
+        return self.kind is ServiceKind.SYSTEMD and self.scope is UnitScope.SYSTEM
 
     def resolved_unit_dir(self) -> str:
         if self.unit_dir:
@@ -209,7 +216,7 @@ def parse_host(table: Mapping[str, Any]) -> HostProfile:
             kw[key] = port
         elif key == "identity_files":
             kw[key] = _str_tuple(value, where)
-        elif key in ("use_agent", "sudo"):
+        elif key == "use_agent":
             kw[key] = _typed(value, bool, where, "true or false")
         elif key in ("connect_timeout", "keepalive_interval", "reconnect_max_delay"):
             kw[key] = float(_typed(value, (int, float), where, "a number of seconds"))
@@ -247,6 +254,8 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             _positive(kw[key], where)
         elif key == "docker_args":
             kw[key] = _str_tuple(value, where)
+        elif key == "sudo":
+            kw[key] = _typed(value, bool, where, "true or false")
     profile = ServiceProfile(**kw)
     unit = profile.unit
     if "/" in unit or not unit.endswith(".service"):
