@@ -1,0 +1,146 @@
+"""The local transport: the same operations as SSH, run as subprocesses on this machine.
+
+Used when the console runs on the GPU box itself, for the demo, and in tests, so the service
+backends have exactly one code path whatever carries their commands. Commands run through
+``sh -c`` in their own session (process group), so a timeout or a closed stream stops the
+whole command tree and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import signal
+from collections.abc import AsyncIterator
+
+from specconsole.core.ports import CommandResult, PortForward, TransportError
+from specconsole.remote.shell import check_sudo, read_via_shell, upload_via_shell, wrap_sudo
+
+_STREAM_LIMIT = 1 << 20
+"""Longest line a stream accepts; the pipe is not read ahead beyond about twice this."""
+
+
+class LocalTransport:
+    """:class:`specconsole.core.ports.Transport` for this machine."""
+
+    def __init__(self) -> None:
+        self._is_root = os.geteuid() == 0
+
+    @property
+    def description(self) -> str:
+        return "local"
+
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = 60.0,
+        sudo: bool = False,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        use_sudo = sudo and not self._is_root
+        process = await asyncio.create_subprocess_exec(
+            "sh",
+            "-c",
+            wrap_sudo(command, use_sudo),
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        data = stdin.encode() if stdin is not None else None
+        try:
+            async with asyncio.timeout(timeout):
+                out, err = await process.communicate(data)
+        except TimeoutError:
+            await _stop_group(process)
+            return CommandResult(command, None, "", f"timed out after {timeout:g} s")
+        finally:
+            if process.returncode is None:
+                await _stop_group(process)
+        code = process.returncode
+        result = CommandResult(
+            command=command,
+            exit_status=code if code is not None and code >= 0 else None,
+            stdout=out.decode("utf-8", "replace"),
+            stderr=err.decode("utf-8", "replace"),
+        )
+        if use_sudo:
+            check_sudo(result, user=getpass.getuser(), what=command.split("\n")[0][:80])
+        return result
+
+    async def stream(self, command: str, *, sudo: bool = False) -> AsyncIterator[str]:
+        """Yield output lines (trailing newline removed, undecodable bytes as surrogate
+        escapes). The pipe is read only as fast as the consumer iterates."""
+        use_sudo = sudo and not self._is_root
+        process = await asyncio.create_subprocess_exec(
+            "sh",
+            "-c",
+            wrap_sudo(command, use_sudo),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=_STREAM_LIMIT,
+        )
+        assert process.stdout is not None and process.stderr is not None
+        stderr_task = asyncio.create_task(process.stderr.read(64 * 1024))
+        try:
+            while True:
+                raw = await process.stdout.readline()
+                if not raw:
+                    break
+                line = raw.decode("utf-8", "surrogateescape")
+                yield line[:-1] if line.endswith("\n") else line
+            await process.wait()
+        finally:
+            if process.returncode is None:
+                await _stop_group(process)
+            err = b""
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2):
+                    err = await stderr_task
+            stderr_task.cancel()
+        code = process.returncode
+        result = CommandResult(command, code, "", err.decode("utf-8", "replace"))
+        if use_sudo:
+            check_sudo(result, user=getpass.getuser(), what=command[:80])
+        if code not in (0, None) and code > 0:
+            raise TransportError(
+                f"`{command[:120]}` ended with exit status {code}: {result.stderr.strip()}"
+            )
+
+    async def upload(
+        self, data: bytes, remote_path: str, *, mode: int | None = None, sudo: bool = False
+    ) -> None:
+        await upload_via_shell(self, data, remote_path, mode=mode, sudo=sudo)
+
+    async def read_file(self, remote_path: str, *, sudo: bool = False) -> bytes | None:
+        return await read_via_shell(self, remote_path, sudo=sudo)
+
+    async def forward_local_port(
+        self, remote_port: int, remote_host: str = "127.0.0.1"
+    ) -> PortForward:
+        """The box is this machine: its loopback port is reachable as it is."""
+        if remote_host not in ("127.0.0.1", "localhost", "0.0.0.0"):
+            raise TransportError(
+                f"the local transport reaches this machine only; {remote_host!r} is not local"
+            )
+        return PortForward(local_port=remote_port, remote_host=remote_host, remote_port=remote_port)
+
+    async def close(self) -> None:
+        """Nothing is held open between operations."""
+
+
+async def _stop_group(process: asyncio.subprocess.Process) -> None:
+    """TERM the command's process group, KILL it if it lingers (only that group)."""
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        if process.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await process.wait()

@@ -1,0 +1,50 @@
+"""Fixtures for the remote-control tests: both transports against real targets.
+
+``transport`` is parametrised over the local transport and the SSH transport to the real
+test sshd (tests/fixtures/sshd.py), so every transport and process-backend test proves the
+two behave the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from specconsole.core.ports import Transport
+from specconsole.core.profile import HostProfile, TransportKind
+from specconsole.remote.local import LocalTransport
+from specconsole.remote.ssh import SshTransport
+from tests.fixtures.sshd import SshdServer
+
+
+def ssh_profile(sshd: SshdServer, **overrides: object) -> HostProfile:
+    """A profile that reaches the test sshd with host-key checking on."""
+    fields: dict[str, object] = {
+        "transport": TransportKind.SSH,
+        "hostname": sshd.host,
+        "port": sshd.port,
+        "user": sshd.username,
+        "identity_files": (str(sshd.client_key),),
+        "known_hosts": str(sshd.known_hosts),
+        "ssh_config": "",
+        "use_agent": False,
+        "connect_timeout": 10.0,
+        "reconnect_max_delay": 1.0,
+    }
+    fields.update(overrides)
+    return HostProfile(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["local", "ssh"])
+async def transport(request: pytest.FixtureRequest) -> AsyncIterator[Transport]:
+    """The local transport, and the SSH transport to the real test sshd."""
+    if request.param == "local":
+        yield LocalTransport()
+        return
+    sshd: SshdServer = request.getfixturevalue("sshd")
+    ssh = SshTransport(ssh_profile(sshd))
+    try:
+        yield ssh
+    finally:
+        await ssh.close()
