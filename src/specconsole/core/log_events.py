@@ -1,0 +1,493 @@
+"""Typed events recognised in inference-server logs, and the fold that summarises a load.
+
+The parser (``specconsole.core.logparse``) turns raw journal lines into these values; the
+controller, the UI's journal pane, session records and ``specconsole parse-log`` all consume
+them. Keeping the vocabulary in its own module lets consumers import the types without the
+parsing machinery, and keeps one definition of what a "load phase", a "capacity line" or a
+"fatal cause" is.
+
+Every event is a frozen dataclass: it is a fact read from the log, never mutated afterwards.
+Field names follow SGLang's own wording (``max_total_num_tokens``, ``accept_len``...) so the
+same words appear in the log, the events, the records and the reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import Any, ClassVar
+
+
+class LoadPhase(StrEnum):
+    """Sub-phases of a server start, in the order they normally happen."""
+
+    STARTING = "starting"
+    """The process is up (distributed init, argument handling)."""
+    WEIGHTS = "weights"
+    """Model weights (target, then draft) are loading."""
+    KV_CACHE = "kv_cache"
+    """The KV cache pool is being sized and allocated."""
+    CUDA_GRAPH = "cuda_graph"
+    """CUDA graphs are being captured."""
+    READY = "ready"
+    """The server answers requests."""
+
+
+PHASE_ORDER: tuple[LoadPhase, ...] = tuple(LoadPhase)
+"""Load phases in start-up order (for progress displays)."""
+
+
+class Role(StrEnum):
+    """Which model a load line is about: SGLang logs weights/KV lines for both, in order."""
+
+    TARGET = "target"
+    DRAFT = "draft"
+
+
+class WarningKind(StrEnum):
+    """Server warnings that matter when tuning."""
+
+    MAX_RUNNING_REQUESTS_RESET = "max_running_requests_reset"
+    """``Max running requests is reset to 48 for speculative decoding...``"""
+    MAX_RUNNING_REQUESTS_REDUCED = "max_running_requests_reduced"
+    """``max_running_requests was reduced from the requested A to B ...`` (KV capacity)."""
+    DRAFT_TOKENS_ADJUSTED = "draft_tokens_adjusted"
+    """``speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 ...``"""
+    MIXED_CHUNK_DISABLED = "mixed_chunk_disabled"
+    """``Mixed chunked prefill is disabled because of using eagle speculative decoding.``"""
+    OVERLAP_DISABLED = "overlap_disabled"
+    """The overlap scheduler is off (v0.5.9 without spec v2) or spec v1 is used instead."""
+    MEMORY_UNBALANCED = "memory_unbalanced"
+    """``The memory capacity is unbalanced. Some GPUs may be occupied by other processes.``"""
+    CUDA_GRAPH_DISABLED_BATCH = "cuda_graph_batch_limited"
+    """Reserved: batches that fall off the captured CUDA graphs."""
+
+
+class FatalCause(StrEnum):
+    """Why the server died (or cannot start), most specific first in classification."""
+
+    KV_CACHE_NO_MEMORY = "kv_cache_no_memory"
+    """No memory left for the KV cache after the weights (``Not enough memory...``)."""
+    CUDA_GRAPH_CAPTURE_FAILED = "cuda_graph_capture_failed"
+    """``Capture cuda graph failed`` (usually out of memory while capturing)."""
+    ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
+    """``CUDA error: an illegal memory access was encountered`` (often an invalid tree)."""
+    CUDA_OOM = "cuda_oom"
+    """``torch.OutOfMemoryError: CUDA out of memory``."""
+    NCCL_ERROR = "nccl_error"
+    """NCCL / ProcessGroupNCCL failures and collective timeouts."""
+    BAD_ARGUMENT = "bad_argument"
+    """A ValueError/AssertionError/argparse error before any weights loaded."""
+    SCHEDULER_KILLED = "scheduler_killed"
+    """A process was SIGKILLed (exit -9), usually by the OS OOM killer."""
+    SCHEDULER_EXCEPTION = "scheduler_exception"
+    """``Scheduler hit an exception`` with no more specific signature."""
+    UNKNOWN_TRACEBACK = "unknown_traceback"
+    """A traceback (or a fatal exit) matching none of the known signatures."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuggestedFix:
+    """One remedy for a fatal cause, drawn from SGLang's own advice.
+
+    ``field``/``value`` name a configuration change when the remedy is one (the field is a
+    :class:`~specconsole.core.config.ServerConfig` attribute); ``text`` always explains it.
+    """
+
+    text: str
+    field: str | None = None
+    value: str | None = None
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogEvent:
+    """Base of every event: where and when in the log it was seen."""
+
+    kind: ClassVar[str] = "event"
+    """Stable event name used in JSON output (``parse-log``) and records."""
+    phase: ClassVar[LoadPhase | None] = None
+    """The load sub-phase this event belongs to (``None`` for runtime events)."""
+
+    timestamp: str | None = None
+    """The server's own timestamp (``2026-07-20 10:27:57``), else the journal's, if any."""
+    rank: str | None = None
+    """SGLang's parallel-rank prefix (``TP0``, ``DP0 TP1``), if the line had one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: ``{"event": kind, ...fields}`` with enums as their values."""
+        out: dict[str, Any] = {"event": self.kind}
+        for f in dataclasses.fields(self):
+            out[f.name] = _jsonable(getattr(self, f.name))
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Load phases
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessStarting(LogEvent):
+    """``Init torch distributed begin.`` (SGLang) or the engine's first start-up line."""
+
+    kind: ClassVar[str] = "process_starting"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.STARTING
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightsBegin(LogEvent):
+    """``Load weight begin. avail mem=78.50 GB`` (first per rank: target, second: draft)."""
+
+    kind: ClassVar[str] = "weights_begin"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.WEIGHTS
+    role: Role = Role.TARGET
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WeightsEnd(LogEvent):
+    """``Load weight end. elapsed=..., type=..., avail mem=... GB, mem usage=... GB.``"""
+
+    kind: ClassVar[str] = "weights_end"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.WEIGHTS
+    role: Role = Role.TARGET
+    elapsed_s: float | None = None
+    model_type: str | None = None
+    dtype: str | None = None
+    avail_mem_gb: float | None = None
+    mem_usage_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KVCacheAllocated(LogEvent):
+    """``KV Cache is allocated. [dtype: D, ]#tokens: N, K size: X GB, V size: Y GB``.
+
+    vLLM's ``GPU KV cache size: N tokens`` maps here too (role target, sizes unknown).
+    """
+
+    kind: ClassVar[str] = "kv_cache_allocated"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.KV_CACHE
+    role: Role = Role.TARGET
+    num_tokens: int | None = None
+    dtype: str | None = None
+    k_size_gb: float | None = None
+    v_size_gb: float | None = None
+    kv_size_gb: float | None = None
+    """Combined size (MLA pools log ``KV size``; otherwise K + V)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryPoolEnd(LogEvent):
+    """``Memory pool end. avail mem=XX.XX GB``."""
+
+    kind: ClassVar[str] = "memory_pool_end"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.KV_CACHE
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaGraphBegin(LogEvent):
+    """``Capture <stage> CUDA graph begin. ...`` (latest); ``Capture cuda graph begin.`` (v0.5.9)
+    """
+
+    kind: ClassVar[str] = "cuda_graph_begin"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.CUDA_GRAPH
+    stage: str = ""
+    """What is captured, as logged: ``target verify``, ``draft decode``, ``draft extend``,
+    ``target decode``, ``target prefill``, ``piecewise``, or ``""`` (v0.5.9 target)."""
+    role: Role = Role.TARGET
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CudaGraphEnd(LogEvent):
+    """``Capture <stage> CUDA graph end. elapsed=X s, mem usage=Y GB, avail mem=Z GB.``"""
+
+    kind: ClassVar[str] = "cuda_graph_end"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.CUDA_GRAPH
+    stage: str = ""
+    role: Role = Role.TARGET
+    elapsed_s: float | None = None
+    mem_usage_gb: float | None = None
+    avail_mem_gb: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capacity(LogEvent):
+    """The scheduler's capacity line: ``max_total_num_tokens=..., ..., available_gpu_mem=X GB``.
+
+    vLLM's ``Maximum concurrency for N tokens per request: X.XXx`` fills ``context_len`` and
+    ``max_concurrency`` only.
+    """
+
+    kind: ClassVar[str] = "capacity"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.KV_CACHE
+    max_total_num_tokens: int | None = None
+    chunked_prefill_size: int | None = None
+    max_prefill_tokens: int | None = None
+    max_running_requests: int | None = None
+    context_len: int | None = None
+    available_gpu_mem_gb: float | None = None
+    max_concurrency: float | None = None
+    """vLLM only: how many full-context requests fit in the KV cache."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ready(LogEvent):
+    """``The server is fired up and ready to roll!`` (vLLM: ``Application startup complete.``)."""
+
+    kind: ClassVar[str] = "ready"
+    phase: ClassVar[LoadPhase | None] = LoadPhase.READY
+
+
+# ---------------------------------------------------------------------------------------------
+# Runtime statistics and warnings
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeStats(LogEvent):
+    """One ``Decode batch`` line (SGLang) or ``Engine 000: ...`` stats line (vLLM)."""
+
+    kind: ClassVar[str] = "decode"
+    running_req: int | None = None
+    num_tokens: int | None = None
+    """``#token``: KV tokens in use."""
+    token_usage: float | None = None
+    """Used KV tokens / capacity (0..1)."""
+    accept_len: float | None = None
+    """Accepted tokens per verify step per request, including the bonus token."""
+    accept_rate: float | None = None
+    cuda_graph: bool | None = None
+    gen_throughput: float | None = None
+    """Whole-server generated tokens per second over the interval."""
+    queue_req: int | None = None
+    iteration: int | None = None
+    """The ``[N]`` forward-iteration counter, when logged."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrefillStats(LogEvent):
+    """One ``Prefill batch`` line."""
+
+    kind: ClassVar[str] = "prefill"
+    new_seq: int | None = None
+    new_token: int | None = None
+    cached_token: int | None = None
+    token_usage: float | None = None
+    running_req: int | None = None
+    queue_req: int | None = None
+    pending_token: int | None = None
+    cuda_graph: bool | None = None
+    input_throughput: float | None = None
+    iteration: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpecStats(LogEvent):
+    """vLLM's ``SpecDecoding metrics: Mean acceptance length: X, ...`` line."""
+
+    kind: ClassVar[str] = "spec"
+    accept_len: float | None = None
+    """vLLM's mean acceptance length (includes the bonus token, like SGLang's accept len)."""
+    accept_rate: float | None = None
+    """Average draft acceptance rate as a fraction (vLLM prints a percentage)."""
+    accepted_tokens: int | None = None
+    drafted_tokens: int | None = None
+    per_position: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TuningWarning(LogEvent):
+    """A server warning that changes what a trial actually ran with."""
+
+    kind: ClassVar[str] = "warning"
+    warning: WarningKind = WarningKind.MAX_RUNNING_REQUESTS_RESET
+    text: str = ""
+    value: int | None = None
+    """The value the server settled on (e.g. 48 for the max-running-requests reset)."""
+    requested: int | None = None
+    """The value that was asked for, when the warning says so."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FatalError(LogEvent):
+    """The server died or cannot start, with the evidence and what to do about it."""
+
+    kind: ClassVar[str] = "fatal"
+    cause: FatalCause = FatalCause.UNKNOWN_TRACEBACK
+    summary: str = ""
+    """The single most telling line (e.g. the exception line)."""
+    excerpt: str = ""
+    """The log text that proves the cause (a whole traceback, bounded in size)."""
+    fixes: tuple[SuggestedFix, ...] = ()
+    before_weights: bool = False
+    """True when nothing had started loading yet (argument errors happen there)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceExited(LogEvent):
+    """systemd's ``<unit>: Main process exited, code=..., status=...`` line."""
+
+    kind: ClassVar[str] = "service_exited"
+    code: str = ""
+    """``exited``, ``killed`` or ``dumped``."""
+    status: str = ""
+    """``1/FAILURE``, ``9/KILL``..."""
+    expected: bool = False
+    """True when the exit follows a stop request (``Stopping ...``)."""
+
+
+LOAD_EVENT_TYPES: tuple[type[LogEvent], ...] = (
+    ProcessStarting,
+    WeightsBegin,
+    WeightsEnd,
+    KVCacheAllocated,
+    MemoryPoolEnd,
+    CudaGraphBegin,
+    CudaGraphEnd,
+    Capacity,
+    Ready,
+)
+"""Events that mark load progress (each has a non-``None`` ``phase``)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Summary
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSummary:
+    """What a sequence of events says about one server start (the fold of :func:`summarize`)."""
+
+    phases: tuple[LoadPhase, ...] = ()
+    """Load phases reached, in start-up order, each once."""
+    capacity: Capacity | None = None
+    kv_tokens: int | None = None
+    """Target KV pool size from ``KV Cache is allocated`` (or vLLM's KV cache size)."""
+    ready: bool = False
+    fatal: FatalError | None = None
+    """The first fatal error (later ones are usually consequences)."""
+    warnings: tuple[TuningWarning, ...] = ()
+    weights_loaded: int = 0
+    """``Load weight end`` lines seen on the first rank (1 = target, 2 = target + draft)."""
+    cuda_graphs_captured: int = 0
+    last_decode: DecodeStats | None = None
+    events: int = 0
+
+    @property
+    def phase(self) -> LoadPhase | None:
+        """The furthest phase reached."""
+        return self.phases[-1] if self.phases else None
+
+    def one_line(self) -> str:
+        """A single human-readable line (the last line ``parse-log`` prints)."""
+        parts = [f"phases: {','.join(p.value for p in self.phases) or 'none'}"]
+        if self.capacity is not None and self.capacity.max_total_num_tokens is not None:
+            parts.append(
+                f"capacity: max_total_num_tokens={self.capacity.max_total_num_tokens}"
+                f" max_running_requests={self.capacity.max_running_requests}"
+                f" context_len={self.capacity.context_len}"
+            )
+        elif self.kv_tokens is not None:
+            parts.append(f"capacity: kv_tokens={self.kv_tokens}")
+        if self.fatal is not None:
+            parts.append(f"fatal: {self.fatal.cause.value} ({self.fatal.summary})")
+        else:
+            parts.append("ready" if self.ready else "not ready")
+        if self.warnings:
+            parts.append("warnings: " + ",".join(sorted({w.warning.value for w in self.warnings})))
+        return "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the ``summary`` record ``parse-log`` prints)."""
+        return {
+            "event": "summary",
+            "phases": [p.value for p in self.phases],
+            "capacity": self.capacity.to_dict() if self.capacity else None,
+            "kv_tokens": self.kv_tokens,
+            "ready": self.ready,
+            "fatal": self.fatal.to_dict() if self.fatal else None,
+            "warnings": sorted({w.warning.value for w in self.warnings}),
+            "weights_loaded": self.weights_loaded,
+            "cuda_graphs_captured": self.cuda_graphs_captured,
+            "events": self.events,
+            "text": self.one_line(),
+        }
+
+
+def _first_rank(rank: str | None) -> bool:
+    """True for lines of the first rank (``TP0``, ``DP0 TP0``) or without a rank prefix.
+
+    Only the first rank's lines count for progress: TP1.. repeat the same sequence.
+    """
+    if rank is None:
+        return True
+    return all(part.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") == "0" for part in rank.split())
+
+
+def summarize(events: Iterable[LogEvent], start: LoadSummary | None = None) -> LoadSummary:
+    """Fold events into a :class:`LoadSummary`; pass ``start`` to continue a previous fold."""
+    s = start or LoadSummary()
+    phases = list(s.phases)
+    capacity, kv_tokens, ready, fatal = s.capacity, s.kv_tokens, s.ready, s.fatal
+    warnings = list(s.warnings)
+    weights, graphs, last_decode, count = (
+        s.weights_loaded,
+        s.cuda_graphs_captured,
+        s.last_decode,
+        s.events,
+    )
+    for ev in events:
+        count += 1
+        phase = ev.phase
+        if phase is not None and phase not in phases:
+            phases.append(phase)
+            phases.sort(key=PHASE_ORDER.index)
+        if isinstance(ev, Capacity):
+            if capacity is None or ev.max_total_num_tokens is not None:
+                capacity = ev
+        elif isinstance(ev, KVCacheAllocated):
+            if ev.role is Role.TARGET and kv_tokens is None and _first_rank(ev.rank):
+                kv_tokens = ev.num_tokens
+        elif isinstance(ev, Ready):
+            ready = True
+        elif isinstance(ev, FatalError):
+            if fatal is None:
+                fatal = ev
+        elif isinstance(ev, TuningWarning):
+            warnings.append(ev)
+        elif isinstance(ev, WeightsEnd):
+            if _first_rank(ev.rank):
+                weights += 1
+        elif isinstance(ev, CudaGraphEnd):
+            if _first_rank(ev.rank):
+                graphs += 1
+        elif isinstance(ev, DecodeStats):
+            last_decode = ev
+    return LoadSummary(
+        phases=tuple(phases),
+        capacity=capacity,
+        kv_tokens=kv_tokens,
+        ready=ready,
+        fatal=fatal,
+        warnings=tuple(warnings),
+        weights_loaded=weights,
+        cuda_graphs_captured=graphs,
+        last_decode=last_decode,
+        events=count,
+    )
