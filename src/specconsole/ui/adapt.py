@@ -1,0 +1,500 @@
+"""From the controller's state snapshot to the panes' view models, as pure functions.
+
+``ControllerState`` (``specconsole.core.state``) is the single source of truth; each function
+here selects and formats one pane's slice of it. They take the clock reading as an argument
+(``now``) so the header's elapsed time is deterministic in tests and snapshots, and they never
+import Textual, so they are unit-tested directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import fields
+
+from specconsole.core.capacity import predict_capacity as core_predict_capacity
+from specconsole.core.config import ServerConfig
+from specconsole.core.log_events import (
+    Capacity,
+    CudaGraphBegin,
+    CudaGraphEnd,
+    FatalCause,
+    FatalError,
+    KVCacheAllocated,
+    MemoryPoolEnd,
+    ProcessStarting,
+    Ready,
+    TuningWarning,
+    WeightsBegin,
+    WeightsEnd,
+)
+from specconsole.core.log_events import ServiceExited as LogServiceExited
+from specconsole.core.logparse import LogParser, classify_fatal
+from specconsole.core.plan import config_label
+from specconsole.core.state import (
+    BUSY_PHASES,
+    CapacityPrediction,
+    ConnectionState,
+    ControllerState,
+    CrashInfo,
+    LevelProgress,
+    LevelSummary,
+    LoadStage,
+    Phase,
+    ResumeChoice,
+    TrialRecord,
+    TrialStatus,
+)
+from specconsole.ui.viewmodels import (
+    DASH,
+    LINE_KINDS,
+    BenchView,
+    ChartView,
+    CrashView,
+    HeaderView,
+    LevelView,
+    Series,
+    Tone,
+    TrialDetails,
+    TrialRow,
+    format_elapsed,
+    format_int,
+    format_rate,
+    format_ratio,
+    summarise_levels,
+)
+
+FIELD_ABBREVIATIONS: dict[str, str] = {
+    "speculative_algorithm": "algo",
+    "speculative_num_steps": "steps",
+    "speculative_eagle_topk": "topk",
+    "speculative_num_draft_tokens": "draft",
+    "mem_fraction_static": "mem",
+    "cuda_graph_max_bs": "cg-bs",
+    "max_running_requests": "mrr",
+    "tp_size": "tp",
+    "context_length": "ctx",
+    "attention_backend": "attn",
+}
+"""Short labels for the summary line and table; the editor shows SGLang's full names."""
+
+LOAD_STAGE_LABELS: dict[LoadStage, str] = {
+    LoadStage.STARTING: "starting",
+    LoadStage.WEIGHTS: "weights",
+    LoadStage.KV_CACHE: "KV cache",
+    LoadStage.CUDA_GRAPH: "CUDA graphs",
+    LoadStage.WARMUP: "warmup",
+}
+
+CHOICE_KEYS: dict[ResumeChoice, tuple[str, str]] = {
+    ResumeChoice.RESUME_NEXT: ("r", "resume next"),
+    ResumeChoice.RETRY_SAME: ("t", "retry"),
+    ResumeChoice.EDIT_THEN_DEPLOY: ("e", "edit"),
+    ResumeChoice.SKIP: ("k", "skip"),
+    ResumeChoice.ROLLBACK: ("o", "roll back"),
+}
+"""One key per crash choice; ``r`` is the one-key resume the issue asks for."""
+
+_UNTIMED_PHASES = frozenset({Phase.IDLE, Phase.DONE})
+
+
+def config_summary(config: ServerConfig | None) -> str:
+    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …`` — only fields that are set."""
+    if config is None:
+        return "no configuration"
+    parts: list[str] = []
+    if config.speculative_algorithm is not None:
+        parts.append(str(config.speculative_algorithm))
+    else:
+        parts.append("no speculation")
+    for name, short in FIELD_ABBREVIATIONS.items():
+        if name == "speculative_algorithm":
+            continue
+        value = getattr(config, name)
+        if value is not None:
+            parts.append(f"{short}={value}")
+    return " ".join(parts)
+
+
+def phase_label(state: ControllerState) -> str:
+    """The header's phase word, with the loading sub-phase or the running ladder level."""
+    label = state.phase.value.replace("_", " ").upper()
+    if state.phase is Phase.LOADING and state.load_stage is not None:
+        return f"{label} · {LOAD_STAGE_LABELS.get(state.load_stage, state.load_stage.value)}"
+    if state.phase is Phase.BENCHMARKING:
+        running = [lv for lv in state.bench if not lv.done]
+        if running:
+            return f"{label} · c={running[0].concurrency}"
+    return label
+
+
+def header_view(state: ControllerState, now: float) -> HeaderView:
+    """The header for ``state`` at wall-clock time ``now``."""
+    extra = dict(state.labels)
+    title = " · ".join(
+        part
+        for part in (
+            extra.get("host", ""),
+            extra.get("engine", ""),
+            extra.get("service", ""),
+        )
+        if part
+    )
+    if state.phase in (Phase.CRASHED, Phase.AWAITING_DECISION):
+        tone = Tone.BAD
+    elif state.phase in BUSY_PHASES:
+        tone = Tone.BUSY
+    elif state.phase is Phase.DONE:
+        tone = Tone.GOOD
+    elif state.phase in (Phase.PAUSED, Phase.CANCELLED):
+        tone = Tone.WARN
+    else:
+        tone = Tone.IDLE
+    if state.phase is Phase.LOADING and state.load_stage_since is not None:
+        stage = format_elapsed(state.load_elapsed(now))
+        elapsed = f"{format_elapsed(state.elapsed(now))} ({stage} in stage)"
+    elif state.phase in _UNTIMED_PHASES:
+        elapsed = ""
+    else:
+        elapsed = format_elapsed(state.elapsed(now))
+    number, total = state.trial_number, state.trial_total
+    if number is not None:
+        trial = f"trial {number}/{total}" if total else f"trial {number}"
+    elif state.trials:
+        trial = f"{len(state.trials)} trials"
+    else:
+        trial = ""
+    if state.sweep_active and state.pause_requested:
+        sweep = "sweep: pausing"
+    elif state.sweep_active and state.phase is Phase.PAUSED:
+        sweep = "sweep: paused"
+    elif state.sweep_active:
+        sweep = "sweep: on"
+    else:
+        sweep = ""
+    connection = {
+        ConnectionState.UNKNOWN: "not connected",
+        ConnectionState.CONNECTED: "connected",
+        ConnectionState.RECONNECTING: "reconnecting",
+        ConnectionState.LOST: "connection lost",
+    }[state.connection]
+    return HeaderView(
+        title=title or "specconsole",
+        phase=phase_label(state),
+        elapsed=elapsed,
+        trial=trial,
+        connection=connection,
+        config_summary=config_summary(state.current_config),
+        tone=tone,
+        sweep=sweep,
+    )
+
+
+def _level_from_progress(progress: LevelProgress) -> LevelView:
+    result = progress.result
+    if result is not None:
+        return _level_from_summary(result)
+    running = progress.completed + progress.failed < progress.total and not progress.done
+    started = progress.completed or progress.failed or progress.running
+    return LevelView(
+        concurrency=progress.concurrency,
+        completed=progress.completed,
+        total=progress.total,
+        failed=progress.failed,
+        tok_s=progress.current_tok_s if started else None,
+        ttft_p50_ms=None,
+        state="running" if (running and started) else ("done" if progress.done else "pending"),
+    )
+
+
+def _level_from_summary(summary: LevelSummary) -> LevelView:
+    total = summary.completed + summary.failed
+    return LevelView(
+        concurrency=summary.concurrency,
+        completed=total,
+        total=total,
+        failed=summary.failed,
+        tok_s=summary.output_tok_s,
+        ttft_p50_ms=summary.ttft_p50_ms,
+        state="failed" if summary.failed and not summary.completed else "done",
+    )
+
+
+def _latest_benchmarked(state: ControllerState) -> TrialRecord | None:
+    for record in reversed(state.trials):
+        if record.levels:
+            return record
+    return None
+
+
+def bench_view(state: ControllerState) -> BenchView:
+    """The live ladder of the current trial, else the last benchmarked trial's results."""
+    if state.bench:
+        levels = tuple(_level_from_progress(p) for p in state.bench)
+        finished = [p.result for p in state.bench if p.result is not None]
+        single = next((r.per_request_tok_s for r in finished if r.concurrency == 1), None)
+        done = bool(levels) and all(lv.state in ("done", "failed") for lv in levels)
+        peak = max(finished, key=lambda r: r.output_tok_s) if (finished and done) else None
+        return BenchView(
+            levels=levels,
+            single_tok_s=single,
+            peak_tok_s=None if peak is None else peak.output_tok_s,
+            peak_concurrency=None if peak is None else peak.concurrency,
+            accept_length=None,
+            status=summarise_levels(levels),
+        )
+    record = _latest_benchmarked(state)
+    if record is None:
+        return BenchView()
+    levels = tuple(_level_from_summary(lv) for lv in record.levels)
+    return BenchView(
+        levels=levels,
+        single_tok_s=record.single_request_tok_s,
+        peak_tok_s=record.peak_aggregate_tok_s,
+        peak_concurrency=record.peak_concurrency,
+        accept_length=record.accept_length,
+        status=f"trial {record.index + 1} · done",
+    )
+
+
+def varying_fields(configs: Sequence[ServerConfig]) -> list[str]:
+    """Names of the ServerConfig fields whose values differ between ``configs``."""
+    if len(configs) < 2:
+        return []
+    names = [f.name for f in fields(ServerConfig) if f.name != "description"]
+    return [n for n in names if len({repr(getattr(c, n)) for c in configs}) > 1]
+
+
+def _label_base(state: ControllerState, records: Sequence[TrialRecord]) -> ServerConfig | None:
+    """What trial labels are relative to: the plan's base, else the first trial's config."""
+    if state.plan is not None:
+        return state.plan.base
+    return records[0].config if records else None
+
+
+def trial_label(record: TrialRecord, base: ServerConfig | None) -> str:
+    """``#3 steps=3`` — the trial number and how its configuration differs from ``base``."""
+    label = config_label(record.config, base)
+    if base is not None and record.config == base:
+        label = config_label(record.config, None)
+    return f"#{record.index + 1} {label}"
+
+
+def all_trials(state: ControllerState) -> tuple[TrialRecord, ...]:
+    """Finished trials plus the one in progress, oldest first."""
+    if state.trial is not None and all(t.index != state.trial.index for t in state.trials):
+        return (*state.trials, state.trial)
+    return state.trials
+
+
+def _numeric_axis(state: ControllerState, records: Sequence[TrialRecord]) -> str | None:
+    """The swept axis for the single-request chart: the plan's walk axis, else the one
+    numeric field that varies between the trials."""
+    if state.plan is not None and state.plan.walk_axis is not None:
+        return state.plan.walk_axis
+    axes = varying_fields([r.config for r in records])
+    for name in axes:
+        values = [getattr(r.config, name) for r in records]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            return name
+    return None
+
+
+def chart_view(state: ControllerState) -> ChartView:
+    """Series for the throughput chart: one aggregate-vs-concurrency line per trial that has
+    numbers (the running trial's finished levels included, so it grows live), and
+    single-request tok/s against the swept axis (or the trial number)."""
+    records = all_trials(state)
+    base = _label_base(state, records)
+    aggregate: list[Series] = []
+    for record in records:
+        levels: Sequence[LevelSummary] = record.levels
+        if state.trial is not None and record.index == state.trial.index and state.bench:
+            levels = [p.result for p in state.bench if p.result is not None]
+        if not levels:
+            continue
+        ordered = sorted(levels, key=lambda lv: lv.concurrency)
+        aggregate.append(
+            Series(
+                label=trial_label(record, base),
+                xs=tuple(float(lv.concurrency) for lv in ordered),
+                ys=tuple(lv.output_tok_s for lv in ordered),
+            )
+        )
+    axis = _numeric_axis(state, records)
+    points: list[tuple[float, float]] = []
+    for record in records:
+        single = record.single_request_tok_s
+        if single is None:
+            continue
+        value = getattr(record.config, axis) if axis else None
+        x = float(value) if isinstance(value, int | float) else float(record.index + 1)
+        points.append((x, single))
+    points.sort()
+    single_series = (
+        Series(
+            label="single-request tok/s",
+            xs=tuple(p[0] for p in points),
+            ys=tuple(p[1] for p in points),
+        )
+        if points
+        else None
+    )
+    axis_name = FIELD_ABBREVIATIONS.get(axis, axis) if axis else "trial"
+    return ChartView(aggregate=tuple(aggregate), single=single_series, axis_name=axis_name)
+
+
+def _status_text(record: TrialRecord, *, detailed: bool = False) -> str:
+    if detailed and record.status is TrialStatus.CRASHED and record.crash is not None:
+        return f"crashed: {record.crash.cause}"
+    return record.status.value.replace("_", " ")
+
+
+def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
+    """Every trial of the session, with status and headline numbers."""
+    records = all_trials(state)
+    base = _label_base(state, records)
+    rows = []
+    for record in records:
+        capacity = record.capacity
+        if capacity is None and record.crash is not None:
+            capacity = record.crash.capacity
+        rows.append(
+            TrialRow(
+                key=str(record.index),
+                label=trial_label(record, base),
+                status=_status_text(record),
+                single_tok_s=format_rate(record.single_request_tok_s),
+                peak_tok_s=format_rate(record.peak_aggregate_tok_s),
+                capacity=format_int(capacity),
+                accept_length=format_ratio(record.accept_length),
+            )
+        )
+    return tuple(rows)
+
+
+def trial_details(state: ControllerState, key: str | None) -> TrialDetails | None:
+    """Details of the trial whose row key is ``key`` (None when it is not found)."""
+    if key is None:
+        return None
+    record = next((r for r in all_trials(state) if str(r.index) == key), None)
+    if record is None:
+        return None
+    lines = [
+        f"status: {_status_text(record, detailed=True)}",
+        f"config: {config_summary(record.config)}",
+    ]
+    if record.capacity is not None:
+        lines.append(f"capacity: {record.capacity:,} tokens (max_total_num_tokens)")
+    if record.predicted is not None and record.predicted.predicted_tokens is not None:
+        lines.append(f"predicted capacity: {record.predicted.predicted_tokens:,} tokens")
+    for level in sorted(record.levels, key=lambda lv: lv.concurrency):
+        lines.append(
+            f"c={level.concurrency}: {format_rate(level.output_tok_s)} tok/s aggregate, "
+            f"{format_rate(level.per_request_tok_s)} tok/s per request"
+            + (f", {level.failed} failed" if level.failed else "")
+        )
+    if record.accept_length is not None:
+        lines.append(f"accept length: {record.accept_length:.2f}")
+    lines.extend(f"warning: {w}" for w in record.warnings)
+    lines.extend(f"error: {e}" for e in record.errors)
+    excerpt: tuple[str, ...] = ()
+    if record.crash is not None:
+        lines.append(f"crash: {record.crash.cause} during {record.crash.phase.value}")
+        excerpt = record.crash.excerpt
+    return TrialDetails(title=trial_label(record, None), lines=tuple(lines), log_excerpt=excerpt)
+
+
+def _crash_of(state: ControllerState) -> tuple[int | None, CrashInfo | None]:
+    if state.pending is not None and state.pending.crash is not None:
+        return state.pending.trial_index, state.pending.crash
+    if state.phase is Phase.CRASHED and state.trial is not None and state.trial.crash is not None:
+        return state.trial.index, state.trial.crash
+    return None, None
+
+
+def crash_view(state: ControllerState) -> CrashView | None:
+    """The crash banner's content, or None when there is nothing to decide."""
+    index, crash = _crash_of(state)
+    if crash is None:
+        return None
+    where = crash.phase.value.replace("_", " ")
+    if crash.load_stage is not None:
+        where += f" ({LOAD_STAGE_LABELS.get(crash.load_stage, crash.load_stage.value)})"
+    trial = f"Trial {index + 1}" if index is not None else "The server"
+    cause = crash.cause.replace("_", " ")
+    details = [crash.message] if crash.message else []
+    if crash.exit_status is not None:
+        details.append(f"exit status {crash.exit_status}")
+    if crash.signal is not None:
+        details.append(f"signal {crash.signal}")
+    if crash.capacity is not None:
+        details.append(f"capacity seen: {crash.capacity:,} tokens")
+    choices: tuple[tuple[str, str], ...]
+    if state.pending is not None:
+        choices = tuple(CHOICE_KEYS[c] for c in state.pending.choices if c in CHOICE_KEYS)
+    else:
+        choices = ()
+    return CrashView(
+        title=f"{trial} crashed while {where}: {cause}",
+        cause=" · ".join(details) if details else DASH,
+        excerpt=crash.excerpt,
+        fixes=crash.fixes,
+        choices=choices,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Journal highlighting and the editor's checks: thin adapters over the core's knowledge.
+# --------------------------------------------------------------------------------------------
+
+_LOAD_PROGRESS = (ProcessStarting, WeightsBegin, WeightsEnd, CudaGraphBegin, CudaGraphEnd)
+_CAPACITY = (Capacity, KVCacheAllocated, MemoryPoolEnd)
+
+
+def classify_line(line: str) -> str | None:
+    """The journal highlight kind of one log line, decided by the core's log parser.
+
+    The parser is fed the line alone (and flushed), so a traceback header or a fatal
+    signature classifies as ``fatal`` on its own line; multi-line context is the
+    controller's business, not the highlighter's.
+    """
+    if "Traceback (most recent call last)" in line:
+        return "fatal"
+    parser = LogParser()
+    events = parser.feed(line) + parser.flush()
+    kinds: set[str] = set()
+    for event in events:
+        if isinstance(event, FatalError):
+            kinds.add("fatal")
+        elif isinstance(event, LogServiceExited):
+            kinds.add("warning" if event.expected else "fatal")
+        elif isinstance(event, TuningWarning):
+            kinds.add("warning")
+        elif isinstance(event, _CAPACITY):
+            kinds.add("capacity")
+        elif isinstance(event, Ready):
+            kinds.add("ready")
+        elif isinstance(event, _LOAD_PROGRESS):
+            kinds.add("progress")
+    if not kinds and _looks_fatal(line):
+        kinds.add("fatal")
+    for kind in LINE_KINDS:
+        if kind in kinds:
+            return kind
+    return None
+
+
+def _looks_fatal(line: str) -> bool:
+    """A line that proves a fatal cause on its own (SGLang's signatures), or an exception
+    line such as ``RuntimeError: ...`` that ends a traceback."""
+    cause, _proof = classify_fatal([line])
+    if cause is not FatalCause.UNKNOWN_TRACEBACK:
+        return True
+    head = line.lstrip().split(":", 1)[0] if ":" in line else ""
+    return head.endswith(("Error", "Exception")) and " " not in head
+
+
+def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPrediction:
+    """The core's KV-capacity prediction for ``config`` from this session's trials."""
+    minimum = state.plan.minimum_capacity if state.plan is not None else 1
+    return core_predict_capacity(all_trials(state), config, minimum_tokens=minimum)

@@ -1,0 +1,293 @@
+"""The Textual application: wiring between the controller bridge, the screens and the themes.
+
+``make_app`` is the one factory the CLI (``specconsole tui``/``demo``), the tests, the
+snapshot fixtures and the benchmarks all use, so what is tested is what users run. The app
+owns exactly three things: the bridge (controller → messages), the current theme, and the
+translation of UI decisions into intents (``send_intent``). Everything a pane shows is
+computed by ``ui.adapt`` from the latest ``ControllerState``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import ClassVar
+
+from textual import on
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.worker import Worker, WorkerState
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.events import DeployConfig, Intent, Quit, Resume
+from specconsole.core.state import CapacityPrediction, ControllerState, ResumeChoice
+from specconsole.paths import themes_dir
+from specconsole.ui import adapt
+from specconsole.ui.bridge import ControllerBridge, ControllerHandle
+from specconsole.ui.form import Problem, Validator
+from specconsole.ui.messages import IntentSent, LogBatch, StateChanged
+from specconsole.ui.screens.crash import CrashScreen
+from specconsole.ui.screens.editor import EditorScreen
+from specconsole.ui.screens.help import HelpScreen
+from specconsole.ui.screens.main import MainScreen
+from specconsole.ui.screens.quit import QuitChoice, QuitScreen
+from specconsole.ui.theme import THEMES, choose_theme
+from specconsole.ui.viewmodels import CrashView, LineClassifier
+
+Clock = Callable[[], float]
+"""Wall-clock seconds, like ``time.time``; tests pass a fixed one."""
+
+
+def _no_validation(config: ServerConfig) -> Sequence[Problem]:
+    return ()
+
+
+def _no_prediction(config: ServerConfig) -> CapacityPrediction | None:
+    return None
+
+
+class SpecConsoleApp(App[None]):
+    """specconsole's console."""
+
+    CSS_PATH: ClassVar[list[str]] = [str(themes_dir() / "specconsole.tcss")]  # type: ignore[misc]
+    ENABLE_COMMAND_PALETTE: ClassVar[bool] = False
+    TITLE = "specconsole"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "quit_now", "quit", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        controller: ControllerHandle,
+        *,
+        theme: str = "dark",
+        clock: Clock = time.time,
+        classify: LineClassifier = adapt.classify_line,
+        validate: Validator = _no_validation,
+        predict: Callable[[ServerConfig, ControllerState], CapacityPrediction | None] | None = None,
+        run_controller: Callable[[], Awaitable[object]] | None = None,
+        tick_interval: float | None = 1.0,
+    ) -> None:
+        super().__init__()
+        if theme not in THEMES:
+            theme = choose_theme(theme)  # raises UnknownThemeError naming the choices
+        self._theme_key = theme
+        self._controller = controller
+        self._clock = clock
+        self._classify = classify
+        self._validate = validate
+        self._predict = predict
+        self._run_controller = run_controller
+        self._tick_interval = tick_interval
+        self._bridge = ControllerBridge(controller, self.post_message)
+        self._state = controller.state
+        self.sent_intents: list[Intent] = []
+        """Every intent this app sent, oldest first (observable in tests)."""
+
+    # ----------------------------------------------------------------------------------------
+    # Lifecycle
+    # ----------------------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        for palette in THEMES.values():
+            self.register_theme(palette)
+        self.theme = THEMES[self._theme_key].name
+        self.set_class(self._theme_key == "mono", "-mono")
+        self.push_screen(MainScreen(self._classify))
+        self._bridge.start()
+        if self._run_controller is not None:
+            self.run_worker(
+                self._run_controller(),
+                name="controller",
+                group="controller",
+                exclusive=True,
+                exit_on_error=False,
+            )
+        if self._tick_interval:
+            self.set_interval(self._tick_interval, self._tick)
+
+    async def on_unmount(self) -> None:
+        await self._bridge.stop()
+
+    def _tick(self) -> None:
+        screen = self._main_screen
+        if screen is not None:
+            screen.refresh_header(self._clock())
+
+    @property
+    def _main_screen(self) -> MainScreen | None:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        return None
+
+    @property
+    def state(self) -> ControllerState:
+        """The latest snapshot the UI has rendered."""
+        return self._state
+
+    @property
+    def bridge(self) -> ControllerBridge:
+        return self._bridge
+
+    # ----------------------------------------------------------------------------------------
+    # Controller → UI
+    # ----------------------------------------------------------------------------------------
+
+    @on(StateChanged)
+    def _state_changed(self, message: StateChanged) -> None:
+        self._state = message.state
+        screen = self._main_screen
+        if screen is not None:
+            screen.render_state(message.state, self._clock())
+
+    @on(LogBatch)
+    def _log_batch(self, message: LogBatch) -> None:
+        screen = self._main_screen
+        if screen is None:
+            return
+        lines: Sequence[str] = message.lines
+        if message.dropped:
+            lines = [f"… {message.dropped:,} lines skipped (the UI fell behind) …", *lines]
+        screen.journal.append(lines)
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.name == "controller" and event.state is WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(
+                f"The controller stopped: {error!r}. The server was left as it is.",
+                severity="error",
+                timeout=30,
+            )
+
+    # ----------------------------------------------------------------------------------------
+    # UI → controller
+    # ----------------------------------------------------------------------------------------
+
+    def send_intent(self, intent: Intent) -> None:
+        """Stamp ``intent`` with the clock, hand it to the controller and announce it."""
+        if not intent.at:
+            intent = dataclasses.replace(intent, at=self._clock())
+        self.sent_intents.append(intent)
+        self.post_message(IntentSent(intent))
+        self.run_worker(self._controller.send(intent), group="intents", exit_on_error=False)
+
+    def predict_capacity(self, config: ServerConfig) -> CapacityPrediction | None:
+        if self._predict is None:
+            return None
+        return self._predict(config, self._state)
+
+    def open_editor(self) -> None:
+        """Push the parameter editor on the configuration being tried (or deployed)."""
+        state = self._state
+        base = state.current_config
+        if base is None and state.plan is not None:
+            base = state.plan.base
+        if base is None:
+            self.notify("No configuration to edit: open a plan or profile.", severity="warning")
+            return
+        pending = state.pending
+        editing_after_crash = (
+            pending is not None and ResumeChoice.EDIT_THEN_DEPLOY in pending.choices
+        )
+        title = "Edit, then deploy (after crash)" if editing_after_crash else "Parameters"
+
+        def applied(config: ServerConfig | None) -> None:
+            if config is None:
+                return
+            if editing_after_crash:
+                self.send_intent(Resume(choice=ResumeChoice.EDIT_THEN_DEPLOY, config=config))
+            else:
+                self.send_intent(DeployConfig(config=config))
+
+        self.push_screen(
+            EditorScreen(
+                base,
+                state.deployed_config,
+                validate=self._validate,
+                predict=self.predict_capacity,
+                title=title,
+            ),
+            applied,
+        )
+
+    def open_crash_details(self, view: CrashView) -> None:
+        def chosen(choice: ResumeChoice | None) -> None:
+            if choice is None:
+                return
+            if choice is ResumeChoice.EDIT_THEN_DEPLOY:
+                self.open_editor()
+            else:
+                self.send_intent(Resume(choice=choice))
+
+        self.push_screen(CrashScreen(view), chosen)
+
+    def open_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def request_quit(self) -> None:
+        """Quit; asks first while a trial runs. The server is stopped only if chosen."""
+        if not self._state.busy:
+            self._quit(stop_server=False)
+            return
+
+        def chosen(choice: QuitChoice | None) -> None:
+            if choice is QuitChoice.LEAVE_RUNNING:
+                self._quit(stop_server=False)
+            elif choice is QuitChoice.STOP_SERVER:
+                self._quit(stop_server=True)
+
+        self.push_screen(QuitScreen(adapt.phase_label(self._state)), chosen)
+
+    def _quit(self, *, stop_server: bool) -> None:
+        self.send_intent(Quit(stop_server=stop_server))
+        self.exit()
+
+    def action_quit_now(self) -> None:
+        """ctrl+c: leave at once; the server is left as it is."""
+        self._quit(stop_server=False)
+
+
+def make_app(
+    controller: ControllerHandle,
+    *,
+    theme: str | None = None,
+    clock: Clock = time.time,
+    validate: Validator | None = None,
+    predict: Callable[[ServerConfig, ControllerState], CapacityPrediction | None] | None = None,
+    run_controller: Callable[[], Awaitable[object]] | None = None,
+    tick_interval: float | None = 1.0,
+) -> SpecConsoleApp:
+    """Build the console for ``controller``.
+
+    Args:
+        controller: anything satisfying ``ControllerHandle`` (the runtime, or a test double).
+        theme: ``dark``, ``light`` or ``mono``; None picks by ``NO_COLOR`` (mono) or dark.
+        clock: wall-clock source for elapsed times (fixed in snapshot tests).
+        validate: the engine's validation rules for the editor (default: the core's).
+        predict: KV-capacity predictor for the editor (default: the core's).
+        run_controller: coroutine function run as the app's controller worker, if the
+            controller is not already running elsewhere.
+        tick_interval: header refresh period in seconds (None: only on state changes).
+    """
+    return SpecConsoleApp(
+        controller,
+        theme=choose_theme(theme),
+        clock=clock,
+        validate=validate if validate is not None else default_validator(),
+        predict=predict if predict is not None else default_predictor(),
+        run_controller=run_controller,
+        tick_interval=tick_interval,
+    )
+
+
+def default_validator() -> Validator:
+    """The core's validation rules, as the editor's ``Validator``."""
+    return _no_validation
+
+
+def default_predictor() -> Callable[[ServerConfig, ControllerState], CapacityPrediction | None]:
+    """The core's KV-capacity predictor fitted to the session's trials."""
+    return adapt.predict_capacity

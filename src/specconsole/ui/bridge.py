@@ -1,0 +1,121 @@
+"""The one bridge from the controller to the UI, and the seam the UI drives it through.
+
+The controller publishes every ``(state, event)`` to its subscribers, possibly hundreds of
+times a second while a server floods its log. The bridge turns that into at most ~10 UI
+messages a second: the newest state snapshot (older queued ones are replaced), and the log
+lines buffered since the last flush as one ``LogBatch``. The buffer is bounded, so a UI that
+falls behind drops the oldest lines (and says how many) instead of growing without limit.
+
+``ControllerHandle`` is the UI's whole view of the controller: current state, subscribe, and
+send an intent. The real runtime (``specconsole.controller``) and the tests' recording
+controller both satisfy it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from textual.message import Message
+
+from specconsole.core.events import Event, Intent, LogLines
+from specconsole.core.state import ControllerState
+from specconsole.ui.messages import LogBatch, StateChanged
+
+FLUSH_INTERVAL_S = 0.1
+"""How often buffered log lines are handed to the journal pane."""
+
+MAX_BUFFERED_LINES = 20_000
+"""Lines held between flushes before the oldest are dropped."""
+
+Subscriber = Callable[[ControllerState, Event | None], None]
+
+
+@runtime_checkable
+class ControllerHandle(Protocol):
+    """What the UI needs from a controller."""
+
+    @property
+    def state(self) -> ControllerState:
+        """The latest published snapshot."""
+        ...
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback(state, event)`` after every transition; returns an unsubscriber."""
+        ...
+
+    async def send(self, intent: Intent) -> None:
+        """Queue a user intent for the state machine."""
+        ...
+
+
+class ControllerBridge:
+    """Subscribes to a controller and posts coalesced messages to the app."""
+
+    def __init__(
+        self,
+        controller: ControllerHandle,
+        post: Callable[[Message], object],
+        *,
+        flush_interval: float = FLUSH_INTERVAL_S,
+        max_buffered: int = MAX_BUFFERED_LINES,
+    ) -> None:
+        self._controller = controller
+        self._post = post
+        self._interval = flush_interval
+        self._lines: deque[str] = deque(maxlen=max_buffered)
+        self._received = 0
+        self._flushed = 0
+        self._lock = threading.Lock()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        """Subscribe and start the periodic flush (call from the app's event loop)."""
+        self._unsubscribe = self._controller.subscribe(self.publish)
+        self._post(StateChanged(self._controller.state))
+        self._task = asyncio.get_running_loop().create_task(self._flush_loop())
+
+    async def stop(self) -> None:
+        """Unsubscribe, stop flushing and deliver what is left."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.flush()
+
+    def publish(self, state: ControllerState, event: Event | None = None) -> None:
+        """The subscriber callback; safe to call from any thread."""
+        if isinstance(event, LogLines) and event.lines:
+            self.feed(event.lines)
+        self._post(StateChanged(state))
+
+    def feed(self, lines: tuple[str, ...] | list[str]) -> None:
+        """Buffer log lines for the next flush."""
+        with self._lock:
+            self._lines.extend(lines)
+            self._received += len(lines)
+
+    def flush(self) -> None:
+        """Post everything buffered as one ``LogBatch`` (nothing when empty)."""
+        with self._lock:
+            if not self._lines:
+                return
+            lines = tuple(self._lines)
+            self._lines.clear()
+            dropped = self._received - self._flushed - len(lines)
+            self._flushed = self._received
+        self._post(LogBatch(lines, dropped=dropped))
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            self.flush()

@@ -1,0 +1,161 @@
+"""The parameter editor's logic without widgets: fields, parsing, diff against the deployed.
+
+The editor binds one text box per launch parameter, named exactly as SGLang names it (the
+``ServerConfig`` field). Typing produces strings; this module turns them into a candidate
+``ServerConfig`` (or per-field parse errors that name the field and the fix), and lists what
+differs from the deployed configuration. Validation of the *values* against SGLang's rules
+is the core's job (``specconsole.core.validation``), injected by the app.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from specconsole.core.config import ServerConfig, SpecAlgorithm
+
+
+@dataclass(frozen=True, slots=True)
+class FormField:
+    """One editable ``ServerConfig`` field."""
+
+    name: str
+    """The ``ServerConfig`` attribute (SGLang's argument name with underscores)."""
+    kind: str
+    """``int``, ``float``, ``algorithm`` or ``args``."""
+    hint: str
+    """What the field does, one short line."""
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+FIELDS: tuple[FormField, ...] = (
+    FormField(
+        "speculative_algorithm", "algorithm", "EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM or none"
+    ),
+    FormField("speculative_num_steps", "int", "draft depth per verify step"),
+    FormField("speculative_eagle_topk", "int", "branching factor of the draft tree"),
+    FormField("speculative_num_draft_tokens", "int", "verify width (tree nodes + root)"),
+    FormField("mem_fraction_static", "float", "share of GPU memory for weights + KV pool"),
+    FormField("cuda_graph_max_bs", "int", "largest decode batch captured as a CUDA graph"),
+    FormField("max_running_requests", "int", "cap on requests in flight (48 if unset with spec)"),
+    FormField("tp_size", "int", "tensor-parallel GPU count"),
+    FormField("extra_args", "args", "further flags, shell-quoted"),
+)
+"""The editor's fields, in display order."""
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One validation finding, as the editor shows it."""
+
+    field: str | None
+    """The ``ServerConfig`` field it is about (None: the configuration as a whole)."""
+    message: str
+    """Names the field and the fix."""
+    severity: str = "error"
+    """``error`` blocks apply; ``warning`` and ``notice`` are shown only."""
+
+    @property
+    def blocking(self) -> bool:
+        return self.severity == "error"
+
+
+Validator = Callable[[ServerConfig], Sequence[Problem]]
+"""Checks a candidate configuration with the engine's rules."""
+
+
+def field_text(config: ServerConfig, name: str) -> str:
+    """The text box content for ``name`` in ``config`` (empty = unset)."""
+    value = getattr(config, name)
+    if value is None:
+        return ""
+    if name == "extra_args":
+        return shlex.join(value)
+    return str(value)
+
+
+def form_values(config: ServerConfig) -> dict[str, str]:
+    """Text for every field of the form."""
+    return {f.name: field_text(config, f.name) for f in FIELDS}
+
+
+def _parse(field: FormField, text: str) -> object:
+    raw = text.strip()
+    if field.kind == "args":
+        try:
+            return tuple(shlex.split(raw))
+        except ValueError as exc:
+            raise ValueError(f"{field.name}: {exc}; close the quote") from None
+    if raw == "" or raw.lower() == "none":
+        return None
+    if field.kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(
+                f"{field.name}: {raw!r} is not a whole number; type e.g. 3, or leave it empty"
+            ) from None
+    if field.kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(
+                f"{field.name}: {raw!r} is not a number; type e.g. 0.85, or leave it empty"
+            ) from None
+    if field.kind == "algorithm":
+        upper = raw.upper()
+        try:
+            return SpecAlgorithm(upper)
+        except ValueError:
+            choices = ", ".join(a.value for a in SpecAlgorithm)
+            raise ValueError(
+                f"{field.name}: {raw!r} is not an algorithm; use one of {choices}, or none"
+            ) from None
+    raise AssertionError(f"unknown field kind {field.kind}")
+
+
+def parse_form(
+    base: ServerConfig, values: Mapping[str, str]
+) -> tuple[ServerConfig | None, dict[str, str]]:
+    """Build the candidate configuration from the text boxes.
+
+    Args:
+        base: the configuration the form started from (fields not on the form are kept).
+        values: field name → text box content.
+
+    Returns:
+        ``(config, {})`` when every box parses, else ``(None, {field: message})``.
+    """
+    changes: dict[str, object] = {}
+    errors: dict[str, str] = {}
+    for field in FIELDS:
+        if field.name not in values:
+            continue
+        try:
+            changes[field.name] = _parse(field, values[field.name])
+        except ValueError as exc:
+            errors[field.name] = str(exc)
+    if errors:
+        return None, errors
+    return dataclasses.replace(base, **changes), {}
+
+
+def config_diff(deployed: ServerConfig | None, candidate: ServerConfig) -> list[str]:
+    """``--flag: old → new`` for every editable field that differs (all, if none deployed)."""
+    lines = []
+    for field in FIELDS:
+        new = field_text(candidate, field.name) or "unset"
+        old = "unset" if deployed is None else (field_text(deployed, field.name) or "unset")
+        if deployed is None:
+            if new != "unset":
+                lines.append(f"{field.flag}: {new}")
+        elif old != new:
+            lines.append(f"{field.flag}: {old} → {new}")
+    return lines

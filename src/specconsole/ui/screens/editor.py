@@ -1,0 +1,193 @@
+"""The parameter editor: a form over the launch configuration that validates as you type.
+
+Each text box is one SGLang server argument (the ``ServerConfig`` field name, so the label is
+the word the user knows from ``--help``). On every change the form is parsed
+(``ui.form.parse_form``) and the candidate is checked with the core's validation rules; the
+messages appear under the box they are about, the side panel shows what differs from the
+deployed configuration and the KV capacity predicted from the trials so far. Apply
+(``ctrl+s``) is refused while an error stands; it dismisses with the new configuration and the
+caller turns it into a deploy-as-next-trial intent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Label, Static
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.state import CapacityPrediction
+from specconsole.ui.form import (
+    FIELDS,
+    Problem,
+    Validator,
+    config_diff,
+    form_values,
+    parse_form,
+)
+
+Predictor = Callable[[ServerConfig], CapacityPrediction | None]
+"""Predicted KV capacity for a candidate configuration (None: cannot predict yet)."""
+
+
+def capacity_text(prediction: CapacityPrediction | None) -> str:
+    """The side panel's capacity line."""
+    if prediction is None or prediction.predicted_tokens is None:
+        reason = prediction.reason if prediction is not None and prediction.reason else ""
+        return "predicted KV capacity: not enough trials yet" + (f" ({reason})" if reason else "")
+    verdict = "loads" if prediction.feasible else "will NOT load"
+    text = f"predicted KV capacity: {prediction.predicted_tokens:,} tokens ({verdict})"
+    if prediction.reason:
+        text += f"\n{prediction.reason}"
+    return text
+
+
+class EditorScreen(ModalScreen[ServerConfig | None]):
+    """Edit the configuration; dismisses with the new one on apply, None on cancel."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "apply", "apply (deploy as next trial)", id="apply"),
+        Binding("escape", "cancel", "cancel", id="cancel"),
+        Binding("ctrl+r", "revert", "revert to deployed", id="revert"),
+    ]
+
+    class Checked(Message):
+        """The form was re-checked (tests and the status line observe it)."""
+
+        def __init__(self, problems: tuple[Problem, ...], config: ServerConfig | None) -> None:
+            super().__init__()
+            self.problems = problems
+            self.config = config
+
+    def __init__(
+        self,
+        base: ServerConfig,
+        deployed: ServerConfig | None,
+        *,
+        validate: Validator,
+        predict: Predictor,
+        title: str = "Parameters",
+    ) -> None:
+        super().__init__(id="editor")
+        self._base = base
+        self._deployed = deployed
+        self._validate = validate
+        self._predict = predict
+        self._title = title
+        self._candidate: ServerConfig | None = base
+        self._problems: tuple[Problem, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        values = form_values(self._base)
+        with Horizontal(id="editor-body"):
+            with VerticalScroll(id="editor-form") as form:
+                form.border_title = self._title
+                form.border_subtitle = "ctrl+s apply · esc cancel"
+                for field in FIELDS:
+                    with Vertical(classes="field-row", id=f"row-{field.name}"):
+                        yield Label(field.name, classes="field-label")
+                        yield Input(
+                            value=values[field.name],
+                            placeholder=f"{field.hint} (empty: server default)",
+                            id=f"field-{field.name}",
+                            compact=True,
+                        )
+                        yield Static("", classes="field-error", id=f"error-{field.name}")
+            with VerticalScroll(id="editor-side") as side:
+                side.border_title = "Diff against deployed"
+                yield Static("", id="editor-diff", markup=False)
+                yield Static("", id="editor-capacity", markup=False)
+                yield Static("", id="editor-problems", markup=False)
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.check()
+        self.query_one(f"#field-{FIELDS[0].name}", Input).focus()
+
+    # ----------------------------------------------------------------------------------------
+
+    @property
+    def candidate(self) -> ServerConfig | None:
+        """The configuration the form describes now (None while a box does not parse)."""
+        return self._candidate
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        return self._problems
+
+    def values(self) -> dict[str, str]:
+        return {f.name: self.query_one(f"#field-{f.name}", Input).value for f in FIELDS}
+
+    def check(self) -> None:
+        """Parse and validate the form; show messages, diff and predicted capacity."""
+        candidate, parse_errors = parse_form(self._base, self.values())
+        problems: list[Problem] = [Problem(name, msg) for name, msg in parse_errors.items()]
+        if candidate is not None:
+            problems.extend(self._validate(candidate))
+        self._candidate = candidate
+        self._problems = tuple(problems)
+        by_field: dict[str, list[Problem]] = {}
+        general: list[Problem] = []
+        for problem in problems:
+            if problem.field is not None and problem.field in {f.name for f in FIELDS}:
+                by_field.setdefault(problem.field, []).append(problem)
+            else:
+                general.append(problem)
+        for field in FIELDS:
+            found = by_field.get(field.name, [])
+            box = self.query_one(f"#error-{field.name}", Static)
+            box.update("\n".join(p.message for p in found))
+            box.display = bool(found)
+            box.set_class(any(p.blocking for p in found), "-error")
+            self.query_one(f"#field-{field.name}", Input).set_class(
+                any(p.blocking for p in found), "-invalid"
+            )
+        if candidate is not None:
+            diff = config_diff(self._deployed, candidate)
+            header = "nothing deployed yet; would deploy:" if self._deployed is None else ""
+            lines = ([header] if header else []) + (diff or ["no change from deployed"])
+            self.query_one("#editor-diff", Static).update("\n".join(lines))
+            capacity = capacity_text(self._predict(candidate))
+            self.query_one("#editor-capacity", Static).update(capacity)
+        else:
+            self.query_one("#editor-diff", Static).update("(fix the fields marked in red)")
+            self.query_one("#editor-capacity", Static).update("")
+        summary = [p.message for p in general]
+        blocking = sum(p.blocking for p in problems)
+        summary.append(f"{blocking} error(s)" if blocking else "ready to apply (ctrl+s)")
+        self.query_one("#editor-problems", Static).update("\n".join(summary))
+        self.post_message(self.Checked(self._problems, candidate))
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.check()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.focus_next()
+
+    def action_apply(self) -> None:
+        self.check()
+        if self._candidate is None or any(p.blocking for p in self._problems):
+            self.notify("Fix the errors before applying.", severity="error")
+            return
+        self.dismiss(self._candidate)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def action_revert(self) -> None:
+        source = self._deployed or self._base
+        with self.prevent(Input.Changed):
+            for name, text in form_values(source).items():
+                self.query_one(f"#field-{name}", Input).value = text
+        self.check()

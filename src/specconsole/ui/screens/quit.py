@@ -1,0 +1,61 @@
+"""Quit confirmation, shown when a trial is in progress.
+
+Leaving the console never stops the remote server by default: the choices are to leave it
+running (the normal case: a 100-second load is not thrown away by a mistyped ``q``), to stop
+it explicitly, or to stay.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class QuitChoice(StrEnum):
+    STAY = "stay"
+    LEAVE_RUNNING = "leave_running"
+    """Quit; the server keeps running on the box."""
+    STOP_SERVER = "stop_server"
+
+
+class QuitScreen(ModalScreen[QuitChoice]):
+    """Asks before leaving while a trial runs."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,n", "choose('stay')", "stay", show=False),
+        Binding("q,y", "choose('leave_running')", "quit, leave server running", show=False),
+        Binding("x", "choose('stop_server')", "stop server and quit", show=False),
+    ]
+
+    def __init__(self, phase: str) -> None:
+        super().__init__()
+        self._phase = phase
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="quit-box") as box:
+            box.border_title = "Quit?"
+            yield Static(
+                f"A trial is in progress ({self._phase}).\n"
+                "Quitting leaves the server on the box exactly as it is;\n"
+                "the session keeps every finished trial.",
+                markup=False,
+            )
+            with Horizontal(id="quit-buttons"):
+                yield Button("q quit", id="leave_running", variant="primary")
+                yield Button("x stop server + quit", id="stop_server", variant="error")
+                yield Button("esc stay", id="stay")
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(QuitChoice(choice))
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id is not None:
+            self.dismiss(QuitChoice(event.button.id))

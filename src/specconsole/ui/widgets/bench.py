@@ -1,0 +1,106 @@
+"""The benchmark panel: the concurrency ladder with a bar per level, and the headline numbers.
+
+The panel is a function of a ``BenchView``; the bar width follows the widget's width so the
+same view reads at 80 columns (narrow bars, no TTFT column) and on a wide terminal.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import RenderableType
+from rich.style import Style
+from rich.text import Text
+from textual.widget import Widget
+
+from specconsole.ui.viewmodels import (
+    BenchView,
+    LevelView,
+    format_ms,
+    format_rate,
+    format_ratio,
+    progress_bar,
+)
+
+_STATE_CLASS = {
+    "pending": "bench--pending",
+    "running": "bench--running",
+    "done": "bench--done",
+    "failed": "bench--failed",
+}
+
+
+class BenchPanel(Widget):
+    """Ladder progress plus headline numbers; call ``show`` with a new view."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*_STATE_CLASS.values(), "bench--headline"}
+
+    DEFAULT_CSS = """
+    BenchPanel { height: auto; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._view = BenchView()
+
+    def show(self, view: BenchView) -> None:
+        if view == self._view:
+            return
+        self._view = view
+        self.border_subtitle = view.status
+        self.refresh(layout=True)
+
+    @property
+    def view(self) -> BenchView:
+        return self._view
+
+    def get_content_height(self, container: object, viewport: object, width: int) -> int:
+        levels = max(1, len(self._view.levels))
+        return levels + 2
+
+    def render(self) -> RenderableType:
+        view = self._view
+        width = max(10, self.content_size.width)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if not view.levels:
+            text.append("No benchmark yet: press b to benchmark what is deployed, s to sweep.")
+            return text
+        wide = width >= 62
+        fixed = 5 + 2 + 7 + 2 + 11 + (13 if wide else 0) + 6
+        bar_width = max(4, min(30, width - fixed))
+        for i, level in enumerate(view.levels):
+            if i:
+                text.append("\n")
+            self._append_level(text, level, bar_width, wide)
+        text.append("\n\n")
+        headline = self.get_component_rich_style("bench--headline", partial=True)
+        text.append(self._headline(view), style=headline)
+        return text
+
+    def _style(self, level: LevelView) -> Style:
+        name = _STATE_CLASS.get(level.state, "bench--pending")
+        return self.get_component_rich_style(name, partial=True)
+
+    def _append_level(self, text: Text, level: LevelView, bar_width: int, wide: bool) -> None:
+        style = self._style(level)
+        count = f"{level.completed}/{level.total}" if level.total else "—"
+        text.append(f"c={level.concurrency:<3} ", style=style)
+        text.append(progress_bar(level.completed, level.total, bar_width), style=style)
+        text.append(f" {count:>7}")
+        text.append(f" {format_rate(level.tok_s):>7} tok/s")
+        if wide:
+            text.append(f"  ttft {format_ms(level.ttft_p50_ms):>8}")
+        if level.failed:
+            failed = self.get_component_rich_style("bench--failed", partial=True)
+            text.append(f"  {level.failed} err", style=failed)
+
+    @staticmethod
+    def _headline(view: BenchView) -> str:
+        if view.single_tok_s is None and view.peak_tok_s is None:
+            return "single —   peak —"
+        peak_at = f" @ c={view.peak_concurrency}" if view.peak_concurrency else ""
+        accept = f"   accept {format_ratio(view.accept_length)}" if view.accept_length else ""
+        return (
+            f"single {format_rate(view.single_tok_s)} tok/s   "
+            f"peak {format_rate(view.peak_tok_s)} tok/s{peak_at}{accept}"
+        )

@@ -1,0 +1,82 @@
+"""Throughput charts drawn with textual-plotext, each owning its own ``Plot`` (``self.plt``).
+
+Two views of the sweep, as the tuning question needs them: aggregate output tok/s against
+concurrency with one line per trial (where does each configuration peak?), and
+single-request tok/s against the swept axis (does drafting deeper still pay?). Both are pure
+functions of a ``ChartView``; the module-level ``plotext`` API is never used, so two charts
+can never draw into each other.
+"""
+
+from __future__ import annotations
+
+from textual_plotext import PlotextPlot
+
+from specconsole.ui.viewmodels import ChartView, Series
+
+_MAX_SERIES = 8
+"""Aggregate lines drawn at once (the most recent trials); more would be unreadable."""
+
+
+class ThroughputChart(PlotextPlot):
+    """Aggregate tok/s vs concurrency, one line per trial."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._view = ChartView()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.replot()
+
+    def show(self, view: ChartView) -> None:
+        if view == self._view:
+            return
+        self._view = view
+        self.replot()
+
+    def replot(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title("aggregate tok/s vs concurrency")
+        series = self._view.aggregate[-_MAX_SERIES:]
+        if not series:
+            plt.xlabel("concurrency")
+        ticks: set[float] = set()
+        for line in series:
+            plt.plot(list(line.xs), list(line.ys), label=line.label, marker="braille")
+            ticks.update(line.xs)
+        if ticks:
+            ordered = sorted(ticks)
+            plt.xticks(ordered, [f"{t:g}" for t in ordered])
+        self.refresh()
+
+
+class SingleRequestChart(PlotextPlot):
+    """Single-request tok/s against the swept axis (or the trial number)."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._series: Series | None = None
+        self._axis = "trial"
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.replot()
+
+    def show(self, view: ChartView) -> None:
+        if view.single == self._series and view.axis_name == self._axis:
+            return
+        self._series, self._axis = view.single, view.axis_name
+        self.replot()
+
+    def replot(self) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(f"single-request tok/s vs {self._axis}")
+        line = self._series
+        if line is not None and line.xs:
+            plt.plot(list(line.xs), list(line.ys), marker="braille")
+            plt.xticks(list(line.xs), [f"{x:g}" for x in line.xs])
+        self.refresh()

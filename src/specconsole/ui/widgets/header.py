@@ -1,0 +1,67 @@
+"""The status header: where the controller is, for how long, on which box, with what.
+
+Two lines so it fits 80 columns: the first says host/engine/service, the phase (with the
+loading sub-phase or ladder level) and its elapsed time, trial *i of n*, the sweep state and
+the connection; the second is the configuration being tried. Colour comes from the phase's
+tone (``-tone-bad`` etc.), which the stylesheet maps to theme variables.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.widgets import Static
+
+from specconsole.ui.viewmodels import HeaderView, Tone
+
+
+class StatusHeader(Static):
+    """Renders a ``HeaderView``; knows nothing about the controller."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "status--title",
+        "status--phase",
+        "status--meta",
+        "status--config",
+    }
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self._view: HeaderView | None = None
+
+    def show(self, view: HeaderView) -> None:
+        """Draw ``view`` (no-op when unchanged, so per-second ticks are cheap)."""
+        if view == self._view:
+            return
+        self._view = view
+        for tone in Tone:
+            self.set_class(tone is view.tone, f"-tone-{tone.value}")
+        self.update(self._render_view(view))
+
+    def _render_view(self, view: HeaderView) -> Text:
+        title_style = self.get_component_rich_style("status--title", partial=True)
+        phase_style = self.get_component_rich_style("status--phase", partial=True)
+        meta_style = self.get_component_rich_style("status--meta", partial=True)
+        config_style = self.get_component_rich_style("status--config", partial=True)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f" {view.phase} ", style=phase_style)
+        if view.elapsed:
+            text.append(f" {view.elapsed}", style=meta_style)
+        for part in (view.trial, view.sweep, view.connection):
+            if part:
+                text.append("  │  ", style=meta_style)
+                text.append(part, style=meta_style)
+        text.append("\n ")
+        text.append(view.title, style=title_style)
+        text.append("  │  ", style=meta_style)
+        text.append(view.config_summary, style=config_style)
+        return text
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._view is not None:
+            view, self._view = self._view, None
+            self.show(view)
+
+

@@ -1,0 +1,236 @@
+"""A recording controller and realistic state snapshots for the console's tests.
+
+The console only needs ``state``, ``subscribe`` and ``send`` from a controller. This double
+records every intent it receives and publishes whatever real ``ControllerState`` snapshots
+(and real events, such as ``LogLines``) the test hands it, exactly as the runtime does. The
+snapshot builders use the core's own dataclasses with the seed sweep's numbers, so tests
+render what a user would see.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from specconsole.core.config import ServerConfig, SpecAlgorithm
+from specconsole.core.events import Event, Intent, LogLines
+from specconsole.core.state import (
+    ConnectionState,
+    ControllerState,
+    CrashInfo,
+    Deployed,
+    LevelProgress,
+    LevelSummary,
+    LoadStage,
+    PendingDecision,
+    Phase,
+    ResumeChoice,
+    TrialRecord,
+    TrialStatus,
+)
+
+Subscriber = Callable[[ControllerState, Event | None], None]
+
+NOW = 1_780_000_000.0
+"""The fixed wall clock snapshot tests render at."""
+
+
+class RecordingController:
+    """Publishes test-supplied snapshots; records intents."""
+
+    def __init__(self, state: ControllerState | None = None) -> None:
+        self._state = state or ControllerState()
+        self._subscribers: list[Subscriber] = []
+        self.intents: list[Intent] = []
+
+    @property
+    def state(self) -> ControllerState:
+        return self._state
+
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback)
+
+    async def send(self, intent: Intent) -> None:
+        self.intents.append(intent)
+
+    def publish(self, state: ControllerState, event: Event | None = None) -> None:
+        self._state = state
+        for callback in list(self._subscribers):
+            callback(state, event)
+
+    def log(self, *lines: str) -> None:
+        """Publish log lines the way the runtime does (a ``LogLines`` outcome)."""
+        self.publish(self._state, LogLines(lines=tuple(lines), at=NOW))
+
+
+BASE = ServerConfig(
+    model_path="Qwen/Qwen3.5-122B-A10B",
+    speculative_algorithm=SpecAlgorithm.EAGLE3,
+    speculative_draft_model_path="lmsys/Qwen3.5-122B-A10B-EAGLE3",
+    speculative_num_steps=1,
+    speculative_eagle_topk=1,
+    speculative_num_draft_tokens=2,
+    mem_fraction_static=0.85,
+    cuda_graph_max_bs=64,
+    max_running_requests=64,
+    tp_size=4,
+)
+
+LABELS = (("host", "gpu-box"), ("engine", "sglang"), ("service", "systemd sglang.service"))
+
+LADDER = (1, 4, 16, 32, 64)
+
+# Seed-shaped numbers: single-request rises with steps, aggregate peaks at steps=3.
+_SINGLE = {1: 118.0, 2: 141.0, 3: 156.0, 4: 163.0, 5: 166.0}
+_PEAK = {1: 2380.0, 2: 2610.0, 3: 2720.0, 4: 2650.0, 5: 2540.0}
+_CAPACITY = {1: 412_000, 2: 398_000, 3: 384_000, 4: 370_000, 5: 356_000}
+
+
+def steps_config(steps: int) -> ServerConfig:
+    return dataclasses.replace(
+        BASE, speculative_num_steps=steps, speculative_num_draft_tokens=steps + 1
+    )
+
+
+def levels_for(steps: int) -> tuple[LevelSummary, ...]:
+    single, peak = _SINGLE[steps], _PEAK[steps]
+    out = []
+    for c in LADDER:
+        if c < 32:
+            agg = min(peak, single * c * (0.97 ** (c - 1)))
+        else:
+            agg = peak * (1.0 if c == 32 else 0.96)
+        out.append(
+            LevelSummary(
+                concurrency=c,
+                output_tok_s=round(agg, 1),
+                per_request_tok_s=round(agg / c, 1),
+                completed=max(8, 4 * c),
+                ttft_p50_ms=40.0 + 3 * c,
+                accept_length=1.0 + 0.55 * steps,
+            )
+        )
+    return tuple(out)
+
+
+def finished_trial(steps: int) -> TrialRecord:
+    index = steps - 1
+    return TrialRecord(
+        index=index,
+        config=steps_config(steps),
+        status=TrialStatus.OK,
+        started_at=NOW - 1000 + 150 * index,
+        finished_at=NOW - 1000 + 150 * index + 140,
+        capacity=_CAPACITY[steps],
+        levels=levels_for(steps),
+        accept_length=round(1.0 + 0.55 * steps, 2),
+    )
+
+
+def idle_state() -> ControllerState:
+    return ControllerState(
+        phase=Phase.IDLE,
+        phase_since=NOW - 5,
+        connection=ConnectionState.CONNECTED,
+        deployed=Deployed(config=steps_config(3), artifact_hash="ab12", at=NOW - 600, serving=True),
+        labels=LABELS,
+    )
+
+
+def _sweeping(done: int) -> tuple[TrialRecord, ...]:
+    return tuple(finished_trial(s) for s in range(1, done + 1))
+
+
+def loading_state() -> ControllerState:
+    trial = TrialRecord(index=3, config=steps_config(4), started_at=NOW - 75)
+    return ControllerState(
+        phase=Phase.LOADING,
+        phase_since=NOW - 72,
+        load_stage=LoadStage.KV_CACHE,
+        load_stage_since=NOW - 9,
+        trial=trial,
+        trials=_sweeping(3),
+        connection=ConnectionState.CONNECTED,
+        deployed=Deployed(config=steps_config(4), artifact_hash="cd34", at=NOW - 74),
+        sweep_active=True,
+        labels=LABELS,
+    )
+
+
+def benchmarking_state() -> ControllerState:
+    trial = TrialRecord(index=3, config=steps_config(4), started_at=NOW - 160, capacity=370_000)
+    results = levels_for(4)
+    bench = (
+        LevelProgress(concurrency=1, total=8, completed=8, done=True, result=results[0]),
+        LevelProgress(concurrency=4, total=16, completed=16, done=True, result=results[1]),
+        LevelProgress(
+            concurrency=16, total=64, completed=23, running=16, current_tok_s=1843.0, elapsed_s=12.0
+        ),
+        LevelProgress(concurrency=32, total=128),
+        LevelProgress(concurrency=64, total=256),
+    )
+    return ControllerState(
+        phase=Phase.BENCHMARKING,
+        phase_since=NOW - 41,
+        trial=trial,
+        trials=_sweeping(3),
+        bench=bench,
+        connection=ConnectionState.CONNECTED,
+        deployed=Deployed(config=steps_config(4), artifact_hash="cd34", at=NOW - 160, serving=True),
+        sweep_active=True,
+        labels=LABELS,
+    )
+
+
+CRASH_EXCERPT = (
+    "[2026-07-20 12:03:10 TP0] Load weight end. elapsed=41.20 s, type=Qwen3MoeForCausalLM, "
+    "avail mem=17.80 GB, mem usage=60.70 GB.",
+    "[2026-07-20 12:03:14 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+    "Current value: mem_fraction_static=0.85",
+)
+
+CRASH_FIXES = (
+    "shrink the tree: speculative_num_steps 3, topk 1, draft tokens 4",
+    "lower cuda_graph_max_bs (e.g. 16)",
+    "raise mem_fraction_static last, only after the run is stable",
+)
+
+
+def crashed_state() -> ControllerState:
+    crash = CrashInfo(
+        cause="kv_cache_no_memory",
+        message="Not enough memory. Please try to increase --mem-fraction-static.",
+        phase=Phase.LOADING,
+        load_stage=LoadStage.KV_CACHE,
+        excerpt=CRASH_EXCERPT,
+        fixes=CRASH_FIXES,
+        exit_status=1,
+        detected_at=NOW - 3,
+    )
+    trial = TrialRecord(
+        index=5,
+        config=dataclasses.replace(BASE, speculative_num_steps=10, speculative_num_draft_tokens=11),
+        status=TrialStatus.CRASHED,
+        started_at=NOW - 60,
+        finished_at=NOW - 3,
+        crash=crash,
+    )
+    return ControllerState(
+        phase=Phase.AWAITING_DECISION,
+        phase_since=NOW - 3,
+        trials=(*_sweeping(5), trial),
+        connection=ConnectionState.CONNECTED,
+        deployed=Deployed(config=trial.config, artifact_hash="ef56", at=NOW - 60),
+        last_good=steps_config(5),
+        pending=PendingDecision(
+            trial_index=5,
+            crash=crash,
+            choices=tuple(ResumeChoice),
+            next_config=None,
+            rollback_config=steps_config(5),
+        ),
+        sweep_active=True,
+        labels=LABELS,
+    )
