@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from specconsole.core.config import ServerConfig
+from specconsole.core.metrics import BenchResult
 
 # --------------------------------------------------------------------------------------------
 # Transport
@@ -273,6 +274,8 @@ class BenchSpec:
     seed: int = 42
     model: str | None = None
     """Model name for the OpenAI APIs (from /v1/models when None)."""
+    request_timeout_s: float = 600.0
+    """Longest silence tolerated inside one streamed response before it counts as ``timeout``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +293,10 @@ class BenchProgress:
     """Output tokens/s over the last second, across all requests."""
     elapsed_s: float
     warmup: bool = False
+    level_count: int = 0
+    """Levels in the ladder (so a consumer can show "level 2 of 5")."""
+    planned_duration_s: float | None = None
+    """Duration mode: the level's planned length (``total`` is 0 then)."""
 
 
 @runtime_checkable
@@ -302,7 +309,7 @@ class BenchmarkRunner(Protocol):
         base_url: str,
         *,
         on_progress: Callable[[BenchProgress], None] | None = None,
-    ) -> object:
+    ) -> BenchResult:
         """Run every level; returns the trial's benchmark result (see core.metrics).
 
         Cancelling the awaiting task stops the load promptly; the partial result is

@@ -1,0 +1,334 @@
+"""Request bodies and streaming-response parsers for the three APIs the benchmark speaks.
+
+Why a module of its own, and why stdlib-only: the same request shapes and the same SSE
+parsing must run in the console (over httpx) and on the GPU box (inside the self-contained
+remote runner, over a tiny asyncio-streams client). Keeping them free of any HTTP library
+means both paths measure identically and no parsing logic is duplicated.
+
+Token counts always come from the server: ``meta_info.completion_tokens`` (cumulative on every
+``/generate`` chunk) and ``usage`` for the OpenAI APIs (requested per chunk with
+``continuous_usage_stats``; when a server only sends the final usage, the total is spread
+over the text chunks in proportion to their characters). Chunks are never counted as tokens,
+because with speculative decoding one chunk often carries several accepted tokens.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+API_GENERATE = "generate"
+API_COMPLETIONS = "completions"
+API_CHAT = "chat"
+APIS: tuple[str, ...] = (API_GENERATE, API_COMPLETIONS, API_CHAT)
+
+BACKEND_NAMES: dict[str, str] = {
+    API_GENERATE: "sglang",
+    API_COMPLETIONS: "sglang-oai",
+    API_CHAT: "sglang-oai-chat",
+}
+"""bench_serving's ``--backend`` name for each API (used in records)."""
+
+PATHS: dict[str, str] = {
+    API_GENERATE: "/generate",
+    API_COMPLETIONS: "/v1/completions",
+    API_CHAT: "/v1/chat/completions",
+}
+
+
+class RequestFailed(Exception):
+    """One request failed; ``kind`` is the short error kind counted in the level's errors."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+def build_request(
+    api: str,
+    *,
+    text: str,
+    messages: list[dict[str, str]] | None,
+    output_len: int,
+    temperature: float,
+    model: str | None,
+) -> tuple[str, bytes]:
+    """The path and JSON body of one streaming request with a fixed output length."""
+    body: dict[str, Any]
+    if api == API_GENERATE:
+        body = {
+            "text": text,
+            "sampling_params": {
+                "max_new_tokens": output_len,
+                "temperature": temperature,
+                "ignore_eos": True,
+            },
+            "stream": True,
+        }
+    elif api in (API_COMPLETIONS, API_CHAT):
+        body = {
+            "model": model or "default",
+            "max_tokens": output_len,
+            "temperature": temperature,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        if api == API_CHAT:
+            body["messages"] = messages if messages is not None else [
+                {"role": "user", "content": text}
+            ]
+        else:
+            body["prompt"] = text
+    else:
+        raise ValueError(f"api must be one of {', '.join(APIS)}, got {api!r}")
+    return PATHS[api], json.dumps(body, separators=(",", ":")).encode()
+
+
+# --------------------------------------------------------------------------------------------
+# SSE framing
+# --------------------------------------------------------------------------------------------
+
+
+class SSEDecoder:
+    """Splits a byte stream into SSE ``data:`` payloads (other fields are ignored)."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf + data if self._buf else data
+        out: list[bytes] = []
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = buf[start:nl]
+            start = nl + 1
+            if line.startswith(b"data:"):
+                payload = line[5:].strip()
+                if payload:
+                    out.append(payload)
+        self._buf = buf[start:]
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Stream parsers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class StreamOutcome:
+    """What one finished stream said: per-chunk token arrivals and the server's counts."""
+
+    chunk_times: list[float]
+    chunk_tokens: list[int]
+    prompt_tokens: int | None
+    completion_tokens: int
+    spec_verify_ct: int | None
+
+
+_COMPLETION_RE = re.compile(rb'"completion_tokens":\s*(\d+)')
+
+
+class StreamParser:
+    """Base: feed raw bytes with their arrival time, then ``finish()`` for the outcome.
+
+    Events that arrive in the same read share one timestamp, so they are merged into one
+    chunk: their tokens then split the gap since the previous chunk evenly, as one multi-token
+    chunk would.
+    """
+
+    def __init__(self) -> None:
+        self._sse = SSEDecoder()
+        self.done = False
+        self.times: list[float] = []
+        self.tokens: list[int] = []
+
+    def feed(self, data: bytes, now: float) -> int:
+        """Consume bytes received at ``now``; returns the new tokens seen (for the live rate
+        only: an OpenAI chunk without per-chunk usage counts as one until ``finish``)."""
+        new = 0
+        for payload in self._sse.feed(data):
+            if payload == b"[DONE]":
+                self.done = True
+                continue
+            new += self._event(payload, now)
+        return new
+
+    def _add(self, now: float, tokens: int) -> None:
+        if self.times and self.times[-1] == now:
+            self.tokens[-1] += tokens
+        else:
+            self.times.append(now)
+            self.tokens.append(tokens)
+
+    def _event(self, payload: bytes, now: float) -> int:
+        raise NotImplementedError
+
+    def finish(self) -> StreamOutcome:
+        raise NotImplementedError
+
+    @staticmethod
+    def _check_error(obj: Any) -> None:
+        if isinstance(obj, dict) and obj.get("error"):
+            err = obj["error"]
+            message = err.get("message", err) if isinstance(err, dict) else err
+            raise RequestFailed("server_error", str(message)[:300])
+
+
+def _loads(payload: bytes) -> Any:
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        raise RequestFailed("protocol", f"bad JSON in stream: {payload[:120]!r}") from exc
+
+
+class GenerateParser(StreamParser):
+    """SGLang ``/generate``: every chunk carries the text so far and cumulative meta_info."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._count = 0
+        self._last: bytes = b""
+
+    def _event(self, payload: bytes, now: float) -> int:
+        match = _COMPLETION_RE.search(payload)
+        if match is None:
+            self._check_error(_loads(payload))
+            return 0
+        self._last = payload
+        count = int(match.group(1))
+        new = count - self._count
+        if new > 0:
+            self._count = count
+            self._add(now, new)
+            return new
+        return 0
+
+    def finish(self) -> StreamOutcome:
+        if not self.done:
+            raise RequestFailed("incomplete", "stream ended before [DONE]")
+        if not self._last:
+            raise RequestFailed("empty", "stream carried no meta_info")
+        meta = _loads(self._last).get("meta_info") or {}
+        verify = meta.get("spec_verify_ct")
+        prompt = meta.get("prompt_tokens")
+        return StreamOutcome(
+            chunk_times=self.times,
+            chunk_tokens=self.tokens,
+            prompt_tokens=None if prompt is None else int(prompt),
+            completion_tokens=int(meta.get("completion_tokens", self._count)),
+            spec_verify_ct=None if verify is None else int(verify),
+        )
+
+
+class OpenAIParser(StreamParser):
+    """``/v1/completions`` and ``/v1/chat/completions`` with ``include_usage``."""
+
+    def __init__(self, chat: bool) -> None:
+        super().__init__()
+        self._chat = chat
+        self._chars: list[int] = []
+        self._cumulative: list[int | None] = []
+        self._usage: dict[str, Any] | None = None
+
+    def _event(self, payload: bytes, now: float) -> int:
+        obj = _loads(payload)
+        self._check_error(obj)
+        usage = obj.get("usage") if isinstance(obj, dict) else None
+        if isinstance(usage, dict):
+            self._usage = usage
+        choices = obj.get("choices") if isinstance(obj, dict) else None
+        if not choices:
+            return 0
+        choice = choices[0]
+        piece = (choice.get("delta") or {}).get("content") if self._chat else choice.get("text")
+        if not piece:
+            return 0
+        cumulative = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        if self.times and self.times[-1] == now:
+            self._chars[-1] += len(piece)
+            self._cumulative[-1] = cumulative
+        else:
+            self.times.append(now)
+            self._chars.append(len(piece))
+            self._cumulative.append(cumulative)
+        return 1 if cumulative is None else 0
+
+    def finish(self) -> StreamOutcome:
+        if not self.done:
+            raise RequestFailed("incomplete", "stream ended before [DONE]")
+        if self._usage is None or self._usage.get("completion_tokens") is None:
+            raise RequestFailed(
+                "no_usage",
+                "the server sent no usage; it must honour stream_options.include_usage",
+            )
+        total = int(self._usage["completion_tokens"])
+        if self._cumulative and all(c is not None for c in self._cumulative):
+            counts = [int(c) for c in self._cumulative if c is not None]
+            tokens = [counts[0]] + [b - a for a, b in itertools.pairwise(counts)]
+        else:
+            tokens = apportion(total, self._chars)
+        times = [t for t, k in zip(self.times, tokens, strict=True) if k > 0]
+        tokens = [k for k in tokens if k > 0]
+        prompt = self._usage.get("prompt_tokens")
+        return StreamOutcome(
+            chunk_times=times,
+            chunk_tokens=tokens,
+            prompt_tokens=None if prompt is None else int(prompt),
+            completion_tokens=total,
+            spec_verify_ct=None,
+        )
+
+
+def apportion(total: int, weights: list[int]) -> list[int]:
+    """Split ``total`` into integers proportional to ``weights`` (largest remainder), giving
+    every chunk at least one token when there are enough tokens to go round."""
+    n = len(weights)
+    if n == 0:
+        return []
+    base = [1] * n if total >= n else [0] * n
+    rest = total - sum(base)
+    clamped = [max(1, w) for w in weights]
+    weight_sum = sum(clamped)
+    shares = [rest * w / weight_sum for w in clamped]
+    floors = [int(s) for s in shares]
+    left = rest - sum(floors)
+    order = sorted(range(n), key=lambda i: shares[i] - floors[i], reverse=True)
+    for i in order[:left]:
+        floors[i] += 1
+    return [b + f for b, f in zip(base, floors, strict=True)]
+
+
+def make_parser(api: str) -> StreamParser:
+    if api == API_GENERATE:
+        return GenerateParser()
+    if api == API_COMPLETIONS:
+        return OpenAIParser(chat=False)
+    if api == API_CHAT:
+        return OpenAIParser(chat=True)
+    raise ValueError(f"api must be one of {', '.join(APIS)}, got {api!r}")
+
+
+def accept_length_from_server_info(info: Any) -> float | None:
+    """``avg_spec_accept_length`` from a ``/server_info`` body (PD-disaggregated too)."""
+    if not isinstance(info, dict):
+        return None
+    states = info.get("internal_states")
+    if not states and isinstance(info.get("decode"), list):
+        states = info["decode"]
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        value = states[0].get("avg_spec_accept_length")
+        if isinstance(value, (int, float)):
+            return float(value)
+    value = info.get("avg_spec_accept_length")
+    return float(value) if isinstance(value, (int, float)) else None

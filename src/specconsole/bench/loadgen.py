@@ -1,0 +1,154 @@
+"""The console-side load generator: the ladder engine over an httpx connection pool.
+
+Why httpx and how it is used: streaming over HTTP/1.1 keep-alive with a pool of exactly c
+connections per level (the warm-up opens them, so the measured phase never pays a TCP
+handshake), reading the raw body bytes as they arrive (``aiter_raw``: no decoding layer
+between the socket and the SSE parser). Everything about scheduling and metrics lives in
+:mod:`specconsole.bench.engine`, shared with the remote runner; this module only adapts httpx
+to its :class:`~specconsole.bench.engine.StreamClient` protocol and turns a
+:class:`~specconsole.core.ports.BenchSpec` into a :class:`~specconsole.bench.engine.LadderPlan`.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from specconsole.bench.api import RequestFailed
+from specconsole.bench.engine import LadderPlan, LadderRun, ProgressSink
+from specconsole.bench.prompts import BUILTIN, RANDOM, make_prompts
+from specconsole.core.metrics import BenchResult
+from specconsole.core.ports import BenchSpec
+
+MAX_PROMPT_POOL = 512
+"""Distinct prompts generated per run (used round-robin); bounds memory and the remote
+runner's upload."""
+
+_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+
+
+def plan_for(spec: BenchSpec) -> LadderPlan:
+    """The engine's plan for ``spec``, with the prompt pool resolved (raises PromptError)."""
+    per_level = [
+        spec.requests_per_level if spec.requests_per_level is not None else max(8, 4 * c)
+        for c in spec.ladder
+    ]
+    needed = sum(per_level) + spec.warmup_requests * sum(spec.ladder)
+    pool = make_prompts(spec.prompts, min(max(needed, 1), MAX_PROMPT_POOL),
+                        input_len=spec.input_len, seed=spec.seed)
+    dataset = spec.prompts if spec.prompts in (BUILTIN, RANDOM) else "custom"
+    settings: dict[str, Any] = {"dataset_name": dataset}
+    if dataset == "custom":
+        settings["dataset_path"] = str(Path(spec.prompts).expanduser())
+    return LadderPlan(
+        ladder=tuple(spec.ladder),
+        prompts=tuple(pool),
+        requests_per_level=spec.requests_per_level,
+        duration_s=spec.duration_s,
+        warmup_requests=spec.warmup_requests,
+        input_len=spec.input_len,
+        output_len=spec.output_len,
+        api=str(spec.api),
+        temperature=spec.temperature,
+        request_rate=spec.request_rate,
+        flush_cache=spec.flush_cache,
+        seed=spec.seed,
+        model=spec.model,
+        request_timeout_s=getattr(spec, "request_timeout_s", 600.0),
+        settings=settings,
+    )
+
+
+class HttpxStreamClient:
+    """:class:`~specconsole.bench.engine.StreamClient` over ``httpx.AsyncClient``."""
+
+    def __init__(self, base_url: str, concurrency: int, *, timeout_s: float = 600.0) -> None:
+        limits = httpx.Limits(
+            max_connections=concurrency,
+            max_keepalive_connections=concurrency,
+            keepalive_expiry=300.0,
+        )
+        # TCP_NODELAY: httpcore writes the request head and body separately; with Nagle the
+        # body waits for the server's delayed ACK (~40 ms) and inflates TTFT.
+        transport = httpx.AsyncHTTPTransport(
+            http1=True,
+            http2=False,
+            limits=limits,
+            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        )
+        self._client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            transport=transport,
+            headers=_HEADERS,
+            timeout=httpx.Timeout(connect=10.0, read=timeout_s, write=30.0, pool=None),
+            trust_env=False,
+        )
+
+    async def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
+        try:
+            async with self._client.stream("POST", path, content=body) as response:
+                if response.status_code != 200:
+                    text = (await response.aread()).decode("utf-8", "replace")
+                    raise RequestFailed(f"http_{response.status_code}", text[:300])
+                async for data in response.aiter_raw():
+                    yield data
+        except httpx.HTTPError as exc:
+            raise _failure(exc) from exc
+
+    async def get_json(self, path: str) -> Any:
+        try:
+            response = await self._client.get(path)
+        except httpx.HTTPError as exc:
+            raise _failure(exc) from exc
+        if response.status_code != 200:
+            raise RequestFailed(f"http_{response.status_code}", response.text[:300])
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise RequestFailed("protocol", f"{path} did not return JSON") from exc
+
+    async def post(self, path: str) -> int:
+        try:
+            response = await self._client.post(path)
+        except httpx.HTTPError as exc:
+            raise _failure(exc) from exc
+        return response.status_code
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _failure(exc: httpx.HTTPError) -> RequestFailed:
+    """Map an httpx exception to the error kinds the level counts."""
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+        kind = "connect"
+    elif isinstance(exc, httpx.TimeoutException):
+        kind = "timeout"
+    elif isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
+        kind = "disconnect"
+    else:
+        kind = "http_error"
+    return RequestFailed(kind, str(exc) or type(exc).__name__)
+
+
+def make_run(
+    spec: BenchSpec, base_url: str, *, on_progress: ProgressSink | None = None
+) -> LadderRun:
+    """A ready-to-run ladder against ``base_url`` over httpx (call ``run()`` on any loop)."""
+    plan = plan_for(spec)
+    return LadderRun(
+        plan,
+        lambda c: HttpxStreamClient(base_url, c, timeout_s=plan.request_timeout_s),
+        on_progress=on_progress,
+    )
+
+
+async def run_ladder(
+    spec: BenchSpec, base_url: str, *, on_progress: ProgressSink | None = None
+) -> BenchResult:
+    """Run ``spec`` against ``base_url`` on the current loop (see runner.py for a thread)."""
+    return await make_run(spec, base_url, on_progress=on_progress).run()

@@ -1,0 +1,201 @@
+"""Where benchmark prompts come from: the built-in set, a user JSONL file, or random text.
+
+Why real text by default: speculative decoding's acceptance rate depends on how predictable
+the continuation is, so a benchmark fed random token soup reports an accept length (and a
+speed-up) nobody will see in production. The built-in set is a few dozen varied, original
+prompts (explanations, code, stories, summaries, emails...) shipped as package data; random
+fixed-length text is still available for apples-to-apples comparisons with
+``bench_serving --dataset-name random``.
+
+Lengths are in tokens but measured here with a cheap estimate (~4 characters per token for
+prose, one token per random word); the throughput numbers always use the server's own
+``prompt_tokens`` count, so the estimate only shapes the request, never the result.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+CHARS_PER_TOKEN = 4.0
+"""Rough characters-per-token of English prose for common BPE tokenizers."""
+
+BUILTIN = "builtin"
+RANDOM = "random"
+
+_WORD_LIST = (
+    "time year people way day man thing woman life child world school state family student "
+    "group country problem hand part place case week company system program question work "
+    "government number night point home water room mother area money story fact month lot "
+    "right study book eye job word business issue side kind head house service friend father "
+    "power hour game line end member law car city community name president team minute idea "
+    "kid body information back parent face others level office door health person art war "
+    "history party result change morning reason research girl guy moment air teacher force "
+    "education foot boy age policy music market sense nation plan college interest death "
+    "experience effect use class control care field development role effort rate heart drug "
+    "show leader light voice wife police mind price report decision son view relationship "
+    "town road arm difference value building action model season society tax director "
+    "position player record paper space ground form event official matter center couple site "
+    "project activity star table need court oil situation cost industry figure street image "
+    "phone data picture practice piece land product doctor wall patient worker news test movie"
+)
+_WORDS = tuple(_WORD_LIST.split())
+"""Common single-token English words for random fixed-length text."""
+
+
+class PromptError(ValueError):
+    """A prompt source is unusable; the message names the file, line and fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One request's input: plain text, or chat messages (for the chat API)."""
+
+    text: str
+    """The prompt as plain text (chat messages flattened for the text APIs)."""
+    messages: tuple[dict[str, str], ...] | None = None
+    """Chat messages when the source gave them; None means ``[{"role": "user", ...}]``."""
+    est_tokens: int = 0
+    """Estimated prompt tokens (the server's count is used for metrics)."""
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        if self.messages is not None:
+            return [dict(m) for m in self.messages]
+        return [{"role": "user", "content": self.text}]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "messages": None if self.messages is None else [dict(m) for m in self.messages],
+            "est_tokens": self.est_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Prompt:
+        messages = data.get("messages")
+        return cls(
+            text=str(data["text"]),
+            messages=None if messages is None else tuple(dict(m) for m in messages),
+            est_tokens=int(data.get("est_tokens", 0)),
+        )
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, round(len(text) / CHARS_PER_TOKEN))
+
+
+def builtin_texts() -> list[str]:
+    """The packaged prompt texts, in file order."""
+    data = resources.files("specconsole.bench").joinpath("data/prompts.jsonl").read_text("utf-8")
+    return [json.loads(line)["prompt"] for line in data.splitlines() if line.strip()]
+
+
+def _fit_to_length(core: str, others: Sequence[str], input_len: int, rng: random.Random) -> str:
+    """Pad a prompt with other prompts as background material, or trim it, to ~input_len.
+
+    The request itself stays last so the model answers it; padding is real prose, so the
+    draft model sees realistic text either way.
+    """
+    target_chars = int(input_len * CHARS_PER_TOKEN)
+    if len(core) >= target_chars:
+        cut = core[:target_chars]
+        return cut.rsplit(" ", 1)[0] if " " in cut else cut
+    background: list[str] = []
+    size = len(core)
+    pool = list(others)
+    rng.shuffle(pool)
+    i = 0
+    while size < target_chars and pool:
+        piece = pool[i % len(pool)]
+        background.append(piece)
+        size += len(piece) + 1
+        i += 1
+    text = "\n".join(background)
+    room = max(0, target_chars - len(core) - 40)
+    if len(text) > room:
+        text = text[:room].rsplit(" ", 1)[0]
+    return f"Background notes:\n{text}\n\nRequest: {core}" if text else core
+
+
+def random_text(n_tokens: int, rng: random.Random) -> str:
+    """``n_tokens`` random common words (about one token each)."""
+    return " ".join(rng.choice(_WORDS) for _ in range(max(1, n_tokens)))
+
+
+def load_jsonl(path: str | Path) -> list[Prompt]:
+    """Read a user prompt file: one JSON object per line with ``prompt`` or ``messages``."""
+    file = Path(path).expanduser()
+    try:
+        lines = file.read_text("utf-8").splitlines()
+    except OSError as exc:
+        raise PromptError(f"--prompts: cannot read {file}: {exc.strerror or exc}") from exc
+    prompts: list[Prompt] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise PromptError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
+                              'JSON object such as {"prompt": "..."}') from exc
+        if not isinstance(obj, dict):
+            raise PromptError(f'{where}: expected an object like {{"prompt": "..."}}')
+        if isinstance(obj.get("prompt"), str) and obj["prompt"].strip():
+            text = obj["prompt"]
+            prompts.append(Prompt(text=text, est_tokens=estimate_tokens(text)))
+            continue
+        messages = obj.get("messages")
+        if isinstance(messages, list) and messages:
+            clean: list[dict[str, str]] = []
+            for m in messages:
+                if not (isinstance(m, dict) and isinstance(m.get("role"), str)
+                        and isinstance(m.get("content"), str)):
+                    raise PromptError(f'{where}: each message needs string "role" and '
+                                      '"content", e.g. {"role": "user", "content": "Hi"}')
+                clean.append({"role": m["role"], "content": m["content"]})
+            text = "\n".join(f"{m['role']}: {m['content']}" for m in clean)
+            prompts.append(Prompt(text=text, messages=tuple(clean),
+                                  est_tokens=estimate_tokens(text)))
+            continue
+        raise PromptError(f'{where}: needs a non-empty "prompt" string or a "messages" list')
+    if not prompts:
+        raise PromptError(f"--prompts: {file} holds no prompts; add lines like "
+                          '{"prompt": "Explain ..."}')
+    return prompts
+
+
+def make_prompts(source: str, count: int, *, input_len: int, seed: int = 42) -> list[Prompt]:
+    """``count`` prompts from ``builtin``, ``random`` or a JSONL path, deterministic per seed.
+
+    Built-in prompts are fitted to ``input_len``; user prompts are used as written (their
+    length is the user's choice), cycling when the file is shorter than ``count``.
+    """
+    if count <= 0:
+        return []
+    if input_len <= 0:
+        raise PromptError("--input-len must be a positive number of tokens")
+    rng = random.Random(seed)
+    if source == RANDOM:
+        return [Prompt(text=random_text(input_len, rng), est_tokens=input_len)
+                for _ in range(count)]
+    if source == BUILTIN:
+        texts = builtin_texts()
+        order = list(range(len(texts)))
+        rng.shuffle(order)
+        out: list[Prompt] = []
+        for i in range(count):
+            core = texts[order[i % len(order)]]
+            others = [t for j, t in enumerate(texts) if j != order[i % len(order)]]
+            text = _fit_to_length(core, others, input_len, rng)
+            out.append(Prompt(text=text, est_tokens=estimate_tokens(text)))
+        return out
+    user = load_jsonl(source)
+    order = list(range(len(user)))
+    rng.shuffle(order)
+    return [user[order[i % len(order)]] for i in range(count)]

@@ -1,0 +1,183 @@
+"""Benchmark runners that keep the measurement off the UI's event loop.
+
+Why a thread with its own loop: request timestamps are taken when the load generator's loop
+gets to them. On the UI's loop a slow repaint would delay those wake-ups and inflate TTFT and
+ITL; on a dedicated loop in a dedicated thread the only shared resource is the GIL, held by
+the UI for short slices. Progress flows back through a thread-safe hand-off onto the caller's
+loop, coalesced so a burst of completions cannot flood the UI (the latest event always
+arrives; every event carries running counts, so skipping intermediate ones loses nothing).
+
+Three placements share this code (see docs/benchmark.md):
+
+* direct URL: :class:`ThreadedBenchmarkRunner` with the server's URL;
+* through an SSH forward: :class:`ForwardedBenchmarkRunner`, the threaded runner pointed at
+  ``transport.forward_local_port(...)``;
+* on the GPU box: :class:`specconsole.bench.remote_runner.RemoteBenchmarkRunner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from specconsole.bench.engine import LadderRun
+from specconsole.bench.loadgen import make_run
+from specconsole.core.metrics import BenchResult
+from specconsole.core.ports import BenchProgress, BenchSpec, Transport
+
+STOP_GRACE_S = 30.0
+"""How long a cancelled run may take to hand back its partial result."""
+
+
+class ProgressRelay:
+    """Delivers engine progress dicts as :class:`BenchProgress` on the caller's loop.
+
+    ``push`` may be called from any thread; delivery is coalesced to the newest event.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        callback: Callable[[BenchProgress], None] | None,
+    ) -> None:
+        self._loop = loop
+        self._callback = callback
+        self._lock = threading.Lock()
+        self._pending: BenchProgress | None = None
+
+    def push(self, event: dict[str, Any]) -> None:
+        if self._callback is None:
+            return
+        progress = BenchProgress(**event)
+        with self._lock:
+            scheduled = self._pending is not None
+            self._pending = progress
+        if not scheduled:
+            with contextlib.suppress(RuntimeError):  # caller's loop already closed
+                self._loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:
+        with self._lock:
+            progress, self._pending = self._pending, None
+        if progress is not None and self._callback is not None:
+            self._callback(progress)
+
+
+class ThreadedBenchmarkRunner:
+    """:class:`~specconsole.core.ports.BenchmarkRunner` on a dedicated thread and loop.
+
+    ``run`` returns the :class:`BenchResult`. :meth:`stop` (any thread) ends the run early and
+    makes ``run`` return the partial result marked cancelled. Cancelling the task awaiting
+    ``run`` also stops the load promptly; the partial result is then kept in
+    :attr:`last_result` and the cancellation propagates.
+    """
+
+    def __init__(self) -> None:
+        self.last_result: BenchResult | None = None
+        self._lock = threading.Lock()
+        self._active: tuple[LadderRun, asyncio.AbstractEventLoop | None] | None = None
+
+    def stop(self) -> None:
+        """Stop the current run (if any) promptly, keeping what finished."""
+        with self._lock:
+            active = self._active
+        if active is None:
+            return
+        run, loop = active
+        if loop is None:
+            run.cancel()  # not started yet: run() sees the flag
+        else:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(run.cancel)
+
+    async def run(
+        self,
+        spec: BenchSpec,
+        base_url: str,
+        *,
+        on_progress: Callable[[BenchProgress], None] | None = None,
+    ) -> BenchResult:
+        caller = asyncio.get_running_loop()
+        relay = ProgressRelay(caller, on_progress)
+        ladder = make_run(spec, base_url, on_progress=relay.push)
+        done: asyncio.Future[BenchResult] = caller.create_future()
+
+        def settle(result: BenchResult | None, error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(result)  # type: ignore[arg-type]
+
+        outcome: list[BenchResult] = []
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            with self._lock:
+                self._active = (ladder, loop)
+            try:
+                result = loop.run_until_complete(ladder.run())
+                outcome.append(result)
+                caller.call_soon_threadsafe(settle, result, None)
+            except BaseException as exc:  # delivered to the awaiting task
+                with contextlib.suppress(RuntimeError):
+                    caller.call_soon_threadsafe(settle, None, exc)
+            finally:
+                with self._lock:
+                    self._active = None
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+        with self._lock:
+            self._active = (ladder, None)
+        thread = threading.Thread(target=main, name="specconsole-bench", daemon=True)
+        thread.start()
+        try:
+            result = await done
+        except asyncio.CancelledError:
+            self.stop()
+            await asyncio.to_thread(thread.join, STOP_GRACE_S)
+            self.last_result = outcome[0] if outcome else None
+            raise
+        self.last_result = result
+        return result
+
+
+class ForwardedBenchmarkRunner:
+    """Runs the threaded load generator through an SSH local port forward.
+
+    ``base_url`` is the server's URL as seen *on the box* (e.g. ``http://127.0.0.1:30000``);
+    the runner asks the transport for a forward to that host and port and benchmarks the
+    local end. The forward belongs to the transport and is closed with it.
+    """
+
+    def __init__(self, transport: Transport, inner: ThreadedBenchmarkRunner | None = None) -> None:
+        self._transport = transport
+        self._inner = inner or ThreadedBenchmarkRunner()
+
+    @property
+    def last_result(self) -> BenchResult | None:
+        return self._inner.last_result
+
+    def stop(self) -> None:
+        self._inner.stop()
+
+    async def run(
+        self,
+        spec: BenchSpec,
+        base_url: str,
+        *,
+        on_progress: Callable[[BenchProgress], None] | None = None,
+    ) -> BenchResult:
+        parts = urlsplit(base_url)
+        if parts.scheme != "http" or parts.port is None or not parts.hostname:
+            raise ValueError(
+                f"base_url {base_url!r}: give the box-side server URL as http://HOST:PORT"
+            )
+        forward = await self._transport.forward_local_port(parts.port, parts.hostname)
+        return await self._inner.run(spec, forward.url, on_progress=on_progress)
