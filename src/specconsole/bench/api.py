@@ -296,17 +296,19 @@ def apportion(total: int, weights: list[int]) -> list[int]:
     n = len(weights)
     if n == 0:
         return []
-    base = [1] * n if total >= n else [0] * n
-    rest = total - sum(base)
     clamped = [max(1, w) for w in weights]
     weight_sum = sum(clamped)
-    shares = [rest * w / weight_sum for w in clamped]
-    floors = [int(s) for s in shares]
-    left = rest - sum(floors)
-    order = sorted(range(n), key=lambda i: shares[i] - floors[i], reverse=True)
-    for i in order[:left]:
-        floors[i] += 1
-    return [b + f for b, f in zip(base, floors, strict=True)]
+    shares = [total * w / weight_sum for w in clamped]
+    counts = [int(s) for s in shares]
+    order = sorted(range(n), key=lambda i: shares[i] - counts[i], reverse=True)
+    for i in order[: total - sum(counts)]:
+        counts[i] += 1
+    if total >= n:
+        for i in range(n):
+            if counts[i] == 0:
+                counts[max(range(n), key=counts.__getitem__)] -= 1
+                counts[i] = 1
+    return counts
 
 
 def make_parser(api: str) -> StreamParser:
