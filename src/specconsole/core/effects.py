@@ -66,8 +66,9 @@ class StartWatch(Effect):
     """
 
     trial_index: int | None
-    after: str | None = None
-    """Log cursor to continue after (reattach), None for the current run from its start."""
+    continue_previous: bool = False
+    """Same server run as the previous watch: continue after the last line it delivered
+    instead of replaying the run's log from its start (benchmark-only trials)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,7 +130,8 @@ class SaveSession(Effect):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StopServer(Effect):
-    """Stop the server (after a crash, so a restart loop cannot spin) → ServerStopped."""
+    """Stop the server (after a crash, so a restart loop cannot spin; or on request)
+    → ServerStopped with the final status | OperationFailed("stop")."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

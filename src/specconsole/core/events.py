@@ -261,7 +261,9 @@ class TrialRecorded(Outcome):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServerStopped(Outcome):
-    """The server was stopped on request."""
+    """The server was stopped on request; ``status`` is what the manager says afterwards."""
+
+    status: ServiceStatus | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

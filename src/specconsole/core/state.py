@@ -53,8 +53,6 @@ class Phase(StrEnum):
     """Paused after a crash under the ``pause`` policy; see ``ControllerState.pending``."""
     PAUSED = "paused"
     """The sweep is paused by the user (between trials); resume continues it."""
-    ROLLING_BACK = "rolling_back"
-    """Redeploying the last good configuration so the box serves again."""
     CANCELLED = "cancelled"
     """The user cancelled the running trial; the server is left as it is."""
     DONE = "done"
@@ -72,10 +70,10 @@ BUSY_PHASES: frozenset[Phase] = frozenset(
         Phase.BENCHMARKING,
         Phase.RECORDING,
         Phase.CRASHED,
-        Phase.ROLLING_BACK,
     }
 )
-"""Phases in which a trial (or a rollback) is in progress; quitting here asks first."""
+"""Phases in which a trial (or a rollback, a trial of kind ROLLBACK) is in progress;
+quitting here asks first."""
 
 RESTING_PHASES: frozenset[Phase] = frozenset(
     {Phase.IDLE, Phase.AWAITING_DECISION, Phase.PAUSED, Phase.CANCELLED, Phase.DONE}
@@ -129,6 +127,8 @@ class TrialKind(StrEnum):
     """Benchmark what is deployed now; no deploy or restart."""
     REATTACH = "reattach"
     """Resumed session: the planned configuration is already up, so no restart."""
+    ROLLBACK = "rollback"
+    """Redeploy the last good configuration so the box serves again; not benchmarked."""
 
 
 class CrashPolicy(StrEnum):
@@ -272,6 +272,9 @@ class TrialRecord:
     index: int
     """0-based position in the session (trial *index + 1* of n)."""
     config: ServerConfig
+    """The configuration as requested (the plan's or the user's): the trial's identity."""
+    normalized: ServerConfig | None = None
+    """The configuration after validation's auto-adjustments (what was deployed)."""
     kind: TrialKind = TrialKind.SWEEP
     status: TrialStatus = TrialStatus.RUNNING
     started_at: float = 0.0
@@ -392,9 +395,11 @@ class ControllerState:
     pending: PendingDecision | None = None
     connection: ConnectionState = ConnectionState.UNKNOWN
     sweep_active: bool = False
-    """A sweep is in progress (possibly paused or awaiting a decision)."""
+    """A sweep is in progress (possibly paused, cancelled or awaiting a decision); False
+    before the first StartSweep, once it is DONE, and after it is abandoned."""
     pause_requested: bool = False
-    """Pause once the current trial is recorded."""
+    """Pause once the current trial is recorded (also set for a manual trial started while
+    the sweep is paused, so it stays paused afterwards)."""
     sweep_started_at: float | None = None
     skipped_configs: tuple[ServerConfig, ...] = ()
     """Configurations the user chose to skip (the strategy never proposes them again)."""

@@ -1,0 +1,544 @@
+"""Sweep plans: the TOML file that says what to try, how to measure it and when to stop.
+
+Why a plan file: the seed workflow is "try steps 1, 2, 3, 4, 5, 10 at topk 1 and benchmark
+each at concurrency 1/4/16/32/64". Writing that down once (base configuration, the axes to
+vary, the ladder, the strategy, budgets, crash policy) makes a sweep repeatable, resumable
+and reviewable, and lets the console, the headless mode and the tests run the very same thing.
+
+Parsing is pure (text in, ``SweepPlan`` out) and strict: an unknown key, a wrong type or an
+impossible value raises ``PlanError`` whose message names the TOML key and the fix, never a
+``KeyError`` from deep inside a sweep. Example (see ``examples/demo-sweep.toml``)::
+
+    name = "steps sweep"
+
+    [host]                       # core.profile: where the box is
+    transport = "ssh"
+    alias = "gpu-box"
+
+    [service]                    # core.profile: how the server runs there
+    kind = "systemd"
+    unit = "sglang.service"
+
+    [server]                     # the base ServerConfig (SGLang's argument names)
+    model_path = "Qwen/Qwen3.5-122B-A10B"
+    speculative_algorithm = "EAGLE3"
+    tp_size = 4
+
+    [sweep]
+    strategy = "boundary"        # grid | boundary | plateau
+    axis = "speculative_num_steps"
+    on_crash = "pause"           # pause | auto
+    max_trials = 20
+    max_wall_minutes = 240
+    load_timeout = 900           # seconds
+
+    [sweep.axes]
+    speculative_num_steps = [1, 2, 3, 4, 5, 10]
+    speculative_eagle_topk = [1]
+
+    [bench]                      # BenchSpec
+    ladder = [1, 4, 16, 32, 64]
+
+Placeholders: ``{python}`` in ``launcher``, ``extra_args``, ``env`` values and
+``working_directory`` stands for "the Python interpreter running specconsole"; the front end
+substitutes it at run time with :func:`resolve_placeholders` (useful when the "remote" box is
+this machine, as with the simulator).
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields, replace
+from enum import Enum, StrEnum
+from typing import Any
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.ports import BenchApi, BenchSpec
+from specconsole.core.profile import Profile, ProfileError, parse_profile
+from specconsole.core.state import CrashPolicy
+
+
+class PlanError(ValueError):
+    """The plan is wrong; the message names the key and how to fix it."""
+
+
+class StrategyKind(StrEnum):
+    """How the next trial is chosen (see ``core.strategy``)."""
+
+    GRID = "grid"
+    """Every combination of the axes, in order."""
+    BOUNDARY = "boundary"
+    """Walk an integer axis upwards; after a crash at b with success at a, bisect (a, b) to
+    find the largest value that loads; values above a crash are not tried."""
+    PLATEAU = "plateau"
+    """Walk an axis upwards while single-request tok/s gains at least ``min_gain_pct`` and
+    peak aggregate tok/s does not fall; stop at the plateau."""
+
+
+DEFAULT_LOAD_TIMEOUT_S = 15 * 60.0
+"""Generous: a 122B model with CUDA graph capture can take minutes to load."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """A parsed plan. ``axes`` keep their order: the grid varies the last axis fastest."""
+
+    base: ServerConfig
+    axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """(ServerConfig field name, values to try), in file order."""
+    bench: BenchSpec = field(default_factory=BenchSpec)
+    strategy: StrategyKind = StrategyKind.GRID
+    axis: str | None = None
+    """The axis boundary/plateau walk (default: the first axis)."""
+    min_gain_pct: float = 3.0
+    """Plateau: the smallest single-request gain (percent) worth another step."""
+    on_crash: CrashPolicy = CrashPolicy.PAUSE
+    max_trials: int | None = None
+    max_wall_s: float | None = None
+    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
+    skip_infeasible: bool = False
+    """Skip (record as infeasible) configurations the capacity predictor says will not load;
+    otherwise only warn."""
+    min_kv_tokens: int | None = None
+    """Capacity below which a configuration counts as not loading (default: one full-length
+    request, ``bench.input_len + bench.output_len``)."""
+    name: str = ""
+    description: str = ""
+    profile: Profile = field(default_factory=Profile)
+    source: str = ""
+    """The TOML text the plan was parsed from (kept with the session for resume)."""
+
+    @property
+    def walk_axis(self) -> str | None:
+        """The axis boundary/plateau strategies walk."""
+        if self.axis is not None:
+            return self.axis
+        return self.axes[0][0] if self.axes else None
+
+    @property
+    def grid_size(self) -> int:
+        size = 1
+        for _name, values in self.axes:
+            size *= len(values)
+        return size
+
+    @property
+    def estimated_trials(self) -> int:
+        """The *n* of "trial i of n": the grid size, capped by ``max_trials``."""
+        n = self.grid_size
+        if self.max_trials is not None:
+            n = min(n, self.max_trials)
+        return n
+
+    @property
+    def minimum_capacity(self) -> int:
+        """KV tokens below which a configuration is predicted not to load."""
+        if self.min_kv_tokens is not None:
+            return self.min_kv_tokens
+        return self.bench.input_len + self.bench.output_len
+
+    def grid(self) -> list[ServerConfig]:
+        """Every combination of the axes applied to the base, in order."""
+        if not self.axes:
+            return [self.base]
+        names = [name for name, _values in self.axes]
+        out: list[ServerConfig] = []
+        for combo in itertools.product(*(values for _name, values in self.axes)):
+            out.append(replace(self.base, **dict(zip(names, combo, strict=True))))
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# ServerConfig <-> TOML table
+# --------------------------------------------------------------------------------------------
+
+_CONFIG_FIELDS = {f.name: f for f in fields(ServerConfig)}
+_CONFIG_HINTS = typing.get_type_hints(ServerConfig)
+
+
+def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return hint, False
+
+
+def coerce_config_value(name: str, value: Any, where: str) -> Any:
+    """Convert a TOML value for ``ServerConfig.<name>``; raise PlanError naming ``where``."""
+    if name not in _CONFIG_FIELDS:
+        known = ", ".join(sorted(_CONFIG_FIELDS))
+        raise PlanError(f"{where}: unknown server argument {name!r}; known: {known}")
+    hint, optional = _unwrap_optional(_CONFIG_HINTS[name])
+    if value is None:
+        if optional:
+            return None
+        raise PlanError(f"{where} must not be empty")
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            choices = ", ".join(repr(m.value) for m in hint)
+            raise PlanError(f"{where} = {value!r} is not valid; use one of {choices}") from None
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise PlanError(f"{where} must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PlanError(f"{where} must be an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise PlanError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise PlanError(f"{where} must be a string, got {value!r}")
+        return value
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        args = typing.get_args(hint)
+        if args and typing.get_origin(args[0]) is tuple:  # env: tuple[tuple[str, str], ...]
+            if isinstance(value, Mapping):
+                return tuple((str(k), str(v)) for k, v in value.items())
+            if isinstance(value, list) and all(
+                isinstance(p, list | tuple) and len(p) == 2 for p in value
+            ):
+                return tuple((str(k), str(v)) for k, v in value)
+            raise PlanError(f'{where} must be a table of NAME = "value" pairs, got {value!r}')
+        if isinstance(value, str):
+            return tuple(value.split())
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise PlanError(f"{where} must be a list of strings, got {value!r}")
+    raise PlanError(f"{where}: unsupported value {value!r}")  # pragma: no cover
+
+
+def server_config_from_table(table: Mapping[str, Any], section: str = "server") -> ServerConfig:
+    """Build a ``ServerConfig`` from a TOML table of SGLang argument names."""
+    if not isinstance(table, Mapping):
+        raise PlanError(f"[{section}] must be a table")
+    if "model_path" not in table:
+        raise PlanError(
+            f'[{section}] model_path is required, e.g. model_path = "Qwen/Qwen3.5-122B-A10B"'
+        )
+    kw = {
+        key: coerce_config_value(key, value, f"[{section}] {key}") for key, value in table.items()
+    }
+    return ServerConfig(**kw)
+
+
+def server_config_to_table(config: ServerConfig) -> dict[str, Any]:
+    """The inverse of :func:`server_config_from_table`: plain JSON/TOML values, ``None``s
+    omitted, defaults kept (so a record is self-describing)."""
+    out: dict[str, Any] = {}
+    for f in fields(ServerConfig):
+        value = getattr(config, f.name)
+        if value is None:
+            continue
+        if isinstance(value, Enum):
+            value = value.value
+        elif f.name == "env":
+            value = {k: v for k, v in value}
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
+
+
+def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
+    """Short human label: the fields that differ from ``base`` (or the speculative ones)."""
+    if config.description:
+        return config.description
+    parts: list[str] = []
+    if base is not None:
+        for f in fields(ServerConfig):
+            if f.name == "description":
+                continue
+            value = getattr(config, f.name)
+            if value != getattr(base, f.name):
+                parts.append(f"{_short(f.name)}={_fmt(value)}")
+        if parts:
+            return " ".join(parts)
+    if config.speculative_algorithm is None:
+        return "no-spec"
+    spec = (
+        f"{config.speculative_num_steps}/{config.speculative_eagle_topk}/"
+        f"{config.speculative_num_draft_tokens}"
+    )
+    return f"{config.speculative_algorithm.value} steps/topk/draft={spec}"
+
+
+_SHORT = {
+    "speculative_num_steps": "steps",
+    "speculative_eagle_topk": "topk",
+    "speculative_num_draft_tokens": "draft",
+    "speculative_algorithm": "algo",
+    "mem_fraction_static": "mem",
+    "cuda_graph_max_bs": "cg_bs",
+    "max_running_requests": "max_req",
+}
+
+
+def _short(name: str) -> str:
+    return _SHORT.get(name, name)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, Enum):
+        return str(value.value)
+    if isinstance(value, tuple):
+        return " ".join(map(str, value)) or "()"
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Plan parsing
+# --------------------------------------------------------------------------------------------
+
+_TOP_KEYS = {"name", "description", "host", "service", "server", "sweep", "bench", "capacity"}
+_SWEEP_KEYS = {
+    "strategy",
+    "axis",
+    "axes",
+    "min_gain_pct",
+    "on_crash",
+    "max_trials",
+    "max_wall_minutes",
+    "max_wall_s",
+    "load_timeout",
+    "skip_infeasible",
+    "min_kv_tokens",
+}
+
+
+def _check(table: Mapping[str, Any], allowed: set[str], section: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise PlanError(
+                f"{section}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}"
+            )
+
+
+def _number(value: Any, where: str, *, integer: bool = False, minimum: float = 0.0) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlanError(f"{where} must be a number, got {value!r}")
+    if integer and not isinstance(value, int):
+        raise PlanError(f"{where} must be an integer, got {value!r}")
+    if value <= minimum:
+        raise PlanError(f"{where} must be greater than {minimum:g}, got {value!r}")
+    return value
+
+
+def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
+    if not isinstance(table, Mapping):
+        raise PlanError("[bench] must be a table, e.g. [bench] then ladder = [1, 4, 16]")
+    known = {f.name: f for f in fields(BenchSpec)}
+    _check(table, set(known), "[bench]")
+    kw: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"[bench] {key}"
+        if key == "ladder":
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+            ):
+                raise PlanError(f"{where} must be a non-empty list of positive integers")
+            kw[key] = tuple(value)
+        elif key == "api":
+            try:
+                kw[key] = BenchApi(value)
+            except ValueError:
+                choices = ", ".join(repr(m.value) for m in BenchApi)
+                raise PlanError(f"{where} = {value!r} is not valid; use one of {choices}") from None
+        elif key in ("requests_per_level", "input_len", "output_len", "seed"):
+            kw[key] = _number(value, where, integer=True, minimum=0 if key != "seed" else -1)
+        elif key == "warmup_requests":
+            kw[key] = _number(value, where, integer=True, minimum=-1)
+        elif key in ("duration_s", "request_rate"):
+            kw[key] = float(_number(value, where))
+        elif key == "temperature":
+            kw[key] = float(_number(value, where, minimum=-1e-12))
+        elif key == "flush_cache":
+            if not isinstance(value, bool):
+                raise PlanError(f"{where} must be true or false")
+            kw[key] = value
+        elif key in ("prompts", "model"):
+            if not isinstance(value, str) or not value:
+                raise PlanError(f"{where} must be a non-empty string")
+            kw[key] = value
+        else:  # pragma: no cover - every BenchSpec field is handled above
+            default = known[key].default
+            kw[key] = value if default is MISSING else type(default)(value)
+    return BenchSpec(**kw)
+
+
+def _parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(table, Mapping):
+        raise PlanError("[sweep.axes] must be a table: speculative_num_steps = [1, 2, 3]")
+    axes: list[tuple[str, tuple[Any, ...]]] = []
+    for name, values in table.items():
+        where = f"[sweep.axes] {name}"
+        if name in ("model_path", "description"):
+            raise PlanError(f"{where}: {name} cannot be swept; put it in [server]")
+        if not isinstance(values, list) or not values:
+            raise PlanError(f"{where} must be a non-empty list of values, e.g. [1, 2, 3]")
+        coerced = tuple(coerce_config_value(name, v, f"{where}[{i}]") for i, v in enumerate(values))
+        if len(set(coerced)) != len(coerced):
+            raise PlanError(f"{where} lists a value twice")
+        axes.append((name, coerced))
+    del base
+    return tuple(axes)
+
+
+def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
+    """Build a ``SweepPlan`` from a parsed TOML document."""
+    _check(document, _TOP_KEYS, "plan")
+    if "server" not in document:
+        raise PlanError('the plan needs a [server] table with at least model_path = "..."')
+    base = server_config_from_table(document["server"])
+    try:
+        profile = parse_profile(document)
+    except ProfileError as exc:
+        raise PlanError(str(exc)) from None
+    bench = _parse_bench(document.get("bench", {}))
+    sweep = document.get("sweep", {})
+    if not isinstance(sweep, Mapping):
+        raise PlanError("[sweep] must be a table")
+    _check(sweep, _SWEEP_KEYS, "[sweep]")
+    axes = _parse_axes(sweep.get("axes", {}), base)
+    kw: dict[str, Any] = {}
+    if "strategy" in sweep:
+        try:
+            kw["strategy"] = StrategyKind(sweep["strategy"])
+        except ValueError:
+            raise PlanError(
+                f"[sweep] strategy = {sweep['strategy']!r} is not valid; "
+                "use one of 'grid', 'boundary', 'plateau'"
+            ) from None
+    if "on_crash" in sweep:
+        try:
+            kw["on_crash"] = CrashPolicy(sweep["on_crash"])
+        except ValueError:
+            raise PlanError(
+                f"[sweep] on_crash = {sweep['on_crash']!r} is not valid; use 'pause' or 'auto'"
+            ) from None
+    axis_names = [name for name, _values in axes]
+    if "axis" in sweep:
+        axis = sweep["axis"]
+        if axis not in axis_names:
+            raise PlanError(
+                f"[sweep] axis = {axis!r} is not one of [sweep.axes] "
+                f"({', '.join(axis_names) or 'none defined'}); add it there"
+            )
+        kw["axis"] = axis
+    if "min_gain_pct" in sweep:
+        kw["min_gain_pct"] = float(_number(sweep["min_gain_pct"], "[sweep] min_gain_pct"))
+    if "max_trials" in sweep:
+        kw["max_trials"] = _number(sweep["max_trials"], "[sweep] max_trials", integer=True)
+    if "max_wall_minutes" in sweep and "max_wall_s" in sweep:
+        raise PlanError("[sweep] give max_wall_minutes or max_wall_s, not both")
+    if "max_wall_minutes" in sweep:
+        kw["max_wall_s"] = 60.0 * _number(sweep["max_wall_minutes"], "[sweep] max_wall_minutes")
+    if "max_wall_s" in sweep:
+        kw["max_wall_s"] = float(_number(sweep["max_wall_s"], "[sweep] max_wall_s"))
+    if "load_timeout" in sweep:
+        kw["load_timeout_s"] = float(_number(sweep["load_timeout"], "[sweep] load_timeout"))
+    if "skip_infeasible" in sweep:
+        if not isinstance(sweep["skip_infeasible"], bool):
+            raise PlanError("[sweep] skip_infeasible must be true or false")
+        kw["skip_infeasible"] = sweep["skip_infeasible"]
+    if "min_kv_tokens" in sweep:
+        kw["min_kv_tokens"] = _number(sweep["min_kv_tokens"], "[sweep] min_kv_tokens", integer=True)
+    strategy = kw.get("strategy", StrategyKind.GRID)
+    if strategy is not StrategyKind.GRID:
+        if not axes:
+            raise PlanError(
+                f'[sweep] strategy = "{strategy.value}" needs [sweep.axes] with the axis to walk'
+            )
+        walk = kw.get("axis", axis_names[0])
+        values = dict(axes)[walk]
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            raise PlanError(
+                f'[sweep] strategy = "{strategy.value}" walks {walk!r}, which must be numeric'
+            )
+        if strategy is StrategyKind.BOUNDARY and not all(isinstance(v, int) for v in values):
+            raise PlanError(f'[sweep] strategy = "boundary" bisects {walk!r}: use integers')
+    for key in ("name", "description"):
+        if key in document and not isinstance(document[key], str):
+            raise PlanError(f"{key} must be a string")
+    return SweepPlan(
+        base=base,
+        axes=axes,
+        bench=bench,
+        profile=profile,
+        name=str(document.get("name", "")),
+        description=str(document.get("description", "")),
+        source=source,
+        **kw,
+    )
+
+
+def loads_plan(text: str) -> SweepPlan:
+    """Parse plan TOML text."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"the plan is not valid TOML: {exc}") from None
+    return parse_plan(document, source=text)
+
+
+# --------------------------------------------------------------------------------------------
+# Placeholders
+# --------------------------------------------------------------------------------------------
+
+PLACEHOLDERS: tuple[str, ...] = ("python",)
+"""Names usable as ``{name}`` in launcher, extra_args, env values and working_directory."""
+
+
+def _subst(text: str, values: Mapping[str, str]) -> str:
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def resolve_config_placeholders(config: ServerConfig, values: Mapping[str, str]) -> ServerConfig:
+    """Substitute ``{python}``-style placeholders in the fields that may hold paths."""
+    return replace(
+        config,
+        launcher=_subst(config.launcher, values),
+        extra_args=tuple(_subst(a, values) for a in config.extra_args),
+        env=tuple((k, _subst(v, values)) for k, v in config.env),
+        working_directory=(
+            None if config.working_directory is None else _subst(config.working_directory, values)
+        ),
+    )
+
+
+def resolve_placeholders(plan: SweepPlan, values: Mapping[str, str]) -> SweepPlan:
+    """The plan with placeholders resolved in its base configuration and string axes."""
+    axes = tuple(
+        (
+            name,
+            tuple(_subst(v, values) if isinstance(v, str) else v for v in vals),
+        )
+        for name, vals in plan.axes
+    )
+    return replace(plan, base=resolve_config_placeholders(plan.base, values), axes=axes)
+
+
+def axis_value(config: ServerConfig, axis: str) -> Any:
+    """The configuration's value on ``axis``."""
+    return getattr(config, axis)
+
+
+def other_axes_key(config: ServerConfig, axes: Sequence[str]) -> tuple[Any, ...]:
+    """The values of ``axes`` (used to group trials that differ only on the walk axis)."""
+    return tuple(getattr(config, a) for a in axes)
