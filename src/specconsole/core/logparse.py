@@ -262,15 +262,6 @@ def _is_exception_line(line: str) -> bool:
 _MONTHS = frozenset(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 )
-# -o short / short-precise:  "Jul 20 10:27:57 host ident[pid]: message"
-_SHORT_RE = re.compile(
-    r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) \S+ ([^\s:\[]+)(?:\[\d+\])?: ?"
-)
-# -o short-iso / short-iso-precise: "2026-07-20T10:27:57+0000 host ident[pid]: message"
-_ISO_RE = re.compile(
-    r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)?) "
-    r"\S+ ([^\s:\[]+)(?:\[\d+\])?: ?"
-)
 # vLLM: "INFO 07-20 10:27:57 [file.py:123] message" (after an optional "(Proc pid=N) ")
 _VLLM_RE = re.compile(
     r"(INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[([^\]]*)\] "
@@ -322,67 +313,84 @@ def _word_after(text: str, key: str) -> str | None:
     return text[i:j] or None
 
 
-def _to_int(v: str) -> int:
-    return int(v.replace(",", ""))
+_INT, _FLOAT, _BOOL = 0, 1, 2
 
-
-def _to_bool(v: str) -> bool:
-    return v.strip() == "True"
-
-
-def _to_float(v: str) -> float:
-    v = v.strip()
-    if v.endswith("%"):
-        return float(v[:-1]) / 100.0
-    return float(v)
-
-
-_Conv = Callable[[str], object]
-
-_DECODE_KEYS: dict[str, tuple[str, _Conv]] = {
-    "#running-req": ("running_req", _to_int),
-    "#token": ("num_tokens", _to_int),
-    "#full token": ("num_tokens", _to_int),
-    "token usage": ("token_usage", _to_float),
-    "full token usage": ("token_usage", _to_float),
-    "accept len": ("accept_len", _to_float),
-    "accept rate": ("accept_rate", _to_float),
-    "cuda graph": ("cuda_graph", _to_bool),
-    "gen throughput (token/s)": ("gen_throughput", _to_float),
-    "#queue-req": ("queue_req", _to_int),
+_DECODE_KEYS: dict[str, tuple[str, int]] = {
+    "#running-req": ("running_req", _INT),
+    "#token": ("num_tokens", _INT),
+    "#full token": ("num_tokens", _INT),
+    "token usage": ("token_usage", _FLOAT),
+    "full token usage": ("token_usage", _FLOAT),
+    "accept len": ("accept_len", _FLOAT),
+    "accept rate": ("accept_rate", _FLOAT),
+    "cuda graph": ("cuda_graph", _BOOL),
+    "gen throughput (token/s)": ("gen_throughput", _FLOAT),
+    "#queue-req": ("queue_req", _INT),
 }
-_PREFILL_KEYS: dict[str, tuple[str, _Conv]] = {
-    "#new-seq": ("new_seq", _to_int),
-    "#new-token": ("new_token", _to_int),
-    "#cached-token": ("cached_token", _to_int),
-    "token usage": ("token_usage", _to_float),
-    "full token usage": ("token_usage", _to_float),
-    "#running-req": ("running_req", _to_int),
-    "#queue-req": ("queue_req", _to_int),
-    "#pending-token": ("pending_token", _to_int),
-    "cuda graph": ("cuda_graph", _to_bool),
-    "input throughput (token/s)": ("input_throughput", _to_float),
+_PREFILL_KEYS: dict[str, tuple[str, int]] = {
+    "#new-seq": ("new_seq", _INT),
+    "#new-token": ("new_token", _INT),
+    "#cached-token": ("cached_token", _INT),
+    "token usage": ("token_usage", _FLOAT),
+    "full token usage": ("token_usage", _FLOAT),
+    "#running-req": ("running_req", _INT),
+    "#queue-req": ("queue_req", _INT),
+    "#pending-token": ("pending_token", _INT),
+    "cuda graph": ("cuda_graph", _BOOL),
+    "input throughput (token/s)": ("input_throughput", _FLOAT),
 }
 
 
-def _key_values(rest: str, keys: dict[str, tuple[str, _Conv]]) -> dict[str, object]:
-    """Parse ``key: value, key: value`` by key; unknown keys and bad values are skipped."""
+def _key_values(rest: str, keys: dict[str, tuple[str, int]]) -> dict[str, object]:
+    """Parse ``key: value, key: value`` by key; unknown keys and bad values are skipped.
+
+    This is the parser's hottest loop (every statistics line), hence the inlined
+    conversions instead of a table of converter functions.
+    """
     out: dict[str, object] = {}
+    get = keys.get
     for piece in rest.split(", "):
-        k, sep, v = piece.partition(": ")
-        if not sep:
-            continue
-        spec = keys.get(k.strip())
+        k, _, v = piece.partition(": ")
+        spec = get(k)
         if spec is None:
             continue
-        name, conv = spec
-        if name in out:
-            continue
+        name, kind = spec
         try:
-            out[name] = conv(v.rstrip(", "))
+            if kind == _INT:
+                out[name] = int(v)
+            elif kind == _FLOAT:
+                out[name] = float(v)
+            else:
+                out[name] = v.strip() == "True"
         except ValueError:
             pass
     return out
+
+
+def _split_journal(raw: str, ts_end: int) -> tuple[str, str, str] | None:
+    """Split ``TS HOST IDENT[PID]: MESSAGE`` (journalctl short modes) at a known TS width.
+
+    Returns (timestamp, identifier, message), or ``None`` when the line is not of that form.
+    Hand-written instead of a regex: every journal line pays for it.
+    """
+    sp = raw.find(" ", ts_end)
+    if sp < 0:
+        return None
+    host_end = raw.find(" ", sp + 1)
+    if host_end < 0:
+        return None
+    colon = raw.find(": ", host_end + 1)
+    if colon < 0:
+        if not raw.endswith(":"):
+            return None
+        colon = len(raw) - 1
+    ident = raw[host_end + 1 : colon]
+    if not ident or " " in ident:
+        return None
+    b = ident.find("[")
+    if b > 0:
+        ident = ident[:b]
+    return raw[:sp], ident, raw[colon + 2 :]
 
 
 def _stats_rest(body: str, start: int) -> tuple[int | None, str] | None:
@@ -545,20 +553,16 @@ class LogParser:
             return self._on_json(raw)
         jts: str | None = None
         systemd = False
-        if c in "JFMASOND" and raw[:3] in _MONTHS:
-            m = _SHORT_RE.match(raw)
-            if m is not None:
-                jts = m.group(1)
-                systemd = m.group(2) in _SYSTEMD_IDENTS
-                raw = raw[m.end() :]
-        elif c.isdigit() and raw[4:5] == "-" and raw[10:11] == "T":
-            m = _ISO_RE.match(raw)
-            if m is not None:
-                jts = m.group(1)
-                systemd = m.group(2) in _SYSTEMD_IDENTS
-                raw = raw[m.end() :]
+        split: tuple[str, str, str] | None = None
+        if c in "JFMASOND" and raw[3:4] == " " and raw[:3] in _MONTHS and raw[9:10] == ":":
+            split = _split_journal(raw, 15)  # "Jul 20 10:27:57[.123456] host ident[pid]: "
+        elif c.isdigit() and raw[4:5] == "-" and raw[10:11] == "T" and raw[13:14] == ":":
+            split = _split_journal(raw, 19)  # "2026-07-20T10:27:57[.us]+0000 host ident[pid]: "
         elif c == "-" and raw.startswith("-- "):
             return []  # journalctl's "-- Boot ... --" / "-- No entries --" markers
+        if split is not None:
+            jts, ident, raw = split
+            systemd = ident in _SYSTEMD_IDENTS
         return self._on_message(raw, jts, systemd)
 
     def _on_json(self, raw: str) -> list[LogEvent]:

@@ -1,0 +1,119 @@
+"""Print how many log lines per second the log parser handles on one core.
+
+Why: the console parses the journal as it streams; a burst (a start-up, a traceback flood, a
+busy benchmark) must never back up the UI. Target: >= 200,000 lines/s for a realistic mix.
+
+The mix is built from the real-format fixtures in tests/data/logs: a full start-up sequence
+followed by steady state, where most lines are Decode/Prefill statistics and HTTP access
+lines, with occasional warnings and one traceback, in the journal format the console reads
+(``journalctl -o cat``) and, separately, ``-o short-iso``.
+
+Run: ``.venv/bin/python benchmarks/log_parser.py [--lines N] [--repeat R]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from specconsole.core.logparse import LogParser
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "tests" / "data" / "logs"
+
+DECODE = (
+    "[2026-07-20 10:27:57 TP0] Decode batch, #running-req: {r}, #token: {t}, "
+    "token usage: 0.{u:02d}, accept len: 2.{a:02d}, accept rate: 0.{a:02d}, cuda graph: True, "
+    "gen throughput (token/s): {g}.37, #queue-req: {q}"
+)
+PREFILL = (
+    "[2026-07-20 10:27:57 TP0] Prefill batch, #new-seq: 1, #new-token: {t}, #cached-token: 0, "
+    "token usage: 0.{u:02d}, #running-req: {r}, #queue-req: {q}, #pending-token: 0, "
+    "cuda graph: False, input throughput (token/s): {g}.11"
+)
+ACCESS = (
+    '[2026-07-20 10:27:57] INFO:     127.0.0.1:{p} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+)
+
+
+def realistic_mix(n: int) -> list[str]:
+    """``n`` lines: start-up, steady state (decode/prefill/access), a warning and a crash."""
+    startup = (LOGS / "sglang_latest_eagle3_startup.log").read_text().splitlines()
+    crash = (LOGS / "fatal_cuda_oom.log").read_text().splitlines()[5:]
+    lines = list(startup)
+    i = 0
+    while len(lines) < n - len(crash):
+        k = i % 10
+        if k < 5:
+            lines.append(
+                DECODE.format(r=i % 64, t=1000 + i, u=i % 100, a=i % 97, g=i % 5000, q=i % 7)
+            )
+        elif k < 7:
+            lines.append(
+                PREFILL.format(r=i % 64, t=100 + i % 4000, u=i % 100, q=i % 7, g=i % 9000)
+            )
+        elif k < 9:
+            lines.append(ACCESS.format(p=40000 + i % 20000))
+        else:
+            lines.append("[2026-07-20 10:27:57] Cache flushed successfully!")
+        i += 1
+    lines.extend(crash)
+    return lines[:n]
+
+
+def journal_short_iso(lines: list[str]) -> list[str]:
+    return [f"2026-07-20T10:27:57+0000 gpu-box python3[48211]: {line}" for line in lines]
+
+
+def measure(lines: list[str], repeat: int) -> tuple[float, int]:
+    """Best lines/s over ``repeat`` runs, and the number of events of the last run."""
+    best = 0.0
+    events = 0
+    for _ in range(repeat):
+        parser = LogParser()
+        start = time.perf_counter()
+        count = 0
+        for line in lines:
+            count += len(parser.feed(line))
+        count += len(parser.flush())
+        elapsed = time.perf_counter() - start
+        best = max(best, len(lines) / elapsed)
+        events = count
+    return best, events
+
+
+def measure_chunks(lines: list[str], repeat: int, chunk: int = 65536) -> float:
+    text = "\n".join(lines) + "\n"
+    best = 0.0
+    for _ in range(repeat):
+        parser = LogParser()
+        start = time.perf_counter()
+        for i in range(0, len(text), chunk):
+            parser.feed_chunk(text[i : i + chunk])
+        parser.flush()
+        best = max(best, len(lines) / (time.perf_counter() - start))
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lines", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    mix = realistic_mix(args.lines)
+    rate, events = measure(mix, args.repeat)
+    print(
+        f"log parser, realistic mix (-o cat), {len(mix)} lines: {rate:,.0f} lines/s "
+        f"({events} events)"
+    )
+    rate_iso, _ = measure(journal_short_iso(mix), args.repeat)
+    print(f"log parser, realistic mix (-o short-iso): {rate_iso:,.0f} lines/s")
+    rate_chunks = measure_chunks(mix, args.repeat)
+    print(f"log parser, realistic mix via feed_chunk(64 KiB): {rate_chunks:,.0f} lines/s")
+    target = 200_000
+    print(f"target >= {target:,} lines/s: {'met' if min(rate, rate_iso) >= target else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
