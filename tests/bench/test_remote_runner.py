@@ -1,0 +1,130 @@
+"""The self-contained remote runner: as a bare stdlib script, and over real transports."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from specconsole.bench.loadgen import plan_for
+from specconsole.bench.remote_runner import RemoteBenchmarkRunner, build_script
+from specconsole.bench.runner import ForwardedBenchmarkRunner
+from specconsole.core.ports import BenchApi, BenchProgress, BenchSpec, Transport
+from specconsole.remote.local import LocalTransport
+from specconsole.remote.ssh import SshTransport
+from tests.bench.servers import mini_server
+from tests.fixtures.sshd import SshdServer
+from tests.remote.conftest import ssh_profile
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with mini_server("--step-s", "0.01", "--chunks", "1,3,2") as base:
+        yield base
+
+
+@pytest.fixture(params=["local", pytest.param("ssh", marks=pytest.mark.ssh)])
+async def transport(request: pytest.FixtureRequest) -> AsyncIterator[Transport]:
+    if request.param == "local":
+        yield LocalTransport()
+        return
+    sshd: SshdServer = request.getfixturevalue("sshd")
+    ssh = SshTransport(ssh_profile(sshd))
+    try:
+        yield ssh
+    finally:
+        await ssh.close()
+
+
+def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
+    """`python3 -I -S -`: no site-packages (no httpx, no specconsole), script on stdin."""
+    spec = BenchSpec(ladder=(1, 3), requests_per_level=6, output_len=12, input_len=40)
+    script = build_script(plan_for(spec), url)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-"], input=script, capture_output=True, text=True,
+        timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    assert messages[0]["type"] == "hello" and messages[0]["pid"] > 0
+    assert any(m["type"] == "progress" for m in messages)
+    result = messages[-1]
+    assert result["type"] == "result"
+    levels = result["result"]["levels"]
+    assert [level["max_concurrency"] for level in levels] == [1, 3]
+    assert all(level["completed"] == 6 and level["total_output_tokens"] == 72
+               for level in levels)
+    assert levels[0]["accept_length"] == pytest.approx(2.0)
+    assert levels[1]["max_concurrent_requests"] >= 3
+
+
+def test_bad_plan_reports_an_error_line(url: str) -> None:
+    spec = BenchSpec(ladder=(1,), requests_per_level=1)
+    script = build_script(plan_for(spec), url).replace('"ladder":[1]', '"ladder":[]')
+    done = subprocess.run([sys.executable, "-I", "-S", "-"], input=script, capture_output=True,
+                          text=True, timeout=60, check=False)
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert done.returncode == 2 and last["type"] == "error" and "ladder" in last["message"]
+
+
+async def test_remote_runner_over_a_transport(transport: Transport, url: str) -> None:
+    events: list[BenchProgress] = []
+    runner = RemoteBenchmarkRunner(transport)
+    spec = BenchSpec(ladder=(2,), requests_per_level=6, output_len=12, api=BenchApi.CHAT)
+    result = await runner.run(spec, url, on_progress=events.append)
+    level = result.levels[0]
+    assert level.completed == 6 and level.total_output_tokens == 72
+    assert result.settings["backend"] == "sglang-oai-chat" and not result.partial
+    assert events and events[-1].completed == 6 and events[-1].concurrency == 2
+    leftovers = await transport.run("ls /tmp | grep -c '^specconsole-bench-' || true")
+    assert leftovers.stdout.strip() == "0"
+
+
+async def test_remote_runner_stop_keeps_partial_result(transport: Transport, url: str) -> None:
+    runner = RemoteBenchmarkRunner(transport)
+
+    def on_progress(p: BenchProgress) -> None:
+        if not p.warmup and p.completed >= 2:
+            runner.stop()
+
+    spec = BenchSpec(ladder=(2, 4), requests_per_level=300, output_len=30)
+    result = await asyncio.wait_for(runner.run(spec, url, on_progress=on_progress), 60)
+    assert result.cancelled and result.partial
+    assert len(result.levels) == 1 and 2 <= result.levels[0].completed < 300
+
+
+@pytest.mark.ssh
+async def test_threaded_runner_through_an_ssh_forward(sshd: SshdServer, url: str) -> None:
+    ssh = SshTransport(ssh_profile(sshd))
+    try:
+        runner = ForwardedBenchmarkRunner(ssh)
+        spec = BenchSpec(ladder=(2,), requests_per_level=4, output_len=12)
+        result = await runner.run(spec, url)
+        assert result.levels[0].completed == 4
+        assert result.levels[0].accept_length == pytest.approx(2.0)
+    finally:
+        await ssh.close()
+
+
+async def test_raw_client_maps_failures_like_httpx(url: str, tmp_path: Path) -> None:
+    from specconsole.bench.engine import LadderRun
+    from specconsole.bench.rawhttp import RawStreamClient
+
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "fine"}\n{"prompt": "FAIL500"}\n{"prompt": "DROP it"}\n')
+    spec = BenchSpec(ladder=(3,), requests_per_level=9, warmup_requests=0, output_len=12,
+                     prompts=str(prompts), flush_cache=False)
+    run = LadderRun(plan_for(spec), lambda c: RawStreamClient(url, c, timeout_s=30))
+    level = (await run.run()).levels[0]
+    assert level.completed == 3 and level.errors.get("http_500") == 3
+    assert sum(level.errors.values()) == 6
+    refused = LadderRun(plan_for(BenchSpec(ladder=(1,), requests_per_level=1, flush_cache=False,
+                                           warmup_requests=0)),
+                        lambda c: RawStreamClient("http://127.0.0.1:9", c))
+    result = await refused.run()
+    assert result.levels[0].errors == {"connect": 1} and result.error is not None
