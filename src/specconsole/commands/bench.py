@@ -1,0 +1,241 @@
+"""``specconsole bench URL``: benchmark a server that is already running, like bench_serving.
+
+Why a CLI of its own: the ladder engine is useful without the console — to check a server
+by hand, to compare with numbers from ``python -m sglang.bench_serving`` (``--json`` prints
+one record per level with bench_serving's key names), or from scripts. A live progress line
+goes to stderr so stdout stays clean for the table or the JSON records. Ctrl-C stops the run
+and still prints what was measured, marked partial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+from typing import Any, TextIO
+
+from specconsole.core.metrics import BenchResult, LevelMetrics
+from specconsole.core.ports import BenchApi, BenchSpec
+
+DEFAULT_LADDER = "1,4,16,32,64"
+
+
+def _ladder(text: str) -> tuple[int, ...]:
+    try:
+        levels = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        levels = ()
+    if not levels or any(c < 1 for c in levels):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a ladder: give comma-separated concurrencies >= 1, e.g. 1,4,16"
+        )
+    return levels
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number > 0")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``bench`` subcommand."""
+    p = subparsers.add_parser(
+        "bench",
+        help="benchmark a running server over a concurrency ladder (bench_serving metrics)",
+        description=(
+            "Stream fixed-length requests at each concurrency level of a ladder (warm-up, "
+            "/flush_cache, N requests with exactly c in flight, accept length from "
+            "/server_info) and print bench_serving's metrics per level."
+        ),
+    )
+    p.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
+    p.add_argument("--api", choices=[a.value for a in BenchApi], default=BenchApi.GENERATE.value,
+                   help="SGLang /generate (default), /v1/completions or /v1/chat/completions")
+    p.add_argument("--ladder", type=_ladder, default=_ladder(DEFAULT_LADDER),
+                   help=f"comma-separated concurrency levels (default {DEFAULT_LADDER})")
+    p.add_argument("--requests", type=_positive_int, default=None, metavar="N",
+                   help="measured requests per level (default max(8, 4 x concurrency))")
+    p.add_argument("--duration", type=_positive_float, default=None, metavar="S",
+                   help="run each level for S seconds instead of a request count")
+    p.add_argument("--warmup", type=int, default=1, metavar="N",
+                   help="warm-up requests per in-flight slot before each level (default 1)")
+    p.add_argument("--input-len", type=_positive_int, default=256, metavar="N",
+                   help="prompt length in tokens (default 256)")
+    p.add_argument("--output-len", type=_positive_int, default=256, metavar="N",
+                   help="output tokens per request, with ignore_eos (default 256)")
+    p.add_argument("--prompts", default="builtin", metavar="FILE",
+                   help="'builtin' (default), 'random', or a JSONL file of "
+                        '{"prompt": ...} or {"messages": [...]} lines')
+    p.add_argument("--request-rate", type=_positive_float, default=None, metavar="R",
+                   help="Poisson arrivals at R req/s (capped at the level's concurrency)")
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--model", default=None, help="model name for the OpenAI APIs")
+    p.add_argument("--no-flush", action="store_true",
+                   help="do not POST /flush_cache before each level")
+    p.add_argument("--json", action="store_true",
+                   help="print one bench_serving-keyed JSON record per level")
+    p.add_argument("--output-file", default=None, metavar="FILE",
+                   help="also append the JSON records to FILE (like bench_serving)")
+    p.set_defaults(handler=run_bench)
+
+
+def spec_from_args(args: argparse.Namespace) -> BenchSpec:
+    if args.warmup < 0:
+        raise ValueError("--warmup: give 0 or more")
+    return BenchSpec(
+        ladder=args.ladder,
+        requests_per_level=args.requests,
+        duration_s=args.duration,
+        warmup_requests=args.warmup,
+        input_len=args.input_len,
+        output_len=args.output_len,
+        api=BenchApi(args.api),
+        prompts=args.prompts,
+        temperature=args.temperature,
+        request_rate=args.request_rate,
+        flush_cache=not args.no_flush,
+        model=args.model,
+    )
+
+
+class _ProgressLine:
+    """One self-overwriting status line on a terminal; a line per level otherwise."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._last = 0.0
+        self._last_level = -1
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        now = time.monotonic()
+        phase = "warm-up" if event["warmup"] else "measure"
+        total = event["total"] or "?"
+        text = (f"level {event['level_index'] + 1}/{event['level_count']} "
+                f"c={event['concurrency']} {phase} {event['completed']}/{total} done "
+                f"{event['failed']} failed {event['running']} running "
+                f"{event['current_tok_s']:8.1f} tok/s {event['elapsed_s']:6.1f}s")
+        if self._tty:
+            if now - self._last >= 0.1:
+                self._last = now
+                self._stream.write("\r\033[K" + text)
+                self._stream.flush()
+        elif not event["warmup"] and event["running"] == 0 and event["completed"] + event[
+                "failed"] >= event["total"] and event["level_index"] != self._last_level:
+            self._last_level = event["level_index"]
+            self._stream.write(text + "\n")
+            self._stream.flush()
+
+    def clear(self) -> None:
+        if self._tty:
+            self._stream.write("\r\033[K")
+            self._stream.flush()
+
+
+def _row(level: LevelMetrics) -> list[str]:
+    lat = level.latency_ms
+    accept = f"{level.accept_length:.2f}" if level.accept_length is not None else "-"
+    return [
+        f"{level.max_concurrency}{'*' if level.partial else ''}",
+        f"{level.completed}/{level.failed}",
+        f"{level.output_throughput:.1f}",
+        f"{level.request_throughput:.2f}",
+        f"{level.mean_decode_tok_s:.1f}",
+        f"{level.mean_request_tok_s:.1f}",
+        f"{lat['median_ttft_ms']:.1f}",
+        f"{lat['p99_ttft_ms']:.1f}",
+        f"{lat['median_tpot_ms']:.2f}",
+        f"{lat['p99_itl_ms']:.2f}",
+        f"{level.concurrency:.2f}",
+        accept,
+    ]
+
+
+HEADERS = ["c", "ok/fail", "out tok/s", "req/s", "decode/req", "tok/s/req", "TTFT med",
+           "TTFT p99", "TPOT med", "ITL p99", "conc", "accept"]
+
+
+def format_table(result: BenchResult) -> str:
+    """The human-readable results table with the two headline numbers."""
+    rows = [HEADERS] + [_row(level) for level in result.levels]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+             for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    single = result.single_request_level
+    peak = result.peak_level
+    lines.append("")
+    lines.append(f"single-request decode tok/s: {result.single_request_tok_s:.1f}"
+                 + (f" (c={single.max_concurrency})" if single else ""))
+    lines.append(f"peak aggregate output tok/s: {result.peak_aggregate_tok_s:.1f}"
+                 + (f" (c={peak.max_concurrency})" if peak else ""))
+    lines.append("latencies in ms; decode/req = (n-1)/(e2e-ttft); tok/s/req = n/e2e")
+    for level in result.levels:
+        if level.errors:
+            kinds = ", ".join(f"{k} x{n}" for k, n in sorted(level.errors.items()))
+            lines.append(f"c={level.max_concurrency} errors: {kinds}")
+    if result.partial:
+        why = "cancelled" if result.cancelled else (result.error or "not every level ran")
+        lines.append(f"PARTIAL: {why} (* marks a level cut short)")
+    return "\n".join(lines)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Handler of ``specconsole bench``; returns the exit status."""
+    from specconsole.bench.loadgen import make_run
+    from specconsole.bench.prompts import PromptError
+
+    if not args.url.startswith(("http://", "https://")):
+        print(f"error: URL {args.url!r}: give the server's base URL, e.g. "
+              "http://127.0.0.1:30000", file=sys.stderr)
+        return 2
+    progress = _ProgressLine(sys.stderr)
+    try:
+        spec = spec_from_args(args)
+        run = make_run(spec, args.url, on_progress=progress)
+    except (PromptError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    async def main() -> BenchResult:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, run.cancel)
+        try:
+            return await run.run()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    result = asyncio.run(main())
+    progress.clear()
+    records = result.records()
+    if args.output_file:
+        with open(args.output_file, "a", encoding="utf-8") as out:
+            for record in records:
+                out.write(json.dumps(record) + "\n")
+    if args.json:
+        for record in records:
+            print(json.dumps(record))
+    else:
+        print(format_table(result))
+    if result.error:
+        print(f"error: {result.error}", file=sys.stderr)
+        return 1
+    return 130 if result.cancelled else 0
