@@ -1,1 +1,15 @@
-"""specconsole.sim (see README Architecture)."""
+"""The simulated SGLang GPU box.
+
+There is no GPU on the machines that run the demo, the tests and the benchmarks, yet all of
+them must exercise exactly the code paths a real SGLang server exercises: a process started
+with SGLang's flags, a log followed line by line, HTTP endpoints streamed over a socket. This
+package is that stand-in. It is split so the physics can be used without any I/O:
+
+- :mod:`specconsole.sim.profile` — the typed, TOML-loaded description of a model on a box;
+- :mod:`specconsole.sim.args` — SGLang's argument rules (auto defaults, warnings, errors);
+- :mod:`specconsole.sim.model` — the memory model (KV capacity, load failures) and the
+  performance model (accept length, step time, ``predict``);
+- :mod:`specconsole.sim.logfmt` — SGLang's log lines, in its exact formats;
+- :mod:`specconsole.sim.server` — the HTTP server process (starlette + uvicorn), imported
+  only when the process runs.
+"""

@@ -1,0 +1,364 @@
+"""The simulated scheduler: one decode-step clock shared by every running request.
+
+SGLang runs one scheduler loop per box: each iteration is either a prefill of newly admitted
+requests or one decode (draft + verify) step for *all* running requests at once. That shared
+clock is what makes batch size matter, so the simulator reproduces it literally: the step
+durations come from :mod:`specconsole.sim.model`, each decode step hands every running request
+a seeded number of accepted tokens, requests beyond the running limit queue, and the loop
+sleeps to absolute deadlines so streams are paced in real time (or not at all, unthrottled).
+
+This module holds no HTTP code: the server feeds it :class:`SimRequest` objects and streams
+whatever tokens the loop hands them. It does no I/O except through the ``log`` callable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import math
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from specconsole.sim import logfmt
+from specconsole.sim.args import ResolvedArgs
+from specconsole.sim.model import (
+    MemoryPlan,
+    accept_distribution,
+    prefill_time,
+    step_time,
+    uses_cuda_graph,
+)
+from specconsole.sim.profile import Profile
+
+GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
+"""Weyl-sequence step: low-discrepancy draws keep every stream's accepted-token total within
+a token or two of its mean, so requests of one wave finish on (nearly) the same step."""
+
+_WORDS_TEXT = """
+the of and to in is that for it as was with be by on not he this are or his from at which
+but have an they you were her she there been one all we their has would when if so no more
+will can out up about into them some time could these other than then its two may only first
+new like over such our also after most made many before must through back years where much
+your way well down should because each just those people how too little state good very make
+world still own see men work long get here between both life being under never day same
+another know while last might us great old year off come since against go came right used
+take three states himself few house use during without again place around however home small
+found thought went say part once general high upon school every don does got united left
+number course war until always away something fact though water less public put think almost
+hand enough far took head yet government system better set told nothing night end why called
+didn eyes find going look asked later knew point next program city business give group
+toward young days let room president side social present given several order national
+possible rather second face per among form important often things looked early white case
+john become large big need four within felt along children saw best church ever least power
+development light thing seemed family interest want members mind country area others done
+turned although open god service certain kind
+"""
+
+WORDS: tuple[str, ...] = tuple(_WORDS_TEXT.split())
+"""Output vocabulary: plain ASCII words, so chunk text never needs JSON escaping."""
+
+TOKEN_CYCLE_LEN = 8192
+
+
+def token_cycle(seed: int) -> tuple[str, ...]:
+    """A seeded cycle of output tokens (``" word"``); each request reads it from an offset."""
+    rng = random.Random(seed)
+    return tuple(" " + rng.choice(WORDS) for _ in range(TOKEN_CYCLE_LEN))
+
+
+@dataclass(eq=False, slots=True)
+class SimRequest:
+    """One generation request as the scheduler sees it."""
+
+    rid: str
+    input_len: int
+    max_new_tokens: int
+    index: int
+    """Arrival number (seeds its accepted-token draws and its words)."""
+    created: float = field(default_factory=time.monotonic)
+    generated: int = 0
+    verify_ct: int = 0
+    text: str = ""
+    """All generated text so far."""
+    pending_from: int = 0
+    """Offset in ``text`` of tokens not yet streamed."""
+    pending_tokens: int = 0
+    first_token_at: float | None = None
+    finished_at: float | None = None
+    finished: bool = False
+    aborted: bool = False
+    stalled: bool = False
+    weyl: float = 0.0
+    event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def reserve(self) -> int:
+        """KV tokens the request holds while running (prompt plus whole output)."""
+        return self.input_len + self.max_new_tokens
+
+
+class SchedulerCrash(Exception):
+    """Raised inside the loop by fault injection (``--sim-crash-after-requests``)."""
+
+
+@dataclass(slots=True)
+class SpecCounters:
+    """Speculative counters, as SGLang keeps them (reset by ``/flush_cache``)."""
+
+    accept_tokens: int = 0
+    forward_ct: int = 0
+
+    @property
+    def avg_accept_length(self) -> float:
+        return self.accept_tokens / self.forward_ct if self.forward_ct else 0.0
+
+
+class Scheduler:
+    """The loop, its queues and its counters."""
+
+    def __init__(
+        self,
+        args: ResolvedArgs,
+        profile: Profile,
+        plan: MemoryPlan,
+        log: Callable[[str, bool], None],
+        *,
+        unthrottled: bool = False,
+        crash_after_requests: int | None = None,
+        stall_after_tokens: int | None = None,
+    ) -> None:
+        self.args = args
+        self.profile = profile
+        self.plan = plan
+        self.log = log
+        """``log(message, from_scheduler)`` writes one SGLang log record."""
+        self.unthrottled = unthrottled
+        self.crash_after_requests = crash_after_requests
+        self.stall_after_tokens = stall_after_tokens
+        self.capacity = max(plan.max_total_num_tokens, 1)
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.kv_used = 0
+        self.arrivals = 0
+        self.finished_count = 0
+        self.spec = SpecCounters()
+        self.interval_accept = SpecCounters()
+        self.interval_tokens = 0
+        self.interval_start = time.monotonic()
+        self.last_gen_throughput = 0.0
+        self.decode_iters = 0
+        self.total_prompt_tokens = 0
+        self.total_generated_tokens = 0
+        self.total_requests = 0
+        self.crashed = False
+        self._wake = asyncio.Event()
+        self._clock = 0.0
+        self._tokens = token_cycle(profile.sim.seed)
+        self._seed_rng = random.Random(profile.sim.seed)
+        dist = accept_distribution(profile.perf, args.num_steps, args.topk,
+                                   args.num_draft_tokens) if args.speculative else (1.0,)
+        cdf: list[float] = []
+        acc = 0.0
+        for p in dist:
+            acc += p
+            cdf.append(acc)
+        cdf[-1] = 1.0
+        self._cdf = cdf
+
+    # ----------------------------------------------------------------------------- queueing
+
+    def submit(self, rid: str, input_len: int, max_new_tokens: int) -> SimRequest:
+        """Queue a request; the loop admits it when a slot and KV space are free."""
+        index = self.arrivals
+        self.arrivals += 1
+        req = SimRequest(rid=rid, input_len=max(input_len, 1),
+                         max_new_tokens=max(max_new_tokens, 1), index=index)
+        # Seeded per-request start of the Weyl sequence (deterministic by arrival order).
+        req.weyl = random.Random(self.profile.sim.seed * 1_000_003 + index).random()
+        self.waiting.append(req)
+        self.total_requests += 1
+        self._wake.set()
+        return req
+
+    def abort(self, req: SimRequest) -> None:
+        """A client went away: drop the request wherever it is."""
+        if req.finished or req.aborted:
+            return
+        req.aborted = True
+        if req in self.running:
+            self.running.remove(req)
+            self.kv_used -= req.reserve
+        else:
+            try:
+                self.waiting.remove(req)
+            except ValueError:
+                pass
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and not self.running
+
+    def reset_spec_counters(self) -> None:
+        self.spec = SpecCounters()
+        self.interval_accept = SpecCounters()
+
+    # ----------------------------------------------------------------------------- pacing
+
+    async def _pace(self, seconds: float) -> None:
+        loop = asyncio.get_running_loop()
+        if self.unthrottled:
+            await asyncio.sleep(0)
+            return
+        now = loop.time()
+        # Fall behind by at most 50 ms (then catch up), so averages hold under brief lag.
+        self._clock = max(self._clock, now - 0.05) + seconds
+        delay = self._clock - now
+        await asyncio.sleep(delay if delay > 0 else 0)
+
+    # ----------------------------------------------------------------------------- the loop
+
+    def _emit(self, req: SimRequest, n: int) -> None:
+        if n <= 0:
+            return
+        start = (req.index * 977 + req.generated) % TOKEN_CYCLE_LEN
+        end = start + n
+        toks = self._tokens
+        if end <= TOKEN_CYCLE_LEN:
+            piece = "".join(toks[start:end])
+        else:
+            piece = "".join(toks[start:]) + "".join(toks[: end - TOKEN_CYCLE_LEN])
+        req.text += piece
+        req.generated += n
+        req.pending_tokens += n
+        self.interval_tokens += n
+        self.total_generated_tokens += n
+        if req.first_token_at is None:
+            req.first_token_at = time.monotonic()
+        req.event.set()
+
+    def _draw(self, req: SimRequest) -> int:
+        req.weyl = (req.weyl + GOLDEN) % 1.0
+        return bisect.bisect_left(self._cdf, req.weyl) + 1
+
+    def _admit(self) -> list[SimRequest]:
+        admitted: list[SimRequest] = []
+        limit = self.args.max_running_requests
+        budget = max(self.args.max_prefill_tokens, self.args.chunked_prefill_size)
+        tokens = 0
+        while self.waiting and len(self.running) + len(admitted) < limit:
+            req = self.waiting[0]
+            if self.kv_used + req.reserve > self.capacity and (self.running or admitted):
+                break
+            if admitted and tokens + req.input_len > budget:
+                break
+            self.waiting.popleft()
+            admitted.append(req)
+            tokens += req.input_len
+            self.kv_used += req.reserve
+        return admitted
+
+    async def _prefill(self, batch: list[SimRequest]) -> None:
+        tokens = sum(r.input_len for r in batch)
+        seconds = prefill_time(self.args, self.profile, tokens)
+        await self._pace(seconds)
+        for r in batch:
+            if r.aborted:
+                self.kv_used -= r.reserve
+                continue
+            self.total_prompt_tokens += r.input_len
+            self.running.append(r)
+            self._emit(r, 1)
+            self._maybe_finish(r)
+        self.running = [r for r in self.running if not r.finished]
+        self.log(logfmt.prefill_batch(
+            logfmt.dialect_for_version(self.profile.sim.version),
+            new_seq=len(batch), new_token=tokens, cached_token=0,
+            token_usage=self.kv_used / self.capacity, running=len(self.running),
+            queue=len(self.waiting), pending_token=sum(r.input_len for r in self.waiting),
+            cuda_graph=False, input_throughput=tokens / seconds if seconds > 0 else 0.0,
+        ), True)
+
+    def _maybe_finish(self, r: SimRequest) -> None:
+        if r.generated >= r.max_new_tokens and not r.finished:
+            r.finished = True
+            r.finished_at = time.monotonic()
+            self.kv_used -= r.reserve
+            self.finished_count += 1
+            r.event.set()
+
+    async def _decode(self) -> None:
+        running = self.running
+        batch = len(running)
+        context = sum(r.input_len + r.generated for r in running) / batch
+        await self._pace(step_time(self.args, self.profile, batch, context))
+        if (self.crash_after_requests is not None
+                and self.finished_count >= self.crash_after_requests):
+            raise SchedulerCrash("fault injection: --sim-crash-after-requests")
+        stall = self.stall_after_tokens
+        spec = self.args.speculative
+        forwards = accepted = 0
+        for r in running:
+            if r.aborted:
+                continue
+            if stall is not None and r.generated >= stall:
+                r.stalled = True
+                continue
+            n = self._draw(r) if spec else 1
+            emit = min(n, r.max_new_tokens - r.generated)
+            r.verify_ct += 1
+            forwards += 1
+            accepted += n
+            self._emit(r, emit)
+            self._maybe_finish(r)
+        if spec:
+            self.spec.forward_ct += forwards
+            self.spec.accept_tokens += accepted
+            self.interval_accept.forward_ct += forwards
+            self.interval_accept.accept_tokens += accepted
+        self.running = [r for r in running if not r.finished and not r.aborted]
+        self.decode_iters += 1
+        if self.decode_iters % self.args.decode_log_interval == 0:
+            self._log_decode(batch)
+
+    def _log_decode(self, batch: int) -> None:
+        now = time.monotonic()
+        elapsed = max(now - self.interval_start, 1e-9)
+        self.last_gen_throughput = self.interval_tokens / elapsed
+        self.interval_tokens = 0
+        self.interval_start = now
+        accept_len = accept_rate = None
+        if self.args.speculative:
+            accept_len = self.interval_accept.avg_accept_length
+            if logfmt.dialect_for_version(self.profile.sim.version) == logfmt.V059:
+                accept_rate = accept_len / self.args.num_draft_tokens
+            else:
+                accept_rate = (accept_len - 1.0) / max(self.args.num_draft_tokens - 1, 1)
+            self.interval_accept = SpecCounters()
+        self.log(logfmt.decode_batch(
+            running=batch, used_tokens=sum(r.input_len + r.generated for r in self.running),
+            token_usage=self.kv_used / self.capacity, accept_len=accept_len,
+            accept_rate=accept_rate, cuda_graph=uses_cuda_graph(self.args, batch),
+            gen_throughput=self.last_gen_throughput, queue=len(self.waiting),
+        ), True)
+
+    async def run(self) -> None:
+        """Serve until cancelled; raises :class:`SchedulerCrash` on an injected fault."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.idle:
+                self._wake.clear()
+                await self._wake.wait()
+                self._clock = loop.time()
+                self.interval_start = time.monotonic()
+            batch = self._admit()
+            if batch:
+                await self._prefill(batch)
+            elif self.running:
+                await self._decode()
+            else:
+                # Only stalled or aborted work, or nothing admissible: wait for news.
+                self._wake.clear()
+                await self._wake.wait()

@@ -1,0 +1,434 @@
+"""The simulated box's physics: a memory model and a speculative-decoding performance model.
+
+Everything the simulator does that a tuner cares about follows from here, by equations over a
+:class:`~specconsole.sim.profile.Profile` — never from a table of answers — so configurations
+nobody measured (more draft steps, wider trees, other memory fractions) behave plausibly:
+
+* **Memory** (per GPU, GiB): the static budget ``gpu_memory x mem_fraction_static`` holds the
+  CUDA context, target and draft weights, speculative buffers sized by
+  ``captured batch x draft tokens`` and, in what is left, the KV pool. An empty pool fails the
+  load with SGLang's "Not enough memory"; memory outside the static budget must hold the
+  CUDA-graph pools plus an activation reserve, else capture fails.
+* **Acceptance**: a draft tree of ``num_draft_tokens - 1`` nodes over ``num_steps`` depths
+  with at most ``topk`` nodes per depth; the expected tokens per verify step (accept length,
+  bonus token included) grows with depth and saturates.
+* **Step time**: a target forward over ``batch x num_draft_tokens`` tokens, ``num_steps``
+  draft forwards over ``batch x topk`` tokens, attention over the context and per-request
+  scheduling overhead; slower without CUDA graphs.
+* :func:`predict` combines them for a closed-loop benchmark at one concurrency.
+
+Pure and deterministic: no I/O, no clocks, no global random state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+
+from specconsole.core.config import ServerConfig
+from specconsole.sim.args import ResolvedArgs, resolve_config
+from specconsole.sim.profile import PerfSection, Profile
+
+GIB = float(1 << 30)
+MIB = float(1 << 20)
+
+DEFAULT_INPUT_LEN = 1024
+"""Prompt tokens per request of the calibration benchmark (bench_serving ``random``)."""
+DEFAULT_OUTPUT_LEN = 512
+"""Output tokens per request of the calibration benchmark (``ignore_eos``; as
+``bench_speculative.py``)."""
+CALIBRATION_LADDER: tuple[int, ...] = (1, 4, 16, 32, 64)
+"""Concurrency levels of the calibration sweep; its peak is the best level."""
+
+
+class LoadFailure(StrEnum):
+    """How a load can fail in the memory model."""
+
+    NOT_ENOUGH_MEMORY = "not_enough_memory"
+    """The KV pool would be empty: ``RuntimeError: Not enough memory ...``."""
+    CUDA_GRAPH_CAPTURE = "cuda_graph_capture"
+    """CUDA-graph capture ran out of memory: ``Capture cuda graph failed: ...``."""
+    WEIGHTS_OOM = "weights_oom"
+    """The weights alone do not fit on the GPUs (too small ``--tp-size``): a torch OOM
+    while loading."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan:
+    """Per-GPU memory after each load phase (GiB) and the resulting KV capacity."""
+
+    total_gb: float
+    avail_start_gb: float
+    """Free memory before weights load (after the CUDA context)."""
+    target_weights_gb: float
+    avail_after_target_gb: float
+    draft_weights_gb: float
+    avail_after_draft_gb: float
+    spec_workspace_gb: float
+    static_budget_gb: float
+    target_kv_bytes_per_token: int
+    draft_kv_bytes_per_token: int
+    max_total_num_tokens: int
+    """KV pool size in tokens (``<= 0`` means the load fails)."""
+    avail_after_kv_gb: float
+    graph_target_gb: float
+    graph_draft_gb: float
+    activation_reserve_gb: float
+    avail_after_target_graph_gb: float
+    avail_after_graph_gb: float
+    failure: LoadFailure | None = None
+    failed_graph: str | None = None
+    """``"target"`` or ``"draft"``: which model's weights or graphs failed."""
+
+    @property
+    def target_kv_gb(self) -> float:
+        return max(self.max_total_num_tokens, 0) * self.target_kv_bytes_per_token / GIB
+
+    @property
+    def draft_kv_gb(self) -> float:
+        return max(self.max_total_num_tokens, 0) * self.draft_kv_bytes_per_token / GIB
+
+
+def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
+    """Walk the load phases of one GPU and size the KV pool, as SGLang does."""
+    mem = profile.memory
+    shard = mem.reference_tp / args.tp_size
+    total = profile.gpu.memory_gb
+    avail_start = total - mem.cuda_context_gb
+    w_target = mem.target_weights_gb * shard
+    w_draft = mem.draft_weights_gb * shard if args.speculative else 0.0
+    kv_target = max(1, round(mem.target_kv_bytes_per_token * shard))
+    kv_draft = round(mem.draft_kv_bytes_per_token * shard) if args.speculative else 0
+    slots = args.max_capture_bs * args.num_draft_tokens
+    workspace = mem.spec_workspace_mb_per_slot * slots * MIB / GIB if args.speculative else 0.0
+    static_budget = total * args.mem_fraction_static
+    avail_after_target = avail_start - w_target
+    avail_after_draft = avail_after_target - w_draft
+    rest_gb = avail_after_draft - workspace - total * (1.0 - args.mem_fraction_static)
+    tokens = math.floor(rest_gb * GIB / (kv_target + kv_draft)) if rest_gb > 0 else 0
+    if args.max_total_tokens is not None and tokens > 0:
+        tokens = min(tokens, int(args.max_total_tokens))
+    kv_gb = max(tokens, 0) * (kv_target + kv_draft) / GIB
+    avail_after_kv = avail_after_draft - workspace - kv_gb
+    graph_total = 0.0
+    if args.capture_bs:
+        graph_total = mem.graph_base_gb + mem.graph_mb_per_slot * slots * MIB / GIB
+    draft_share = 0.3 if args.speculative else 0.0
+    graph_target = graph_total * (1.0 - draft_share)
+    graph_draft = graph_total * draft_share
+    failure: LoadFailure | None = None
+    failed_graph: str | None = None
+    if avail_after_target < 0:
+        failure, failed_graph = LoadFailure.WEIGHTS_OOM, "target"
+    elif avail_after_draft < 0:
+        failure, failed_graph = LoadFailure.WEIGHTS_OOM, "draft"
+    elif tokens <= 0:
+        failure = LoadFailure.NOT_ENOUGH_MEMORY
+    elif avail_after_kv - mem.activation_reserve_gb < graph_target:
+        failure, failed_graph = LoadFailure.CUDA_GRAPH_CAPTURE, "target"
+    elif avail_after_kv - mem.activation_reserve_gb < graph_target + graph_draft:
+        failure, failed_graph = LoadFailure.CUDA_GRAPH_CAPTURE, "draft"
+    return MemoryPlan(
+        total_gb=total,
+        avail_start_gb=avail_start,
+        target_weights_gb=w_target,
+        avail_after_target_gb=avail_after_target,
+        draft_weights_gb=w_draft,
+        avail_after_draft_gb=avail_after_draft,
+        spec_workspace_gb=workspace,
+        static_budget_gb=static_budget,
+        target_kv_bytes_per_token=kv_target,
+        draft_kv_bytes_per_token=kv_draft,
+        max_total_num_tokens=tokens,
+        avail_after_kv_gb=avail_after_kv,
+        graph_target_gb=graph_target,
+        graph_draft_gb=graph_draft,
+        activation_reserve_gb=mem.activation_reserve_gb,
+        avail_after_target_graph_gb=avail_after_kv - graph_target,
+        avail_after_graph_gb=avail_after_kv - graph_target - graph_draft,
+        failure=failure,
+        failed_graph=failed_graph,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Acceptance
+# ---------------------------------------------------------------------------------------------
+
+
+def depth_acceptance(perf: PerfSection, depth: int) -> float:
+    """Conditional probability that the draft's token at ``depth`` (1-based) is accepted,
+    given every shallower one was (single candidate)."""
+    if depth > perf.accept_horizon:
+        return perf.accept_beyond_horizon
+    decay = perf.accept_decay ** (depth - 1)
+    return perf.accept_later + (perf.accept_first - perf.accept_later) * decay
+
+
+def _covered(perf: PerfSection, depth: int, candidates: int) -> float:
+    """Acceptance at ``depth`` with ``candidates`` tree nodes there (0 if none)."""
+    if candidates <= 0:
+        return 0.0
+    q = depth_acceptance(perf, depth)
+    return 1.0 - (1.0 - q) ** (1.0 + perf.tree_branch_gain * (candidates - 1))
+
+
+def _mean_from_nodes(perf: PerfSection, nodes: tuple[int, ...]) -> float:
+    mean, reach = 1.0, 1.0
+    for depth, m in enumerate(nodes, start=1):
+        reach *= _covered(perf, depth, m)
+        if reach <= 0.0:
+            break
+        mean += reach
+    return mean
+
+
+@lru_cache(maxsize=4096)
+def tree_nodes(perf: PerfSection, steps: int, topk: int, draft_tokens: int) -> tuple[int, ...]:
+    """Nodes per depth of the verify tree: ``draft_tokens - 1`` nodes, at most ``topk`` per
+    depth, placed greedily where they raise the expected accept length most (as SGLang keeps
+    the highest-scoring ``draft_tokens - 1`` candidates)."""
+    nodes = [0] * max(steps, 0)
+    budget = min(max(draft_tokens - 1, 0), steps * topk)
+    for _ in range(budget):
+        best_depth, best_mean = -1, -1.0
+        for d in range(steps):
+            if nodes[d] >= topk or (d > 0 and nodes[d - 1] == 0):
+                continue
+            nodes[d] += 1
+            mean = _mean_from_nodes(perf, tuple(nodes))
+            nodes[d] -= 1
+            if mean > best_mean + 1e-12:
+                best_depth, best_mean = d, mean
+        if best_depth < 0:
+            break
+        nodes[best_depth] += 1
+    return tuple(nodes)
+
+
+@lru_cache(maxsize=4096)
+def accept_distribution(perf: PerfSection, steps: int, topk: int, draft_tokens: int
+                        ) -> tuple[float, ...]:
+    """``P(accept length == L)`` for ``L = 1 .. steps + 1`` (index 0 is L=1)."""
+    nodes = tree_nodes(perf, steps, topk, draft_tokens)
+    reach = [1.0]
+    for depth, m in enumerate(nodes, start=1):
+        reach.append(reach[-1] * _covered(perf, depth, m))
+    reach.append(0.0)
+    return tuple(reach[i] - reach[i + 1] for i in range(len(reach) - 1))
+
+
+def accept_length(perf: PerfSection, steps: int, topk: int, draft_tokens: int) -> float:
+    """Expected tokens per request per verify step, bonus token included (1 = no gain)."""
+    if steps <= 0:
+        return 1.0
+    dist = accept_distribution(perf, steps, topk, draft_tokens)
+    return sum((i + 1) * p for i, p in enumerate(dist))
+
+
+def accept_rate(args: ResolvedArgs, length: float) -> float:
+    """SGLang's (latest) accept rate: accepted drafts over proposed drafts."""
+    if not args.speculative or args.num_draft_tokens <= 1:
+        return 0.0
+    return (length - 1.0) / (args.num_draft_tokens - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+# ---------------------------------------------------------------------------------------------
+
+
+def step_time(args: ResolvedArgs, profile: Profile, batch: int, context: float) -> float:
+    """Seconds of one decode iteration (draft + verify with speculation) for ``batch``
+    running requests whose sequences average ``context`` tokens."""
+    perf = profile.perf
+    if batch <= 0:
+        return 0.0
+    tokens = batch * args.num_draft_tokens
+    sharp = perf.verify_knee_sharpness
+    # Smooth roofline: memory-bound floor until the forward's tokens make it compute-bound.
+    roofline = (perf.verify_base_ms**sharp + (perf.verify_ms_per_token * tokens) ** sharp) ** (
+        1.0 / sharp
+    )
+    ms = (
+        roofline
+        + perf.verify_ms_per_token_sq * tokens * tokens
+        + perf.attention_ms_per_token_per_kctx * tokens * context / 1000.0
+        + perf.scheduler_ms_per_req * batch
+        + perf.tree_ms_per_req * perf.tree_growth ** (args.num_draft_tokens - 1) * batch
+    )
+    if args.speculative:
+        ms += args.num_steps * (
+            perf.draft_step_base_ms + perf.draft_step_ms_per_token * batch * args.topk
+        )
+    if batch > args.max_capture_bs:
+        ms *= perf.no_cuda_graph_factor
+    return ms / 1000.0
+
+
+def prefill_time(args: ResolvedArgs, profile: Profile, tokens: int) -> float:
+    """Seconds to prefill ``tokens`` prompt tokens, chunked by ``chunked_prefill_size``."""
+    if tokens <= 0:
+        return 0.0
+    chunk = args.chunked_prefill_size if args.chunked_prefill_size > 0 else tokens
+    chunks = -(-tokens // chunk)
+    perf = profile.perf
+    return (chunks * perf.prefill_base_ms + perf.prefill_ms_per_token * tokens) / 1000.0
+
+
+def uses_cuda_graph(args: ResolvedArgs, batch: int) -> bool:
+    """Whether a decode batch of this size runs on a captured graph."""
+    return 0 < batch <= args.max_capture_bs
+
+
+def running_limit(args: ResolvedArgs, plan: MemoryPlan, input_len: int, output_len: int) -> int:
+    """How many requests of this shape can decode at once: max-running-requests and the KV
+    pool (each request reserves its prompt plus its whole output)."""
+    per_request = max(input_len + output_len, 1)
+    by_kv = max(plan.max_total_num_tokens, 0) // per_request
+    return max(0, min(args.max_running_requests, by_kv))
+
+
+# ---------------------------------------------------------------------------------------------
+# Prediction
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """Expected steady-state behaviour of a closed-loop benchmark at one concurrency."""
+
+    concurrency: int
+    input_len: int
+    output_len: int
+    load_failure: LoadFailure | None
+    max_total_num_tokens: int
+    running: int
+    """Requests decoding at once (the rest queue)."""
+    queued: int
+    accept_length: float
+    accept_rate: float
+    step_time_s: float
+    cuda_graph: bool
+    ttft_s: float
+    """Time to first token of a request that does not queue (prefill of its wave)."""
+    decode_steps: int
+    """Verify steps a request needs after its first token."""
+    e2e_latency_s: float
+    """Prefill plus decode of one wave (excludes queueing)."""
+    per_request_tok_s: float
+    """``output_len / e2e_latency`` — bench_serving's output throughput at concurrency 1."""
+    aggregate_tok_s: float
+    """Output tokens per second over all requests."""
+    decode_tok_s_per_request: float
+    """``accept_length / step_time``: bench_speculative's ``speed``."""
+
+    @property
+    def ok(self) -> bool:
+        return self.load_failure is None and self.running > 0
+
+
+def _resolve(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedArgs:
+    return config if isinstance(config, ResolvedArgs) else resolve_config(config, profile)
+
+
+def decode_steps_needed(output_len: int, length: float) -> int:
+    """Verify steps to produce ``output_len`` tokens: the prefill gives the first one."""
+    return max(0, math.ceil((output_len - 1) / length - 1e-9))
+
+
+def predict(
+    config: ServerConfig | ResolvedArgs,
+    concurrency: int,
+    input_len: int = DEFAULT_INPUT_LEN,
+    output_len: int = DEFAULT_OUTPUT_LEN,
+    profile: Profile | None = None,
+) -> Prediction:
+    """Expected rates of ``concurrency`` closed-loop clients sending fixed-length requests.
+
+    Requests run in waves of ``running`` (the running limit): a wave is prefilled, then decodes
+    in lockstep on the shared step clock until its requests finish. Raises
+    :class:`~specconsole.sim.args.SimArgError` for arguments SGLang would refuse.
+    """
+    if profile is None:
+        from specconsole.sim.profile import load_default_profile
+
+        profile = load_default_profile()
+    if concurrency < 1 or input_len < 1 or output_len < 1:
+        raise ValueError(
+            "predict needs concurrency >= 1, input_len >= 1 and output_len >= 1, got "
+            f"{concurrency}, {input_len}, {output_len}"
+        )
+    args = _resolve(config, profile)
+    plan = plan_memory(args, profile)
+    length = accept_length(profile.perf, args.num_steps, args.topk, args.num_draft_tokens)
+    rate = accept_rate(args, length)
+    running = min(concurrency, running_limit(args, plan, input_len, output_len))
+    if plan.failure is not None or running <= 0:
+        return Prediction(concurrency, input_len, output_len, plan.failure,
+                          plan.max_total_num_tokens, 0, concurrency, length, rate, 0.0, False,
+                          math.inf, 0, math.inf, 0.0, 0.0, 0.0)
+    context = input_len + output_len / 2.0
+    t_step = step_time(args, profile, running, context)
+    ttft = prefill_time(args, profile, running * input_len)
+    steps = decode_steps_needed(output_len, length)
+    e2e = ttft + steps * t_step
+    return Prediction(
+        concurrency=concurrency,
+        input_len=input_len,
+        output_len=output_len,
+        load_failure=None,
+        max_total_num_tokens=plan.max_total_num_tokens,
+        running=running,
+        queued=concurrency - running,
+        accept_length=length,
+        accept_rate=rate,
+        step_time_s=t_step,
+        cuda_graph=uses_cuda_graph(args, running),
+        ttft_s=ttft,
+        decode_steps=steps,
+        e2e_latency_s=e2e,
+        per_request_tok_s=output_len / e2e,
+        aggregate_tok_s=running * output_len / e2e,
+        decode_tok_s_per_request=length / t_step,
+    )
+
+
+def calibration_config(profile: Profile, steps: int, **overrides: object) -> ServerConfig:
+    """The configuration the calibration sweep launched at ``steps`` (topk/tp/memory flags
+    from the profile's ``[reference_launch]``)."""
+    ref = profile.reference_launch
+    from specconsole.core.config import SpecAlgorithm
+
+    values: dict[str, object] = {
+        "model_path": profile.model.name,
+        "speculative_algorithm": SpecAlgorithm(ref.algorithm),
+        "speculative_draft_model_path": profile.model.draft_name,
+        "speculative_num_steps": steps,
+        "speculative_eagle_topk": ref.topk,
+        "speculative_num_draft_tokens": steps * ref.topk + 1 if ref.topk == 1 else steps + 1,
+        "mem_fraction_static": ref.mem_fraction_static,
+        "cuda_graph_max_bs": ref.cuda_graph_max_bs,
+        "max_running_requests": ref.max_running_requests,
+        "tp_size": ref.tp_size,
+    }
+    values.update(overrides)
+    return ServerConfig(**values)  # type: ignore[arg-type]
+
+
+def peak_aggregate(
+    config: ServerConfig | ResolvedArgs,
+    ladder: tuple[int, ...] = CALIBRATION_LADDER,
+    input_len: int = DEFAULT_INPUT_LEN,
+    output_len: int = DEFAULT_OUTPUT_LEN,
+    profile: Profile | None = None,
+) -> tuple[int, float]:
+    """The best (concurrency, aggregate tok/s) over a ladder, as the sweep's peak."""
+    best = (ladder[0], 0.0)
+    for c in ladder:
+        p = predict(config, c, input_len, output_len, profile)
+        if p.aggregate_tok_s > best[1]:
+            best = (c, p.aggregate_tok_s)
+    return best
