@@ -1,0 +1,338 @@
+"""Session reports: the seed's table, the Pareto set, the best configuration per concurrency
+and an ASCII chart, as Markdown, CSV or JSON.
+
+Why these four views: the seed notes were a table (config | single-request tok/s | peak
+aggregate tok/s | capacity | accept length | status), and the decision they fed was a
+trade-off: speculation helps a single request and can hurt aggregate throughput. The Pareto
+set (single-request vs aggregate) names the configurations worth keeping, the best per
+concurrency level answers "what do I deploy for my traffic", and the chart shows where each
+configuration's aggregate curve bends. Everything is computed from ``trials.jsonl`` alone, so a
+report of a half-finished or killed session is as valid as one of a finished sweep.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from specconsole.core.plan import SweepPlan, config_label
+from specconsole.core.state import TrialKind, TrialRecord, TrialStatus
+from specconsole.core.strategy import findings
+
+FORMATS: tuple[str, ...] = ("md", "csv", "json")
+
+TABLE_COLUMNS: tuple[str, ...] = (
+    "trial",
+    "config",
+    "single-request tok/s",
+    "peak aggregate tok/s",
+    "capacity",
+    "accept length",
+    "status",
+)
+"""The seed's table, plus the trial number."""
+
+_MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the seed table."""
+
+    trial: int
+    label: str
+    single: float | None
+    peak: float | None
+    peak_concurrency: int | None
+    capacity: int | None
+    accept_length: float | None
+    status: str
+    record: TrialRecord
+
+
+def _status_text(record: TrialRecord) -> str:
+    if record.crash is not None:
+        where = record.crash.phase.value
+        if record.crash.load_stage is not None:
+            where += f"/{record.crash.load_stage.value}"
+        return f"{record.status.value} ({record.crash.cause} in {where})"
+    if record.status is TrialStatus.INFEASIBLE and record.predicted is not None:
+        return f"infeasible (predicted {record.predicted.predicted_tokens:,} tokens)"
+    return record.status.value
+
+
+def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The trials a report shows: everything except rollbacks (they are not measurements)."""
+    return [t for t in trials if t.kind is not TrialKind.ROLLBACK]
+
+
+def rows(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> list[Row]:
+    base = plan.base if plan is not None else None
+    out: list[Row] = []
+    for t in report_trials(trials):
+        out.append(
+            Row(
+                trial=t.index + 1,
+                label=config_label(t.config, base),
+                single=t.single_request_tok_s,
+                peak=t.peak_aggregate_tok_s,
+                peak_concurrency=t.peak_concurrency,
+                capacity=t.capacity,
+                accept_length=t.accept_length,
+                status=_status_text(t),
+                record=t,
+            )
+        )
+    return out
+
+
+def pareto(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Successful trials not dominated on (single-request tok/s, peak aggregate tok/s)."""
+    ok = [
+        t
+        for t in report_trials(trials)
+        if t.status is TrialStatus.OK and t.single_request_tok_s is not None
+    ]
+    front: list[TrialRecord] = []
+    for t in ok:
+        s, a = t.single_request_tok_s or 0.0, t.peak_aggregate_tok_s or 0.0
+        dominated = any(
+            (o.single_request_tok_s or 0.0) >= s
+            and (o.peak_aggregate_tok_s or 0.0) >= a
+            and ((o.single_request_tok_s or 0.0) > s or (o.peak_aggregate_tok_s or 0.0) > a)
+            for o in ok
+        )
+        if not dominated:
+            front.append(t)
+    return sorted(front, key=lambda t: t.single_request_tok_s or 0.0)
+
+
+def best_per_concurrency(trials: Sequence[TrialRecord]) -> list[tuple[int, TrialRecord, float]]:
+    """For each concurrency level measured: (level, best trial, its aggregate tok/s)."""
+    best: dict[int, tuple[TrialRecord, float]] = {}
+    for t in report_trials(trials):
+        if t.status is not TrialStatus.OK:
+            continue
+        for lv in t.levels:
+            current = best.get(lv.concurrency)
+            if current is None or lv.output_tok_s > current[1]:
+                best[lv.concurrency] = (t, lv.output_tok_s)
+    return [(c, t, v) for c, (t, v) in sorted(best.items())]
+
+
+def chart(
+    trials: Sequence[TrialRecord],
+    plan: SweepPlan | None = None,
+    *,
+    width: int = 78,
+    height: int = 20,
+) -> str:
+    """Plain-text plotext chart of aggregate tok/s vs concurrency, one series per trial."""
+    import plotext as plt  # the report's only plotting; reset before and after use
+
+    series = [t for t in report_trials(trials) if t.status is TrialStatus.OK and t.levels]
+    if not series:
+        return "(no successful trial to chart)"
+    base = plan.base if plan is not None else None
+    plt.clear_figure()
+    try:
+        ticks: set[int] = set()
+        for i, t in enumerate(series):
+            levels = sorted(t.levels, key=lambda lv: lv.concurrency)
+            xs = [lv.concurrency for lv in levels]
+            ys = [lv.output_tok_s for lv in levels]
+            ticks.update(xs)
+            marker = _MARKERS[i % len(_MARKERS)]
+            plt.plot(xs, ys, marker=marker, label=f"{marker}: {config_label(t.config, base)}")
+        plt.xscale("log")
+        ordered = sorted(ticks)
+        plt.xticks(ordered, [str(x) for x in ordered])
+        plt.plotsize(width, height)
+        plt.theme("clear")
+        plt.title("aggregate output tok/s vs concurrency")
+        plt.xlabel("concurrency")
+        text = plt.uncolorize(plt.build())
+    finally:
+        plt.clear_figure()
+    return "\n".join(line.rstrip() for line in text.splitlines())
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:,.{digits}f}"
+
+
+def _fmt_int(value: int | None) -> str:
+    return "—" if value is None else f"{value:,}"
+
+
+def _peak_text(row: Row) -> str:
+    if row.peak is None:
+        return "—"
+    return f"{row.peak:,.1f} (c={row.peak_concurrency})"
+
+
+def to_markdown(
+    trials: Sequence[TrialRecord], plan: SweepPlan | None = None, title: str = ""
+) -> str:
+    table = rows(trials, plan)
+    out: list[str] = [
+        f"# {title or (plan.name if plan else '') or 'specconsole session report'}",
+        "",
+    ]
+    out.append("| " + " | ".join(TABLE_COLUMNS) + " |")
+    out.append(
+        "|"
+        + "|".join("---:" if c not in ("config", "status") else "---" for c in TABLE_COLUMNS)
+        + "|"
+    )
+    for r in table:
+        out.append(
+            "| "
+            + " | ".join(
+                [
+                    str(r.trial),
+                    r.label,
+                    _fmt(r.single),
+                    _peak_text(r),
+                    _fmt_int(r.capacity),
+                    _fmt(r.accept_length, 2),
+                    r.status,
+                ]
+            )
+            + " |"
+        )
+    if plan is not None:
+        found = findings(plan, trials)
+        if found:
+            out += ["", "## Findings", ""] + [f"- {f}" for f in found]
+    front = pareto(trials)
+    out += ["", "## Pareto set (single-request vs aggregate)", ""]
+    if front:
+        for t in front:
+            out.append(
+                f"- trial {t.index + 1} `{config_label(t.config, plan.base if plan else None)}`: "
+                f"{_fmt(t.single_request_tok_s)} tok/s single, "
+                f"{_fmt(t.peak_aggregate_tok_s)} tok/s aggregate (c={t.peak_concurrency})"
+            )
+    else:
+        out.append("(no successful trial)")
+    best = best_per_concurrency(trials)
+    out += ["", "## Best configuration per concurrency", ""]
+    if best:
+        out += ["| concurrency | best config | aggregate tok/s |", "|---:|---|---:|"]
+        for c, t, v in best:
+            out.append(
+                f"| {c} | {config_label(t.config, plan.base if plan else None)} "
+                f"(trial {t.index + 1}) | {_fmt(v)} |"
+            )
+    else:
+        out.append("(no successful trial)")
+    crashed = [t for t in report_trials(trials) if t.crash is not None]
+    if crashed:
+        out += ["", "## Crashes", ""]
+        for t in crashed:
+            c = t.crash
+            assert c is not None
+            out.append(
+                f"- trial {t.index + 1} `{config_label(t.config, plan.base if plan else None)}`: "
+                f"{c.cause}: {c.message}"
+            )
+            for fix in c.fixes[:3]:
+                out.append(f"  - fix: {fix}")
+    out += ["", "## Aggregate tok/s vs concurrency", "", "```", chart(trials, plan), "```", ""]
+    return "\n".join(out)
+
+
+def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
+    """The seed table plus one ``c=N tok/s`` column per concurrency level."""
+    table = rows(trials, plan)
+    ladder = sorted({lv.concurrency for r in table for lv in r.record.levels})
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(
+        [
+            "trial",
+            "config",
+            "single_request_tok_s",
+            "peak_aggregate_tok_s",
+            "peak_concurrency",
+            "capacity",
+            "accept_length",
+            "status",
+            *(f"c{c}_tok_s" for c in ladder),
+        ]
+    )
+    for r in table:
+        by_c = {lv.concurrency: lv.output_tok_s for lv in r.record.levels}
+        writer.writerow(
+            [
+                r.trial,
+                r.label,
+                "" if r.single is None else f"{r.single:.2f}",
+                "" if r.peak is None else f"{r.peak:.2f}",
+                "" if r.peak_concurrency is None else r.peak_concurrency,
+                "" if r.capacity is None else r.capacity,
+                "" if r.accept_length is None else f"{r.accept_length:.3f}",
+                r.record.status.value,
+                *("" if c not in by_c else f"{by_c[c]:.2f}" for c in ladder),
+            ]
+        )
+    return buf.getvalue()
+
+
+def to_json(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
+    base = plan.base if plan is not None else None
+    table = rows(trials, plan)
+
+    def trial_ref(t: TrialRecord) -> dict[str, Any]:
+        return {"trial": t.index + 1, "config": config_label(t.config, base)}
+
+    doc: dict[str, Any] = {
+        "name": plan.name if plan else "",
+        "table": [
+            {
+                "trial": r.trial,
+                "config": r.label,
+                "single_request_tok_s": r.single,
+                "peak_aggregate_tok_s": r.peak,
+                "peak_concurrency": r.peak_concurrency,
+                "capacity": r.capacity,
+                "accept_length": r.accept_length,
+                "status": r.record.status.value,
+                "status_detail": r.status,
+                "levels": {str(lv.concurrency): lv.output_tok_s for lv in r.record.levels},
+            }
+            for r in table
+        ],
+        "findings": list(findings(plan, trials)) if plan is not None else [],
+        "pareto": [
+            {
+                **trial_ref(t),
+                "single_request_tok_s": t.single_request_tok_s,
+                "peak_aggregate_tok_s": t.peak_aggregate_tok_s,
+            }
+            for t in pareto(trials)
+        ],
+        "best_per_concurrency": [
+            {"concurrency": c, **trial_ref(t), "aggregate_tok_s": v}
+            for c, t, v in best_per_concurrency(trials)
+        ],
+    }
+    return json.dumps(doc, indent=2)
+
+
+def render(
+    trials: Sequence[TrialRecord], plan: SweepPlan | None, fmt: str = "md", title: str = ""
+) -> str:
+    """The report in ``fmt`` (``md``, ``csv`` or ``json``)."""
+    if fmt == "md":
+        return to_markdown(trials, plan, title)
+    if fmt == "csv":
+        return to_csv(trials, plan)
+    if fmt == "json":
+        return to_json(trials, plan)
+    raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
