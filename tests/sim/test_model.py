@@ -5,6 +5,7 @@ profile errors. No process, no I/O besides reading the packaged profile."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from pathlib import Path
 
 import pytest
@@ -108,8 +109,8 @@ def test_single_request_rate_rises_then_saturates(profile: Profile) -> None:
 def test_accept_length_grows_and_saturates(profile: Profile) -> None:
     perf = profile.perf
     lengths = [accept_length(perf, s, 1, s + 1) for s in range(1, 10)]
-    assert all(b > a for a, b in zip(lengths, lengths[1:], strict=False))
-    gains = [b - a for a, b in zip(lengths, lengths[1:], strict=False)]
+    assert all(b > a for a, b in itertools.pairwise(lengths))
+    gains = [b - a for a, b in itertools.pairwise(lengths)]
     assert gains[-1] < gains[0] / 5
     assert lengths[-1] < 10
     assert accept_length(perf, 3, 2, 6) > accept_length(perf, 3, 1, 4)
