@@ -398,6 +398,7 @@ def parse_command(command: str | Sequence[str]) -> ServerConfig:
     """
     words = _split_command(command)
     env: list[tuple[str, str]] = []
+    working_directory: str | None = None
     i = 0
     while i < len(words):
         w = words[i]
@@ -407,8 +408,17 @@ def parse_command(command: str | Sequence[str]) -> ServerConfig:
             i += 1
         elif _basename(w) == "env":
             i += 1
-            while i < len(words) and words[i].startswith("-") and words[i] != "--":
+            while i < len(words) and words[i].startswith("-"):
+                opt = words[i]
+                if opt in ("-C", "--chdir") and i + 1 < len(words):
+                    working_directory = words[i + 1]
+                if opt in ("-u", "--unset", "-C", "--chdir"):
+                    i += 1
+                elif opt.startswith("--chdir="):
+                    working_directory = opt.split("=", 1)[1]
                 i += 1
+                if opt == "--":
+                    break
         elif w == "exec":
             i += 1
         elif (
@@ -427,6 +437,8 @@ def parse_command(command: str | Sequence[str]) -> ServerConfig:
     config = _parse_program(words[i:])
     if env:
         config = _replace(config, env=tuple(env) + config.env)
+    if working_directory:
+        config = _replace(config, working_directory=working_directory)
     return config
 
 
