@@ -51,7 +51,8 @@ class RecordingController:
         self._subscribers.append(callback)
         return lambda: self._subscribers.remove(callback)
 
-    async def send(self, intent: Intent) -> None:
+    def send(self, intent: Event) -> None:
+        assert isinstance(intent, Intent), f"the UI sent a non-intent {intent!r}"
         self.intents.append(intent)
 
     def publish(self, state: ControllerState, event: Event | None = None) -> None:

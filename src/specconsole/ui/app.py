@@ -9,6 +9,7 @@ computed by ``ui.adapt`` from the latest ``ControllerState``.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -17,7 +18,7 @@ from typing import ClassVar
 from textual import on
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.events import DeployConfig, Intent, Quit, Resume
@@ -34,6 +35,9 @@ from specconsole.ui.screens.main import MainScreen
 from specconsole.ui.screens.quit import QuitChoice, QuitScreen
 from specconsole.ui.theme import THEMES, choose_theme
 from specconsole.ui.viewmodels import CrashView, LineClassifier
+
+STOP_SERVER_TIMEOUT_S = 60.0
+"""How long quitting with "stop server" waits for the controller to stop it."""
 
 Clock = Callable[[], float]
 """Wall-clock seconds, like ``time.time``; tests pass a fixed one."""
@@ -82,6 +86,7 @@ class SpecConsoleApp(App[None]):
         self._tick_interval = tick_interval
         self._bridge = ControllerBridge(controller, self.post_message)
         self._state = controller.state
+        self._controller_worker: Worker[object] | None = None
         self.sent_intents: list[Intent] = []
         """Every intent this app sent, oldest first (observable in tests)."""
 
@@ -97,7 +102,7 @@ class SpecConsoleApp(App[None]):
         self.push_screen(MainScreen(self._classify))
         self._bridge.start()
         if self._run_controller is not None:
-            self.run_worker(
+            self._controller_worker = self.run_worker(
                 self._run_controller(),
                 name="controller",
                 group="controller",
@@ -168,11 +173,14 @@ class SpecConsoleApp(App[None]):
 
     def send_intent(self, intent: Intent) -> None:
         """Stamp ``intent`` with the clock, hand it to the controller and announce it."""
+        self._controller.send(self._stamp(intent))
+
+    def _stamp(self, intent: Intent) -> Intent:
         if not intent.at:
             intent = dataclasses.replace(intent, at=self._clock())
         self.sent_intents.append(intent)
         self.post_message(IntentSent(intent))
-        self.run_worker(self._controller.send(intent), group="intents", exit_on_error=False)
+        return intent
 
     def predict_capacity(self, config: ServerConfig) -> CapacityPrediction | None:
         if self._predict is None:
@@ -243,7 +251,21 @@ class SpecConsoleApp(App[None]):
 
     def _quit(self, *, stop_server: bool) -> None:
         self.send_intent(Quit(stop_server=stop_server))
-        self.exit()
+        worker = self._controller_worker
+        if not stop_server or worker is None or worker.is_finished:
+            self.exit()
+            return
+        # Stopping the server is the controller's job: let it finish before leaving.
+        self.notify("Stopping the server…", timeout=STOP_SERVER_TIMEOUT_S)
+
+        async def wait_then_exit() -> None:
+            try:
+                await asyncio.wait_for(worker.wait(), STOP_SERVER_TIMEOUT_S)
+            except (TimeoutError, WorkerFailed, WorkerCancelled):
+                pass
+            self.exit()
+
+        self.run_worker(wait_then_exit(), group="quit", exit_on_error=False)
 
     def action_quit_now(self) -> None:
         """ctrl+c: leave at once; the server is left as it is."""

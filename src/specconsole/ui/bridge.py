@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.message import Message
 
-from specconsole.core.events import Event, Intent, LogLines
+from specconsole.core.events import Event, LogLines
 from specconsole.core.state import ControllerState
 from specconsole.ui.messages import LogBatch, StateChanged
 
@@ -48,8 +48,8 @@ class ControllerHandle(Protocol):
         """Call ``callback(state, event)`` after every transition; returns an unsubscriber."""
         ...
 
-    async def send(self, intent: Intent) -> None:
-        """Queue a user intent for the state machine."""
+    def send(self, event: Event) -> None:
+        """Queue a user intent for the state machine (never blocks)."""
         ...
 
 

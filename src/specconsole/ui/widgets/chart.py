@@ -4,11 +4,14 @@ Two views of the sweep, as the tuning question needs them: aggregate output tok/
 concurrency with one line per trial (where does each configuration peak?), and
 single-request tok/s against the swept axis (does drafting deeper still pay?). Both are pure
 functions of a ``ChartView``; the module-level ``plotext`` API is never used, so two charts
-can never draw into each other.
+can never draw into each other. The figure is rebuilt from scratch on every render, so what is
+drawn depends only on the view and the widget's size, never on the order of earlier renders
+(plotext figures keep state between builds).
 """
 
 from __future__ import annotations
 
+from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
 from specconsole.ui.viewmodels import ChartView, Series
@@ -24,19 +27,18 @@ class ThroughputChart(PlotextPlot):
         super().__init__(id=id, classes=classes)
         self._view = ChartView()
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.replot()
-
     def show(self, view: ChartView) -> None:
         if view == self._view:
             return
         self._view = view
-        self.replot()
+        self.refresh()
 
-    def replot(self) -> None:
+    def render(self) -> RenderResult:
+        self._draw()
+        return super().render()
+
+    def _draw(self) -> None:
         plt = self.plt
-        plt.clear_data()
         plt.clear_figure()
         plt.title("aggregate tok/s vs concurrency")
         series = self._view.aggregate[-_MAX_SERIES:]
@@ -49,7 +51,6 @@ class ThroughputChart(PlotextPlot):
         if ticks:
             ordered = sorted(ticks)
             plt.xticks(ordered, [f"{t:g}" for t in ordered])
-        self.refresh()
 
 
 class SingleRequestChart(PlotextPlot):
@@ -60,23 +61,21 @@ class SingleRequestChart(PlotextPlot):
         self._series: Series | None = None
         self._axis = "trial"
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.replot()
-
     def show(self, view: ChartView) -> None:
         if view.single == self._series and view.axis_name == self._axis:
             return
         self._series, self._axis = view.single, view.axis_name
-        self.replot()
+        self.refresh()
 
-    def replot(self) -> None:
+    def render(self) -> RenderResult:
+        self._draw()
+        return super().render()
+
+    def _draw(self) -> None:
         plt = self.plt
-        plt.clear_data()
         plt.clear_figure()
         plt.title(f"single-request tok/s vs {self._axis}")
         line = self._series
         if line is not None and line.xs:
             plt.plot(list(line.xs), list(line.ys), marker="braille")
             plt.xticks(list(line.xs), [f"{x:g}" for x in line.xs])
-        self.refresh()

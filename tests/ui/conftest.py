@@ -1,0 +1,14 @@
+"""Determinism for the console's tests: no cursor blink, no animations, a fixed clock."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+
+
+@pytest.fixture(autouse=True)
+def _no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blinking cursor would make snapshots depend on timing."""
+    monkeypatch.setattr(Input, "cursor_blink", False)
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    monkeypatch.delenv("NO_COLOR", raising=False)

@@ -1,0 +1,246 @@
+"""Pilot tests: the real app, driven by keys, against a recording controller.
+
+They assert on the messages the app posts (``IntentSent``, ``LogBatch``) and on the intents
+the controller received, which is the UI's whole contract with the controller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from specconsole.core.events import DeployConfig, Quit, Resume, StartSweep
+from specconsole.core.state import ResumeChoice
+from specconsole.ui.app import SpecConsoleApp, make_app
+from specconsole.ui.messages import IntentSent, LogBatch
+from specconsole.ui.screens.editor import EditorScreen
+from specconsole.ui.screens.quit import QuitScreen
+from specconsole.ui.widgets.crash import CrashBanner
+from specconsole.ui.widgets.journal import JournalPane
+from tests.ui.doubles import (
+    CRASH_EXCERPT,
+    NOW,
+    RecordingController,
+    benchmarking_state,
+    crashed_state,
+    idle_state,
+)
+
+
+def _app(controller: RecordingController) -> SpecConsoleApp:
+    return make_app(controller, theme="dark", clock=lambda: NOW, tick_interval=None)
+
+
+async def test_editor_shows_error_then_applies_as_next_trial() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    messages: list[Message] = []
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        box = editor.query_one("#field-speculative_num_steps", Input)
+        box.focus()
+        box.value = ""
+        await pilot.press("x", "y")
+        await pilot.pause()
+        error = editor.query_one("#error-speculative_num_steps", Static)
+        assert error.display
+        assert "speculative_num_steps" in str(error.render())
+        assert "not a whole number" in str(error.render())
+        assert editor.candidate is None
+        # Apply is refused while the error stands.
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is editor
+        assert not controller.intents
+        # Fix it: a valid value clears the error and apply deploys it as the next trial.
+        box.value = ""
+        await pilot.press("5")
+        await pilot.pause()
+        assert not error.display
+        diff = str(editor.query_one("#editor-diff", Static).render())
+        assert "--speculative-num-steps: 3 → 5" in diff
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert not isinstance(app.screen, EditorScreen)
+    sent = [m.intent for m in messages if isinstance(m, IntentSent)]
+    assert len(sent) == 1 and isinstance(sent[0], DeployConfig)
+    assert sent[0].config.speculative_num_steps == 5
+    assert controller.intents == sent
+
+
+async def test_crash_banner_appears_and_r_resumes() -> None:
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    messages: list[Message] = []
+    async with app.run_test(size=(80, 24), message_hook=messages.append) as pilot:
+        banner = app.screen.query_one(CrashBanner)
+        assert not banner.display
+        controller.log(*CRASH_EXCERPT)
+        controller.publish(crashed_state())
+        await pilot.pause(0.3)
+        assert banner.display
+        assert banner.view is not None
+        assert "crashed while loading (KV cache)" in banner.view.title
+        assert ("r", "resume next") in banner.view.choices
+        journal = app.screen.query_one(JournalPane)
+        assert any("Not enough memory" in line for line in journal.log_view.lines)
+        await pilot.press("r")
+        await pilot.pause()
+    resumes = [m.intent for m in messages if isinstance(m, IntentSent)]
+    assert resumes == controller.intents
+    assert len(resumes) == 1
+    assert isinstance(resumes[0], Resume) and resumes[0].choice is ResumeChoice.RESUME_NEXT
+    assert resumes[0].at == NOW
+
+
+async def test_crash_choices_are_single_keys() -> None:
+    controller = RecordingController(crashed_state())
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("t", "k", "o")
+        await pilot.pause()
+    choices = [i.choice for i in controller.intents if isinstance(i, Resume)]
+    assert choices == [ResumeChoice.RETRY_SAME, ResumeChoice.SKIP, ResumeChoice.ROLLBACK]
+
+
+async def test_edit_after_crash_sends_edit_then_deploy() -> None:
+    controller = RecordingController(crashed_state())
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        box = editor.query_one("#field-speculative_num_steps", Input)
+        box.value = "6"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    [intent] = controller.intents
+    assert isinstance(intent, Resume)
+    assert intent.choice is ResumeChoice.EDIT_THEN_DEPLOY
+    assert intent.config is not None and intent.config.speculative_num_steps == 6
+
+
+async def test_quit_asks_while_a_trial_runs_and_leaves_server_running() -> None:
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, QuitScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, QuitScreen)
+        assert controller.intents == []
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert controller.intents == [Quit(stop_server=False, at=NOW)]
+
+
+async def test_quit_when_idle_does_not_ask() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert controller.intents == [Quit(stop_server=False, at=NOW)]
+
+
+async def test_sweep_key_starts_then_pauses() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        controller.publish(dataclasses.replace(benchmarking_state()))
+        await pilot.pause(0.2)
+        await pilot.press("s")
+        await pilot.pause()
+    assert [type(i).__name__ for i in controller.intents] == ["StartSweep", "Pause"]
+    assert isinstance(controller.intents[0], StartSweep)
+
+
+async def test_log_lines_arrive_batched_and_search_filters() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    messages: list[Message] = []
+    async with app.run_test(size=(120, 40), message_hook=messages.append) as pilot:
+        for i in range(300):
+            controller.log(f"[2026-07-20 12:00:00] Decode batch, #running-req: {i}")
+        controller.log("[2026-07-20 12:00:01] The server is fired up and ready to roll!")
+        await pilot.pause(0.35)
+        batches = [m for m in messages if isinstance(m, LogBatch)]
+        assert 1 <= len(batches) <= 4, "301 publications must arrive as a few batches"
+        assert sum(len(b.lines) for b in batches) == 301
+        journal = app.screen.query_one(JournalPane)
+        assert journal.log_view.line_count == 301
+        await pilot.press("slash")
+        await pilot.pause()
+        await pilot.press(*"fired")
+        await pilot.pause()
+        assert journal.log_view.line_count == 1
+        assert "fired up" in journal.log_view.lines[0]
+        assert "1/301 lines match" in journal.border_subtitle
+        await pilot.press("escape")
+        await pilot.pause()
+        assert journal.log_view.line_count == 301
+
+
+async def test_follow_toggles_and_pauses_scrolling() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        journal = app.screen.query_one(JournalPane)
+        assert journal.follow
+        await pilot.press("f")
+        await pilot.pause()
+        assert not journal.follow
+        assert journal.log_view.auto_scroll is False
+        assert journal.border_subtitle.startswith("paused")
+        controller.log(*(f"line {i}" for i in range(100)))
+        await pilot.pause(0.3)
+        assert journal.log_view.scroll_y == 0
+        await pilot.press("f")
+        await pilot.pause()
+        assert journal.log_view.is_vertical_scroll_end
+
+
+async def test_compact_layout_switches_panes_with_number_keys() -> None:
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert screen.has_class("-compact")
+        assert screen.query_one("#journal").display and screen.query_one("#journal").region.height
+        assert screen.query_one("#side").region.height == 0
+        await pilot.press("2")
+        await pilot.pause()
+        assert screen.query_one("#side").region.height > 0
+        assert screen.query_one("#journal").region.height == 0
+        await pilot.press("3")
+        await pilot.pause()
+        assert screen.query_one("#trials").region.height > 0
+
+
+async def test_wide_layout_shows_every_pane() -> None:
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert not screen.has_class("-compact")
+        for pane in ("#journal", "#side", "#trials"):
+            region = screen.query_one(pane).region
+            assert region.height > 3 and region.width > 20, pane

@@ -1,0 +1,104 @@
+"""Snapshot tests of the console's scenes at 80×24 and 120×40, in the dark and mono themes.
+
+Every scene is a real ``ControllerState`` published by the recording controller to the app
+the CLI builds (``make_app``), rendered at a fixed clock with cursor blink and animations
+off; log lines are fixed text. Update baselines with ``make snapshots-update`` after looking
+at the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from specconsole.core.state import ControllerState
+from specconsole.ui.app import make_app
+from tests.ui.doubles import (
+    NOW,
+    RecordingController,
+    benchmarking_state,
+    crashed_state,
+    idle_state,
+    loading_state,
+)
+
+JOURNAL = (
+    "[2026-07-20 12:01:02 TP0] Init torch distributed begin.",
+    "[2026-07-20 12:01:40 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-07-20 12:02:21 TP0] Load weight end. elapsed=41.20 s, type=Qwen3MoeForCausalLM, "
+    "avail mem=17.80 GB, mem usage=60.70 GB.",
+    "[2026-07-20 12:02:23 TP0] Max running requests is reset to 48 for speculative decoding. "
+    "You can override this by explicitly setting --max-running-requests.",
+    "[2026-07-20 12:02:30 TP0] KV Cache is allocated. #tokens: 370000, K size: 4.20 GB, "
+    "V size: 4.20 GB",
+    "[2026-07-20 12:02:31 TP0] max_total_num_tokens=370000, chunked_prefill_size=8192, "
+    "max_prefill_tokens=16384, max_running_requests=64, context_len=32768, "
+    "available_gpu_mem=5.10 GB",
+    "[2026-07-20 12:02:58] The server is fired up and ready to roll!",
+    "[2026-07-20 12:03:05 TP0] Decode batch, #running-req: 16, #token: 9120, token usage: 0.02, "
+    "accept len: 3.18, cuda graph: True, gen throughput (token/s): 1843.12, #queue-req: 0",
+)
+
+CRASH_JOURNAL = (
+    "[2026-07-20 12:05:02 TP0] Load weight end. elapsed=41.20 s, type=Qwen3MoeForCausalLM, "
+    "avail mem=17.80 GB, mem usage=60.70 GB.",
+    "[2026-07-20 12:05:14 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2801, in run_scheduler',
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+    "Current value: mem_fraction_static=0.85",
+    "[2026-07-20 12:05:15] Received sigquit from a child process. It usually means the child "
+    "failed.",
+)
+
+
+async def _type_invalid_steps(pilot: Pilot[None]) -> None:
+    await pilot.press("e")
+    await pilot.pause()
+    box = pilot.app.screen.query_one("#field-speculative_num_steps", Input)
+    box.value = "3x"
+    box.cursor_position = len(box.value)
+    await pilot.pause()
+
+
+async def _open_help(pilot: Pilot[None]) -> None:
+    await pilot.press("question_mark")
+    await pilot.pause()
+
+
+Action = Callable[[Pilot[None]], Awaitable[None]]
+Scene = tuple[Callable[[], ControllerState], tuple[str, ...], Action | None]
+
+SCENES: dict[str, Scene] = {
+    "idle": (idle_state, (), None),
+    "loading": (loading_state, JOURNAL[:6], None),
+    "benchmarking": (benchmarking_state, JOURNAL, None),
+    "crashed": (crashed_state, CRASH_JOURNAL, None),
+    "editor_error": (idle_state, (), _type_invalid_steps),
+    "help": (idle_state, (), _open_help),
+}
+
+
+@pytest.mark.parametrize("theme", ["dark", "mono"])
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+@pytest.mark.parametrize("scene", list(SCENES))
+def test_scene(
+    snap_compare: Callable[..., bool], scene: str, size: tuple[int, int], theme: str
+) -> None:
+    make_state, lines, action = SCENES[scene]
+    controller = RecordingController(make_state())
+    app = make_app(controller, theme=theme, clock=lambda: NOW, tick_interval=None)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        if lines:
+            controller.log(*lines)
+        await pilot.pause(0.25)  # one bridge flush
+        await pilot.app.workers.wait_for_complete()
+        if action is not None:
+            await action(pilot)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -1,0 +1,217 @@
+"""Unit tests of the console's pure parts: view models, adapters, form parsing, themes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from specconsole.core.config import SpecAlgorithm
+from specconsole.core.state import ControllerState, LevelProgress, Phase, ResumeChoice
+from specconsole.ui import adapt
+from specconsole.ui.form import config_diff, form_values, parse_form
+from specconsole.ui.theme import THEMES, UnknownThemeError, choose_theme
+from specconsole.ui.viewmodels import Tone, format_elapsed, progress_bar
+from tests.ui.doubles import (
+    BASE,
+    NOW,
+    benchmarking_state,
+    crashed_state,
+    finished_trial,
+    idle_state,
+    loading_state,
+    steps_config,
+)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(None, ""), (0, "0:00"), (59.9, "0:59"), (61, "1:01"), (3725, "1:02:05")]
+)
+def test_format_elapsed(seconds: float | None, text: str) -> None:
+    assert format_elapsed(seconds) == text
+
+
+def test_progress_bar_is_exact_width() -> None:
+    assert progress_bar(0, 10, 8) == "░" * 8
+    assert progress_bar(5, 10, 8) == "████░░░░"
+    assert progress_bar(12, 10, 4) == "████"
+    assert progress_bar(1, 0, 3) == "░░░"
+
+
+def test_header_loading_shows_sub_phase_elapsed_and_trial() -> None:
+    view = adapt.header_view(loading_state(), NOW)
+    assert view.phase == "LOADING · KV cache"
+    assert view.elapsed.startswith("1:12") and "0:09" in view.elapsed
+    assert view.trial == "trial 4/4"
+    assert view.tone is Tone.BUSY
+    assert view.title == "gpu-box · sglang · systemd sglang.service"
+    assert "steps=4" in view.config_summary and "EAGLE3" in view.config_summary
+
+
+def test_header_tones_follow_phase() -> None:
+    assert adapt.header_view(crashed_state(), NOW).tone is Tone.BAD
+    assert adapt.header_view(idle_state(), NOW).tone is Tone.IDLE
+    assert adapt.header_view(idle_state(), NOW).elapsed == ""
+    done = dataclasses.replace(idle_state(), phase=Phase.DONE)
+    assert adapt.header_view(done, NOW).tone is Tone.GOOD
+
+
+def test_header_benchmarking_names_running_level() -> None:
+    assert adapt.header_view(benchmarking_state(), NOW).phase == "BENCHMARKING · c=16"
+
+
+def test_bench_view_live_levels_and_headlines() -> None:
+    view = adapt.bench_view(benchmarking_state())
+    assert [lv.state for lv in view.levels] == ["done", "done", "running", "pending", "pending"]
+    assert view.levels[2].tok_s == 1843.0
+    assert view.levels[3].tok_s is None
+    assert view.single_tok_s is not None  # c=1 finished
+    assert view.peak_tok_s is None  # not until the ladder is done
+    assert view.status == "level 3/5"
+
+
+def test_bench_view_when_idle_shows_last_benchmarked_trial() -> None:
+    state = dataclasses.replace(idle_state(), trials=(finished_trial(1), finished_trial(3)))
+    view = adapt.bench_view(state)
+    assert view.status == "trial 3 · done"
+    assert view.peak_tok_s == finished_trial(3).peak_aggregate_tok_s
+    assert view.peak_concurrency == 32
+
+
+def test_chart_has_a_series_per_trial_and_single_vs_steps() -> None:
+    view = adapt.chart_view(benchmarking_state())
+    # 3 finished trials plus the running one (two finished levels so far).
+    assert len(view.aggregate) == 4
+    assert view.aggregate[-1].xs == (1.0, 4.0)
+    assert view.axis_name == "steps"
+    assert view.single is not None
+    assert view.single.xs == (1.0, 2.0, 3.0)
+    assert list(view.single.ys) == sorted(view.single.ys)
+
+
+def test_trial_rows_label_by_difference_and_status() -> None:
+    rows = adapt.trial_rows(crashed_state())
+    assert [r.status for r in rows][-1] == "crashed"
+    assert rows[-1].label.startswith("#6 ") and "steps=10" in rows[-1].label
+    assert rows[0].single_tok_s == "118"
+    assert rows[-1].single_tok_s == "—"
+
+
+def test_trial_details_include_crash_excerpt() -> None:
+    details = adapt.trial_details(crashed_state(), "5")
+    assert details is not None
+    assert "status: crashed: kv_cache_no_memory" in details.lines
+    assert any("Not enough memory" in line for line in details.log_excerpt)
+    assert adapt.trial_details(crashed_state(), "99") is None
+
+
+def test_crash_view_lists_only_allowed_choices_with_r_first() -> None:
+    state = crashed_state()
+    view = adapt.crash_view(state)
+    assert view is not None
+    assert view.choices[0] == ("r", "resume next")
+    assert "kv cache no memory" in view.title and "loading (KV cache)" in view.title
+    pending = dataclasses.replace(
+        state.pending, choices=(ResumeChoice.RESUME_NEXT, ResumeChoice.RETRY_SAME)
+    )
+    limited = adapt.crash_view(dataclasses.replace(state, pending=pending))
+    assert limited is not None and [k for k, _ in limited.choices] == ["r", "t"]
+    assert adapt.crash_view(idle_state()) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("[2026-07-20 12:00:00] Load weight begin. avail mem=78.50 GB", "progress"),
+        (
+            "[2026-07-20 12:00:00] max_total_num_tokens=123456, chunked_prefill_size=8192, "
+            "max_prefill_tokens=16384, max_running_requests=48, context_len=32768, "
+            "available_gpu_mem=5.00 GB",
+            "capacity",
+        ),
+        ("[2026-07-20 12:00:00] The server is fired up and ready to roll!", "ready"),
+        (
+            "[2026-07-20 12:00:00] Max running requests is reset to 48 for speculative decoding. "
+            "You can override this by explicitly setting --max-running-requests.",
+            "warning",
+        ),
+        ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", "fatal"),
+        ("Traceback (most recent call last):", "fatal"),
+        ("[2026-07-20 12:00:00] Decode batch, #running-req: 1, #token: 10", None),
+        ("just words: nothing special", None),
+    ],
+)
+def test_classify_line(line: str, kind: str | None) -> None:
+    assert adapt.classify_line(line) == kind
+
+
+def test_predicted_capacity_uses_session_trials() -> None:
+    state = dataclasses.replace(
+        idle_state(), trials=tuple(finished_trial(s) for s in (1, 2, 3, 4))
+    )
+    prediction = adapt.predict_capacity(
+        dataclasses.replace(BASE, speculative_num_steps=10, speculative_num_draft_tokens=11), state
+    )
+    assert prediction.predicted_tokens is not None
+    assert prediction.predicted_tokens < finished_trial(4).capacity
+
+
+def test_parse_form_round_trip_and_errors_name_the_field() -> None:
+    config = steps_config(3)
+    parsed, errors = parse_form(config, form_values(config))
+    assert errors == {} and parsed == config
+    parsed, errors = parse_form(
+        config,
+        {
+            **form_values(config),
+            "speculative_num_steps": "three",
+            "mem_fraction_static": "lots",
+            "speculative_algorithm": "medusa",
+        },
+    )
+    assert parsed is None
+    assert set(errors) == {"speculative_num_steps", "mem_fraction_static", "speculative_algorithm"}
+    assert errors["speculative_num_steps"].startswith("speculative_num_steps:")
+    assert "EAGLE3" in errors["speculative_algorithm"]
+
+
+def test_parse_form_blank_means_unset_and_algorithm_is_case_insensitive() -> None:
+    values = {**form_values(BASE), "cuda_graph_max_bs": " ", "speculative_algorithm": "eagle"}
+    parsed, errors = parse_form(BASE, values)
+    assert errors == {}
+    assert parsed is not None
+    assert parsed.cuda_graph_max_bs is None
+    assert parsed.speculative_algorithm is SpecAlgorithm.EAGLE
+    extra, _ = parse_form(BASE, {"extra_args": "--log-level info --enable-metrics"})
+    assert extra is not None and extra.extra_args == ("--log-level", "info", "--enable-metrics")
+
+
+def test_config_diff_names_flags() -> None:
+    assert config_diff(steps_config(3), steps_config(3)) == []
+    diff = config_diff(steps_config(3), steps_config(5))
+    assert diff == [
+        "--speculative-num-steps: 3 → 5",
+        "--speculative-num-draft-tokens: 4 → 6",
+    ]
+    assert "--tp-size: 4" in config_diff(None, BASE)
+
+
+def test_choose_theme_order_and_errors() -> None:
+    assert choose_theme(None, None, {}) == "dark"
+    assert choose_theme(None, None, {"NO_COLOR": "1"}) == "mono"
+    assert choose_theme(None, None, {"NO_COLOR": ""}) == "dark"
+    assert choose_theme(None, "light", {"NO_COLOR": "1"}) == "light"
+    assert choose_theme("Mono", "light", {}) == "mono"
+    with pytest.raises(UnknownThemeError, match="--theme"):
+        choose_theme("solarized", None, {})
+    assert set(THEMES) == {"dark", "light", "mono"}
+
+
+def test_empty_state_renders_everywhere() -> None:
+    state = ControllerState()
+    assert adapt.header_view(state, NOW).config_summary == "no configuration"
+    assert adapt.bench_view(state).levels == ()
+    assert adapt.chart_view(state).aggregate == ()
+    assert adapt.trial_rows(state) == ()
+    bench = dataclasses.replace(state, bench=(LevelProgress(concurrency=1, total=0),))
+    assert adapt.bench_view(bench).levels[0].state == "pending"
