@@ -1,0 +1,98 @@
+"""``specconsole sim``: run the simulated GPU box, or print what its model predicts.
+
+``specconsole sim [SGLang flags...]`` is the same as ``python -m specconsole.sim``: a
+simulated SGLang server in the foreground. ``specconsole sim predict [...]`` prints the
+performance model's expectations for one configuration over a concurrency ladder, and
+``specconsole sim predict --calibration`` the default profile's calibration sweep, without
+starting anything — handy when writing plans or checking a profile edit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``sim`` subcommand."""
+    parser = subparsers.add_parser(
+        "sim",
+        help="run the simulated SGLang GPU box (or 'sim predict' for the model's numbers)",
+        description=(
+            "Run the simulated SGLang server with SGLang's flags (see docs/simulator.md), or "
+            "'specconsole sim predict [--calibration] [--ladder 1,4,16] [SGLang flags]' to "
+            "print the performance model's predictions."
+        ),
+        add_help=False,
+        # Every token after "sim" belongs to the simulator's own parser, options included.
+        prefix_chars="+",
+    )
+    parser.add_argument("sim_args", nargs=argparse.REMAINDER)
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    rest: list[str] = list(args.sim_args)
+    if rest and rest[0] == "predict":
+        return _predict(rest[1:])
+    from specconsole.sim.server import main
+
+    return main(rest)
+
+
+def _predict(argv: list[str]) -> int:
+    from specconsole.sim.args import SimArgError, parse_argv, resolve
+    from specconsole.sim.model import (
+        CALIBRATION_LADDER,
+        DEFAULT_INPUT_LEN,
+        DEFAULT_OUTPUT_LEN,
+        calibration_config,
+        predict,
+    )
+    from specconsole.sim.profile import ProfileError, default_profile_path, load_profile
+
+    ap = argparse.ArgumentParser(prog="specconsole sim predict")
+    ap.add_argument("--ladder", default=",".join(map(str, CALIBRATION_LADDER)),
+                    help="comma-separated concurrency levels (default: 1,4,16,32,64)")
+    ap.add_argument("--input-len", type=int, default=DEFAULT_INPUT_LEN)
+    ap.add_argument("--output-len", type=int, default=DEFAULT_OUTPUT_LEN)
+    ap.add_argument("--calibration", action="store_true",
+                    help="sweep steps 1-10 with the profile's reference launch flags")
+    opts, sglang_flags = ap.parse_known_args(argv)
+    try:
+        ladder = tuple(int(x) for x in opts.ladder.split(",") if x.strip())
+        if not ladder or min(ladder) < 1:
+            raise ValueError
+    except ValueError:
+        print(f"--ladder must be positive integers separated by commas, got {opts.ladder!r}")
+        return 2
+    try:
+        parsed = parse_argv(sglang_flags)
+        profile = load_profile(parsed.values.get("sim_profile") or default_profile_path())
+    except (SimArgError, ProfileError) as exc:
+        print(exc)
+        return 2
+    if opts.calibration:
+        configs = [(f"steps {s}", calibration_config(profile, s)) for s in range(1, 11)]
+    else:
+        try:
+            configs = [("config", resolve(parsed, profile))]
+        except SimArgError as exc:
+            print(f"{exc.exception_type}: {exc}")
+            return 2
+    print(f"profile {profile.source}; input {opts.input_len}, output {opts.output_len} tokens")
+    print(f"{'':<9} {'capacity':>9} {'accept':>6} " + " ".join(f"{'c=' + str(c):>8}" for c in
+                                                               ladder) + "   peak")
+    for label, cfg in configs:
+        first = predict(cfg, ladder[0], opts.input_len, opts.output_len, profile)
+        if not first.ok:
+            reason = first.load_failure.value if first.load_failure else "request too large"
+            print(f"{label:<9} {first.max_total_num_tokens:>9} {'':>6} load fails: {reason}")
+            continue
+        preds = [predict(cfg, c, opts.input_len, opts.output_len, profile) for c in ladder]
+        best = max(preds, key=lambda p: p.aggregate_tok_s)
+        cells = " ".join(f"{p.aggregate_tok_s:>8.0f}" for p in preds)
+        print(f"{label:<9} {first.max_total_num_tokens:>9} {first.accept_length:>6.2f} {cells}"
+              f"   {best.aggregate_tok_s:,.0f} @ c={best.concurrency}; single "
+              f"{preds[0].per_request_tok_s:.0f} tok/s")
+    return 0
