@@ -347,6 +347,15 @@ def test_nextn_needs_no_draft_model() -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def test_topk1_without_draft_tokens_is_filled_not_an_error() -> None:
+    config = cfg(speculative_eagle_topk=1, speculative_num_draft_tokens=None)
+    issues = validate(config)
+    assert errors(issues) == []
+    assert find(issues, "speculative_num_draft_tokens", Severity.NOTICE)
+    normalized, _ = normalize(config)
+    assert normalized.speculative_num_draft_tokens == 4
+
+
 def test_normalize_topk1_adjusts_draft_tokens() -> None:
     config, notes = normalize(cfg(speculative_eagle_topk=1, speculative_num_draft_tokens=8))
     assert config.speculative_num_draft_tokens == 4

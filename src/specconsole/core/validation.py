@@ -405,7 +405,16 @@ def _validate_sglang(
                 "remove --enable-dp-attention or use EAGLE/EAGLE3.",
             )
         given = [f for f in _TREE_FIELDS if getattr(config, f) is not None]
-        if given and len(given) < 3:
+        chain_fill = (
+            _is_int(steps) and steps >= 1 and topk == 1 and draft is None
+        )  # SGLang fills draft tokens = steps + 1 itself
+        if chain_fill:
+            note(
+                "speculative_num_draft_tokens",
+                f"{MSG_DRAFT_ADJUSTED} (SGLang will use {steps + 1}).",
+                f"nothing to do, or set speculative_num_draft_tokens = {steps + 1} explicitly.",
+            )
+        elif given and len(given) < 3:
             missing = [f for f in _TREE_FIELDS if f not in given]
             err(
                 missing[0],
@@ -594,13 +603,18 @@ def _normalize(config: ServerConfig, architecture: str | None) -> tuple[ServerCo
                     "set all three to tune them.",
                 )
             )
-        if _is_int(steps) and topk == 1 and _is_int(draft) and draft != steps + 1 and steps >= 1:
+        if (
+            _is_int(steps)
+            and steps >= 1
+            and topk == 1
+            and (draft is None or (_is_int(draft) and draft != steps + 1))
+        ):
             changes["speculative_num_draft_tokens"] = steps + 1
             notes.append(
                 Issue(
                     "speculative_num_draft_tokens",
                     Severity.NOTICE,
-                    f"{MSG_DRAFT_ADJUSTED} ({draft} -> {steps + 1}).",
+                    f"{MSG_DRAFT_ADJUSTED} ({draft or 'unset'} -> {steps + 1}).",
                     f"set speculative_num_draft_tokens = {steps + 1}.",
                 )
             )
