@@ -1,0 +1,282 @@
+"""The systemd service backend: the server as a unit, the way most GPU boxes run it.
+
+It automates the hand-run loop — edit the unit, copy it over, ``daemon-reload``, restart,
+read ``journalctl`` — with the safety a person would add: the new unit is diffed against the
+box's, the old one is backed up with a timestamp, the upload is atomic, and rollback puts
+the backup back. System units go through ``sudo -n`` (unless logged in as root); ``--user``
+units need no privileges.
+
+Why logs look the way they do: a unit's journal holds every earlier run. Each start gets a
+fresh systemd *invocation ID*, so the stream asks journalctl for the unit's records since
+the invocation began (``--since``, a cheap pre-filter) and keeps only records of that
+invocation (``_SYSTEMD_INVOCATION_ID`` for the server's output, ``INVOCATION_ID`` /
+``USER_INVOCATION_ID`` for the manager's own lines about it). An old run's lines can
+never count for the new one. The cursor is ``INVOCATION/JOURNAL_CURSOR``; after a dropped
+connection the stream resumes with ``--after-cursor``, so nothing is lost or doubled.
+The journal stream follows until cancelled (a unit that ends does not end it); the
+controller learns the end from :meth:`SystemdBackend.status`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import AsyncIterator, Mapping
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.ports import (
+    ConnectionLost,
+    Deployment,
+    DeployPreview,
+    LogRecord,
+    ServiceState,
+    ServiceStatus,
+    Transport,
+    TransportError,
+)
+from specconsole.core.profile import ServiceProfile, UnitScope
+from specconsole.core.render import UnitOptions, to_unit
+from specconsole.remote.artifact import ArtifactStore, sha256_text
+from specconsole.remote.shell import expand_home
+
+SHOW_PROPERTIES = (
+    "LoadState",
+    "ActiveState",
+    "SubState",
+    "Result",
+    "ExecMainStatus",
+    "ExecMainCode",
+    "ExecMainPID",
+    "NRestarts",
+    "InvocationID",
+    "InactiveExitTimestamp",
+)
+"""``systemctl show -p`` properties the status and log stream read."""
+
+_INVOCATION_FIELDS = ("_SYSTEMD_INVOCATION_ID", "INVOCATION_ID", "USER_INVOCATION_ID")
+
+_ACTIVE_STATES = {
+    "active": ServiceState.RUNNING,
+    "reloading": ServiceState.RUNNING,
+    "deactivating": ServiceState.RUNNING,
+    "activating": ServiceState.STARTING,
+    "failed": ServiceState.FAILED,
+    "inactive": ServiceState.INACTIVE,
+}
+
+_CLD_KILLED = {"2", "3", "killed", "dumped"}
+"""``ExecMainCode`` values meaning ``ExecMainStatus`` is a signal (CLD_KILLED, CLD_DUMPED)."""
+
+
+def render_unit(config: ServerConfig, scope: UnitScope = UnitScope.SYSTEM) -> str:
+    """The unit file for ``config``, rendered by the core (never by the backend)."""
+    if scope is UnitScope.USER:
+        return to_unit(config, UnitOptions(wanted_by="default.target"))
+    return to_unit(config)
+
+
+def parse_show(text: str) -> dict[str, str]:
+    """``systemctl show`` output (``Key=Value`` lines) as a dict."""
+    props: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key] = value
+    return props
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def status_from_show(props: Mapping[str, str]) -> ServiceStatus:
+    """Map ``systemctl show`` properties to the port's :class:`ServiceStatus`."""
+    if props.get("LoadState") == "not-found":
+        return ServiceStatus(ServiceState.INACTIVE, result="not-found", detail="unit not found")
+    active = props.get("ActiveState", "")
+    state = _ACTIVE_STATES.get(active, ServiceState.UNKNOWN)
+    pid = _int(props.get("ExecMainPID")) or None
+    main_status = _int(props.get("ExecMainStatus"))
+    killed = props.get("ExecMainCode", "") in _CLD_KILLED
+    return ServiceStatus(
+        state=state,
+        pid=pid if state in (ServiceState.RUNNING, ServiceState.STARTING) else None,
+        exit_status=None if killed else main_status,
+        signal=main_status if killed else None,
+        result=props.get("Result") or None,
+        restarts=_int(props.get("NRestarts")),
+        oom_killed=props.get("Result") == "oom-kill",
+        detail=f"{active}/{props.get('SubState', '?')}",
+    )
+
+
+def record_from_json(line: str, invocation: str | None) -> LogRecord | None:
+    """One ``journalctl -o json`` line → a record, or None if it belongs to another run."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict):
+        return None
+    if invocation is not None and all(entry.get(f) != invocation for f in _INVOCATION_FIELDS):
+        return None
+    message = entry.get("MESSAGE")
+    if isinstance(message, list):  # non-UTF-8 messages come as byte arrays
+        message = bytes(b for b in message if isinstance(b, int)).decode("utf-8", "replace")
+    if not isinstance(message, str):
+        message = "" if message is None else str(message)
+    realtime = _int(entry.get("__REALTIME_TIMESTAMP"))
+    cursor = entry.get("__CURSOR")
+    return LogRecord(
+        text=message.rstrip("\n"),
+        source_time=realtime / 1e6 if realtime is not None else None,
+        cursor=f"{invocation or ''}/{cursor}" if isinstance(cursor, str) else None,
+    )
+
+
+class SystemdBackend:
+    """:class:`specconsole.core.ports.ServiceBackend` for a systemd unit."""
+
+    def __init__(self, transport: Transport, profile: ServiceProfile) -> None:
+        self._transport = transport
+        self._profile = profile
+        self._user = profile.scope is UnitScope.USER
+        self._sudo = profile.uses_sudo() and not self._user
+        self._store: ArtifactStore | None = None
+
+    @property
+    def description(self) -> str:
+        scope = "user unit" if self._user else "systemd unit"
+        return f"{scope} {self._profile.unit} on {self._transport.description}"
+
+    @property
+    def unit(self) -> str:
+        return self._profile.unit
+
+    async def _artifacts(self) -> ArtifactStore:
+        if self._store is None:
+            unit_dir = await expand_home(self._transport, self._profile.resolved_unit_dir())
+            backups = await expand_home(self._transport, self._profile.resolved_backup_dir())
+            self._store = ArtifactStore(
+                self._transport, f"{unit_dir.rstrip('/')}/{self.unit}", backups, sudo=self._sudo
+            )
+        return self._store
+
+    def _systemctl(self, args: str) -> str:
+        return f"systemctl {'--user ' if self._user else ''}{args}"
+
+    async def _ctl(self, args: str, *, what: str, timeout: float = 120.0) -> str:
+        result = await self._transport.run(self._systemctl(args), timeout=timeout, sudo=self._sudo)
+        if not result.ok:
+            reason = result.stderr.strip() or f"exit status {result.exit_status}"
+            if "not found" in reason or "not loaded" in reason:
+                raise TransportError(
+                    f"{what}: unit {self.unit} is not installed on {self._transport.description}"
+                    f" ({reason}); deploy a configuration first"
+                )
+            raise TransportError(f"{what} failed: {reason}")
+        return result.stdout
+
+    # ------------------------------------------------------------------------------ deploy
+
+    async def preview(self, config: ServerConfig) -> DeployPreview:
+        store = await self._artifacts()
+        return await store.preview(render_unit(config, self._profile.scope))
+
+    async def deploy(self, config: ServerConfig) -> Deployment:
+        store = await self._artifacts()
+        preview = await store.preview(render_unit(config, self._profile.scope))
+        backup = None
+        if preview.diff:
+            if preview.current is not None:
+                backup = await store.backup()
+            await store.install(preview.artifact)
+        await self._ctl("daemon-reload", what="systemctl daemon-reload")
+        return Deployment(preview.artifact_hash, backup, store.path)
+
+    async def rollback(self) -> Deployment | None:
+        store = await self._artifacts()
+        restored = await store.restore_latest()
+        if restored is None:
+            return None
+        backup, text = restored
+        await self._ctl("daemon-reload", what="systemctl daemon-reload")
+        return Deployment(sha256_text(text), backup, store.path)
+
+    async def deployed_hash(self) -> str | None:
+        store = await self._artifacts()
+        current = await store.current()
+        return None if current is None else sha256_text(current)
+
+    # --------------------------------------------------------------------------- lifecycle
+
+    async def start(self) -> None:
+        unit = shlex.quote(self.unit)
+        # reset-failed clears the previous run's Result/NRestarts so status speaks of this one.
+        await self._transport.run(self._systemctl(f"reset-failed {unit}"), sudo=self._sudo)
+        await self._ctl(f"restart {unit}", what=f"systemctl restart {self.unit}")
+
+    async def stop(self) -> None:
+        props = await self._show()
+        if props.get("LoadState") == "not-found":
+            return
+        await self._ctl(f"stop {shlex.quote(self.unit)}", what=f"systemctl stop {self.unit}")
+
+    async def _show(self) -> dict[str, str]:
+        props = ",".join(SHOW_PROPERTIES)
+        out = await self._ctl(
+            f"show --timestamp=unix -p {props} {shlex.quote(self.unit)}",
+            what=f"systemctl show {self.unit}",
+        )
+        return parse_show(out)
+
+    async def status(self) -> ServiceStatus:
+        return status_from_show(await self._show())
+
+    # -------------------------------------------------------------------------------- logs
+
+    def _journalctl(self, *, since: int | None, after_cursor: str | None) -> str:
+        parts = ["journalctl"]
+        if self._user:
+            parts.append("--user")
+        parts += ["-u", shlex.quote(self.unit), "-o", "json", "--no-pager", "-f", "--no-tail"]
+        if after_cursor:
+            parts.append(f"--after-cursor={shlex.quote(after_cursor)}")
+        elif since is not None:
+            parts.append(f"--since=@{since}")
+        return " ".join(parts)
+
+    async def logs(self, *, after: str | None = None) -> AsyncIterator[LogRecord]:
+        cursor: str | None = None
+        since: int | None = None
+        if after:
+            invocation, sep, cursor = after.partition("/")
+            if not sep or not cursor:
+                raise ValueError(f"not a systemd-backend log cursor: {after!r}")
+        else:
+            props = await self._show()
+            invocation = props.get("InvocationID", "")
+            started = props.get("InactiveExitTimestamp", "").lstrip("@")
+            since = int(started) - 1 if started.isdigit() else None
+        if not invocation:
+            return  # never started: there is no run to follow
+        failures = 0
+        while True:
+            command = self._journalctl(since=since, after_cursor=cursor)
+            try:
+                async for line in self._transport.stream(command, sudo=self._sudo):
+                    failures = 0
+                    record = record_from_json(line, invocation)
+                    if record is None:
+                        continue
+                    if record.cursor:
+                        cursor = record.cursor.partition("/")[2]
+                    yield record
+                return
+            except ConnectionLost:
+                failures += 1
+                if failures > 1:
+                    raise

@@ -1,0 +1,208 @@
+"""The plain-process backend end to end, locally and over the real test sshd.
+
+The server is the simulator (``python -m specconsole.sim``) as a real process, or a tiny
+Python program where a test needs exact, countable output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from specconsole.core.config import ServerConfig, SpecAlgorithm
+from specconsole.core.ports import LogRecord, ServiceBackend, ServiceState, Transport
+from specconsole.core.profile import ServiceKind, ServiceProfile
+from specconsole.remote.process import ProcessBackend
+from specconsole.remote.ssh import SshTransport
+from tests.fixtures.sshd import SshdServer, free_port
+from tests.remote.conftest import ssh_profile
+
+READY = "The server is fired up and ready to roll!"
+SIM = f"{sys.executable} -m specconsole.sim"
+
+
+def sim_config(**overrides: object) -> ServerConfig:
+    """The simulator's calibration launch (tests/fixtures/sim.py), loading in one second."""
+    fields: dict[str, object] = {
+        "model_path": "Qwen/Qwen3.5-122B-A10B-FP8",
+        "tp_size": 4,
+        "speculative_algorithm": SpecAlgorithm.EAGLE3,
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4,
+        "mem_fraction_static": 0.88,
+        "cuda_graph_max_bs": 64,
+        "max_running_requests": 64,
+        "launcher": SIM,
+        "port": free_port(),
+        "extra_args": ("--sim-load-seconds", "1"),
+    }
+    fields.update(overrides)
+    return ServerConfig(**fields)  # type: ignore[arg-type]
+
+
+def counter_config(count: int, *, delay: float = 0.01, ignore_term: bool = False) -> ServerConfig:
+    """A 'server' that prints ``line 1`` .. ``line N`` (then idles or exits)."""
+    lines = ["import signal, time"]
+    if ignore_term:
+        lines.append("signal.signal(signal.SIGTERM, signal.SIG_IGN)")
+    lines += [
+        f"for i in range(1, {count + 1}):",
+        "    print(f'line {i}', flush=True)",
+        f"    time.sleep({delay})",
+    ]
+    if ignore_term:
+        lines.append("time.sleep(60)")
+    code = "\n".join(lines)
+    return ServerConfig(model_path="unused", launcher=f"{sys.executable} -u -c {shlex.quote(code)}")
+
+
+@pytest.fixture
+def backend(transport: Transport, tmp_path: Path) -> ProcessBackend:
+    profile = ServiceProfile(
+        kind=ServiceKind.PROCESS,
+        run_dir=str(tmp_path / "run"),
+        backup_dir=str(tmp_path / "backups"),
+        stop_timeout=5.0,
+    )
+    return ProcessBackend(transport, profile)
+
+
+async def read_until(
+    logs: AsyncIterator[LogRecord], predicate: str, *, timeout: float = 60
+) -> list[LogRecord]:
+    """Records up to and including the first whose text contains ``predicate``."""
+    seen: list[LogRecord] = []
+    async with asyncio.timeout(timeout):
+        async for record in logs:
+            seen.append(record)
+            if predicate in record.text:
+                return seen
+    raise AssertionError(f"log ended before {predicate!r}: {[r.text for r in seen][-20:]}")
+
+
+async def drain(logs: AsyncIterator[LogRecord], *, timeout: float = 60) -> list[LogRecord]:
+    async with asyncio.timeout(timeout):
+        return [record async for record in logs]
+
+
+async def test_deploy_start_ready_stop(backend: ProcessBackend) -> None:
+    assert isinstance(backend, ServiceBackend)
+    config = sim_config()
+    preview = await backend.preview(config)
+    assert preview.current is None and preview.diff.startswith("---")
+    assert "--sim-load-seconds 1" in preview.artifact
+    deployment = await backend.deploy(config)
+    assert deployment.artifact_hash == preview.artifact_hash
+    assert deployment.backup_path is None
+    assert await backend.deployed_hash() == preview.artifact_hash
+    assert (await backend.preview(config)).diff == ""
+
+    await backend.start()
+    try:
+        status = await backend.status()
+        assert status.state is ServiceState.RUNNING and status.pid
+        assert await backend.running_hash() == preview.artifact_hash
+        seen = await read_until(backend.logs(), READY)
+        assert all(r.cursor for r in seen)
+    finally:
+        await backend.stop()
+    status = await backend.status()
+    assert status.state is ServiceState.INACTIVE
+    assert status.result == "stopped"
+
+
+async def test_crash_shows_exit_status_and_fatal_lines(backend: ProcessBackend) -> None:
+    await backend.deploy(sim_config(speculative_num_steps=10, speculative_num_draft_tokens=11))
+    await backend.start()
+    records = await drain(backend.logs())  # ends once the server is gone and the log drained
+    texts = [r.text for r in records]
+    assert any("Not enough memory" in t for t in texts), texts[-10:]
+    assert READY not in texts
+    status = await backend.status()
+    assert status.state is ServiceState.FAILED
+    # Like SGLang, the simulator's launcher kills its own process tree on a scheduler
+    # failure, so the exit is "killed by signal 9"; either way the cause is recorded.
+    assert status.exit_status not in (0, None) or status.signal is not None
+    assert status.result in ("exit-code", "signal")
+    assert str(status.signal or status.exit_status) in status.detail
+
+
+async def test_new_run_never_shows_old_lines(backend: ProcessBackend) -> None:
+    await backend.deploy(counter_config(5))
+    await backend.start()
+    first = [r.text for r in await drain(backend.logs())]
+    assert first == [f"line {i}" for i in range(1, 6)]
+    await backend.deploy(counter_config(3))
+    await backend.start()
+    second = [r.text for r in await drain(backend.logs())]
+    assert second == ["line 1", "line 2", "line 3"]
+    status = await backend.status()
+    assert (status.state, status.exit_status, status.result) == (
+        ServiceState.EXITED, 0, "success",
+    )
+
+
+async def test_resume_from_cursor_is_exact(backend: ProcessBackend) -> None:
+    await backend.deploy(counter_config(30, delay=0))
+    await backend.start()
+    records = await drain(backend.logs())
+    assert len(records) == 30
+    rest = await drain(backend.logs(after=records[11].cursor))
+    assert [r.text for r in rest] == [f"line {i}" for i in range(13, 31)]
+
+
+async def test_stop_escalates_to_kill(transport: Transport, tmp_path: Path) -> None:
+    backend = ProcessBackend(
+        transport, ServiceProfile(run_dir=str(tmp_path / "run"), stop_timeout=1.0)
+    )
+    await backend.deploy(counter_config(2, ignore_term=True))
+    await backend.start()
+    await read_until(backend.logs(), "line 2")
+    await backend.stop()
+    status = await backend.status()
+    assert status.state is ServiceState.INACTIVE
+    assert status.signal == 9
+
+
+async def test_redeploy_backs_up_and_rollback_restores(backend: ProcessBackend) -> None:
+    first = await backend.deploy(counter_config(1))
+    second = await backend.deploy(counter_config(2))
+    assert second.backup_path is not None and first.artifact_hash != second.artifact_hash
+    restored = await backend.rollback()
+    assert restored is not None and restored.artifact_hash == first.artifact_hash
+    assert await backend.deployed_hash() == first.artifact_hash
+    assert await backend.rollback() is None  # the one backup was consumed
+
+
+async def test_status_and_logs_before_any_start(backend: ProcessBackend) -> None:
+    assert (await backend.status()).state is ServiceState.INACTIVE
+    assert await drain(backend.logs()) == []
+    await backend.stop()  # nothing to stop: no error
+    with pytest.raises(Exception, match="deploy first"):
+        await backend.start()
+
+
+@pytest.mark.ssh
+async def test_stream_survives_a_dropped_connection(sshd: SshdServer, tmp_path: Path) -> None:
+    ssh = SshTransport(ssh_profile(sshd))
+    backend = ProcessBackend(ssh, ServiceProfile(run_dir=str(tmp_path / "run")))
+    try:
+        await backend.deploy(counter_config(60, delay=0.03))
+        await backend.start()
+        texts: list[str] = []
+        async with asyncio.timeout(60):
+            async for record in backend.logs():
+                texts.append(record.text)
+                if len(texts) in (10, 35):
+                    assert ssh.connection is not None
+                    ssh.connection.get_extra_info("socket").shutdown(2)  # cut the link
+        assert texts == [f"line {i}" for i in range(1, 61)]
+    finally:
+        await backend.stop()
+        await ssh.close()
