@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
+import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,13 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
     )
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client: building one loads the CA bundle (~15 ms),
+    which c clients per level would otherwise repeat."""
+    return ssl.create_default_context()
+
+
 class HttpxStreamClient:
     """:class:`~specconsole.bench.engine.StreamClient` over httpx: c keep-alive connections.
 
@@ -85,6 +94,7 @@ class HttpxStreamClient:
         # TCP_NODELAY: httpcore writes the request head and body separately; with Nagle the
         # body waits for the server's delayed ACK (~40 ms) and inflates TTFT.
         transport = httpx.AsyncHTTPTransport(
+            verify=_tls_context(),
             http1=True,
             http2=False,
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1,
