@@ -421,7 +421,16 @@ class LoadSummary:
             "capacity": self.capacity.to_dict() if self.capacity else None,
             "kv_tokens": self.kv_tokens,
             "ready": self.ready,
-            "fatal": self.fatal.to_dict() if self.fatal else None,
+            "fatal": (
+                {
+                    "cause": self.fatal.cause.value,
+                    "summary": self.fatal.summary,
+                    "timestamp": self.fatal.timestamp,
+                    "fixes": [f.text for f in self.fatal.fixes],
+                }
+                if self.fatal
+                else None
+            ),
             "warnings": sorted({w.warning.value for w in self.warnings}),
             "weights_loaded": self.weights_loaded,
             "cuda_graphs_captured": self.cuda_graphs_captured,

@@ -1,0 +1,252 @@
+"""``validate``, ``render`` and ``parse-log``: the engine knowledge, usable without the console.
+
+Why: users want to check a configuration before a ~100 s load, see exactly what would be
+deployed (argv, command line or systemd unit), and make sense of logs they already have
+(``journalctl -u sglang > crash.log``). These commands are thin: reading files and printing
+is all they add to :mod:`specconsole.core.config`, :mod:`~specconsole.core.validation`,
+:mod:`~specconsole.core.render` and :mod:`~specconsole.core.logparse`.
+
+Exit codes: 0 fine, 1 the configuration has errors (validate, render: the text is still
+printed) or the log shows a fatal error (parse-log), 2 the input cannot be read (missing file,
+bad TOML, unknown key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, TextIO
+
+from specconsole.core.config import ConfigError, Engine, ServerConfig, config_from_table
+from specconsole.core.log_events import LoadSummary, summarize
+from specconsole.core.logparse import LogParser
+from specconsole.core.render import UnitOptions, to_argv, to_command, to_unit
+from specconsole.core.validation import Issue, Severity, normalize, validate
+
+MAX_PLAN_TRIALS = 500
+"""validate checks at most this many trial configurations of a sweep plan."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``validate``, ``render`` and ``parse-log`` subcommands."""
+    v = subparsers.add_parser(
+        "validate",
+        help="check a configuration (or profile/plan) TOML with SGLang's rules",
+        description=(
+            "Check the [server] table of a configuration, profile or sweep plan with "
+            "SGLang's (or vLLM's) rules; every problem is printed with its field and fix. "
+            "For a plan, every trial of the sweep grid is checked. Exit 1 on errors."
+        ),
+    )
+    v.add_argument("file", help="TOML file with a [server] table ('-' for stdin)")
+    v.add_argument("--quiet", "-q", action="store_true", help="print errors only")
+    v.set_defaults(handler=_validate_cmd)
+
+    r = subparsers.add_parser(
+        "render",
+        help="print exactly what would be deployed (argv, command line or systemd unit)",
+        description="Render the [server] table of a TOML file as it would be deployed.",
+    )
+    r.add_argument("file", help="TOML file with a [server] table ('-' for stdin)")
+    r.add_argument(
+        "--as",
+        dest="form",
+        choices=("argv", "command", "unit"),
+        default="command",
+        help="argv (JSON list), command (shell-quoted line, with env) or unit (systemd)",
+    )
+    r.set_defaults(handler=_render_cmd)
+
+    p = subparsers.add_parser(
+        "parse-log",
+        help="turn a saved server log or journalctl output into events (JSON lines)",
+        description=(
+            "Read an SGLang or vLLM log (plain, or journalctl -o short / short-iso / cat / json) "
+            "and print one JSON event per line, then a one-line summary: phases reached, "
+            "capacity, ready or the fatal cause. Exit 1 when the log shows a fatal error."
+        ),
+    )
+    p.add_argument("file", nargs="?", default="-", help="log file ('-' or nothing for stdin)")
+    p.add_argument("--engine", choices=("sglang", "vllm"), default=None, help="default: detect")
+    p.add_argument("--summary-only", action="store_true", help="print only the summary line")
+    p.set_defaults(handler=_parse_log_cmd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading inputs
+# ---------------------------------------------------------------------------------------------
+
+
+class _InputError(Exception):
+    """The input cannot be read; the message says what and how to fix it."""
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise _InputError(f"{path}: cannot read ({exc.strerror or exc}).") from None
+
+
+def _read_document(path: str) -> tuple[dict[str, Any], str]:
+    text = _read_text(path)
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        raise _InputError(f"{path}: not valid TOML ({exc}).") from None
+
+
+def _server_config(document: dict[str, Any], path: str) -> ServerConfig:
+    table = document.get("server")
+    if not isinstance(table, dict):
+        raise _InputError(
+            f'{path}: no [server] table. Fix: add [server] with at least model_path = "...".'
+        )
+    try:
+        return config_from_table(table)
+    except ConfigError as exc:
+        raise _InputError(f"{path}: {exc}") from None
+
+
+def _fail(message: str, err: TextIO) -> int:
+    print(f"error: {message}", file=err)
+    return 2
+
+
+# ---------------------------------------------------------------------------------------------
+# validate
+# ---------------------------------------------------------------------------------------------
+
+
+def _trial_configs(
+    document: dict[str, Any], text: str, path: str
+) -> list[tuple[str, ServerConfig]]:
+    """(label, config) pairs to check: the [server] table, or each trial of a sweep plan."""
+    if "sweep" not in document:
+        return [("", _server_config(document, path))]
+    from specconsole.core.plan import PlanError, config_label, loads_plan
+
+    try:
+        plan = loads_plan(text)
+    except PlanError as exc:
+        raise _InputError(f"{path}: {exc}") from None
+    grid = plan.grid()[:MAX_PLAN_TRIALS]
+    if len(grid) == 1:
+        return [("", grid[0])]
+    return [(config_label(config, plan.base), config) for config in grid]
+
+
+def _print_issue(issue: Issue, label: str, out: TextIO) -> None:
+    where = issue.field or "config"
+    prefix = f"[{label}] " if label else ""
+    print(f"{prefix}{issue.severity.value}: {where}: {issue.message}", file=out)
+    print(f"{' ' * len(prefix)}  fix: {issue.fix}", file=out)
+
+
+def _validate_cmd(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    try:
+        document, text = _read_document(args.file)
+        trials = _trial_configs(document, text, args.file)
+    except _InputError as exc:
+        return _fail(str(exc), err)
+    n_errors = n_warnings = 0
+    seen: set[tuple[str | None, str]] = set()
+    for label, config in trials:
+        issues = validate(config)
+        if not args.quiet:
+            issues += [i for i in normalize(config)[1] if i.severity is Severity.NOTICE]
+        for issue in issues:
+            if args.quiet and not issue.blocking:
+                continue
+            key = (issue.field, issue.message)
+            if key in seen and issue.severity is not Severity.ERROR:
+                continue  # the same warning for every trial once is enough
+            seen.add(key)
+            _print_issue(issue, label, out)
+            n_errors += issue.severity is Severity.ERROR
+            n_warnings += issue.severity is Severity.WARNING
+    what = f"{len(trials)} configurations" if len(trials) > 1 else "configuration"
+    verdict = "has errors" if n_errors else "OK"
+    print(f"{args.file}: {what} {verdict} ({n_errors} errors, {n_warnings} warnings)", file=out)
+    return 1 if n_errors else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# render
+# ---------------------------------------------------------------------------------------------
+
+
+def _render_cmd(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    try:
+        document, _text = _read_document(args.file)
+        config = _server_config(document, args.file)
+        if args.form == "argv":
+            print(json.dumps(to_argv(config)), file=out)
+        elif args.form == "command":
+            print(to_command(config, with_env=True), file=out)
+        else:
+            name = document.get("name")
+            options = UnitOptions(description=name if isinstance(name, str) and name else None)
+            out.write(to_unit(config, options))
+    except _InputError as exc:
+        return _fail(str(exc), err)
+    except ConfigError as exc:
+        return _fail(f"{args.file}: {exc}", err)
+    blocking = [i for i in validate(config) if i.blocking]
+    if blocking:
+        print(
+            f"{args.file}: this configuration has {len(blocking)} error(s) and would not be "
+            f"deployed; `specconsole validate {args.file}` lists them.",
+            file=err,
+        )
+        return 1
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# parse-log
+# ---------------------------------------------------------------------------------------------
+
+
+def _parse_log_cmd(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
+    engine = Engine(args.engine) if args.engine else None
+    parser = LogParser(engine)
+    summary = LoadSummary()
+    try:
+        if args.file == "-":
+            stream: TextIO = sys.stdin
+            close = False
+        else:
+            stream = open(args.file, encoding="utf-8", errors="replace")  # noqa: SIM115
+            close = True
+    except OSError as exc:
+        return _fail(f"{args.file}: cannot read ({exc.strerror or exc}).", err)
+    try:
+        while True:
+            chunk = stream.read(1 << 16)
+            if not chunk:
+                break
+            batch = parser.feed_chunk(chunk)
+            summary = summarize(batch, summary)  # folded as we go: logs can be large
+            if not args.summary_only:
+                for event in batch:
+                    print(json.dumps(event.to_dict()), file=out)
+        tail = parser.flush()
+        summary = summarize(tail, summary)
+        if not args.summary_only:
+            for event in tail:
+                print(json.dumps(event.to_dict()), file=out)
+    finally:
+        if close:
+            stream.close()
+    print(json.dumps(summary.to_dict()), file=out)
+    print(summary.one_line(), file=err)
+    return 1 if summary.fatal is not None else 0
