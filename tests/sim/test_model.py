@@ -235,6 +235,14 @@ def test_profile_errors_name_the_key(tmp_path: Path, profile: Profile) -> None:
         load_profile(_write(tmp_path, src.replace("accept_first = 0.92", "accept_first = 1.5")))
 
 
+def test_predict_uses_the_configs_sim_profile(tmp_path: Path, profile: Profile) -> None:
+    src = Path(profile.source).read_text()
+    faster = _write(tmp_path, src.replace("verify_base_ms = 13.1", "verify_base_ms = 6.5"))
+    base = calibration_config(profile, 3)
+    custom = dataclasses.replace(base, extra_args=("--sim-profile", str(faster)))
+    assert predict(custom, 1).per_request_tok_s > 1.5 * predict(base, 1).per_request_tok_s
+
+
 def test_profile_is_frozen_data(profile: Profile) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         profile.gpu.count = 8  # type: ignore[misc]

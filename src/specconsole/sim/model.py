@@ -28,8 +28,8 @@ from enum import StrEnum
 from functools import lru_cache
 
 from specconsole.core.config import ServerConfig
-from specconsole.sim.args import ResolvedArgs, resolve_config
-from specconsole.sim.profile import PerfSection, Profile
+from specconsole.sim.args import ResolvedArgs, argv_from_server_config, parse_argv, resolve_config
+from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -330,6 +330,15 @@ class Prediction:
         return self.load_failure is None and self.running > 0
 
 
+def profile_for(config: ServerConfig | ResolvedArgs) -> Profile:
+    """The profile a configuration would run with: its ``--sim-profile`` flag (in
+    ``extra_args``) if it has one, else the packaged default (always for ResolvedArgs)."""
+    path: str | None = None
+    if isinstance(config, ServerConfig):
+        path = parse_argv(argv_from_server_config(config)).values.get("sim_profile")
+    return load_profile_cached(path or str(default_profile_path()))
+
+
 def _resolve(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedArgs:
     return config if isinstance(config, ResolvedArgs) else resolve_config(config, profile)
 
@@ -353,9 +362,7 @@ def predict(
     :class:`~specconsole.sim.args.SimArgError` for arguments SGLang would refuse.
     """
     if profile is None:
-        from specconsole.sim.profile import load_default_profile
-
-        profile = load_default_profile()
+        profile = profile_for(config)
     if concurrency < 1 or input_len < 1 or output_len < 1:
         raise ValueError(
             "predict needs concurrency >= 1, input_len >= 1 and output_len >= 1, got "

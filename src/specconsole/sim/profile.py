@@ -314,6 +314,24 @@ def load_profile(path: str | Path) -> Profile:
     return profile_from_dict(data, source=str(p))
 
 
+_CACHE: dict[tuple[str, int, int], Profile] = {}
+
+
+def load_profile_cached(path: str | Path) -> Profile:
+    """:func:`load_profile`, memoised on (path, mtime, size) so repeated predictions do not
+    re-read the file; an edited file is read again."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return load_profile(p)  # raises the ProfileError that names the fix
+    key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    profile = _CACHE.get(key)
+    if profile is None:
+        profile = _CACHE[key] = load_profile(p)
+    return profile
+
+
 def default_profile_path() -> Path:
     """The packaged default profile (``examples/sim/qwen3.5-122b-a10b-eagle3.toml``)."""
     from specconsole.paths import examples_dir
@@ -323,4 +341,4 @@ def default_profile_path() -> Path:
 
 def load_default_profile() -> Profile:
     """Load the packaged default profile."""
-    return load_profile(default_profile_path())
+    return load_profile_cached(default_profile_path())

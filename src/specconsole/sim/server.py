@@ -702,7 +702,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     values = dict(parsed.values)
     slow = float(values.get("sim_slow_start") or 0.0)
     if slow > 0:
+        # Nothing has started yet: a stop request during the silence is a clean exit.
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         time.sleep(slow)
+        signal.signal(signal.SIGTERM, previous)
     try:
         profile = load_profile(values.get("sim_profile") or default_profile_path())
     except ProfileError as exc:
