@@ -15,6 +15,7 @@ from specconsole.core.ports import Transport
 from specconsole.core.profile import HostProfile, TransportKind
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.ssh import SshTransport
+from tests.fixtures.nspawn import nspawn_box  # noqa: F401  (fixture for this package)
 from tests.fixtures.sshd import SshdServer
 
 

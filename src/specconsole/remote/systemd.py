@@ -171,7 +171,9 @@ class SystemdBackend:
     async def _ctl(self, args: str, *, what: str, timeout: float = 120.0) -> str:
         result = await self._transport.run(self._systemctl(args), timeout=timeout, sudo=self._sudo)
         if not result.ok:
-            reason = result.stderr.strip() or f"exit status {result.exit_status}"
+            reason = "; ".join(result.stderr.strip().splitlines()) or (
+                f"exit status {result.exit_status}"
+            )
             if "not found" in reason or "not loaded" in reason:
                 raise TransportError(
                     f"{what}: unit {self.unit} is not installed on {self._transport.description}"
