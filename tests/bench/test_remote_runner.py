@@ -128,3 +128,13 @@ async def test_raw_client_maps_failures_like_httpx(url: str, tmp_path: Path) -> 
                         lambda c: RawStreamClient("http://127.0.0.1:9", c))
     result = await refused.run()
     assert result.levels[0].errors == {"connect": 1} and result.error is not None
+
+
+def test_every_runner_implements_the_port() -> None:
+    from specconsole.bench.runner import ThreadedBenchmarkRunner
+    from specconsole.core.ports import BenchmarkRunner
+
+    local = LocalTransport()
+    for runner in (ThreadedBenchmarkRunner(), ForwardedBenchmarkRunner(local),
+                   RemoteBenchmarkRunner(local)):
+        assert isinstance(runner, BenchmarkRunner)
