@@ -435,7 +435,11 @@ def configs(draw: st.DrawFn, engine: Engine) -> ServerConfig:
         extra_args=draw(_extra),
         env=draw(_env),
         launcher=draw(st.sampled_from(launchers)),
-        working_directory=draw(st.one_of(st.none(), _path.map(lambda p: "/" + p))),
+        working_directory=draw(
+            st.one_of(
+                st.none(), _path.filter(lambda p: not p.endswith("\\")).map(lambda p: "/" + p)
+            )
+        ),
         user=draw(st.one_of(st.none(), st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True))),
         **tree,
     )

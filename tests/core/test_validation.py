@@ -153,6 +153,7 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
     ({"launcher": " "}, "launcher", Severity.ERROR, "no launcher", "sglang.launch_server"),
     ({"host": ""}, "host", Severity.ERROR, "no host", "127.0.0.1"),
     ({"working_directory": "opt/x"}, "working_directory", Severity.ERROR, "absolute", "full path"),
+    ({"working_directory": "/opt/x\\"}, "working_directory", Severity.ERROR, "backslash", "rename"),
     ({"user": "two words"}, "user", Severity.ERROR, "account", "user name"),
     ({"env": (("1BAD", "x"),)}, "env", Severity.ERROR, "valid variable", "letters"),
     ({"env": (("A", "x"), ("A", "y"))}, "env", Severity.ERROR, "twice", "keep one"),

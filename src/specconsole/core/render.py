@@ -255,7 +255,9 @@ def to_unit(config: ServerConfig, options: UnitOptions | None = None) -> str:
         head, flags = [*head, flags[0]], flags[1:]
     if o.resolve_with_env and not head[0].startswith("/"):
         head = ["/usr/bin/env", *head]
+    # One line; a trailing backslash would continue the line in a unit file.
     description = (o.description or _default_description(config)).replace("\n", " ")
+    description = description.rstrip("\\ \t") or "inference server"
     lines = [
         _HEADER,
         "[Unit]",

@@ -101,6 +101,7 @@ _POSITIVE_INTS = (
     "context_length",
 )
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?\Z")
 
 MODELLED_FLAGS: dict[str, str] = {
     "--model-path": "model_path",
@@ -288,7 +289,13 @@ def _validate(config: ServerConfig) -> list[Issue]:
             f"must be an absolute path, got {wd!r}.",
             "write the full path, e.g. /opt/sglang (systemd requires it).",
         )
-    if isinstance(config.user, str) and (not config.user.strip() or " " in config.user):
+    if isinstance(wd, str) and (wd.endswith("\\") or any(c in wd for c in "\n\r\x00")):
+        err(
+            "working_directory",
+            "must not end with a backslash or contain line breaks (a unit file cannot hold it).",
+            "rename the directory or use another path to it.",
+        )
+    if isinstance(config.user, str) and not _USER_NAME.match(config.user):
         err("user", f"{config.user!r} is not an account name.", "set the service's user name.")
     if not isinstance(config.env, tuple | list):
         err("env", "must be a table of NAME = value.", 'write env = { NAME = "value" }.')
