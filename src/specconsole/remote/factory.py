@@ -1,0 +1,45 @@
+"""Build the transport and service backend a host profile describes.
+
+The controller and the CLI hold a :class:`specconsole.core.profile.Profile` and ask this module
+for the matching adapters, so no caller ever branches on "ssh or local", "systemd, process or
+docker" itself.
+"""
+
+from __future__ import annotations
+
+from specconsole.core.ports import ServiceBackend, Transport
+from specconsole.core.profile import (
+    HostProfile,
+    Profile,
+    ServiceKind,
+    ServiceProfile,
+    TransportKind,
+)
+from specconsole.remote.docker import DockerBackend
+from specconsole.remote.local import LocalTransport
+from specconsole.remote.process import ProcessBackend
+from specconsole.remote.ssh import ConnectionListener, SshTransport
+from specconsole.remote.systemd import SystemdBackend
+
+
+def make_transport(
+    profile: HostProfile | Profile, *, on_event: ConnectionListener | None = None
+) -> Transport:
+    """The transport for ``[host]``: asyncssh for ``ssh``, subprocesses for ``local``.
+
+    ``on_event`` (ssh only) is told about drops, reconnects and reconnect failures.
+    """
+    host = profile.host if isinstance(profile, Profile) else profile
+    if host.transport is TransportKind.SSH:
+        return SshTransport(host, on_event=on_event)
+    return LocalTransport()
+
+
+def make_backend(profile: ServiceProfile | Profile, transport: Transport) -> ServiceBackend:
+    """The service backend for ``[service]``, carrying its commands over ``transport``."""
+    service = profile.service if isinstance(profile, Profile) else profile
+    if service.kind is ServiceKind.SYSTEMD:
+        return SystemdBackend(transport, service)
+    if service.kind is ServiceKind.DOCKER:
+        return DockerBackend(transport, service)
+    return ProcessBackend(transport, service)
