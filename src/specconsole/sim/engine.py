@@ -198,6 +198,11 @@ class Scheduler:
                 pass
 
     @property
+    def used_tokens(self) -> int:
+        """KV tokens holding running sequences (SGLang's ``#token``)."""
+        return sum(r.input_len + r.generated for r in self.running)
+
+    @property
     def idle(self) -> bool:
         return not self.waiting and not self.running
 
@@ -276,7 +281,8 @@ class Scheduler:
         self.log(logfmt.prefill_batch(
             logfmt.dialect_for_version(self.profile.sim.version),
             new_seq=len(batch), new_token=tokens, cached_token=0,
-            token_usage=self.kv_used / self.capacity, running=len(self.running),
+            token_usage=self.used_tokens / self.capacity,
+            running=len(self.running),
             queue=len(self.waiting), pending_token=sum(r.input_len for r in self.waiting),
             cuda_graph=False, input_throughput=tokens / seconds if seconds > 0 else 0.0,
         ), True)
@@ -337,9 +343,10 @@ class Scheduler:
             else:
                 accept_rate = (accept_len - 1.0) / max(self.args.num_draft_tokens - 1, 1)
             self.interval_accept = SpecCounters()
+        used = self.used_tokens
         self.log(logfmt.decode_batch(
-            running=batch, used_tokens=sum(r.input_len + r.generated for r in self.running),
-            token_usage=self.kv_used / self.capacity, accept_len=accept_len,
+            running=batch, used_tokens=used,
+            token_usage=used / self.capacity, accept_len=accept_len,
             accept_rate=accept_rate, cuda_graph=uses_cuda_graph(self.args, batch),
             gen_throughput=self.last_gen_throughput, queue=len(self.waiting),
         ), True)

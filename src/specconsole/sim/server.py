@@ -278,8 +278,8 @@ class SimServer:
             ("sglang:num_running_reqs", "gauge", len(s.running)),
             ("sglang:num_queue_reqs", "gauge", len(s.waiting)),
             ("sglang:gen_throughput", "gauge", s.last_gen_throughput),
-            ("sglang:token_usage", "gauge", s.kv_used / s.capacity),
-            ("sglang:num_used_tokens", "gauge", s.kv_used),
+            ("sglang:token_usage", "gauge", s.used_tokens / s.capacity),
+            ("sglang:num_used_tokens", "gauge", s.used_tokens),
             ("sglang:max_total_num_tokens", "gauge", self.plan.max_total_num_tokens),
             ("sglang:context_len", "gauge", self.args.context_length),
             ("sglang:is_cuda_graph", "gauge",
@@ -530,9 +530,9 @@ def _meta_info(sim: SimServer, req: SimRequest, prompt_tokens: int) -> dict[str,
     }
     a = sim.args
     if a.speculative and req.verify_ct > 0:
-        # The prefill produces the first token; every verify step after it produces the rest.
-        verify_ct = req.verify_ct + 1
-        correct = max(req.generated - verify_ct, 0)
+        # As SGLang: completion tokens (the prefill's first token included) per verify step.
+        verify_ct = req.verify_ct
+        correct = max(req.generated - 1 - verify_ct, 0)
         meta.update({
             "spec_verify_ct": verify_ct,
             "spec_accept_length": req.generated / verify_ct,
