@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from specconsole.bench.api import (
+    API_CHAT,
     API_GENERATE,
     APIS,
     BACKEND_NAMES,
@@ -435,7 +436,7 @@ class LadderRun:
         path, body = build_request(
             plan.api,
             text=prompt.text,
-            messages=prompt.chat_messages(),
+            messages=prompt.chat_messages() if plan.api == API_CHAT else None,
             output_len=plan.output_len,
             temperature=plan.temperature,
             model=self._model,
