@@ -190,6 +190,13 @@ def test_topk_one_forces_draft_tokens(profile: Profile) -> None:
     assert args.num_draft_tokens == 4 and MSG_TOPK1_DRAFT in args.warnings
 
 
+def test_topk_one_without_draft_tokens_is_filled_in(profile: Profile) -> None:
+    args = resolve(parse_argv(["--speculative-algorithm", "EAGLE3", "--tp-size", "4",
+                               "--speculative-num-steps", "5",
+                               "--speculative-eagle-topk", "1"]), profile)
+    assert args.num_draft_tokens == 6 and MSG_TOPK1_DRAFT in args.warnings
+
+
 def test_all_three_or_none(profile: Profile) -> None:
     parsed = parse_argv(["--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "2"])
     with pytest.raises(SimArgError) as err:

@@ -313,19 +313,21 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
                     "AssertionError",
                 )
             steps, topk, draft = AUTO_SPEC_PARAMS
+        if draft is None and topk == 1:
+            draft = 0  # SGLang's topk-1 rule below replaces it with steps + 1 (and warns)
         if topk is None or draft is None:
             raise SimArgError(
                 "set --speculative-eagle-topk and --speculative-num-draft-tokens together "
                 "with --speculative-num-steps (all three or none)",
                 "AssertionError",
             )
+        if topk == 1 and draft != steps + 1:
+            warnings.append(MSG_TOPK1_DRAFT)
+            draft = steps + 1
         for name, value in (("speculative_num_steps", steps), ("speculative_eagle_topk", topk),
                             ("speculative_num_draft_tokens", draft)):
             if int(value) < 1:
                 raise SimArgError(f"{name} must be >= 1 for speculative decoding, got {value}")
-        if topk == 1 and draft != steps + 1:
-            warnings.append(MSG_TOPK1_DRAFT)
-            draft = steps + 1
         if draft_path is None:
             draft_path = profile.model.draft_name
     else:

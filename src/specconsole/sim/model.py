@@ -415,7 +415,7 @@ def calibration_config(profile: Profile, steps: int, **overrides: object) -> Ser
         "speculative_draft_model_path": profile.model.draft_name,
         "speculative_num_steps": steps,
         "speculative_eagle_topk": ref.topk,
-        "speculative_num_draft_tokens": steps * ref.topk + 1 if ref.topk == 1 else steps + 1,
+        "speculative_num_draft_tokens": steps + 1,
         "mem_fraction_static": ref.mem_fraction_static,
         "cuda_graph_max_bs": ref.cuda_graph_max_bs,
         "max_running_requests": ref.max_running_requests,
