@@ -713,3 +713,137 @@ def test_split_reads_parse_like_whole_lines(lines: list[str], cuts: list[int]) -
 def test_arbitrary_json_like_input(text: str) -> None:
     LogParser().feed("{" + text)
     LogParser().feed('{"MESSAGE": ' + json.dumps(text) + "}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Edge cases
+# ---------------------------------------------------------------------------------------------
+
+
+def test_nccl_watchdog_cpp_line_is_fatal() -> None:
+    out = LogParser().feed(
+        "[rank1]:[E720 14:20:33.123456 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog caught "
+        "collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE) ran for 600000 ms"
+    )
+    assert len(out) == 1 and isinstance(out[0], FatalError)
+    assert out[0].cause is FatalCause.NCCL_ERROR
+
+
+def test_single_line_fatals_outside_tracebacks() -> None:
+    (kv,) = LogParser().feed(
+        "[2026-07-20 10:00:00] Loaded weights leave no GPU memory for the KV cache under "
+        "--mem-fraction-static=0.80. Raise --mem-fraction-static above 0.86."
+    )
+    assert isinstance(kv, FatalError) and kv.cause is FatalCause.KV_CACHE_NO_MEMORY
+    (graph,) = LogParser().feed("[2026-07-20 10:00:00] Capture cuda graph failed: boom")
+    assert isinstance(graph, FatalError) and graph.cause is FatalCause.CUDA_GRAPH_CAPTURE_FAILED
+    (oom,) = LogParser().feed("sglang.service: Failed with result 'oom-kill'.")
+    assert isinstance(oom, FatalError) and oom.cause is FatalCause.SCHEDULER_KILLED
+
+
+def test_long_traceback_excerpt_is_bounded() -> None:
+    lines = ["[2026-07-20 10:00:00] Scheduler hit an exception: Traceback (most recent call last):"]
+    for i in range(2000):
+        lines += [f'  File "/x/mod{i}.py", line {i}, in f{i}', f"    call_{i}()"]
+    lines.append("RuntimeError: CUDA error: an illegal memory access was encountered")
+    events = parse_lines(lines)
+    (fatal,) = only(events, FatalError)
+    assert fatal.cause is FatalCause.ILLEGAL_MEMORY_ACCESS
+    excerpt = fatal.excerpt.splitlines()
+    assert len(excerpt) <= 61
+    assert excerpt[0].startswith("Scheduler hit an exception")
+    assert excerpt[-1].startswith("RuntimeError: CUDA error")
+    assert any("lines omitted" in line for line in excerpt)
+
+
+def test_chained_traceback_is_one_event_with_most_specific_cause() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/x.py", line 1, in f',
+        "KeyError: 'x'",
+        "",
+        "The above exception was the direct cause of the following exception:",
+        "",
+        "Traceback (most recent call last):",
+        '  File "/y.py", line 2, in g',
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+        "",
+        "[2026-07-20 10:00:01] Received sigquit from a child process. It usually means the child "
+        "failed.",
+    ]
+    (fatal,) = only(parse_lines(lines), FatalError)
+    assert fatal.cause is FatalCause.CUDA_OOM
+    assert "KeyError" in fatal.excerpt and "direct cause" in fatal.excerpt
+
+
+def test_settle_keeps_partial_line() -> None:
+    parser = LogParser()
+    parser.feed_chunk('Traceback (most recent call last):\n  File "x", line 1\nValueError: x\n')
+    parser.feed_chunk("[2026-07-20 10:00:00] Decode batch, #running-")
+    assert [type(e) for e in parser.settle()] == [FatalError]
+    events = parser.feed_chunk("req: 3, #token: 9\n")
+    assert only(events, DecodeStats)[0].running_req == 3
+
+
+def test_consequences_do_not_repeat_but_new_start_reports_again() -> None:
+    parser = LogParser()
+    first = parser.feed_lines(
+        [
+            "Traceback (most recent call last):",
+            '  File "/x.py", line 1, in f',
+            "RuntimeError: boom",
+            "[2026-07-20 10:00:00] Rank 0 scheduler died during initialization (exit code: 1).",
+            "[2026-07-20 10:00:00] Initialization failed. Please see the error messages above.",
+            "sglang.service: Main process exited, code=exited, status=1/FAILURE",
+        ]
+    )
+    assert len(only(first, FatalError)) == 1
+    parser.feed("Started sglang.service - SGLang server.")
+    second = parser.feed("sglang.service: Main process exited, code=exited, status=1/FAILURE")
+    assert [type(e) for e in second] == [ServiceExited, FatalError]
+
+
+def test_short_precise_and_iso_precise_prefixes() -> None:
+    parser = LogParser()
+    (a,) = parser.feed(
+        "Jul 20 10:25:48.123456 gpu-box python3[48211]: Load weight begin. avail mem=2.00 GB"
+    )
+    assert a.timestamp == "Jul 20 10:25:48.123456"
+    (b,) = parser.feed(
+        "2026-07-20T10:25:48.123456+00:00 gpu-box python3[48211]: "
+        "[2026-07-20 10:25:48] The server is fired up and ready to roll!"
+    )
+    assert b == Ready(timestamp="2026-07-20 10:25:48")
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"MESSAGE": None},
+        {"MESSAGE": [256, -1, "x"]},
+        {"MESSAGE": 5},
+        [1, 2],
+        {"__REALTIME_TIMESTAMP": "99999999999999999999999", "MESSAGE": "Load weight begin."},
+    ],
+)
+def test_odd_json_records(record: object) -> None:
+    LogParser().feed(json.dumps(record))
+
+
+def test_json_multiline_message() -> None:
+    rec = {
+        "MESSAGE": 'Traceback (most recent call last):\n  File "x", line 1\nValueError: bad\n',
+        "SYSLOG_IDENTIFIER": "python3",
+    }
+    events = parse_lines([json.dumps(rec)])
+    assert only(events, FatalError)[0].cause is FatalCause.BAD_ARGUMENT
+
+
+def test_vllm_ready_needs_vllm() -> None:
+    line = "INFO:     Application startup complete."
+    assert LogParser(Engine.VLLM).feed(line) == [Ready()]
+    assert LogParser(Engine.SGLANG).feed(line) == []
+    auto = LogParser()
+    assert auto.feed(line) == []  # no vLLM line seen yet
+    auto.feed("INFO 07-20 10:30:01 [api_server.py:1885] vLLM API server version 0.11.0")
+    assert auto.feed(line) == [Ready(timestamp=None)]
