@@ -46,6 +46,7 @@ async def test_rates_match_the_simulators_prediction(sim: SimProcess) -> None:
         assert level.mean_request_tok_s == pytest.approx(expected.per_request_tok_s, rel=0.03)
         assert level.output_throughput == pytest.approx(expected.aggregate_tok_s, rel=0.03)
         assert level.accept_length == pytest.approx(expected.accept_length, rel=0.1)
+        assert level.request_accept_length == pytest.approx(expected.accept_length, rel=0.1)
         print(f"c={concurrency}: per-request {level.mean_request_tok_s:.2f} vs "
               f"{expected.per_request_tok_s:.2f}, aggregate {level.output_throughput:.1f} vs "
               f"{expected.aggregate_tok_s:.1f}")

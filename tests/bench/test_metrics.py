@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import statistics
 
 import pytest
@@ -189,3 +190,43 @@ def test_statistics_match_the_standard_library(values: list[float]) -> None:
     assert percentile(values, 50) == pytest.approx(statistics.median(values), abs=1e-9)
     assert std(values) == pytest.approx(statistics.pstdev(values), abs=1e-6)
     assert min(values) <= percentile(values, 90) <= percentile(values, 99) <= max(values)
+
+
+@st.composite
+def timelines(draw: st.DrawFn) -> RequestTimeline:
+    start = draw(st.floats(min_value=0, max_value=5))
+    sizes = draw(st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=12))
+    gaps = draw(st.lists(st.floats(min_value=0.001, max_value=0.5), min_size=len(sizes),
+                         max_size=len(sizes)))
+    times: list[float] = []
+    t = 0.0
+    for gap in gaps:
+        t += gap
+        times.append(t)
+    tail = draw(st.floats(min_value=0, max_value=0.1))
+    return RequestTimeline(start=start, latency=t + tail, prompt_len=draw(st.integers(1, 99)),
+                           output_len=sum(sizes), chunk_times=tuple(times),
+                           chunk_tokens=tuple(sizes))
+
+
+@given(st.lists(timelines(), min_size=1, max_size=20))
+def test_invariants_on_random_timelines(reqs: list[RequestTimeline]) -> None:
+    for r in reqs:
+        itl = r.itl()
+        # one ITL entry per token after the first chunk, summing to the first-to-last gap
+        assert len(itl) == sum(r.chunk_tokens[1:])
+        assert math.fsum(itl) == pytest.approx(r.chunk_times[-1] - r.chunk_times[0], abs=1e-9)
+    duration = max(r.start + r.latency for r in reqs) - min(r.start for r in reqs)
+    m = compute_level_metrics(reqs, duration=duration, max_concurrency=len(reqs))
+    assert m.total_output_tokens == sum(r.output_len for r in reqs)
+    assert m.output_throughput == pytest.approx(m.total_output_tokens / duration)
+    assert m.concurrency == pytest.approx(sum(r.latency for r in reqs) / duration)
+    assert 1 <= m.max_concurrent_requests <= len(reqs)
+    # bench_serving's buckets count the first token once plus one per ITL entry
+    counted = sum(1 + len(r.itl()) for r in reqs)
+    assert 1 <= m.max_output_tokens_per_s <= counted
+    lat = m.latency_ms
+    for name in ("ttft", "tpot", "itl", "e2e_latency"):
+        assert lat[f"median_{name}_ms"] <= lat[f"p90_{name}_ms"] + 1e-9
+        assert lat[f"p90_{name}_ms"] <= lat[f"p95_{name}_ms"] + 1e-9
+        assert lat[f"p95_{name}_ms"] <= lat[f"p99_{name}_ms"] + 1e-9

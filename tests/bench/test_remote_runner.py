@@ -138,3 +138,21 @@ def test_every_runner_implements_the_port() -> None:
     for runner in (ThreadedBenchmarkRunner(), ForwardedBenchmarkRunner(local),
                    RemoteBenchmarkRunner(local)):
         assert isinstance(runner, BenchmarkRunner)
+
+
+async def test_cancelling_a_remote_run_ends_the_remote_process(transport: Transport,
+                                                               url: str) -> None:
+    seen = asyncio.Event()
+    runner = RemoteBenchmarkRunner(transport)
+    spec = BenchSpec(ladder=(2,), requests_per_level=500, output_len=30)
+    task = asyncio.ensure_future(runner.run(spec, url, on_progress=lambda p: seen.set()))
+    await asyncio.wait_for(seen.wait(), 30)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):  # bounded: 10 s
+        alive = await transport.run("pgrep -f 'specconsole-bench-[0-9a-f]*[.]py' || true")
+        if not alive.stdout.strip():
+            break
+        await asyncio.sleep(0.1)
+    assert not alive.stdout.strip(), "the remote runner outlived its stream"
