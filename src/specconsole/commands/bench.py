@@ -88,6 +88,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="Poisson arrivals at R req/s (capped at the level's concurrency)")
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--model", default=None, help="model name for the OpenAI APIs")
+    p.add_argument("--request-timeout", type=_positive_float, default=600.0, metavar="S",
+                   help="longest silence inside one response before it fails (default 600)")
     p.add_argument("--no-flush", action="store_true",
                    help="do not POST /flush_cache before each level")
     p.add_argument("--json", action="store_true",
@@ -113,6 +115,7 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         request_rate=args.request_rate,
         flush_cache=not args.no_flush,
         model=args.model,
+        request_timeout_s=args.request_timeout,
     )
 
 
