@@ -244,3 +244,25 @@ async def test_wide_layout_shows_every_pane() -> None:
         for pane in ("#journal", "#side", "#trials"):
             region = screen.query_one(pane).region
             assert region.height > 3 and region.width > 20, pane
+
+
+async def test_following_survives_the_crash_banner_and_scrolling_back_pauses() -> None:
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        journal = app.screen.query_one(JournalPane)
+        controller.log(*(f"line {i}" for i in range(200)))
+        await pilot.pause(0.3)
+        assert journal.log_view.is_vertical_scroll_end
+        controller.publish(crashed_state())  # the banner takes rows from the journal
+        await pilot.pause(0.3)
+        controller.log("the last line")
+        await pilot.pause(0.3)
+        assert journal.follow and journal.log_view.is_vertical_scroll_end
+        journal.log_view.focus()
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert not journal.follow
+        controller.log("another line")
+        await pilot.pause(0.3)
+        assert not journal.log_view.is_vertical_scroll_end

@@ -172,7 +172,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
     else:
         sweep = ""
     connection = {
-        ConnectionState.UNKNOWN: "not connected",
+        ConnectionState.UNKNOWN: "",
         ConnectionState.CONNECTED: "connected",
         ConnectionState.RECONNECTING: "reconnecting",
         ConnectionState.LOST: "connection lost",

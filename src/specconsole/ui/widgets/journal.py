@@ -26,6 +26,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.events import MouseScrollUp
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Input, Log
@@ -110,6 +111,9 @@ class JournalLog(Log):
             }
         return self._styles
 
+    class UserScrolled(Message):
+        """The user scrolled back to read: following pauses."""
+
     def append(self, lines: Iterable[str]) -> None:
         """Add a batch of lines, showing those that pass the current filter."""
         batch = [part for line in lines for part in (line.splitlines() or [""])]
@@ -117,7 +121,37 @@ class JournalLog(Log):
         term = self._filter
         shown = batch if not term else [line for line in batch if term in line.lower()]
         if shown:
-            self.write_lines(shown)
+            self.write_lines(shown, scroll_end=False)
+            self._keep_following()
+
+    def _keep_following(self) -> None:
+        # ``Log`` only follows while the view is exactly at the end; a resize (the crash
+        # banner appearing) would silently stop it. Following is an explicit mode here.
+        if self.auto_scroll:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def on_resize(self) -> None:
+        self._keep_following()
+
+    def _user_scrolled_back(self) -> None:
+        if self.auto_scroll:
+            self.post_message(self.UserScrolled())
+
+    def action_scroll_up(self) -> None:
+        self._user_scrolled_back()
+        super().action_scroll_up()
+
+    def action_page_up(self) -> None:
+        self._user_scrolled_back()
+        super().action_page_up()
+
+    def action_scroll_home(self) -> None:
+        self._user_scrolled_back()
+        super().action_scroll_home()
+
+    def _on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        self._user_scrolled_back()
+        super()._on_mouse_scroll_up(event)
 
     def set_filter(self, term: str) -> None:
         """Show only lines containing ``term`` (case-insensitive); empty shows everything."""
@@ -205,6 +239,11 @@ class JournalPane(Vertical):
 
     def toggle_follow(self) -> None:
         self.follow = not self.follow
+
+    @on(JournalLog.UserScrolled)
+    def _user_scrolled(self, event: JournalLog.UserScrolled) -> None:
+        event.stop()
+        self.follow = False
 
     def open_search(self) -> None:
         """Show the search box and focus it."""

@@ -1,0 +1,286 @@
+"""``specconsole tui`` and ``specconsole demo``: open the console on a real box or on the
+simulated one.
+
+Why both live here: they differ only in where the plan comes from and whether the sweep starts
+by itself. ``tui PLAN.toml|PROFILE.toml`` opens the console for the box the file names (an
+``~/.ssh/config`` alias works) and waits for the user (``s`` starts the sweep, ``d`` deploys
+the base configuration, ``b`` benchmarks what is there). ``demo`` runs the seed's sweep
+(``examples/demo-sweep.toml``: steps 1-5 then 10, topk 1) against the simulator on this
+machine through the same process backend and local transport, with the load time
+compressed, pausing at the crash so ``r`` can resume; the simulated server is stopped when
+the demo ends (a real box's server never is, unless the user asks).
+
+This module parses arguments and files only; the console itself is ``specconsole.ui`` and is
+imported when a command runs, so ``specconsole --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from specconsole.core.plan import PlanError, SweepPlan, parse_plan, resolve_placeholders
+from specconsole.core.state import CrashPolicy
+
+THEME_CHOICES = ("dark", "light", "mono")
+DEMO_PLAN = "demo-sweep.toml"
+PROFILE_ENV = "SPECCONSOLE_PROFILE"
+"""Environment variable naming the default plan/profile for a bare ``specconsole``."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``tui`` and ``demo``."""
+    t = subparsers.add_parser(
+        "tui",
+        help="open the console for the box a plan or profile names (default command)",
+        description=(
+            "Open the full-screen console for the GPU box named by FILE (a sweep plan or a "
+            "host profile: [host], [service], [server], optional [sweep], [bench], [ui]). "
+            "Keys: s start/pause the sweep, d deploy, b benchmark only, e edit, r resume, "
+            "? help, q quit (the server keeps running unless you choose to stop it)."
+        ),
+    )
+    t.add_argument(
+        "file",
+        type=Path,
+        nargs="?",
+        default=None,
+        help=f"plan or profile TOML (default: ${PROFILE_ENV}, see examples/seed-box.toml)",
+    )
+    _common(t)
+    t.add_argument(
+        "--start", action="store_true", help="start the sweep at once instead of waiting for s"
+    )
+    t.set_defaults(handler=_cmd_tui)
+
+    d = subparsers.add_parser(
+        "demo",
+        help="run the seed's sweep in the console against the simulated GPU box",
+        description=(
+            "Start the simulator as the 'remote GPU box' on this machine and run the seed's "
+            "sweep (EAGLE-3, topk 1, steps 1-5 then 10) in the console with compressed load "
+            "times; the crash at steps=10 stops at a banner and r resumes."
+        ),
+    )
+    _common(d)
+    d.add_argument(
+        "--port", type=int, default=None, help="loopback port for the simulated server"
+    )
+    d.add_argument(
+        "--load-seconds",
+        type=float,
+        default=None,
+        help="simulated load time per trial (default: the plan's, about 1 s)",
+    )
+    d.set_defaults(handler=_cmd_demo)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--theme",
+        choices=THEME_CHOICES,
+        default=None,
+        help="colour theme (default: the file's [ui] theme, mono if NO_COLOR is set, else dark)",
+    )
+    p.add_argument(
+        "--session",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder to create the session folder in (default: the user data dir)",
+    )
+    p.add_argument(
+        "--on-crash",
+        choices=[c.value for c in CrashPolicy],
+        default=None,
+        help="after a crash: pause for a decision (r resumes) or continue automatically",
+    )
+
+
+def _error(text: str) -> int:
+    print(f"specconsole: error: {text}", file=sys.stderr)
+    return 1
+
+
+def read_console_file(path: Path) -> tuple[SweepPlan, str | None]:
+    """Parse a plan/profile file for the console; returns the plan and its ``[ui] theme``.
+
+    The ``[ui]`` table is the console's own (plans are strict about unknown tables), so it is
+    taken out before the plan is parsed. Raises PlanError naming the file and the key.
+    """
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        document: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanError(f"{path}: not valid TOML: {exc}") from None
+    ui = document.pop("ui", {})
+    if not isinstance(ui, dict):
+        raise PlanError(f"{path}: [ui] must be a table, e.g. [ui] theme = \"dark\"")
+    unknown = set(ui) - {"theme"}
+    if unknown:
+        raise PlanError(f"{path}: unknown key(s) in [ui]: {', '.join(sorted(unknown))}; "
+                        "the only one is theme")
+    theme = ui.get("theme")
+    if theme is not None and theme not in THEME_CHOICES:
+        raise PlanError(f"{path}: [ui] theme = {theme!r}; use one of {', '.join(THEME_CHOICES)}")
+    try:
+        plan = parse_plan(document, source=text)
+    except PlanError as exc:
+        raise PlanError(f"{path}: {exc}") from None
+    return resolve_placeholders(plan, {"python": sys.executable}), theme
+
+
+def _cmd_tui(args: argparse.Namespace) -> int:
+    path: Path | None = args.file
+    if path is None and os.environ.get(PROFILE_ENV):
+        path = Path(os.environ[PROFILE_ENV])
+    if path is None:
+        return _error(
+            "which box? give a plan or profile: specconsole tui PLAN.toml "
+            f"(or set ${PROFILE_ENV}); to try the console without a GPU box run "
+            "specconsole demo"
+        )
+    try:
+        plan, configured_theme = read_console_file(path)
+    except PlanError as exc:
+        return _error(str(exc))
+    policy = CrashPolicy(args.on_crash) if args.on_crash else plan.on_crash
+    return run_console(
+        plan,
+        theme=args.theme or configured_theme,
+        session_parent=args.session,
+        policy=policy,
+        autostart=args.start,
+        stop_server_on_exit=False,
+    )
+
+
+def demo_plan(port: int | None = None, load_seconds: float | None = None) -> SweepPlan:
+    """The shipped demo plan, optionally on another port or with another load time."""
+    from specconsole.paths import examples_dir
+
+    plan, _theme = read_console_file(examples_dir() / DEMO_PLAN)
+    base = plan.base
+    if port is not None:
+        base = dataclasses.replace(base, port=port)
+    if load_seconds is not None:
+        args = list(base.extra_args)
+        if "--sim-load-seconds" in args:
+            i = args.index("--sim-load-seconds")
+            args[i + 1 : i + 2] = [str(load_seconds)]
+        else:
+            args += ["--sim-load-seconds", str(load_seconds)]
+        base = dataclasses.replace(base, extra_args=tuple(args))
+    return dataclasses.replace(plan, base=base)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    try:
+        plan = demo_plan(args.port, args.load_seconds)
+    except (PlanError, FileNotFoundError) as exc:
+        return _error(str(exc))
+    policy = CrashPolicy(args.on_crash) if args.on_crash else CrashPolicy.PAUSE
+    return run_console(
+        plan,
+        theme=args.theme,
+        session_parent=args.session,
+        policy=policy,
+        autostart=True,
+        stop_server_on_exit=True,
+    )
+
+
+def run_console(
+    plan: SweepPlan,
+    *,
+    theme: str | None,
+    session_parent: Path | None,
+    policy: CrashPolicy,
+    autostart: bool,
+    stop_server_on_exit: bool,
+) -> int:
+    """Create a session, wire the controller to the box and run the console until quit."""
+    from specconsole.paths import sessions_dir
+    from specconsole.session.store import Session
+    from specconsole.ui.theme import UnknownThemeError, choose_theme
+
+    try:
+        theme_name = choose_theme(theme)
+    except UnknownThemeError as exc:
+        return _error(str(exc))
+    parent = session_parent if session_parent is not None else sessions_dir()
+    try:
+        session = Session.create(parent, plan)
+    except OSError as exc:
+        return _error(f"cannot create the session folder under {parent}: {exc}")
+    try:
+        return asyncio.run(
+            _run(plan, session, theme_name, policy, autostart, stop_server_on_exit)
+        )
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _run(
+    plan: SweepPlan,
+    session: Any,
+    theme: str,
+    policy: CrashPolicy,
+    autostart: bool,
+    stop_server_on_exit: bool,
+) -> int:
+    from specconsole.controller.runtime import Controller
+    from specconsole.controller.wiring import open_ports
+    from specconsole.core import events as ev
+    from specconsole.core.state import ControllerState
+    from specconsole.session.recorder import SessionRecorder
+    from specconsole.ui.app import make_app
+
+    controller_box: list[Controller] = []
+
+    def on_connection(event: ev.Event) -> None:
+        if controller_box:
+            controller_box[0].send(event)
+
+    ports = open_ports(plan.profile, on_connection)
+    recorder = SessionRecorder(
+        session, host=ports.transport.description, service=ports.backend.description
+    )
+    labels = (
+        ("host", plan.profile.host.alias or ports.transport.description),
+        ("engine", plan.base.engine.value),
+        ("service", ports.backend.description),
+    )
+    state = ControllerState(plan=plan, policy=policy, labels=labels)
+    controller = Controller(
+        transport=ports.transport,
+        backend=ports.backend,
+        runner=ports.runner,
+        state=state,
+        recorder=recorder,
+    )
+    controller_box.append(controller)
+    app = make_app(controller, theme=theme, run_controller=controller.run)
+    if autostart:
+        controller.send(ev.StartSweep(plan=plan, policy=policy))
+    try:
+        await app.run_async()
+    finally:
+        recorder.close()
+        if stop_server_on_exit:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ports.backend.stop(), 30.0)
+        with contextlib.suppress(Exception):
+            await ports.transport.close()
+    print(f"session: {session.path}")
+    return 0
