@@ -63,3 +63,17 @@ async def test_openai_apis_against_the_simulator(sim: SimProcess, api: BenchApi)
     level = result.levels[0]
     assert level.completed == 8 and level.total_output_tokens == 8 * 32
     assert level.latency_ms["mean_itl_ms"] > 0 and level.accept_length is not None
+
+
+@pytest.mark.slow
+async def test_stalled_streams_fail_as_timeouts_in_both_clients() -> None:
+    from specconsole.bench.remote_runner import RemoteBenchmarkRunner
+    from specconsole.remote.local import LocalTransport
+
+    spec = BenchSpec(ladder=(2,), requests_per_level=2, warmup_requests=0, output_len=50,
+                     prompts="random", input_len=16, request_timeout_s=0.5)
+    with running_simulator("--sim-stall-after-tokens", "5") as stalled:
+        for runner in (ThreadedBenchmarkRunner(), RemoteBenchmarkRunner(LocalTransport())):
+            result = await runner.run(spec, stalled.base_url)
+            assert result.levels[0].errors == {"timeout": 2}
+            assert result.error is not None and "timeout x2" in result.error
