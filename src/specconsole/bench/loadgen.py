@@ -32,7 +32,11 @@ MAX_PROMPT_POOL = 512
 """Distinct prompts generated per run (used round-robin); bounds memory and the remote
 runner's upload."""
 
-_HEADERS = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+_HEADERS = {
+    "Content-Type": "application/json",
+    "Accept": "text/event-stream",
+    "Accept-Encoding": "identity",  # aiter_raw hands the parser undecoded bytes
+}
 
 
 def plan_for(spec: BenchSpec) -> LadderPlan:
