@@ -20,6 +20,8 @@ install_system_packages() {
     command -v systemd-nspawn >/dev/null 2>&1 || missing+=(systemd-container)
     command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
     command -v zstd >/dev/null 2>&1 || missing+=(zstd)
+    # Debian's Docker engine: the docker-backend tests run against a private dockerd of their own.
+    command -v dockerd >/dev/null 2>&1 || [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
     [ ${#missing[@]} -eq 0 ] && return 0
     if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
         echo "bootstrap: cannot install ${missing[*]} (not root or no apt-get); tests needing them will skip" >&2

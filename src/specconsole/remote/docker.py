@@ -12,7 +12,8 @@ box itself.
 
 Status comes from ``docker inspect`` (``State.Status``, ``ExitCode``, ``OOMKilled``), logs
 from ``docker logs -f --timestamps`` (the timestamp is both the line's source time and the
-resume cursor), and the previous container is removed before each start.
+resume cursor). ``stop`` stops (TERM, then KILL after the grace period) and removes the
+container; ``start`` removes any leftover one first.
 """
 
 from __future__ import annotations
@@ -54,16 +55,29 @@ _DOCKER_STATES = {
 }
 
 
+def uses_host_network(docker_args: tuple[str, ...]) -> bool:
+    """Whether ``docker_args`` put the container on the box's own network stack."""
+    joined = " ".join(docker_args)
+    return any(f in joined for f in ("--network host", "--network=host", "--net=host"))
+
+
 def docker_run_argv(config: ServerConfig, profile: ServiceProfile) -> list[str]:
-    """``docker run`` argv for ``config`` (the server part rendered by the core)."""
-    inside = replace(config, host="0.0.0.0")
+    """``docker run`` argv for ``config`` (the server part rendered by the core).
+
+    With the default bridge network the server listens on all of the container's interfaces
+    and the port is published on the box's loopback only; with ``--network host`` the
+    server's own ``--host`` applies and nothing is published.
+    """
+    host_network = uses_host_network(profile.docker_args)
+    inside = config if host_network else replace(config, host="0.0.0.0")
     argv = ["docker", "run", "-d", "--name", profile.container, *profile.docker_args]
     for name, value in config.env:
         argv += ["-e", f"{name}={value}"]
     if config.working_directory:
         argv += ["-w", config.working_directory]
-    argv += ["-p", f"127.0.0.1:{config.port}:{config.port}", profile.image]
-    argv += list(to_argv(inside))
+    if not host_network:
+        argv += ["-p", f"127.0.0.1:{config.port}:{config.port}"]
+    argv += [profile.image, *to_argv(inside)]
     return argv
 
 
@@ -222,6 +236,7 @@ class DockerBackend:
         )
         if not result.ok and "No such container" not in result.stderr:
             raise TransportError(f"docker stop {self._profile.container}: {result.stderr}")
+        await self._remove()
 
     async def status(self) -> ServiceStatus:
         result = await self._transport.run(
