@@ -3,10 +3,11 @@
 Why: the console parses the journal as it streams; a burst (a start-up, a traceback flood, a
 busy benchmark) must never back up the UI. Target: >= 200,000 lines/s for a realistic mix.
 
-The mix is built from the real-format fixtures in tests/data/logs: a full start-up sequence
-followed by steady state, where most lines are Decode/Prefill statistics and HTTP access
-lines, with occasional warnings and one traceback, in the journal format the console reads
-(``journalctl -o cat``) and, separately, ``-o short-iso``.
+The mix is built from the real-format fixtures in tests/data/logs: a full start-up sequence,
+then steady state under a benchmark (HTTP access, Prefill and Decode statistics lines; see
+:func:`realistic_mix`), then a crash with its traceback, in the journal format the console
+reads (``journalctl -o cat``) and, separately, ``-o short-iso``. The worst case (statistics
+lines only) is printed too.
 
 Run: ``.venv/bin/python benchmarks/log_parser.py [--lines N] [--repeat R]``
 """
@@ -37,23 +38,28 @@ ACCESS = (
 )
 
 
-def realistic_mix(n: int) -> list[str]:
-    """``n`` lines: start-up, steady state (decode/prefill/access), a warning and a crash."""
+def realistic_mix(n: int, decode_share: int = 4) -> list[str]:
+    """``n`` lines: a start-up, then steady state, then a crash.
+
+    Steady state per 20 lines: ``decode_share`` Decode lines, 6 Prefill lines, HTTP access
+    lines for the rest but 1 other line. A server under a 64-concurrency benchmark logs a
+    Decode line every 40 iterations (about one a second) and an access line and about one
+    Prefill line per request (several a second), so the default (4 of 20 Decode) is already
+    decode-heavy; ``decode_share=14`` is the worst case (statistics lines only).
+    """
     startup = (LOGS / "sglang_latest_eagle3_startup.log").read_text().splitlines()
     crash = (LOGS / "fatal_cuda_oom.log").read_text().splitlines()[5:]
     lines = list(startup)
     i = 0
     while len(lines) < n - len(crash):
-        k = i % 10
-        if k < 5:
+        k = i % 20
+        if k < decode_share:
             lines.append(
                 DECODE.format(r=i % 64, t=1000 + i, u=i % 100, a=i % 97, g=i % 5000, q=i % 7)
             )
-        elif k < 7:
-            lines.append(
-                PREFILL.format(r=i % 64, t=100 + i % 4000, u=i % 100, q=i % 7, g=i % 9000)
-            )
-        elif k < 9:
+        elif k < decode_share + 6:
+            lines.append(PREFILL.format(r=i % 64, t=100 + i % 4000, u=i % 100, q=i % 7, g=i % 9000))
+        elif k < 19:
             lines.append(ACCESS.format(p=40000 + i % 20000))
         else:
             lines.append("[2026-07-20 10:27:57] Cache flushed successfully!")
@@ -111,8 +117,13 @@ def main() -> None:
     print(f"log parser, realistic mix (-o short-iso): {rate_iso:,.0f} lines/s")
     rate_chunks = measure_chunks(mix, args.repeat)
     print(f"log parser, realistic mix via feed_chunk(64 KiB): {rate_chunks:,.0f} lines/s")
+    worst, _ = measure(realistic_mix(args.lines, decode_share=14), args.repeat)
+    print(f"log parser, worst case (statistics lines only, -o cat): {worst:,.0f} lines/s")
     target = 200_000
-    print(f"target >= {target:,} lines/s: {'met' if min(rate, rate_iso) >= target else 'NOT met'}")
+    print(
+        f"target >= {target:,} lines/s (realistic mix): "
+        f"{'met' if min(rate, rate_iso) >= target else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

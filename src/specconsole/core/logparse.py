@@ -314,6 +314,7 @@ def _word_after(text: str, key: str) -> str | None:
 
 
 _INT, _FLOAT, _BOOL = 0, 1, 2
+_STATS_HEADS = frozenset(("Decode", "Prefill"))
 
 _DECODE_KEYS: dict[str, tuple[str, int]] = {
     "#running-req": ("running_req", _INT),
@@ -654,11 +655,12 @@ class LogParser:
             return out
         if not body:
             return out
-        if "Traceback (most recent call last)" in body:
-            self._open_group(body, ts, rank, vkey)
-            return out
         sp = body.find(" ")
         head = body[:sp] if sp > 0 else body
+        # Statistics lines (the bulk of a busy log) cannot hold a traceback: skip the scan.
+        if head not in _STATS_HEADS and "Traceback (most recent call last)" in body:
+            self._open_group(body, ts, rank, vkey)
+            return out
         eq = head.find("=")
         if eq > 0:
             head = head[:eq]
@@ -789,22 +791,28 @@ class LogParser:
     def _on_decode(self, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
         if not body.startswith("Decode batch"):
             return []
-        split = _stats_rest(body, 12)
-        if split is None:
-            return []
-        iteration, rest = split
-        kv = _key_values(rest, _DECODE_KEYS)
-        return [DecodeStats(timestamp=ts, rank=rank, iteration=iteration, **kv)]  # type: ignore[arg-type]
+        if body[12:14] == ", ":  # the common (v0.5.5+) form, without the iteration counter
+            kv = _key_values(body[14:].rstrip(", "), _DECODE_KEYS)
+        else:
+            split = _stats_rest(body, 12)
+            if split is None:
+                return []
+            kv = _key_values(split[1], _DECODE_KEYS)
+            kv["iteration"] = split[0]
+        return [DecodeStats(timestamp=ts, rank=rank, **kv)]  # type: ignore[arg-type]
 
     def _on_prefill(self, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
         if not body.startswith("Prefill batch"):
             return []
-        split = _stats_rest(body, 13)
-        if split is None:
-            return []
-        iteration, rest = split
-        kv = _key_values(rest, _PREFILL_KEYS)
-        return [PrefillStats(timestamp=ts, rank=rank, iteration=iteration, **kv)]  # type: ignore[arg-type]
+        if body[13:15] == ", ":
+            kv = _key_values(body[15:].rstrip(", "), _PREFILL_KEYS)
+        else:
+            split = _stats_rest(body, 13)
+            if split is None:
+                return []
+            kv = _key_values(split[1], _PREFILL_KEYS)
+            kv["iteration"] = split[0]
+        return [PrefillStats(timestamp=ts, rank=rank, **kv)]  # type: ignore[arg-type]
 
     def _on_load_weight(self, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
         key = rank or ""
