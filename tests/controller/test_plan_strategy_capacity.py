@@ -154,7 +154,7 @@ def _record(
     base_plan=None,
 ) -> TrialRecord:  # type: ignore[no-untyped-def]
     p = base_plan or plan()
-    cfg = replace(p.base, speculative_num_steps=steps)
+    cfg = p.at(p.base, speculative_num_steps=steps)
     lv = (
         (
             LevelSummary(concurrency=1, output_tok_s=single, per_request_tok_s=single, completed=1),
@@ -200,7 +200,7 @@ def test_boundary_cancelled_trials_are_retried_skipped_are_not() -> None:
     p = plan()
     trials = [_record(1, TrialStatus.CANCELLED)]
     assert _steps_of(next_trial(p, trials)) == 1
-    skipped = [replace(p.base, speculative_num_steps=1)]
+    skipped = [p.at(p.base, speculative_num_steps=1)]
     assert _steps_of(next_trial(p, trials, skipped)) == 2
 
 

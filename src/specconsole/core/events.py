@@ -173,6 +173,8 @@ class LogLines(Outcome):
 
     lines: tuple[str, ...]
     source_time: float | None = None
+    trial_index: int | None = None
+    """The trial whose captured log these lines belong to (None: no trial)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

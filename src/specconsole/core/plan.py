@@ -141,14 +141,48 @@ class SweepPlan:
             return self.min_kv_tokens
         return self.bench.input_len + self.bench.output_len
 
+    @property
+    def derives_draft_tokens(self) -> bool:
+        """True when draft tokens follow the steps (``topk == 1``, draft tokens not given).
+
+        SGLang insists on all three tree sizes or none, and with ``topk == 1`` it forces
+        ``draft tokens = steps + 1`` anyway; so a plan that sweeps steps at topk 1 without
+        naming draft tokens gets them derived per trial.
+        """
+        names = {name for name, _values in self.axes}
+        return (
+            "speculative_num_draft_tokens" not in names
+            and self.base.speculative_num_draft_tokens is None
+        )
+
+    def derive(self, config: ServerConfig) -> ServerConfig:
+        """Fill in derived fields (draft tokens = steps + 1 at topk 1, see above)."""
+        if (
+            self.derives_draft_tokens
+            and config.speculative_eagle_topk == 1
+            and config.speculative_num_steps is not None
+        ):
+            return replace(config, speculative_num_draft_tokens=config.speculative_num_steps + 1)
+        return config
+
+    def at(self, config: ServerConfig, **values: Any) -> ServerConfig:
+        """``config`` with ``values`` applied and derived fields recomputed."""
+        return self.derive(replace(config, **values))
+
+    def underived(self, config: ServerConfig) -> ServerConfig:
+        """``config`` with derived fields blanked (to compare trials on the axes only)."""
+        if self.derives_draft_tokens:
+            return replace(config, speculative_num_draft_tokens=None)
+        return config
+
     def grid(self) -> list[ServerConfig]:
         """Every combination of the axes applied to the base, in order."""
         if not self.axes:
-            return [self.base]
+            return [self.derive(self.base)]
         names = [name for name, _values in self.axes]
         out: list[ServerConfig] = []
         for combo in itertools.product(*(values for _name, values in self.axes)):
-            out.append(replace(self.base, **dict(zip(names, combo, strict=True))))
+            out.append(self.at(self.base, **dict(zip(names, combo, strict=True))))
         return out
 
 

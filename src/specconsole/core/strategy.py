@@ -90,8 +90,8 @@ def _walks(plan: SweepPlan) -> list[_Walk]:
     return list(seen.values())
 
 
-def _at(walk: _Walk, axis: str, value: Any) -> ServerConfig:
-    return replace(walk.base, **{axis: value})
+def _at(plan: SweepPlan, walk: _Walk, axis: str, value: Any) -> ServerConfig:
+    return plan.at(walk.base, **{axis: value})
 
 
 def next_trial(
@@ -126,12 +126,12 @@ def _next_boundary(
     status: dict[ServerConfig, TrialStatus],
     blocked: set[ServerConfig],
 ) -> Proposal | None:
-    good, bad = _good_bad(walk, axis, status)
+    good, bad = _good_bad(plan, walk, axis, status)
     hi = min(bad) if bad else None
     for v in walk.values:
         if hi is not None and v >= hi:
             break
-        cfg = _at(walk, axis, v)
+        cfg = _at(plan, walk, axis, v)
         if cfg not in blocked:
             return Proposal(cfg, f"walk {axis} upwards: {v}")
     if hi is None:
@@ -140,24 +140,24 @@ def _next_boundary(
     if not below:
         return None  # even the smallest value fails: nothing to bisect
     lo = max(below)
-    candidates = [v for v in range(int(lo) + 1, int(hi)) if _at(walk, axis, v) not in blocked]
+    candidates = [v for v in range(int(lo) + 1, int(hi)) if _at(plan, walk, axis, v) not in blocked]
     if not candidates:
         return None
     mid = (lo + hi) // 2
     pick = min(candidates, key=lambda v: (abs(v - mid), v))
     return Proposal(
-        _at(walk, axis, pick),
+        _at(plan, walk, axis, pick),
         f"bisect {axis} between {lo} (loads) and {hi} (fails): try {pick}",
     )
 
 
 def _good_bad(
-    walk: _Walk, axis: str, status: dict[ServerConfig, TrialStatus]
+    plan: SweepPlan, walk: _Walk, axis: str, status: dict[ServerConfig, TrialStatus]
 ) -> tuple[list[Any], list[Any]]:
     good: list[Any] = []
     bad: list[Any] = []
     for cfg, st in status.items():
-        if replace(cfg, **{axis: getattr(walk.base, axis)}) != walk.base:
+        if not _same_walk(plan, walk, axis, cfg):
             continue
         (good if st in SUCCESS else bad).append(getattr(cfg, axis))
     return good, bad
@@ -177,7 +177,7 @@ def _next_plateau(
             latest[t.config] = t
     previous: TrialRecord | None = None
     for v in walk.values:
-        cfg = _at(walk, axis, v)
+        cfg = _at(plan, walk, axis, v)
         st = status.get(cfg)
         if st is None:
             if cfg in blocked:
@@ -217,7 +217,7 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
         if len(walks) > 1:
             others = [n for n, _v in plan.axes if n != axis]
             prefix = ", ".join(f"{n}={v}" for n, v in zip(others, walk.key, strict=True)) + ": "
-        good, bad = _good_bad(walk, axis, status)
+        good, bad = _good_bad(plan, walk, axis, status)
         if plan.strategy is StrategyKind.BOUNDARY:
             out.append(prefix + _boundary_sentence(axis, good, bad))
         else:
@@ -234,7 +234,7 @@ def boundary_result(
         return None, None
     status, _blocked = _outcomes(trials, ())
     walk = _walks(plan)[0]
-    good, bad = _good_bad(walk, axis, status)
+    good, bad = _good_bad(plan, walk, axis, status)
     hi = min(bad) if bad else None
     below = [g for g in good if hi is None or g < hi]
     return (max(below) if below else None), hi
@@ -264,7 +264,7 @@ def _plateau_sentence(
 ) -> str:
     best: TrialRecord | None = None
     for t in trials:
-        if t.status in SUCCESS and _same_walk(walk, axis, t.config):
+        if t.status in SUCCESS and _same_walk(plan, walk, axis, t.config):
             s = t.single_request_tok_s or 0.0
             if best is None or s > (best.single_request_tok_s or 0.0):
                 best = t
@@ -278,5 +278,7 @@ def _plateau_sentence(
     )
 
 
-def _same_walk(walk: _Walk, axis: str, config: ServerConfig) -> bool:
-    return replace(config, **{axis: getattr(walk.base, axis)}) == walk.base
+def _same_walk(plan: SweepPlan, walk: _Walk, axis: str, config: ServerConfig) -> bool:
+    """True when ``config`` lies on ``walk`` (equal except on the axis and derived fields)."""
+    here = plan.underived(replace(config, **{axis: getattr(walk.base, axis)}))
+    return here == plan.underived(walk.base)

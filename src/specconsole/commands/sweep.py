@@ -1,0 +1,211 @@
+"""``specconsole sweep | resume | report | sessions``: sweeps without the console, and their
+records.
+
+Why these four together: they are the session life cycle. ``sweep PLAN.toml --headless``
+creates a session folder and runs the plan's trials with line-by-line progress; ``resume``
+continues a session where it stopped (reattaching to a server that is already up with the
+planned configuration); ``report`` prints the seed table, Pareto set, best configuration per
+concurrency and a chart from the folder alone; ``sessions`` lists the folders.
+
+``{python}`` in a plan's launcher/extra_args/env is replaced by this interpreter
+(``sys.executable``), so the demo plan finds the simulator in the same virtualenv.
+
+Exit codes (headless): 0 finished, 1 trials could not run (operation failures) or bad input,
+3 paused after a crash under ``--on-crash pause`` (resume to continue), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from specconsole.core.plan import PlanError, SweepPlan, loads_plan, resolve_placeholders
+from specconsole.core.state import CrashPolicy
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``sweep``, ``resume``, ``report`` and ``sessions``."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="run a sweep plan (deploy, load, benchmark, record each configuration)",
+        description=(
+            "Run the sweep described by PLAN.toml: each trial deploys a configuration, "
+            "watches it load, benchmarks the ladder and records everything in a session "
+            "folder. With --headless progress is printed line by line and the exit code "
+            "says how it ended (0 finished, 1 failures, 3 paused after a crash, 130 "
+            "interrupted)."
+        ),
+    )
+    p.add_argument("plan", type=Path, help="the sweep plan (see examples/demo-sweep.toml)")
+    p.add_argument(
+        "--headless",
+        action="store_true",
+        help="no console: print progress lines (needed for scripts and CI)",
+    )
+    p.add_argument(
+        "--session",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder to create the session folder in (default: the user data dir)",
+    )
+    p.add_argument(
+        "--on-crash",
+        choices=[c.value for c in CrashPolicy],
+        default=None,
+        help="override the plan's crash policy; headless 'pause' records the "
+        "crash and exits with code 3 (resume continues)",
+    )
+    p.set_defaults(handler=_cmd_sweep)
+
+    r = subparsers.add_parser(
+        "resume",
+        help="continue a session where it stopped (headless)",
+        description=(
+            "Continue the sweep recorded in SESSION: finished trials are kept, the strategy "
+            "picks the next configuration, and a server already up with that configuration "
+            "is reattached instead of restarted."
+        ),
+    )
+    r.add_argument("session", type=Path, help="the session folder")
+    r.add_argument(
+        "--on-crash",
+        choices=[c.value for c in CrashPolicy],
+        default=None,
+        help="override the crash policy for the rest of the sweep",
+    )
+    r.set_defaults(handler=_cmd_resume)
+
+    rep = subparsers.add_parser(
+        "report",
+        help="print a session's report (table, Pareto set, best per level, chart)",
+        description="Print the report of the session folder SESSION.",
+    )
+    rep.add_argument("session", type=Path, help="the session folder")
+    rep.add_argument(
+        "--format",
+        choices=["md", "csv", "json"],
+        default="md",
+        help="markdown (default), CSV of the table, or JSON",
+    )
+    rep.set_defaults(handler=_cmd_report)
+
+    s = subparsers.add_parser(
+        "sessions", help="list session folders", description="List recorded sessions."
+    )
+    s.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="folder holding sessions (default: the user data dir)",
+    )
+    s.set_defaults(handler=_cmd_sessions)
+
+
+def _error(text: str) -> int:
+    print(f"specconsole: error: {text}", file=sys.stderr)
+    return 1
+
+
+def load_plan_file(path: Path) -> SweepPlan:
+    """Read and parse a plan file, resolving ``{python}``; raises PlanError with the path."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError(f"cannot read the plan {path}: {exc.strerror or exc}") from None
+    try:
+        plan = loads_plan(text)
+    except PlanError as exc:
+        raise PlanError(f"{path}: {exc}") from None
+    return resolve_placeholders(plan, {"python": sys.executable})
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from specconsole.paths import sessions_dir
+    from specconsole.session.store import Session
+
+    try:
+        plan = load_plan_file(args.plan)
+    except PlanError as exc:
+        return _error(str(exc))
+    if not args.headless:
+        try:
+            from specconsole.commands import tui  # noqa: F401  (the console, if built)
+        except ImportError:
+            return _error("the console is not available here; add --headless")
+        return _error(
+            f"to watch the sweep in the console run `specconsole tui {args.plan}`; "
+            "add --headless to run it without the console"
+        )
+    policy = CrashPolicy(args.on_crash) if args.on_crash else None
+    parent = args.session if args.session is not None else sessions_dir()
+    try:
+        session = Session.create(parent, plan)
+    except OSError as exc:
+        return _error(f"cannot create the session folder under {parent}: {exc}")
+    from specconsole.controller.headless import run_headless
+
+    try:
+        return asyncio.run(run_headless(plan, session, policy=policy))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    from specconsole.controller.headless import run_headless
+    from specconsole.session.store import Session, SessionError
+
+    try:
+        session = Session.open(args.session)
+        plan = resolve_placeholders(session.load_plan(), {"python": sys.executable})
+    except (SessionError, PlanError) as exc:
+        return _error(str(exc))
+    policy = CrashPolicy(args.on_crash) if args.on_crash else None
+    if policy is None:
+        saved = session.read_meta().get("session", {}).get("policy")
+        if saved in {c.value for c in CrashPolicy}:
+            policy = CrashPolicy(saved)
+    try:
+        return asyncio.run(run_headless(plan, session, policy=policy, resume=True))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from specconsole.session.report import render
+    from specconsole.session.store import Session, SessionError
+
+    try:
+        session = Session.open(args.session)
+    except SessionError as exc:
+        return _error(str(exc))
+    try:
+        plan: SweepPlan | None = session.load_plan()
+    except PlanError:
+        plan = None
+    trials = session.load_trials()
+    title = ""
+    if plan is not None:
+        title = plan.name or session.path.name
+    print(render(trials, plan, args.format, title=title), end="" if args.format == "csv" else "\n")
+    return 0
+
+
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    from specconsole.paths import sessions_dir
+    from specconsole.session.store import list_sessions
+
+    parent = args.dir if args.dir is not None else sessions_dir()
+    found = list_sessions(parent)
+    if not found:
+        print(f"no sessions in {parent}")
+        return 0
+    for s in found:
+        when = (
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(s.updated_at)) if s.updated_at else "?"
+        )
+        print(f"{s.path}  {when}  {s.status:<18} {s.trials:>3} trials  {s.name}")
+    return 0

@@ -1,0 +1,219 @@
+"""Headless sweeps: the same controller, with line-by-line progress instead of a console.
+
+Why: sweeps take hours on a real box and are often started from scripts, CI or a tmux pane
+that nobody watches. The headless driver subscribes a printer to the controller, starts (or
+resumes) the sweep, and turns the outcome into an exit code:
+
+* ``0``: the sweep finished (plan complete or a budget reached). Crashes are results, not
+  failures: a sweep whose steps=10 trial crashed still completed.
+* ``1``: the sweep could not run its trials: an operation failed (deploy, restart, benchmark
+  error, connection lost) in at least one trial, or the controller could not start.
+* ``3``: the crash policy is ``pause`` and a trial crashed. A headless run cannot wait for a
+  decision, so it records the crash, leaves the server as it is and exits;
+  ``specconsole resume SESSION`` continues with the next planned trial (the choice the
+  console's ``r`` key makes), or re-run with ``--on-crash auto``.
+* ``130``: interrupted (Ctrl-C / SIGTERM). The finished trials are on disk; resume continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+from dataclasses import replace
+from typing import TextIO
+
+from specconsole.controller.runtime import Controller
+from specconsole.controller.wiring import open_ports
+from specconsole.core import events as ev
+from specconsole.core.plan import SweepPlan, config_label
+from specconsole.core.state import (
+    ControllerState,
+    CrashPolicy,
+    Phase,
+    TrialRecord,
+    TrialStatus,
+)
+from specconsole.core.strategy import findings
+from specconsole.session.recorder import SessionRecorder
+from specconsole.session.report import render
+from specconsole.session.store import Session
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_PAUSED = 3
+EXIT_INTERRUPTED = 130
+
+
+class ProgressPrinter:
+    """Prints one line per meaningful change (phase, load stage, level, notice)."""
+
+    def __init__(self, out: TextIO, plan: SweepPlan | None) -> None:
+        self.out = out
+        self.plan = plan
+        self._last: tuple[object, ...] = ()
+        self._levels_done: set[tuple[int, int]] = set()
+
+    def _print(self, text: str) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        print(f"[{stamp}] {text}", file=self.out, flush=True)
+
+    def _label(self, record: TrialRecord) -> str:
+        return config_label(record.config, self.plan.base if self.plan else None)
+
+    def __call__(self, state: ControllerState, event: ev.Event) -> None:
+        trial = state.trial
+        key = (state.phase, state.load_stage, trial.index if trial else None)
+        if key != self._last:
+            self._last = key
+            if trial is not None and state.phase is not Phase.RECORDING:
+                stage = f" ({state.load_stage.value})" if state.load_stage else ""
+                self._print(
+                    f"trial {trial.index + 1}/{state.trial_total} {self._label(trial)}: "
+                    f"{state.phase.value}{stage}"
+                )
+        if isinstance(event, ev.Intent) and state.notice and state.notice.at == event.at:
+            self._print(f"{state.notice.level}: {state.notice.text}")
+        if isinstance(event, ev.BenchFinished) and trial is not None:
+            for lv in event.levels:
+                self._print(
+                    f"  c={lv.concurrency:<3} aggregate {lv.output_tok_s:8.1f} tok/s   "
+                    f"per request {lv.per_request_tok_s:7.1f} tok/s   "
+                    f"completed {lv.completed} failed {lv.failed}"
+                )
+        if isinstance(event, ev.TrialRecorded) and state.trials:
+            self._summarise(state.trials[-1])
+        if isinstance(event, ev.FatalSeen | ev.ServiceExited | ev.TimerFired) and (
+            state.phase is Phase.CRASHED and trial is not None and trial.crash is not None
+        ):
+            crash = trial.crash
+            self._print(f"CRASH detected in {crash.phase.value}: {crash.cause}: {crash.message}")
+            for fix in crash.fixes[:4]:
+                self._print(f"  fix: {fix}")
+        if isinstance(event, ev.ConnectionChanged):
+            self._print(f"connection {event.state.value} {event.detail}".rstrip())
+
+    def _summarise(self, record: TrialRecord) -> None:
+        parts = [f"trial {record.index + 1} {self._label(record)}: {record.status.value}"]
+        if record.capacity is not None:
+            parts.append(f"capacity {record.capacity:,}")
+        if record.single_request_tok_s is not None:
+            parts.append(f"single {record.single_request_tok_s:.1f} tok/s")
+        if record.peak_aggregate_tok_s is not None:
+            parts.append(
+                f"peak {record.peak_aggregate_tok_s:.1f} tok/s (c={record.peak_concurrency})"
+            )
+        if record.accept_length is not None:
+            parts.append(f"accept {record.accept_length:.2f}")
+        if record.predicted is not None and not record.predicted.feasible:
+            parts.append("predicted infeasible")
+        if record.errors:
+            parts.append("; ".join(record.errors))
+        self._print(", ".join(parts))
+
+
+def exit_code_for(state: ControllerState, interrupted: bool = False) -> int:
+    """The headless exit code for the final state (see the module docstring)."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    if state.phase is Phase.AWAITING_DECISION:
+        return EXIT_PAUSED
+    if any(t.status is TrialStatus.FAILED for t in state.trials):
+        return EXIT_FAILED
+    if state.phase is Phase.DONE:
+        return EXIT_OK
+    return EXIT_FAILED
+
+
+async def run_headless(
+    plan: SweepPlan,
+    session: Session,
+    *,
+    policy: CrashPolicy | None = None,
+    resume: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Run (or resume) a sweep to its end; returns the exit code."""
+    policy = policy or plan.on_crash
+    trials = tuple(session.load_trials())
+    state = ControllerState(plan=plan, policy=policy, trials=trials)
+    controller_box: list[Controller] = []
+
+    def on_connection(event: ev.Event) -> None:
+        if controller_box:
+            controller_box[0].send(event)
+
+    ports = open_ports(plan.profile, on_connection)
+    recorder = SessionRecorder(
+        session, host=ports.transport.description, service=ports.backend.description
+    )
+    controller = Controller(
+        transport=ports.transport,
+        backend=ports.backend,
+        runner=ports.runner,
+        state=state,
+        recorder=recorder,
+        stop_on_finish=True,
+    )
+    controller_box.append(controller)
+    printer = ProgressPrinter(out, plan)
+    controller.subscribe(printer)
+    interrupted = False
+
+    def on_decision(state: ControllerState, event: ev.Event) -> None:
+        if state.phase is Phase.AWAITING_DECISION and not state.quitting:
+            printer._print(
+                "paused after a crash (policy 'pause'): a headless run cannot wait for a "
+                f"decision. Resume with: specconsole resume {session.path}"
+            )
+            controller.send(ev.Quit())
+
+    controller.subscribe(on_decision)
+
+    def on_signal() -> None:
+        nonlocal interrupted
+        interrupted = True
+        printer._print("interrupted: stopping (the server is left running); resume later")
+        controller.send(ev.Quit())
+
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal)
+            installed.append(sig)
+    if resume:
+        printer._print(f"resuming {session.path} ({len(trials)} trials recorded)")
+    else:
+        printer._print(f"session {session.path}")
+    controller.send(ev.StartSweep(plan=plan, policy=policy, resume=resume))
+    try:
+        await controller.run()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        recorder.close()
+        with contextlib.suppress(Exception):
+            await ports.transport.close()
+    final = controller.state
+    code = exit_code_for(final, interrupted)
+    if final.phase is Phase.DONE:
+        printer._print(f"sweep finished: {final.finished_reason}")
+        for line in findings(plan, final.trials):
+            printer._print(line)
+    print("", file=out)
+    print(render(final.trials, plan, "md"), file=out, flush=True)
+    return code
+
+
+def resumable_plan(session: Session, python: str) -> SweepPlan:
+    """The session's plan with run-time placeholders resolved."""
+    from specconsole.core.plan import resolve_placeholders
+
+    return resolve_placeholders(session.load_plan(), {"python": python})
+
+
+def with_policy(plan: SweepPlan, policy: CrashPolicy | None) -> SweepPlan:
+    return plan if policy is None else replace(plan, on_crash=policy)

@@ -1,0 +1,73 @@
+"""The session recorder: the controller's ``TrialRecorder`` backed by a session folder.
+
+Why a separate object: the runtime must not know about files, and the session folder must
+not know about asyncio. The recorder turns the three things the runtime reports (a finished
+trial, the progress snapshot, captured log lines) into durable writes: trials are appended and
+fsync'd before the controller moves on, progress is rewritten atomically, logs are appended
+per trial.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import IO, Any
+
+from specconsole.core.plan import config_label
+from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.session.store import Session
+
+
+class SessionRecorder:
+    """Writes a controller's trials, progress and logs into one session folder."""
+
+    def __init__(self, session: Session, *, host: str = "", service: str = "") -> None:
+        self.session = session
+        self.host = host
+        self.service = service
+        self._logs: dict[int, IO[str]] = {}
+
+    def record(self, record: TrialRecord, bench: dict[str, Any] | None) -> TrialRecord:
+        plan_base = None
+        try:
+            plan_base = self.session.load_plan().base
+        except Exception:
+            plan_base = None
+        record = replace(record, log_file=self.session.log_relpath(record.index))
+        handle = self._logs.pop(record.index, None)
+        if handle is not None:
+            handle.close()
+        self.session.append_trial(record, label=config_label(record.config, plan_base), bench=bench)
+        return record
+
+    def save(self, state: ControllerState) -> None:
+        status = state.phase.value
+        if state.quitting and state.busy:
+            status = "interrupted"
+        self.session.write_meta(
+            {
+                "status": status,
+                "trials": len(state.trials),
+                "sweep_active": state.sweep_active,
+                "finished_reason": state.finished_reason,
+                "policy": state.policy.value,
+                "host": self.host,
+                "service": self.service,
+                "sweep_started_at": state.sweep_started_at,
+                "deployed_hash": None if state.deployed is None else state.deployed.artifact_hash,
+            }
+        )
+
+    def log_lines(self, trial_index: int | None, lines: tuple[str, ...]) -> None:
+        if trial_index is None:
+            return
+        handle = self._logs.get(trial_index)
+        if handle is None:
+            handle = self.session.open_log(trial_index)
+            self._logs[trial_index] = handle
+        handle.write("\n".join(lines) + "\n")
+        handle.flush()
+
+    def close(self) -> None:
+        for handle in self._logs.values():
+            handle.close()
+        self._logs.clear()
