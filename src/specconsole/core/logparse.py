@@ -315,6 +315,7 @@ def _word_after(text: str, key: str) -> str | None:
 
 _INT, _FLOAT, _BOOL = 0, 1, 2
 _STATS_HEADS = frozenset(("Decode", "Prefill"))
+_Handler = Callable[["LogParser", str, "str | None", "str | None"], "list[LogEvent]"]
 
 _DECODE_KEYS: dict[str, tuple[str, int]] = {
     "#running-req": ("running_req", _INT),
@@ -462,41 +463,6 @@ class LogParser:
         self._fatal_seen = False
         self._stopping = False
         self._after_asgi_error = False
-        self._heads: dict[str, Callable[[str, str | None, str | None], list[LogEvent]]] = {
-            "Decode": self._on_decode,
-            "Prefill": self._on_prefill,
-            "Load": self._on_load_weight,
-            "KV": self._on_kv,
-            "Memory": self._on_memory_pool,
-            "Capture": self._on_capture,
-            "max_total_num_tokens": self._on_capacity,
-            "The": self._on_the,
-            "Init": self._on_init,
-            "server_args": self._on_server_args,
-            "Max": self._on_max_reset,
-            "max_running_requests": self._on_max_reduced,
-            "speculative_num_draft_tokens": self._on_draft_adjusted,
-            "Mixed": self._on_mixed,
-            "Overlap": self._on_overlap,
-            "Spec": self._on_overlap,
-            "Not": self._on_not_enough,
-            "Loaded": self._on_not_enough,
-            "Rank": self._on_rank_died,
-            "Received": self._on_sigquit,
-            "Initialization": self._on_init_failed,
-            # vLLM
-            "GPU": self._on_vllm_kv,
-            "Maximum": self._on_vllm_concurrency,
-            "SpecDecoding": self._on_vllm_spec,
-            "Engine": self._on_vllm_engine,
-            "INFO:": self._on_uvicorn,
-            "Application": self._on_uvicorn,
-            "Starting": self._on_vllm_starting,
-            "Model": self._on_vllm_model_loading,
-            "Loading": self._on_vllm_model_loading,
-            "Graph": self._on_vllm_graph,
-            "Capturing": self._on_vllm_graph,
-        }
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -664,9 +630,9 @@ class LogParser:
         eq = head.find("=")
         if eq > 0:
             head = head[:eq]
-        handler = self._heads.get(head)
+        handler = _HEADS.get(head)
         if handler is not None:
-            events = handler(body, ts, rank)
+            events = handler(self, body, ts, rank)
             if events:
                 if not self._weights_started and not isinstance(
                     events[0], ProcessStarting | TuningWarning | FatalError
@@ -1193,6 +1159,44 @@ class LogParser:
         if body.startswith("Capturing CUDA graph"):
             return [CudaGraphBegin(timestamp=ts, rank=rank)]
         return []
+
+
+_HEADS: dict[str, _Handler] = {
+    "Decode": LogParser._on_decode,
+    "Prefill": LogParser._on_prefill,
+    "Load": LogParser._on_load_weight,
+    "KV": LogParser._on_kv,
+    "Memory": LogParser._on_memory_pool,
+    "Capture": LogParser._on_capture,
+    "max_total_num_tokens": LogParser._on_capacity,
+    "The": LogParser._on_the,
+    "Init": LogParser._on_init,
+    "server_args": LogParser._on_server_args,
+    "Max": LogParser._on_max_reset,
+    "max_running_requests": LogParser._on_max_reduced,
+    "speculative_num_draft_tokens": LogParser._on_draft_adjusted,
+    "Mixed": LogParser._on_mixed,
+    "Overlap": LogParser._on_overlap,
+    "Spec": LogParser._on_overlap,
+    "Not": LogParser._on_not_enough,
+    "Loaded": LogParser._on_not_enough,
+    "Rank": LogParser._on_rank_died,
+    "Received": LogParser._on_sigquit,
+    "Initialization": LogParser._on_init_failed,
+    # vLLM
+    "GPU": LogParser._on_vllm_kv,
+    "Maximum": LogParser._on_vllm_concurrency,
+    "SpecDecoding": LogParser._on_vllm_spec,
+    "Engine": LogParser._on_vllm_engine,
+    "INFO:": LogParser._on_uvicorn,
+    "Application": LogParser._on_uvicorn,
+    "Starting": LogParser._on_vllm_starting,
+    "Model": LogParser._on_vllm_model_loading,
+    "Loading": LogParser._on_vllm_model_loading,
+    "Graph": LogParser._on_vllm_graph,
+    "Capturing": LogParser._on_vllm_graph,
+}
+"""First word of a message -> its handler: one dict lookup routes every line."""
 
 
 def parse_lines(lines: Iterable[str], engine: Engine | None = None) -> list[LogEvent]:
