@@ -9,6 +9,8 @@ import itertools
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from specconsole.core.config import ServerConfig, SpecAlgorithm
 from specconsole.sim.args import (
@@ -253,3 +255,45 @@ def test_predict_uses_the_configs_sim_profile(tmp_path: Path, profile: Profile) 
 def test_profile_is_frozen_data(profile: Profile) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         profile.gpu.count = 8  # type: ignore[misc]
+
+
+# ------------------------------------------------------------------------- properties
+
+_configs = st.builds(
+    lambda steps, topk, extra, frac, bs, running, tp: calibration_config(
+        load_default_profile(), steps, speculative_eagle_topk=topk,
+        speculative_num_draft_tokens=min(steps * topk + 1, steps + 1 + extra),
+        mem_fraction_static=frac, cuda_graph_max_bs=bs, max_running_requests=running,
+        tp_size=tp),
+    st.integers(1, 12), st.integers(1, 4), st.integers(0, 12),
+    st.floats(0.5, 0.97), st.integers(1, 256), st.integers(1, 256), st.sampled_from([2, 4]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(cfg=_configs, concurrency=st.integers(1, 128), input_len=st.integers(1, 8192),
+       output_len=st.integers(1, 2048))
+def test_predict_is_total_and_physical(cfg: ServerConfig, concurrency: int, input_len: int,
+                                       output_len: int) -> None:
+    p = predict(cfg, concurrency, input_len, output_len)
+    if not p.ok:
+        assert p.aggregate_tok_s == 0.0 and p.running == 0
+        return
+    assert 1 <= p.running <= concurrency and p.queued == concurrency - p.running
+    assert 1.0 <= p.accept_length <= (cfg.speculative_num_steps or 0) + 1
+    assert p.step_time_s > 0 and p.ttft_s > 0
+    # No request can beat the decode rate, and the wave shares one step clock.
+    assert p.per_request_tok_s <= p.decode_tok_s_per_request * output_len / max(output_len - 1, 1)
+    assert p.aggregate_tok_s == pytest.approx(p.running * p.per_request_tok_s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cfg=_configs)
+def test_capacity_never_rises_with_more_draft_tokens(cfg: ServerConfig) -> None:
+    profile = load_default_profile()
+    wider = dataclasses.replace(
+        cfg, speculative_num_steps=(cfg.speculative_num_steps or 1) + 1,
+        speculative_num_draft_tokens=(cfg.speculative_num_draft_tokens or 1) + 1)
+    a = plan_memory(resolve_config(cfg, profile), profile).max_total_num_tokens
+    b = plan_memory(resolve_config(wider, profile), profile).max_total_num_tokens
+    assert b <= a
