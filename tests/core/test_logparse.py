@@ -847,3 +847,22 @@ def test_vllm_ready_needs_vllm() -> None:
     assert auto.feed(line) == []  # no vLLM line seen yet
     auto.feed("INFO 07-20 10:30:01 [api_server.py:1885] vLLM API server version 0.11.0")
     assert auto.feed(line) == [Ready(timestamp=None)]
+
+
+def test_signature_in_the_middle_of_a_huge_traceback_is_kept() -> None:
+    lines = ["Traceback (most recent call last):"]
+    lines += [f'  File "/x/a{i}.py", line {i}, in f' for i in range(500)]
+    lines += [
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 9.00 GiB.",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+    ]
+    lines += [f'  File "/x/b{i}.py", line {i}, in g' for i in range(500)]
+    lines.append("RuntimeError: something generic")
+    (fatal,) = only(parse_lines(lines), FatalError)
+    assert fatal.cause is FatalCause.CUDA_OOM
+    assert "Tried to allocate 9.00 GiB" in fatal.excerpt
+    assert fatal.excerpt.splitlines()[-1] == "RuntimeError: something generic"
+    assert len(fatal.excerpt.splitlines()) <= 12 + 1 + 8 + 48

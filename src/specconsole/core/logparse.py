@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -272,7 +273,7 @@ _CHAIN_MARKERS = (
     "During handling of the above exception",
     "The above exception was the direct cause",
 )
-_MAX_GROUP_LINES = 400
+_MAX_EVIDENCE = 8
 _EXCERPT_HEAD = 12
 _EXCERPT_TAIL = 48
 
@@ -419,27 +420,47 @@ def _stats_rest(body: str, start: int) -> tuple[int | None, str] | None:
 
 @dataclass(slots=True)
 class _Group:
-    """An open traceback group (lines accumulate until it closes)."""
+    """An open traceback group (lines accumulate until it closes).
+
+    Memory is bounded however long the traceback: the first lines, a sliding window of the
+    last ones, and, from the lines that slid out, those that carry a fatal signature (they
+    prove the cause, so they stay in the excerpt).
+    """
 
     timestamp: str | None
     rank: str | None
     header_key: str | None
     """vLLM's ``[file.py:N]`` of the opening line: its continuation lines carry the same."""
     fatal: bool = True
-    lines: list[str] = field(default_factory=list)
+    head: list[str] = field(default_factory=list)
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=_EXCERPT_TAIL))
+    evidence: list[str] = field(default_factory=list)
+    """Signature lines (and the last exception line) that slid out of ``tail``."""
     dropped: int = 0
     seen_frame: bool = False
     seen_exception: bool = False
     pending_close: bool = False
 
     def add(self, line: str) -> None:
-        if len(self.lines) < _MAX_GROUP_LINES:
-            self.lines.append(line)
-        else:
-            # Keep the head and a sliding tail; the signatures were already seen on the way.
-            del self.lines[_EXCERPT_HEAD]
-            self.lines.append(line)
+        if len(self.head) < _EXCERPT_HEAD:
+            self.head.append(line)
+            return
+        tail = self.tail
+        if len(tail) == _EXCERPT_TAIL:
+            out = tail[0]
             self.dropped += 1
+            if _signature(out) is not None and len(self.evidence) < _MAX_EVIDENCE:
+                self.evidence.append(out)
+        tail.append(line)
+
+    def classification_lines(self) -> list[str]:
+        return [*self.head, *self.evidence, *self.tail]
+
+    def excerpt(self) -> str:
+        if not self.dropped:
+            return "\n".join([*self.head, *self.tail])
+        marker = f"... ({self.dropped} lines omitted) ..."
+        return "\n".join([*self.head, marker, *self.evidence, *self.tail])
 
 
 class LogParser:
@@ -695,21 +716,9 @@ class LogParser:
         self._group = None
         if not group.fatal:
             return []
-        cause, proof = classify_fatal(group.lines, before_weights=not self._weights_started)
-        lines = group.lines
-        if group.dropped:
-            lines = [
-                *lines[:_EXCERPT_HEAD],
-                f"... ({group.dropped} lines omitted) ...",
-                *lines[_EXCERPT_HEAD:],
-            ]
-        if len(lines) > _EXCERPT_HEAD + _EXCERPT_TAIL + 1:
-            omitted = len(lines) - _EXCERPT_HEAD - _EXCERPT_TAIL
-            lines = [
-                *lines[:_EXCERPT_HEAD],
-                f"... ({omitted} lines omitted) ...",
-                *lines[-_EXCERPT_TAIL:],
-            ]
+        cause, proof = classify_fatal(
+            group.classification_lines(), before_weights=not self._weights_started
+        )
         self._fatal_seen = True
         return [
             FatalError(
@@ -717,7 +726,7 @@ class LogParser:
                 rank=group.rank,
                 cause=cause,
                 summary=proof,
-                excerpt="\n".join(lines),
+                excerpt=group.excerpt(),
                 fixes=FIXES[cause],
                 before_weights=not self._weights_started,
             )
