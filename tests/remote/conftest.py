@@ -12,29 +12,11 @@ from collections.abc import AsyncIterator
 import pytest
 
 from specconsole.core.ports import Transport
-from specconsole.core.profile import HostProfile, TransportKind
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.ssh import SshTransport
 from tests.fixtures.nspawn import nspawn_box  # noqa: F401  (fixture for this package)
 from tests.fixtures.sshd import SshdServer
-
-
-def ssh_profile(sshd: SshdServer, **overrides: object) -> HostProfile:
-    """A profile that reaches the test sshd with host-key checking on."""
-    fields: dict[str, object] = {
-        "transport": TransportKind.SSH,
-        "hostname": sshd.host,
-        "port": sshd.port,
-        "user": sshd.username,
-        "identity_files": (str(sshd.client_key),),
-        "known_hosts": str(sshd.known_hosts),
-        "ssh_config": "",
-        "use_agent": False,
-        "connect_timeout": 10.0,
-        "reconnect_max_delay": 1.0,
-    }
-    fields.update(overrides)
-    return HostProfile(**fields)  # type: ignore[arg-type]
+from tests.remote.helpers import ssh_profile
 
 
 @pytest.fixture(params=["local", "ssh"])

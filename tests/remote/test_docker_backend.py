@@ -31,7 +31,7 @@ from specconsole.remote.docker import (
 )
 from specconsole.remote.local import LocalTransport
 from tests.fixtures.dockerd import DockerEngine, docker_engine  # noqa: F401
-from tests.remote.test_process_backend import READY, counter_config, sim_config
+from tests.remote.helpers import READY, counter_config, sim_config
 
 DATA = Path(__file__).parent / "data" / "docker"
 REPO = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from specconsole.core.profile import HostProfile, ServiceKind, ServiceProfile, T
 from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
 from tests.fixtures.nspawn import NspawnBox
-from tests.remote.test_process_backend import READY, counter_config, sim_config
+from tests.remote.helpers import READY, counter_config, sim_config
 
 pytestmark = [pytest.mark.systemd, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from specconsole.core.ports import ConnectionLost, HostKeyRejected, Transport, T
 from specconsole.core.profile import HostProfile, TransportKind
 from specconsole.remote.ssh import ConnectionEvent, SshTransport
 from tests.fixtures.sshd import SshdServer
-from tests.remote.conftest import ssh_profile
+from tests.remote.helpers import ssh_profile
 
 
 async def test_run_reports_status_and_output(transport: Transport) -> None:
@@ -216,3 +216,38 @@ async def test_reconnect_gives_up_with_connection_lost(sshd: SshdServer) -> None
     finally:
         await ssh.close()
 
+
+
+@pytest.mark.ssh
+async def test_proxy_jump_from_ssh_config(sshd: SshdServer, tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]
+    common = (
+        f"  HostName 127.0.0.1\n  User {sshd.username}\n  IdentityFile {sshd.client_key}\n"
+        f"  UserKnownHostsFile {sshd.known_hosts}\n"
+    )
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Host jump\n{common}  Port {sshd.port}\n\n"
+        f"Host deadjump\n{common}  Port {closed_port}\n\n"
+        f"Host via-jump\n{common}  Port {sshd.port}\n  ProxyJump jump\n\n"
+        f"Host via-deadjump\n{common}  Port {sshd.port}\n  ProxyJump deadjump\n"
+    )
+
+    def profile(alias: str) -> HostProfile:
+        return HostProfile(
+            transport=TransportKind.SSH, alias=alias, ssh_config=str(config), use_agent=False,
+            connect_timeout=5.0,
+        )
+
+    ssh = SshTransport(profile("via-jump"))
+    try:
+        assert (await ssh.run("echo through")).stdout == "through\n"
+    finally:
+        await ssh.close()
+    # The same target behind a jump host that is down cannot be reached: the jump is used.
+    dead = SshTransport(profile("via-deadjump"))
+    with pytest.raises(ConnectionLost, match="cannot connect"):
+        await dead.run("true")
+    await dead.close()
