@@ -3,6 +3,14 @@
 Field names are SGLang's own server-argument names (the flag without ``--``, dashes as
 underscores), so the same word appears in TOML files, the editor, reports and records and
 users never translate between them. ``None`` means "not set: let the server choose".
+
+The same module reads and writes the TOML ``[server]`` table (:func:`config_from_table`,
+:func:`config_to_table`) and applies editor text (:func:`replace_config`), because the table
+*is* this model written down: one list of keys and types (:data:`FIELD_KINDS`) serves files,
+the editor and records, and every bad key or value becomes a :class:`ConfigError` that names
+the key and the fix instead of a ``TypeError`` deep inside a sweep. Range rules (positive
+integers, fractions) are :mod:`specconsole.core.validation`'s, so they can all be shown at
+once.
 """
 
 from __future__ import annotations
