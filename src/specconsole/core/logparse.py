@@ -274,6 +274,12 @@ _CHAIN_MARKERS = (
     "The above exception was the direct cause",
 )
 _MAX_EVIDENCE = 8
+_CONSEQUENCE_TEXTS = (
+    "See root cause above",
+    "Please see the error messages above",
+    "Engine core initialization failed",
+)
+"""Exception texts that only report an earlier failure (no second fatal event)."""
 _EXCERPT_HEAD = 12
 _EXCERPT_TAIL = 48
 
@@ -719,6 +725,12 @@ class LogParser:
         cause, proof = classify_fatal(
             group.classification_lines(), before_weights=not self._weights_started
         )
+        if (
+            self._fatal_seen
+            and cause is FatalCause.UNKNOWN_TRACEBACK
+            and any(text in proof for text in _CONSEQUENCE_TEXTS)
+        ):
+            return []  # e.g. vLLM's front end re-raising "See root cause above."
         self._fatal_seen = True
         return [
             FatalError(
