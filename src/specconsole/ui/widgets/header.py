@@ -1,9 +1,10 @@
 """The status header: where the controller is, for how long, on which box, with what.
 
-Two lines so it fits 80 columns: the first says host/engine/service, the phase (with the
-loading sub-phase or ladder level) and its elapsed time, trial *i of n*, the sweep state and
-the connection; the second is the configuration being tried. Colour comes from the phase's
-tone (``-tone-bad`` etc.), which the stylesheet maps to theme variables.
+Two lines so it fits 80 columns: the first says the phase (with the loading sub-phase or
+ladder level) and its elapsed time, trial *i of n*, the sweep state and the connection; the
+second is the configuration being tried, then host/engine/service (cut first when narrow).
+Colour comes from the phase's tone (``-tone-bad`` etc.), which the stylesheet maps to theme
+variables.
 """
 
 from __future__ import annotations
@@ -53,9 +54,9 @@ class StatusHeader(Static):
                 text.append("  │  ", style=meta_style)
                 text.append(part, style=meta_style)
         text.append("\n ")
-        text.append(view.title, style=title_style)
-        text.append("  │  ", style=meta_style)
         text.append(view.config_summary, style=config_style)
+        text.append("  │  ", style=meta_style)
+        text.append(view.title, style=title_style)
         return text
 
     def notify_style_update(self) -> None:
