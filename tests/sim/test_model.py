@@ -252,6 +252,27 @@ def test_predict_uses_the_configs_sim_profile(tmp_path: Path, profile: Profile) 
     assert predict(custom, 1).per_request_tok_s > 1.5 * predict(base, 1).per_request_tok_s
 
 
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).resolve().parents[2] / "examples" / "sim").glob("*.toml")),
+    ids=lambda p: p.name)
+def test_every_example_profile_loads_and_serves(path: Path) -> None:
+    example = load_profile(path)
+    ref = example.reference_launch
+    auto = resolve(parse_argv(["--speculative-algorithm", ref.algorithm,
+                               "--tp-size", str(ref.tp_size)]), example)
+    assert plan_memory(auto, example).failure is None
+    reference = calibration_config(example, 3, speculative_eagle_topk=ref.topk,
+                                   speculative_num_draft_tokens=3 * ref.topk + 1)
+    assert predict(reference, 4, profile=example).ok
+
+
+def test_auto_tree_comes_from_the_profile() -> None:
+    llama = load_profile(Path(__file__).resolve().parents[2] / "examples" / "sim"
+                         / "llama3.1-8b-eagle-1xh100.toml")
+    auto = resolve(parse_argv(["--speculative-algorithm", "EAGLE"]), llama)
+    assert (auto.num_steps, auto.topk, auto.num_draft_tokens) == (5, 4, 8)
+
+
 def test_profile_is_frozen_data(profile: Profile) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         profile.gpu.count = 8  # type: ignore[misc]

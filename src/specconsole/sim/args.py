@@ -34,7 +34,8 @@ MSG_TOPK1_DRAFT = (
     "speculative_eagle_topk == 1"
 )
 AUTO_SPEC_PARAMS: tuple[int, int, int] = (3, 1, 4)
-"""SGLang's auto (steps, topk, draft tokens) for every model family the simulator serves."""
+"""SGLang's auto (steps, topk, draft tokens) for STANDALONE and most model families; a
+profile's ``[model] auto_*`` keys give its architecture's values."""
 
 
 class SimArgError(ValueError):
@@ -312,7 +313,11 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
                     "when speculative_num_steps is unset (auto); set all three or none",
                     "AssertionError",
                 )
-            steps, topk, draft = AUTO_SPEC_PARAMS
+            if algorithm == "STANDALONE":
+                steps, topk, draft = AUTO_SPEC_PARAMS
+            else:
+                m = profile.model
+                steps, topk, draft = m.auto_num_steps, m.auto_eagle_topk, m.auto_num_draft_tokens
         if draft is None and topk == 1:
             draft = 0  # SGLang's topk-1 rule below replaces it with steps + 1 (and warns)
         if topk is None or draft is None:

@@ -46,6 +46,13 @@ class ModelSection:
     """Shown in the target's ``Load weight end`` line when non-empty (e.g. ``fp8``)."""
     model_type: str = "qwen3_5_moe"
     """``model_type`` in ``/model_info``."""
+    auto_num_steps: int = 3
+    """SGLang's auto ``speculative_num_steps`` for this architecture (3 for most; 5 for
+    ``LlamaForCausalLM`` and Grok)."""
+    auto_eagle_topk: int = 1
+    """SGLang's auto ``speculative_eagle_topk`` (1 for most; 4 for Llama and Grok)."""
+    auto_num_draft_tokens: int = 4
+    """SGLang's auto ``speculative_num_draft_tokens`` (4 for most; 8 for Llama and Grok)."""
 
 
 @dataclass(frozen=True, slots=True)
