@@ -202,3 +202,15 @@ def test_from_table_only_raises_config_error(table: dict) -> None:
     except ConfigError:
         return
     assert config_from_table(config_to_table(config)) == config
+
+
+def test_config_from_toml() -> None:
+    from specconsole.core.config import config_from_toml
+
+    assert config_from_toml(FULL_TOML).speculative_num_steps == 3
+    with pytest.raises(ConfigError) as info:
+        config_from_toml("[server\n")
+    assert info.value.key == "toml"
+    with pytest.raises(ConfigError) as info:
+        config_from_toml("[host]\nalias = 'x'\n")
+    assert info.value.key == "server"

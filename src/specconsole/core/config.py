@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import shlex
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -379,3 +380,22 @@ def tree_sizes(config: ServerConfig) -> tuple[int | None, int | None, int | None
         config.speculative_eagle_topk,
         config.speculative_num_draft_tokens,
     )
+
+
+def config_from_toml(text: str) -> ServerConfig:
+    """The ``[server]`` table of TOML text (a configuration, profile or plan file).
+
+    Raises :class:`ConfigError` for invalid TOML, a missing ``[server]`` table, or any bad key.
+    """
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            "toml", f"not valid TOML ({exc}).", "fix the syntax at that line."
+        ) from None
+    table = document.get("server")
+    if not isinstance(table, dict):
+        raise ConfigError(
+            "server", "no [server] table.", 'add [server] with at least model_path = "...".'
+        )
+    return config_from_table(table)
