@@ -491,7 +491,7 @@ def _validate_sglang(
                 "Mixed chunked prefill is disabled because of using eagle speculative decoding.",
                 "remove --enable-mixed-chunk.",
             )
-    if config.max_running_requests is None:
+    if config.max_running_requests is None and algo in _TREE_ALGOS:
         warn(
             "max_running_requests",
             "not set: SGLang caps it at 48 with speculative decoding, "
@@ -635,7 +635,8 @@ def _normalize(config: ServerConfig, architecture: str | None) -> tuple[ServerCo
                 "set speculative_num_draft_tokens to tune it.",
             )
         )
-    if config.max_running_requests is None:
+    if config.max_running_requests is None and algo in _TREE_ALGOS:
+        # The reset is part of SGLang's EAGLE-family handling (NEXTN becomes EAGLE).
         changes["max_running_requests"] = 48
         notes.append(
             Issue(
