@@ -363,6 +363,62 @@ LINE_CASES: list[tuple[str, LogEvent]] = [
 ]
 
 
+VLLM_PREFIX = "(EngineCore_DP0 pid=51402) INFO 07-20 10:30:31 [x.py:1] "
+VLLM_CASES: list[tuple[str, LogEvent]] = [
+    (
+        VLLM_PREFIX + "Starting to load model /models/Llama-3.1-8B-Instruct...",
+        WeightsBegin(timestamp="07-20 10:30:31"),
+    ),
+    (
+        VLLM_PREFIX + "Model loading took 15.8843 GiB and 5.112074 seconds",
+        WeightsEnd(timestamp="07-20 10:30:31", mem_usage_gb=15.8843, elapsed_s=5.112074),
+    ),
+    (
+        VLLM_PREFIX + "GPU KV cache size: 1,234,560 tokens",
+        KVCacheAllocated(timestamp="07-20 10:30:31", num_tokens=1234560),
+    ),
+    (
+        VLLM_PREFIX + "Maximum concurrency for 32,768 tokens per request: 37.68x",
+        Capacity(timestamp="07-20 10:30:31", context_len=32768, max_concurrency=37.68),
+    ),
+    (
+        VLLM_PREFIX + "Graph capturing finished in 9 secs, took 0.61 GiB",
+        CudaGraphEnd(timestamp="07-20 10:30:31", elapsed_s=9.0, mem_usage_gb=0.61),
+    ),
+    (
+        VLLM_PREFIX + "Engine 000: Avg prompt throughput: 81.2 tokens/s, Avg generation "
+        "throughput: 97.3 tokens/s, Running: 4 reqs, Waiting: 2 reqs, GPU KV cache usage: 50.0%, "
+        "Prefix cache hit rate: 0.0%",
+        DecodeStats(
+            timestamp="07-20 10:30:31",
+            running_req=4,
+            queue_req=2,
+            token_usage=0.5,
+            gen_throughput=97.3,
+        ),
+    ),
+    (
+        VLLM_PREFIX + "SpecDecoding metrics: Draft acceptance rate: 50.0%, Mean acceptance "
+        "length: 2.00, Accepted: 10 tokens, Drafted: 20 tokens, Per-position acceptance rate: "
+        "0.600, 0.400",
+        SpecStats(
+            timestamp="07-20 10:30:31",
+            accept_len=2.0,
+            accept_rate=0.5,
+            accepted_tokens=10,
+            drafted_tokens=20,
+            per_position=(0.6, 0.4),
+        ),
+    ),
+    ("(APIServer pid=51320) INFO:     Application startup complete.", Ready()),
+]
+
+
+@pytest.mark.parametrize(("line", "expected"), VLLM_CASES, ids=lambda v: getattr(v, "kind", ""))
+def test_vllm_single_line_events(line: str, expected: LogEvent) -> None:
+    assert LogParser(Engine.VLLM).feed(line) == [expected]
+
+
 @pytest.mark.parametrize(("line", "expected"), LINE_CASES, ids=lambda v: getattr(v, "kind", ""))
 def test_single_line_events(line: str, expected: LogEvent) -> None:
     assert LogParser().feed(line) == [expected]

@@ -61,8 +61,6 @@ class WarningKind(StrEnum):
     """The overlap scheduler is off (v0.5.9 without spec v2) or spec v1 is used instead."""
     MEMORY_UNBALANCED = "memory_unbalanced"
     """``The memory capacity is unbalanced. Some GPUs may be occupied by other processes.``"""
-    CUDA_GRAPH_DISABLED_BATCH = "cuda_graph_batch_limited"
-    """Reserved: batches that fall off the captured CUDA graphs."""
 
 
 class FatalCause(StrEnum):

@@ -267,6 +267,7 @@ _MONTHS = frozenset(
 _VLLM_RE = re.compile(
     r"(INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[([^\]]*)\] "
 )
+_VLLM_LEVEL_PREFIXES = frozenset(("INFO ", "WARNI", "ERROR", "DEBUG", "CRITI"))
 _SYSTEMD_IDENTS = frozenset(("systemd",))
 _SYSTEMD_PREFIXES = ("Started ", "Starting ", "Stopping ", "Stopped ")
 _CHAIN_MARKERS = (
@@ -613,7 +614,7 @@ class LogParser:
                 rank = tail.strip() or None
                 msg = msg[j + 2 :]
                 record = True
-        elif c in "IWEDC":
+        elif c in "IWEDC" and msg[:5] in _VLLM_LEVEL_PREFIXES:
             m = _VLLM_RE.match(msg)
             if m is not None:
                 ts = m.group(2)
