@@ -297,6 +297,18 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
         "modelled",
         "max_running_requests",
     ),
+    (
+        {
+            "engine": Engine.VLLM,
+            "speculative_eagle_topk": 1,
+            "speculative_num_draft_tokens": 4,
+            "extra_args": ("--gpu_memory_utilization=0.5",),
+        },
+        "extra_args",
+        Severity.ERROR,
+        "modelled",
+        "mem_fraction_static",
+    ),
     ({"engine": "tensorrt"}, "engine", Severity.ERROR, "unknown engine", "vllm"),
     (
         {"speculative_algorithm": "MEDUSA"},

@@ -328,6 +328,8 @@ def _validate(config: ServerConfig) -> list[Issue]:
     # --- flags given twice ------------------------------------------------------------------
     modelled = VLLM_MODELLED_FLAGS if engine is Engine.VLLM else MODELLED_FLAGS
     for flag in _extra_flags(config):
+        if engine is Engine.VLLM and flag.startswith("--"):
+            flag = "--" + flag[2:].replace("_", "-")  # vLLM accepts --max_num_seqs too
         if flag in modelled:
             name = modelled[flag]
             err(
