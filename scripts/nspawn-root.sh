@@ -10,7 +10,8 @@
 #
 # The root holds: systemd as PID 1, dbus, openssh-server, python3 (Debian 12's 3.11, the same
 # as the host, so the checkout's .venv bind-mounted read-only runs inside), sudo, and two
-# users: `tester` (passwordless sudo) and `prompter` (sudo that asks for a password).
+# users: `tester` (passwordless sudo, and a user manager from boot for --user units) and
+# `prompter` (sudo that asks for a password).
 # Terminals are masked so the container never grabs one. Per-boot facts (sshd port, host
 # key, authorized keys) are NOT baked in: the test fixture bind-mounts them.
 #
@@ -48,7 +49,7 @@ build_tarball() {
     trap 'rm -rf "$work"' RETURN
     echo "nspawn-root: debootstrap $SUITE into $work (about 80 s, once)" >&2
     PATH=$PATH:/usr/sbin debootstrap --variant=minbase \
-        --include=systemd,systemd-sysv,dbus,openssh-server,python3,sudo,procps \
+        --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,python3,sudo,procps \
         "$SUITE" "$work/root" "$MIRROR" >"$work/debootstrap.log" 2>&1 \
         || { tail -20 "$work/debootstrap.log" >&2; fail "debootstrap failed (mirror $MIRROR)"; }
     local r="$work/root"
@@ -65,6 +66,9 @@ build_tarball() {
     echo 'tester ALL=(ALL) NOPASSWD: ALL' >"$r/etc/sudoers.d/tester"
     echo 'prompter ALL=(ALL) ALL' >"$r/etc/sudoers.d/prompter"
     chmod 0440 "$r/etc/sudoers.d/tester" "$r/etc/sudoers.d/prompter"
+    # tester's user manager runs from boot (lingering), for `systemctl --user` units.
+    mkdir -p "$r/var/lib/systemd/linger"
+    touch "$r/var/lib/systemd/linger/tester"
     # The fixture bind-mounts its sshd drop-in and keys here.
     mkdir -p "$r/etc/specconsole-test"
     rm -rf "$r/var/cache/apt/archives"/*.deb "$r/var/lib/apt/lists"/*
@@ -74,6 +78,10 @@ build_tarball() {
 }
 
 [ -f "$TARBALL" ] || build_tarball
+# Older recipes' roots are dead weight.
+for stale in "$CACHE"/nspawn-root-*; do
+    case "$stale" in "$TARBALL" | "$UNPACKED" | "$UNPACKED.tmp") ;; *) rm -rf "$stale" ;; esac
+done
 rm -rf "$UNPACKED.tmp"
 mkdir -p "$UNPACKED.tmp"
 zstd -q -d -c "$TARBALL" | tar -C "$UNPACKED.tmp" --numeric-owner -xf -

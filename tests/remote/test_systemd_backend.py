@@ -21,7 +21,13 @@ from specconsole.core.ports import (
     SudoWouldPrompt,
     TransportError,
 )
-from specconsole.core.profile import HostProfile, ServiceKind, ServiceProfile, TransportKind
+from specconsole.core.profile import (
+    HostProfile,
+    ServiceKind,
+    ServiceProfile,
+    TransportKind,
+    UnitScope,
+)
 from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
 from tests.fixtures.nspawn import NspawnBox
@@ -223,3 +229,22 @@ async def test_container_host_key_is_verified(nspawn_box: NspawnBox) -> None:
         await ssh.run("true")
     await ssh.close()
 
+
+
+async def test_user_unit_without_sudo(nspawn_box: NspawnBox, tester: SshTransport) -> None:
+    unit = "specconsole-user.service"
+    backend = SystemdBackend(tester, unit_profile(unit, scope=UnitScope.USER))
+    deployment = await backend.deploy(counter_config(5, delay=0.05))
+    assert deployment.location == f"/home/tester/.config/systemd/user/{unit}"
+    assert "WantedBy=default.target" in nspawn_box.ssh(f"cat {deployment.location}")
+    await backend.start()
+    records = await records_until(backend.logs(), "line 5")
+    assert [r.text for r in records if r.text.startswith("line ")] == [
+        f"line {i}" for i in range(1, 6)
+    ]
+    status = await wait_status(backend, {ServiceState.INACTIVE, ServiceState.FAILED})
+    assert (status.state, status.exit_status, status.result) == (
+        ServiceState.INACTIVE, 0, "success",
+    )
+    # Nothing of it is in the system manager: it is tester's own unit.
+    assert unit not in nspawn_box.ssh("systemctl list-units --all --no-legend")

@@ -204,9 +204,8 @@ class SshTransport:
 
     async def _remote_is_root(self) -> bool:
         if self._is_root is None:
-            conn = await self._connection()
-            result = await conn.run("id -u; id -un", check=False, timeout=30)
-            out = str(result.stdout or "").split()
+            result = await self.run("id -u; id -un", timeout=30)
+            out = result.stdout.split()
             self._is_root = bool(out) and out[0] == "0"
             self._login_user = out[1] if len(out) > 1 else (self._profile.user or "?")
         return self._is_root
