@@ -73,6 +73,38 @@ async def test_editor_shows_error_then_applies_as_next_trial() -> None:
     assert controller.intents == sent
 
 
+async def test_editor_applies_the_cores_rules_as_you_type() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    checks: list[Message] = []
+    async with app.run_test(size=(80, 24), message_hook=checks.append) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        editor.query_one("#field-speculative_eagle_topk", Input).value = "2"
+        box = editor.query_one("#field-speculative_num_draft_tokens", Input)
+        box.focus()
+        box.value = ""
+        await pilot.press("9")
+        await pilot.pause()
+        error = str(editor.query_one("#error-speculative_num_draft_tokens", Static).render())
+        assert "speculative_num_draft_tokens" in error and "steps x topk + 1 = 7" in error
+        assert box.has_class("-invalid")
+        assert any(p.blocking for p in editor.problems)
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is editor and controller.intents == []
+        # SGLang's warning about max_running_requests is shown but does not block.
+        await pilot.press("backspace", "7")
+        editor.query_one("#field-max_running_requests", Input).value = ""
+        await pilot.pause()
+        assert not any(p.blocking for p in editor.problems)
+        warning = str(editor.query_one("#error-max_running_requests", Static).render())
+        assert "48" in warning
+    assert any(isinstance(m, EditorScreen.Checked) for m in checks)
+
+
 async def test_crash_banner_appears_and_r_resumes() -> None:
     controller = RecordingController(benchmarking_state())
     app = _app(controller)

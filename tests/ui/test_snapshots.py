@@ -54,11 +54,15 @@ CRASH_JOURNAL = (
 )
 
 
-async def _type_invalid_steps(pilot: Pilot[None]) -> None:
+async def _type_invalid_tree(pilot: Pilot[None]) -> None:
+    """topk 2 with 9 draft tokens: more than steps × topk + 1 = 7 (the core's rule)."""
     await pilot.press("e")
     await pilot.pause()
-    box = pilot.app.screen.query_one("#field-speculative_num_steps", Input)
-    box.value = "3x"
+    screen = pilot.app.screen
+    screen.query_one("#field-speculative_eagle_topk", Input).value = "2"
+    box = screen.query_one("#field-speculative_num_draft_tokens", Input)
+    box.focus()
+    box.value = "9"
     box.cursor_position = len(box.value)
     await pilot.pause()
 
@@ -76,7 +80,7 @@ SCENES: dict[str, Scene] = {
     "loading": (loading_state, JOURNAL[:6], None),
     "benchmarking": (benchmarking_state, JOURNAL, None),
     "crashed": (crashed_state, CRASH_JOURNAL, None),
-    "editor_error": (idle_state, (), _type_invalid_steps),
+    "editor_error": (idle_state, (), _type_invalid_tree),
     "help": (idle_state, (), _open_help),
 }
 

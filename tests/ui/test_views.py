@@ -215,3 +215,19 @@ def test_empty_state_renders_everywhere() -> None:
     assert adapt.trial_rows(state) == ()
     bench = dataclasses.replace(state, bench=(LevelProgress(concurrency=1, total=0),))
     assert adapt.bench_view(bench).levels[0].state == "pending"
+
+
+def test_validate_config_maps_core_issues_to_problems() -> None:
+    good = adapt.validate_config(BASE)
+    assert not any(p.blocking for p in good)
+    bad = adapt.validate_config(
+        dataclasses.replace(
+            BASE,
+            speculative_num_steps=3,
+            speculative_eagle_topk=2,
+            speculative_num_draft_tokens=9,
+        )
+    )
+    [error] = [p for p in bad if p.blocking]
+    assert error.field == "speculative_num_draft_tokens"
+    assert error.message.startswith("speculative_num_draft_tokens:") and "Fix:" in error.message

@@ -44,6 +44,8 @@ from specconsole.core.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.core.validation import validate
+from specconsole.ui.form import Problem
 from specconsole.ui.viewmodels import (
     DASH,
     LINE_KINDS,
@@ -498,3 +500,16 @@ def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPr
     """The core's KV-capacity prediction for ``config`` from this session's trials."""
     minimum = state.plan.minimum_capacity if state.plan is not None else 1
     return core_predict_capacity(all_trials(state), config, minimum_tokens=minimum)
+
+
+def validate_config(config: ServerConfig) -> list[Problem]:
+    """The core's validation rules (SGLang's and ours) as editor problems; each message
+    names the field and the fix."""
+    return [
+        Problem(
+            field=issue.field,
+            message=f"{issue.field or 'configuration'}: {issue.message} Fix: {issue.fix}",
+            severity=issue.severity.value,
+        )
+        for issue in validate(config)
+    ]

@@ -26,7 +26,7 @@ from specconsole.core.state import CapacityPrediction, ControllerState, ResumeCh
 from specconsole.paths import themes_dir
 from specconsole.ui import adapt
 from specconsole.ui.bridge import ControllerBridge, ControllerHandle
-from specconsole.ui.form import Problem, Validator
+from specconsole.ui.form import Validator
 from specconsole.ui.messages import IntentSent, LogBatch, StateChanged
 from specconsole.ui.screens.crash import CrashScreen
 from specconsole.ui.screens.editor import EditorScreen
@@ -41,14 +41,6 @@ STOP_SERVER_TIMEOUT_S = 60.0
 
 Clock = Callable[[], float]
 """Wall-clock seconds, like ``time.time``; tests pass a fixed one."""
-
-
-def _no_validation(config: ServerConfig) -> Sequence[Problem]:
-    return ()
-
-
-def _no_prediction(config: ServerConfig) -> CapacityPrediction | None:
-    return None
 
 
 class SpecConsoleApp(App[None]):
@@ -68,7 +60,7 @@ class SpecConsoleApp(App[None]):
         theme: str = "dark",
         clock: Clock = time.time,
         classify: LineClassifier = adapt.classify_line,
-        validate: Validator = _no_validation,
+        validate: Validator = adapt.validate_config,
         predict: Callable[[ServerConfig, ControllerState], CapacityPrediction | None] | None = None,
         run_controller: Callable[[], Awaitable[object]] | None = None,
         tick_interval: float | None = 1.0,
@@ -307,7 +299,7 @@ def make_app(
 
 def default_validator() -> Validator:
     """The core's validation rules, as the editor's ``Validator``."""
-    return _no_validation
+    return adapt.validate_config
 
 
 def default_predictor() -> Callable[[ServerConfig, ControllerState], CapacityPrediction | None]:

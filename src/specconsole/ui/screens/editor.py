@@ -41,7 +41,7 @@ def capacity_text(prediction: CapacityPrediction | None) -> str:
     """The side panel's capacity line."""
     if prediction is None or prediction.predicted_tokens is None:
         reason = prediction.reason if prediction is not None and prediction.reason else ""
-        return "predicted KV capacity: not enough trials yet" + (f" ({reason})" if reason else "")
+        return f"predicted KV capacity: {reason or 'not enough trials yet'}"
     verdict = "loads" if prediction.feasible else "will NOT load"
     text = f"predicted KV capacity: {prediction.predicted_tokens:,} tokens ({verdict})"
     if prediction.reason:
