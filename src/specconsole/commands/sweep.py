@@ -140,6 +140,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             f"to watch the sweep in the console run `specconsole tui {args.plan}`; "
             "add --headless to run it without the console"
         )
+    from specconsole.controller.headless import plan_problems
+
+    problems = plan_problems(plan)
+    if problems:
+        for problem in problems:
+            print(f"specconsole: error: {args.plan}: {problem}", file=sys.stderr)
+        return 1
     policy = CrashPolicy(args.on_crash) if args.on_crash else None
     parent = args.session if args.session is not None else sessions_dir()
     try:

@@ -7,7 +7,8 @@ resumes) the sweep, and turns the outcome into an exit code:
 * ``0``: the sweep finished (plan complete or a budget reached). Crashes are results, not
   failures: a sweep whose steps=10 trial crashed still completed.
 * ``1``: the sweep could not run its trials: an operation failed (deploy, restart, benchmark
-  error, connection lost) in at least one trial, or the controller could not start.
+  error, connection lost) or a configuration was invalid in at least one trial, or the
+  controller could not start.
 * ``3``: the crash policy is ``pause`` and a trial crashed. A headless run cannot wait for a
   decision, so it records the crash, leaves the server as it is and exits;
   ``specconsole resume SESSION`` continues with the next planned trial (the choice the
@@ -22,7 +23,6 @@ import contextlib
 import signal
 import sys
 import time
-from dataclasses import replace
 from typing import TextIO
 
 from specconsole.controller.runtime import Controller
@@ -32,6 +32,7 @@ from specconsole.core.plan import SweepPlan, config_label
 from specconsole.core.state import (
     ControllerState,
     CrashPolicy,
+    Notice,
     Phase,
     TrialRecord,
     TrialStatus,
@@ -54,7 +55,7 @@ class ProgressPrinter:
         self.out = out
         self.plan = plan
         self._last: tuple[object, ...] = ()
-        self._levels_done: set[tuple[int, int]] = set()
+        self._notice: Notice | None = None
 
     def _print(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -74,7 +75,8 @@ class ProgressPrinter:
                     f"trial {trial.index + 1}/{state.trial_total} {self._label(trial)}: "
                     f"{state.phase.value}{stage}"
                 )
-        if isinstance(event, ev.Intent) and state.notice and state.notice.at == event.at:
+        if state.notice is not None and state.notice is not self._notice:
+            self._notice = state.notice
             self._print(f"{state.notice.level}: {state.notice.text}")
         if isinstance(event, ev.BenchFinished) and trial is not None:
             for lv in event.levels:
@@ -120,7 +122,7 @@ def exit_code_for(state: ControllerState, interrupted: bool = False) -> int:
         return EXIT_INTERRUPTED
     if state.phase is Phase.AWAITING_DECISION:
         return EXIT_PAUSED
-    if any(t.status is TrialStatus.FAILED for t in state.trials):
+    if any(t.status in (TrialStatus.FAILED, TrialStatus.INVALID) for t in state.trials):
         return EXIT_FAILED
     if state.phase is Phase.DONE:
         return EXIT_OK
@@ -147,7 +149,10 @@ async def run_headless(
 
     ports = open_ports(plan.profile, on_connection)
     recorder = SessionRecorder(
-        session, host=ports.transport.description, service=ports.backend.description
+        session,
+        host=ports.transport.description,
+        service=ports.backend.description,
+        base=plan.base,
     )
     controller = Controller(
         transport=ports.transport,
@@ -208,12 +213,15 @@ async def run_headless(
     return code
 
 
-def resumable_plan(session: Session, python: str) -> SweepPlan:
-    """The session's plan with run-time placeholders resolved."""
-    from specconsole.core.plan import resolve_placeholders
+def plan_problems(plan: SweepPlan) -> list[str]:
+    """Validation errors of every configuration the plan's grid names (checked up front, so a
+    typo fails in a second instead of after the first trial's deploy)."""
+    from specconsole.controller.runtime import default_validator
 
-    return resolve_placeholders(session.load_plan(), {"python": python})
-
-
-def with_policy(plan: SweepPlan, policy: CrashPolicy | None) -> SweepPlan:
-    return plan if policy is None else replace(plan, on_crash=policy)
+    problems: list[str] = []
+    for config in plan.grid():
+        outcome = default_validator(config)
+        if isinstance(outcome, ev.ConfigInvalid):
+            label = config_label(config, plan.base)
+            problems += [f"{label}: {error}" for error in outcome.errors]
+    return problems

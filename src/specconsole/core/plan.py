@@ -293,7 +293,7 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
     parts: list[str] = []
     if base is not None:
         for f in fields(ServerConfig):
-            if f.name == "description":
+            if f.name in _NOT_IN_LABELS:
                 continue
             value = getattr(config, f.name)
             if value != getattr(base, f.name):
@@ -308,6 +308,9 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
     )
     return f"{config.speculative_algorithm.value} steps/topk/draft={spec}"
 
+
+_NOT_IN_LABELS = frozenset({"description", "launcher", "host", "port", "user", "working_directory"})
+"""Fields that say where/how the server runs, not what is being tuned."""
 
 _SHORT = {
     "speculative_num_steps": "steps",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import IO, Any
 
+from specconsole.core.config import ServerConfig
 from specconsole.core.plan import config_label
 from specconsole.core.state import ControllerState, TrialRecord
 from specconsole.session.store import Session
@@ -20,23 +21,27 @@ from specconsole.session.store import Session
 class SessionRecorder:
     """Writes a controller's trials, progress and logs into one session folder."""
 
-    def __init__(self, session: Session, *, host: str = "", service: str = "") -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        host: str = "",
+        service: str = "",
+        base: ServerConfig | None = None,
+    ) -> None:
         self.session = session
+        self.base = base
+        """The plan's base configuration (labels name what differs from it)."""
         self.host = host
         self.service = service
         self._logs: dict[int, IO[str]] = {}
 
     def record(self, record: TrialRecord, bench: dict[str, Any] | None) -> TrialRecord:
-        plan_base = None
-        try:
-            plan_base = self.session.load_plan().base
-        except Exception:
-            plan_base = None
         record = replace(record, log_file=self.session.log_relpath(record.index))
         handle = self._logs.pop(record.index, None)
         if handle is not None:
             handle.close()
-        self.session.append_trial(record, label=config_label(record.config, plan_base), bench=bench)
+        self.session.append_trial(record, label=config_label(record.config, self.base), bench=bench)
         return record
 
     def save(self, state: ControllerState) -> None:
