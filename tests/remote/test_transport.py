@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import stat
 from pathlib import Path
@@ -195,24 +196,67 @@ async def test_drop_mid_stream_raises_connection_lost(sshd: SshdServer) -> None:
         await ssh.close()
 
 
+class TcpRelay:
+    """A loopback TCP relay in front of the test sshd: the 'network' between us and the box.
+
+    ``close()`` takes the box off the network (open links cut, new ones refused)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.server: asyncio.Server | None = None
+        self.writers: list[asyncio.StreamWriter] = []
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        return int(self.server.sockets[0].getsockname()[1])
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [writer, up_writer]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for writer in self.writers:
+            writer.transport.abort()
+        await self.server.wait_closed()
+
+
 @pytest.mark.ssh
-async def test_reconnect_gives_up_with_connection_lost(sshd: SshdServer) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead_port = sock.getsockname()[1]
+async def test_reconnect_gives_up_with_connection_lost(
+    sshd: SshdServer, tmp_path: Path
+) -> None:
+    relay = TcpRelay(sshd.port)
+    port = await relay.start()
+    known = tmp_path / "known_hosts"
+    key = sshd.known_hosts.read_text().split(" ", 1)[1]
+    known.write_text(f"[127.0.0.1]:{port} {key}")
     events: list[ConnectionEvent] = []
     ssh = SshTransport(
-        ssh_profile(sshd, reconnect_attempts=2, reconnect_max_delay=0.2),
+        ssh_profile(
+            sshd, port=port, known_hosts=str(known), reconnect_attempts=3,
+            reconnect_max_delay=0.2,
+        ),
         on_event=lambda e, _d: events.append(e),
     )
     try:
-        await ssh.run("true")
-        ssh._profile = ssh_profile(sshd, port=dead_port, reconnect_attempts=2)  # box gone
-        cut(ssh)
+        assert (await ssh.run("echo via relay")).stdout == "via relay\n"
+        await relay.close()  # the box drops off the network for good
         await asyncio.sleep(0.2)
-        with pytest.raises(ConnectionLost, match="reconnect attempts failed"):
+        with pytest.raises(ConnectionLost, match="3 reconnect attempts failed"):
             await ssh.run("true")
-        assert events[-1] is ConnectionEvent.FAILED
+        assert events == [
+            ConnectionEvent.CONNECTED, ConnectionEvent.LOST, ConnectionEvent.FAILED,
+        ]
     finally:
         await ssh.close()
 
