@@ -67,6 +67,12 @@ async def _type_invalid_tree(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
+async def _show_bench_pane(pilot: Pilot[None]) -> None:
+    """At 80×24 the panes switch: 2 shows the benchmark panel and charts."""
+    await pilot.press("2")
+    await pilot.pause()
+
+
 async def _open_help(pilot: Pilot[None]) -> None:
     await pilot.press("question_mark")
     await pilot.pause()
@@ -78,7 +84,7 @@ Scene = tuple[Callable[[], ControllerState], tuple[str, ...], Action | None]
 SCENES: dict[str, Scene] = {
     "idle": (idle_state, (), None),
     "loading": (loading_state, JOURNAL[:6], None),
-    "benchmarking": (benchmarking_state, JOURNAL, None),
+    "benchmarking": (benchmarking_state, JOURNAL, _show_bench_pane),
     "crashed": (crashed_state, CRASH_JOURNAL, None),
     "editor_error": (idle_state, (), _type_invalid_tree),
     "help": (idle_state, (), _open_help),

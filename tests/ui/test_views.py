@@ -231,3 +231,12 @@ def test_validate_config_maps_core_issues_to_problems() -> None:
     [error] = [p for p in bad if p.blocking]
     assert error.field == "speculative_num_draft_tokens"
     assert error.message.startswith("speculative_num_draft_tokens:") and "Fix:" in error.message
+
+
+def test_thin_ticks_keeps_labels_apart_and_is_order_free() -> None:
+    from specconsole.ui.viewmodels import thin_ticks
+
+    _positions, labels = thin_ticks([0, 2, 4, 5, 6], ["1", "4", "16", "32", "64"], 12)
+    assert labels[0] == "1" and len(labels) < 5
+    assert thin_ticks([6, 0], ["64", "1"], 40) == ([0, 6], ["1", "64"])
+    assert thin_ticks([], [], 10) == ([], [])

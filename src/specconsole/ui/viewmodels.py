@@ -211,3 +211,29 @@ def summarise_levels(levels: Sequence[LevelView]) -> str:
     if all(lv.state in ("done", "failed") for lv in levels):
         return "done"
     return "waiting"
+
+
+def thin_ticks(
+    positions: Sequence[float], labels: Sequence[str], width: int
+) -> tuple[list[float], list[str]]:
+    """Drop tick labels that would crowd each other on an axis ``width`` cells wide.
+
+    plotext resolves overlapping labels itself, but in an order that depends on string
+    hashing (so it changes between processes); thinning first, conservatively and left to
+    right, keeps charts identical from run to run.
+    """
+    if not positions:
+        return [], []
+    low, high = min(positions), max(positions)
+    span = (high - low) or 1.0
+    kept_pos: list[float] = []
+    kept_labels: list[str] = []
+    last_end = -10**9
+    for pos, label in sorted(zip(positions, labels, strict=True)):
+        col = round((pos - low) / span * max(1, width - 1))
+        start = col - len(label) // 2
+        if start > last_end + 1:
+            kept_pos.append(pos)
+            kept_labels.append(label)
+            last_end = start + len(label)
+    return kept_pos, kept_labels

@@ -11,10 +11,15 @@ drawn depends only on the view and the widget's size, never on the order of earl
 
 from __future__ import annotations
 
+import math
+
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from specconsole.ui.viewmodels import ChartView, Series
+from specconsole.ui.viewmodels import ChartView, Series, thin_ticks
+
+_Y_LABELS = 10
+"""Cells plotext takes left of the plot for y labels and the axis (an upper bound)."""
 
 _MAX_SERIES = 8
 """Aggregate lines drawn at once (the most recent trials); more would be unreadable."""
@@ -44,13 +49,21 @@ class ThroughputChart(PlotextPlot):
         series = self._view.aggregate[-_MAX_SERIES:]
         if not series:
             plt.xlabel("concurrency")
+        # Concurrency ladders are geometric (1, 4, 16, 32, 64): a log2 axis spreads them.
         ticks: set[float] = set()
         for line in series:
-            plt.plot(list(line.xs), list(line.ys), label=line.label, marker="braille")
-            ticks.update(line.xs)
+            xs = [math.log2(x) for x in line.xs if x > 0]
+            ys = [y for x, y in zip(line.xs, line.ys, strict=True) if x > 0]
+            plt.plot(xs, ys, label=line.label, marker="braille")
+            ticks.update(x for x in line.xs if x > 0)
         if ticks:
             ordered = sorted(ticks)
-            plt.xticks(ordered, [f"{t:g}" for t in ordered])
+            positions, labels = thin_ticks(
+                [math.log2(t) for t in ordered],
+                [f"{t:g}" for t in ordered],
+                self.size.width - _Y_LABELS,
+            )
+            plt.xticks(positions, labels)
 
 
 class SingleRequestChart(PlotextPlot):
@@ -78,4 +91,7 @@ class SingleRequestChart(PlotextPlot):
         line = self._series
         if line is not None and line.xs:
             plt.plot(list(line.xs), list(line.ys), marker="braille")
-            plt.xticks(list(line.xs), [f"{x:g}" for x in line.xs])
+            positions, labels = thin_ticks(
+                list(line.xs), [f"{x:g}" for x in line.xs], self.size.width - _Y_LABELS
+            )
+            plt.xticks(positions, labels)
