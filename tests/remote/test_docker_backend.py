@@ -240,6 +240,7 @@ async def test_real_engine_start_logs_stop(real_docker: DockerBackend) -> None:
         await logs.aclose()  # type: ignore[attr-defined]
         status = await real_docker.status()
         assert status.state is ServiceState.RUNNING and status.pid
+        assert await real_docker.running_hash() == await real_docker.deployed_hash()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{config.port}") as client:
             assert (await client.get("/health", timeout=10)).status_code == 200
     finally:

@@ -109,6 +109,7 @@ async def test_deploy_crash_rollback_cycle(nspawn_box: NspawnBox, tester: SshTra
         assert all(r.source_time and r.cursor for r in seen)
         status = await backend.status()
         assert status.state is ServiceState.RUNNING and status.pid
+        assert await backend.running_hash() == first.artifact_hash
         forward = await tester.forward_local_port(good.port)
         async with httpx.AsyncClient(base_url=forward.url, timeout=10) as client:
             assert (await client.get("/health")).status_code == 200
@@ -119,6 +120,7 @@ async def test_deploy_crash_rollback_cycle(nspawn_box: NspawnBox, tester: SshTra
         assert "-    --mem-fraction-static 0.88" in bad_preview.diff
         assert "+    --mem-fraction-static 1.5" in bad_preview.diff
         second = await backend.deploy(bad)
+        assert await backend.running_hash() is None  # what runs is no longer what is deployed
         assert second.backup_path is not None
         assert second.backup_path.startswith(f"/var/backups/specconsole/{unit}.")
         assert nspawn_box.ssh(f"cat {second.backup_path}") == preview.artifact

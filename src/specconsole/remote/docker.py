@@ -221,6 +221,20 @@ class DockerBackend:
             raise TransportError(
                 f"docker run failed on {self._transport.description}: {result.stderr.strip()}"
             )
+        await self._transport.upload(
+            (await self.deployed_hash() or "").encode() + b"\n", self._started_path(store)
+        )
+
+    @staticmethod
+    def _started_path(store: ArtifactStore) -> str:
+        return store.path.rsplit("/", 1)[0] + "/started.sha256"
+
+    async def running_hash(self) -> str | None:
+        """sha256 of the script the live container was started from (None if none runs)."""
+        if (await self.status()).state not in (ServiceState.RUNNING, ServiceState.STARTING):
+            return None
+        data = await self._transport.read_file(self._started_path(await self._artifacts()))
+        return data.decode().strip() or None if data else None
 
     async def _remove(self) -> None:
         result = await self._transport.run(

@@ -50,6 +50,8 @@ SHOW_PROPERTIES = (
     "NRestarts",
     "InvocationID",
     "InactiveExitTimestamp",
+    "ExecMainStartTimestamp",
+    "NeedDaemonReload",
 )
 """``systemctl show -p`` properties the status and log stream read."""
 
@@ -212,6 +214,23 @@ class SystemdBackend:
         store = await self._artifacts()
         current = await store.current()
         return None if current is None else sha256_text(current)
+
+    async def running_hash(self) -> str | None:
+        """sha256 of the unit the live server was started from; None when nothing runs or
+        the unit file changed after the start (the running server is then not the file)."""
+        props = await self._show()
+        if props.get("ActiveState") not in ("active", "activating", "reloading"):
+            return None
+        started = props.get("ExecMainStartTimestamp", "").lstrip("@")
+        if props.get("NeedDaemonReload") == "yes" or not started.isdigit():
+            return None
+        store = await self._artifacts()
+        result = await self._transport.run(
+            f"stat -c %Y -- {shlex.quote(store.path)}", sudo=self._sudo
+        )
+        if not result.ok or int(result.stdout.strip() or 0) > int(started):
+            return None
+        return await self.deployed_hash()
 
     # --------------------------------------------------------------------------- lifecycle
 
