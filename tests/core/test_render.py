@@ -467,3 +467,49 @@ def test_unit_round_trip(config: ServerConfig) -> None:
     assert to_unit(parsed) == unit
     if config.engine is Engine.SGLANG:
         assert parsed == config
+
+
+_unit_words = st.sampled_from(
+    [
+        "[Service]",
+        "[Unit]",
+        "ExecStart=",
+        "Environment=",
+        "User=",
+        "WorkingDirectory=",
+        "\\",
+        "python3 -m sglang.launch_server",
+        "--model-path",
+        "m",
+        "'",
+        '"',
+        "$X",
+        "%%",
+        "=",
+        "-",
+        "vllm serve",
+        "sh -c",
+        "env",
+        "A=1",
+        "--tp-size",
+        "--speculative-config",
+        "{",
+        "\n",
+        " ",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_unit_words, st.text(max_size=10)), max_size=30))
+def test_parsers_raise_only_config_error(parts: list[str]) -> None:
+    text = "".join(parts)
+    for parse in (parse_unit, parse_command):
+        try:
+            parse(text)
+        except ConfigError:
+            pass
+    try:
+        parse_command(parts)
+    except ConfigError:
+        pass
