@@ -859,6 +859,22 @@ def test_consequences_do_not_repeat_but_new_start_reports_again() -> None:
     assert [type(e) for e in second] == [ServiceExited, FatalError]
 
 
+def test_short_monotonic_prefix() -> None:
+    (ev,) = LogParser().feed(
+        "[  123.456789] gpu-box python3[48211]: [2026-07-20 10:25:48 TP0] Load weight begin. "
+        "avail mem=2.00 GB"
+    )
+    assert ev == WeightsBegin(timestamp="2026-07-20 10:25:48", rank="TP0", avail_mem_gb=2.0)
+
+
+def test_health_check_failed_warning() -> None:
+    (ev,) = LogParser().feed(
+        "[2026-07-20 10:25:48] Health check failed. Server couldn't get a response from "
+        "detokenizer for last 20 seconds. tic start time: 10:25:28. last_heartbeat time: 10:25:27"
+    )
+    assert isinstance(ev, TuningWarning) and ev.warning is WarningKind.HEALTH_CHECK_FAILED
+
+
 def test_short_precise_and_iso_precise_prefixes() -> None:
     parser = LogParser()
     (a,) = parser.feed(

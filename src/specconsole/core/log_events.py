@@ -61,6 +61,8 @@ class WarningKind(StrEnum):
     """The overlap scheduler is off (v0.5.9 without spec v2) or spec v1 is used instead."""
     MEMORY_UNBALANCED = "memory_unbalanced"
     """``The memory capacity is unbalanced. Some GPUs may be occupied by other processes.``"""
+    HEALTH_CHECK_FAILED = "health_check_failed"
+    """``Health check failed. Server couldn't get a response from detokenizer ...`` (a hang)."""
 
 
 class FatalCause(StrEnum):

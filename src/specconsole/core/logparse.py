@@ -267,6 +267,7 @@ _MONTHS = frozenset(
 _VLLM_RE = re.compile(
     r"(INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? \[([^\]]*)\] "
 )
+_MONO_START = frozenset(" 0123456789")
 _VLLM_LEVEL_PREFIXES = frozenset(("INFO ", "WARNI", "ERROR", "DEBUG", "CRITI"))
 _SYSTEMD_IDENTS = frozenset(("systemd",))
 _SYSTEMD_PREFIXES = ("Started ", "Starting ", "Stopping ", "Stopped ")
@@ -553,6 +554,11 @@ class LogParser:
             split = _split_journal(raw, 15)  # "Jul 20 10:27:57[.123456] host ident[pid]: "
         elif c.isdigit() and raw[4:5] == "-" and raw[10:11] == "T" and raw[13:14] == ":":
             split = _split_journal(raw, 19)  # "2026-07-20T10:27:57[.us]+0000 host ident[pid]: "
+        elif c == "[" and raw[5:6] != "-" and raw[1:2] in _MONO_START:
+            # -o short-monotonic: "[  123.456789] host ident[pid]: " (not SGLang's "[2026-")
+            end = raw.find("]")
+            if end > 1 and raw[1:end].strip().replace(".", "", 1).isdigit():
+                split = _split_journal(raw, end + 1)
         elif c == "-" and raw.startswith("-- "):
             return []  # journalctl's "-- Boot ... --" / "-- No entries --" markers
         if split is not None:
@@ -1040,6 +1046,15 @@ class LogParser:
             return self._consequence(body, ts, rank)
         return []
 
+    def _on_health(self, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+        if body.startswith("Health check failed"):
+            return [
+                TuningWarning(
+                    timestamp=ts, rank=rank, warning=WarningKind.HEALTH_CHECK_FAILED, text=body
+                )
+            ]
+        return []
+
     def _on_systemd(self, body: str, ts: str | None) -> list[LogEvent]:
         if body.startswith(("Stopping ", "Stopped ")):
             self._stopping = True
@@ -1205,6 +1220,7 @@ _HEADS: dict[str, _Handler] = {
     "Rank": LogParser._on_rank_died,
     "Received": LogParser._on_sigquit,
     "Initialization": LogParser._on_init_failed,
+    "Health": LogParser._on_health,
     # vLLM
     "GPU": LogParser._on_vllm_kv,
     "Maximum": LogParser._on_vllm_concurrency,
