@@ -156,3 +156,16 @@ async def test_cancelling_a_remote_run_ends_the_remote_process(transport: Transp
             break
         await asyncio.sleep(0.1)
     assert not alive.stdout.strip(), "the remote runner outlived its stream"
+
+
+def test_make_runner_per_placement() -> None:
+    from specconsole.bench.runner import Placement, ThreadedBenchmarkRunner, make_runner
+
+    local = LocalTransport()
+    assert isinstance(make_runner("direct"), ThreadedBenchmarkRunner)
+    assert isinstance(make_runner(Placement.FORWARD, local), ForwardedBenchmarkRunner)
+    assert isinstance(make_runner("remote", local), RemoteBenchmarkRunner)
+    with pytest.raises(ValueError, match="needs the transport"):
+        make_runner("remote")
+    with pytest.raises(ValueError, match="placement: must be one of direct, forward, remote"):
+        make_runner("moon")

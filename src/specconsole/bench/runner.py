@@ -21,13 +21,14 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.loadgen import make_run
 from specconsole.core.metrics import BenchResult
-from specconsole.core.ports import BenchProgress, BenchSpec, Transport
+from specconsole.core.ports import BenchmarkRunner, BenchProgress, BenchSpec, Transport
 
 STOP_GRACE_S = 30.0
 """How long a cancelled run may take to hand back its partial result."""
@@ -181,3 +182,41 @@ class ForwardedBenchmarkRunner:
             )
         forward = await self._transport.forward_local_port(parts.port, parts.hostname)
         return await self._inner.run(spec, forward.url, on_progress=on_progress)
+
+
+class Placement(StrEnum):
+    """Where the load is generated (see docs/benchmark.md, "Where the load runs")."""
+
+    DIRECT = "direct"
+    """From the console host straight to the server's URL."""
+    FORWARD = "forward"
+    """From the console host through an SSH local port forward."""
+    REMOTE = "remote"
+    """On the GPU box, by the self-contained runner script."""
+
+
+def make_runner(
+    placement: Placement | str,
+    transport: Transport | None = None,
+    *,
+    python: str = "python3",
+) -> BenchmarkRunner:
+    """The :class:`~specconsole.core.ports.BenchmarkRunner` for a placement.
+
+    ``forward`` and ``remote`` need the transport to the box; ``python`` is the interpreter
+    the remote runner uses there.
+    """
+    try:
+        where = Placement(placement)
+    except ValueError:
+        choices = ", ".join(p.value for p in Placement)
+        raise ValueError(f"placement: must be one of {choices}, got {placement!r}") from None
+    if where is Placement.DIRECT:
+        return ThreadedBenchmarkRunner()
+    if transport is None:
+        raise ValueError(f"placement {where.value!r} needs the transport to the box")
+    if where is Placement.FORWARD:
+        return ForwardedBenchmarkRunner(transport)
+    from specconsole.bench.remote_runner import RemoteBenchmarkRunner
+
+    return RemoteBenchmarkRunner(transport, python=python)
