@@ -338,11 +338,12 @@ class LadderRun:
     async def _flush(self, client: StreamClient) -> None:
         for _ in range(FLUSH_ATTEMPTS):
             try:
-                if await client.post("/flush_cache") == 200:
-                    return
+                status = await client.post("/flush_cache")
             except RequestFailed:
-                return  # a server without the endpoint: nothing to flush
-            await asyncio.sleep(0.2)
+                return
+            if status != 400:
+                return  # flushed, or a server without the endpoint (e.g. vLLM: 404)
+            await asyncio.sleep(0.2)  # SGLang answers 400 until it is idle
 
     async def _accept_length(self, client: StreamClient) -> float | None:
         try:
