@@ -202,6 +202,14 @@ class SshTransport:
         if self._conn is conn:
             conn.abort()
 
+    def _refused_channel(self, conn: asyncssh.SSHClientConnection, exc: BaseException) -> None:
+        """A channel the box refused on a live connection is an error, not a drop."""
+        if isinstance(exc, asyncssh.ChannelOpenError) and not _is_closed(conn):
+            raise TransportError(
+                f"{self.description} refused a new SSH channel ({exc.reason}); check sshd's "
+                "MaxSessions and AllowTcpForwarding"
+            ) from None
+
     async def _remote_is_root(self) -> bool:
         if self._is_root is None:
             result = await self.run("id -u; id -un", timeout=30)
@@ -234,6 +242,7 @@ class SshTransport:
                     stderr=f"{exc.stderr or ''}timed out after {timeout:g} s",
                 )
             except _DROP_ERRORS as exc:
+                self._refused_channel(conn, exc)
                 self._mark_lost(conn)
                 if attempt:
                     raise ConnectionLost(
@@ -267,6 +276,7 @@ class SshTransport:
                 errors="surrogateescape",
             )
         except _DROP_ERRORS as exc:
+            self._refused_channel(conn, exc)
             self._mark_lost(conn)
             raise ConnectionLost(f"connection to {self.description} dropped: {exc}") from None
         stderr_chunks: list[str] = []
@@ -333,8 +343,11 @@ class SshTransport:
         try:
             listener = await conn.forward_local_port("127.0.0.1", 0, remote_host, remote_port)
         except _DROP_ERRORS as exc:
+            message = f"cannot forward a port to {self.description}: {exc}"
+            if not _is_closed(conn):  # e.g. no local port: not the link's fault
+                raise TransportError(message) from None
             self._mark_lost(conn)
-            raise ConnectionLost(f"cannot forward a port to {self.description}: {exc}") from None
+            raise ConnectionLost(message) from None
         local_port = listener.get_port()
         self._forwards[local_port] = (remote_host, remote_port, listener)
         return PortForward(local_port=local_port, remote_host=remote_host, remote_port=remote_port)
