@@ -82,6 +82,7 @@ class MainScreen(Screen[None]):
         self._classify = classify
         self._state = ControllerState()
         self._trial_index: int | None = None
+        self._rendered = False
 
     @property
     def console_app(self) -> SpecConsoleApp:
@@ -121,6 +122,9 @@ class MainScreen(Screen[None]):
 
     def render_state(self, state: ControllerState, now: float) -> None:
         """Draw a new snapshot (the app calls this for every ``StateChanged``)."""
+        if state is self._state and self._rendered:
+            return  # a log flood republishes the same snapshot; nothing to redraw
+        self._rendered = True
         self._state = state
         self._mark_trial_start(state)
         with self.app.batch_update():

@@ -39,6 +39,8 @@ class TrialsPane(Horizontal):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._rows: tuple[TrialRow, ...] = ()
+        self._details: TrialDetails | None = None
+        self._details_shown = False
         self.border_title = "Trials"
 
     def compose(self) -> ComposeResult:
@@ -94,6 +96,9 @@ class TrialsPane(Horizontal):
         self.post_message(self.Selected(keys[target]))
 
     def show_details(self, details: TrialDetails | None) -> None:
+        if self._details_shown and details == self._details:
+            return
+        self._details, self._details_shown = details, True
         box = self.query_one("#trial-details", Static)
         if details is None:
             box.update("No trials yet.")
