@@ -111,11 +111,15 @@ async def _hello(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 async def test_unknown_or_changed_host_key_is_refused(sshd: SshdServer, tmp_path: Path) -> None:
     empty = tmp_path / "empty_known_hosts"
     empty.write_text("")
+    marker = tmp_path / "should-not-exist"
     for known in (sshd.wrong_known_hosts, empty):
         ssh = SshTransport(ssh_profile(sshd, known_hosts=str(known)))
         with pytest.raises(HostKeyRejected, match="host key is not trusted"):
-            await ssh.run("touch /tmp/should-not-exist")
+            await ssh.run(f"touch {marker}")
+        with pytest.raises(HostKeyRejected):
+            await ssh.upload(b"x", str(marker))  # refused again, never accepted later
         await ssh.close()
+    assert not marker.exists()
 
 
 @pytest.mark.ssh
