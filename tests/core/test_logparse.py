@@ -33,7 +33,15 @@ from specconsole.core.log_events import (
     WeightsEnd,
     summarize,
 )
-from specconsole.core.logparse import FIXES, LogParser, classify_fatal, parse_lines
+from specconsole.core.logparse import (
+    _DECODE_KEYS,
+    FIXES,
+    LogParser,
+    _decode_fast,
+    _key_values,
+    classify_fatal,
+    parse_lines,
+)
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -938,3 +946,22 @@ def test_signature_in_the_middle_of_a_huge_traceback_is_kept() -> None:
     assert "Tried to allocate 9.00 GiB" in fatal.excerpt
     assert fatal.excerpt.splitlines()[-1] == "RuntimeError: something generic"
     assert len(fatal.excerpt.splitlines()) <= 12 + 1 + 8 + 48
+
+
+def test_decode_fast_path_matches_key_parsing() -> None:
+    rests = [line.split("Decode batch, ", 1)[1] for line in _ALL_LINES if "Decode batch, " in line]
+    rests += [
+        "#running-req: 1, #token: 5, token usage: 0.00, cuda graph: False, "
+        "gen throughput (token/s): 1.00, #queue-req: 0",  # no speculative decoding
+        "#running-req: 1, #token: 5, token usage: 1.2.3, cuda graph: False, "
+        "gen throughput (token/s): 1.00, #queue-req: 0",  # malformed: falls back
+    ]
+    fast_hits = 0
+    for rest in rests:
+        fast = _decode_fast(rest)
+        if fast is not None:
+            fast_hits += 1
+            slow = {k: None for k in fast} | _key_values(rest, _DECODE_KEYS)
+            assert fast == slow, rest
+    assert fast_hits >= 5
+    assert _decode_fast(rests[-1]) is None

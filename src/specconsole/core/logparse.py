@@ -378,6 +378,38 @@ def _key_values(rest: str, keys: dict[str, tuple[str, int]]) -> dict[str, object
     return out
 
 
+_DECODE_CANONICAL = re.compile(
+    r"#running-req: (\d+), #token: (\d+), token usage: ([\d.]+), "
+    r"(?:accept len: ([\d.]+), )?(?:accept rate: ([\d.]+), )?"
+    r"cuda graph: (True|False), gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)\Z"
+)
+"""The Decode line as SGLang v0.5.9 and later print it (plain KV pool, with or without spec).
+
+Only a fast path: anything else (older releases, hybrid pools, extra keys, reordering) falls
+back to :func:`_key_values`, which parses by key and gives the same result for this form."""
+
+
+def _decode_fast(rest: str) -> dict[str, object] | None:
+    """Decode statistics from the canonical form in one regex match, else ``None``."""
+    m = _DECODE_CANONICAL.match(rest)
+    if m is None:
+        return None
+    g = m.groups()
+    try:
+        return {
+            "running_req": int(g[0]),
+            "num_tokens": int(g[1]),
+            "token_usage": float(g[2]),
+            "accept_len": float(g[3]) if g[3] is not None else None,
+            "accept_rate": float(g[4]) if g[4] is not None else None,
+            "cuda_graph": g[5] == "True",
+            "gen_throughput": float(g[6]),
+            "queue_req": int(g[7]),
+        }
+    except ValueError:  # e.g. "1.2.3"
+        return None
+
+
 def _split_journal(raw: str, ts_end: int) -> tuple[str, str, str] | None:
     """Split ``TS HOST IDENT[PID]: MESSAGE`` (journalctl short modes) at a known TS width.
 
@@ -786,7 +818,8 @@ class LogParser:
         if not body.startswith("Decode batch"):
             return []
         if body[12:14] == ", ":  # the common (v0.5.5+) form, without the iteration counter
-            kv = _key_values(body[14:].rstrip(", "), _DECODE_KEYS)
+            rest = body[14:].rstrip(", ")
+            kv = _decode_fast(rest) or _key_values(rest, _DECODE_KEYS)
         else:
             split = _stats_rest(body, 12)
             if split is None:
