@@ -76,9 +76,11 @@ async def test_streams_a_long_command_line_by_line(sshd: SshdServer) -> None:
 async def test_uploads_a_file_by_sftp(sshd: SshdServer, tmp_path: Path) -> None:
     target = tmp_path / "uploaded.txt"
     async with asyncssh.connect(**sshd.asyncssh_options()) as conn:
-        async with conn.start_sftp_client() as sftp:
-            async with sftp.open(str(target), "w") as remote_file:
-                await remote_file.write("unit file body\n")
+        async with (
+            conn.start_sftp_client() as sftp,
+            sftp.open(str(target), "w") as remote_file,
+        ):
+            await remote_file.write("unit file body\n")
         result = await conn.run(f"cat {target}", check=True, timeout=10)
     assert result.stdout == "unit file body\n"
     assert target.read_text() == "unit file body\n"

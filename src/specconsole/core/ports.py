@@ -79,7 +79,12 @@ class Transport(Protocol):
         ...
 
     async def run(
-        self, command: str, *, timeout: float | None = 60.0, sudo: bool = False, stdin: str | None = None
+        self,
+        command: str,
+        *,
+        timeout: float | None = 60.0,
+        sudo: bool = False,
+        stdin: str | None = None,
     ) -> CommandResult:
         """Run a shell command to completion and return its status and output."""
         ...
@@ -102,7 +107,9 @@ class Transport(Protocol):
         """Return the file's bytes, or ``None`` when it does not exist."""
         ...
 
-    async def forward_local_port(self, remote_port: int, remote_host: str = "127.0.0.1") -> PortForward:
+    async def forward_local_port(
+        self, remote_port: int, remote_host: str = "127.0.0.1"
+    ) -> PortForward:
         """Listen on 127.0.0.1 (port chosen by the OS) and forward to the box's port."""
         ...
 
