@@ -319,7 +319,12 @@ class BenchmarkRunner(Protocol):
     ) -> BenchResult:
         """Run every level; returns the trial's benchmark result (see core.metrics).
 
-        Cancelling the awaiting task stops the load promptly; the partial result is
-        returned through ``on_progress`` consumers and the result is marked partial.
+        ``stop()`` ends the load promptly and makes ``run`` return what was measured so
+        far, marked partial. Cancelling the awaiting task also stops the load; the partial
+        result is then kept in ``last_result`` (where the runner can produce one).
         """
+        ...
+
+    def stop(self) -> None:
+        """Ask a running ladder to stop; finished requests are kept, the result is partial."""
         ...
