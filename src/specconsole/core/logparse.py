@@ -8,8 +8,9 @@ formats; vLLM). It is pure: lines in, :mod:`specconsole.core.log_events` values 
 How it stays fast (a log burst must never back up the console, target ≥ 200,000 lines/s):
 each line pays for one journal-prefix check, one SGLang/vLLM header split and one dict
 lookup on the message's first word; only lines that name something we know are examined
-further, with ``str.find``/``split`` rather than regular expressions. Statistics lines are
-parsed *by key*, never by position, so fields added or reordered across releases are fine.
+further, with ``str.find``/``split``. Statistics lines are parsed *by key*, never by
+position, so fields added or reordered across releases are fine; the canonical Decode line
+of v0.5.9 and later alone takes a one-regex fast path (with the by-key parse as fallback).
 
 Multi-line tracebacks are grouped into one :class:`~specconsole.core.log_events.FatalError`:
 a group opens on ``Traceback (most recent call last)`` (or SGLang's ``... hit an
