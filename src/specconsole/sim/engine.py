@@ -218,8 +218,9 @@ class Scheduler:
             await asyncio.sleep(0)
             return
         now = loop.time()
-        # Fall behind by at most 50 ms (then catch up), so averages hold under brief lag.
-        self._clock = max(self._clock, now - 0.05) + seconds
+        # Fall behind by at most 250 ms (then catch up), so averages hold when a busy machine
+        # deschedules the process for a while, without an unbounded burst after a long pause.
+        self._clock = max(self._clock, now - 0.25) + seconds
         delay = self._clock - now
         await asyncio.sleep(delay if delay > 0 else 0)
 
