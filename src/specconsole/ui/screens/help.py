@@ -26,18 +26,17 @@ def key_label(key: str) -> str:
 
 
 def key_table(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
-    """(key, description) rows for ``Binding`` objects (tuples are skipped)."""
+    """(key, what it does) rows for ``Binding`` objects (tuples are skipped)."""
     rows = []
     for binding in bindings:
         if isinstance(binding, Binding) and binding.description:
-            rows.append((key_label(binding.key), binding.description))
+            rows.append((key_label(binding.key), binding.tooltip or binding.description))
     return rows
 
 
 def help_text() -> str:
     """The whole help page as plain text (also used for the README key map)."""
     from specconsole.ui.screens.editor import EditorScreen
-
     from specconsole.ui.screens.main import MainScreen
 
     sections = [
