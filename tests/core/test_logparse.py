@@ -965,3 +965,28 @@ def test_decode_fast_path_matches_key_parsing() -> None:
             assert fast == slow, rest
     assert fast_hits >= 5
     assert _decode_fast(rests[-1]) is None
+
+
+def test_fix_changes_apply_with_replace_config() -> None:
+    from specconsole.core.config import ServerConfig, SpecAlgorithm, replace_config
+
+    config = ServerConfig(
+        model_path="m",
+        speculative_algorithm=SpecAlgorithm.EAGLE3,
+        speculative_num_steps=6,
+        speculative_eagle_topk=8,
+        speculative_num_draft_tokens=32,
+        mem_fraction_static=0.85,
+    )
+    for cause, fixes in FIXES.items():
+        for fix in fixes:
+            changed = replace_config(config, **dict(fix.changes))
+            assert fix.text, cause
+            assert fix.field is None or getattr(changed, fix.field) != getattr(config, fix.field)
+    shrink = next(f for f in FIXES[FatalCause.CUDA_OOM] if len(f.changes) == 3)
+    tree = replace_config(config, **dict(shrink.changes))
+    assert (
+        tree.speculative_num_steps,
+        tree.speculative_eagle_topk,
+        tree.speculative_num_draft_tokens,
+    ) == (3, 1, 4)

@@ -92,13 +92,18 @@ class FatalCause(StrEnum):
 class SuggestedFix:
     """One remedy for a fatal cause, drawn from SGLang's own advice.
 
-    ``field``/``value`` name a configuration change when the remedy is one (the field is a
-    :class:`~specconsole.core.config.ServerConfig` attribute); ``text`` always explains it.
+    ``changes`` are the configuration edits it suggests, as (``ServerConfig`` field, editor
+    text) pairs, so ``replace_config(config, **dict(fix.changes))`` applies it; ``text``
+    always explains it (some remedies are not configuration changes).
     """
 
     text: str
-    field: str | None = None
-    value: str | None = None
+    changes: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def field(self) -> str | None:
+        """The first field the fix changes, if any (what a UI highlights)."""
+        return self.changes[0][0] if self.changes else None
 
 
 def _jsonable(value: Any) -> Any:
@@ -200,8 +205,7 @@ class MemoryPoolEnd(LogEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CudaGraphBegin(LogEvent):
-    """``Capture <stage> CUDA graph begin. ...`` (latest); ``Capture cuda graph begin.`` (v0.5.9)
-    """
+    """``Capture <stage> CUDA graph begin. ...`` (latest); ``Capture cuda graph begin.`` (v0.5.9)"""
 
     kind: ClassVar[str] = "cuda_graph_begin"
     phase: ClassVar[LoadPhase | None] = LoadPhase.CUDA_GRAPH

@@ -61,30 +61,29 @@ __all__ = ["FIXES", "LogParser", "classify_fatal", "parse_lines"]
 
 _LOWER_MEM = SuggestedFix(
     "Lower mem_fraction_static (e.g. 0.8, 0.7, or 0.5) so activations and graphs fit.",
-    "mem_fraction_static",
-    "0.7",
+    (("mem_fraction_static", "0.7"),),
 )
 _LOWER_GRAPH_BS = SuggestedFix(
     "Lower cuda_graph_max_bs (e.g. 16, or 4) so fewer CUDA graphs are captured.",
-    "cuda_graph_max_bs",
-    "16",
+    (("cuda_graph_max_bs", "16"),),
 )
 _SHRINK_TREE = SuggestedFix(
     "Shrink the draft tree: speculative_num_steps=3, speculative_eagle_topk=1, "
     "speculative_num_draft_tokens=4.",
-    "speculative_eagle_topk",
-    "1",
+    (
+        ("speculative_num_steps", "3"),
+        ("speculative_eagle_topk", "1"),
+        ("speculative_num_draft_tokens", "4"),
+    ),
 )
 _LOWER_RUNNING = SuggestedFix(
     "Lower max_running_requests (e.g. 4) to bound per-request memory.",
-    "max_running_requests",
-    "4",
+    (("max_running_requests", "4"),),
 )
 _RAISE_MEM = SuggestedFix(
     "Raise mem_fraction_static: the weights leave no room for the KV cache (draft weights "
     "count too), or use a smaller model / more GPUs (tp_size).",
-    "mem_fraction_static",
-    None,
+    (("mem_fraction_static", "0.9"),),
 )
 _DISABLE_GRAPH = SuggestedFix(
     "As a last resort disable CUDA graphs (--disable-cuda-graph, or "
@@ -109,8 +108,6 @@ FIXES: dict[FatalCause, tuple[SuggestedFix, ...]] = {
         SuggestedFix(
             "Keep speculative_num_draft_tokens <= speculative_num_steps x "
             "speculative_eagle_topk + 1 (SGLang does not check it; larger trees crash).",
-            "speculative_num_draft_tokens",
-            None,
         ),
         _SHRINK_TREE,
         _LOWER_GRAPH_BS,
@@ -120,7 +117,7 @@ FIXES: dict[FatalCause, tuple[SuggestedFix, ...]] = {
             "Check that every GPU of tp_size is free and visible (nvidia-smi, "
             "CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
         ),
-        SuggestedFix("Try a smaller tp_size.", "tp_size", None),
+        SuggestedFix("Try a smaller tp_size (fewer GPUs in the NCCL group)."),
         SuggestedFix(
             "Set SGLANG_KILLPG_ON_SCHEDULER_EXCEPTION=1 so one rank's crash stops the others "
             "instead of flooding the log with NCCL timeouts."
