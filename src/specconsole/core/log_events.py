@@ -93,8 +93,9 @@ class SuggestedFix:
     """One remedy for a fatal cause, drawn from SGLang's own advice.
 
     ``changes`` are the configuration edits it suggests, as (``ServerConfig`` field, editor
-    text) pairs, so ``replace_config(config, **dict(fix.changes))`` applies it; ``text``
-    always explains it (some remedies are not configuration changes).
+    text) pairs with SGLang's recipe values (not relative to the crashed configuration), so
+    ``replace_config(config, **dict(fix.changes))`` applies it; ``text`` always explains it
+    (some remedies are not configuration changes).
     """
 
     text: str

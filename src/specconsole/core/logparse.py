@@ -83,7 +83,6 @@ _LOWER_RUNNING = SuggestedFix(
 _RAISE_MEM = SuggestedFix(
     "Raise mem_fraction_static: the weights leave no room for the KV cache (draft weights "
     "count too), or use a smaller model / more GPUs (tp_size).",
-    (("mem_fraction_static", "0.9"),),
 )
 _DISABLE_GRAPH = SuggestedFix(
     "As a last resort disable CUDA graphs (--disable-cuda-graph, or "
