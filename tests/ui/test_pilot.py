@@ -298,3 +298,19 @@ async def test_following_survives_the_crash_banner_and_scrolling_back_pauses() -
         controller.log("another line")
         await pilot.pause(0.3)
         assert not journal.log_view.is_vertical_scroll_end
+
+
+async def test_controller_notices_become_notifications() -> None:
+    from specconsole.core.state import Notice
+
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        notice = Notice("warning", "cannot deploy while a trial is loading", NOW)
+        controller.publish(dataclasses.replace(idle_state(), notice=notice))
+        await pilot.pause(0.2)
+        texts = [n.message for n in app._notifications]
+        assert texts.count("cannot deploy while a trial is loading") == 1
+        controller.publish(dataclasses.replace(idle_state(), notice=notice, phase_since=NOW - 1))
+        await pilot.pause(0.2)
+        assert [n.message for n in app._notifications].count(notice.text) == 1

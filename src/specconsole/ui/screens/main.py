@@ -141,7 +141,11 @@ class MainScreen(Screen[None]):
         if state is self._state and self._rendered:
             return  # a log flood republishes the same snapshot; nothing to redraw
         self._rendered = True
-        self._state = state
+        previous, self._state = self._state, state
+        notice = state.notice
+        if notice is not None and notice != previous.notice:
+            severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
+            self.notify(notice.text, severity=severity, timeout=8)
         self._mark_trial_start(state)
         with self.app.batch_update():
             self.refresh_header(now)
