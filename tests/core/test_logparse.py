@@ -126,7 +126,14 @@ LINE_CASES: list[tuple[str, LogEvent]] = [
     (
         "[2026-07-20 10:25:17] Capture target verify CUDA graph begin. backend=fa3, "
         "num_tokens_per_req=8, bs=[1, 2, 4], avail mem=8.60 GB",
-        CudaGraphBegin(timestamp="2026-07-20 10:25:17", stage="target verify", avail_mem_gb=8.6),
+        CudaGraphBegin(
+            timestamp="2026-07-20 10:25:17",
+            stage="target verify",
+            avail_mem_gb=8.6,
+            backend="fa3",
+            num_tokens_per_req=8,
+            batch_sizes=(1, 2, 4),
+        ),
     ),
     (
         "[2026-07-20 10:25:31] Capture target verify CUDA graph end. elapsed=13.92 s, "
@@ -147,6 +154,9 @@ LINE_CASES: list[tuple[str, LogEvent]] = [
             stage="draft decode",
             role=Role.DRAFT,
             avail_mem_gb=7.36,
+            backend="fa3",
+            num_tokens_per_req=4,
+            batch_sizes=(1, 2),
         ),
     ),
     (

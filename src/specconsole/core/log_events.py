@@ -215,6 +215,13 @@ class CudaGraphBegin(LogEvent):
     ``target decode``, ``target prefill``, ``piecewise``, or ``""`` (v0.5.9 target)."""
     role: Role = Role.TARGET
     avail_mem_gb: float | None = None
+    backend: str | None = None
+    """``backend=`` (latest only)."""
+    num_tokens_per_req: int | None = None
+    """Tokens per request in each captured batch (topk for draft decode, the verify width
+    for target verify and draft extend; latest only)."""
+    batch_sizes: tuple[int, ...] = ()
+    """The ``bs=[...]`` list of captured batch sizes (latest only)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

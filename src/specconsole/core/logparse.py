@@ -319,6 +319,21 @@ def _word_after(text: str, key: str) -> str | None:
     return text[i:j] or None
 
 
+def _int_list_after(text: str, key: str) -> tuple[int, ...]:
+    """``[1, 2, 4]`` right after ``key`` (which includes the ``[``) as ints; ``()`` if absent."""
+    i = text.find(key)
+    if i < 0:
+        return ()
+    i += len(key)
+    j = text.find("]", i)
+    if j < 0:
+        return ()
+    try:
+        return tuple(int(p) for p in text[i:j].split(",") if p.strip())
+    except ValueError:
+        return ()
+
+
 _INT, _FLOAT, _BOOL = 0, 1, 2
 _STATS_HEADS = frozenset(("Decode", "Prefill"))
 _Handler = Callable[["LogParser", str, "str | None", "str | None"], "list[LogEvent]"]
@@ -920,6 +935,9 @@ class LogParser:
                     stage=stage,
                     role=role,
                     avail_mem_gb=_num_after(body, "avail mem="),
+                    backend=_word_after(body, "backend="),
+                    num_tokens_per_req=_int_after(body, "num_tokens_per_req="),
+                    batch_sizes=_int_list_after(body, "bs=["),
                 )
             ]
         if after.startswith("end"):
