@@ -129,11 +129,11 @@ def _trial_configs(
     """(label, config) pairs to check: the [server] table, or each trial of a sweep plan."""
     if "sweep" not in document:
         return [("", _server_config(document, path))]
-    from specconsole.core.plan import PlanError, config_label, loads_plan
+    from specconsole.core.plan import config_label, loads_plan
 
     try:
         plan = loads_plan(text)
-    except PlanError as exc:
+    except ValueError as exc:  # PlanError, or a ConfigError from the [server] table
         raise _InputError(f"{path}: {exc}") from None
     grid = plan.grid()[:MAX_PLAN_TRIALS]
     if len(grid) == 1:
@@ -160,7 +160,13 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     for label, config in trials:
         issues = validate(config)
         if not args.quiet:
-            issues += [i for i in normalize(config)[1] if i.severity is Severity.NOTICE]
+            # What SGLang will choose by itself (auto tree sizes...), unless already said.
+            mentioned = {i.field for i in issues}
+            issues += [
+                i
+                for i in normalize(config)[1]
+                if i.severity is Severity.NOTICE and i.field not in mentioned
+            ]
         for issue in issues:
             if args.quiet and not issue.blocking:
                 continue
