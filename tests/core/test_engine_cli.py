@@ -165,3 +165,35 @@ def test_parse_log_fatal_exit_and_stdin(
 def test_parse_log_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["parse-log", str(tmp_path / "none.log")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+PLAN = """
+name = "bad plan"
+[host]
+transport = "local"
+[service]
+kind = "process"
+[server]
+model_path = "m"
+speculative_algorithm = "EAGLE3"
+speculative_draft_model_path = "d"
+speculative_num_steps = 2
+speculative_num_draft_tokens = 8
+max_running_requests = 16
+[sweep]
+strategy = "grid"
+[sweep.axes]
+speculative_eagle_topk = [2, 4]
+[bench]
+ladder = [1, 4]
+"""
+
+
+def test_validate_plan_checks_every_trial(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", write(tmp_path, PLAN)]) == 1
+    out = capsys.readouterr().out
+    assert "[topk=2] error: speculative_num_draft_tokens: 8 draft tokens exceed" in out
+    assert "[topk=4] error" not in out  # 8 <= 2 x 4 + 1
+    assert "2 configurations have errors (1 errors" in out

@@ -177,8 +177,9 @@ def _validate_cmd(args: argparse.Namespace) -> int:
             _print_issue(issue, label, out)
             n_errors += issue.severity is Severity.ERROR
             n_warnings += issue.severity is Severity.WARNING
-    what = f"{len(trials)} configurations" if len(trials) > 1 else "configuration"
-    verdict = "has errors" if n_errors else "OK"
+    many = len(trials) > 1
+    what = f"{len(trials)} configurations" if many else "configuration"
+    verdict = ("have errors" if many else "has errors") if n_errors else "OK"
     print(f"{args.file}: {what} {verdict} ({n_errors} errors, {n_warnings} warnings)", file=out)
     return 1 if n_errors else 0
 
