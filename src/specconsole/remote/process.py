@@ -5,8 +5,9 @@ For boxes without systemd or root, for the demo and for the tests. Why it is bui
 
 * The deployed artifact is a small launch script (``command.sh``: working directory,
   environment, then ``exec`` of the command line rendered by :mod:`specconsole.core.render`).
-  Its sha256, stored next to it, is the deployed configuration's identity; each run keeps a
-  copy of both, so "is what runs the configuration I deployed?" survives a console restart.
+  Its sha256 is the deployed configuration's identity; each run keeps a copy of the script
+  it started from, so "is what runs the configuration I deployed?" survives a console
+  restart.
 * Each start makes a new run folder ``runs/ID`` with ``log``, ``pid`` and, when the server
   ends, ``exit``. A tiny ``sh`` wrapper started with ``setsid`` (a new session, so its PID is
   the process group) records the exit status — the console may be disconnected when the
@@ -114,40 +115,36 @@ class ProcessBackend:
         return await store.preview(launch_script(config))
 
     async def deploy(self, config: ServerConfig) -> Deployment:
-        run_dir, store = await self._paths()
+        _, store = await self._paths()
         preview = await store.preview(launch_script(config))
         backup = None
-        if preview.current is not None and preview.diff:
-            backup = await store.backup()
-        await store.install(preview.artifact)
-        await self._transport.upload(
-            (preview.artifact_hash + "\n").encode(), f"{run_dir}/artifact.sha256"
-        )
+        if preview.diff:
+            if preview.current is not None:
+                backup = await store.backup()
+            await store.install(preview.artifact)
         return Deployment(preview.artifact_hash, backup, store.path)
 
     async def rollback(self) -> Deployment | None:
-        run_dir, store = await self._paths()
+        _, store = await self._paths()
         restored = await store.restore_latest()
         if restored is None:
             return None
         backup, text = restored
-        digest = sha256_text(text)
-        await self._transport.upload((digest + "\n").encode(), f"{run_dir}/artifact.sha256")
-        return Deployment(digest, backup, store.path)
+        return Deployment(sha256_text(text), backup, store.path)
 
     async def deployed_hash(self) -> str | None:
-        run_dir, _ = await self._paths()
-        data = await self._transport.read_file(f"{run_dir}/artifact.sha256")
-        return data.decode().strip() or None if data is not None else None
+        _, store = await self._paths()
+        current = await store.current()
+        return None if current is None else sha256_text(current)
 
     async def running_hash(self) -> str | None:
-        """sha256 of the artifact the live run was started from (None if nothing runs)."""
+        """sha256 of the script the live run was started from (None if nothing runs)."""
         run_dir, _ = await self._paths()
         info = await self._run_info()
         if info.run_id is None or not info.alive:
             return None
-        data = await self._transport.read_file(f"{run_dir}/runs/{info.run_id}/artifact.sha256")
-        return data.decode().strip() if data else None
+        data = await self._transport.read_file(f"{run_dir}/runs/{info.run_id}/command.sh")
+        return None if data is None else sha256_text(data.decode("utf-8", "replace"))
 
     # --------------------------------------------------------------------------- lifecycle
 
@@ -164,7 +161,6 @@ cd {shlex.quote(run_dir)}
 id=$(date -u +%Y%m%dT%H%M%S)-$$
 mkdir -p "runs/$id"
 cp command.sh "runs/$id/command.sh"
-cp artifact.sha256 "runs/$id/artifact.sha256" 2>/dev/null || true
 : > "runs/$id/log"
 printf '%s\\n' "$id" > current.tmp && mv current.tmp current
 cd "runs/$id"
