@@ -456,3 +456,37 @@ def test_never_raises(changes: dict) -> None:
     normalized, notes = normalize(config)
     assert all(isinstance(n, Issue) for n in notes)
     assert isinstance(normalized, ServerConfig)
+
+
+_tree = st.one_of(st.none(), st.integers(1, 12))
+
+
+@given(
+    st.sampled_from(list(SpecAlgorithm)),
+    _tree,
+    _tree,
+    _tree,
+    st.one_of(st.none(), st.integers(1, 512)),
+    st.sampled_from([None, "LlamaForCausalLM", "Qwen2ForCausalLM"]),
+)
+def test_normalize_is_idempotent_and_adds_no_errors(
+    algo: SpecAlgorithm,
+    steps: int | None,
+    topk: int | None,
+    draft: int | None,
+    mrr: int | None,
+    arch: str | None,
+) -> None:
+    config = cfg(
+        speculative_algorithm=algo,
+        speculative_num_steps=steps,
+        speculative_eagle_topk=topk,
+        speculative_num_draft_tokens=draft,
+        max_running_requests=mrr,
+    )
+    once, _ = normalize(config, arch)
+    twice, notes = normalize(once, arch)
+    assert twice == once and notes == []
+    before = {(i.field, i.message) for i in errors(validate(config))}
+    after = {(i.field, i.message) for i in errors(validate(once))}
+    assert after <= before
