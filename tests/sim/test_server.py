@@ -313,6 +313,33 @@ def test_bad_arguments_fail_like_sglang() -> None:
     assert "AssertionError:" in sim.log_text() or "ValueError:" in sim.log_text()
 
 
+def test_bad_profile_is_a_clear_error() -> None:
+    sim = start_simulator("--sim-profile", "/nonexistent/profile.toml", wait_ready=False)
+    try:
+        rc = sim.wait_exit(timeout=15)
+    finally:
+        sim.stop()
+    assert rc == 2 and "--sim-profile" in sim.log_text()
+
+
+def test_without_speculation_same_seed_same_text() -> None:
+    texts = []
+    for _ in range(2):
+        with running_simulator("--random-seed", "7", base_flags=("--tp-size", "4")) as sim:
+            out = httpx.post(sim.base_url + "/generate", json={
+                "text": "x", "sampling_params": {"max_new_tokens": 60}}, timeout=30).json()
+            texts.append(out["text"])
+            assert "spec_verify_ct" not in out["meta_info"]
+            info = httpx.get(sim.base_url + "/server_info", timeout=5).json()
+            assert info["speculative_algorithm"] is None
+            assert "avg_spec_accept_length" not in info["internal_states"][0]
+            lines = list(sim.lines)
+    assert texts[0] == texts[1] and len(texts[0].split()) == 60
+    assert any("Capture target decode CUDA graph begin." in ln for ln in lines)
+    assert not any("Load weight begin." in ln and "TP0" in ln for ln in lines[lines.index(
+        next(ln for ln in lines if "Load weight end." in ln and "TP3" in ln)):])
+
+
 # ------------------------------------------------------------------------- log text
 
 

@@ -156,8 +156,10 @@ class Scheduler:
         self.crashed = False
         self._wake = asyncio.Event()
         self._clock = 0.0
-        self._tokens = token_cycle(profile.sim.seed)
-        self._seed_rng = random.Random(profile.sim.seed)
+        seed = args.server_args.get("random_seed")
+        self.seed = int(seed) if seed is not None else profile.sim.seed
+        """``--random-seed`` if given, else the profile's seed."""
+        self._tokens = token_cycle(self.seed)
         dist = accept_distribution(profile.perf, args.num_steps, args.topk,
                                    args.num_draft_tokens) if args.speculative else (1.0,)
         cdf: list[float] = []
@@ -177,7 +179,7 @@ class Scheduler:
         req = SimRequest(rid=rid, input_len=max(input_len, 1),
                          max_new_tokens=max(max_new_tokens, 1), index=index)
         # Seeded per-request start of the Weyl sequence (deterministic by arrival order).
-        req.weyl = random.Random(self.profile.sim.seed * 1_000_003 + index).random()
+        req.weyl = random.Random(self.seed * 1_000_003 + index).random()
         self.waiting.append(req)
         self.total_requests += 1
         self._wake.set()
