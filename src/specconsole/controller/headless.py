@@ -56,6 +56,7 @@ class ProgressPrinter:
         self.plan = plan
         self._last: tuple[object, ...] = ()
         self._notice: Notice | None = None
+        self._crash_reported: tuple[int, float] | None = None
 
     def _print(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -87,9 +88,13 @@ class ProgressPrinter:
                 )
         if isinstance(event, ev.TrialRecorded) and state.trials:
             self._summarise(state.trials[-1])
-        if isinstance(event, ev.FatalSeen | ev.ServiceExited | ev.TimerFired) and (
-            state.phase is Phase.CRASHED and trial is not None and trial.crash is not None
+        if (
+            state.phase is Phase.CRASHED
+            and trial is not None
+            and trial.crash is not None
+            and self._crash_reported != (trial.index, trial.started_at)
         ):
+            self._crash_reported = (trial.index, trial.started_at)
             crash = trial.crash
             self._print(f"CRASH detected in {crash.phase.value}: {crash.cause}: {crash.message}")
             for fix in crash.fixes[:4]:
@@ -205,7 +210,6 @@ async def run_headless(
     final = controller.state
     code = exit_code_for(final, interrupted)
     if final.phase is Phase.DONE:
-        printer._print(f"sweep finished: {final.finished_reason}")
         for line in findings(plan, final.trials):
             printer._print(line)
     print("", file=out)

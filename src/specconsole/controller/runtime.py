@@ -213,6 +213,7 @@ class Controller:
         self._http: httpx.AsyncClient | None = None
         self._urls: dict[tuple[str, int], str] = {}
         self._stopping = False
+        self._stop_on_exit = False
         self.finished: asyncio.Event = asyncio.Event()
         self.finish_reason: str = ""
         self.exit_code: int = 0
@@ -731,8 +732,6 @@ class Controller:
         return []
 
     # -- teardown -----------------------------------------------------------------------------
-
-    _stop_on_exit: bool = False
 
     async def _teardown(self) -> None:
         for handle in self._timers.values():
