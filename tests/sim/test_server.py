@@ -156,6 +156,9 @@ def test_endpoints_report_sglang_shapes() -> None:
             "messages": [{"role": "user", "content": "hi"}], "max_tokens": 9}).json()
         assert chat["choices"][0]["message"]["content"].count(" ") == 9
         assert c.post("/generate", content=b"{nope").status_code == 400
+        too_long = c.post("/generate", json={"text": "x", "sampling_params":
+                                             {"max_new_tokens": 10**7}})
+        assert too_long.status_code == 400 and "context length" in too_long.text
         assert c.post("/v1/completions", json={"prompt": "x", "max_tokens": -1}).status_code \
             == 400
 

@@ -154,6 +154,8 @@ class Scheduler:
         self.total_generated_tokens = 0
         self.total_requests = 0
         self.crashed = False
+        self.stalled = False
+        """Every running request is stalled (fault injection): the loop waits for news."""
         self._wake = asyncio.Event()
         self._clock = 0.0
         seed = args.server_args.get("random_seed")
@@ -181,6 +183,7 @@ class Scheduler:
         # Seeded per-request start of the Weyl sequence (deterministic by arrival order).
         req.weyl = random.Random(self.seed * 1_000_003 + index).random()
         self.waiting.append(req)
+        self.stalled = False
         self.total_requests += 1
         self._wake.set()
         return req
@@ -190,6 +193,8 @@ class Scheduler:
         if req.finished or req.aborted:
             return
         req.aborted = True
+        self.stalled = False
+        self._wake.set()
         if req in self.running:
             self.running.remove(req)
             self.kv_used -= req.reserve
@@ -328,6 +333,7 @@ class Scheduler:
             self.interval_accept.forward_ct += forwards
             self.interval_accept.accept_tokens += accepted
         self.running = [r for r in running if not r.finished and not r.aborted]
+        self.stalled = forwards == 0 and bool(self.running)
         self.decode_iters += 1
         if self.decode_iters % self.args.decode_log_interval == 0:
             self._log_decode(batch)
@@ -366,7 +372,7 @@ class Scheduler:
             batch = self._admit()
             if batch:
                 await self._prefill(batch)
-            elif self.running:
+            elif self.running and not self.stalled:
                 await self._decode()
             else:
                 # Only stalled or aborted work, or nothing admissible: wait for news.

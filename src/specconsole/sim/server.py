@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -346,6 +347,19 @@ def _error(status: int, message: str) -> JSONResponse:
                          "code": status}, status_code=status)
 
 
+def _too_long(sim: SimServer, prompt_tokens: int, max_new: int) -> JSONResponse | None:
+    """SGLang refuses requests longer than the context (or than the whole KV pool)."""
+    limit = min(sim.args.context_length, max(sim.plan.max_total_num_tokens, 1))
+    if prompt_tokens + max_new > limit:
+        return _error(400, (
+            f"Requested token count exceeds the model's maximum context length of {limit} "
+            f"tokens. You requested a total of {prompt_tokens + max_new} tokens: "
+            f"{prompt_tokens} tokens from the input messages and {max_new} tokens for the "
+            "completion. Please reduce the number of tokens in the input messages or the "
+            "completion to fit within the limit."))
+    return None
+
+
 SSE_DONE = b"data: [DONE]\n\n"
 
 
@@ -433,6 +447,8 @@ def build_app(sim: SimServer) -> Starlette:
         except ValueError as exc:
             return _error(400, str(exc))
         prompt_tokens = _count_prompt_tokens(payload)
+        if (resp := _too_long(sim, prompt_tokens, max_new)) is not None:
+            return resp
         rid = str(payload.get("rid") or uuid.uuid4().hex)
         req = sim.scheduler.submit(rid, prompt_tokens, max_new)
         if payload.get("stream"):
@@ -464,6 +480,8 @@ def build_app(sim: SimServer) -> Starlette:
         if not chat and payload.get("prompt") is None:
             return _error(400, "prompt is required")
         prompt_tokens = _count_prompt_tokens(payload)
+        if (resp := _too_long(sim, prompt_tokens, max_new)) is not None:
+            return resp
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         req = sim.scheduler.submit(rid, prompt_tokens, max_new)
         if payload.get("stream"):
@@ -672,6 +690,13 @@ async def _serve(sim: SimServer, sock: socket.socket) -> int:
     fatal = asyncio.create_task(sim._fatal.wait())
     stopper = asyncio.create_task(stop.wait())
     await asyncio.wait({life, fatal, stopper, serve_task}, return_when=asyncio.FIRST_COMPLETED)
+    if life.done() and not life.cancelled() and life.exception() is not None \
+            and not sim._fatal.is_set():
+        # A bug in the simulator itself: report it the way SGLang reports a scheduler crash.
+        exc = life.exception()
+        assert exc is not None
+        text = "".join(traceback.format_exception(exc)).rstrip("\n")
+        sim._fatal_log("Scheduler hit an exception: " + text)
     if sim._fatal.is_set():
         _die_like_sglang()
     if life.done() and not stop.is_set() and not sim._fatal.is_set():
