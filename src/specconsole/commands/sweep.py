@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--headless",
         action="store_true",
-        help="no console: print progress lines (needed for scripts and CI)",
+        help="no console: print progress lines (scripts, CI); without it the sweep runs "
+        "in the console (`specconsole tui PLAN --start`)",
     )
     p.add_argument(
         "--session",
@@ -132,14 +133,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except PlanError as exc:
         return _error(str(exc))
     if not args.headless:
-        try:
-            from specconsole.commands import tui  # noqa: F401  (the console, if built)
-        except ImportError:
-            return _error("the console is not available here; add --headless")
-        return _error(
-            f"to watch the sweep in the console run `specconsole tui {args.plan}`; "
-            "add --headless to run it without the console"
-        )
+        return _in_console(args)
     from specconsole.controller.headless import plan_problems
 
     problems = plan_problems(plan)
@@ -159,6 +153,22 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return asyncio.run(run_headless(plan, session, policy=policy))
     except KeyboardInterrupt:
         return 130
+
+
+def _in_console(args: argparse.Namespace) -> int:
+    """Without --headless the sweep runs in the console: ``tui PLAN --start``."""
+    from specconsole.cli import build_parser
+
+    argv = ["tui", str(args.plan), "--start"]
+    if args.session is not None:
+        argv += ["--session", str(args.session)]
+    if args.on_crash is not None:
+        argv += ["--on-crash", args.on_crash]
+    try:
+        console_args = build_parser().parse_args(argv)
+    except SystemExit:
+        return _error("the console is not available here; add --headless")
+    return int(console_args.handler(console_args) or 0)
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
