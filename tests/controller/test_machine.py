@@ -676,3 +676,13 @@ def test_every_intent_type_is_legal_somewhere_and_the_table_is_consistent() -> N
     assert ev.Quit in legal_intents(ControllerState())
     assert ev.StartSweep in legal_intents(ControllerState())
     assert ev.Cancel not in legal_intents(ControllerState())
+
+
+def test_resumed_session_knows_its_rollback_target() -> None:
+    d = Driver()
+    d.start()
+    d.finish_trial()
+    resumed = Driver(ControllerState(trials=d.state.trials))
+    resumed.send(ev.StartSweep(plan=plan(), resume=True))
+    assert resumed.state.last_good == d.state.trials[0].config
+    assert resumed.state.trial.index == 1  # type: ignore[union-attr]

@@ -417,8 +417,17 @@ def _on_start_sweep(state: ControllerState, event: ev.Event) -> Result:
     if plan is None:
         raise IllegalTransition(state.phase, event, "no plan loaded")
     policy = event.policy or plan.on_crash
+    last_good = state.last_good
+    if last_good is None:  # a resumed session: the rollback target is in the records
+        good = [
+            t.config
+            for t in state.trials
+            if t.status is TrialStatus.OK and t.kind is not TrialKind.BENCH_ONLY
+        ]
+        last_good = good[-1] if good else None
     new = replace(
         state,
+        last_good=last_good,
         plan=plan,
         policy=policy,
         sweep_active=True,
