@@ -119,6 +119,10 @@ def config_summary(config: ServerConfig | None) -> str:
 
 def phase_label(state: ControllerState) -> str:
     """The header's phase word, with the loading sub-phase or the running ladder level."""
+    if state.phase is Phase.AWAITING_DECISION:
+        return "CRASHED · r resumes" if state.pending is not None else "WAITING · r resumes"
+    if state.phase is Phase.PAUSED:
+        return "PAUSED · r resumes"
     label = state.phase.value.replace("_", " ").upper()
     if state.phase is Phase.LOADING and state.load_stage is not None:
         return f"{label} · {LOAD_STAGE_LABELS.get(state.load_stage, state.load_stage.value)}"

@@ -19,15 +19,20 @@ from specconsole.ui.viewmodels import TrialDetails, TrialRow
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("label", "trial"),
     ("status", "status"),
-    ("single", "single tok/s"),
-    ("peak", "peak tok/s"),
+    ("single", "single"),
+    ("peak", "peak"),
     ("capacity", "capacity"),
     ("accept", "accept"),
 )
 
 
 class TrialsPane(Horizontal):
-    """Table on the left, details of the highlighted trial on the right."""
+    """Table on the left, details of the highlighted trial on the right.
+
+    ``single`` is single-request output tok/s, ``peak`` the best aggregate output tok/s over
+    the ladder, ``capacity`` the KV pool (``max_total_num_tokens``), ``accept`` the mean
+    accept length.
+    """
 
     class Selected(Message):
         """The highlighted trial changed (the screen answers with its details)."""
