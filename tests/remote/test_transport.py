@@ -57,6 +57,20 @@ async def test_stream_applies_backpressure(transport: Transport, tmp_path: Path)
     assert written < 100000, f"producer ran {written} lines ahead of a stalled consumer"
 
 
+async def test_stream_keeps_long_lines_and_a_last_line_without_newline(
+    transport: Transport,
+) -> None:
+    command = "head -c 3000000 /dev/zero | tr '\\0' x; echo; printf tail"
+    lengths: list[int] = []
+    last = ""
+    async with asyncio.timeout(30):
+        async for line in transport.stream(command):
+            lengths.append(len(line))
+            last = line
+    assert sum(lengths[:-1]) == 3_000_000  # nothing lost (local splits beyond 1 MiB)
+    assert last == "tail"
+
+
 async def test_stream_failure_raises_with_stderr(transport: Transport) -> None:
     with pytest.raises(TransportError, match="exit status 4: nope"):
         async for _ in transport.stream("echo one; echo nope >&2; exit 4"):

@@ -19,7 +19,7 @@ from specconsole.core.ports import CommandResult, PortForward, TransportError
 from specconsole.remote.shell import check_sudo, read_via_shell, upload_via_shell, wrap_sudo
 
 _STREAM_LIMIT = 1 << 20
-"""Longest line a stream accepts; the pipe is not read ahead beyond about twice this."""
+"""Lines longer than this arrive in pieces; the pipe is not read ahead beyond about twice it."""
 
 
 class LocalTransport:
@@ -89,7 +89,13 @@ class LocalTransport:
         stderr_task = asyncio.create_task(process.stderr.read(64 * 1024))
         try:
             while True:
-                raw = await process.stdout.readline()
+                try:
+                    raw = await process.stdout.readuntil(b"\n")
+                except asyncio.IncompleteReadError as exc:
+                    raw = exc.partial  # the last line had no newline
+                except asyncio.LimitOverrunError as exc:
+                    # An absurdly long line: deliver it in pieces rather than lose it.
+                    raw = await process.stdout.readexactly(exc.consumed)
                 if not raw:
                     break
                 line = raw.decode("utf-8", "surrogateescape")

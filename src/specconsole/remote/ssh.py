@@ -264,8 +264,9 @@ class SshTransport:
 
     async def stream(self, command: str, *, sudo: bool = False) -> AsyncIterator[str]:
         """Yield output lines (trailing newline removed, undecodable bytes kept as
-        surrogate escapes so callers can count bytes). Raises ConnectionLost if the
-        link drops; a partial last line is then withheld (it is re-read on resume)."""
+        surrogate escapes so callers can count bytes; lines beyond asyncssh's buffer arrive
+        in pieces). Raises ConnectionLost if the link drops; a partial last line is then
+        withheld (it is re-read on resume)."""
         use_sudo = sudo and not await self._remote_is_root()
         conn = await self._connection()
         try:
@@ -282,6 +283,7 @@ class SshTransport:
         stderr_chunks: list[str] = []
         stderr_task = asyncio.create_task(_drain(process.stderr, stderr_chunks))
         dropped = False
+        pending: str | None = None  # a chunk without newline: a piece, or the last line
         try:
             while True:
                 try:
@@ -291,23 +293,20 @@ class SshTransport:
                     break
                 if not line:
                     break
-                if not line.endswith("\n"):
-                    # EOF without a newline: complete only if the command really ended.
-                    with contextlib.suppress(TimeoutError, *_DROP_ERRORS):
-                        async with asyncio.timeout(5):
-                            await process.wait_closed()
-                    if process.exit_status is None and process.exit_signal is None:
-                        dropped = True
-                        break
-                    yield line
-                    break
-                yield line[:-1]
+                if pending is not None:
+                    yield pending  # more data followed: it was a piece of a very long line
+                    pending = None
+                if line.endswith("\n"):
+                    yield line[:-1]
+                else:
+                    pending = line
             if not dropped:
                 with contextlib.suppress(TimeoutError, *_DROP_ERRORS):
                     async with asyncio.timeout(10):
                         await process.wait_closed()
-                if process.exit_status is None and process.exit_signal is None:
-                    dropped = True
+                dropped = process.exit_status is None and process.exit_signal is None
+            if pending is not None and not dropped:
+                yield pending  # the command really ended without a final newline
         finally:
             if process.exit_status is None and process.exit_signal is None:
                 with contextlib.suppress(*_DROP_ERRORS):
