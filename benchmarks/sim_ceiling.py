@@ -24,9 +24,15 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fixtures.sim import running_simulator
+from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 
-from specconsole.sim.model import CALIBRATION_LADDER, calibration_config, peak_aggregate
+from specconsole.sim.args import parse_argv, resolve
+from specconsole.sim.model import (
+    CALIBRATION_LADDER,
+    calibration_config,
+    peak_aggregate,
+    predict,
+)
 from specconsole.sim.profile import load_default_profile
 
 
@@ -114,7 +120,25 @@ def main() -> int:
               f"{chunks / cpu:>9,.0f} chunks/s = {per_cpu / peak:.1f}x peak")
     verdict = "OK" if worst >= 10 * peak else "BELOW TARGET"
     print(f"target >= 10x peak ({10 * peak:,.0f} tok/s per core): {verdict}")
+    _paced(opts.concurrency)
     return 0
+
+
+def _paced(concurrency: int, output_len: int = 128) -> None:
+    """The same load paced in real time: the rate the model predicts, at a small CPU cost."""
+    profile = load_default_profile()
+    expected = predict(resolve(parse_argv(list(DEFAULT_FLAGS)), profile), concurrency, 64,
+                       output_len, profile)
+    with running_simulator(load_seconds=0.0) as sim:
+        proc = psutil.Process(sim.pid)
+        cpu0 = proc.cpu_times()
+        elapsed, _chunks, tokens = asyncio.run(_drive(
+            "127.0.0.1", sim.port or 0, concurrency, concurrency, output_len, "generate"))
+        cpu1 = proc.cpu_times()
+    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    print(f"paced (real time), one wave of {concurrency} x {output_len} tokens: "
+          f"{tokens / elapsed:,.0f} tok/s (predict: {expected.aggregate_tok_s:,.0f}), "
+          f"simulator CPU {100 * cpu / elapsed:.1f} % of one core")
 
 
 if __name__ == "__main__":
