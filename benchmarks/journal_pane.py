@@ -97,8 +97,8 @@ async def run(rate: int, seconds: float, tick_s: float = 0.01) -> None:
                 rss_peak = max(rss_peak, rss)
             next_tick += tick_s
             await asyncio.sleep(max(0.0, next_tick - time.perf_counter()))
-        await pilot.pause(0.3)
         elapsed = time.perf_counter() - start
+        await pilot.pause(0.3)  # let the last batch land before counting lines
         rss_peak = max(rss_peak, process.memory_info().rss)
         shown = journal.log_view.line_count
         history = journal.log_view.history_size

@@ -314,3 +314,16 @@ async def test_controller_notices_become_notifications() -> None:
         controller.publish(dataclasses.replace(idle_state(), notice=notice, phase_since=NOW - 1))
         await pilot.pause(0.2)
         assert [n.message for n in app._notifications].count(notice.text) == 1
+
+
+async def test_routine_notices_do_not_pop_up() -> None:
+    from specconsole.core.state import Notice
+
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        controller.publish(
+            dataclasses.replace(idle_state(), notice=Notice("info", "trial 4: steps=4", NOW))
+        )
+        await pilot.pause(0.2)
+        assert not app._notifications

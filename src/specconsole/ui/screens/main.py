@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.events import Resize
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 30
 """Below either, panes switch instead of sharing the screen."""
+
+NOTIFY_LEVELS: dict[str, SeverityLevel] = {"warning": "warning", "error": "error"}
+"""Controller notice levels shown as notifications, and how."""
 
 PANES: tuple[str, ...] = ("journal", "side", "trials")
 """Pane ids in switch order (keys 1, 2, 3)."""
@@ -143,9 +147,9 @@ class MainScreen(Screen[None]):
         self._rendered = True
         previous, self._state = self._state, state
         notice = state.notice
-        if notice is not None and notice != previous.notice:
-            severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
-            self.notify(notice.text, severity=severity, timeout=8)
+        # Warnings and errors pop up; routine news ("trial 4: ...") is already on screen.
+        if notice is not None and notice != previous.notice and notice.level in NOTIFY_LEVELS:
+            self.notify(notice.text, severity=NOTIFY_LEVELS[notice.level], timeout=8)
         self._mark_trial_start(state)
         with self.app.batch_update():
             self.refresh_header(now)
