@@ -118,6 +118,19 @@ def test_accept_length_grows_and_saturates(profile: Profile) -> None:
     assert accept_length(perf, 3, 2, 6) > accept_length(perf, 3, 1, 4)
 
 
+def test_relaxed_thresholds_raise_acceptance(profile: Profile) -> None:
+    strict = calibration_config(profile, 3)
+    relaxed = dataclasses.replace(strict, extra_args=(
+        "--speculative-accept-threshold-single", "0.8",
+        "--speculative-accept-threshold-acc", "0.7"))
+    a = predict(strict, 1, profile=profile)
+    b = predict(relaxed, 1, profile=profile)
+    assert b.accept_length > a.accept_length and b.per_request_tok_s > a.per_request_tok_s
+    assert b.accept_length <= 4.0
+    with pytest.raises(SimArgError, match="threshold"):
+        resolve(parse_argv(["--speculative-accept-threshold-acc", "0"]), profile)
+
+
 def test_step_time_grows_with_batch_draft_tokens_and_steps(profile: Profile) -> None:
     def t(steps: int, batch: int, topk: int = 1, draft: int | None = None) -> float:
         cfg = calibration_config(profile, steps, speculative_eagle_topk=topk,

@@ -163,6 +163,28 @@ def test_endpoints_report_sglang_shapes() -> None:
             == 400
 
 
+def test_set_internal_state_relaxes_acceptance_hot() -> None:
+    with running_simulator() as sim:
+        c = httpx.Client(base_url=sim.base_url, timeout=30)
+
+        def run_and_read() -> float:
+            c.post("/generate", json={"text": "x", "sampling_params": {"max_new_tokens": 300}})
+            return c.get("/server_info").json()["internal_states"][0]["avg_spec_accept_length"]
+
+        strict = run_and_read()
+        refused = c.post("/set_internal_state", json={"server_args": {"tp_size": 8}}).json()
+        assert refused[0]["updated"] is False
+        sim.wait_for_line("Updating tp_size is not supported.")
+        ok = c.post("/set_internal_state", json={"server_args": {
+            "speculative_accept_threshold_acc": 0.5}}).json()
+        assert ok[0]["updated"] is True
+        sim.wait_for_line("avg_spec_accept_length=")
+        info = c.get("/server_info").json()
+        assert info["speculative_accept_threshold_acc"] == 0.5
+        assert "avg_spec_accept_length" not in info["internal_states"][0]  # counters reset
+        assert run_and_read() > strict + 0.1
+
+
 def test_openai_streams_with_usage_and_flush_refused_while_busy() -> None:
     with running_simulator() as sim:
         c = httpx.Client(base_url=sim.base_url, timeout=30)

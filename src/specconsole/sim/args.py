@@ -95,6 +95,8 @@ def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentP
     a("--speculative-num-steps", type=int, default=None)
     a("--speculative-eagle-topk", type=int, default=None)
     a("--speculative-num-draft-tokens", type=int, default=None)
+    a("--speculative-accept-threshold-single", type=float, default=1.0)
+    a("--speculative-accept-threshold-acc", type=float, default=1.0)
     a("--decode-log-interval", type=int, default=40)
     a("--enable-metrics", action="store_true")
     a("--log-level", default="info")
@@ -211,6 +213,10 @@ class ResolvedArgs:
     log_level: str
     host: str
     port: int
+    accept_threshold_single: float = 1.0
+    """``--speculative-accept-threshold-single`` (hot: ``/set_internal_state``)."""
+    accept_threshold_acc: float = 1.0
+    """``--speculative-accept-threshold-acc`` (hot: ``/set_internal_state``)."""
     warnings: tuple[str, ...] = ()
     """SGLang's argument warnings, in the order SGLang logs them."""
     server_args: Mapping[str, Any] = field(default_factory=dict)
@@ -347,6 +353,13 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         )
     if not 0.0 < float(mem_fraction) < 1.0:
         raise SimArgError(f"--mem-fraction-static must be in (0, 1), got {mem_fraction}")
+    thresholds = {}
+    for key in ("speculative_accept_threshold_single", "speculative_accept_threshold_acc"):
+        value = v.get(key)
+        value = 1.0 if value is None else float(value)
+        if not 0.0 < value <= 1.0:
+            raise SimArgError(f"--{key.replace('_', '-')} must be in (0, 1], got {value}")
+        thresholds[key] = value
     if int(max_running) < 1:
         raise SimArgError(f"--max-running-requests must be >= 1, got {max_running}")
     capture: tuple[int, ...] = ()
@@ -379,6 +392,7 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         "speculative_num_steps": steps if speculative else None,
         "speculative_eagle_topk": topk if speculative else None,
         "speculative_num_draft_tokens": draft if speculative else None,
+        **thresholds,
         "enable_mixed_chunk": False,
         "decode_log_interval": decode_log_interval,
         "enable_metrics": bool(v.get("enable_metrics")),
@@ -409,6 +423,8 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         log_level=resolved_values["log_level"],
         host=resolved_values["host"],
         port=resolved_values["port"],
+        accept_threshold_single=thresholds["speculative_accept_threshold_single"],
+        accept_threshold_acc=thresholds["speculative_accept_threshold_acc"],
         warnings=tuple(warnings),
         server_args=server_args,
         unknown_args=dict(unknown),

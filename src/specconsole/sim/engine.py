@@ -26,7 +26,7 @@ from specconsole.sim import logfmt
 from specconsole.sim.args import ResolvedArgs
 from specconsole.sim.model import (
     MemoryPlan,
-    accept_distribution,
+    args_accept_distribution,
     prefill_time,
     step_time,
     uses_cuda_graph,
@@ -162,11 +162,15 @@ class Scheduler:
         self.seed = int(seed) if seed is not None else profile.sim.seed
         """``--random-seed`` if given, else the profile's seed."""
         self._tokens = token_cycle(self.seed)
-        dist = accept_distribution(profile.perf, args.num_steps, args.topk,
-                                   args.num_draft_tokens) if args.speculative else (1.0,)
+        self._cdf: list[float] = []
+        self.set_args(args)
+
+    def set_args(self, args: ResolvedArgs) -> None:
+        """Adopt (hot-updated) arguments: the accepted-token distribution follows them."""
+        self.args = args
         cdf: list[float] = []
         acc = 0.0
-        for p in dist:
+        for p in args_accept_distribution(args, self.profile.perf):
             acc += p
             cdf.append(acc)
         cdf[-1] = 1.0

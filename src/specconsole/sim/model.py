@@ -167,11 +167,21 @@ def depth_acceptance(perf: PerfSection, depth: int) -> float:
     return perf.accept_later + (perf.accept_first - perf.accept_later) * decay
 
 
-def _covered(perf: PerfSection, depth: int, candidates: int) -> float:
+def relaxed_acceptance(q: float, threshold_single: float = 1.0,
+                       threshold_acc: float = 1.0) -> float:
+    """Acceptance under SGLang's relaxed-verification thresholds (1.0 = strict): the accept
+    probability is raised to ``min(1, q / threshold_acc)``, and a share ``1 - threshold_single``
+    of the remaining rejections passes the single-token threshold."""
+    q = min(1.0, q / threshold_acc)
+    return 1.0 - (1.0 - q) * threshold_single
+
+
+def _covered(perf: PerfSection, depth: int, candidates: int, t_single: float = 1.0,
+             t_acc: float = 1.0) -> float:
     """Acceptance at ``depth`` with ``candidates`` tree nodes there (0 if none)."""
     if candidates <= 0:
         return 0.0
-    q = depth_acceptance(perf, depth)
+    q = relaxed_acceptance(depth_acceptance(perf, depth), t_single, t_acc)
     return 1.0 - (1.0 - q) ** (1.0 + perf.tree_branch_gain * (candidates - 1))
 
 
@@ -209,23 +219,35 @@ def tree_nodes(perf: PerfSection, steps: int, topk: int, draft_tokens: int) -> t
 
 
 @lru_cache(maxsize=4096)
-def accept_distribution(perf: PerfSection, steps: int, topk: int, draft_tokens: int
+def accept_distribution(perf: PerfSection, steps: int, topk: int, draft_tokens: int,
+                        threshold_single: float = 1.0, threshold_acc: float = 1.0
                         ) -> tuple[float, ...]:
-    """``P(accept length == L)`` for ``L = 1 .. steps + 1`` (index 0 is L=1)."""
+    """``P(accept length == L)`` for ``L = 1 .. steps + 1`` (index 0 is L=1). The tree's
+    shape is chosen under strict verification; thresholds only relax acceptance."""
     nodes = tree_nodes(perf, steps, topk, draft_tokens)
     reach = [1.0]
     for depth, m in enumerate(nodes, start=1):
-        reach.append(reach[-1] * _covered(perf, depth, m))
+        reach.append(reach[-1] * _covered(perf, depth, m, threshold_single, threshold_acc))
     reach.append(0.0)
     return tuple(reach[i] - reach[i + 1] for i in range(len(reach) - 1))
 
 
-def accept_length(perf: PerfSection, steps: int, topk: int, draft_tokens: int) -> float:
+def accept_length(perf: PerfSection, steps: int, topk: int, draft_tokens: int,
+                  threshold_single: float = 1.0, threshold_acc: float = 1.0) -> float:
     """Expected tokens per request per verify step, bonus token included (1 = no gain)."""
     if steps <= 0:
         return 1.0
-    dist = accept_distribution(perf, steps, topk, draft_tokens)
+    dist = accept_distribution(perf, steps, topk, draft_tokens, threshold_single, threshold_acc)
     return sum((i + 1) * p for i, p in enumerate(dist))
+
+
+def args_accept_distribution(args: ResolvedArgs, perf: PerfSection) -> tuple[float, ...]:
+    """The accepted-tokens distribution a resolved configuration runs with (``(1.0,)``
+    without speculative decoding)."""
+    if not args.speculative or args.num_steps <= 0:
+        return (1.0,)
+    return accept_distribution(perf, args.num_steps, args.topk, args.num_draft_tokens,
+                               args.accept_threshold_single, args.accept_threshold_acc)
 
 
 def accept_rate(args: ResolvedArgs, length: float) -> float:
@@ -370,7 +392,7 @@ def predict(
         )
     args = _resolve(config, profile)
     plan = plan_memory(args, profile)
-    length = accept_length(profile.perf, args.num_steps, args.topk, args.num_draft_tokens)
+    length = sum((i + 1) * p for i, p in enumerate(args_accept_distribution(args, profile.perf)))
     rate = accept_rate(args, length)
     running = min(concurrency, running_limit(args, plan, input_len, output_len))
     if plan.failure is not None or running <= 0:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -237,6 +238,40 @@ class SimServer:
         self.log.main(logfmt.SIGQUIT)
         self._fatal.set()
 
+    # ------------------------------------------------------------------ hot updates
+
+    HOT_KEYS: tuple[str, ...] = (
+        "speculative_accept_threshold_single",
+        "speculative_accept_threshold_acc",
+        "pp_max_micro_batch_size",
+    )
+    """The only arguments SGLang lets ``/set_internal_state`` change."""
+
+    def set_internal_state(self, updates: dict[str, Any]) -> dict[str, Any]:
+        """Apply ``/set_internal_state`` like SGLang: refuse any other key, else update, log
+        the lifetime accept length and reset the speculative counters."""
+        for key, value in updates.items():
+            if key not in self.HOT_KEYS:
+                self.log.rank(f"Updating {key} is not supported.")
+                return {"updated": False, "server_args": dict(self.args.server_args)}
+            if key.startswith("speculative_accept_threshold") and (
+                    isinstance(value, bool) or not isinstance(value, int | float)
+                    or not 0.0 < float(value) <= 1.0):
+                self.log.rank(f"Updating {key} failed: {value!r} is not in (0, 1].")
+                return {"updated": False, "server_args": dict(self.args.server_args)}
+        server_args = {**self.args.server_args, **updates}
+        self.args = dataclasses.replace(
+            self.args,
+            accept_threshold_single=float(server_args["speculative_accept_threshold_single"]),
+            accept_threshold_acc=float(server_args["speculative_accept_threshold_acc"]),
+            server_args=server_args,
+        )
+        self.scheduler.set_args(self.args)
+        avg = self.scheduler.spec.avg_accept_length
+        self.log.rank(f"avg_spec_accept_length={avg}")
+        self.scheduler.reset_spec_counters()
+        return {"updated": True, "server_args": dict(server_args)}
+
     # ------------------------------------------------------------------ info
 
     def memory_usage(self) -> dict[str, float]:
@@ -417,6 +452,19 @@ def build_app(sim: SimServer) -> Starlette:
             "Cache flushed.\nPlease check backend logs for more details. (When there are "
             "running or waiting requests, the operation will not be performed.)\n")
 
+    async def set_internal_state(request: Request) -> Response:
+        """SGLang's hot update: only the accept thresholds (and pp_max_micro_batch_size)."""
+        if (resp := not_ready()) is not None:
+            return resp
+        payload = await read_json(request)
+        if isinstance(payload, Response):
+            return payload
+        updates = payload.get("server_args")
+        if not isinstance(updates, dict):
+            return _error(400, 'body must be {"server_args": {...}}')
+        result = sim.set_internal_state(updates)
+        return JSONResponse([result])
+
     async def metrics(request: Request) -> Response:
         if not sim.args.enable_metrics:
             return PlainTextResponse("Not Found", status_code=404)
@@ -517,6 +565,7 @@ def build_app(sim: SimServer) -> Starlette:
         Route("/v1/models", models, methods=["GET"]),
         Route("/flush_cache", flush_cache, methods=["GET", "POST"]),
         Route("/metrics", metrics, methods=["GET"]),
+        Route("/set_internal_state", set_internal_state, methods=["POST"]),
         Route("/generate", generate, methods=["POST"]),
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
