@@ -218,6 +218,22 @@ def test_openai_streams_with_usage_and_flush_refused_while_busy() -> None:
         sim.wait_for_line("Cache not flushed because there are pending requests.")
 
 
+async def test_requests_beyond_the_running_limit_queue() -> None:
+    async with async_running_simulator("--max-running-requests", "2",
+                                       "--decode-log-interval", "2") as sim, \
+            httpx.AsyncClient(base_url=sim.base_url, timeout=30) as client:
+        start = len(sim.lines)
+        body = {"text": "q", "sampling_params": {"max_new_tokens": 60}}
+        results = await asyncio.gather(*(client.post("/generate", json=body) for _ in range(4)))
+        assert all(r.status_code == 200 for r in results)
+        decode = [e for e in parse_lines(sim.lines[start:]) if isinstance(e, DecodeStats)]
+        assert max(d.running_req or 0 for d in decode) == 2
+        assert any(d.queue_req == 2 for d in decode)
+        # The queued pair started only after the first pair finished.
+        latencies = sorted(r.json()["meta_info"]["e2e_latency"] for r in results)
+        assert latencies[2] > 1.6 * latencies[0]
+
+
 def test_health_is_503_while_loading_and_sigterm_is_clean() -> None:
     sim = start_simulator(load_seconds=3.0, wait_ready=False)
     try:
