@@ -384,6 +384,21 @@ def test_without_speculation_same_seed_same_text() -> None:
 # ------------------------------------------------------------------------- log text
 
 
+def test_single_gpu_profile_logs_without_rank_tags() -> None:
+    llama = Path(__file__).resolve().parents[2] / "examples" / "sim" / \
+        "llama3.1-8b-eagle-1xh100.toml"
+    with running_simulator("--sim-profile", str(llama), "--speculative-algorithm", "EAGLE",
+                           base_flags=()) as sim:
+        lines = list(sim.lines)
+    assert not any(" TP0]" in ln for ln in lines)
+    events = parse_lines(lines)
+    cap = next(e for e in events if isinstance(e, Capacity))
+    assert cap.max_running_requests == 48 and cap.max_total_num_tokens
+    assert any(isinstance(e, Ready) for e in events)
+    text = "\n".join(lines)
+    assert "num_tokens_per_req=8" in text and "num_tokens_per_req=4" in text  # auto 5/4/8
+
+
 def test_log_lines_parse_with_the_console_parser() -> None:
     flags = ("--decode-log-interval", "5", "--max-running-requests", "48")
     profile = load_default_profile()
