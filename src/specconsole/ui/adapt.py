@@ -391,8 +391,10 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     ]
     if record.capacity is not None:
         lines.append(f"capacity: {record.capacity:,} tokens (max_total_num_tokens)")
-    if record.predicted is not None and record.predicted.predicted_tokens is not None:
-        lines.append(f"predicted capacity: {record.predicted.predicted_tokens:,} tokens")
+    predicted = record.predicted
+    if predicted is not None and predicted.predicted_tokens is not None:
+        verdict = "" if predicted.feasible else " (predicted not to load)"
+        lines.append(f"predicted capacity: {predicted.predicted_tokens:,} tokens{verdict}")
     for level in sorted(record.levels, key=lambda lv: lv.concurrency):
         lines.append(
             f"c={level.concurrency}: {format_rate(level.output_tok_s)} tok/s aggregate, "
