@@ -4,6 +4,7 @@ fault injection, shutdown, and its log text read back with the console's own log
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import time
@@ -382,6 +383,27 @@ def test_without_speculation_same_seed_same_text() -> None:
 
 
 # ------------------------------------------------------------------------- log text
+
+
+def test_log_level_warning_hides_info_lines() -> None:
+    sim = start_simulator("--log-level", "warning", wait_ready=False)
+    try:
+        assert sim.port is not None  # chosen by the fixture: uvicorn's line is hidden too
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(sim.base_url + "/health", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.1)
+        r = httpx.post(sim.base_url + "/generate", json={
+            "text": "x", "sampling_params": {"max_new_tokens": 200}}, timeout=30)
+        assert r.status_code == 200
+        lines = list(sim.lines)
+    finally:
+        sim.stop()
+    assert any("Mixed chunked prefill is disabled" in ln for ln in lines)
+    for hidden in ("ready to roll", "Decode batch", "Load weight", "Uvicorn running"):
+        assert not any(hidden in ln for ln in lines), hidden
 
 
 def test_single_gpu_profile_logs_without_rank_tags() -> None:

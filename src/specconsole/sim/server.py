@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 import signal
 import socket
@@ -45,31 +46,49 @@ DEFAULT_MAX_NEW_TOKENS = 128
 """SGLang's default ``max_new_tokens`` when a request gives none."""
 
 
-class LogWriter:
-    """Writes SGLang-formatted records to stdout, one flushed write per record."""
+LOG_LEVELS: dict[str, int] = {
+    "debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+    "error": logging.ERROR, "critical": logging.CRITICAL,
+}
 
-    def __init__(self, tp_size: int, stream: Any = None) -> None:
+
+class LogWriter:
+    """Writes SGLang-formatted records to stdout, one flushed write per record.
+
+    Records below ``--log-level`` are dropped, as SGLang's logger drops them: with
+    ``warning`` the load lines, Decode/Prefill statistics and even the ready line disappear.
+    """
+
+    def __init__(self, tp_size: int, stream: Any = None, level: str = "info") -> None:
         self.tp_size = tp_size
         self.stream = stream if stream is not None else sys.stdout
+        self.min_level = LOG_LEVELS.get(str(level).lower(), logging.INFO)
         self.lines_written = 0
 
-    def main(self, message: str) -> None:
+    def main(self, message: str, level: int = logging.INFO) -> None:
         """A record from the launcher / tokenizer manager / HTTP server (no TP tag)."""
-        self._write(logfmt.prefix() + message)
+        if level >= self.min_level:
+            self._write(logfmt.prefix() + message)
 
-    def rank(self, message: str, rank: int = 0) -> None:
+    def rank(self, message: str, rank: int = 0, level: int = logging.INFO) -> None:
         """A record from a scheduler rank (``TP<n>`` tag when tp > 1)."""
-        self._write(logfmt.prefix(tp_rank=rank if self.tp_size > 1 else None) + message)
+        if level >= self.min_level:
+            self._write(logfmt.prefix(tp_rank=rank if self.tp_size > 1 else None) + message)
 
-    def all_ranks(self, message: str) -> None:
+    def all_ranks(self, message: str, level: int = logging.INFO) -> None:
         for r in range(self.tp_size):
-            self.rank(message, r)
+            self.rank(message, r, level)
 
     def scheduler(self, message: str, from_scheduler: bool = True) -> None:
+        """The scheduler loop's statistics lines (info level)."""
         if from_scheduler:
             self.rank(message, 0)
         else:
             self.main(message)
+
+    def raw(self, text: str) -> None:
+        """Text printed outside the logger (a launcher traceback): always shown."""
+        self._write(text)
 
     def _write(self, text: str) -> None:
         try:
@@ -234,8 +253,8 @@ class SimServer:
 
     def _fatal_log(self, traceback_text: str) -> None:
         """A scheduler rank died: its traceback, then the launcher's SIGQUIT line."""
-        self.log.rank(traceback_text)
-        self.log.main(logfmt.SIGQUIT)
+        self.log.rank(traceback_text, level=logging.ERROR)
+        self.log.main(logfmt.SIGQUIT, level=logging.ERROR)
         self._fatal.set()
 
     # ------------------------------------------------------------------ hot updates
@@ -252,12 +271,13 @@ class SimServer:
         the lifetime accept length and reset the speculative counters."""
         for key, value in updates.items():
             if key not in self.HOT_KEYS:
-                self.log.rank(f"Updating {key} is not supported.")
+                self.log.rank(f"Updating {key} is not supported.", level=logging.WARNING)
                 return {"updated": False, "server_args": dict(self.args.server_args)}
             if key.startswith("speculative_accept_threshold") and (
                     isinstance(value, bool) or not isinstance(value, int | float)
                     or not 0.0 < float(value) <= 1.0):
-                self.log.rank(f"Updating {key} failed: {value!r} is not in (0, 1].")
+                self.log.rank(f"Updating {key} failed: {value!r} is not in (0, 1].",
+                              level=logging.WARNING)
                 return {"updated": False, "server_args": dict(self.args.server_args)}
         server_args = {**self.args.server_args, **updates}
         self.args = dataclasses.replace(
@@ -441,7 +461,8 @@ def build_app(sim: SimServer) -> Starlette:
     async def flush_cache(request: Request) -> Response:
         s = sim.scheduler
         if not sim.ready or not s.idle:
-            sim.log.rank(logfmt.cache_not_flushed(len(s.waiting), len(s.running)))
+            sim.log.rank(logfmt.cache_not_flushed(len(s.waiting), len(s.running)),
+                         level=logging.WARNING)
             return PlainTextResponse(
                 "Cache not flushed. Please check backend logs for more details. (When there are "
                 "running or waiting requests, the operation will not be performed.)\n",
@@ -790,16 +811,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = resolve(parsed, profile)
     except SimArgError as exc:
-        log.main(logfmt.argument_error_traceback(exc.exception_type, str(exc)))
+        log.raw(logfmt.argument_error_traceback(exc.exception_type, str(exc)))
         return 1
+    log.min_level = LOG_LEVELS.get(args.log_level.lower(), logging.INFO)
     for warning in args.warnings:
-        log.main(warning)
+        log.main(warning, level=logging.WARNING)
     opts = SimOptions.from_values(values, profile)
     try:
         sock = _bind(args.host, args.port)
     except OSError as exc:
-        log.main(f"ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
-                 f"({args.host!r}, {args.port}): {exc.strerror}")
+        log.raw(logfmt.prefix() + f"ERROR:    [Errno {exc.errno}] error while attempting to "
+                f"bind on address ({args.host!r}, {args.port}): {exc.strerror}")
         return 1
     sim = SimServer(args, parsed, profile, opts, log)
     sim.port = sock.getsockname()[1]
