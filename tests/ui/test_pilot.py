@@ -327,3 +327,102 @@ async def test_routine_notices_do_not_pop_up() -> None:
         )
         await pilot.pause(0.2)
         assert not app._notifications
+
+
+async def test_crash_details_modal_offers_the_same_single_keys() -> None:
+    from specconsole.ui.screens.crash import CrashScreen
+
+    controller = RecordingController(crashed_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, CrashScreen)
+        text = " ".join(str(w.render()) for w in app.screen.query(Static))
+        assert "Not enough memory" in text and "shrink the tree" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, CrashScreen)
+        assert controller.intents == []
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        assert not isinstance(app.screen, CrashScreen)
+    assert controller.intents == [Resume(choice=ResumeChoice.RESUME_NEXT, at=NOW)]
+
+
+async def test_help_lists_the_keys_and_closes() -> None:
+    from specconsole.ui.screens.help import HelpScreen
+
+    app = _app(RecordingController(idle_state()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).render())
+        for key_line in ("d        deploy", "r        after a crash", "ctrl+s"):
+            assert key_line in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_editor_revert_and_cancel_send_nothing() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        box = editor.query_one("#field-mem_fraction_static", Input)
+        box.value = "0.5"
+        await pilot.pause()
+        assert "--mem-fraction-static: 0.85 → 0.5" in str(
+            editor.query_one("#editor-diff", Static).render()
+        )
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert box.value == "0.85"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, EditorScreen)
+    assert controller.intents == []
+
+
+async def test_cancel_and_bench_keys() -> None:
+    from specconsole.core.events import BenchmarkOnly, Cancel
+
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("x")
+        await pilot.pause()
+        controller.publish(idle_state())
+        await pilot.pause(0.2)
+        await pilot.press("x", "b", "d")
+        await pilot.pause()
+    assert controller.intents[0] == Cancel(at=NOW)
+    assert controller.intents[1] == BenchmarkOnly(at=NOW)
+    assert isinstance(controller.intents[2], DeployConfig)
+    assert controller.intents[2].config == idle_state().deployed_config
+    assert len(controller.intents) == 3  # x while idle sends nothing
+
+
+async def test_selecting_a_trial_shows_its_details() -> None:
+    from specconsole.ui.widgets.trials import TrialsPane
+
+    controller = RecordingController(crashed_state())
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        pane = app.screen.query_one(TrialsPane)
+        details = app.screen.query_one("#trial-details", Static)
+        assert "#6" in str(details.render())  # follows the newest trial
+        pane.table.focus()
+        await pilot.press("up", "up", "up", "up", "up")
+        await pilot.pause()
+        assert pane.selected_key == "0"
+        assert str(details.render()).startswith("#1 ")
