@@ -13,7 +13,9 @@ Crash detection while a server loads or serves combines three sources in one *wa
 * the log stream, parsed line by line (``core.logparse``): a fatal line is reported the
   moment it is read; an open traceback is settled after ``settle_after_s`` of silence;
 * the service status, polled every ``status_interval_s`` and immediately when the log
-  stream ends (a process that exits closes its log): an exited/failed service is a crash;
+  stream ends (a process that exits closes its log): an exited/failed service is a crash,
+  reported once the log has drained (at most ``exit_grace_s`` later) so the fatal line that
+  explains it is seen first;
 * ``GET /health`` every ``health_interval_s`` until the server answers, so readiness is
   seen even when the ready line is missed.
 
@@ -184,6 +186,7 @@ class Controller:
         status_interval_s: float = 0.5,
         log_batch_s: float = 0.05,
         settle_after_s: float = 0.3,
+        exit_grace_s: float = 1.0,
         http_timeout_s: float = 10.0,
         stop_on_finish: bool = False,
     ) -> None:
@@ -197,6 +200,7 @@ class Controller:
         self.status_interval_s = status_interval_s
         self.log_batch_s = log_batch_s
         self.settle_after_s = settle_after_s
+        self.exit_grace_s = exit_grace_s
         self.http_timeout_s = http_timeout_s
         self.stop_on_finish = stop_on_finish
         self._state = state or ControllerState()
@@ -550,14 +554,16 @@ class Controller:
         """Log stream + status polling + health polling, until cancelled."""
         lines: asyncio.Queue[tuple[str, str | None] | None] = asyncio.Queue(maxsize=10_000)
         exited = asyncio.Event()
+        log_done = asyncio.Event()
         ready = asyncio.Event()
         tasks = [
             asyncio.ensure_future(self._read_logs(lines, after)),
-            asyncio.ensure_future(self._poll_status(epoch, exited)),
+            asyncio.ensure_future(self._poll_status(epoch, exited, log_done)),
             asyncio.ensure_future(self._poll_health(epoch, ready)),
         ]
         try:
             await self._consume_logs(epoch, trial_index, lines, exited, ready)
+            log_done.set()
             # The log of a run ends when its process exits: wait for the status poller to
             # confirm and report it (it polls at once, see ``exited``).
             tasks[2].cancel()
@@ -581,8 +587,16 @@ class Controller:
             with contextlib.suppress(asyncio.QueueFull):
                 out.put_nowait(None)
 
-    async def _poll_status(self, epoch: int, exited: asyncio.Event) -> None:
-        """Report an exited/failed service once; poll now whenever the log stream ends."""
+    async def _poll_status(
+        self, epoch: int, exited: asyncio.Event, log_done: asyncio.Event
+    ) -> None:
+        """Report an exited/failed service once; poll now whenever the log stream ends.
+
+        A dying server writes its fatal lines and then exits (SGLang kills its own process
+        tree), and the manager may report the exit before the log has been read. So the
+        exit is reported once the log stream has ended (its last lines parsed, the fatal
+        event posted first) or after ``exit_grace_s``, whichever comes first.
+        """
         seen_running = False
         while True:
             try:
@@ -598,6 +612,9 @@ class Controller:
                 elif status.state in (ServiceState.EXITED, ServiceState.FAILED) or (
                     status.state is ServiceState.INACTIVE and seen_running
                 ):
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.exit_grace_s):
+                            await log_done.wait()
                     self._post(ev.ServiceExited(status=status, epoch=epoch))
                     return
             with contextlib.suppress(TimeoutError):
