@@ -239,37 +239,13 @@ async def _run(
     autostart: bool,
     stop_server_on_exit: bool,
 ) -> int:
-    from specconsole.controller.runtime import Controller
-    from specconsole.controller.wiring import open_ports
+    from specconsole.controller.wiring import wire_controller
     from specconsole.core import events as ev
     from specconsole.core.state import ControllerState
-    from specconsole.session.recorder import SessionRecorder
     from specconsole.ui.app import make_app
 
-    controller_box: list[Controller] = []
-
-    def on_connection(event: ev.Event) -> None:
-        if controller_box:
-            controller_box[0].send(event)
-
-    ports = open_ports(plan.profile, on_connection)
-    recorder = SessionRecorder(
-        session, host=ports.transport.description, service=ports.backend.description
-    )
-    labels = (
-        ("host", plan.profile.host.alias or ports.transport.description),
-        ("engine", plan.base.engine.value),
-        ("service", ports.backend.description),
-    )
-    state = ControllerState(plan=plan, policy=policy, labels=labels)
-    controller = Controller(
-        transport=ports.transport,
-        backend=ports.backend,
-        runner=ports.runner,
-        state=state,
-        recorder=recorder,
-    )
-    controller_box.append(controller)
+    wired = wire_controller(plan, session, ControllerState(plan=plan, policy=policy))
+    controller, ports, recorder = wired.controller, wired.ports, wired.recorder
     app = make_app(controller, theme=theme, run_controller=controller.run)
     if autostart:
         controller.send(ev.StartSweep(plan=plan, policy=policy))

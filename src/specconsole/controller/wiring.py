@@ -10,12 +10,16 @@ does that wiring; the adapters themselves live in ``specconsole.remote`` and
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
+from specconsole.core.plan import SweepPlan
 from specconsole.core.ports import BenchmarkRunner, ServiceBackend, Transport
 from specconsole.core.profile import Profile, ServiceKind, TransportKind
-from specconsole.core.state import ConnectionState
+from specconsole.core.state import ConnectionState, ControllerState
+from specconsole.session.recorder import SessionRecorder
+from specconsole.session.store import Session
 
 
 @dataclass
@@ -65,3 +69,56 @@ def open_ports(profile: Profile, on_event: Callable[[ev.Event], None] | None = N
     from specconsole.bench.runner import ForwardedBenchmarkRunner
 
     return Ports(transport=transport, backend=backend, runner=ForwardedBenchmarkRunner(transport))
+
+
+@dataclass
+class Wired:
+    """A controller wired to a plan's box and a session folder, with what it owns."""
+
+    controller: Controller
+    ports: Ports
+    recorder: SessionRecorder
+
+
+def wire_controller(
+    plan: SweepPlan, session: Session, state: ControllerState, *, stop_on_finish: bool = False
+) -> Wired:
+    """The controller for ``plan``'s box recording into ``session``, starting from ``state``.
+
+    Connection changes of the transport are fed back to the controller as events. The caller
+    runs ``controller.run()`` and closes ``recorder`` and ``ports.transport`` afterwards.
+    (Added for the console, ``specconsole tui``/``demo``; same recipe as ``run_headless``.)
+    """
+    box: list[Controller] = []
+
+    def on_connection(event: ev.Event) -> None:
+        if box:
+            box[0].send(event)
+
+    ports = open_ports(plan.profile, on_connection)
+    recorder = SessionRecorder(
+        session,
+        host=ports.transport.description,
+        service=ports.backend.description,
+        base=plan.base,
+    )
+    if not state.labels:  # what views show as "host · engine · service"
+        host = plan.profile.host
+        state = replace(
+            state,
+            labels=(
+                ("host", host.alias or host.hostname or ports.transport.description),
+                ("engine", plan.base.engine.value),
+                ("service", ports.backend.description),
+            ),
+        )
+    controller = Controller(
+        transport=ports.transport,
+        backend=ports.backend,
+        runner=ports.runner,
+        state=state,
+        recorder=recorder,
+        stop_on_finish=stop_on_finish,
+    )
+    box.append(controller)
+    return Wired(controller=controller, ports=ports, recorder=recorder)
