@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -254,12 +255,15 @@ def test_profile_errors_name_the_key(tmp_path: Path, profile: Profile) -> None:
     with pytest.raises(ProfileError, match="--sim-profile"):
         load_profile(tmp_path / "missing.toml")
     with pytest.raises(ProfileError, match="between 0 and 1"):
-        load_profile(_write(tmp_path, src.replace("accept_first = 0.92", "accept_first = 1.5")))
+        load_profile(_write(tmp_path, re.sub(r"(?m)^accept_first = .*$", "accept_first = 1.5",
+                                             src)))
 
 
 def test_predict_uses_the_configs_sim_profile(tmp_path: Path, profile: Profile) -> None:
     src = Path(profile.source).read_text()
-    faster = _write(tmp_path, src.replace("verify_base_ms = 13.1", "verify_base_ms = 6.5"))
+    half = profile.perf.verify_base_ms / 2
+    faster = _write(tmp_path, re.sub(r"(?m)^verify_base_ms = .*$", f"verify_base_ms = {half}",
+                                     src))
     base = calibration_config(profile, 3)
     custom = dataclasses.replace(base, extra_args=("--sim-profile", str(faster)))
     assert predict(custom, 1).per_request_tok_s > 1.5 * predict(base, 1).per_request_tok_s
