@@ -240,3 +240,10 @@ def test_thin_ticks_keeps_labels_apart_and_is_order_free() -> None:
     assert labels[0] == "1" and len(labels) < 5
     assert thin_ticks([6, 0], ["64", "1"], 40) == ([0, 6], ["1", "64"])
     assert thin_ticks([], [], 10) == ([], [])
+
+
+def test_header_shows_the_plan_base_before_anything_runs() -> None:
+    from specconsole.commands.tui import demo_plan
+
+    state = ControllerState(plan=demo_plan())
+    assert adapt.header_view(state, NOW).config_summary.startswith("plan base: EAGLE3")

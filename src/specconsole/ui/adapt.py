@@ -133,6 +133,15 @@ def phase_label(state: ControllerState) -> str:
     return label
 
 
+def _header_config(state: ControllerState) -> str:
+    """The configuration being tried or deployed; before anything is, the plan's base."""
+    if state.current_config is not None:
+        return config_summary(state.current_config)
+    if state.plan is not None:
+        return f"plan base: {config_summary(state.plan.base)}"
+    return config_summary(None)
+
+
 def header_view(state: ControllerState, now: float) -> HeaderView:
     """The header for ``state`` at wall-clock time ``now``."""
     extra = dict(state.labels)
@@ -189,7 +198,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
         elapsed=elapsed,
         trial=trial,
         connection=connection,
-        config_summary=config_summary(state.current_config),
+        config_summary=_header_config(state),
         tone=tone,
         sweep=sweep,
     )
