@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import socket
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -217,12 +218,14 @@ async def test_drop_mid_stream_raises_connection_lost(sshd: SshdServer) -> None:
 class TcpRelay:
     """A loopback TCP relay in front of the test sshd: the 'network' between us and the box.
 
-    ``close()`` takes the box off the network (open links cut, new ones refused)."""
+    ``close()`` takes the box off the network (open links cut, new ones refused);
+    ``blackhole = True`` silently drops every byte, like a link that died without a FIN."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.server: asyncio.Server | None = None
         self.writers: list[asyncio.StreamWriter] = []
+        self.blackhole = False
 
     async def start(self) -> int:
         self.server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
@@ -235,8 +238,9 @@ class TcpRelay:
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             with contextlib.suppress(OSError):
                 while data := await src.read(65536):
-                    dst.write(data)
-                    await dst.drain()
+                    if not self.blackhole:
+                        dst.write(data)
+                        await dst.drain()
             dst.close()
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
@@ -313,3 +317,36 @@ async def test_proxy_jump_from_ssh_config(sshd: SshdServer, tmp_path: Path) -> N
     with pytest.raises(ConnectionLost, match="cannot connect"):
         await dead.run("true")
     await dead.close()
+
+
+@pytest.mark.ssh
+async def test_keepalives_end_a_silent_hang(sshd: SshdServer, tmp_path: Path) -> None:
+    relay = TcpRelay(sshd.port)
+    port = await relay.start()
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{port} " + sshd.known_hosts.read_text().split(" ", 1)[1])
+    events: list[ConnectionEvent] = []
+    ssh = SshTransport(
+        ssh_profile(
+            sshd, port=port, known_hosts=str(known), keepalive_interval=0.5,
+            keepalive_count_max=2, connect_timeout=2.0, reconnect_max_delay=0.5,
+        ),
+        on_event=lambda e, _d: events.append(e),
+    )
+    try:
+        stream = ssh.stream("echo started; sleep 30; echo never")
+        assert await anext(stream) == "started"
+        relay.blackhole = True  # the link goes silent: no error, no FIN
+        started = time.monotonic()
+        with pytest.raises(ConnectionLost):
+            async with asyncio.timeout(20):
+                await anext(stream)
+        assert time.monotonic() - started < 10  # noticed by keepalives, not by the command
+        relay.blackhole = False
+        assert (await ssh.run("echo back")).stdout == "back\n"
+        assert events == [
+            ConnectionEvent.CONNECTED, ConnectionEvent.LOST, ConnectionEvent.RECONNECTED,
+        ]
+    finally:
+        await ssh.close()
+        await relay.close()
