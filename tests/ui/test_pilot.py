@@ -426,3 +426,21 @@ async def test_selecting_a_trial_shows_its_details() -> None:
         await pilot.pause()
         assert pane.selected_key == "0"
         assert str(details.render()).startswith("#1 ")
+
+
+async def test_resizing_switches_between_side_by_side_and_stacked() -> None:
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        assert not screen.has_class("-compact")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.2)
+        assert screen.has_class("-compact")
+        assert screen.query_one("#journal").region.height > 0
+        assert screen.query_one("#trials").region.height == 0
+        await pilot.resize_terminal(140, 45)
+        await pilot.pause(0.2)
+        assert not screen.has_class("-compact")
+        assert screen.query_one("#trials").region.height > 0
