@@ -13,25 +13,37 @@ PY=${PYTHON:-python3}
 want_system=0
 [ "${1:-}" = "--system" ] && want_system=1
 
-install_system_packages() {
-    local missing=()
-    command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
-    command -v tmux >/dev/null 2>&1 || missing+=(tmux)
-    command -v systemd-nspawn >/dev/null 2>&1 || missing+=(systemd-container)
-    command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
-    command -v zstd >/dev/null 2>&1 || missing+=(zstd)
-    # Debian's Docker engine: the docker-backend tests run against a private dockerd of their own.
-    command -v dockerd >/dev/null 2>&1 || [ -x /usr/sbin/dockerd ] || missing+=(docker.io)
-    [ ${#missing[@]} -eq 0 ] && return 0
+apt_install() {
+    # apt_install LABEL PACKAGE...: install from the distribution, or say why not (tests skip).
+    local label=$1; shift
+    [ $# -eq 0 ] && return 0
     if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
-        echo "bootstrap: cannot install ${missing[*]} (not root or no apt-get); tests needing them will skip" >&2
+        echo "bootstrap: cannot install $* (not root or no apt-get); $label tests will skip" >&2
         return 0
     fi
-    echo "bootstrap: installing ${missing[*]} from the distribution" >&2
+    echo "bootstrap: installing $* from the distribution" >&2
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq >/dev/null || true
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
-        || echo "bootstrap: apt-get install ${missing[*]} failed; tests needing them will skip" >&2
+    if [ -z "${APT_UPDATED:-}" ]; then
+        apt-get update -qq >/dev/null || true
+        APT_UPDATED=1
+    fi
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
+        || echo "bootstrap: apt-get install $* failed; $label tests will skip" >&2
+}
+
+install_system_packages() {
+    local needed=()
+    command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || needed+=(openssh-server)
+    command -v tmux >/dev/null 2>&1 || needed+=(tmux)
+    command -v systemd-nspawn >/dev/null 2>&1 || needed+=(systemd-container)
+    command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || needed+=(debootstrap)
+    command -v zstd >/dev/null 2>&1 || needed+=(zstd)
+    apt_install "ssh/tmux/systemd" "${needed[@]}"
+    # Debian's Docker engine, installed on its own so a conflict there never costs the
+    # packages above: the docker-backend tests run a private dockerd when it is present.
+    if ! command -v dockerd >/dev/null 2>&1 && [ ! -x /usr/sbin/dockerd ]; then
+        apt_install "docker-engine" docker.io
+    fi
 }
 
 setup_venv() {
