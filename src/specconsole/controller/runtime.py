@@ -11,7 +11,9 @@ session recorder, tests) as ``callback(state, event)``.
 Crash detection while a server loads or serves combines three sources in one *watch*:
 
 * the log stream, parsed line by line (``core.logparse``): a fatal line is reported the
-  moment it is read; an open traceback is settled after ``settle_after_s`` of silence;
+  moment it is read; a traceback ends at the next ordinary line or when the stream ends,
+  and as a fallback after ``settle_after_s`` (1 s) of silence — long enough for a log
+  delivered in bursts not to cut a traceback before the line that classifies it;
 * the service status, polled every ``status_interval_s`` and immediately when the log
   stream ends (a process that exits closes its log): an exited/failed service is a crash,
   reported once the log has drained (at most ``exit_grace_s`` later) so the fatal line that
@@ -185,7 +187,7 @@ class Controller:
         health_interval_s: float = 0.5,
         status_interval_s: float = 0.5,
         log_batch_s: float = 0.05,
-        settle_after_s: float = 0.3,
+        settle_after_s: float = 1.0,
         exit_grace_s: float = 1.0,
         http_timeout_s: float = 10.0,
         stop_on_finish: bool = False,
@@ -682,8 +684,11 @@ class Controller:
                     flush()  # lines before the event they explain
                     self._post(out)
 
+        last_line = loop.time()
         while True:
-            timeout = self.settle_after_s if parser.in_traceback else None
+            timeout = None
+            if parser.in_traceback:
+                timeout = max(0.0, self.settle_after_s - (loop.time() - last_line))
             if batch:
                 remaining = self.log_batch_s - (loop.time() - batch_started)
                 timeout = remaining if timeout is None else min(timeout, remaining)
@@ -695,8 +700,8 @@ class Controller:
                         item = await lines.get()
             except TimeoutError:
                 flush()
-                if parser.in_traceback:
-                    handle(parser.settle())
+                if parser.in_traceback and loop.time() - last_line >= self.settle_after_s:
+                    handle(parser.settle())  # a traceback followed by silence: it is over
                     flush()
                 continue
             if item is None:  # the stream ended: the process is gone (or the link dropped)
@@ -705,6 +710,7 @@ class Controller:
                 exited.set()
                 return
             text, cursor = item
+            last_line = loop.time()
             if cursor is not None:
                 self._watch_cursor = cursor
             if not batch:
