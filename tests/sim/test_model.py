@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -337,3 +339,11 @@ def test_capacity_never_rises_with_more_draft_tokens(cfg: ServerConfig) -> None:
     a = plan_memory(resolve_config(cfg, profile), profile).max_total_num_tokens
     b = plan_memory(resolve_config(wider, profile), profile).max_total_num_tokens
     assert b <= a
+
+
+def test_the_model_imports_no_server_code() -> None:
+    code = ("import sys, specconsole.sim.model, specconsole.sim.args, specconsole.sim.logfmt; "
+            "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert out.strip() == "[]"
