@@ -557,6 +557,8 @@ def test_benchmark_only() -> None:
     assert d.state.trial.kind is TrialKind.BENCH_ONLY  # type: ignore[union-attr]
     watch = d.find(fx.StartWatch)
     assert watch.continue_previous  # type: ignore[attr-defined]
+    assert d.effect_types() == [fx.Notify, fx.StartWatch, fx.FetchServerInfo]
+    assert [p.phase for p in d.state.trial.phases] == [Phase.READY]  # type: ignore[union-attr]
     d.finish_trial()
     assert d.state.phase is Phase.PAUSED
     assert d.state.trials[-1].kind is TrialKind.BENCH_ONLY

@@ -517,7 +517,7 @@ def _on_benchmark_only(state: ControllerState, event: ev.Event) -> Result:
         raise IllegalTransition(
             state.phase, event, "no server is serving: deploy a configuration first"
         )
-    new, _effects = _begin_trial(
+    new, begun = _begin_trial(
         state,
         deployed.config,
         TrialKind.BENCH_ONLY,
@@ -527,9 +527,11 @@ def _on_benchmark_only(state: ControllerState, event: ev.Event) -> Result:
     )
     trial = new.trial
     assert trial is not None
-    new = replace(new, trial=replace(trial, artifact_hash=deployed.artifact_hash))
-    new = _enter(new, Phase.READY, event.at)
+    # nothing to validate or deploy: the trial starts at READY
+    new = replace(new, trial=replace(trial, artifact_hash=deployed.artifact_hash, phases=()))
+    new = _enter(new, Phase.READY, event.at, "benchmark only")
     return new, (
+        *(e for e in begun if isinstance(e, fx.Notify)),
         fx.StartWatch(epoch=new.epoch, trial_index=trial.index, continue_previous=True),
         fx.FetchServerInfo(epoch=new.epoch),
     )
