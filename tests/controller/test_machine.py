@@ -688,3 +688,89 @@ def test_resumed_session_knows_its_rollback_target() -> None:
     resumed.send(ev.StartSweep(plan=plan(), resume=True))
     assert resumed.state.last_good == d.state.trials[0].config
     assert resumed.state.trial.index == 1  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------------------------
+# Every row of the transition table is reachable and handled
+# --------------------------------------------------------------------------------------------
+
+SAMPLES: dict[type[ev.Event], ev.Event] = {
+    ev.StartSweep: ev.StartSweep(plan=plan()),
+    ev.Pause: ev.Pause(),
+    ev.Cancel: ev.Cancel(),
+    ev.DeployConfig: ev.DeployConfig(config=plan().base),
+    ev.BenchmarkOnly: ev.BenchmarkOnly(),
+    ev.Resume: ev.Resume(),
+    ev.ConfigValidated: ev.ConfigValidated(config=plan().at(plan().base, speculative_num_steps=1)),
+    ev.ConfigInvalid: ev.ConfigInvalid(errors=("x",)),
+    ev.ReattachChecked: ev.ReattachChecked(attached=True, artifact_hash="h"),
+    ev.DeployDone: ev.DeployDone(artifact_hash="h"),
+    ev.Restarted: ev.Restarted(),
+    ev.OperationFailed: ev.OperationFailed(operation="op", message="m"),
+    ev.LoadStageSeen: ev.LoadStageSeen(stage=LoadStage.CUDA_GRAPH),
+    ev.CapacitySeen: ev.CapacitySeen(max_total_num_tokens=5),
+    ev.ServerReady: ev.ServerReady(),
+    ev.FatalSeen: ev.FatalSeen(cause="c", message="m"),
+    ev.ServiceExited: ev.ServiceExited(status=ServiceStatus(state=ServiceState.EXITED)),
+    ev.TimerFired: ev.TimerFired(key=fx.LOAD_TIMER),
+    ev.ServerInfoFetched: ev.ServerInfoFetched(),
+    ev.CacheFlushed: ev.CacheFlushed(),
+    ev.BenchProgressed: ev.BenchProgressed(
+        progress=BenchProgress(
+            level_index=0,
+            concurrency=1,
+            completed=1,
+            failed=0,
+            total=4,
+            running=1,
+            output_tokens=16,
+            current_tok_s=10.0,
+            elapsed_s=0.1,
+        )
+    ),
+    ev.BenchFinished: ev.BenchFinished(levels=levels()),
+    ev.TrialRecorded: ev.TrialRecorded(index=0),
+    ev.ServerStopped: ev.ServerStopped(),
+}
+
+
+def _reach(phase: Phase) -> Driver:
+    d = Driver()
+    if phase is Phase.IDLE:
+        d.state = replace(d.state, plan=plan())
+    elif phase in PIPELINE:
+        d.to_phase(phase)
+    elif phase is Phase.CRASHED:
+        d.to_phase(Phase.LOADING)
+        d.send(ev.FatalSeen(cause="c", message="m"))
+    elif phase is Phase.AWAITING_DECISION:
+        d = _crashed_and_waiting()
+    elif phase is Phase.PAUSED:
+        d.to_phase(Phase.LOADING)
+        d.send(ev.Pause())
+        d.finish_trial()
+    elif phase is Phase.CANCELLED:
+        d.finish_trial()
+        d.to_phase(Phase.LOADING)
+        d.send(ev.Cancel())
+        d.send(ev.TrialRecorded(index=1))
+    elif phase is Phase.DONE:
+        d.start(plan(axes=(("speculative_num_steps", (1,)),)))
+        d.finish_trial()
+    assert d.state.phase is phase
+    return d
+
+
+@pytest.mark.parametrize(
+    ("phase", "etype"),
+    sorted(TRANSITIONS, key=lambda k: (k[0].value, k[1].__name__)),
+    ids=lambda v: getattr(v, "value", None) or getattr(v, "__name__", str(v)),
+)
+def test_every_table_row_is_handled(phase: Phase, etype: type[ev.Event]) -> None:
+    d = _reach(phase)
+    try:
+        d.send(SAMPLES[etype])
+    except IllegalTransition as exc:
+        # only a precondition may refuse a row of the table, and it must say why
+        assert exc.reason, exc
+        assert etype in (ev.BenchmarkOnly, ev.Resume, ev.Pause, ev.StartSweep), exc
