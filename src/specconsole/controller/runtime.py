@@ -277,6 +277,11 @@ class Controller:
                 log.error("controller: %s", exc)
             state = replace(self._state, notice=Notice(level, str(exc), event.at or self.clock()))
             effects = ()
+        except Exception as exc:  # a bug in the machine must not kill the controller
+            log.exception("controller: step failed on %r", event)
+            text = f"internal error handling {type(event).__name__}: {exc}"
+            state = replace(self._state, notice=Notice("error", text, event.at or self.clock()))
+            effects = ()
         self._state = state
         self._publish(event)
         for effect in effects:
