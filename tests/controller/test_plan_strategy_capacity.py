@@ -317,3 +317,12 @@ def test_capacity_needs_two_points_and_comparable_trials() -> None:
         predict_capacity(other_mem, replace(base, speculative_num_steps=10)).predicted_tokens
         is None
     )
+
+
+@pytest.mark.parametrize("name", ["demo-sweep.toml", "seed-box.toml"])
+def test_example_configurations_are_valid(name: str) -> None:
+    from specconsole.controller.headless import plan_problems
+
+    p = resolve_placeholders(loads_plan((examples_dir() / name).read_text()), {"python": "py"})
+    assert plan_problems(p) == []
+    assert [c.speculative_num_draft_tokens for c in p.grid()] == [2, 3, 4, 5, 6, 11]
