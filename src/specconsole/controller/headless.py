@@ -25,8 +25,7 @@ import sys
 import time
 from typing import TextIO
 
-from specconsole.controller.runtime import Controller
-from specconsole.controller.wiring import open_ports
+from specconsole.controller.wiring import wire_controller
 from specconsole.core import events as ev
 from specconsole.core.plan import SweepPlan, config_label
 from specconsole.core.state import (
@@ -38,7 +37,6 @@ from specconsole.core.state import (
     TrialStatus,
 )
 from specconsole.core.strategy import findings
-from specconsole.session.recorder import SessionRecorder
 from specconsole.session.report import render
 from specconsole.session.store import Session
 
@@ -146,28 +144,8 @@ async def run_headless(
     policy = policy or plan.on_crash
     trials = tuple(session.load_trials())
     state = ControllerState(plan=plan, policy=policy, trials=trials)
-    controller_box: list[Controller] = []
-
-    def on_connection(event: ev.Event) -> None:
-        if controller_box:
-            controller_box[0].send(event)
-
-    ports = open_ports(plan.profile, on_connection)
-    recorder = SessionRecorder(
-        session,
-        host=ports.transport.description,
-        service=ports.backend.description,
-        base=plan.base,
-    )
-    controller = Controller(
-        transport=ports.transport,
-        backend=ports.backend,
-        runner=ports.runner,
-        state=state,
-        recorder=recorder,
-        stop_on_finish=True,
-    )
-    controller_box.append(controller)
+    wired = wire_controller(plan, session, state, stop_on_finish=True)
+    controller, ports, recorder = wired.controller, wired.ports, wired.recorder
     printer = ProgressPrinter(out, plan)
     controller.subscribe(printer)
     interrupted = False
