@@ -326,3 +326,19 @@ def test_example_configurations_are_valid(name: str) -> None:
     p = resolve_placeholders(loads_plan((examples_dir() / name).read_text()), {"python": "py"})
     assert plan_problems(p) == []
     assert [c.speculative_num_draft_tokens for c in p.grid()] == [2, 3, 4, 5, 6, 11]
+
+
+@pytest.mark.parametrize("name", ["demo-sweep.toml", "seed-box.toml"])
+def test_plan_document_round_trip(name: str) -> None:
+    import tomli_w
+
+    from specconsole.core.plan import plan_document
+
+    p = loads_plan((examples_dir() / name).read_text())
+    again = loads_plan(tomli_w.dumps(plan_document(p)))
+    assert replace(again, source="") == replace(p, source="")
+
+
+def test_a_console_ui_table_is_ignored() -> None:
+    p = loads_plan(PLAN_TEXT + '\n[ui]\ntheme = "mono"\n')
+    assert p.axes == plan().axes

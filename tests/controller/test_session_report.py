@@ -213,3 +213,9 @@ def test_chart_is_plain_text_with_one_series_per_trial() -> None:
     assert "1: steps=1 draft=2" in text and "2: steps=2 draft=3" in text
     assert "concurrency" in text
     assert chart([], plan()) == "(no successful trial to chart)"
+
+
+def test_a_plan_built_in_code_is_kept_readable(tmp_path: Path) -> None:
+    p = replace(plan(), source="", name="built in code")
+    session = Session.create(tmp_path, p)
+    assert replace(session.load_plan(), source="") == p

@@ -339,7 +339,9 @@ def _fmt(value: Any) -> str:
 # Plan parsing
 # --------------------------------------------------------------------------------------------
 
-_TOP_KEYS = {"name", "description", "host", "service", "server", "sweep", "bench", "capacity"}
+_TOP_KEYS = {"name", "description", "host", "service", "server", "sweep", "bench", "ui"}
+"""Top-level keys of a plan. ``[ui]`` belongs to the console (theme...) and is ignored here,
+so one file can be both the console's profile and a plan."""
 _SWEEP_KEYS = {
     "strategy",
     "axis",
@@ -521,6 +523,53 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         source=source,
         **kw,
     )
+
+
+def _plain(value: Any) -> Any:
+    """Dataclass field values as TOML values (enums → strings, tuples → lists)."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _table(obj: Any) -> dict[str, Any]:
+    return {
+        f.name: _plain(getattr(obj, f.name))
+        for f in fields(obj)
+        if getattr(obj, f.name) is not None
+    }
+
+
+def plan_document(plan: SweepPlan) -> dict[str, Any]:
+    """The plan as a TOML document that :func:`parse_plan` reads back to an equal plan
+    (used when a plan was built in code and has no ``source`` text to keep)."""
+    sweep: dict[str, Any] = {
+        "strategy": plan.strategy.value,
+        "min_gain_pct": plan.min_gain_pct,
+        "on_crash": plan.on_crash.value,
+        "load_timeout": plan.load_timeout_s,
+        "skip_infeasible": plan.skip_infeasible,
+        "axes": {name: _plain(values) for name, values in plan.axes},
+    }
+    if plan.axis is not None:
+        sweep["axis"] = plan.axis
+    if plan.max_trials is not None:
+        sweep["max_trials"] = plan.max_trials
+    if plan.max_wall_s is not None:
+        sweep["max_wall_s"] = plan.max_wall_s
+    if plan.min_kv_tokens is not None:
+        sweep["min_kv_tokens"] = plan.min_kv_tokens
+    return {
+        "name": plan.name,
+        "description": plan.description,
+        "host": _table(plan.profile.host),
+        "service": _table(plan.profile.service),
+        "server": server_config_to_table(plan.base),
+        "sweep": sweep,
+        "bench": _table(plan.bench),
+    }
 
 
 def loads_plan(text: str) -> SweepPlan:

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import tomli_w
 
-from specconsole.core.plan import SweepPlan, loads_plan
+from specconsole.core.plan import SweepPlan, loads_plan, plan_document
 from specconsole.core.state import TrialRecord
 from specconsole.session.records import RecordError, dumps_record, record_from_dict
 
@@ -100,7 +100,8 @@ class Session:
         path.mkdir()
         (path / LOGS_DIR).mkdir()
         session = cls(path)
-        atomic_write(path / PLAN_FILE, (plan.source or "").encode())
+        source = plan.source or tomli_w.dumps(plan_document(plan))
+        atomic_write(path / PLAN_FILE, source.encode())
         (path / TRIALS_FILE).touch()
         session.write_meta({"created_at": time.time(), "status": "created", "name": plan.name})
         return session
