@@ -103,7 +103,16 @@ class Session:
         source = plan.source or tomli_w.dumps(plan_document(plan))
         atomic_write(path / PLAN_FILE, source.encode())
         (path / TRIALS_FILE).touch()
-        session.write_meta({"created_at": time.time(), "status": "created", "name": plan.name})
+        session.write_meta(
+            {
+                "created_at": time.time(),
+                "status": "created",
+                "name": plan.name,
+                "plan_file": PLAN_FILE,
+                "strategy": plan.strategy.value,
+                "planned_trials": plan.estimated_trials,
+            }
+        )
         return session
 
     @classmethod
