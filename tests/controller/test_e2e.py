@@ -158,7 +158,7 @@ def run_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 async def test_seed_sweep_headless(sshd: SshdServer, tmp_path: Path, run_dir: Path) -> None:
-    text = plan_text(sshd, run_dir, steps=[1, 2, 3, 4, 5, 10], ladder=[1, 4, 16], requests=16)
+    text = plan_text(sshd, run_dir, steps=[1, 2, 3, 4, 5, 10], ladder=[1, 16], requests=16)
     plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
     session = Session.create(tmp_path / "sessions", replace_source(plan, text))
     out = io.StringIO()
