@@ -92,23 +92,31 @@ def _sim_pids(port: int) -> list[int]:
 
 
 def _watch_crash(tmux: Tmux, timeout: float) -> tuple[float, float, str]:
-    """When the fatal line first shows in the journal pane and when the banner first shows."""
+    """When the fatal line first shows in the journal pane and when the banner first shows.
+
+    The two arrive by different routes (the log batch every ~100 ms, the state snapshot at
+    once), so either may be first; the caller bounds the gap.
+    """
     deadline = time.monotonic() + timeout
     journal_at: float | None = None
+    banner_at: float | None = None
     screen = ""
     while time.monotonic() < deadline:
         screen = tmux.screen()
         now = time.monotonic()
-        in_journal = any(
+        if journal_at is None and any(
             line.startswith("│") and "Not enough memory" in line for line in screen.splitlines()
-        )
-        if in_journal and journal_at is None:
+        ):
             journal_at = now
-        if "r resume next" in screen:
-            assert in_journal, f"the fatal line is not in the journal pane:\n{screen}"
-            return (journal_at if journal_at is not None else now), now, screen
+        if banner_at is None and "r resume next" in screen:
+            banner_at = now
+            deadline = min(deadline, now + 5.0)  # the journal line must follow soon
+        if journal_at is not None and banner_at is not None:
+            return journal_at, banner_at, screen
         time.sleep(0.2)
-    raise AssertionError(f"no crash banner within {timeout:.0f} s; screen:\n{screen}")
+    raise AssertionError(
+        f"banner at {banner_at}, fatal line in the journal at {journal_at}; screen:\n{screen}"
+    )
 
 
 @pytest.fixture
@@ -135,7 +143,7 @@ def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) 
         tmux.wait_for(r"trial 1/\d+", 30.0)
         # The fatal line reaches the journal pane, and the banner follows within 2 s.
         journal_at, banner_at, screen = _watch_crash(tmux, CRASH_WAIT_S)
-        assert banner_at - journal_at < 2.0, (banner_at - journal_at, screen)
+        assert abs(banner_at - journal_at) < 2.0, (banner_at - journal_at, screen)
         assert "crashed while" in screen, screen
         assert "steps=10" in screen, screen
         tmux.run("send-keys", "-t", "demo", "r")
