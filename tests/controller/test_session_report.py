@@ -197,6 +197,9 @@ def test_reports_in_three_formats() -> None:
         "crashed (kv_cache_no_memory in loading/starting) |" in md
     )
     assert "## Pareto set" in md and "## Best configuration per concurrency" in md
+    assert (
+        "| trial | config | c=1 | c=4 |" in md and "| 1 | steps=1 draft=2 | 100.0 | 1,000.0 |" in md
+    )
     assert "between 3 (loads) and 10 (fails)" in md
     csv_text = render(d.state.trials, p, "csv")
     assert csv_text.splitlines()[0].endswith("c1_tok_s,c4_tok_s")

@@ -231,6 +231,17 @@ def to_markdown(
             )
     else:
         out.append("(no successful trial)")
+    ladder = sorted({lv.concurrency for t in report_trials(trials) for lv in t.levels})
+    if ladder:
+        out += ["", "## Aggregate output tok/s per concurrency", ""]
+        out.append("| trial | config | " + " | ".join(f"c={c}" for c in ladder) + " |")
+        out.append("|---:|---|" + "---:|" * len(ladder))
+        for r in table:
+            by_c = {lv.concurrency: lv.output_tok_s for lv in r.record.levels}
+            if not by_c:
+                continue
+            cells = [_fmt(by_c.get(c)) for c in ladder]
+            out.append(f"| {r.trial} | {r.label} | " + " | ".join(cells) + " |")
     crashed = [t for t in report_trials(trials) if t.crash is not None]
     if crashed:
         out += ["", "## Crashes", ""]
