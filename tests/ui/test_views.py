@@ -247,3 +247,15 @@ def test_header_shows_the_plan_base_before_anything_runs() -> None:
 
     state = ControllerState(plan=demo_plan())
     assert adapt.header_view(state, NOW).config_summary.startswith("plan base: EAGLE3")
+
+
+def test_bench_levels_without_a_known_total_still_progress() -> None:
+    bench = (
+        LevelProgress(concurrency=1, total=0, completed=4, current_tok_s=128.0, done=True),
+        LevelProgress(concurrency=4, total=0, completed=7, running=4, current_tok_s=400.0),
+        LevelProgress(concurrency=16, total=0),
+    )
+    view = adapt.bench_view(dataclasses.replace(benchmarking_state(), bench=bench))
+    assert [lv.state for lv in view.levels] == ["done", "running", "pending"]
+    assert (view.levels[0].completed, view.levels[0].total) == (4, 4)
+    assert view.levels[1].tok_s == 400.0 and view.levels[2].tok_s is None

@@ -102,6 +102,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="after a crash: pause for a decision (r resumes) or continue automatically",
     )
+    p.add_argument(
+        "--no-mouse",
+        action="store_true",
+        help="leave the mouse to the terminal (tmux selection/copy); every action has a key",
+    )
 
 
 def _error(text: str) -> int:
@@ -162,6 +167,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
         policy=policy,
         autostart=args.start,
         stop_server_on_exit=False,
+        mouse=not args.no_mouse,
     )
 
 
@@ -197,6 +203,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         policy=policy,
         autostart=True,
         stop_server_on_exit=True,
+        mouse=not args.no_mouse,
     )
 
 
@@ -208,6 +215,7 @@ def run_console(
     policy: CrashPolicy,
     autostart: bool,
     stop_server_on_exit: bool,
+    mouse: bool = True,
 ) -> int:
     """Create a session, wire the controller to the box and run the console until quit."""
     from specconsole.paths import sessions_dir
@@ -225,7 +233,7 @@ def run_console(
         return _error(f"cannot create the session folder under {parent}: {exc}")
     try:
         return asyncio.run(
-            _run(plan, session, theme_name, policy, autostart, stop_server_on_exit)
+            _run(plan, session, theme_name, policy, autostart, stop_server_on_exit, mouse)
         )
     except KeyboardInterrupt:
         return 130
@@ -238,6 +246,7 @@ async def _run(
     policy: CrashPolicy,
     autostart: bool,
     stop_server_on_exit: bool,
+    mouse: bool,
 ) -> int:
     from specconsole.controller.wiring import wire_controller
     from specconsole.core import events as ev
@@ -250,7 +259,7 @@ async def _run(
     if autostart:
         controller.send(ev.StartSweep(plan=plan, policy=policy))
     try:
-        await app.run_async()
+        await app.run_async(mouse=mouse)
     finally:
         recorder.close()
         if stop_server_on_exit:

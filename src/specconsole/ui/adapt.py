@@ -208,16 +208,24 @@ def _level_from_progress(progress: LevelProgress) -> LevelView:
     result = progress.result
     if result is not None:
         return _level_from_summary(result)
-    running = progress.completed + progress.failed < progress.total and not progress.done
-    started = progress.completed or progress.failed or progress.running
+    started = bool(progress.completed or progress.failed or progress.running)
+    if progress.done:
+        state = "done"
+    elif started:
+        state = "running"
+    else:
+        state = "pending"
+    total = progress.total
+    if total <= 0 and progress.done:
+        total = progress.completed + progress.failed  # count unknown up front: done is full
     return LevelView(
         concurrency=progress.concurrency,
         completed=progress.completed,
-        total=progress.total,
+        total=max(0, total),
         failed=progress.failed,
-        tok_s=progress.current_tok_s if started else None,
+        tok_s=progress.current_tok_s if started or progress.done else None,
         ttft_p50_ms=None,
-        state="running" if (running and started) else ("done" if progress.done else "pending"),
+        state=state,
     )
 
 

@@ -83,7 +83,10 @@ class BenchPanel(Widget):
 
     def _append_level(self, text: Text, level: LevelView, bar_width: int, wide: bool) -> None:
         style = self._style(level)
-        count = f"{level.completed}/{level.total}" if level.total else "—"
+        if level.total:
+            count = f"{level.completed}/{level.total}"
+        else:  # the runner did not say how many requests the level has
+            count = str(level.completed) if level.state != "pending" else "—"
         text.append(f"c={level.concurrency:<3} ", style=style)
         text.append(progress_bar(level.completed, level.total, bar_width), style=style)
         text.append(f" {count:>7}")
