@@ -257,5 +257,15 @@ def test_bench_levels_without_a_known_total_still_progress() -> None:
     )
     view = adapt.bench_view(dataclasses.replace(benchmarking_state(), bench=bench))
     assert [lv.state for lv in view.levels] == ["done", "running", "pending"]
-    assert (view.levels[0].completed, view.levels[0].total) == (4, 4)
+    assert [lv.done_fraction for lv in view.levels] == [1.0, 0.0, 0.0]
     assert view.levels[1].tok_s == 400.0 and view.levels[2].tok_s is None
+    # With the plan's duration per level, the bar is the time spent.
+    from specconsole.commands.tui import demo_plan
+
+    plan = demo_plan()
+    plan = dataclasses.replace(plan, bench=dataclasses.replace(plan.bench, duration_s=1.0))
+    timed = dataclasses.replace(bench[1], elapsed_s=0.5)
+    view = adapt.bench_view(
+        dataclasses.replace(benchmarking_state(), plan=plan, bench=(bench[0], timed, bench[2]))
+    )
+    assert view.levels[1].done_fraction == 0.5

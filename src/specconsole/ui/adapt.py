@@ -204,7 +204,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
     )
 
 
-def _level_from_progress(progress: LevelProgress) -> LevelView:
+def _level_from_progress(progress: LevelProgress, duration_s: float | None) -> LevelView:
     result = progress.result
     if result is not None:
         return _level_from_summary(result)
@@ -215,17 +215,21 @@ def _level_from_progress(progress: LevelProgress) -> LevelView:
         state = "running"
     else:
         state = "pending"
-    total = progress.total
-    if total <= 0 and progress.done:
-        total = progress.completed + progress.failed  # count unknown up front: done is full
+    fraction: float | None = None
+    if progress.total <= 0:  # duration mode: the runner cannot know the count up front
+        if progress.done:
+            fraction = 1.0
+        elif duration_s:
+            fraction = progress.elapsed_s / duration_s if started else 0.0
     return LevelView(
         concurrency=progress.concurrency,
         completed=progress.completed,
-        total=max(0, total),
+        total=max(0, progress.total),
         failed=progress.failed,
         tok_s=progress.current_tok_s if started or progress.done else None,
         ttft_p50_ms=None,
         state=state,
+        fraction=fraction,
     )
 
 
@@ -252,7 +256,8 @@ def _latest_benchmarked(state: ControllerState) -> TrialRecord | None:
 def bench_view(state: ControllerState) -> BenchView:
     """The live ladder of the current trial, else the last benchmarked trial's results."""
     if state.bench:
-        levels = tuple(_level_from_progress(p) for p in state.bench)
+        duration = state.plan.bench.duration_s if state.plan is not None else None
+        levels = tuple(_level_from_progress(p, duration) for p in state.bench)
         finished = [p.result for p in state.bench if p.result is not None]
         single = next((r.per_request_tok_s for r in finished if r.concurrency == 1), None)
         done = bool(levels) and all(lv.state in ("done", "failed") for lv in levels)

@@ -65,6 +65,17 @@ class LevelView:
     ttft_p50_ms: float | None = None
     state: str = "pending"
     """``pending``, ``running``, ``done`` or ``failed``."""
+    fraction: float | None = None
+    """Share done when the request count is not known up front (duration mode: time)."""
+
+    @property
+    def done_fraction(self) -> float:
+        """What the level's progress bar shows, in [0, 1]."""
+        if self.fraction is not None:
+            return min(1.0, max(0.0, self.fraction))
+        if self.total <= 0:
+            return 1.0 if self.state in ("done", "failed") else 0.0
+        return min(1.0, max(0.0, self.completed / self.total))
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,9 +203,15 @@ def format_ratio(value: float | None, digits: int = 2) -> str:
 
 def progress_bar(done: int, total: int, width: int) -> str:
     """A text progress bar of exactly ``width`` cells (``█`` filled, ``░`` empty)."""
+    fraction = 0.0 if total <= 0 else done / total
+    return fraction_bar(fraction, width)
+
+
+def fraction_bar(fraction: float, width: int) -> str:
+    """A text progress bar of exactly ``width`` cells for a share in [0, 1]."""
     if width <= 0:
         return ""
-    fraction = 0.0 if total <= 0 else min(1.0, max(0.0, done / total))
+    fraction = min(1.0, max(0.0, fraction))
     filled = round(fraction * width)
     return "█" * filled + "░" * (width - filled)
 

@@ -19,7 +19,7 @@ from specconsole.ui.viewmodels import (
     format_ms,
     format_rate,
     format_ratio,
-    progress_bar,
+    fraction_bar,
 )
 
 _STATE_CLASS = {
@@ -88,7 +88,7 @@ class BenchPanel(Widget):
         else:  # the runner did not say how many requests the level has
             count = str(level.completed) if level.state != "pending" else "—"
         text.append(f"c={level.concurrency:<3} ", style=style)
-        text.append(progress_bar(level.completed, level.total, bar_width), style=style)
+        text.append(fraction_bar(level.done_fraction, bar_width), style=style)
         text.append(f" {count:>7}")
         text.append(f" {format_rate(level.tok_s):>7} tok/s")
         if wide:
