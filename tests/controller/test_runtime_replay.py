@@ -65,6 +65,7 @@ class ReplayBackend:
         self.calls: list[str] = []
         self._state = ServiceState.INACTIVE
         self._hash: str | None = None
+        self._started_hash: str | None = None
 
     async def preview(self, config: ServerConfig) -> DeployPreview:
         artifact = repr(config)
@@ -78,6 +79,7 @@ class ReplayBackend:
     async def start(self) -> None:
         self.calls.append("start")
         self._state = ServiceState.RUNNING
+        self._started_hash = self._hash  # a run keeps the artifact it was started from
 
     async def stop(self) -> None:
         self.calls.append("stop")
@@ -104,6 +106,9 @@ class ReplayBackend:
 
     async def deployed_hash(self) -> str | None:
         return self._hash
+
+    async def running_hash(self) -> str | None:
+        return self._started_hash if self._state is ServiceState.RUNNING else None
 
 
 class FakeRunner:

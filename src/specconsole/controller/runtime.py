@@ -450,8 +450,7 @@ class Controller:
             return ev.ReattachChecked(
                 attached=False, detail="a different configuration is deployed"
             )
-        running_hash = getattr(self.backend, "running_hash", None)
-        if running_hash is not None and await running_hash() != preview.artifact_hash:
+        if await self.backend.running_hash() != preview.artifact_hash:
             return ev.ReattachChecked(
                 attached=False, detail="the running server predates the deploy"
             )

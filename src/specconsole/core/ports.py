@@ -237,6 +237,12 @@ class ServiceBackend(Protocol):
         ask "is the configuration I deployed the one that is running?" after a restart."""
         ...
 
+    async def running_hash(self) -> str | None:
+        """sha256 of the artifact the live server was started from (None when nothing runs,
+        or when what runs can no longer be tied to an artifact): a server started before the
+        current deploy is not the deployed configuration, whatever ``deployed_hash`` says."""
+        ...
+
 
 # --------------------------------------------------------------------------------------------
 # Benchmark runner
