@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
@@ -39,6 +40,11 @@ class ThroughputChart(PlotextPlot):
         self.refresh()
 
     def render(self) -> RenderResult:
+        if not self._view.aggregate:
+            return Text(
+                "aggregate tok/s vs concurrency\n(one line per trial, after its benchmark)",
+                justify="center",
+            )
         self._draw()
         return super().render()
 
@@ -81,6 +87,11 @@ class SingleRequestChart(PlotextPlot):
         self.refresh()
 
     def render(self) -> RenderResult:
+        if self._series is None or not self._series.xs:
+            return Text(
+                f"single-request tok/s vs {self._axis}\n(after the first benchmark)",
+                justify="center",
+            )
         self._draw()
         return super().render()
 
