@@ -444,3 +444,19 @@ async def test_resizing_switches_between_side_by_side_and_stacked() -> None:
         await pilot.pause(0.2)
         assert not screen.has_class("-compact")
         assert screen.query_one("#trials").region.height > 0
+
+
+async def test_d_before_anything_runs_deploys_the_plans_first_configuration() -> None:
+    from specconsole.commands.tui import demo_plan
+    from specconsole.core.state import ControllerState
+
+    plan = demo_plan()
+    controller = RecordingController(ControllerState(plan=plan))
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("d")
+        await pilot.pause()
+    [intent] = controller.intents
+    assert isinstance(intent, DeployConfig)
+    assert intent.config == plan.grid()[0]
+    assert intent.config.speculative_num_steps == 1

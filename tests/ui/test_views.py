@@ -269,3 +269,28 @@ def test_bench_levels_without_a_known_total_still_progress() -> None:
         dataclasses.replace(benchmarking_state(), plan=plan, bench=(bench[0], timed, bench[2]))
     )
     assert view.levels[1].done_fraction == 0.5
+
+
+def test_a_failed_trial_awaiting_a_decision_gets_a_banner_too() -> None:
+    from specconsole.core.state import PendingDecision, TrialRecord, TrialStatus
+
+    record = TrialRecord(
+        index=0,
+        config=BASE,
+        status=TrialStatus.INVALID,
+        errors=("speculative_num_steps: set all three tree sizes or none", "second"),
+    )
+    state = dataclasses.replace(
+        idle_state(),
+        phase=Phase.AWAITING_DECISION,
+        trials=(record,),
+        pending=PendingDecision(
+            trial_index=0, crash=None, choices=(ResumeChoice.RESUME_NEXT, ResumeChoice.SKIP)
+        ),
+    )
+    view = adapt.crash_view(state)
+    assert view is not None
+    assert view.title == "Trial 1 could not run: invalid"
+    assert view.cause.startswith("speculative_num_steps")
+    assert [k for k, _ in view.choices] == ["r", "k"]
+    assert adapt.header_view(state, NOW).phase == "STOPPED · r resumes"

@@ -120,7 +120,8 @@ def config_summary(config: ServerConfig | None) -> str:
 def phase_label(state: ControllerState) -> str:
     """The header's phase word, with the loading sub-phase or the running ladder level."""
     if state.phase is Phase.AWAITING_DECISION:
-        return "CRASHED · r resumes" if state.pending is not None else "WAITING · r resumes"
+        crashed = state.pending is not None and state.pending.crash is not None
+        return "CRASHED · r resumes" if crashed else "STOPPED · r resumes"
     if state.phase is Phase.PAUSED:
         return "PAUSED · r resumes"
     label = state.phase.value.replace("_", " ").upper()
@@ -443,10 +444,13 @@ def _crash_of(state: ControllerState) -> tuple[int | None, CrashInfo | None]:
 
 
 def crash_view(state: ControllerState) -> CrashView | None:
-    """The crash banner's content, or None when there is nothing to decide."""
+    """The banner's content: a crash, or a trial that could not run, awaiting a decision.
+
+    None when there is nothing to decide.
+    """
     index, crash = _crash_of(state)
     if crash is None:
-        return None
+        return _failure_view(state)
     where = crash.phase.value.replace("_", " ")
     if crash.load_stage is not None:
         where += f" ({LOAD_STAGE_LABELS.get(crash.load_stage, crash.load_stage.value)})"
@@ -459,17 +463,35 @@ def crash_view(state: ControllerState) -> CrashView | None:
         details.append(f"signal {crash.signal}")
     if crash.capacity is not None:
         details.append(f"capacity seen: {crash.capacity:,} tokens")
-    choices: tuple[tuple[str, str], ...]
-    if state.pending is not None:
-        choices = tuple(CHOICE_KEYS[c] for c in state.pending.choices if c in CHOICE_KEYS)
-    else:
-        choices = ()
     return CrashView(
         title=f"{trial} crashed while {where}: {cause}",
         cause=" · ".join(details) if details else DASH,
         excerpt=crash.excerpt,
         fixes=crash.fixes,
-        choices=choices,
+        choices=_choices(state),
+    )
+
+
+def _choices(state: ControllerState) -> tuple[tuple[str, str], ...]:
+    if state.pending is None:
+        return ()
+    return tuple(CHOICE_KEYS[c] for c in state.pending.choices if c in CHOICE_KEYS)
+
+
+def _failure_view(state: ControllerState) -> CrashView | None:
+    """A decision pending after a trial that failed without a crash (invalid, deploy error)."""
+    pending = state.pending
+    if pending is None:
+        return None
+    record = next((r for r in all_trials(state) if r.index == pending.trial_index), None)
+    status = "stopped" if record is None else _status_text(record)
+    errors = () if record is None else record.errors
+    return CrashView(
+        title=f"Trial {pending.trial_index + 1} could not run: {status}",
+        cause=errors[0] if errors else "see the trial's details",
+        excerpt=(),
+        fixes=tuple(errors[1:]),
+        choices=_choices(state),
     )
 
 

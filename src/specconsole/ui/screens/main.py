@@ -217,7 +217,10 @@ class MainScreen(Screen[None]):
     def action_deploy(self) -> None:
         config = self._state.current_config
         if config is None and self._state.plan is not None:
-            config = self._state.plan.base
+            # Nothing tried or deployed yet: the plan's first configuration (its base alone
+            # may leave the swept fields unset).
+            grid = self._state.plan.grid()
+            config = grid[0] if grid else self._state.plan.base
         if config is None:
             self.notify("Nothing to deploy yet: press e to edit a configuration.",
                         severity="warning")
