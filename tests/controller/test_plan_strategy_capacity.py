@@ -342,3 +342,53 @@ def test_plan_document_round_trip(name: str) -> None:
 def test_a_console_ui_table_is_ignored() -> None:
     p = loads_plan(PLAN_TEXT + '\n[ui]\ntheme = "mono"\n')
     assert p.axes == plan().axes
+
+
+@pytest.mark.parametrize(
+    ("lines", "placement", "url"),
+    [
+        ("", "forward", None),
+        ('placement = "forward"', "forward", None),
+        ('placement = "remote"', "remote", None),
+        ('placement = "direct"', "direct", None),
+        ('placement = "direct"\nurl = "http://gpu-box.lan:30000/"', "direct", "http://gpu-box.lan:30000"),
+    ],
+)
+def test_bench_placement(lines: str, placement: str, url: str | None) -> None:
+    p = loads_plan(PLAN_TEXT.replace("[bench]\n", f"[bench]\n{lines}\n", 1))
+    assert p.bench_placement.value == placement and p.bench_url == url
+    assert p.bench.ladder == (1, 4)  # the placement keys are not BenchSpec fields
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ('placement = "moon"', r"\[bench\] placement = 'moon' is not valid; use one of 'direct'"),
+        ('url = "http://box:30000"', r'\[bench\] url is only used with placement = "direct"'),
+        (
+            'placement = "remote"\nurl = "http://box:30000"',
+            r'\[bench\] url is only used with placement = "direct" \(placement is "remote"\)',
+        ),
+        (
+            'placement = "direct"\nurl = "box:30000"',
+            r"\[bench\] url = 'box:30000' is not a server URL",
+        ),
+        ('placement = "direct"\nurl = 30000', r"\[bench\] url = 30000 is not a server URL"),
+        ('placement = "direct"\nurl = "http://box:99999"', r"\[bench\] url = .* invalid port"),
+    ],
+)
+def test_bench_placement_errors_name_the_key(lines: str, message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        loads_plan(PLAN_TEXT.replace("[bench]\n", f"[bench]\n{lines}\n", 1))
+
+
+def test_bench_placement_round_trips_through_the_plan_document() -> None:
+    import tomli_w
+
+    from specconsole.core.plan import plan_document
+
+    p = loads_plan(
+        PLAN_TEXT.replace("[bench]\n", '[bench]\nplacement = "direct"\nurl = "http://h:1"\n', 1)
+    )
+    again = loads_plan(tomli_w.dumps(plan_document(p)))
+    assert replace(again, source="") == replace(p, source="")

@@ -21,14 +21,19 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.loadgen import make_run
 from specconsole.core.metrics import BenchResult
-from specconsole.core.ports import BenchmarkRunner, BenchProgress, BenchSpec, Transport
+from specconsole.core.ports import (
+    BenchmarkRunner,
+    BenchProgress,
+    BenchSpec,
+    Placement,
+    Transport,
+)
 
 STOP_GRACE_S = 30.0
 """How long a cancelled run may take to hand back its partial result."""
@@ -77,8 +82,11 @@ class ThreadedBenchmarkRunner:
     :attr:`last_result` and the cancellation propagates.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, url: str | None = None) -> None:
         self.last_result: BenchResult | None = None
+        self.url = url
+        """When set, the URL benchmarked whatever ``run`` is given (direct placement with an
+        address of its own, e.g. the box's public name instead of its loopback)."""
         self._lock = threading.Lock()
         self._active: tuple[LadderRun, asyncio.AbstractEventLoop | None] | None = None
 
@@ -104,7 +112,7 @@ class ThreadedBenchmarkRunner:
     ) -> BenchResult:
         caller = asyncio.get_running_loop()
         relay = ProgressRelay(caller, on_progress)
-        ladder = make_run(spec, base_url, on_progress=relay.push)
+        ladder = make_run(spec, self.url or base_url, on_progress=relay.push)
         done: asyncio.Future[BenchResult] = caller.create_future()
 
         def settle(result: BenchResult | None, error: BaseException | None) -> None:
@@ -184,35 +192,28 @@ class ForwardedBenchmarkRunner:
         return await self._inner.run(spec, forward.url, on_progress=on_progress)
 
 
-class Placement(StrEnum):
-    """Where the load is generated (see docs/benchmark.md, "Where the load runs")."""
-
-    DIRECT = "direct"
-    """From the console host straight to the server's URL."""
-    FORWARD = "forward"
-    """From the console host through an SSH local port forward."""
-    REMOTE = "remote"
-    """On the GPU box, by the self-contained runner script."""
-
-
 def make_runner(
     placement: Placement | str,
     transport: Transport | None = None,
     *,
     python: str = "python3",
+    url: str | None = None,
 ) -> BenchmarkRunner:
     """The :class:`~specconsole.core.ports.BenchmarkRunner` for a placement.
 
     ``forward`` and ``remote`` need the transport to the box; ``python`` is the interpreter
-    the remote runner uses there.
+    the remote runner uses there. ``url`` (direct only) is the server as the console host
+    reaches it, used instead of the box-side URL the caller passes to ``run``.
     """
     try:
         where = Placement(placement)
     except ValueError:
         choices = ", ".join(p.value for p in Placement)
         raise ValueError(f"placement: must be one of {choices}, got {placement!r}") from None
+    if url is not None and where is not Placement.DIRECT:
+        raise ValueError(f"url is only used with placement 'direct', not {where.value!r}")
     if where is Placement.DIRECT:
-        return ThreadedBenchmarkRunner()
+        return ThreadedBenchmarkRunner(url=url)
     if transport is None:
         raise ValueError(f"placement {where.value!r} needs the transport to the box")
     if where is Placement.FORWARD:

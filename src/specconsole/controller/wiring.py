@@ -3,8 +3,9 @@
 Why here and not in each front end: the console, the headless sweep and the demo all need
 "this profile → a transport, a service backend and a benchmark runner", and the connection
 events of the SSH transport must reach the controller as ``ConnectionChanged``. One function
-does that wiring; the adapters themselves live in ``specconsole.remote`` and
-``specconsole.bench``.
+does that wiring; the adapters are built by their own factories
+(``specconsole.remote.make_transport``/``make_backend`` and
+``specconsole.bench.runner.make_runner`` for the plan's ``[bench] placement``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from dataclasses import dataclass, replace
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
 from specconsole.core.plan import SweepPlan
-from specconsole.core.ports import BenchmarkRunner, ServiceBackend, Transport
-from specconsole.core.profile import Profile, ServiceKind, TransportKind
+from specconsole.core.ports import BenchmarkRunner, Placement, ServiceBackend, Transport
+from specconsole.core.profile import Profile
 from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
@@ -31,44 +32,40 @@ class Ports:
     runner: BenchmarkRunner
 
 
-def open_ports(profile: Profile, on_event: Callable[[ev.Event], None] | None = None) -> Ports:
-    """Transport, backend and runner for ``profile``; connection changes go to ``on_event``."""
-    transport: Transport
-    if profile.host.transport is TransportKind.SSH:
-        from specconsole.remote.ssh import ConnectionEvent, SshTransport
+def open_ports(
+    profile: Profile,
+    on_event: Callable[[ev.Event], None] | None = None,
+    *,
+    placement: Placement | str = Placement.FORWARD,
+    bench_url: str | None = None,
+) -> Ports:
+    """Transport, backend and runner for ``profile``; connection changes go to ``on_event``.
 
-        mapping = {
-            ConnectionEvent.CONNECTED: ConnectionState.CONNECTED,
-            ConnectionEvent.RECONNECTED: ConnectionState.CONNECTED,
-            ConnectionEvent.LOST: ConnectionState.RECONNECTING,
-            ConnectionEvent.FAILED: ConnectionState.LOST,
-        }
+    The adapters come from ``specconsole.remote.make_transport``/``make_backend``; the
+    benchmark runner from ``specconsole.bench.runner.make_runner`` for ``placement``
+    (``bench_url``: the direct placement's own address of the server).
+    """
+    from specconsole.bench.runner import make_runner
+    from specconsole.remote import make_backend, make_transport
+    from specconsole.remote.ssh import ConnectionEvent
 
-        def listener(event: ConnectionEvent, detail: str) -> None:
-            if on_event is not None:
-                on_event(ev.ConnectionChanged(state=mapping[event], detail=detail))
+    states = {  # a drop is "reconnecting" until the last attempt fails
+        ConnectionEvent.CONNECTED: ConnectionState.CONNECTED,
+        ConnectionEvent.RECONNECTED: ConnectionState.CONNECTED,
+        ConnectionEvent.LOST: ConnectionState.RECONNECTING,
+        ConnectionEvent.FAILED: ConnectionState.LOST,
+    }
 
-        transport = SshTransport(profile.host, on_event=listener)
-    else:
-        from specconsole.remote.local import LocalTransport
+    def listener(event: ConnectionEvent, detail: str) -> None:
+        if on_event is not None:
+            on_event(ev.ConnectionChanged(state=states[event], detail=detail))
 
-        transport = LocalTransport()
-    backend: ServiceBackend
-    if profile.service.kind is ServiceKind.SYSTEMD:
-        from specconsole.remote.systemd import SystemdBackend
-
-        backend = SystemdBackend(transport, profile.service)
-    elif profile.service.kind is ServiceKind.DOCKER:
-        from specconsole.remote.docker import DockerBackend
-
-        backend = DockerBackend(transport, profile.service)
-    else:
-        from specconsole.remote.process import ProcessBackend
-
-        backend = ProcessBackend(transport, profile.service)
-    from specconsole.bench.runner import ForwardedBenchmarkRunner
-
-    return Ports(transport=transport, backend=backend, runner=ForwardedBenchmarkRunner(transport))
+    transport = make_transport(profile, on_event=listener)
+    return Ports(
+        transport=transport,
+        backend=make_backend(profile, transport),
+        runner=make_runner(placement, transport, url=bench_url),
+    )
 
 
 @dataclass
@@ -95,7 +92,9 @@ def wire_controller(
         if box:
             box[0].send(event)
 
-    ports = open_ports(plan.profile, on_connection)
+    ports = open_ports(
+        plan.profile, on_connection, placement=plan.bench_placement, bench_url=plan.bench_url
+    )
     recorder = SessionRecorder(
         session,
         host=ports.transport.description,

@@ -36,8 +36,9 @@ impossible value raises ``PlanError`` whose message names the TOML key and the f
     speculative_num_steps = [1, 2, 3, 4, 5, 10]
     speculative_eagle_topk = [1]
 
-    [bench]                      # BenchSpec
+    [bench]                      # BenchSpec, plus where the load runs
     ladder = [1, 4, 16, 32, 64]
+    placement = "forward"        # forward (default) | direct | remote
 
 Placeholders: ``{python}`` in ``launcher``, ``extra_args``, ``env`` values and
 ``working_directory`` stands for "the Python interpreter running specconsole"; the front end
@@ -55,9 +56,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum, StrEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.ports import BenchApi, BenchSpec
+from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, parse_profile
 from specconsole.core.state import CrashPolicy
 
@@ -91,6 +93,11 @@ class SweepPlan:
     axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     """(ServerConfig field name, values to try), in file order."""
     bench: BenchSpec = field(default_factory=BenchSpec)
+    bench_placement: Placement = Placement.FORWARD
+    """``[bench] placement``: where the load is generated (docs/benchmark.md)."""
+    bench_url: str | None = None
+    """``[bench] url`` (direct only): the server as the console host reaches it; default the
+    ``[server]`` host and port."""
     strategy: StrategyKind = StrategyKind.GRID
     axis: str | None = None
     """The axis boundary/plateau walk (default: the first axis)."""
@@ -375,11 +382,47 @@ def _number(value: Any, where: str, *, integer: bool = False, minimum: float = 0
     return value
 
 
+_BENCH_PLACEMENT_KEYS = {"placement", "url"}
+"""``[bench]`` keys that say where the load runs (the rest are ``BenchSpec`` fields)."""
+
+
+def _parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
+    placement = Placement.FORWARD
+    if "placement" in table:
+        try:
+            placement = Placement(table["placement"])
+        except ValueError:
+            choices = ", ".join(repr(p.value) for p in Placement)
+            raise PlanError(
+                f"[bench] placement = {table['placement']!r} is not valid; use one of {choices}"
+            ) from None
+    url = table.get("url")
+    if url is None:
+        return placement, None
+    if placement is not Placement.DIRECT:
+        raise PlanError(
+            f'[bench] url is only used with placement = "direct" (placement is '
+            f'"{placement.value}"); remove url or set placement = "direct"'
+        )
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PlanError(
+            f"[bench] url = {url!r} is not a server URL; write it as "
+            '"http://HOST:PORT", the server as this machine reaches it'
+        )
+    try:
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:
+        raise PlanError(f"[bench] url = {url!r} has an invalid port") from None
+    return placement, url.rstrip("/")
+
+
 def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
     if not isinstance(table, Mapping):
         raise PlanError("[bench] must be a table, e.g. [bench] then ladder = [1, 4, 16]")
     known = {f.name: f for f in fields(BenchSpec)}
-    _check(table, set(known), "[bench]")
+    _check(table, set(known) | _BENCH_PLACEMENT_KEYS, "[bench]")
+    table = {k: v for k, v in table.items() if k not in _BENCH_PLACEMENT_KEYS}
     kw: dict[str, Any] = {}
     for key, value in table.items():
         where = f"[bench] {key}"
@@ -448,6 +491,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     except ProfileError as exc:
         raise PlanError(str(exc)) from None
     bench = _parse_bench(document.get("bench", {}))
+    placement, bench_url = _parse_placement(document.get("bench", {}))
     sweep = document.get("sweep", {})
     if not isinstance(sweep, Mapping):
         raise PlanError("[sweep] must be a table")
@@ -517,6 +561,8 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         base=base,
         axes=axes,
         bench=bench,
+        bench_placement=placement,
+        bench_url=bench_url,
         profile=profile,
         name=str(document.get("name", "")),
         description=str(document.get("description", "")),
@@ -568,7 +614,11 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         "service": _table(plan.profile.service),
         "server": server_config_to_table(plan.base),
         "sweep": sweep,
-        "bench": _table(plan.bench),
+        "bench": {
+            **_table(plan.bench),
+            "placement": plan.bench_placement.value,
+            **({} if plan.bench_url is None else {"url": plan.bench_url}),
+        },
     }
 
 

@@ -260,6 +260,21 @@ class BenchApi(StrEnum):
     """OpenAI ``/v1/chat/completions`` with ``stream_options.include_usage``."""
 
 
+class Placement(StrEnum):
+    """Where the benchmark load is generated (see docs/benchmark.md, "Where the load runs").
+
+    A plan's ``[bench] placement`` names one; ``specconsole.bench.runner.make_runner`` builds
+    the runner for it."""
+
+    DIRECT = "direct"
+    """From the console host straight to the server's URL."""
+    FORWARD = "forward"
+    """From the console host through the transport's local port forward (SSH ``-L``; the
+    local transport's "forward" is the loopback port itself)."""
+    REMOTE = "remote"
+    """On the GPU box, by the self-contained runner script."""
+
+
 @dataclass(frozen=True, slots=True)
 class BenchSpec:
     """What to measure: the concurrency ladder and the request shape."""
