@@ -392,3 +392,20 @@ def test_bench_placement_round_trips_through_the_plan_document() -> None:
     )
     again = loads_plan(tomli_w.dumps(plan_document(p)))
     assert replace(again, source="") == replace(p, source="")
+
+
+def test_the_server_table_is_read_by_core_config() -> None:
+    """Plans read [server] with ``core.config`` (aliases, shell-split strings), keeping
+    TOML-typed numbers and errors that name the plan's key."""
+    text = PLAN_TEXT.replace(
+        "max_running_requests = 64",
+        'max_running_requests = 64\ntp = 4\nextra_args = "--log-level \'info\'"',
+    )
+    base = loads_plan(text).base
+    assert base.tp_size == 4 and base.extra_args == ("--log-level", "info")
+    with pytest.raises(PlanError, match=r"\[server\] tp_size: expected an integer, got True"):
+        loads_plan(PLAN_TEXT.replace("max_running_requests = 64", "tp_size = true"))
+    with pytest.raises(PlanError, match=r"\[server\] spec_num_steps: unknown key.*did you mean"):
+        loads_plan(PLAN_TEXT.replace("max_running_requests = 64", "spec_num_steps = 3"))
+    with pytest.raises(PlanError, match=r"\[server\] mem_fraction_static must be a number"):
+        loads_plan(PLAN_TEXT.replace("max_running_requests = 64", 'mem_fraction_static = "0.8"'))

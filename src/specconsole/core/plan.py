@@ -50,15 +50,22 @@ from __future__ import annotations
 
 import itertools
 import tomllib
-import types
-import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum, StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.core.config import ServerConfig
+from specconsole.core.config import (
+    FIELD_KINDS,
+    KEY_ALIASES,
+    ConfigError,
+    FieldKind,
+    ServerConfig,
+    config_from_table,
+    config_to_table,
+    parse_field,
+)
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, parse_profile
 from specconsole.core.state import CrashPolicy
@@ -197,100 +204,54 @@ class SweepPlan:
 # ServerConfig <-> TOML table
 # --------------------------------------------------------------------------------------------
 
-_CONFIG_FIELDS = {f.name: f for f in fields(ServerConfig)}
-_CONFIG_HINTS = typing.get_type_hints(ServerConfig)
+_NUMERIC_KINDS = {FieldKind.INT: "an integer", FieldKind.FLOAT: "a number"}
 
 
-def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return hint, False
+def _plan_error(where: str, exc: ConfigError) -> PlanError:
+    return PlanError(f"{where}: {exc.message} Fix: {exc.fix}")
+
+
+def _check_toml_typed(name: str, value: Any, where: str) -> None:
+    """A plan is a file, not editor text: a quoted number is a mistake to report, not to
+    guess at (``core.config.parse_field`` also accepts ``"4"`` for the editor's sake)."""
+    kind = FIELD_KINDS.get(KEY_ALIASES.get(name, name))
+    if kind in _NUMERIC_KINDS and isinstance(value, str):
+        raise PlanError(f"{where} must be {_NUMERIC_KINDS[kind]}, got {value!r}")
 
 
 def coerce_config_value(name: str, value: Any, where: str) -> Any:
-    """Convert a TOML value for ``ServerConfig.<name>``; raise PlanError naming ``where``."""
-    if name not in _CONFIG_FIELDS:
-        known = ", ".join(sorted(_CONFIG_FIELDS))
+    """One TOML value for ``ServerConfig.<name>`` (an axis value), converted by
+    ``core.config.parse_field``; raises PlanError naming ``where``."""
+    if name not in FIELD_KINDS:
+        known = ", ".join(sorted(FIELD_KINDS))
         raise PlanError(f"{where}: unknown server argument {name!r}; known: {known}")
-    hint, optional = _unwrap_optional(_CONFIG_HINTS[name])
-    if value is None:
-        if optional:
-            return None
-        raise PlanError(f"{where} must not be empty")
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        try:
-            return hint(value)
-        except ValueError:
-            choices = ", ".join(repr(m.value) for m in hint)
-            raise PlanError(f"{where} = {value!r} is not valid; use one of {choices}") from None
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise PlanError(f"{where} must be true or false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise PlanError(f"{where} must be an integer, got {value!r}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise PlanError(f"{where} must be a number, got {value!r}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise PlanError(f"{where} must be a string, got {value!r}")
-        return value
-    origin = typing.get_origin(hint)
-    if origin is tuple:
-        args = typing.get_args(hint)
-        if args and typing.get_origin(args[0]) is tuple:  # env: tuple[tuple[str, str], ...]
-            if isinstance(value, Mapping):
-                return tuple((str(k), str(v)) for k, v in value.items())
-            if isinstance(value, list) and all(
-                isinstance(p, list | tuple) and len(p) == 2 for p in value
-            ):
-                return tuple((str(k), str(v)) for k, v in value)
-            raise PlanError(f'{where} must be a table of NAME = "value" pairs, got {value!r}')
-        if isinstance(value, str):
-            return tuple(value.split())
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise PlanError(f"{where} must be a list of strings, got {value!r}")
-    raise PlanError(f"{where}: unsupported value {value!r}")  # pragma: no cover
+    _check_toml_typed(name, value, where)
+    try:
+        return parse_field(name, value)
+    except ConfigError as exc:
+        raise _plan_error(where, exc) from None
 
 
 def server_config_from_table(table: Mapping[str, Any], section: str = "server") -> ServerConfig:
-    """Build a ``ServerConfig`` from a TOML table of SGLang argument names."""
+    """A ``ServerConfig`` from a TOML table of SGLang argument names (``core.config``'s
+    ``config_from_table``, with TOML-typed numbers and errors naming ``[section] key``)."""
     if not isinstance(table, Mapping):
         raise PlanError(f"[{section}] must be a table")
     if "model_path" not in table:
         raise PlanError(
             f'[{section}] model_path is required, e.g. model_path = "Qwen/Qwen3.5-122B-A10B"'
         )
-    kw = {
-        key: coerce_config_value(key, value, f"[{section}] {key}") for key, value in table.items()
-    }
-    return ServerConfig(**kw)
+    for key, value in table.items():
+        _check_toml_typed(key, value, f"[{section}] {key}")
+    try:
+        return config_from_table(table)
+    except ConfigError as exc:
+        key = exc.key.removeprefix("server.")
+        raise _plan_error(f"[{section}] {key}", exc) from None
 
 
-def server_config_to_table(config: ServerConfig) -> dict[str, Any]:
-    """The inverse of :func:`server_config_from_table`: plain JSON/TOML values, ``None``s
-    omitted, defaults kept (so a record is self-describing)."""
-    out: dict[str, Any] = {}
-    for f in fields(ServerConfig):
-        value = getattr(config, f.name)
-        if value is None:
-            continue
-        if isinstance(value, Enum):
-            value = value.value
-        elif f.name == "env":
-            value = {k: v for k, v in value}
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out
+server_config_to_table = config_to_table
+"""The inverse of :func:`server_config_from_table` (``core.config.config_to_table``)."""
 
 
 def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
