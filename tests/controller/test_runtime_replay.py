@@ -214,3 +214,43 @@ async def test_cuda_graph_capture_failure_in_the_journal() -> None:
     assert crash is not None and crash.cause == "cuda_graph_capture_failed", crash
     assert crash.load_stage is LoadStage.CUDA_GRAPH
     assert any("cuda-graph" in fix or "cuda_graph" in fix for fix in crash.fixes), crash.fixes
+
+
+async def test_not_enough_memory_after_the_weights_is_a_kv_cache_crash() -> None:
+    """A recorded systemd journal: the weights finished, then sizing the KV pool failed."""
+    backend = ReplayBackend("journal_kv_fatal.short.log", dies=True)
+    controller, events = await _run(backend, lambda s: s.phase is Phase.AWAITING_DECISION)
+    crash = controller.state.trials[0].crash
+    assert crash is not None and crash.cause == "kv_cache_no_memory", crash
+    assert crash.phase is Phase.LOADING
+    assert crash.load_stage is LoadStage.KV_CACHE, crash
+    stages = [e.stage for e in events if isinstance(e, ev.LoadStageSeen)]
+    assert stages == [LoadStage.WEIGHTS, LoadStage.KV_CACHE]
+
+
+async def test_simulator_steps_10_crash_reads_as_the_kv_cache_stage() -> None:
+    """The demo's crash, with the simulator's own log text: target and draft weights load,
+    then ``Not enough memory`` while sizing the KV cache."""
+    from tests.fixtures.sim import async_running_simulator
+
+    async with async_running_simulator(
+        "--speculative-num-steps", "10", "--speculative-num-draft-tokens", "11",
+        load_seconds=0.2, wait_ready=False,
+    ) as sim:
+        await asyncio.to_thread(sim.wait_exit, 20.0)
+        text = sim.log_text()
+    assert "Not enough memory" in text and text.count("Load weight end") >= 2
+    backend = ReplayBackend("journal_kv_fatal.short.log", dies=True)
+    backend.lines = text.splitlines()
+    controller, events = await _run(backend, lambda s: s.phase is Phase.AWAITING_DECISION)
+    crash = controller.state.trials[0].crash
+    assert crash is not None and crash.cause == "kv_cache_no_memory", crash
+    assert crash.load_stage is LoadStage.KV_CACHE, crash
+    stages = [e.stage for e in events if isinstance(e, ev.LoadStageSeen)]
+    # target weights, (their end), draft weights, (their end): the KV stage comes last
+    assert stages == [
+        LoadStage.WEIGHTS, LoadStage.KV_CACHE, LoadStage.WEIGHTS, LoadStage.KV_CACHE
+    ], stages
+    phases = controller.state.trials[0].phases
+    assert [p.detail for p in phases if p.phase is Phase.LOADING][-1] == "kv_cache"
+

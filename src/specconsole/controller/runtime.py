@@ -49,6 +49,7 @@ from specconsole.core.log_events import (
     MemoryPoolEnd,
     Ready,
     WeightsBegin,
+    WeightsEnd,
 )
 from specconsole.core.logparse import LogParser
 from specconsole.core.machine import IllegalTransition, step
@@ -658,6 +659,7 @@ class Controller:
         )
         batch: list[str] = []
         stage_index = 0
+        kv_inferred = False  # the KV stage was entered on a "Load weight end", no KV line yet
         batch_started = 0.0
         loop = asyncio.get_running_loop()
 
@@ -674,15 +676,21 @@ class Controller:
                 self._post(ev.LogLines(lines=chunk, trial_index=trial_index, epoch=epoch))
 
         def handle(events: list[LogEvent]) -> None:
-            nonlocal stage_index
+            nonlocal stage_index, kv_inferred
             for event in events:
+                if isinstance(event, KVCacheAllocated | MemoryPoolEnd):
+                    kv_inferred = False  # the pool is really being sized now
                 outcome = self._translate(event, epoch)
                 for out in outcome:
                     if isinstance(out, ev.LoadStageSeen):
                         idx = STAGE_ORDER.index(out.stage)
-                        if idx <= stage_index:
+                        # stages only advance, except that a second model's weights (the
+                        # draft) may begin loading after the first one's weights ended
+                        again = kv_inferred and out.stage is LoadStage.WEIGHTS
+                        if idx <= stage_index and not again:
                             continue
                         stage_index = idx
+                        kv_inferred = isinstance(event, WeightsEnd)
                     if isinstance(out, ev.ServerReady):
                         ready.set()
                     flush()  # lines before the event they explain
@@ -752,6 +760,12 @@ class Controller:
             return out
         if isinstance(event, WeightsBegin):
             return [ev.LoadStageSeen(stage=LoadStage.WEIGHTS, detail=event.role.value, epoch=epoch)]
+        if isinstance(event, WeightsEnd):
+            # the weights are in: SGLang sizes and allocates the KV pool next (a "Not enough
+            # memory" after this line is a KV-cache failure, not a weight-loading one)
+            return [
+                ev.LoadStageSeen(stage=LoadStage.KV_CACHE, detail=event.role.value, epoch=epoch)
+            ]
         if isinstance(event, KVCacheAllocated | MemoryPoolEnd):
             return [ev.LoadStageSeen(stage=LoadStage.KV_CACHE, epoch=epoch)]
         if isinstance(event, CudaGraphBegin):
