@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -30,6 +32,8 @@ from specconsole.core.ports import (
     ServiceStatus,
 )
 from specconsole.core.state import ControllerState, LoadStage, Phase, TrialStatus
+from specconsole.session.recorder import SessionRecorder
+from specconsole.session.store import Session
 from tests.controller.helpers import plan
 from tests.fixtures.sshd import free_port
 
@@ -145,7 +149,10 @@ class FakeRunner:
 
 
 async def _run(
-    backend: ReplayBackend, until: Callable[[ControllerState], bool]
+    backend: ReplayBackend,
+    until: Callable[[ControllerState], bool],
+    *,
+    recorder: SessionRecorder | None = None,
 ) -> tuple[Controller, list[ev.Event]]:
     p = plan()
     controller = Controller(
@@ -153,6 +160,7 @@ async def _run(
         backend=backend,
         runner=FakeRunner(),
         state=ControllerState(plan=p, policy=p.on_crash),
+        recorder=recorder,
         http_timeout_s=1.0,
     )
     events: list[ev.Event] = []
@@ -254,3 +262,29 @@ async def test_simulator_steps_10_crash_reads_as_the_kv_cache_stage() -> None:
     phases = controller.state.trials[0].phases
     assert [p.detail for p in phases if p.phase is Phase.LOADING][-1] == "kv_cache"
 
+
+async def test_recorded_phases_are_complete_ordered_and_non_negative(tmp_path: Path) -> None:
+    """trials.jsonl: every phase (``recording`` included) has an end, no duration is
+    negative, and each phase starts where the previous one ended."""
+    session = Session.create(tmp_path, plan())
+    for log_file, dies in (
+        ("sglang_latest_eagle3_startup.log", False),  # loads and is benchmarked
+        ("journal_kv_fatal.short.log", True),  # crashes while loading
+    ):
+        recorder = SessionRecorder(session)
+        await _run(ReplayBackend(log_file, dies=dies), lambda s: bool(s.trials),
+                   recorder=recorder)
+        recorder.close()
+    lines = (session.path / "trials.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        record = json.loads(line)
+        phases = record["phases"]
+        assert [p["phase"] for p in phases][-1] == "recording"
+        for p in phases:
+            assert p["ended_at"] is not None, (record["status"], p)
+            assert p["ended_at"] - p["started_at"] >= 0, (record["status"], p)
+        for before, after in itertools.pairwise(phases):
+            assert after["started_at"] >= before["ended_at"], (before, after)
+        assert phases[0]["started_at"] >= record["started_at"]
+        assert phases[-1]["started_at"] == record["finished_at"]

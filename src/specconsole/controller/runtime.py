@@ -62,7 +62,14 @@ from specconsole.core.ports import (
     ServiceStatus,
     Transport,
 )
-from specconsole.core.state import ControllerState, LevelSummary, LoadStage, Notice, TrialRecord
+from specconsole.core.state import (
+    ControllerState,
+    LevelSummary,
+    LoadStage,
+    Notice,
+    TrialRecord,
+    close_open_stamp,
+)
 
 log = logging.getLogger(__name__)
 
@@ -401,7 +408,10 @@ class Controller:
             raise TypeError(f"unknown effect {effect!r}")
 
     def _record(self, effect: fx.RecordTrial) -> None:
+        # The machine opened the ``recording`` stamp; it ends now, as the record is written,
+        # so the record on disk carries a complete, ordered set of phases.
         record = effect.record
+        record = replace(record, phases=close_open_stamp(record.phases, self.clock()))
         bench = self._bench_results.pop(record.index, None)
         if self.recorder is not None:
             try:

@@ -54,6 +54,7 @@ from specconsole.core.state import (
     TrialKind,
     TrialRecord,
     TrialStatus,
+    close_open_stamp,
 )
 from specconsole.core.strategy import next_trial
 
@@ -131,7 +132,7 @@ def _enter(state: ControllerState, phase: Phase, at: float, detail: str = "") ->
     """Move to ``phase``, closing the trial's previous phase stamp and opening a new one."""
     trial = state.trial
     if trial is not None:
-        phases = _close_stamp(trial.phases, at)
+        phases = close_open_stamp(trial.phases, at)
         trial = replace(trial, phases=(*phases, PhaseStamp(phase, at, None, detail)))
     load_stage = state.load_stage if phase is Phase.LOADING else None
     load_since = state.load_stage_since if phase is Phase.LOADING else None
@@ -143,12 +144,6 @@ def _enter(state: ControllerState, phase: Phase, at: float, detail: str = "") ->
         load_stage=load_stage,
         load_stage_since=load_since,
     )
-
-
-def _close_stamp(phases: tuple[PhaseStamp, ...], at: float) -> tuple[PhaseStamp, ...]:
-    if phases and phases[-1].ended_at is None:
-        return (*phases[:-1], replace(phases[-1], ended_at=at))
-    return phases
 
 
 def _rest(state: ControllerState, phase: Phase, at: float) -> ControllerState:
@@ -276,7 +271,7 @@ def _finish_trial(
     """Close the trial with ``status`` and ask the runtime to record it."""
     trial = state.trial
     assert trial is not None
-    phases = _close_stamp(trial.phases, at)
+    phases = close_open_stamp(trial.phases, at)
     record = replace(
         trial,
         status=status,
@@ -361,7 +356,7 @@ def _after_recorded(state: ControllerState, at: float) -> Result:
     """The trial is durable: file it and decide what comes next."""
     trial = state.trial
     assert trial is not None
-    trials = (*state.trials, replace(trial, phases=_close_stamp(trial.phases, at)))
+    trials = (*state.trials, replace(trial, phases=close_open_stamp(trial.phases, at)))
     new = replace(state, trials=trials, trial=None, bench=state.bench)
     save: Effects = (fx.SaveSession(epoch=new.epoch),)
     if trial.status is TrialStatus.OK and trial.kind is not TrialKind.BENCH_ONLY:
@@ -750,7 +745,7 @@ def _on_load_stage(state: ControllerState, event: ev.Event) -> Result:
     if event.stage is state.load_stage:
         return state, ()
     trial = _require_trial(state, event)
-    phases = _close_stamp(trial.phases, event.at)
+    phases = close_open_stamp(trial.phases, event.at)
     trial = replace(
         trial, phases=(*phases, PhaseStamp(Phase.LOADING, event.at, None, event.stage.value))
     )
@@ -890,7 +885,7 @@ def _on_bench_progress(state: ControllerState, event: ev.Event) -> Result:
     new = replace(state, bench=tuple(bench))
     trial = new.trial
     if trial is not None and trial.phases and trial.phases[-1].detail != detail:
-        phases = _close_stamp(trial.phases, event.at)
+        phases = close_open_stamp(trial.phases, event.at)
         new = replace(
             new,
             trial=replace(

@@ -16,7 +16,7 @@ pure core never reads a clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -173,6 +173,15 @@ class PhaseStamp:
     ended_at: float | None = None
     detail: str = ""
     """e.g. the load stage (``weights``) or the ladder level (``c=16``)."""
+
+
+def close_open_stamp(phases: tuple[PhaseStamp, ...], at: float) -> tuple[PhaseStamp, ...]:
+    """``phases`` with the last stamp ended at ``at`` if it is still open (never before it
+    started: a wall clock can step back, a duration must not go negative)."""
+    if phases and phases[-1].ended_at is None:
+        last = phases[-1]
+        return (*phases[:-1], replace(last, ended_at=max(at, last.started_at)))
+    return phases
 
 
 @dataclass(frozen=True, slots=True)
