@@ -151,6 +151,55 @@ def test_sweep_walks_the_plan_and_finishes() -> None:
     assert d.state.last_good is not None and d.state.last_good.speculative_num_steps == 10
 
 
+def _progress(index: int, c: int, *, total: int, elapsed: float, **more: object) -> ev.Event:
+    return ev.BenchProgressed(
+        progress=BenchProgress(
+            level_index=index,
+            concurrency=c,
+            completed=3,
+            failed=0,
+            total=total,
+            running=c,
+            output_tokens=96,
+            current_tok_s=50.0,
+            elapsed_s=elapsed,
+            **more,  # type: ignore[arg-type]
+        )
+    )
+
+
+def test_timed_levels_keep_the_planned_totals_and_progress_by_time() -> None:
+    """Duration mode: the engine reports ``total=0`` (the count is not known up front); the
+    level keeps what the plan says and its fraction is the time spent."""
+    timed = plan(
+        bench=replace(plan().bench, ladder=(1, 4), requests_per_level=None, duration_s=10.0)
+    )
+    d = Driver()
+    d.start(timed)
+    d.to_phase(Phase.BENCHMARKING)
+    assert [(lv.total, lv.planned_duration_s) for lv in d.state.bench] == [(0, 10.0), (0, 10.0)]
+    d.send(_progress(0, 1, total=0, elapsed=5.0, planned_duration_s=10.0))
+    level = d.state.bench[0]
+    assert level.completed == 3 and level.total == 0
+    assert level.fraction == 0.5
+    d.send(_progress(0, 1, total=0, elapsed=12.0, planned_duration_s=10.0))
+    assert d.state.bench[0].fraction == 1.0
+    # a warm-up's clock is not the measured phase's
+    d.send(_progress(1, 4, total=0, elapsed=5.0, planned_duration_s=10.0, warmup=True))
+    assert d.state.bench[1].fraction == 0.0
+
+
+def test_a_progress_without_a_total_keeps_the_planned_count() -> None:
+    counted = plan(bench=replace(plan().bench, ladder=(1, 4), requests_per_level=8))
+    d = Driver()
+    d.start(counted)
+    d.to_phase(Phase.BENCHMARKING)
+    assert [lv.total for lv in d.state.bench] == [8, 8]
+    d.send(_progress(0, 1, total=0, elapsed=1.0))
+    assert d.state.bench[0].total == 8
+    assert d.state.bench[0].fraction == 3 / 8
+
+
 def test_epochs_drop_stale_outcomes() -> None:
     d = Driver()
     d.to_phase(Phase.DEPLOYING)

@@ -848,12 +848,23 @@ def _start_benchmark(state: ControllerState, at: float) -> Result:
     progress = tuple(
         LevelProgress(
             concurrency=c,
-            total=spec.requests_per_level if spec.requests_per_level is not None else max(8, 4 * c),
+            total=_planned_requests(spec, c),
+            planned_duration_s=spec.duration_s if spec.requests_per_level is None else None,
         )
         for c in spec.ladder
     )
     new = replace(_enter(state, Phase.BENCHMARKING, at), bench=progress)
     return new, (fx.RunBenchmark(epoch=state.epoch, spec=spec),)
+
+
+def _planned_requests(spec: BenchSpec, concurrency: int) -> int:
+    """Measured requests a level will send: the spec's count, ``max(8, 4c)`` by default, or
+    0 (unknown up front) when the level runs for a duration instead."""
+    if spec.requests_per_level is not None:
+        return spec.requests_per_level
+    if spec.duration_s is not None:
+        return 0
+    return max(8, 4 * concurrency)
 
 
 def _on_flushed(state: ControllerState, event: ev.Event) -> Result:
@@ -870,7 +881,9 @@ def _on_bench_progress(state: ControllerState, event: ev.Event) -> Result:
     bench[p.level_index] = replace(
         level,
         concurrency=p.concurrency,
-        total=p.total,
+        # a runner reports 0 when it cannot know the count (duration mode): keep the plan's
+        total=p.total if p.total > 0 else level.total,
+        planned_duration_s=p.planned_duration_s or level.planned_duration_s,
         completed=p.completed,
         failed=p.failed,
         running=p.running,

@@ -208,6 +208,8 @@ class LevelProgress:
 
     concurrency: int
     total: int
+    """Measured requests planned for the level; 0 when the count is not known up front
+    (duration mode: the level runs for ``planned_duration_s``)."""
     completed: int = 0
     failed: int = 0
     running: int = 0
@@ -217,13 +219,18 @@ class LevelProgress:
     done: bool = False
     result: LevelSummary | None = None
     """Set when the level finished."""
+    planned_duration_s: float | None = None
+    """Duration mode: how long the level's measured phase runs."""
 
     @property
     def fraction(self) -> float:
-        """Completed share in [0, 1] for a progress bar."""
+        """Completed share in [0, 1] for a progress bar: requests done out of ``total``, or
+        in duration mode the measured time spent out of the planned duration."""
         if self.done:
             return 1.0
         if self.total <= 0:
+            if self.planned_duration_s and not self.warmup and self.elapsed_s > 0:
+                return min(1.0, self.elapsed_s / self.planned_duration_s)
             return 0.0
         return min(1.0, (self.completed + self.failed) / self.total)
 

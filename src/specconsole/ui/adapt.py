@@ -220,6 +220,8 @@ def _level_from_progress(progress: LevelProgress, duration_s: float | None) -> L
     if progress.total <= 0:  # duration mode: the runner cannot know the count up front
         if progress.done:
             fraction = 1.0
+        elif progress.planned_duration_s:
+            fraction = progress.fraction  # the measured time spent
         elif duration_s:
             fraction = progress.elapsed_s / duration_s if started else 0.0
     return LevelView(
