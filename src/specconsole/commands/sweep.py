@@ -8,7 +8,9 @@ planned configuration); ``report`` prints the seed table, Pareto set, best confi
 concurrency and a chart from the folder alone; ``sessions`` lists the folders.
 
 ``{python}`` in a plan's launcher/extra_args/env is replaced by this interpreter
-(``sys.executable``), so the demo plan finds the simulator in the same virtualenv.
+(``sys.executable``), so the demo plan finds the simulator in the same virtualenv, and
+``port = "auto"`` by a free loopback port, chosen when the session is created and reused by
+``resume``.
 
 Exit codes (headless): 0 finished, 1 trials could not run (operation failures) or bad input,
 3 paused after a crash under ``--on-crash pause`` (resume to continue), 130 interrupted.
@@ -22,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from specconsole.core.plan import PlanError, SweepPlan, loads_plan, resolve_placeholders
+from specconsole.core.plan import PlanError, SweepPlan, loads_plan
 from specconsole.core.state import CrashPolicy
 
 
@@ -112,7 +114,8 @@ def _error(text: str) -> int:
 
 
 def load_plan_file(path: Path) -> SweepPlan:
-    """Read and parse a plan file, resolving ``{python}``; raises PlanError with the path."""
+    """Read and parse a plan file, resolving ``{python}`` and ``port = "auto"``; raises
+    PlanError with the path."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -121,7 +124,9 @@ def load_plan_file(path: Path) -> SweepPlan:
         plan = loads_plan(text)
     except PlanError as exc:
         raise PlanError(f"{path}: {exc}") from None
-    return resolve_placeholders(plan, {"python": sys.executable})
+    from specconsole.controller.wiring import resolve_local_placeholders
+
+    return resolve_local_placeholders(plan)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -173,11 +178,12 @@ def _in_console(args: argparse.Namespace) -> int:
 
 def _cmd_resume(args: argparse.Namespace) -> int:
     from specconsole.controller.headless import run_headless
+    from specconsole.controller.wiring import resolve_local_placeholders
     from specconsole.session.store import Session, SessionError
 
     try:
         session = Session.open(args.session)
-        plan = resolve_placeholders(session.load_plan(), {"python": sys.executable})
+        plan = resolve_local_placeholders(session.load_plan())
     except (SessionError, PlanError) as exc:
         return _error(str(exc))
     policy = CrashPolicy(args.on_crash) if args.on_crash else None

@@ -26,7 +26,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from specconsole.core.plan import PlanError, SweepPlan, parse_plan, resolve_placeholders
+from specconsole.core.plan import PlanError, SweepPlan, parse_plan
 from specconsole.core.state import CrashPolicy
 
 THEME_CHOICES = ("dark", "light", "mono")
@@ -142,7 +142,9 @@ def read_console_file(path: Path) -> tuple[SweepPlan, str | None]:
         plan = parse_plan(document, source=text)
     except PlanError as exc:
         raise PlanError(f"{path}: {exc}") from None
-    return resolve_placeholders(plan, {"python": sys.executable}), theme
+    from specconsole.controller.wiring import resolve_local_placeholders  # + port = "auto"
+
+    return resolve_local_placeholders(plan), theme
 
 
 def _cmd_tui(args: argparse.Namespace) -> int:

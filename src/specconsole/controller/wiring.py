@@ -10,17 +10,36 @@ does that wiring; the adapters are built by their own factories
 
 from __future__ import annotations
 
+import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
-from specconsole.core.plan import SweepPlan
+from specconsole.core.plan import PlanError, SweepPlan, resolve_placeholders
 from specconsole.core.ports import BenchmarkRunner, Placement, ServiceBackend, Transport
 from specconsole.core.profile import Profile
 from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
+
+
+def free_loopback_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 right now (the OS's choice for port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def resolve_local_placeholders(plan: SweepPlan) -> SweepPlan:
+    """``plan`` ready to run from this machine: ``{python}`` is this interpreter and an
+    ``"auto"`` port a free loopback port (chosen here, before the session is created, which
+    records it so ``resume`` reuses it; a port already chosen is kept)."""
+    values = {"python": sys.executable}
+    if plan.auto_port:
+        values["port"] = str(free_loopback_port())
+    return resolve_placeholders(plan, values)
 
 
 @dataclass
@@ -85,7 +104,13 @@ def wire_controller(
     Connection changes of the transport are fed back to the controller as events. The caller
     runs ``controller.run()`` and closes ``recorder`` and ``ports.transport`` afterwards.
     (Added for the console, ``specconsole tui``/``demo``; same recipe as ``run_headless``.)
+    ``plan``'s placeholders must be resolved (:func:`resolve_local_placeholders`).
     """
+    if plan.auto_port:
+        raise PlanError(
+            '[server] port = "auto" was not resolved to a port: resolve the plan with '
+            "resolve_local_placeholders() before creating its session"
+        )
     box: list[Controller] = []
 
     def on_connection(event: ev.Event) -> None:

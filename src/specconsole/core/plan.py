@@ -41,9 +41,12 @@ impossible value raises ``PlanError`` whose message names the TOML key and the f
     placement = "forward"        # forward (default) | direct | remote
 
 Placeholders: ``{python}`` in ``launcher``, ``extra_args``, ``env`` values and
-``working_directory`` stands for "the Python interpreter running specconsole"; the front end
-substitutes it at run time with :func:`resolve_placeholders` (useful when the "remote" box is
-this machine, as with the simulator).
+``working_directory`` stands for "the Python interpreter running specconsole", and
+``[server] port = "auto"`` for "a free loopback port" (local transport only; ``{port}`` in
+``[service] run_dir`` is the server's port, so two such sweeps never share a run folder); the
+front end substitutes both at run time with :func:`resolve_placeholders` (useful when the
+"remote" box is this machine, as with the simulator). The port is chosen once per session:
+the session records it and a resumed session reuses it (``session.store``).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ from specconsole.core.config import (
     parse_field,
 )
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
-from specconsole.core.profile import Profile, ProfileError, parse_profile
+from specconsole.core.profile import Profile, ProfileError, TransportKind, parse_profile
 from specconsole.core.state import CrashPolicy
 
 
@@ -123,6 +126,9 @@ class SweepPlan:
     name: str = ""
     description: str = ""
     profile: Profile = field(default_factory=Profile)
+    auto_port: bool = False
+    """``[server] port = "auto"`` not resolved yet: ``base.port`` is only the default until
+    :func:`resolve_placeholders` is given a ``port`` (a free loopback port of this machine)."""
     source: str = ""
     """The TOML text the plan was parsed from (kept with the session for resume)."""
 
@@ -441,16 +447,48 @@ def _parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, .
     return tuple(axes)
 
 
+AUTO_PORT = "auto"
+"""``[server] port = "auto"``: a free loopback port, chosen once per session."""
+
+
+def _server_table(document: Mapping[str, Any], profile: Profile) -> tuple[ServerConfig, bool]:
+    """The base configuration and whether its port is ``"auto"`` (then left at the default
+    until resolved)."""
+    table = document["server"]
+    if not (isinstance(table, Mapping) and table.get("port") == AUTO_PORT):
+        return server_config_from_table(table), False
+    if profile.host.transport is not TransportKind.LOCAL:
+        raise PlanError(
+            '[server] port = "auto" picks a free port on this machine, so it needs '
+            '[host] transport = "local"; for a remote box give the port number, e.g. '
+            "port = 30000"
+        )
+    return server_config_from_table({k: v for k, v in table.items() if k != "port"}), True
+
+
+def _port_in_run_dir(profile: Profile, port: int) -> Profile:
+    """``{port}`` in ``[service] run_dir`` is the server's port, so servers of plans on
+    different ports (two demos at once) keep their runs, PID files and logs apart."""
+    run_dir = profile.service.run_dir
+    if "{port}" not in run_dir:
+        return profile
+    return replace(
+        profile, service=replace(profile.service, run_dir=run_dir.replace("{port}", str(port)))
+    )
+
+
 def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     """Build a ``SweepPlan`` from a parsed TOML document."""
     _check(document, _TOP_KEYS, "plan")
     if "server" not in document:
         raise PlanError('the plan needs a [server] table with at least model_path = "..."')
-    base = server_config_from_table(document["server"])
     try:
         profile = parse_profile(document)
     except ProfileError as exc:
         raise PlanError(str(exc)) from None
+    base, auto_port = _server_table(document, profile)
+    if not auto_port:
+        profile = _port_in_run_dir(profile, base.port)
     bench = _parse_bench(document.get("bench", {}))
     placement, bench_url = _parse_placement(document.get("bench", {}))
     sweep = document.get("sweep", {})
@@ -525,6 +563,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         bench_placement=placement,
         bench_url=bench_url,
         profile=profile,
+        auto_port=auto_port,
         name=str(document.get("name", "")),
         description=str(document.get("description", "")),
         source=source,
@@ -573,7 +612,10 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         "description": plan.description,
         "host": _table(plan.profile.host),
         "service": _table(plan.profile.service),
-        "server": server_config_to_table(plan.base),
+        "server": {
+            **server_config_to_table(plan.base),
+            **({"port": AUTO_PORT} if plan.auto_port else {}),
+        },
         "sweep": sweep,
         "bench": {
             **_table(plan.bench),
@@ -596,8 +638,9 @@ def loads_plan(text: str) -> SweepPlan:
 # Placeholders
 # --------------------------------------------------------------------------------------------
 
-PLACEHOLDERS: tuple[str, ...] = ("python",)
-"""Names usable as ``{name}`` in launcher, extra_args, env values and working_directory."""
+PLACEHOLDERS: tuple[str, ...] = ("python", "port")
+"""Values :func:`resolve_placeholders` takes: ``python`` for ``{python}`` in launcher,
+extra_args, env values and working_directory; ``port`` for ``[server] port = "auto"``."""
 
 
 def _subst(text: str, values: Mapping[str, str]) -> str:
@@ -620,7 +663,10 @@ def resolve_config_placeholders(config: ServerConfig, values: Mapping[str, str])
 
 
 def resolve_placeholders(plan: SweepPlan, values: Mapping[str, str]) -> SweepPlan:
-    """The plan with placeholders resolved in its base configuration and string axes."""
+    """The plan with placeholders resolved in its base configuration and string axes, and an
+    ``"auto"`` port set to ``values["port"]`` (a port already chosen is kept)."""
+    port = values.get("port")
+    values = {k: v for k, v in values.items() if k != "port"}  # not a {name} in strings
     axes = tuple(
         (
             name,
@@ -628,7 +674,12 @@ def resolve_placeholders(plan: SweepPlan, values: Mapping[str, str]) -> SweepPla
         )
         for name, vals in plan.axes
     )
-    return replace(plan, base=resolve_config_placeholders(plan.base, values), axes=axes)
+    base = resolve_config_placeholders(plan.base, values)
+    if not plan.auto_port or port is None:
+        return replace(plan, base=base, axes=axes)
+    base = replace(base, port=int(port))
+    profile = _port_in_run_dir(plan.profile, base.port)
+    return replace(plan, base=base, axes=axes, profile=profile, auto_port=False)
 
 
 def axis_value(config: ServerConfig, axis: str) -> Any:

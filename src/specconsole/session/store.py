@@ -4,7 +4,9 @@ finished trial.
 Layout of one session folder::
 
     SESSION/
-      session.toml     what the session is and how far it got (rewritten atomically)
+      session.toml     what the session is and how far it got, and the server's port
+                       (a plan's port = "auto" is resolved once and kept here; rewritten
+                       atomically)
       plan.toml        the plan exactly as given (resume re-reads it)
       trials.jsonl     one JSON object per finished trial, append-only, fsync'd
       logs/trial-001.log   each trial's captured server log
@@ -30,7 +32,7 @@ from typing import IO, Any
 
 import tomli_w
 
-from specconsole.core.plan import SweepPlan, loads_plan, plan_document
+from specconsole.core.plan import SweepPlan, loads_plan, plan_document, resolve_placeholders
 from specconsole.core.state import TrialRecord
 from specconsole.session.records import RecordError, dumps_record, record_from_dict
 
@@ -111,6 +113,7 @@ class Session:
                 "plan_file": PLAN_FILE,
                 "strategy": plan.strategy.value,
                 "planned_trials": plan.estimated_trials,
+                "server_port": plan.base.port,
             }
         )
         return session
@@ -141,7 +144,13 @@ class Session:
         return (self.path / PLAN_FILE).read_text()
 
     def load_plan(self) -> SweepPlan:
-        return loads_plan(self.plan_text())
+        """The session's plan; a ``port = "auto"`` is the port recorded when the session
+        was created (so a resumed session finds, and can reattach to, its server)."""
+        plan = loads_plan(self.plan_text())
+        port = self.read_meta().get("session", {}).get("server_port")
+        if plan.auto_port and isinstance(port, int) and not isinstance(port, bool):
+            plan = resolve_placeholders(plan, {"port": str(port)})
+        return plan
 
     def log_relpath(self, index: int) -> str:
         return f"{LOGS_DIR}/trial-{index + 1:03d}.log"
