@@ -2,7 +2,9 @@
 atomic replace and rollback.
 
 Every backend deploys the same way (render → diff against the box → timestamped backup →
-atomic upload → record the hash), so that sequence lives here once. The hash of the text
+atomic upload → record the hash) and rolls back the same way (newest backup → in place), so
+those sequences live here once (:meth:`ArtifactStore.deploy`, :meth:`ArtifactStore.rollback`);
+a backend only renders its artifact and tells its manager (``daemon-reload``). The hash of the text
 on the box is the identity of the deployed configuration: it is what lets the controller ask
 "is what I deployed the one that is there?" after a console restart.
 """
@@ -15,7 +17,7 @@ import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from specconsole.core.ports import DeployPreview, Transport, TransportError
+from specconsole.core.ports import Deployment, DeployPreview, Transport, TransportError
 
 
 def sha256_text(text: str) -> str:
@@ -65,6 +67,30 @@ class ArtifactStore:
             current=current,
             diff=unified_diff(current, artifact, self.path),
         )
+
+    async def current_hash(self) -> str | None:
+        """sha256 of the file on the box (None if there is none): the deployed identity."""
+        current = await self.current()
+        return None if current is None else sha256_text(current)
+
+    async def deploy(self, artifact: str) -> Deployment:
+        """Put ``artifact`` in place: unchanged text is left alone; otherwise what is there
+        is backed up first, then atomically replaced."""
+        preview = await self.preview(artifact)
+        backup = None
+        if preview.diff:
+            if preview.current is not None:
+                backup = await self.backup()
+            await self.install(preview.artifact)
+        return Deployment(preview.artifact_hash, backup, self.path)
+
+    async def rollback(self) -> Deployment | None:
+        """Restore the newest backup (None if there is none to restore)."""
+        restored = await self.restore_latest()
+        if restored is None:
+            return None
+        backup, text = restored
+        return Deployment(sha256_text(text), backup, self.path)
 
     async def backup(self) -> str | None:
         """Copy the current file to ``backup_dir/NAME.TIMESTAMP`` (None if there is none)."""

@@ -39,7 +39,7 @@ from specconsole.core.ports import (
 )
 from specconsole.core.profile import ServiceProfile
 from specconsole.core.render import to_argv
-from specconsole.remote.artifact import ArtifactStore, sha256_text
+from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import clean_line, expand_home
 
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
@@ -188,26 +188,13 @@ class DockerBackend:
         return await store.preview(render_run_script(config, self._profile))
 
     async def deploy(self, config: ServerConfig) -> Deployment:
-        store = await self._artifacts()
-        preview = await store.preview(render_run_script(config, self._profile))
-        backup = None
-        if preview.diff:
-            if preview.current is not None:
-                backup = await store.backup()
-            await store.install(preview.artifact)
-        return Deployment(preview.artifact_hash, backup, store.path)
+        return await (await self._artifacts()).deploy(render_run_script(config, self._profile))
 
     async def rollback(self) -> Deployment | None:
-        store = await self._artifacts()
-        restored = await store.restore_latest()
-        if restored is None:
-            return None
-        backup, text = restored
-        return Deployment(sha256_text(text), backup, store.path)
+        return await (await self._artifacts()).rollback()
 
     async def deployed_hash(self) -> str | None:
-        current = await (await self._artifacts()).current()
-        return None if current is None else sha256_text(current)
+        return await (await self._artifacts()).current_hash()
 
     async def start(self) -> None:
         store = await self._artifacts()

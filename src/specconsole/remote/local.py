@@ -16,13 +16,13 @@ import signal
 from collections.abc import AsyncIterator
 
 from specconsole.core.ports import CommandResult, PortForward, TransportError
-from specconsole.remote.shell import check_sudo, read_via_shell, upload_via_shell, wrap_sudo
+from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
 
 _STREAM_LIMIT = 1 << 20
 """Lines longer than this arrive in pieces; the pipe is not read ahead beyond about twice it."""
 
 
-class LocalTransport:
+class LocalTransport(ShellFiles):
     """:class:`specconsole.core.ports.Transport` for this machine."""
 
     def __init__(self) -> None:
@@ -109,22 +109,12 @@ class LocalTransport:
                 async with asyncio.timeout(2):
                     err = await stderr_task
             stderr_task.cancel()
-        code = process.returncode
-        result = CommandResult(command, code, "", err.decode("utf-8", "replace"))
-        if use_sudo:
-            check_sudo(result, user=getpass.getuser(), what=command[:80])
-        if code not in (0, None) and code > 0:
-            raise TransportError(
-                f"`{command[:120]}` ended with exit status {code}: {result.stderr.strip()}"
-            )
-
-    async def upload(
-        self, data: bytes, remote_path: str, *, mode: int | None = None, sudo: bool = False
-    ) -> None:
-        await upload_via_shell(self, data, remote_path, mode=mode, sudo=sudo)
-
-    async def read_file(self, remote_path: str, *, sudo: bool = False) -> bytes | None:
-        return await read_via_shell(self, remote_path, sudo=sudo)
+        check_stream_end(
+            command,
+            process.returncode,
+            err.decode("utf-8", "replace"),
+            sudo_user=getpass.getuser() if use_sudo else None,
+        )
 
     async def forward_local_port(
         self, remote_port: int, remote_host: str = "127.0.0.1"

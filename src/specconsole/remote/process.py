@@ -116,26 +116,15 @@ class ProcessBackend:
 
     async def deploy(self, config: ServerConfig) -> Deployment:
         _, store = await self._paths()
-        preview = await store.preview(launch_script(config))
-        backup = None
-        if preview.diff:
-            if preview.current is not None:
-                backup = await store.backup()
-            await store.install(preview.artifact)
-        return Deployment(preview.artifact_hash, backup, store.path)
+        return await store.deploy(launch_script(config))
 
     async def rollback(self) -> Deployment | None:
         _, store = await self._paths()
-        restored = await store.restore_latest()
-        if restored is None:
-            return None
-        backup, text = restored
-        return Deployment(sha256_text(text), backup, store.path)
+        return await store.rollback()
 
     async def deployed_hash(self) -> str | None:
         _, store = await self._paths()
-        current = await store.current()
-        return None if current is None else sha256_text(current)
+        return await store.current_hash()
 
     async def running_hash(self) -> str | None:
         """sha256 of the script the live run was started from (None if nothing runs)."""

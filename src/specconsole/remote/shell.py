@@ -151,6 +151,39 @@ async def read_via_shell(transport: Transport, remote_path: str, *, sudo: bool) 
     return decode_read(result, remote_path)
 
 
+class ShellFiles:
+    """``upload`` and ``read_file`` of both transports: the shell snippets above, carried by
+    the transport's own ``run`` (a mixin, so each transport only implements ``run``)."""
+
+    async def upload(
+        self: Transport,
+        data: bytes,
+        remote_path: str,
+        *,
+        mode: int | None = None,
+        sudo: bool = False,
+    ) -> None:
+        await upload_via_shell(self, data, remote_path, mode=mode, sudo=sudo)
+
+    async def read_file(self: Transport, remote_path: str, *, sudo: bool = False) -> bytes | None:
+        return await read_via_shell(self, remote_path, sudo=sudo)
+
+
+def check_stream_end(
+    command: str, status: int | None, stderr: str, *, sudo_user: str | None
+) -> None:
+    """A streamed command has ended: sudo's refusal (``sudo_user`` given when it ran through
+    sudo) or an exit with a positive status is an error. No status or a signal is not: the
+    stream was closed by its consumer."""
+    result = CommandResult(command, status, "", stderr)
+    if sudo_user is not None:
+        check_sudo(result, user=sudo_user, what=command[:80])
+    if status is not None and status > 0:
+        raise TransportError(
+            f"`{command[:120]}` ended with exit status {status}: {result.stderr.strip()}"
+        )
+
+
 def clean_line(raw: str) -> str:
     """A streamed line as text: drop the newline and a CR, make undecodable bytes visible."""
     line = raw[:-1] if raw.endswith("\n") else raw

@@ -36,7 +36,7 @@ from specconsole.core.ports import (
     TransportError,
 )
 from specconsole.core.profile import HostProfile
-from specconsole.remote.shell import check_sudo, read_via_shell, upload_via_shell, wrap_sudo
+from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
 
 _DROP_ERRORS: tuple[type[BaseException], ...] = (
     asyncssh.ConnectionLost,
@@ -64,7 +64,7 @@ class ConnectionEvent(StrEnum):
 ConnectionListener = Callable[[ConnectionEvent, str], None]
 
 
-class SshTransport:
+class SshTransport(ShellFiles):
     """:class:`specconsole.core.ports.Transport` over one asyncssh connection."""
 
     def __init__(
@@ -318,22 +318,12 @@ class SshTransport:
         if dropped:
             self._mark_lost(conn)
             raise ConnectionLost(f"connection to {self.description} dropped during a stream")
-        status = None if process.exit_signal else process.exit_status
-        result = CommandResult(command, status, "", "".join(stderr_chunks))
-        if use_sudo:
-            check_sudo(result, user=self._login_user or "?", what=command[:80])
-        if status not in (0, None):
-            raise TransportError(
-                f"`{command[:120]}` ended with exit status {status}: {result.stderr.strip()}"
-            )
-
-    async def upload(
-        self, data: bytes, remote_path: str, *, mode: int | None = None, sudo: bool = False
-    ) -> None:
-        await upload_via_shell(self, data, remote_path, mode=mode, sudo=sudo)
-
-    async def read_file(self, remote_path: str, *, sudo: bool = False) -> bytes | None:
-        return await read_via_shell(self, remote_path, sudo=sudo)
+        check_stream_end(
+            command,
+            None if process.exit_signal else process.exit_status,
+            "".join(stderr_chunks),
+            sudo_user=(self._login_user or "?") if use_sudo else None,
+        )
 
     async def forward_local_port(
         self, remote_port: int, remote_host: str = "127.0.0.1"

@@ -36,7 +36,7 @@ from specconsole.core.ports import (
 )
 from specconsole.core.profile import ServiceProfile, UnitScope
 from specconsole.core.render import UnitOptions, to_unit
-from specconsole.remote.artifact import ArtifactStore, sha256_text
+from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import expand_home
 
 SHOW_PROPERTIES = (
@@ -192,28 +192,18 @@ class SystemdBackend:
 
     async def deploy(self, config: ServerConfig) -> Deployment:
         store = await self._artifacts()
-        preview = await store.preview(render_unit(config, self._profile.scope))
-        backup = None
-        if preview.diff:
-            if preview.current is not None:
-                backup = await store.backup()
-            await store.install(preview.artifact)
+        deployment = await store.deploy(render_unit(config, self._profile.scope))
         await self._ctl("daemon-reload", what="systemctl daemon-reload")
-        return Deployment(preview.artifact_hash, backup, store.path)
+        return deployment
 
     async def rollback(self) -> Deployment | None:
-        store = await self._artifacts()
-        restored = await store.restore_latest()
-        if restored is None:
-            return None
-        backup, text = restored
-        await self._ctl("daemon-reload", what="systemctl daemon-reload")
-        return Deployment(sha256_text(text), backup, store.path)
+        deployment = await (await self._artifacts()).rollback()
+        if deployment is not None:
+            await self._ctl("daemon-reload", what="systemctl daemon-reload")
+        return deployment
 
     async def deployed_hash(self) -> str | None:
-        store = await self._artifacts()
-        current = await store.current()
-        return None if current is None else sha256_text(current)
+        return await (await self._artifacts()).current_hash()
 
     async def running_hash(self) -> str | None:
         """sha256 of the unit the live server was started from; None when nothing runs or
