@@ -40,6 +40,7 @@ from specconsole.core.config import (
     effective_launcher,
     parse_field,
 )
+from specconsole.core.flags import flag_words
 from specconsole.core.validation import MODELLED_FLAGS
 from specconsole.core.vllm import launcher_takes_positional_model, parse_vllm_args, vllm_flags
 
@@ -60,11 +61,6 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 
 
-def _fmt(value: object) -> str:
-    # repr() of a float is the shortest text that reads back to the same float.
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 def launcher_argv(config: ServerConfig) -> list[str]:
     """The launcher prefix as argv words (raises ConfigError if it cannot be split)."""
     launcher = effective_launcher(config)
@@ -81,11 +77,11 @@ def launcher_argv(config: ServerConfig) -> list[str]:
     return words
 
 
-def _sglang_flags(config: ServerConfig) -> list[str]:
-    out = ["--model-path", config.model_path]
-    algo = config.speculative_algorithm
-    for flag, value in (
-        ("--speculative-algorithm", algo.value if algo is not None else None),
+def sglang_flags(config: ServerConfig) -> list[str]:
+    """SGLang's flags for ``config`` (no launcher): the modelled fields in field order, then
+    ``extra_args`` verbatim. The simulator parses these very words."""
+    pairs = (
+        ("--speculative-algorithm", config.speculative_algorithm),  # a StrEnum: its value
         ("--speculative-draft-model-path", config.speculative_draft_model_path),
         ("--speculative-num-steps", config.speculative_num_steps),
         ("--speculative-eagle-topk", config.speculative_eagle_topk),
@@ -98,11 +94,8 @@ def _sglang_flags(config: ServerConfig) -> list[str]:
         ("--attention-backend", config.attention_backend),
         ("--host", config.host),
         ("--port", config.port),
-    ):
-        if value is not None:
-            out += [flag, _fmt(value)]
-    out += list(config.extra_args)
-    return out
+    )
+    return ["--model-path", config.model_path, *flag_words(pairs), *config.extra_args]
 
 
 def to_argv(config: ServerConfig) -> list[str]:
@@ -110,7 +103,7 @@ def to_argv(config: ServerConfig) -> list[str]:
     words = launcher_argv(config)
     if config.engine is Engine.VLLM:
         return [*words, *vllm_flags(config, words)]
-    return [*words, *_sglang_flags(config)]
+    return [*words, *sglang_flags(config)]
 
 
 def to_command(config: ServerConfig, *, with_env: bool = False) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specconsole.core.config import ConfigError, ServerConfig, SpecAlgorithm, parse_field
+from specconsole.core.flags import flag_words
 
 __all__ = [
     "METHODS",
@@ -76,10 +77,6 @@ def speculative_config(config: ServerConfig) -> dict[str, Any] | None:
     return spec
 
 
-def _fmt(value: object) -> str:
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 def vllm_flags(config: ServerConfig, launcher_argv: Sequence[str]) -> list[str]:
     """vLLM's arguments after the launcher (model, speculative config, sizes, extra args)."""
     out: list[str] = []
@@ -90,16 +87,16 @@ def vllm_flags(config: ServerConfig, launcher_argv: Sequence[str]) -> list[str]:
     spec = speculative_config(config)
     if spec is not None:
         out += ["--speculative-config", json.dumps(spec)]
-    for flag, value in (
-        ("--gpu-memory-utilization", config.mem_fraction_static),
-        ("--max-num-seqs", config.max_running_requests),
-        ("--tensor-parallel-size", config.tp_size),
-        ("--max-model-len", config.context_length),
-        ("--host", config.host),
-        ("--port", config.port),
-    ):
-        if value is not None:
-            out += [flag, _fmt(value)]
+    out += flag_words(
+        (
+            ("--gpu-memory-utilization", config.mem_fraction_static),
+            ("--max-num-seqs", config.max_running_requests),
+            ("--tensor-parallel-size", config.tp_size),
+            ("--max-model-len", config.context_length),
+            ("--host", config.host),
+            ("--port", config.port),
+        )
+    )
     out += list(config.extra_args)
     return out
 

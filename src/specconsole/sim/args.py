@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specconsole.core.config import ServerConfig
+from specconsole.core.render import sglang_flags
 from specconsole.sim.profile import Profile
 
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
@@ -160,28 +161,9 @@ def parse_argv(argv: Sequence[str]) -> ParsedArgs:
 
 
 def argv_from_server_config(config: ServerConfig) -> list[str]:
-    """The SGLang flags a :class:`ServerConfig` stands for (no launcher), in field order."""
-    argv: list[str] = ["--model-path", config.model_path]
-    pairs: list[tuple[str, Any]] = [
-        ("--speculative-algorithm", config.speculative_algorithm),
-        ("--speculative-draft-model-path", config.speculative_draft_model_path),
-        ("--speculative-num-steps", config.speculative_num_steps),
-        ("--speculative-eagle-topk", config.speculative_eagle_topk),
-        ("--speculative-num-draft-tokens", config.speculative_num_draft_tokens),
-        ("--mem-fraction-static", config.mem_fraction_static),
-        ("--cuda-graph-max-bs", config.cuda_graph_max_bs),
-        ("--max-running-requests", config.max_running_requests),
-        ("--tp-size", config.tp_size),
-        ("--context-length", config.context_length),
-        ("--attention-backend", config.attention_backend),
-        ("--host", config.host),
-        ("--port", config.port),
-    ]
-    for flag, value in pairs:
-        if value is not None:
-            argv += [flag, str(value)]
-    argv += list(config.extra_args)
-    return argv
+    """The SGLang flags a :class:`ServerConfig` stands for (no launcher), in field order:
+    exactly what the console deploys (``core.render.sglang_flags``)."""
+    return sglang_flags(config)
 
 
 @dataclass(frozen=True, slots=True)
