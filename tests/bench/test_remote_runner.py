@@ -169,3 +169,27 @@ def test_make_runner_per_placement() -> None:
         make_runner("remote")
     with pytest.raises(ValueError, match="placement: must be one of direct, forward, remote"):
         make_runner("moon")
+
+
+@pytest.mark.parametrize("placement", ["direct", "forward", "remote"])
+async def test_each_level_result_arrives_while_the_ladder_still_runs(
+    placement: str, url: str
+) -> None:
+    """Every runner delivers a finished level's metrics at once, not only with the result:
+    level 0's numbers come before any progress of level 1, and are the ladder's own."""
+    from specconsole.bench.runner import make_runner
+
+    runner = make_runner(placement, None if placement == "direct" else LocalTransport())
+    seen: list[BenchProgress] = []
+    spec = BenchSpec(ladder=(1, 2), requests_per_level=4, output_len=8)
+    result = await asyncio.wait_for(runner.run(spec, url, on_progress=seen.append), 60)
+    finished = [i for i, p in enumerate(seen) if p.level_result is not None]
+    assert [seen[i].level_index for i in finished] == [0, 1]
+    later = seen[finished[0] + 1:]
+    assert any(p.level_index == 1 and p.level_result is None for p in later), later
+    assert not any(p.level_index == 0 for p in later)
+    live = [seen[i].level_result for i in finished]
+    assert [lv.to_record() for lv in live if lv is not None] == [
+        lv.to_record() for lv in result.levels
+    ]
+    assert live[0] is not None and live[0].max_concurrency == 1 and live[0].completed == 4

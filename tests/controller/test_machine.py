@@ -24,6 +24,7 @@ from specconsole.core.ports import BenchProgress, ServiceState, ServiceStatus
 from specconsole.core.state import (
     ControllerState,
     CrashPolicy,
+    LevelSummary,
     LoadStage,
     Phase,
     ResumeChoice,
@@ -198,6 +199,54 @@ def test_a_progress_without_a_total_keeps_the_planned_count() -> None:
     d.send(_progress(0, 1, total=0, elapsed=1.0))
     assert d.state.bench[0].total == 8
     assert d.state.bench[0].fraction == 3 / 8
+
+
+LIVE_LEVELS = [
+    # (phase, level index, level, expected trial levels (concurrency), phase after)
+    (Phase.BENCHMARKING, 0, levels()[0], [1], Phase.BENCHMARKING),
+    (Phase.BENCHMARKING, 1, levels()[1], [4], Phase.BENCHMARKING),
+    (Phase.BENCHMARKING, 7, levels()[0], [], Phase.BENCHMARKING),  # not a planned level
+    (Phase.RECORDING, 0, levels()[0], None, Phase.RECORDING),  # late: the ladder is done
+    (Phase.CRASHED, 0, levels()[0], None, Phase.CRASHED),  # late: the server died
+]
+
+
+@pytest.mark.parametrize(("phase", "index", "level", "expected", "after"), LIVE_LEVELS)
+def test_a_finished_level_is_stored_at_once(
+    phase: Phase, index: int, level: LevelSummary, expected: list[int] | None, after: Phase
+) -> None:
+    d = _reach(phase)
+    before = d.state
+    effects = d.send(ev.BenchLevelFinished(level_index=index, level=level))
+    assert effects == ()
+    assert d.state.phase is after
+    if expected is None:
+        assert d.state.bench == before.bench and d.state.trial == before.trial
+        return
+    trial = d.state.trial
+    assert trial is not None
+    assert [lv.concurrency for lv in trial.levels] == expected
+    done = [p for p in d.state.bench if p.result is not None]
+    assert [p.concurrency for p in done] == expected
+    assert all(p.done and p.fraction == 1.0 for p in done)
+    if expected == [1]:  # the single-request headline exists before the ladder ends
+        assert trial.single_request_tok_s == level.per_request_tok_s
+        assert d.state.bench[1].result is None and not d.state.bench[1].done
+
+
+def test_levels_arrive_one_by_one_then_the_ladder_result_has_the_final_word() -> None:
+    d = Driver()
+    d.to_phase(Phase.BENCHMARKING)
+    first, second = levels()
+    d.send(ev.BenchLevelFinished(level_index=0, level=first))
+    assert d.state.trial is not None and d.state.trial.peak_aggregate_tok_s == first.output_tok_s
+    d.send(ev.BenchLevelFinished(level_index=1, level=second))
+    assert [lv.concurrency for lv in d.state.trial.levels] == [1, 4]
+    final = levels(single=110.0, agg=1100.0)
+    d.send(ev.BenchFinished(levels=final, accept_length=2.5))
+    assert d.state.phase is Phase.RECORDING
+    assert d.state.trial.levels == final
+    assert [p.result for p in d.state.bench] == list(final)
 
 
 def test_epochs_drop_stale_outcomes() -> None:
@@ -777,6 +826,7 @@ SAMPLES: dict[type[ev.Event], ev.Event] = {
             elapsed_s=0.1,
         )
     ),
+    ev.BenchLevelFinished: ev.BenchLevelFinished(level_index=0, level=levels()[0]),
     ev.BenchFinished: ev.BenchFinished(levels=levels()),
     ev.TrialRecorded: ev.TrialRecorded(index=0),
     ev.ServerStopped: ev.ServerStopped(),

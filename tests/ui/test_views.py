@@ -294,3 +294,46 @@ def test_a_failed_trial_awaiting_a_decision_gets_a_banner_too() -> None:
     assert view.cause.startswith("speculative_num_steps")
     assert [k for k, _ in view.choices] == ["r", "k"]
     assert adapt.header_view(state, NOW).phase == "STOPPED · r resumes"
+
+
+def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> None:
+    """While the ladder runs: the level the machine just stored (``BenchLevelFinished``)
+    gives the bench panel its single-request number and TTFT p50, the chart a partial
+    aggregate curve for the running trial, and the trials table its single-request cell."""
+    from specconsole.core import events as ev
+    from specconsole.core.machine import step
+    from specconsole.core.state import LevelSummary
+    from specconsole.ui.viewmodels import format_rate
+
+    running = benchmarking_state()
+    assert running.trial is not None
+    fresh = tuple(
+        LevelProgress(concurrency=p.concurrency, total=p.total) for p in running.bench
+    )
+    running = dataclasses.replace(
+        running, bench=(dataclasses.replace(fresh[0], completed=8, running=0), *fresh[1:])
+    )
+    before = adapt.bench_view(running)
+    assert before.single_tok_s is None and before.levels[0].ttft_p50_ms is None
+    level = LevelSummary(
+        concurrency=1, output_tok_s=151.0, per_request_tok_s=158.5, completed=8,
+        ttft_p50_ms=41.0,
+    )
+    state, effects = step(
+        running,
+        ev.BenchLevelFinished(level_index=0, level=level, epoch=running.epoch, at=NOW),
+    )
+    assert effects == () and state.phase is Phase.BENCHMARKING
+    view = adapt.bench_view(state)
+    assert view.single_tok_s == 158.5
+    assert view.levels[0].state == "done" and view.levels[0].ttft_p50_ms == 41.0
+    assert view.levels[0].tok_s == 151.0
+    assert view.levels[1].state == "pending" and view.peak_tok_s is None
+    chart = adapt.chart_view(state)
+    assert chart.aggregate[-1].label.startswith("#4")
+    assert chart.aggregate[-1].xs == (1.0,) and chart.aggregate[-1].ys == (151.0,)
+    assert chart.single is not None and (4.0, 158.5) in zip(chart.single.xs, chart.single.ys,
+                                                             strict=True)
+    row = adapt.trial_rows(state)[-1]
+    assert row.label.startswith("#4") and row.status == "running"
+    assert row.single_tok_s == format_rate(158.5)

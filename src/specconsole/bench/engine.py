@@ -13,9 +13,10 @@ requests in flight until N requests (or a duration) are done, or Poisson arrival
 in flight — and finally reads ``avg_spec_accept_length`` from ``/server_info``.
 
 Progress is reported per finished request (running counts, output tokens, the output tok/s
-over the last second) and on a 250 ms tick in between. :meth:`LadderRun.cancel` stops the
-load promptly: in-flight requests are abandoned, what finished is kept, and the level and the
-result are marked partial/cancelled.
+over the last second) and on a 250 ms tick in between; when a level ends, one more event
+carries its computed metrics (``level_result``) so consumers see each level's numbers live.
+:meth:`LadderRun.cancel` stops the load promptly: in-flight requests are abandoned, what
+finished is kept, and the level and the result are marked partial/cancelled.
 """
 
 from __future__ import annotations
@@ -285,9 +286,12 @@ class LadderRun:
 
     # ---------------------------------------------------------------------------- internals
 
-    def _emit(self, phase: _Phase) -> None:
+    def _emit(self, phase: _Phase, *, level_result: LevelMetrics | None = None) -> None:
         if self._on_progress is not None:
-            self._on_progress(phase.snapshot(len(self.plan.ladder)))
+            event = phase.snapshot(len(self.plan.ladder))
+            if level_result is not None:
+                event["level_result"] = level_result
+            self._on_progress(event)
 
     def _next_prompt(self) -> Prompt:
         prompts = self.plan.prompts
@@ -323,7 +327,7 @@ class LadderRun:
                 client, index, concurrency, count, plan.duration_s, warmup=False
             )
             accept = None if partial else await self._accept_length(client)
-            return compute_level_metrics(
+            metrics = compute_level_metrics(
                 measured.records,
                 duration=duration,
                 max_concurrency=concurrency,
@@ -332,6 +336,8 @@ class LadderRun:
                 partial=partial,
                 warmup_requests=warmup_total,
             )
+            self._emit(measured, level_result=metrics)  # the level's numbers, live
+            return metrics
         finally:
             await client.aclose()
 

@@ -7,7 +7,8 @@ engine over the stdlib HTTP client and reports on stdout as JSON lines:
 
 * ``{"type": "hello", "pid": ..., "python": "3.11.4"}`` first (the pid lets the console stop
   the run with SIGINT),
-* ``{"type": "progress", ...BenchProgress fields...}`` at most every 50 ms,
+* ``{"type": "progress", ...BenchProgress fields...}`` at most every 50 ms, and once per
+  finished level with ``level_result`` (the level's ``LevelMetrics.to_record()``),
 * ``{"type": "result", "result": BenchResult.to_dict()}`` at the end (partial after SIGINT,
   SIGTERM or SIGHUP: the run is cancelled, what finished is kept),
 * ``{"type": "error", "message": ...}`` when the run could not start.
@@ -49,6 +50,11 @@ class _Reporter:
 
     def progress(self, event: dict[str, Any]) -> None:
         now = time.monotonic()
+        level = event.get("level_result")
+        if level is not None:  # a finished level: never throttled, metrics as a record
+            self._last = now
+            self.send({"type": "progress", **event, "level_result": level.to_record()})
+            return
         final = event["running"] == 0 and event["completed"] + event["failed"] >= event["total"]
         if now - self._last < PROGRESS_INTERVAL_S and not final:
             return

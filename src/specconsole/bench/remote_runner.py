@@ -28,7 +28,7 @@ from pathlib import Path
 
 from specconsole.bench.engine import LadderPlan
 from specconsole.bench.loadgen import plan_for
-from specconsole.core.metrics import BenchResult
+from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import BenchProgress, BenchSpec, Transport, TransportError
 
 BUNDLED_MODULES: tuple[str, ...] = (
@@ -157,7 +157,9 @@ class RemoteBenchmarkRunner:
                     if self._stop_requested:
                         await self._interrupt(self._pid)
                 elif kind == "progress" and on_progress is not None:
-                    on_progress(BenchProgress(**message))
+                    record = message.pop("level_result", None)
+                    level = None if record is None else LevelMetrics.from_record(record)
+                    on_progress(BenchProgress(**message, level_result=level))
                 elif kind == "result":
                     result = BenchResult.from_dict(message["result"])
                 elif kind == "error":

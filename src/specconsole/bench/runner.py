@@ -42,7 +42,9 @@ STOP_GRACE_S = 30.0
 class ProgressRelay:
     """Delivers engine progress dicts as :class:`BenchProgress` on the caller's loop.
 
-    ``push`` may be called from any thread; delivery is coalesced to the newest event.
+    ``push`` may be called from any thread. Delivery keeps the order of events and coalesces
+    consecutive plain ticks to the newest one; a tick that reports a finished level
+    (``level_result``) is always delivered.
     """
 
     def __init__(
@@ -53,24 +55,28 @@ class ProgressRelay:
         self._loop = loop
         self._callback = callback
         self._lock = threading.Lock()
-        self._pending: BenchProgress | None = None
+        self._pending: list[BenchProgress] = []
 
     def push(self, event: dict[str, Any]) -> None:
         if self._callback is None:
             return
         progress = BenchProgress(**event)
         with self._lock:
-            scheduled = self._pending is not None
-            self._pending = progress
+            scheduled = bool(self._pending)
+            if scheduled and self._pending[-1].level_result is None:
+                self._pending[-1] = progress  # a newer tick replaces an undelivered one
+            else:
+                self._pending.append(progress)
         if not scheduled:
             with contextlib.suppress(RuntimeError):  # caller's loop already closed
                 self._loop.call_soon_threadsafe(self._deliver)
 
     def _deliver(self) -> None:
         with self._lock:
-            progress, self._pending = self._pending, None
-        if progress is not None and self._callback is not None:
-            self._callback(progress)
+            batch, self._pending = self._pending, []
+        for progress in batch:
+            if self._callback is not None:
+                self._callback(progress)
 
 
 class ThreadedBenchmarkRunner:

@@ -53,7 +53,7 @@ from specconsole.core.log_events import (
 )
 from specconsole.core.logparse import LogParser
 from specconsole.core.machine import IllegalTransition, step
-from specconsole.core.metrics import BenchResult
+from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import (
     BenchmarkRunner,
     BenchProgress,
@@ -146,26 +146,26 @@ def default_validator(config: ServerConfig) -> ev.Outcome:
     return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)
 
 
+def level_summary(lv: LevelMetrics) -> LevelSummary:
+    """The render-friendly figures of one measured level."""
+    return LevelSummary(
+        concurrency=lv.max_concurrency,
+        output_tok_s=lv.output_throughput,
+        per_request_tok_s=lv.mean_decode_tok_s,
+        completed=lv.completed,
+        failed=lv.failed,
+        ttft_p50_ms=lv.latency_ms.get("median_ttft_ms"),
+        itl_p50_ms=lv.latency_ms.get("median_itl_ms"),
+        accept_length=(
+            lv.accept_length if lv.accept_length is not None else lv.request_accept_length
+        ),
+        duration_s=lv.duration,
+    )
+
+
 def level_summaries(result: BenchResult) -> tuple[LevelSummary, ...]:
     """The render-friendly per-level figures from a benchmark result."""
-    out: list[LevelSummary] = []
-    for lv in result.levels:
-        out.append(
-            LevelSummary(
-                concurrency=lv.max_concurrency,
-                output_tok_s=lv.output_throughput,
-                per_request_tok_s=lv.mean_decode_tok_s,
-                completed=lv.completed,
-                failed=lv.failed,
-                ttft_p50_ms=lv.latency_ms.get("median_ttft_ms"),
-                itl_p50_ms=lv.latency_ms.get("median_itl_ms"),
-                accept_length=lv.accept_length
-                if lv.accept_length is not None
-                else lv.request_accept_length,
-                duration_s=lv.duration,
-            )
-        )
-    return tuple(out)
+    return tuple(level_summary(lv) for lv in result.levels)
 
 
 def mean_accept_length(levels: Iterable[LevelSummary]) -> float | None:
@@ -519,6 +519,14 @@ class Controller:
 
         def progress(p: BenchProgress) -> None:
             self._post(ev.BenchProgressed(progress=p, epoch=epoch))
+            if p.level_result is not None:  # a level finished: its numbers, live
+                self._post(
+                    ev.BenchLevelFinished(
+                        level_index=p.level_index,
+                        level=level_summary(p.level_result),
+                        epoch=epoch,
+                    )
+                )
 
         result = await self.runner.run(spec, box_url(cfg), on_progress=progress)
         if not isinstance(result, BenchResult):

@@ -101,7 +101,7 @@ class FlushCache(Effect):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunBenchmark(Effect):
-    """Run the ladder → BenchProgressed*, then BenchFinished."""
+    """Run the ladder → BenchProgressed* (and BenchLevelFinished per level), then BenchFinished."""
 
     spec: BenchSpec
 

@@ -245,6 +245,14 @@ class BenchProgressed(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BenchLevelFinished(Outcome):
+    """One ladder level finished: its figures, while the rest of the ladder still runs."""
+
+    level_index: int
+    level: LevelSummary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BenchFinished(Outcome):
     """The ladder finished (or stopped early: ``partial`` with ``error``)."""
 
@@ -305,6 +313,7 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     ServerInfoFetched,
     CacheFlushed,
     BenchProgressed,
+    BenchLevelFinished,
     BenchFinished,
     TrialRecorded,
     ServerStopped,

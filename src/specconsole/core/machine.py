@@ -908,6 +908,25 @@ def _on_bench_progress(state: ControllerState, event: ev.Event) -> Result:
     return new, ()
 
 
+def _on_bench_level_finished(state: ControllerState, event: ev.Event) -> Result:
+    """A level's figures, live: the bench panel, the charts and the trial's headline numbers
+    show them before the whole ladder is done (``BenchFinished`` has the final word)."""
+    assert isinstance(event, ev.BenchLevelFinished)
+    trial = _require_trial(state, event)
+    bench = list(state.bench)
+    if not 0 <= event.level_index < len(bench):
+        return state, ()
+    bench[event.level_index] = replace(
+        bench[event.level_index],
+        concurrency=event.level.concurrency,
+        done=True,
+        running=0,
+        result=event.level,
+    )
+    levels = tuple(p.result for p in bench if p.result is not None)
+    return replace(state, bench=tuple(bench), trial=replace(trial, levels=levels)), ()
+
+
 def _on_bench_finished(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.BenchFinished)
     trial = _require_trial(state, event)
@@ -1069,6 +1088,7 @@ _on((Phase.LOADING,), ev.TimerFired, _on_timer)
 _on((Phase.READY,), ev.ServerInfoFetched, _on_server_info)
 _on((Phase.FLUSHING,), ev.CacheFlushed, _on_flushed)
 _on((Phase.BENCHMARKING,), ev.BenchProgressed, _on_bench_progress)
+_on((Phase.BENCHMARKING,), ev.BenchLevelFinished, _on_bench_level_finished)
 _on((Phase.BENCHMARKING,), ev.BenchFinished, _on_bench_finished)
 _on((Phase.RECORDING,), ev.TrialRecorded, _on_recorded)
 _on((Phase.RECORDING,), ev.OperationFailed, _on_record_failed)
@@ -1084,6 +1104,7 @@ _on((Phase.CRASHED, Phase.RECORDING), ev.ServerReady, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.LoadStageSeen, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.CapacitySeen, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.BenchProgressed, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.BenchLevelFinished, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.BenchFinished, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.TimerFired, _ignore)
 _on((Phase.RECORDING,), ev.ServiceExited, _ignore)

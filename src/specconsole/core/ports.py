@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.metrics import BenchResult
+from specconsole.core.metrics import BenchResult, LevelMetrics
 
 # --------------------------------------------------------------------------------------------
 # Transport
@@ -325,6 +325,10 @@ class BenchProgress:
     """Levels in the ladder (so a consumer can show "level 2 of 5")."""
     planned_duration_s: float | None = None
     """Duration mode: the level's planned length (``total`` is 0 then)."""
+    level_result: LevelMetrics | None = None
+    """Set on the one tick that reports a finished level: its computed metrics, delivered
+    as soon as the level ends (the ladder's result comes only when every level ran).
+    Runners never coalesce such a tick away."""
 
 
 @runtime_checkable
