@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from pathlib import Path
 
 from specconsole.controller.runtime import Controller
@@ -116,7 +117,8 @@ class ReplayBackend:
 
 
 class FakeRunner:
-    """Returns a measured-looking result computed by core.metrics from fixed timelines."""
+    """Returns a measured-looking result computed by core.metrics from fixed timelines,
+    reporting progress and each finished level's metrics as the real runners do."""
 
     async def run(
         self,
@@ -127,6 +129,7 @@ class FakeRunner:
     ) -> BenchResult:
         levels = []
         for i, c in enumerate(spec.ladder):
+            await asyncio.sleep(0.01)  # the level runs; the controller handles its events
             if on_progress is not None:
                 on_progress(BenchProgress(i, c, c, 0, c, 0, 32 * c, 100.0 * c, 0.3))
             reqs = [
@@ -145,6 +148,9 @@ class FakeRunner:
                     reqs, duration=0.3 + 0.01 * c, max_concurrency=c, accept_length=2.5
                 )
             )
+            if on_progress is not None:
+                tick = BenchProgress(i, c, c, 0, c, 0, 32 * c, 100.0 * c, 0.31)
+                on_progress(replace(tick, level_result=levels[-1]))
         return BenchResult(levels=tuple(levels), planned_levels=spec.ladder)
 
 
@@ -288,3 +294,25 @@ async def test_recorded_phases_are_complete_ordered_and_non_negative(tmp_path: P
             assert after["started_at"] >= before["ended_at"], (before, after)
         assert phases[0]["started_at"] >= record["started_at"]
         assert phases[-1]["started_at"] == record["finished_at"]
+
+
+async def test_each_level_reaches_the_state_before_the_ladder_ends() -> None:
+    """The runner's level ticks become BenchLevelFinished: the trial holds level c=1 while
+    c=4 still runs, and the ladder's result agrees with what was shown live."""
+    shown: list[tuple[int, ...]] = []
+
+    def until(state: ControllerState) -> bool:
+        if state.phase is Phase.BENCHMARKING and state.trial is not None:
+            shown.append(tuple(lv.concurrency for lv in state.trial.levels))
+        return bool(state.trials)
+
+    backend = ReplayBackend("sglang_latest_eagle3_startup.log", dies=False)
+    controller, events = await _run(backend, until)
+    live = [e for e in events if isinstance(e, ev.BenchLevelFinished)]
+    assert [(e.level_index, e.level.concurrency) for e in live] == [(0, 1), (1, 4)]
+    kinds = [type(e) for e in events]
+    assert kinds.index(ev.BenchLevelFinished) < kinds.index(ev.BenchFinished)
+    assert (1,) in shown, shown  # c=1's figures, with c=4 not done yet
+    record = controller.state.trials[0]
+    assert tuple(e.level for e in live) == record.levels
+    assert record.levels[0].ttft_p50_ms is not None
