@@ -27,13 +27,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.controller.helpers import Driver  # noqa: E402
-from tests.fixtures.sshd import free_port  # noqa: E402
+from tests.fixtures.plans import sim_plan_text  # noqa: E402
 
 from specconsole.controller.runtime import Controller  # noqa: E402
-from specconsole.controller.wiring import open_ports  # noqa: E402
+from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
 from specconsole.core import events as ev  # noqa: E402
 from specconsole.core.machine import step  # noqa: E402
-from specconsole.core.plan import loads_plan, resolve_placeholders  # noqa: E402
+from specconsole.core.plan import SweepPlan, loads_plan  # noqa: E402
 from specconsole.core.ports import BenchProgress  # noqa: E402
 from specconsole.core.state import ControllerState, Phase  # noqa: E402
 
@@ -41,32 +41,10 @@ RUNS = 3
 FATAL = b"Not enough memory"
 
 
-def plan_for(run_dir: Path):  # type: ignore[no-untyped-def]
-    text = f"""
-[host]
-transport = "local"
-[service]
-kind = "process"
-run_dir = "{run_dir}"
-stop_timeout = 5
-[server]
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-speculative_eagle_topk = 1
-tp_size = 4
-mem_fraction_static = 0.88
-cuda_graph_max_bs = 64
-max_running_requests = 64
-port = {free_port()}
-launcher = "{{python}} -m specconsole.sim"
-extra_args = ["--sim-load-seconds", "1.0"]
-[sweep]
-on_crash = "pause"
-[sweep.axes]
-speculative_num_steps = [10]
-"""
-    return resolve_placeholders(loads_plan(text), {"python": sys.executable})
+def plan_for(run_dir: Path) -> SweepPlan:
+    sweep = '[sweep]\non_crash = "pause"\n[sweep.axes]\nspeculative_num_steps = [10]\n'
+    text = sim_plan_text(run_dir, extra_args=["--sim-load-seconds", "1.0"], sweep=sweep)
+    return resolve_local_placeholders(loads_plan(text))
 
 
 def watch_file(run_dir: Path, seen: list[float], stop: threading.Event) -> None:

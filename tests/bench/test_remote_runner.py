@@ -6,7 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,26 +19,13 @@ from specconsole.remote.local import LocalTransport
 from specconsole.remote.ssh import SshTransport
 from tests.bench.servers import mini_server
 from tests.fixtures.sshd import SshdServer
-from tests.remote.conftest import ssh_profile
+from tests.remote.helpers import ssh_profile
 
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
     with mini_server("--step-s", "0.01", "--chunks", "1,3,2") as base:
         yield base
-
-
-@pytest.fixture(params=["local", pytest.param("ssh", marks=pytest.mark.ssh)])
-async def transport(request: pytest.FixtureRequest) -> AsyncIterator[Transport]:
-    if request.param == "local":
-        yield LocalTransport()
-        return
-    sshd: SshdServer = request.getfixturevalue("sshd")
-    ssh = SshTransport(ssh_profile(sshd))
-    try:
-        yield ssh
-    finally:
-        await ssh.close()
 
 
 def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:

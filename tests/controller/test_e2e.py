@@ -37,6 +37,7 @@ from specconsole.core.state import Phase, TrialKind, TrialStatus
 from specconsole.core.strategy import boundary_result
 from specconsole.session.report import render
 from specconsole.session.store import Session
+from tests.fixtures.plans import sim_plan_text
 from tests.fixtures.sshd import SshdServer, free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
@@ -54,10 +55,7 @@ def plan_text(
     on_crash: str = "auto",
     strategy: str = "boundary",
 ) -> str:
-    return f"""
-name = "e2e"
-
-[host]
+    host = f"""[host]
 transport = "ssh"
 hostname = "{sshd.host}"
 port = {sshd.port}
@@ -68,26 +66,8 @@ ssh_config = ""
 use_agent = false
 connect_timeout = 10
 reconnect_max_delay = 1
-
-[service]
-kind = "process"
-run_dir = "{run_dir}"
-stop_timeout = 5
-
-[server]
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-speculative_eagle_topk = 1
-tp_size = 4
-mem_fraction_static = 0.88
-cuda_graph_max_bs = 64
-max_running_requests = 64
-port = {free_port()}
-launcher = "{{python}} -m specconsole.sim"
-extra_args = ["--sim-load-seconds", "0.5"]
-
-[sweep]
+"""
+    sweep = f"""[sweep]
 strategy = "{strategy}"
 on_crash = "{on_crash}"
 load_timeout = 60
@@ -95,14 +75,23 @@ max_trials = 12
 
 [sweep.axes]
 speculative_num_steps = {steps}
-
-[bench]
+"""
+    bench = f"""[bench]
 ladder = {ladder}
 input_len = 128
 output_len = 32
 requests_per_level = {requests}
 warmup_requests = 0
 """
+    return sim_plan_text(
+        run_dir,
+        host=host,
+        port=free_port(),  # "auto" is for the local transport; over SSH the port is given
+        extra_args=["--sim-load-seconds", "0.5"],
+        sweep=sweep,
+        bench=bench,
+        name="e2e",
+    )
 
 
 class FatalLinePoller:

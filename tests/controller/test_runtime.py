@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -19,9 +18,9 @@ import pytest
 
 from specconsole.controller.headless import EXIT_OK, EXIT_PAUSED, run_headless
 from specconsole.controller.runtime import Controller
-from specconsole.controller.wiring import open_ports
+from specconsole.controller.wiring import open_ports, resolve_local_placeholders
 from specconsole.core import events as ev
-from specconsole.core.plan import SweepPlan, loads_plan, resolve_placeholders
+from specconsole.core.plan import SweepPlan, loads_plan
 from specconsole.core.ports import ServiceState
 from specconsole.core.state import (
     ControllerState,
@@ -32,7 +31,7 @@ from specconsole.core.state import (
     TrialStatus,
 )
 from specconsole.session.store import Session
-from tests.fixtures.sshd import free_port
+from tests.fixtures.plans import sim_plan_text
 
 pytestmark = pytest.mark.slow
 
@@ -46,41 +45,22 @@ def local_plan(
     on_crash: str = "pause",
     ladder: list[int] | None = None,
 ) -> SweepPlan:
-    text = f"""
-name = "runtime"
-[host]
-transport = "local"
-[service]
-kind = "process"
-run_dir = "{run_dir}"
-stop_timeout = 5
-[server]
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-speculative_eagle_topk = 1
-tp_size = 4
-mem_fraction_static = 0.88
-cuda_graph_max_bs = 64
-max_running_requests = 64
-port = {free_port()}
-launcher = "{{python}} -m specconsole.sim"
-extra_args = {extra!r}
-[sweep]
+    sweep = f"""[sweep]
 strategy = "grid"
 on_crash = "{on_crash}"
 load_timeout = {load_timeout}
 [sweep.axes]
 speculative_num_steps = {steps}
-[bench]
+"""
+    bench = f"""[bench]
 ladder = {ladder or [1, 4]}
 requests_per_level = 8
 input_len = 64
 output_len = 16
 warmup_requests = 0
 """
-    plan = loads_plan(text)
-    return replace(resolve_placeholders(plan, {"python": sys.executable}), source=text)
+    text = sim_plan_text(run_dir, extra_args=extra, sweep=sweep, bench=bench, name="runtime")
+    return replace(resolve_local_placeholders(loads_plan(text)), source=text)
 
 
 class Harness:
