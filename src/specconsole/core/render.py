@@ -38,9 +38,8 @@ from specconsole.core.config import (
     Engine,
     ServerConfig,
     effective_launcher,
-    parse_field,
 )
-from specconsole.core.flags import flag_words
+from specconsole.core.flags import flag_field, flag_value, flag_words
 from specconsole.core.validation import MODELLED_FLAGS
 from specconsole.core.vllm import launcher_takes_positional_model, parse_vllm_args, vllm_flags
 
@@ -514,16 +513,7 @@ def _parse_sglang_args(tokens: Sequence[str]) -> dict[str, Any]:
         if field_name is None:
             extra.append(token)
             continue
-        if eq:
-            value = inline
-        elif i < len(toks) and not toks[i].startswith("--"):
-            value = toks[i]
-            i += 1
-        else:
-            raise ConfigError(name, "needs a value.", f"write {name} VALUE.")
-        try:
-            fields[field_name] = parse_field(field_name, value)
-        except ConfigError as exc:
-            raise ConfigError(name, exc.message, exc.fix) from None
+        value, i = flag_value(name, inline if eq else None, toks, i)
+        fields[field_name] = flag_field(name, field_name, value)
     fields["extra_args"] = tuple(extra)
     return fields

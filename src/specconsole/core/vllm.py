@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specconsole.core.config import ConfigError, ServerConfig, SpecAlgorithm, parse_field
-from specconsole.core.flags import flag_words
+from specconsole.core.flags import flag_field, flag_value, flag_words
 
 __all__ = [
     "METHODS",
@@ -141,13 +141,7 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
         if name not in _FLAGS and name != "--speculative-config":
             extra.append(token)
             continue
-        if eq:
-            value = inline
-        elif i < len(toks) and not toks[i].startswith("--"):
-            value = toks[i]
-            i += 1
-        else:
-            raise ConfigError(name, "needs a value.", f"write {name} VALUE.")
+        value, i = flag_value(name, inline if eq else None, toks, i)
         if name == "--speculative-config":
             spec = _read_spec(value)
             method = str(spec.get("method", "")).lower()
@@ -165,10 +159,6 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
                     "speculative_num_steps", spec["num_speculative_tokens"]
                 )
             continue
-        field_name = _FLAGS[name]
-        try:
-            fields[field_name] = parse_field(field_name, value)
-        except ConfigError as exc:
-            raise ConfigError(name, exc.message, exc.fix) from None
+        fields[_FLAGS[name]] = flag_field(name, _FLAGS[name], value)
     fields["extra_args"] = tuple(extra)
     return fields
