@@ -31,6 +31,7 @@ from specconsole.core.plan import SweepPlan, config_label
 from specconsole.core.state import (
     ControllerState,
     CrashPolicy,
+    LevelSummary,
     Notice,
     Phase,
     TrialRecord,
@@ -55,6 +56,8 @@ class ProgressPrinter:
         self._last: tuple[object, ...] = ()
         self._notice: Notice | None = None
         self._crash_reported: tuple[int, float] | None = None
+        self._levels_printed: set[tuple[int, int]] = set()
+        """(trial index, concurrency) of the level lines already printed."""
 
     def _print(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -77,8 +80,17 @@ class ProgressPrinter:
         if state.notice is not None and state.notice is not self._notice:
             self._notice = state.notice
             self._print(f"{state.notice.level}: {state.notice.text}")
-        if isinstance(event, ev.BenchFinished) and trial is not None:
-            for lv in event.levels:
+        if trial is not None:
+            # a level's line as soon as it finishes; the ladder's result adds any not seen
+            finished: tuple[LevelSummary, ...] = ()
+            if isinstance(event, ev.BenchLevelFinished):
+                finished = (event.level,)
+            elif isinstance(event, ev.BenchFinished):
+                finished = event.levels
+            for lv in finished:
+                if (trial.index, lv.concurrency) in self._levels_printed:
+                    continue
+                self._levels_printed.add((trial.index, lv.concurrency))
                 self._print(
                     f"  c={lv.concurrency:<3} aggregate {lv.output_tok_s:8.1f} tok/s   "
                     f"per request {lv.per_request_tok_s:7.1f} tok/s   "

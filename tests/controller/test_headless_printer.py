@@ -1,0 +1,27 @@
+"""The headless progress printer prints each ladder level as soon as it finishes."""
+
+from __future__ import annotations
+
+import io
+
+from specconsole.controller.headless import ProgressPrinter
+from specconsole.core import events as ev
+from specconsole.core.state import Phase
+from tests.controller.helpers import Driver, levels, plan
+
+
+def test_level_lines_print_live_and_once() -> None:
+    out = io.StringIO()
+    printer = ProgressPrinter(out, plan())
+    d = Driver()
+    d.to_phase(Phase.BENCHMARKING)
+    first, second = levels()
+    d.send(ev.BenchLevelFinished(level_index=0, level=first))
+    printer(d.state, ev.BenchLevelFinished(level_index=0, level=first))
+    lines = [line for line in out.getvalue().splitlines() if "aggregate" in line]
+    assert len(lines) == 1 and "c=1 " in lines[0]  # before the ladder is done
+    finished = ev.BenchFinished(levels=(first, second))
+    d.send(finished)
+    printer(d.state, finished)
+    lines = [line for line in out.getvalue().splitlines() if "aggregate" in line]
+    assert [line.split("c=")[1].split()[0] for line in lines] == ["1", "4"]  # c=1 not twice
