@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT))
 from tests.controller.helpers import Driver  # noqa: E402
 from tests.fixtures.plans import sim_plan_text  # noqa: E402
 
-from specconsole.controller.runtime import Controller  # noqa: E402
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
 from specconsole.core import events as ev  # noqa: E402
 from specconsole.core.machine import step  # noqa: E402
@@ -63,13 +62,8 @@ async def one_run() -> float:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
         plan = plan_for(run_dir)
-        ports = open_ports(plan.profile)
-        controller = Controller(
-            transport=ports.transport,
-            backend=ports.backend,
-            runner=ports.runner,
-            state=ControllerState(plan=plan, policy=plan.on_crash),
-        )
+        state = ControllerState(plan=plan, policy=plan.on_crash)
+        controller = open_ports(plan.profile).controller(state)
         detected: list[float] = []
 
         def on(state: ControllerState, event: ev.Event) -> None:

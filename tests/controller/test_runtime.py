@@ -94,13 +94,8 @@ async def harness_factory(tmp_path: Path) -> AsyncIterator[Callable[[SweepPlan],
     made: list[tuple[Controller, asyncio.Task[None]]] = []
 
     def make(plan: SweepPlan) -> Harness:
-        ports = open_ports(plan.profile)
-        controller = Controller(
-            transport=ports.transport,
-            backend=ports.backend,
-            runner=ports.runner,
-            state=ControllerState(plan=plan, policy=plan.on_crash),
-        )
+        state = ControllerState(plan=plan, policy=plan.on_crash)
+        controller = open_ports(plan.profile).controller(state)
         made.append((controller, asyncio.ensure_future(controller.run())))
         return Harness(controller)
 

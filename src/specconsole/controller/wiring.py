@@ -50,6 +50,23 @@ class Ports:
     backend: ServiceBackend
     runner: BenchmarkRunner
 
+    def controller(
+        self,
+        state: ControllerState,
+        *,
+        recorder: SessionRecorder | None = None,
+        stop_on_finish: bool = False,
+    ) -> Controller:
+        """A controller talking through these ports, starting from ``state``."""
+        return Controller(
+            transport=self.transport,
+            backend=self.backend,
+            runner=self.runner,
+            state=state,
+            recorder=recorder,
+            stop_on_finish=stop_on_finish,
+        )
+
 
 def open_ports(
     profile: Profile,
@@ -136,13 +153,6 @@ def wire_controller(
                 ("service", ports.backend.description),
             ),
         )
-    controller = Controller(
-        transport=ports.transport,
-        backend=ports.backend,
-        runner=ports.runner,
-        state=state,
-        recorder=recorder,
-        stop_on_finish=stop_on_finish,
-    )
+    controller = ports.controller(state, recorder=recorder, stop_on_finish=stop_on_finish)
     box.append(controller)
     return Wired(controller=controller, ports=ports, recorder=recorder)
