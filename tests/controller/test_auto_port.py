@@ -69,3 +69,12 @@ def test_an_unresolved_auto_port_is_not_wired(tmp_path: Path) -> None:
     plan = loads_plan(AUTO_TEXT)
     with pytest.raises(PlanError, match="not resolved"):
         wire_controller(plan, Session.create(tmp_path, plan), ControllerState(plan=plan))
+
+
+def test_the_demo_plan_gets_its_own_port_and_run_folder() -> None:
+    from specconsole.commands.tui import demo_plan
+
+    plan = demo_plan()  # `specconsole demo`: the example plan, resolved for this machine
+    assert not plan.auto_port and plan.base.port != 30123
+    assert plan.profile.service.run_dir.endswith(f"demo-run-{plan.base.port}")
+    assert demo_plan(port=40123).base.port == 40123  # --port still wins

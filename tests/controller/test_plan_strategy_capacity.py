@@ -409,3 +409,18 @@ def test_the_server_table_is_read_by_core_config() -> None:
         loads_plan(PLAN_TEXT.replace("max_running_requests = 64", "spec_num_steps = 3"))
     with pytest.raises(PlanError, match=r"\[server\] mem_fraction_static must be a number"):
         loads_plan(PLAN_TEXT.replace("max_running_requests = 64", 'mem_fraction_static = "0.8"'))
+
+
+def test_direct_placement_over_ssh_needs_a_url_for_a_loopback_server() -> None:
+    ssh = '[host]\ntransport = "ssh"\nalias = "gpu-box"\n[server]\n'
+    text = PLAN_TEXT.replace("[server]\n", ssh, 1).replace(
+        "[bench]\n", '[bench]\nplacement = "direct"\n', 1
+    )
+    with pytest.raises(PlanError, match=r'\[bench\] placement = "direct" .* give \[bench\] url'):
+        loads_plan(text)
+    url = 'url = "http://gpu-box:30000"\n'
+    with_url = text.replace('placement = "direct"\n', f'placement = "direct"\n{url}')
+    assert loads_plan(with_url).bench_url == "http://gpu-box:30000"
+    host = 'max_running_requests = 64\nhost = "10.0.0.5"'
+    public = text.replace("max_running_requests = 64", host)
+    assert loads_plan(public).bench_url is None  # the box's own address is reachable

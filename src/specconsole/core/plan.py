@@ -349,6 +349,9 @@ def _number(value: Any, where: str, *, integer: bool = False, minimum: float = 0
     return value
 
 
+_LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""})
+"""Server hosts that, seen from another machine, do not name the box."""
+
 _BENCH_PLACEMENT_KEYS = {"placement", "url"}
 """``[bench]`` keys that say where the load runs (the rest are ``BenchSpec`` fields)."""
 
@@ -491,6 +494,18 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         profile = _port_in_run_dir(profile, base.port)
     bench = _parse_bench(document.get("bench", {}))
     placement, bench_url = _parse_placement(document.get("bench", {}))
+    if (
+        placement is Placement.DIRECT
+        and bench_url is None
+        and profile.host.transport is not TransportKind.LOCAL
+        and base.host in _LOOPBACK_OR_ANY
+    ):
+        raise PlanError(
+            f'[bench] placement = "direct" benchmarks from this machine, which cannot reach '
+            f"the box's {base.host or 'unset'} host: give [bench] url = "
+            '"http://BOX:PORT" (the server as this machine reaches it) or use '
+            'placement = "forward"'
+        )
     sweep = document.get("sweep", {})
     if not isinstance(sweep, Mapping):
         raise PlanError("[sweep] must be a table")
