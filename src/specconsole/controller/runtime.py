@@ -39,6 +39,7 @@ import httpx
 
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
+from specconsole.core import validation
 from specconsole.core.config import ServerConfig
 from specconsole.core.log_events import (
     Capacity,
@@ -62,6 +63,7 @@ from specconsole.core.ports import (
     ServiceStatus,
     Transport,
 )
+from specconsole.core.render import to_argv
 from specconsole.core.state import (
     ControllerState,
     LevelSummary,
@@ -122,8 +124,8 @@ Validator = Callable[[ServerConfig], ev.Outcome]
 
 
 def default_validator(config: ServerConfig) -> ev.Outcome:
-    """Validate with SGLang's rules, normalize, render the argv (``core.validation``)."""
-    from specconsole.core import validation
+    """Validate with SGLang's rules, normalize, render the argv (``core.validation``,
+    ``core.render``)."""
 
     issues = validation.validate(config)
     blocking = validation.errors(issues)
@@ -136,12 +138,7 @@ def default_validator(config: ServerConfig) -> ev.Outcome:
             warnings=warnings,
         )
     normalized, notes = validation.normalize(config)
-    try:
-        from specconsole.core.render import to_argv  # issue 4's renderer
-    except ImportError:  # pragma: no cover - only while the renderer is not built yet
-        argv: tuple[str, ...] = ()
-    else:
-        argv = tuple(to_argv(normalized))
+    argv = tuple(to_argv(normalized))
     note_text = tuple(f"{i.field or 'config'}: {i.message}" for i in notes)
     return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)
 
