@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.bench.remote_runner import RemoteBenchmarkRunner
 from specconsole.controller.headless import EXIT_OK, EXIT_PAUSED, run_headless
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders
@@ -44,6 +45,7 @@ def local_plan(
     load_timeout: float = 30,
     on_crash: str = "pause",
     ladder: list[int] | None = None,
+    placement: str = "forward",
 ) -> SweepPlan:
     sweep = f"""[sweep]
 strategy = "grid"
@@ -58,6 +60,7 @@ requests_per_level = 8
 input_len = 64
 output_len = 16
 warmup_requests = 0
+placement = "{placement}"
 """
     text = sim_plan_text(run_dir, extra_args=extra, sweep=sweep, bench=bench, name="runtime")
     return replace(resolve_local_placeholders(loads_plan(text)), source=text)
@@ -95,7 +98,8 @@ async def harness_factory(tmp_path: Path) -> AsyncIterator[Callable[[SweepPlan],
 
     def make(plan: SweepPlan) -> Harness:
         state = ControllerState(plan=plan, policy=plan.on_crash)
-        controller = open_ports(plan.profile).controller(state)
+        ports = open_ports(plan.profile, placement=plan.bench_placement, bench_url=plan.bench_url)
+        controller = ports.controller(state)
         made.append((controller, asyncio.ensure_future(controller.run())))
         return Harness(controller)
 
@@ -191,8 +195,11 @@ async def test_headless_pause_policy_exits_3_and_resume_finishes(tmp_path: Path)
     assert "specconsole resume" in out.getvalue()
     assert [t.status for t in session.load_trials()] == [TrialStatus.OK, TrialStatus.CRASHED]
     out = io.StringIO()
+    # what `specconsole resume` runs: the session's plan, on the port the session recorded
+    resumed = resolve_local_placeholders(Session.open(session.path).load_plan())
+    assert resumed.base.port == plan.base.port
     code = await asyncio.wait_for(
-        run_headless(plan, session, policy=CrashPolicy.AUTO, resume=True, out=out), 120
+        run_headless(resumed, session, policy=CrashPolicy.AUTO, resume=True, out=out), 120
     )
     assert code == EXIT_OK, out.getvalue()
     assert len(session.load_trials()) == 2  # nothing re-run: the grid was complete
@@ -201,3 +208,25 @@ async def test_headless_pause_policy_exits_3_and_resume_finishes(tmp_path: Path)
     from specconsole.remote.process import ProcessBackend
 
     await ProcessBackend(LocalTransport(), plan.profile.service).stop()
+
+
+async def test_the_plans_placement_runs_the_benchmark(
+    harness_factory: Callable[[SweepPlan], Harness], tmp_path: Path
+) -> None:
+    """``[bench] placement = "remote"``: the ladder runs on the box (here: this machine's
+    python3 through the local transport), and its result is the trial's."""
+    plan = local_plan(
+        tmp_path / "run",
+        steps=[2],
+        extra=["--sim-load-seconds", "0.3"],
+        ladder=[1, 4],
+        placement="remote",
+    )
+    h = harness_factory(plan)
+    assert isinstance(h.controller.runner, RemoteBenchmarkRunner)
+    h.controller.send(ev.StartSweep())
+    await h.until(lambda s: s.phase is Phase.DONE)
+    trial = h.state.trials[0]
+    assert trial.status is TrialStatus.OK
+    assert [lv.concurrency for lv in trial.levels] == [1, 4]
+    assert all(lv.completed == 8 for lv in trial.levels)
