@@ -45,6 +45,7 @@ from specconsole.core.metrics import (
     LevelMetrics,
     RequestTimeline,
     compute_level_metrics,
+    default_requests_per_level,
 )
 
 PROGRESS_TICK_S = 0.25
@@ -115,7 +116,7 @@ class LadderPlan:
             return self.requests_per_level
         if self.duration_s is not None:
             return None
-        return max(8, 4 * concurrency)
+        return default_requests_per_level(concurrency)
 
     def check(self) -> None:
         """Raise ValueError naming the field and the fix for unusable values."""

@@ -25,7 +25,7 @@ import httpx
 from specconsole.bench.api import RequestFailed
 from specconsole.bench.engine import LadderPlan, LadderRun, ProgressSink
 from specconsole.bench.prompts import BUILTIN, RANDOM, make_prompts
-from specconsole.core.metrics import BenchResult
+from specconsole.core.metrics import BenchResult, default_requests_per_level
 from specconsole.core.ports import BenchSpec
 
 MAX_PROMPT_POOL = 512
@@ -42,7 +42,9 @@ _HEADERS = {
 def plan_for(spec: BenchSpec) -> LadderPlan:
     """The engine's plan for ``spec``, with the prompt pool resolved (raises PromptError)."""
     per_level = [
-        spec.requests_per_level if spec.requests_per_level is not None else max(8, 4 * c)
+        spec.requests_per_level
+        if spec.requests_per_level is not None
+        else default_requests_per_level(c)
         for c in spec.ladder
     ]
     needed = sum(per_level) + spec.warmup_requests * sum(spec.ladder)

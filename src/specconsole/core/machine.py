@@ -858,13 +858,8 @@ def _start_benchmark(state: ControllerState, at: float) -> Result:
 
 
 def _planned_requests(spec: BenchSpec, concurrency: int) -> int:
-    """Measured requests a level will send: the spec's count, ``max(8, 4c)`` by default, or
-    0 (unknown up front) when the level runs for a duration instead."""
-    if spec.requests_per_level is not None:
-        return spec.requests_per_level
-    if spec.duration_s is not None:
-        return 0
-    return max(8, 4 * concurrency)
+    """Measured requests a level will send, or 0 (unknown up front) in duration mode."""
+    return spec.requests_at(concurrency) or 0
 
 
 def _on_flushed(state: ControllerState, event: ev.Event) -> Result:

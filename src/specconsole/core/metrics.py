@@ -54,6 +54,12 @@ LATENCY_KEYS: tuple[str, ...] = (
 """Every latency key a level record carries, e.g. ``median_ttft_ms`` and ``p99_itl_ms``."""
 
 
+def default_requests_per_level(concurrency: int) -> int:
+    """Measured requests per level when a spec names none: ``max(8, 4 × concurrency)``, so
+    every level sees each slot refilled several times and low levels still get 8 samples."""
+    return max(8, 4 * concurrency)
+
+
 # --------------------------------------------------------------------------------------------
 # Per-request timelines
 # --------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.metrics import BenchResult, LevelMetrics
+from specconsole.core.metrics import BenchResult, LevelMetrics, default_requests_per_level
 
 # --------------------------------------------------------------------------------------------
 # Transport
@@ -282,7 +282,7 @@ class BenchSpec:
     ladder: tuple[int, ...] = (1, 4, 16, 32, 64)
     """Concurrency levels, each run at exactly that many requests in flight."""
     requests_per_level: int | None = None
-    """Requests per level; None means ``max(8, 4 * concurrency)``."""
+    """Requests per level; None means :func:`default_requests_per_level`."""
     duration_s: float | None = None
     """Alternative to a request count: run each level for this long."""
     warmup_requests: int = 1
@@ -304,6 +304,16 @@ class BenchSpec:
     """Model name for the OpenAI APIs (from /v1/models when None)."""
     request_timeout_s: float = 600.0
     """Longest silence tolerated inside one streamed response before it counts as ``timeout``."""
+
+    def requests_at(self, concurrency: int) -> int | None:
+        """Measured requests the level at ``concurrency`` sends: ``requests_per_level``,
+        :func:`default_requests_per_level` when unset, or None when levels run for
+        ``duration_s`` instead (the count is then not known up front)."""
+        if self.requests_per_level is not None:
+            return self.requests_per_level
+        if self.duration_s is not None:
+            return None
+        return default_requests_per_level(concurrency)
 
 
 @dataclass(frozen=True, slots=True)
