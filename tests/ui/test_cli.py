@@ -78,6 +78,8 @@ def test_demo_plan_is_the_seed_sweep_with_overrides() -> None:
     plan = demo_plan(port=40123, load_seconds=0.25)
     assert dict(plan.axes)["speculative_num_steps"] == (1, 2, 3, 4, 5, 10)
     assert plan.base.port == 40123
+    # The run folder is named after the port actually used, not a discarded auto pick.
+    assert "40123" in plan.profile.service.run_dir
     args = list(plan.base.extra_args)
     assert args[args.index("--sim-load-seconds") + 1] == "0.25"
     assert plan.bench.ladder == (1, 4, 16, 32, 64)

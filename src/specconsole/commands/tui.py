@@ -114,8 +114,10 @@ def _error(text: str) -> int:
     return 1
 
 
-def read_console_file(path: Path) -> tuple[SweepPlan, str | None]:
+def read_console_file(path: Path, *, port: int | None = None) -> tuple[SweepPlan, str | None]:
     """Parse a plan/profile file for the console; returns the plan and its ``[ui] theme``.
+
+    ``port`` resolves a ``port = "auto"`` plan to that port instead of a free one.
 
     The ``[ui]`` table is the console's own (plans are strict about unknown tables), so it is
     taken out before the plan is parsed. Raises PlanError naming the file and the key.
@@ -144,7 +146,7 @@ def read_console_file(path: Path) -> tuple[SweepPlan, str | None]:
         raise PlanError(f"{path}: {exc}") from None
     from specconsole.controller.wiring import resolve_local_placeholders  # + port = "auto"
 
-    return resolve_local_placeholders(plan), theme
+    return resolve_local_placeholders(plan, port=port), theme
 
 
 def _cmd_tui(args: argparse.Namespace) -> int:
@@ -177,9 +179,9 @@ def demo_plan(port: int | None = None, load_seconds: float | None = None) -> Swe
     """The shipped demo plan, optionally on another port or with another load time."""
     from specconsole.paths import examples_dir
 
-    plan, _theme = read_console_file(examples_dir() / DEMO_PLAN)
+    plan, _theme = read_console_file(examples_dir() / DEMO_PLAN, port=port)
     base = plan.base
-    if port is not None:
+    if port is not None and base.port != port:  # a plan with a fixed port
         base = dataclasses.replace(base, port=port)
     if load_seconds is not None:
         args = list(base.extra_args)

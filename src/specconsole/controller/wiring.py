@@ -32,13 +32,14 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def resolve_local_placeholders(plan: SweepPlan) -> SweepPlan:
+def resolve_local_placeholders(plan: SweepPlan, *, port: int | None = None) -> SweepPlan:
     """``plan`` ready to run from this machine: ``{python}`` is this interpreter and an
-    ``"auto"`` port a free loopback port (chosen here, before the session is created, which
-    records it so ``resume`` reuses it; a port already chosen is kept)."""
+    ``"auto"`` port ``port`` if given, else a free loopback port (chosen here, before the
+    session is created, which records it so ``resume`` reuses it; a port already chosen is
+    kept)."""
     values = {"python": sys.executable}
     if plan.auto_port:
-        values["port"] = str(free_loopback_port())
+        values["port"] = str(port if port is not None else free_loopback_port())
     return resolve_placeholders(plan, values)
 
 
