@@ -24,6 +24,13 @@ import sys
 import time
 from pathlib import Path
 
+from specconsole.commands.common import (
+    SessionNotCreated,
+    add_on_crash_option,
+    add_session_option,
+    create_session,
+    error,
+)
 from specconsole.core.plan import PlanError, SweepPlan, loads_plan
 from specconsole.core.state import CrashPolicy
 
@@ -48,18 +55,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="no console: print progress lines (scripts, CI); without it the sweep runs "
         "in the console (`specconsole tui PLAN --start`)",
     )
-    p.add_argument(
-        "--session",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="folder to create the session folder in (default: the user data dir)",
-    )
-    p.add_argument(
-        "--on-crash",
-        choices=[c.value for c in CrashPolicy],
-        default=None,
-        help="override the plan's crash policy; headless 'pause' records the "
+    add_session_option(p)
+    add_on_crash_option(
+        p,
+        "override the plan's crash policy; headless 'pause' records the "
         "crash and exits with code 3 (resume continues)",
     )
     p.set_defaults(handler=_cmd_sweep)
@@ -108,11 +107,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     s.set_defaults(handler=_cmd_sessions)
 
 
-def _error(text: str) -> int:
-    print(f"specconsole: error: {text}", file=sys.stderr)
-    return 1
-
-
 def load_plan_file(path: Path) -> SweepPlan:
     """Read and parse a plan file, resolving ``{python}`` and ``port = "auto"``; raises
     PlanError with the path."""
@@ -130,13 +124,11 @@ def load_plan_file(path: Path) -> SweepPlan:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
-    from specconsole.paths import sessions_dir
-    from specconsole.session.store import Session
 
     try:
         plan = load_plan_file(args.plan)
     except PlanError as exc:
-        return _error(str(exc))
+        return error(str(exc))
     if not args.headless:
         return _in_console(args)
     from specconsole.controller.headless import plan_problems
@@ -147,11 +139,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"specconsole: error: {args.plan}: {problem}", file=sys.stderr)
         return 1
     policy = CrashPolicy(args.on_crash) if args.on_crash else None
-    parent = args.session if args.session is not None else sessions_dir()
     try:
-        session = Session.create(parent, plan)
-    except OSError as exc:
-        return _error(f"cannot create the session folder under {parent}: {exc}")
+        session = create_session(args.session, plan)
+    except SessionNotCreated as exc:
+        return error(str(exc))
     from specconsole.controller.headless import run_headless
 
     try:
@@ -172,7 +163,7 @@ def _in_console(args: argparse.Namespace) -> int:
     try:
         console_args = build_parser().parse_args(argv)
     except SystemExit:
-        return _error("the console is not available here; add --headless")
+        return error("the console is not available here; add --headless")
     return int(console_args.handler(console_args) or 0)
 
 
@@ -185,7 +176,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         session = Session.open(args.session)
         plan = resolve_local_placeholders(session.load_plan())
     except (SessionError, PlanError) as exc:
-        return _error(str(exc))
+        return error(str(exc))
     policy = CrashPolicy(args.on_crash) if args.on_crash else None
     if policy is None:
         saved = session.read_meta().get("session", {}).get("policy")
@@ -204,7 +195,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     try:
         session = Session.open(args.session)
     except SessionError as exc:
-        return _error(str(exc))
+        return error(str(exc))
     try:
         plan: SweepPlan | None = session.load_plan()
     except PlanError:

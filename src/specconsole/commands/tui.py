@@ -21,11 +21,17 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from specconsole.commands.common import (
+    SessionNotCreated,
+    add_on_crash_option,
+    add_session_option,
+    create_session,
+    error,
+)
 from specconsole.core.plan import PlanError, SweepPlan, parse_plan
 from specconsole.core.state import CrashPolicy
 
@@ -89,29 +95,15 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="colour theme (default: the file's [ui] theme, mono if NO_COLOR is set, else dark)",
     )
-    p.add_argument(
-        "--session",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="folder to create the session folder in (default: the user data dir)",
-    )
-    p.add_argument(
-        "--on-crash",
-        choices=[c.value for c in CrashPolicy],
-        default=None,
-        help="after a crash: pause for a decision (r resumes) or continue automatically",
+    add_session_option(p)
+    add_on_crash_option(
+        p, "after a crash: pause for a decision (r resumes) or continue automatically"
     )
     p.add_argument(
         "--no-mouse",
         action="store_true",
         help="leave the mouse to the terminal (tmux selection/copy); every action has a key",
     )
-
-
-def _error(text: str) -> int:
-    print(f"specconsole: error: {text}", file=sys.stderr)
-    return 1
 
 
 def read_console_file(path: Path, *, port: int | None = None) -> tuple[SweepPlan, str | None]:
@@ -154,7 +146,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     if path is None and os.environ.get(PROFILE_ENV):
         path = Path(os.environ[PROFILE_ENV])
     if path is None:
-        return _error(
+        return error(
             "which box? give a plan or profile: specconsole tui PLAN.toml "
             f"(or set ${PROFILE_ENV}); to try the console without a GPU box run "
             "specconsole demo"
@@ -162,7 +154,7 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     try:
         plan, configured_theme = read_console_file(path)
     except PlanError as exc:
-        return _error(str(exc))
+        return error(str(exc))
     policy = CrashPolicy(args.on_crash) if args.on_crash else plan.on_crash
     return run_console(
         plan,
@@ -198,7 +190,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     try:
         plan = demo_plan(args.port, args.load_seconds)
     except (PlanError, FileNotFoundError) as exc:
-        return _error(str(exc))
+        return error(str(exc))
     policy = CrashPolicy(args.on_crash) if args.on_crash else CrashPolicy.PAUSE
     return run_console(
         plan,
@@ -222,19 +214,16 @@ def run_console(
     mouse: bool = True,
 ) -> int:
     """Create a session, wire the controller to the box and run the console until quit."""
-    from specconsole.paths import sessions_dir
-    from specconsole.session.store import Session
     from specconsole.ui.theme import UnknownThemeError, choose_theme
 
     try:
         theme_name = choose_theme(theme)
     except UnknownThemeError as exc:
-        return _error(str(exc))
-    parent = session_parent if session_parent is not None else sessions_dir()
+        return error(str(exc))
     try:
-        session = Session.create(parent, plan)
-    except OSError as exc:
-        return _error(f"cannot create the session folder under {parent}: {exc}")
+        session = create_session(session_parent, plan)
+    except SessionNotCreated as exc:
+        return error(str(exc))
     try:
         return asyncio.run(
             _run(plan, session, theme_name, policy, autostart, stop_server_on_exit, mouse)
