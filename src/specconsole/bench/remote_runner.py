@@ -24,6 +24,7 @@ import importlib
 import json
 import shlex
 from collections.abc import Callable
+from contextlib import aclosing
 from pathlib import Path
 
 from specconsole.bench.engine import LadderPlan
@@ -146,24 +147,25 @@ class RemoteBenchmarkRunner:
         problem: str | None = None
         command = f"exec {shlex.quote(self._python)} -u {shlex.quote(path)}"
         try:
-            async for line in self._transport.stream(command):
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue  # not ours (a login banner, a warning)
-                kind = message.pop("type", None) if isinstance(message, dict) else None
-                if kind == "hello":
-                    self._pid = int(message["pid"])
-                    if self._stop_requested:
-                        await self._interrupt(self._pid)
-                elif kind == "progress" and on_progress is not None:
-                    record = message.pop("level_result", None)
-                    level = None if record is None else LevelMetrics.from_record(record)
-                    on_progress(BenchProgress(**message, level_result=level))
-                elif kind == "result":
-                    result = BenchResult.from_dict(message["result"])
-                elif kind == "error":
-                    problem = str(message.get("message"))
+            async with aclosing(self._transport.stream(command)) as lines:
+                async for line in lines:
+                    try:
+                        message = json.loads(line)
+                    except ValueError:
+                        continue  # not ours (a login banner, a warning)
+                    kind = message.pop("type", None) if isinstance(message, dict) else None
+                    if kind == "hello":
+                        self._pid = int(message["pid"])
+                        if self._stop_requested:
+                            await self._interrupt(self._pid)
+                    elif kind == "progress" and on_progress is not None:
+                        record = message.pop("level_result", None)
+                        level = None if record is None else LevelMetrics.from_record(record)
+                        on_progress(BenchProgress(**message, level_result=level))
+                    elif kind == "result":
+                        result = BenchResult.from_dict(message["result"])
+                    elif kind == "error":
+                        problem = str(message.get("message"))
         except TransportError as exc:
             problem = problem or str(exc)
         finally:

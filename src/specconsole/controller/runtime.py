@@ -32,6 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import aclosing
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -599,8 +600,9 @@ class Controller:
         self, out: asyncio.Queue[tuple[str, str | None] | None], after: str | None
     ) -> None:
         try:
-            async for record in self.backend.logs(after=after):
-                await out.put((record.text, record.cursor))
+            async with aclosing(self.backend.logs(after=after)) as records:
+                async for record in records:
+                    await out.put((record.text, record.cursor))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

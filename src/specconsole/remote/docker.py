@@ -22,6 +22,7 @@ import json
 import re
 import shlex
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -267,21 +268,22 @@ class DockerBackend:
             command = f"docker logs -f --timestamps{since_arg} {self._name} 2>&1"
             skip = seen_at_since if since else 0
             try:
-                async for raw in self._transport.stream(command, sudo=self._sudo):
-                    failures = 0
-                    stamp, text = split_timestamped(clean_line(raw))
-                    if since and stamp == since and skip > 0:
-                        skip -= 1  # already delivered before the drop
-                        continue
-                    if stamp and stamp == since:
-                        seen_at_since += 1
-                    elif stamp:
-                        since, seen_at_since = stamp, 1
-                    yield LogRecord(
-                        text=text,
-                        source_time=parse_docker_time(stamp) if stamp else None,
-                        cursor=f"{since}#{seen_at_since}" if since else None,
-                    )
+                async with aclosing(self._transport.stream(command, sudo=self._sudo)) as lines:
+                    async for raw in lines:
+                        failures = 0
+                        stamp, text = split_timestamped(clean_line(raw))
+                        if since and stamp == since and skip > 0:
+                            skip -= 1  # already delivered before the drop
+                            continue
+                        if stamp and stamp == since:
+                            seen_at_since += 1
+                        elif stamp:
+                            since, seen_at_since = stamp, 1
+                        yield LogRecord(
+                            text=text,
+                            source_time=parse_docker_time(stamp) if stamp else None,
+                            cursor=f"{since}#{seen_at_since}" if since else None,
+                        )
                 return
             except ConnectionLost:
                 failures += 1

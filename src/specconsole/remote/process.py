@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from specconsole.core.config import ServerConfig
@@ -276,10 +277,11 @@ fi
             follow = f"-F -s 0.2 --pid={pid}" if pid else ""
             command = f"exec tail -c +{offset + 1} {follow} {log}"
             try:
-                async for raw in self._transport.stream(command):
-                    failures = 0
-                    offset += len(raw.encode("utf-8", "surrogateescape")) + 1
-                    yield LogRecord(text=clean_line(raw), cursor=f"{run_id}:{offset}")
+                async with aclosing(self._transport.stream(command)) as lines:
+                    async for raw in lines:
+                        failures = 0
+                        offset += len(raw.encode("utf-8", "surrogateescape")) + 1
+                        yield LogRecord(text=clean_line(raw), cursor=f"{run_id}:{offset}")
                 return
             except ConnectionLost:
                 failures += 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.ports import (
@@ -278,14 +279,15 @@ class SystemdBackend:
         while True:
             command = self._journalctl(since=since, after_cursor=cursor)
             try:
-                async for line in self._transport.stream(command, sudo=self._sudo):
-                    failures = 0
-                    record = record_from_json(line, invocation)
-                    if record is None:
-                        continue
-                    if record.cursor:
-                        cursor = record.cursor.partition("/")[2]
-                    yield record
+                async with aclosing(self._transport.stream(command, sudo=self._sudo)) as lines:
+                    async for line in lines:
+                        failures = 0
+                        record = record_from_json(line, invocation)
+                        if record is None:
+                            continue
+                        if record.cursor:
+                            cursor = record.cursor.partition("/")[2]
+                        yield record
                 return
             except ConnectionLost:
                 failures += 1
