@@ -14,6 +14,7 @@ import pytest
 from specconsole.core.ports import ConnectionLost, HostKeyRejected, Transport, TransportError
 from specconsole.core.profile import HostProfile, TransportKind
 from specconsole.remote.ssh import ConnectionEvent, SshTransport
+from tests.fixtures.lifecycle import free_port
 from tests.fixtures.sshd import SshdServer
 from tests.remote.helpers import ssh_profile
 
@@ -156,9 +157,7 @@ async def test_alias_from_ssh_config(sshd: SshdServer) -> None:
 
 @pytest.mark.ssh
 async def test_refused_connection_is_a_clear_error(sshd: SshdServer) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens there now
     ssh = SshTransport(ssh_profile(sshd, port=port, connect_timeout=3.0))
     with pytest.raises(ConnectionLost, match="cannot connect to"):
         await ssh.run("true")
@@ -286,9 +285,7 @@ async def test_reconnect_gives_up_with_connection_lost(
 
 @pytest.mark.ssh
 async def test_proxy_jump_from_ssh_config(sshd: SshdServer, tmp_path: Path) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        closed_port = sock.getsockname()[1]
+    closed_port = free_port()  # nothing listens there now
     common = (
         f"  HostName 127.0.0.1\n  User {sshd.username}\n  IdentityFile {sshd.client_key}\n"
         f"  UserKnownHostsFile {sshd.known_hosts}\n"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures.lifecycle import free_port
 
 pytestmark = [
     pytest.mark.tmux,
@@ -32,12 +33,6 @@ CRASH_WAIT_S = 150.0
 """Bound on reaching the steps=10 crash (about 80 s on an idle 2-core machine)."""
 NEXT_TRIAL_WAIT_S = 40.0
 EXIT_WAIT_S = 40.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Tmux:
@@ -129,7 +124,7 @@ def tmux() -> Iterator[Tmux]:
 
 
 def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     home = tmp_path / "home"
     home.mkdir()
     specconsole = Path(sys.executable).parent / "specconsole"
