@@ -13,6 +13,7 @@ test:
 
 lint:
 	@.venv/bin/ruff check src tests benchmarks
+	@.venv/bin/ruff format --check src tests benchmarks
 	@.venv/bin/lint-imports
 
 bench:

@@ -35,7 +35,7 @@ LINES = (
     "token usage: 0.25, #running-req: 60, #queue-req: 0, cuda graph: False, "
     "input throughput (token/s): 10432.55",
     "[2026-07-20 12:03:05 TP{r}] Capture cuda graph bs [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64]",
-    "  File \"/opt/sglang/python/sglang/srt/managers/scheduler.py\", line 2801, in event_loop",
+    '  File "/opt/sglang/python/sglang/srt/managers/scheduler.py", line 2801, in event_loop',
     "[2026-07-20 12:03:05 TP{r}] Max running requests is reset to 48 for speculative decoding. "
     "You can override this by explicitly setting --max-running-requests.",
 )

@@ -45,14 +45,20 @@ TARGET_CPU_PER_1K = 0.05
 def _spec() -> Any:
     from specconsole.core.ports import BenchSpec
 
-    return BenchSpec(ladder=(CONCURRENCY,), requests_per_level=REQUESTS, output_len=OUTPUT_LEN,
-                     input_len=INPUT_LEN, prompts="random")
+    return BenchSpec(
+        ladder=(CONCURRENCY,),
+        requests_per_level=REQUESTS,
+        output_len=OUTPUT_LEN,
+        input_len=INPUT_LEN,
+        prompts="random",
+    )
 
 
 def _streamed_tokens(result: Any) -> int:
     """Every token the client received, warm-up included (it costs the same CPU)."""
-    return sum(level.total_output_tokens + level.warmup_requests * OUTPUT_LEN
-               for level in result.levels)
+    return sum(
+        level.total_output_tokens + level.warmup_requests * OUTPUT_LEN for level in result.levels
+    )
 
 
 def _pin_one_core() -> None:
@@ -70,11 +76,19 @@ async def _worker(mode: str, url: str, sshd: dict[str, Any] | None) -> dict[str,
         from specconsole.core.profile import HostProfile, TransportKind
         from specconsole.remote.ssh import SshTransport
 
-        transport = SshTransport(HostProfile(
-            transport=TransportKind.SSH, hostname="127.0.0.1", port=sshd["port"],
-            user=sshd["user"], identity_files=(sshd["key"],), known_hosts=sshd["known_hosts"],
-            ssh_config="", use_agent=False, connect_timeout=10.0,
-        ))
+        transport = SshTransport(
+            HostProfile(
+                transport=TransportKind.SSH,
+                hostname="127.0.0.1",
+                port=sshd["port"],
+                user=sshd["user"],
+                identity_files=(sshd["key"],),
+                known_hosts=sshd["known_hosts"],
+                ssh_config="",
+                use_agent=False,
+                connect_timeout=10.0,
+            )
+        )
         await transport.run("true")  # connect before the clock starts
         runner: Any = ForwardedBenchmarkRunner(transport)
     else:
@@ -85,8 +99,13 @@ async def _worker(mode: str, url: str, sshd: dict[str, Any] | None) -> dict[str,
     if transport is not None:
         await transport.close()
     level = result.levels[0]
-    return {"cpu_s": cpu, "wall_s": wall, "tokens": _streamed_tokens(result),
-            "output_throughput": level.output_throughput, "failed": level.failed}
+    return {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "tokens": _streamed_tokens(result),
+        "output_throughput": level.output_throughput,
+        "failed": level.failed,
+    }
 
 
 def _run_worker(mode: str, url: str, sshd: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -106,8 +125,12 @@ def _run_remote_script(url: str) -> dict[str, Any]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall0 = time.perf_counter()
     done = subprocess.run(
-        ["taskset", "-c", str(cpus[-1]), sys.executable, "-I", "-S", "-"], input=script,
-        capture_output=True, text=True, timeout=600, check=True,
+        ["taskset", "-c", str(cpus[-1]), sys.executable, "-I", "-S", "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
     )
     wall = time.perf_counter() - wall0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -115,23 +138,37 @@ def _run_remote_script(url: str) -> dict[str, Any]:
     last = json.loads(done.stdout.splitlines()[-1])
     result = BenchResult.from_dict(last["result"])
     level = result.levels[0]
-    return {"cpu_s": cpu, "wall_s": wall, "tokens": _streamed_tokens(result),
-            "output_throughput": level.output_throughput, "failed": level.failed}
+    return {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "tokens": _streamed_tokens(result),
+        "output_throughput": level.output_throughput,
+        "failed": level.failed,
+    }
 
 
 def _report(name: str, figures: dict[str, Any]) -> float:
     per_1k = figures["cpu_s"] / figures["tokens"] * 1000
-    print(f"{name:<34} {per_1k:8.4f} CPU-s/1k tok   max {1000 / per_1k:9.0f} tok/s/core   "
-          f"observed {figures['output_throughput']:9.0f} tok/s   "
-          f"({figures['tokens']} tokens, {figures['cpu_s']:.2f} CPU-s, "
-          f"{figures['failed']} failed)")
+    print(
+        f"{name:<34} {per_1k:8.4f} CPU-s/1k tok   max {1000 / per_1k:9.0f} tok/s/core   "
+        f"observed {figures['output_throughput']:9.0f} tok/s   "
+        f"({figures['tokens']} tokens, {figures['cpu_s']:.2f} CPU-s, "
+        f"{figures['failed']} failed)"
+    )
     return per_1k
 
 
 NO_SPEC_FLAGS: tuple[str, ...] = (
-    "--model-path", "Qwen/Qwen3.5-122B-A10B-FP8", "--tp-size", "4",
-    "--mem-fraction-static", "0.88", "--cuda-graph-max-bs", "64",
-    "--max-running-requests", "64",
+    "--model-path",
+    "Qwen/Qwen3.5-122B-A10B-FP8",
+    "--tp-size",
+    "4",
+    "--mem-fraction-static",
+    "0.88",
+    "--cuda-graph-max-bs",
+    "64",
+    "--max-running-requests",
+    "64",
 )
 """The calibration launch without speculative decoding: one token per SSE chunk (worst case)."""
 
@@ -148,17 +185,23 @@ def main() -> int:
     from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
     from tests.fixtures.sshd import SshdServer, SshdUnavailable
 
-    print(f"load generator overhead: unthrottled simulator, c={CONCURRENCY}, {REQUESTS} "
-          f"requests x {OUTPUT_LEN} output tokens (+{CONCURRENCY} warm-up), /generate, "
-          "each client pinned to one core")
+    print(
+        f"load generator overhead: unthrottled simulator, c={CONCURRENCY}, {REQUESTS} "
+        f"requests x {OUTPUT_LEN} output tokens (+{CONCURRENCY} warm-up), /generate, "
+        "each client pinned to one core"
+    )
     worst = 0.0
     with tempfile.TemporaryDirectory(prefix="specconsole-bench-sshd-") as tmp:
         server: SshdServer | None = None
         sshd: dict[str, Any] | None = None
         try:
             server = SshdServer.start(Path(tmp))
-            sshd = {"port": server.port, "user": server.username, "key": str(server.client_key),
-                    "known_hosts": str(server.known_hosts)}
+            sshd = {
+                "port": server.port,
+                "user": server.username,
+                "key": str(server.client_key),
+                "known_hosts": str(server.known_hosts),
+            }
         except SshdUnavailable as exc:
             print(f"SSH forward: skipped ({exc})")
         try:
@@ -173,8 +216,10 @@ def main() -> int:
             if server is not None:
                 server.stop()
     verdict = "OK" if worst <= TARGET_CPU_PER_1K else "OVER TARGET"
-    print(f"target: direct <= {TARGET_CPU_PER_1K} CPU-s per 1k tokens (worst case "
-          f"{worst:.4f}): {verdict}")
+    print(
+        f"target: direct <= {TARGET_CPU_PER_1K} CPU-s per 1k tokens (worst case "
+        f"{worst:.4f}): {verdict}"
+    )
     return 0
 
 

@@ -66,9 +66,7 @@ async def stream_rate(transport: Transport) -> float:
     return count / (time.perf_counter() - start)
 
 
-async def log_rate_and_latency(
-    transport: Transport, folder: Path
-) -> tuple[float, float, float]:
+async def log_rate_and_latency(transport: Transport, folder: Path) -> tuple[float, float, float]:
     bulk = ProcessBackend(transport, ServiceProfile(run_dir=str(folder / "bulk")))
     code = f"import sys\nsys.stdout.write(({LINE!r} + '\\n') * {LOG_LINES})"
     await bulk.deploy(launched(code))
@@ -129,9 +127,14 @@ async def main() -> None:
             await measure("local", LocalTransport(), folder / "local")
             ssh = SshTransport(
                 HostProfile(
-                    transport=TransportKind.SSH, hostname=sshd.host, port=sshd.port,
-                    user=sshd.username, identity_files=(str(sshd.client_key),),
-                    known_hosts=str(sshd.known_hosts), ssh_config="", use_agent=False,
+                    transport=TransportKind.SSH,
+                    hostname=sshd.host,
+                    port=sshd.port,
+                    user=sshd.username,
+                    identity_files=(str(sshd.client_key),),
+                    known_hosts=str(sshd.known_hosts),
+                    ssh_config="",
+                    use_agent=False,
                 )
             )
             (folder / "ssh").mkdir()

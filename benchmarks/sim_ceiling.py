@@ -41,7 +41,8 @@ async def _one(host: str, port: int, path: str, body: bytes) -> tuple[int, int]:
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(
         f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body
     )
     await writer.drain()
     chunks = 0
@@ -61,16 +62,27 @@ async def _one(host: str, port: int, path: str, body: bytes) -> tuple[int, int]:
     return chunks, total
 
 
-async def _drive(host: str, port: int, concurrency: int, requests: int, output_len: int,
-                 endpoint: str) -> tuple[float, int, int]:
+async def _drive(
+    host: str, port: int, concurrency: int, requests: int, output_len: int, endpoint: str
+) -> tuple[float, int, int]:
     if endpoint == "generate":
         path = "/generate"
-        body = json.dumps({"text": "benchmark " * 64, "stream": True,
-                           "sampling_params": {"max_new_tokens": output_len}}).encode()
+        body = json.dumps(
+            {
+                "text": "benchmark " * 64,
+                "stream": True,
+                "sampling_params": {"max_new_tokens": output_len},
+            }
+        ).encode()
     else:
         path = "/v1/chat/completions"
-        body = json.dumps({"messages": [{"role": "user", "content": "benchmark " * 64}],
-                           "max_tokens": output_len, "stream": True}).encode()
+        body = json.dumps(
+            {
+                "messages": [{"role": "user", "content": "benchmark " * 64}],
+                "max_tokens": output_len,
+                "stream": True,
+            }
+        ).encode()
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(requests):
         queue.put_nowait(i)
@@ -96,28 +108,42 @@ def main() -> int:
     ap.add_argument("--endpoint", choices=("generate", "chat", "both"), default="both")
     opts = ap.parse_args()
     profile = load_default_profile()
-    peak = max(peak_aggregate(calibration_config(profile, s), CALIBRATION_LADDER,
-                              profile=profile)[1] for s in range(1, 6))
+    peak = max(
+        peak_aggregate(calibration_config(profile, s), CALIBRATION_LADDER, profile=profile)[1]
+        for s in range(1, 6)
+    )
     endpoints = ("generate", "chat") if opts.endpoint == "both" else (opts.endpoint,)
-    print(f"simulator ceiling (unthrottled), concurrency {opts.concurrency}, "
-          f"{opts.requests} requests x {opts.output_len} tokens; calibrated peak "
-          f"{peak:,.0f} tok/s")
+    print(
+        f"simulator ceiling (unthrottled), concurrency {opts.concurrency}, "
+        f"{opts.requests} requests x {opts.output_len} tokens; calibrated peak "
+        f"{peak:,.0f} tok/s"
+    )
     worst = float("inf")
     for endpoint in endpoints:
-        with running_simulator("--sim-unthrottled", "--decode-log-interval", "400",
-                               load_seconds=0.0) as sim:
+        with running_simulator(
+            "--sim-unthrottled", "--decode-log-interval", "400", load_seconds=0.0
+        ) as sim:
             proc = psutil.Process(sim.pid)
             cpu0 = proc.cpu_times()
-            elapsed, chunks, tokens = asyncio.run(_drive(
-                "127.0.0.1", sim.port or 0, opts.concurrency, opts.requests, opts.output_len,
-                endpoint))
+            elapsed, chunks, tokens = asyncio.run(
+                _drive(
+                    "127.0.0.1",
+                    sim.port or 0,
+                    opts.concurrency,
+                    opts.requests,
+                    opts.output_len,
+                    endpoint,
+                )
+            )
             cpu1 = proc.cpu_times()
         cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
         per_cpu = tokens / cpu if cpu > 0 else float("inf")
         worst = min(worst, per_cpu)
-        print(f"  {endpoint:<9} wall: {tokens / elapsed:>10,.0f} tok/s {chunks / elapsed:>9,.0f} "
-              f"chunks/s | one core (sim CPU {cpu:.2f} s): {per_cpu:>10,.0f} tok/s "
-              f"{chunks / cpu:>9,.0f} chunks/s = {per_cpu / peak:.1f}x peak")
+        print(
+            f"  {endpoint:<9} wall: {tokens / elapsed:>10,.0f} tok/s {chunks / elapsed:>9,.0f} "
+            f"chunks/s | one core (sim CPU {cpu:.2f} s): {per_cpu:>10,.0f} tok/s "
+            f"{chunks / cpu:>9,.0f} chunks/s = {per_cpu / peak:.1f}x peak"
+        )
     verdict = "OK" if worst >= 10 * peak else "BELOW TARGET"
     print(f"target >= 10x peak ({10 * peak:,.0f} tok/s per core): {verdict}")
     _paced(opts.concurrency)
@@ -127,18 +153,22 @@ def main() -> int:
 def _paced(concurrency: int, output_len: int = 128) -> None:
     """The same load paced in real time: the rate the model predicts, at a small CPU cost."""
     profile = load_default_profile()
-    expected = predict(resolve(parse_argv(list(DEFAULT_FLAGS)), profile), concurrency, 64,
-                       output_len, profile)
+    expected = predict(
+        resolve(parse_argv(list(DEFAULT_FLAGS)), profile), concurrency, 64, output_len, profile
+    )
     with running_simulator(load_seconds=0.0) as sim:
         proc = psutil.Process(sim.pid)
         cpu0 = proc.cpu_times()
-        elapsed, _chunks, tokens = asyncio.run(_drive(
-            "127.0.0.1", sim.port or 0, concurrency, concurrency, output_len, "generate"))
+        elapsed, _chunks, tokens = asyncio.run(
+            _drive("127.0.0.1", sim.port or 0, concurrency, concurrency, output_len, "generate")
+        )
         cpu1 = proc.cpu_times()
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    print(f"paced (real time), one wave of {concurrency} x {output_len} tokens: "
-          f"{tokens / elapsed:,.0f} tok/s (predict: {expected.aggregate_tok_s:,.0f}), "
-          f"simulator CPU {100 * cpu / elapsed:.1f} % of one core")
+    print(
+        f"paced (real time), one wave of {concurrency} x {output_len} tokens: "
+        f"{tokens / elapsed:,.0f} tok/s (predict: {expected.aggregate_tok_s:,.0f}), "
+        f"simulator CPU {100 * cpu / elapsed:.1f} % of one core"
+    )
 
 
 if __name__ == "__main__":

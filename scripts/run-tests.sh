@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONDONTWRITEBYTECODE=1
-echo "== ruff" && .venv/bin/ruff check src tests benchmarks
+echo "== ruff" && .venv/bin/ruff check src tests benchmarks && .venv/bin/ruff format --check src tests benchmarks
 echo "== import layering" && .venv/bin/lint-imports
 echo "== pytest"
 .venv/bin/python -m pytest -q "$@"

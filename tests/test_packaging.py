@@ -25,9 +25,22 @@ REPO = Path(specconsole.__file__).resolve().parent.parent.parent
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-q", "-w", str(out), str(REPO)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "-q",
+            "-w",
+            str(out),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (built,) = out.glob("specconsole-*.whl")
     return built
@@ -49,7 +62,10 @@ def test_installed_wheel_runs_version_and_help(wheel: Path, tmp_path: Path) -> N
     python = env_dir / "bin" / "python"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True, timeout=60,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout.strip()
     # Install the wheel's files (what pip does, minus dependency resolution).
     with zipfile.ZipFile(wheel) as archive:
@@ -60,21 +76,33 @@ def test_installed_wheel_runs_version_and_help(wheel: Path, tmp_path: Path) -> N
     Path(site, "zz_test_deps.pth").write_text(test_site + "\n")
 
     where = subprocess.run(
-        [str(python), "-c",
-         "import specconsole, specconsole.paths as p; print(specconsole.__file__); "
-         "print(p.themes_dir()); print(p.examples_dir())"],
-        check=True, capture_output=True, text=True, timeout=60,
+        [
+            str(python),
+            "-c",
+            "import specconsole, specconsole.paths as p; print(specconsole.__file__); "
+            "print(p.themes_dir()); print(p.examples_dir())",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout.split()
     assert all(path.startswith(site) for path in where), where
     assert list(Path(where[1]).glob("*.tcss"))
 
     version = subprocess.run(
         [str(python), "-m", "specconsole", "--version"],
-        check=True, capture_output=True, text=True, timeout=60,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert version.stdout.strip() == f"specconsole {specconsole.__version__}"
     help_text = subprocess.run(
         [str(python), "-m", "specconsole", "--help"],
-        check=True, capture_output=True, text=True, timeout=60,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
     ).stdout
     assert "usage: specconsole" in help_text

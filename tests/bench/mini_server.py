@@ -67,11 +67,20 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
             async for k in steps(prompt, total):
                 n += k
                 verify += 1
-                meta = {"id": "r", "prompt_tokens": prompt_tokens, "completion_tokens": n,
-                        "finish_reason": None}
+                meta = {
+                    "id": "r",
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": n,
+                    "finish_reason": None,
+                }
                 if n == total:
-                    meta.update({"finish_reason": {"type": "length", "length": n},
-                                 "spec_verify_ct": verify, "e2e_latency": 0.0})
+                    meta.update(
+                        {
+                            "finish_reason": {"type": "length", "length": n},
+                            "spec_verify_ct": verify,
+                            "e2e_latency": 0.0,
+                        }
+                    )
                 chunk = {"text": "tok " * n, "meta_info": meta}
                 yield f"data: {json.dumps(chunk)}\n\n".encode()
             yield b"data: [DONE]\n\n"
@@ -81,7 +90,7 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
     def openai(chat: bool) -> Callable[[Request], Awaitable[Response]]:
         async def handler(request: Request) -> Response:
             body = await request.json()
-            prompt = (body["messages"][-1]["content"] if chat else body["prompt"])
+            prompt = body["messages"][-1]["content"] if chat else body["prompt"]
             if "FAIL500" in prompt:
                 return JSONResponse({"error": {"message": "boom"}}, status_code=500)
             total = int(body["max_tokens"])
@@ -95,15 +104,20 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
                 async for k in steps(prompt, total):
                     n += k
                     piece = "ab" * k
-                    choice = ({"index": 0, "delta": {"content": piece}} if chat
-                              else {"index": 0, "text": piece})
+                    choice = (
+                        {"index": 0, "delta": {"content": piece}}
+                        if chat
+                        else {"index": 0, "text": piece}
+                    )
                     chunk: dict[str, object] = {"choices": [choice]}
                     if continuous_usage:
-                        chunk["usage"] = {"prompt_tokens": prompt_tokens,
-                                          "completion_tokens": n}
+                        chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": n}
                     yield f"data: {json.dumps(chunk)}\n\n".encode()
-                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n,
-                         "total_tokens": prompt_tokens + n}
+                usage = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": n,
+                    "total_tokens": prompt_tokens + n,
+                }
                 yield f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode()
                 yield b"data: [DONE]\n\n"
 
@@ -118,8 +132,10 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
         return PlainTextResponse("Cache flushed.")
 
     async def server_info(request: Request) -> Response:
-        state: dict[str, object] = {"flushes": STATE["flushes"],
-                                    "max_in_flight": STATE["max_in_flight"]}
+        state: dict[str, object] = {
+            "flushes": STATE["flushes"],
+            "max_in_flight": STATE["max_in_flight"],
+        }
         if STATE["verify"]:
             state["avg_spec_accept_length"] = STATE["tokens"] / STATE["verify"]
         return JSONResponse({"internal_states": [state], "version": "mini"})
@@ -131,15 +147,17 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
     async def models(request: Request) -> Response:
         return JSONResponse({"object": "list", "data": [{"id": "mini-model"}]})
 
-    return Starlette(routes=[
-        Route("/generate", generate, methods=["POST"]),
-        Route("/v1/completions", openai(False), methods=["POST"]),
-        Route("/v1/chat/completions", openai(True), methods=["POST"]),
-        Route("/flush_cache", flush, methods=["POST", "GET"]),
-        Route("/server_info", server_info),
-        Route("/reset_peak", reset_peak, methods=["POST"]),
-        Route("/v1/models", models),
-    ])
+    return Starlette(
+        routes=[
+            Route("/generate", generate, methods=["POST"]),
+            Route("/v1/completions", openai(False), methods=["POST"]),
+            Route("/v1/chat/completions", openai(True), methods=["POST"]),
+            Route("/flush_cache", flush, methods=["POST", "GET"]),
+            Route("/server_info", server_info),
+            Route("/reset_peak", reset_peak, methods=["POST"]),
+            Route("/v1/models", models),
+        ]
+    )
 
 
 def main() -> None:
@@ -153,8 +171,9 @@ def main() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)
-    app = make_app(args.step_s, [int(x) for x in args.chunks.split(",")],
-                   not args.no_continuous_usage)
+    app = make_app(
+        args.step_s, [int(x) for x in args.chunks.split(",")], not args.no_continuous_usage
+    )
     config = uvicorn.Config(app, log_level="error", access_log=False)
     server = uvicorn.Server(config)
     asyncio.run(server.serve(sockets=[sock]))

@@ -34,8 +34,7 @@ async def test_rates_match_the_simulators_prediction(sim: SimProcess) -> None:
     # Random prompts: the simulator counts one token per word, so the prompt is exactly
     # INPUT_LEN tokens as predict() assumes. Two measured waves at c = 32.
     # Default request count: max(8, 4c) per level.
-    spec = BenchSpec(ladder=(1, 32), input_len=INPUT_LEN, output_len=OUTPUT_LEN,
-                     prompts="random")
+    spec = BenchSpec(ladder=(1, 32), input_len=INPUT_LEN, output_len=OUTPUT_LEN, prompts="random")
     result = await ThreadedBenchmarkRunner().run(spec, sim.base_url)
     assert not result.partial, result.error
     for concurrency, requests in ((1, 8), (32, 128)):
@@ -47,9 +46,11 @@ async def test_rates_match_the_simulators_prediction(sim: SimProcess) -> None:
         assert level.output_throughput == pytest.approx(expected.aggregate_tok_s, rel=0.03)
         assert level.accept_length == pytest.approx(expected.accept_length, rel=0.1)
         assert level.request_accept_length == pytest.approx(expected.accept_length, rel=0.1)
-        print(f"c={concurrency}: per-request {level.mean_request_tok_s:.2f} vs "
-              f"{expected.per_request_tok_s:.2f}, aggregate {level.output_throughput:.1f} vs "
-              f"{expected.aggregate_tok_s:.1f}")
+        print(
+            f"c={concurrency}: per-request {level.mean_request_tok_s:.2f} vs "
+            f"{expected.per_request_tok_s:.2f}, aggregate {level.output_throughput:.1f} vs "
+            f"{expected.aggregate_tok_s:.1f}"
+        )
     assert result.single_request_tok_s > result.level(32).mean_decode_tok_s  # type: ignore[union-attr]
     assert result.peak_aggregate_tok_s == result.level(32).output_throughput  # type: ignore[union-attr]
 
@@ -57,8 +58,9 @@ async def test_rates_match_the_simulators_prediction(sim: SimProcess) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("api", [BenchApi.COMPLETIONS, BenchApi.CHAT])
 async def test_openai_apis_against_the_simulator(sim: SimProcess, api: BenchApi) -> None:
-    spec = BenchSpec(ladder=(4,), requests_per_level=8, input_len=64, output_len=32,
-                     prompts="random", api=api)
+    spec = BenchSpec(
+        ladder=(4,), requests_per_level=8, input_len=64, output_len=32, prompts="random", api=api
+    )
     result = await ThreadedBenchmarkRunner().run(spec, sim.base_url)
     level = result.levels[0]
     assert level.completed == 8 and level.total_output_tokens == 8 * 32
@@ -70,8 +72,15 @@ async def test_stalled_streams_fail_as_timeouts_in_both_clients() -> None:
     from specconsole.bench.remote_runner import RemoteBenchmarkRunner
     from specconsole.remote.local import LocalTransport
 
-    spec = BenchSpec(ladder=(2,), requests_per_level=2, warmup_requests=0, output_len=50,
-                     prompts="random", input_len=16, request_timeout_s=0.5)
+    spec = BenchSpec(
+        ladder=(2,),
+        requests_per_level=2,
+        warmup_requests=0,
+        output_len=50,
+        prompts="random",
+        input_len=16,
+        request_timeout_s=0.5,
+    )
     with running_simulator("--sim-stall-after-tokens", "5") as stalled:
         for runner in (ThreadedBenchmarkRunner(), RemoteBenchmarkRunner(LocalTransport())):
             result = await runner.run(spec, stalled.base_url)

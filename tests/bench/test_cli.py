@@ -20,22 +20,47 @@ def url() -> Iterator[str]:
 
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "specconsole", "bench", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "specconsole", "bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_json_prints_one_bench_serving_record_per_level(url: str, tmp_path: Path) -> None:
     out = tmp_path / "runs.jsonl"
-    done = bench(url, "--ladder", "1,2", "--requests", "4", "--output-len", "12",
-                 "--input-len", "64", "--json", "--output-file", str(out))
+    done = bench(
+        url,
+        "--ladder",
+        "1,2",
+        "--requests",
+        "4",
+        "--output-len",
+        "12",
+        "--input-len",
+        "64",
+        "--json",
+        "--output-file",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["max_concurrency"] for r in records] == [1, 2]
     for record in records:
         assert record["completed"] == 4 and record["total_output_tokens"] == 48
         assert record["backend"] == "sglang" and record["random_output_len"] == 12
-        for key in ("output_throughput", "median_ttft_ms", "p99_itl_ms", "accept_length",
-                    "request_throughput", "total_throughput", "concurrency"):
+        for key in (
+            "output_throughput",
+            "median_ttft_ms",
+            "p99_itl_ms",
+            "accept_length",
+            "request_throughput",
+            "total_throughput",
+            "concurrency",
+        ):
             assert key in record
     assert len(out.read_text().splitlines()) == 2
     assert "c=2" in done.stderr  # the progress display

@@ -63,8 +63,9 @@ async def test_generate_level_keeps_exactly_c_in_flight(url: str, concurrency: i
 
 
 @pytest.mark.parametrize("api", [BenchApi.COMPLETIONS, BenchApi.CHAT])
-async def test_openai_apis_take_counts_from_usage(url: str, url_final_usage: str,
-                                                  api: BenchApi) -> None:
+async def test_openai_apis_take_counts_from_usage(
+    url: str, url_final_usage: str, api: BenchApi
+) -> None:
     for base in (url, url_final_usage):
         spec = BenchSpec(ladder=(2,), requests_per_level=4, output_len=10, input_len=16, api=api)
         result = await run_ladder(spec, base)
@@ -77,11 +78,20 @@ async def test_openai_apis_take_counts_from_usage(url: str, url_final_usage: str
 
 async def test_failures_are_counted_by_kind(url: str, tmp_path: Path) -> None:
     prompts = tmp_path / "p.jsonl"
-    lines = [{"prompt": "fine words here"}, {"prompt": "please FAIL500 now"},
-             {"messages": [{"role": "user", "content": "DROP this stream"}]}]
+    lines = [
+        {"prompt": "fine words here"},
+        {"prompt": "please FAIL500 now"},
+        {"messages": [{"role": "user", "content": "DROP this stream"}]},
+    ]
     prompts.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    spec = BenchSpec(ladder=(3,), requests_per_level=9, warmup_requests=0, output_len=12,
-                     prompts=str(prompts), flush_cache=False)
+    spec = BenchSpec(
+        ladder=(3,),
+        requests_per_level=9,
+        warmup_requests=0,
+        output_len=12,
+        prompts=str(prompts),
+        flush_cache=False,
+    )
     result = await run_ladder(spec, url)
     level = result.levels[0]
     assert level.completed == 3

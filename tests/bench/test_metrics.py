@@ -119,10 +119,21 @@ def test_per_request_speed_and_accept_length(level: LevelMetrics) -> None:
 def test_record_uses_bench_serving_keys_and_round_trips(level: LevelMetrics) -> None:
     record = level.to_record()
     for key in (
-        "completed", "duration", "request_throughput", "input_throughput",
-        "output_throughput", "total_throughput", "max_output_tokens_per_s",
-        "max_concurrent_requests", "concurrency", "accept_length", "total_input_tokens",
-        "total_output_tokens", "median_ttft_ms", "p99_itl_ms", "std_e2e_latency_ms",
+        "completed",
+        "duration",
+        "request_throughput",
+        "input_throughput",
+        "output_throughput",
+        "total_throughput",
+        "max_output_tokens_per_s",
+        "max_concurrent_requests",
+        "concurrency",
+        "accept_length",
+        "total_input_tokens",
+        "total_output_tokens",
+        "median_ttft_ms",
+        "p99_itl_ms",
+        "std_e2e_latency_ms",
         "max_concurrency",
     ):
         assert key in record
@@ -141,8 +152,9 @@ def test_empty_and_all_failed_levels_give_zeros() -> None:
 
 
 def test_single_token_requests_have_no_tpot() -> None:
-    one = RequestTimeline(start=0, latency=0.5, prompt_len=3, output_len=1,
-                          chunk_times=(0.5,), chunk_tokens=(1,))
+    one = RequestTimeline(
+        start=0, latency=0.5, prompt_len=3, output_len=1, chunk_times=(0.5,), chunk_tokens=(1,)
+    )
     m = compute_level_metrics([one], duration=0.5, max_concurrency=1)
     assert m.latency_ms["mean_tpot_ms"] == 0.0 and m.mean_decode_tok_s == 0.0
     assert m.mean_request_tok_s == pytest.approx(2.0)
@@ -169,8 +181,9 @@ def test_trial_headlines_partial_and_round_trip() -> None:
     assert BenchResult.from_dict(data) == result
     assert [r["backend"] for r in result.records()] == ["sglang"] * 3
 
-    cut = BenchResult(levels=(_level(1, 50.0, 48.0, partial=True),), cancelled=True,
-                      planned_levels=(1, 4))
+    cut = BenchResult(
+        levels=(_level(1, 50.0, 48.0, partial=True),), cancelled=True, planned_levels=(1, 4)
+    )
     assert cut.partial and cut.to_dict()["partial"] is True
     missing = BenchResult(levels=(_level(1, 50.0, 48.0),), planned_levels=(1, 4))
     assert missing.partial
@@ -196,17 +209,25 @@ def test_statistics_match_the_standard_library(values: list[float]) -> None:
 def timelines(draw: st.DrawFn) -> RequestTimeline:
     start = draw(st.floats(min_value=0, max_value=5))
     sizes = draw(st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=12))
-    gaps = draw(st.lists(st.floats(min_value=0.001, max_value=0.5), min_size=len(sizes),
-                         max_size=len(sizes)))
+    gaps = draw(
+        st.lists(
+            st.floats(min_value=0.001, max_value=0.5), min_size=len(sizes), max_size=len(sizes)
+        )
+    )
     times: list[float] = []
     t = 0.0
     for gap in gaps:
         t += gap
         times.append(t)
     tail = draw(st.floats(min_value=0, max_value=0.1))
-    return RequestTimeline(start=start, latency=t + tail, prompt_len=draw(st.integers(1, 99)),
-                           output_len=sum(sizes), chunk_times=tuple(times),
-                           chunk_tokens=tuple(sizes))
+    return RequestTimeline(
+        start=start,
+        latency=t + tail,
+        prompt_len=draw(st.integers(1, 99)),
+        output_len=sum(sizes),
+        chunk_times=tuple(times),
+        chunk_tokens=tuple(sizes),
+    )
 
 
 @given(st.lists(timelines(), min_size=1, max_size=20))

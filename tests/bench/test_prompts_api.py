@@ -54,9 +54,16 @@ def test_random_prompts_have_the_exact_word_count() -> None:
 def test_jsonl_prompt_and_messages(tmp_path: Path) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text(
-        json.dumps({"prompt": "Tell me about owls."}) + "\n\n"
-        + json.dumps({"messages": [{"role": "system", "content": "Be brief."},
-                                   {"role": "user", "content": "Why is the sea salty?"}]})
+        json.dumps({"prompt": "Tell me about owls."})
+        + "\n\n"
+        + json.dumps(
+            {
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Why is the sea salty?"},
+                ]
+            }
+        )
         + "\n"
     )
     prompts = load_jsonl(path)
@@ -89,18 +96,26 @@ def test_missing_prompt_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_request_bodies() -> None:
-    path, body = build_request("generate", text="hi", messages=None, output_len=7,
-                               temperature=0.0, model=None)
+    path, body = build_request(
+        "generate", text="hi", messages=None, output_len=7, temperature=0.0, model=None
+    )
     data = json.loads(body)
     assert path == "/generate" and data["stream"] is True
     assert data["sampling_params"] == {"max_new_tokens": 7, "temperature": 0.0, "ignore_eos": True}
-    path, body = build_request("chat", text="hi", messages=[{"role": "user", "content": "yo"}],
-                               output_len=5, temperature=0.0, model="m")
+    path, body = build_request(
+        "chat",
+        text="hi",
+        messages=[{"role": "user", "content": "yo"}],
+        output_len=5,
+        temperature=0.0,
+        model="m",
+    )
     data = json.loads(body)
     assert path == "/v1/chat/completions" and data["messages"][0]["content"] == "yo"
     assert data["stream_options"]["include_usage"] is True and data["max_tokens"] == 5
-    path, body = build_request("completions", text="hi", messages=None, output_len=5,
-                               temperature=0.0, model="m")
+    path, body = build_request(
+        "completions", text="hi", messages=None, output_len=5, temperature=0.0, model="m"
+    )
     assert path == "/v1/completions" and json.loads(body)["prompt"] == "hi"
     with pytest.raises(ValueError, match="api must be one of"):
         build_request("grpc", text="", messages=None, output_len=1, temperature=0, model=None)
@@ -108,7 +123,7 @@ def test_request_bodies() -> None:
 
 def test_sse_decoder_handles_split_and_crlf() -> None:
     dec = SSEDecoder()
-    assert dec.feed(b"data: {\"a\"") == []
+    assert dec.feed(b'data: {"a"') == []
     assert dec.feed(b": 1}\r\n\r\n: comment\ndata:[DONE]\n") == [b'{"a": 1}', b"[DONE]"]
 
 
@@ -186,8 +201,10 @@ def test_apportion() -> None:
 
 
 def test_accept_length_from_server_info() -> None:
-    assert accept_length_from_server_info(
-        {"internal_states": [{"avg_spec_accept_length": 2.5}]}) == 2.5
+    assert (
+        accept_length_from_server_info({"internal_states": [{"avg_spec_accept_length": 2.5}]})
+        == 2.5
+    )
     assert accept_length_from_server_info({"decode": [{"avg_spec_accept_length": 3}]}) == 3.0
     assert accept_length_from_server_info({"internal_states": [{}]}) is None
     assert accept_length_from_server_info("nope") is None

@@ -33,8 +33,12 @@ def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
     spec = BenchSpec(ladder=(1, 3), requests_per_level=6, output_len=12, input_len=40)
     script = build_script(plan_for(spec), url)
     done = subprocess.run(
-        [sys.executable, "-I", "-S", "-"], input=script, capture_output=True, text=True,
-        timeout=120, check=False,
+        [sys.executable, "-I", "-S", "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     messages = [json.loads(line) for line in done.stdout.splitlines()]
@@ -44,8 +48,7 @@ def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
     assert result["type"] == "result"
     levels = result["result"]["levels"]
     assert [level["max_concurrency"] for level in levels] == [1, 3]
-    assert all(level["completed"] == 6 and level["total_output_tokens"] == 72
-               for level in levels)
+    assert all(level["completed"] == 6 and level["total_output_tokens"] == 72 for level in levels)
     assert levels[0]["accept_length"] == pytest.approx(2.0)
     assert levels[1]["max_concurrent_requests"] >= 3
 
@@ -53,8 +56,14 @@ def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
 def test_bad_plan_reports_an_error_line(url: str) -> None:
     spec = BenchSpec(ladder=(1,), requests_per_level=1)
     script = build_script(plan_for(spec), url).replace('"ladder":[1]', '"ladder":[]')
-    done = subprocess.run([sys.executable, "-I", "-S", "-"], input=script, capture_output=True,
-                          text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     last = json.loads(done.stdout.splitlines()[-1])
     assert done.returncode == 2 and last["type"] == "error" and "ladder" in last["message"]
 
@@ -104,15 +113,24 @@ async def test_raw_client_maps_failures_like_httpx(url: str, tmp_path: Path) -> 
 
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "fine"}\n{"prompt": "FAIL500"}\n{"prompt": "DROP it"}\n')
-    spec = BenchSpec(ladder=(3,), requests_per_level=9, warmup_requests=0, output_len=12,
-                     prompts=str(prompts), flush_cache=False)
+    spec = BenchSpec(
+        ladder=(3,),
+        requests_per_level=9,
+        warmup_requests=0,
+        output_len=12,
+        prompts=str(prompts),
+        flush_cache=False,
+    )
     run = LadderRun(plan_for(spec), lambda c: RawStreamClient(url, c, timeout_s=30))
     level = (await run.run()).levels[0]
     assert level.completed == 3 and level.errors.get("http_500") == 3
     assert sum(level.errors.values()) == 6
-    refused = LadderRun(plan_for(BenchSpec(ladder=(1,), requests_per_level=1, flush_cache=False,
-                                           warmup_requests=0)),
-                        lambda c: RawStreamClient("http://127.0.0.1:9", c))
+    refused = LadderRun(
+        plan_for(
+            BenchSpec(ladder=(1,), requests_per_level=1, flush_cache=False, warmup_requests=0)
+        ),
+        lambda c: RawStreamClient("http://127.0.0.1:9", c),
+    )
     result = await refused.run()
     assert result.levels[0].errors == {"connect": 1} and result.error is not None
 
@@ -122,13 +140,17 @@ def test_every_runner_implements_the_port() -> None:
     from specconsole.core.ports import BenchmarkRunner
 
     local = LocalTransport()
-    for runner in (ThreadedBenchmarkRunner(), ForwardedBenchmarkRunner(local),
-                   RemoteBenchmarkRunner(local)):
+    for runner in (
+        ThreadedBenchmarkRunner(),
+        ForwardedBenchmarkRunner(local),
+        RemoteBenchmarkRunner(local),
+    ):
         assert isinstance(runner, BenchmarkRunner)
 
 
-async def test_cancelling_a_remote_run_ends_the_remote_process(transport: Transport,
-                                                               url: str) -> None:
+async def test_cancelling_a_remote_run_ends_the_remote_process(
+    transport: Transport, url: str
+) -> None:
     seen = asyncio.Event()
     runner = RemoteBenchmarkRunner(transport)
     spec = BenchSpec(ladder=(2,), requests_per_level=500, output_len=30)
@@ -172,7 +194,7 @@ async def test_each_level_result_arrives_while_the_ladder_still_runs(
     result = await asyncio.wait_for(runner.run(spec, url, on_progress=seen.append), 60)
     finished = [i for i, p in enumerate(seen) if p.level_result is not None]
     assert [seen[i].level_index for i in finished] == [0, 1]
-    later = seen[finished[0] + 1:]
+    later = seen[finished[0] + 1 :]
     assert any(p.level_index == 1 and p.level_result is None for p in later), later
     assert not any(p.level_index == 0 for p in later)
     live = [seen[i].level_result for i in finished]

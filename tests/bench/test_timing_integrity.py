@@ -44,6 +44,7 @@ async def test_busy_ui_loop_does_not_distort_threaded_runner(url: str) -> None:
     assert b["median_itl_ms"] == pytest.approx(q["median_itl_ms"], rel=0.2)
     assert b["p99_itl_ms"] < 25.0
     assert busy.levels[0].output_throughput == pytest.approx(
-        quiet.levels[0].output_throughput, rel=0.1)
+        quiet.levels[0].output_throughput, rel=0.1
+    )
     # On the UI's own loop, 40 ms stalls show up as inter-token gaps.
     assert o["p99_itl_ms"] > 30.0

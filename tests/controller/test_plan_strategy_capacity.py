@@ -351,7 +351,11 @@ def test_a_console_ui_table_is_ignored() -> None:
         ('placement = "forward"', "forward", None),
         ('placement = "remote"', "remote", None),
         ('placement = "direct"', "direct", None),
-        ('placement = "direct"\nurl = "http://gpu-box.lan:30000/"', "direct", "http://gpu-box.lan:30000"),
+        (
+            'placement = "direct"\nurl = "http://gpu-box.lan:30000/"',
+            "direct",
+            "http://gpu-box.lan:30000",
+        ),
     ],
 )
 def test_bench_placement(lines: str, placement: str, url: str | None) -> None:
@@ -399,7 +403,7 @@ def test_the_server_table_is_read_by_core_config() -> None:
     TOML-typed numbers and errors that name the plan's key."""
     text = PLAN_TEXT.replace(
         "max_running_requests = 64",
-        'max_running_requests = 64\ntp = 4\nextra_args = "--log-level \'info\'"',
+        "max_running_requests = 64\ntp = 4\nextra_args = \"--log-level 'info'\"",
     )
     base = loads_plan(text).base
     assert base.tp_size == 4 and base.extra_args == ("--log-level", "info")

@@ -248,8 +248,12 @@ async def test_simulator_steps_10_crash_reads_as_the_kv_cache_stage() -> None:
     from tests.fixtures.sim import async_running_simulator
 
     async with async_running_simulator(
-        "--speculative-num-steps", "10", "--speculative-num-draft-tokens", "11",
-        load_seconds=0.2, wait_ready=False,
+        "--speculative-num-steps",
+        "10",
+        "--speculative-num-draft-tokens",
+        "11",
+        load_seconds=0.2,
+        wait_ready=False,
     ) as sim:
         await asyncio.to_thread(sim.wait_exit, 20.0)
         text = sim.log_text()
@@ -263,7 +267,10 @@ async def test_simulator_steps_10_crash_reads_as_the_kv_cache_stage() -> None:
     stages = [e.stage for e in events if isinstance(e, ev.LoadStageSeen)]
     # target weights, (their end), draft weights, (their end): the KV stage comes last
     assert stages == [
-        LoadStage.WEIGHTS, LoadStage.KV_CACHE, LoadStage.WEIGHTS, LoadStage.KV_CACHE
+        LoadStage.WEIGHTS,
+        LoadStage.KV_CACHE,
+        LoadStage.WEIGHTS,
+        LoadStage.KV_CACHE,
     ], stages
     phases = controller.state.trials[0].phases
     assert [p.detail for p in phases if p.phase is Phase.LOADING][-1] == "kv_cache"
@@ -278,8 +285,7 @@ async def test_recorded_phases_are_complete_ordered_and_non_negative(tmp_path: P
         ("journal_kv_fatal.short.log", True),  # crashes while loading
     ):
         recorder = SessionRecorder(session)
-        await _run(ReplayBackend(log_file, dies=dies), lambda s: bool(s.trials),
-                   recorder=recorder)
+        await _run(ReplayBackend(log_file, dies=dies), lambda s: bool(s.trials), recorder=recorder)
         recorder.close()
     lines = (session.path / "trials.jsonl").read_text().splitlines()
     assert len(lines) == 2

@@ -26,7 +26,9 @@ def test_explicit_count_wins_and_duration_mode_has_no_count() -> None:
 def test_engine_plan_uses_the_same_rule() -> None:
     for spec in (BenchSpec(), BenchSpec(requests_per_level=3), BenchSpec(duration_s=1.0)):
         plan = LadderPlan(
-            ladder=spec.ladder, prompts=(), requests_per_level=spec.requests_per_level,
+            ladder=spec.ladder,
+            prompts=(),
+            requests_per_level=spec.requests_per_level,
             duration_s=spec.duration_s,
         )
         assert [plan.requests_for(c) for c in spec.ladder] == [

@@ -57,7 +57,6 @@ def counter_config(count: int, *, delay: float = 0.01, ignore_term: bool = False
     return ServerConfig(model_path="unused", launcher=f"{sys.executable} -u -c {shlex.quote(code)}")
 
 
-
 async def read_until(
     logs: AsyncIterator[LogRecord], predicate: str, *, timeout: float = 60
 ) -> list[LogRecord]:

@@ -49,14 +49,20 @@ def recorded(name: str) -> object:
 def test_inspect_running() -> None:
     status = status_from_inspect(recorded("inspect-running.json"))
     assert (status.state, status.pid, status.exit_status, status.oom_killed) == (
-        ServiceState.RUNNING, 5457, None, False,
+        ServiceState.RUNNING,
+        5457,
+        None,
+        False,
     )
 
 
 def test_inspect_exit_code() -> None:
     status = status_from_inspect(recorded("inspect-exit1.json"))
     assert (status.state, status.exit_status, status.signal, status.result) == (
-        ServiceState.FAILED, 1, None, "exit-code",
+        ServiceState.FAILED,
+        1,
+        None,
+        "exit-code",
     )
 
 
@@ -68,7 +74,10 @@ def test_inspect_killed_after_grace() -> None:
 def test_inspect_oom_killed() -> None:
     status = status_from_inspect(recorded("inspect-oomkilled.json"))
     assert (status.state, status.oom_killed, status.result, status.signal) == (
-        ServiceState.FAILED, True, "oom-kill", 9,
+        ServiceState.FAILED,
+        True,
+        "oom-kill",
+        9,
     )
 
 
@@ -90,7 +99,14 @@ def test_run_command_matches_the_issue() -> None:
     config = ServerConfig(model_path="/models/qwen", port=30000, env=(("HF_HOME", "/hf"),))
     argv = docker_run_argv(config, ServiceProfile(kind=ServiceKind.DOCKER))
     assert argv[:9] == [
-        "docker", "run", "-d", "--name", "specconsole-sglang", "--gpus", "all", "--ipc=host",
+        "docker",
+        "run",
+        "-d",
+        "--name",
+        "specconsole-sglang",
+        "--gpus",
+        "all",
+        "--ipc=host",
         "-e",
     ]
     assert argv[9:13] == ["HF_HOME=/hf", "-p", "127.0.0.1:30000:30000", DEFAULT_DOCKER_IMAGE]
@@ -109,7 +125,11 @@ class ReplayingDocker(LocalTransport):
         self.commands: list[str] = []
 
     async def run(
-        self, command: str, *, timeout: float | None = 60.0, sudo: bool = False,
+        self,
+        command: str,
+        *,
+        timeout: float | None = 60.0,
+        sudo: bool = False,
         stdin: str | None = None,
     ) -> CommandResult:
         if command.startswith("docker "):
@@ -135,16 +155,21 @@ class ReplayingDocker(LocalTransport):
             if line.split(" ", 1)[0] >= since:  # docker keeps lines at or after --since
                 yield line
 
-    async def forward_local_port(self, remote_port: int, remote_host: str = "127.0.0.1"
-                                 ) -> PortForward:
+    async def forward_local_port(
+        self, remote_port: int, remote_host: str = "127.0.0.1"
+    ) -> PortForward:
         raise AssertionError("not used")
 
 
 @pytest.fixture
 def replay(tmp_path: Path) -> Iterator[tuple[ReplayingDocker, DockerBackend]]:
     transport = ReplayingDocker("inspect-running.json")
-    profile = ServiceProfile(kind=ServiceKind.DOCKER, run_dir=str(tmp_path / "run"),
-                             backup_dir=str(tmp_path / "backups"), stop_timeout=7)
+    profile = ServiceProfile(
+        kind=ServiceKind.DOCKER,
+        run_dir=str(tmp_path / "run"),
+        backup_dir=str(tmp_path / "backups"),
+        stop_timeout=7,
+    )
     yield transport, DockerBackend(transport, profile)
 
 
@@ -176,14 +201,14 @@ async def test_logs_and_exact_resume(replay: tuple[ReplayingDocker, DockerBacken
     resumed = [r.text async for r in backend.logs(after=records[1].cursor)]
     assert resumed == ["line 1", "line 2"]
     assert transport.commands[-1] == (
-        "docker logs -f --timestamps --since 2026-12-03T07:25:30.202608157Z "
-        "specconsole-sglang 2>&1"
+        "docker logs -f --timestamps --since 2026-12-03T07:25:30.202608157Z specconsole-sglang 2>&1"
     )
 
 
 async def test_missing_container_status(tmp_path: Path) -> None:
-    backend = DockerBackend(ReplayingDocker("missing"), ServiceProfile(
-        kind=ServiceKind.DOCKER, run_dir=str(tmp_path)))
+    backend = DockerBackend(
+        ReplayingDocker("missing"), ServiceProfile(kind=ServiceKind.DOCKER, run_dir=str(tmp_path))
+    )
     assert (await backend.status()).result == "not-found"
     with pytest.raises(Exception, match="deploy first"):
         await backend.start()
@@ -196,7 +221,9 @@ async def test_missing_container_status(tmp_path: Path) -> None:
 
 @pytest.fixture
 def make_real_docker(
-    docker_engine: DockerEngine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path  # noqa: F811
+    docker_engine: DockerEngine,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> Callable[[tuple[str, ...]], DockerBackend]:
     """Docker backends on the private engine; the checkout and Python mounted read-only."""
     monkeypatch.setenv("DOCKER_HOST", docker_engine.docker_host)
@@ -208,8 +235,13 @@ def make_real_docker(
             image=docker_engine.image,
             container=f"specconsole-test-{len(extra)}",
             docker_args=(
-                "--network", "host", *extra,
-                "-v", f"{REPO}:{REPO}:ro", "-v", f"{python_home}:{python_home}:ro",
+                "--network",
+                "host",
+                *extra,
+                "-v",
+                f"{REPO}:{REPO}:ro",
+                "-v",
+                f"{python_home}:{python_home}:ro",
             ),
             run_dir=str(tmp_path / f"run{len(extra)}"),
             stop_timeout=5,
@@ -270,6 +302,8 @@ async def test_real_engine_exit_code_and_oom(
         while (status := await limited.status()).state is ServiceState.RUNNING:
             await asyncio.sleep(0.2)
     assert (status.state, status.oom_killed, status.result) == (
-        ServiceState.FAILED, True, "oom-kill",
+        ServiceState.FAILED,
+        True,
+        "oom-kill",
     )
     await limited.stop()

@@ -14,8 +14,11 @@ from specconsole.remote.systemd import SystemdBackend
 
 async def test_factory_follows_the_profile() -> None:
     cases = [
-        ('[host]\ntransport = "local"\n[service]\nkind = "process"', LocalTransport,
-         ProcessBackend),
+        (
+            '[host]\ntransport = "local"\n[service]\nkind = "process"',
+            LocalTransport,
+            ProcessBackend,
+        ),
         (
             '[host]\ntransport = "ssh"\nalias = "box"\n[service]\nkind = "systemd"',
             SshTransport,

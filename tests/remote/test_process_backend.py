@@ -83,7 +83,9 @@ async def test_new_run_never_shows_old_lines(backend: ProcessBackend) -> None:
     assert second == ["line 1", "line 2", "line 3"]
     status = await backend.status()
     assert (status.state, status.exit_status, status.result) == (
-        ServiceState.EXITED, 0, "success",
+        ServiceState.EXITED,
+        0,
+        "success",
     )
 
 

@@ -232,7 +232,6 @@ async def test_container_host_key_is_verified(nspawn_box: NspawnBox) -> None:
     await ssh.close()
 
 
-
 async def test_user_unit_without_sudo(nspawn_box: NspawnBox, tester: SshTransport) -> None:
     unit = "specconsole-user.service"
     backend = SystemdBackend(tester, unit_profile(unit, scope=UnitScope.USER))
@@ -246,7 +245,9 @@ async def test_user_unit_without_sudo(nspawn_box: NspawnBox, tester: SshTranspor
     ]
     status = await wait_status(backend, {ServiceState.INACTIVE, ServiceState.FAILED})
     assert (status.state, status.exit_status, status.result) == (
-        ServiceState.INACTIVE, 0, "success",
+        ServiceState.INACTIVE,
+        0,
+        "success",
     )
     # Nothing of it is in the system manager: it is tester's own unit.
     assert unit not in nspawn_box.ssh("systemctl list-units --all --no-legend")

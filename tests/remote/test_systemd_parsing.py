@@ -20,21 +20,31 @@ def show(name: str) -> dict[str, str]:
 def test_running() -> None:
     status = status_from_show(show("show-running.txt"))
     assert (status.state, status.pid, status.result, status.restarts) == (
-        ServiceState.RUNNING, 105, "success", 0,
+        ServiceState.RUNNING,
+        105,
+        "success",
+        0,
     )
 
 
 def test_exit_code() -> None:
     status = status_from_show(show("show-exit-code.txt"))
     assert (status.state, status.exit_status, status.signal, status.result, status.pid) == (
-        ServiceState.FAILED, 3, None, "exit-code", None,
+        ServiceState.FAILED,
+        3,
+        None,
+        "exit-code",
+        None,
     )
 
 
 def test_killed_by_signal() -> None:
     status = status_from_show(show("show-killed.txt"))
     assert (status.state, status.exit_status, status.signal, status.result) == (
-        ServiceState.FAILED, None, 9, "signal",
+        ServiceState.FAILED,
+        None,
+        9,
+        "signal",
     )
 
 

@@ -47,7 +47,7 @@ async def test_stream_applies_backpressure(transport: Transport, tmp_path: Path)
     counter = tmp_path / "written"
     command = (
         f"i=0; while [ $i -lt 200000 ]; do i=$((i+1)); printf '%s\\n' "
-        f"\"$i-$(printf %0200d 0)\"; [ $((i % 1000)) -eq 0 ] && echo $i > {counter}; done"
+        f'"$i-$(printf %0200d 0)"; [ $((i % 1000)) -eq 0 ] && echo $i > {counter}; done'
     )
     stream = transport.stream(command)
     async with asyncio.timeout(30):
@@ -253,9 +253,7 @@ class TcpRelay:
 
 
 @pytest.mark.ssh
-async def test_reconnect_gives_up_with_connection_lost(
-    sshd: SshdServer, tmp_path: Path
-) -> None:
+async def test_reconnect_gives_up_with_connection_lost(sshd: SshdServer, tmp_path: Path) -> None:
     relay = TcpRelay(sshd.port)
     port = await relay.start()
     known = tmp_path / "known_hosts"
@@ -264,7 +262,10 @@ async def test_reconnect_gives_up_with_connection_lost(
     events: list[ConnectionEvent] = []
     ssh = SshTransport(
         ssh_profile(
-            sshd, port=port, known_hosts=str(known), reconnect_attempts=3,
+            sshd,
+            port=port,
+            known_hosts=str(known),
+            reconnect_attempts=3,
             reconnect_max_delay=0.2,
         ),
         on_event=lambda e, _d: events.append(e),
@@ -276,11 +277,12 @@ async def test_reconnect_gives_up_with_connection_lost(
         with pytest.raises(ConnectionLost, match="3 reconnect attempts failed"):
             await ssh.run("true")
         assert events == [
-            ConnectionEvent.CONNECTED, ConnectionEvent.LOST, ConnectionEvent.FAILED,
+            ConnectionEvent.CONNECTED,
+            ConnectionEvent.LOST,
+            ConnectionEvent.FAILED,
         ]
     finally:
         await ssh.close()
-
 
 
 @pytest.mark.ssh
@@ -300,7 +302,10 @@ async def test_proxy_jump_from_ssh_config(sshd: SshdServer, tmp_path: Path) -> N
 
     def profile(alias: str) -> HostProfile:
         return HostProfile(
-            transport=TransportKind.SSH, alias=alias, ssh_config=str(config), use_agent=False,
+            transport=TransportKind.SSH,
+            alias=alias,
+            ssh_config=str(config),
+            use_agent=False,
             connect_timeout=5.0,
         )
 
@@ -325,8 +330,13 @@ async def test_keepalives_end_a_silent_hang(sshd: SshdServer, tmp_path: Path) ->
     events: list[ConnectionEvent] = []
     ssh = SshTransport(
         ssh_profile(
-            sshd, port=port, known_hosts=str(known), keepalive_interval=0.5,
-            keepalive_count_max=2, connect_timeout=2.0, reconnect_max_delay=0.5,
+            sshd,
+            port=port,
+            known_hosts=str(known),
+            keepalive_interval=0.5,
+            keepalive_count_max=2,
+            connect_timeout=2.0,
+            reconnect_max_delay=0.5,
         ),
         on_event=lambda e, _d: events.append(e),
     )
@@ -342,7 +352,9 @@ async def test_keepalives_end_a_silent_hang(sshd: SshdServer, tmp_path: Path) ->
         relay.blackhole = False
         assert (await ssh.run("echo back")).stdout == "back\n"
         assert events == [
-            ConnectionEvent.CONNECTED, ConnectionEvent.LOST, ConnectionEvent.RECONNECTED,
+            ConnectionEvent.CONNECTED,
+            ConnectionEvent.LOST,
+            ConnectionEvent.RECONNECTED,
         ]
     finally:
         await ssh.close()

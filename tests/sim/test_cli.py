@@ -16,8 +16,21 @@ def test_sim_predict_calibration_table(capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_sim_predict_one_config_and_bad_ladder(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["sim", "predict", "--tp-size", "4", "--speculative-algorithm", "EAGLE3",
-                 "--ladder", "1,8"]) == 0
+    assert (
+        main(
+            [
+                "sim",
+                "predict",
+                "--tp-size",
+                "4",
+                "--speculative-algorithm",
+                "EAGLE3",
+                "--ladder",
+                "1,8",
+            ]
+        )
+        == 0
+    )
     assert "@ c=" in capsys.readouterr().out
     assert main(["sim", "predict", "--ladder", "x"]) == 2
     assert "--ladder" in capsys.readouterr().out

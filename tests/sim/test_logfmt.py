@@ -56,7 +56,10 @@ def test_capacity_line_matches_sglangs_regex_and_parser() -> None:
     assert m and m.group(1) == "455357" and m.group(6) == "4.91"
     (cap,) = only(parse_lines(lines(text)), Capacity)
     assert (cap.max_total_num_tokens, cap.max_running_requests, cap.context_len) == (
-        455_357, 64, 262144)
+        455_357,
+        64,
+        262144,
+    )
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -64,8 +67,9 @@ def test_load_sequence_lines_parse(dialect: str) -> None:
     capture = logfmt.GraphCapture("target verify", 4)
     text = lines(
         logfmt.load_weight_begin(47.45),
-        logfmt.load_weight_end(dialect, 55.0, "Qwen3_5MoeForCausalLM", "fp8", "torch.bfloat16",
-                               14.21, 33.24),
+        logfmt.load_weight_end(
+            dialect, 55.0, "Qwen3_5MoeForCausalLM", "fp8", "torch.bfloat16", 14.21, 33.24
+        ),
         logfmt.kv_cache_allocated(dialect, "torch.bfloat16", 349_078, 2.0, 2.0),
         capture.begin(dialect, [1, 2, 4], 5.76),
         capture.end(dialect, 18.0, 0.59, 5.17),
@@ -88,7 +92,12 @@ def test_statistics_lines_parse_by_key(dialect: str) -> None:
     events = parse_lines(lines(decode, prefill))
     (d,) = only(events, DecodeStats)
     assert (d.running_req, d.num_tokens, d.accept_len, d.cuda_graph, d.queue_req) == (
-        12, 20_000, 3.61, True, 3)
+        12,
+        20_000,
+        3.61,
+        True,
+        3,
+    )
     assert d.gen_throughput == pytest.approx(1500.5)
     (p,) = only(events, PrefillStats)
     assert (p.new_seq, p.new_token, p.running_req, p.queue_req) == (2, 2048, 10, 1)
@@ -102,10 +111,12 @@ def test_statistics_lines_parse_by_key(dialect: str) -> None:
 def test_fatal_texts_are_classified(dialect: str) -> None:
     cases = {
         logfmt.not_enough_memory_traceback(dialect, 0.88): FatalCause.KV_CACHE_NO_MEMORY,
-        logfmt.capture_failed_traceback(dialect, "target", 0.5, 48.0, 0.1):
-            FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
-        logfmt.capture_failed_traceback(dialect, "draft", 0.5, 48.0, 0.1):
-            FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
+        logfmt.capture_failed_traceback(
+            dialect, "target", 0.5, 48.0, 0.1
+        ): FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
+        logfmt.capture_failed_traceback(
+            dialect, "draft", 0.5, 48.0, 0.1
+        ): FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
         logfmt.weights_oom_traceback(1.25, 48.0, 0.2): FatalCause.CUDA_OOM,
         logfmt.serving_crash_traceback(): FatalCause.ILLEGAL_MEMORY_ACCESS,
     }

@@ -52,8 +52,9 @@ def profile() -> Profile:
 
 
 def capacity(profile: Profile, steps: int, **overrides: object) -> int:
-    plan = plan_memory(resolve_config(calibration_config(profile, steps, **overrides), profile),
-                       profile)
+    plan = plan_memory(
+        resolve_config(calibration_config(profile, steps, **overrides), profile), profile
+    )
     return plan.max_total_num_tokens
 
 
@@ -92,8 +93,9 @@ def test_capacity_rises_with_mem_fraction_then_capture_fails(profile: Profile) -
     fractions = [0.80, 0.84, 0.88, 0.90, 0.92]
     caps = [capacity(profile, 3, mem_fraction_static=f) for f in fractions]
     assert caps == sorted(caps) and len(set(caps)) == len(caps)
-    high = plan_memory(resolve_config(
-        calibration_config(profile, 3, mem_fraction_static=0.95), profile), profile)
+    high = plan_memory(
+        resolve_config(calibration_config(profile, 3, mem_fraction_static=0.95), profile), profile
+    )
     assert high.failure is LoadFailure.CUDA_GRAPH_CAPTURE
     assert high.max_total_num_tokens > caps[-1]  # KV sizing itself succeeded
 
@@ -104,8 +106,10 @@ def test_capacity_falls_with_cuda_graph_batch(profile: Profile) -> None:
 
 
 def test_single_request_rate_rises_then_saturates(profile: Profile) -> None:
-    rates = [predict(calibration_config(profile, s), 1, profile=profile).per_request_tok_s
-             for s in range(1, 8)]
+    rates = [
+        predict(calibration_config(profile, s), 1, profile=profile).per_request_tok_s
+        for s in range(1, 8)
+    ]
     assert rates[0] < rates[1] < rates[2] < rates[3]
     assert abs(rates[4] / rates[3] - 1) < 0.06  # saturated around 4-5
     assert rates[6] < rates[4]  # deeper drafts only cost time
@@ -123,9 +127,15 @@ def test_accept_length_grows_and_saturates(profile: Profile) -> None:
 
 def test_relaxed_thresholds_raise_acceptance(profile: Profile) -> None:
     strict = calibration_config(profile, 3)
-    relaxed = dataclasses.replace(strict, extra_args=(
-        "--speculative-accept-threshold-single", "0.8",
-        "--speculative-accept-threshold-acc", "0.7"))
+    relaxed = dataclasses.replace(
+        strict,
+        extra_args=(
+            "--speculative-accept-threshold-single",
+            "0.8",
+            "--speculative-accept-threshold-acc",
+            "0.7",
+        ),
+    )
     a = predict(strict, 1, profile=profile)
     b = predict(relaxed, 1, profile=profile)
     assert b.accept_length > a.accept_length and b.per_request_tok_s > a.per_request_tok_s
@@ -136,8 +146,12 @@ def test_relaxed_thresholds_raise_acceptance(profile: Profile) -> None:
 
 def test_step_time_grows_with_batch_draft_tokens_and_steps(profile: Profile) -> None:
     def t(steps: int, batch: int, topk: int = 1, draft: int | None = None) -> float:
-        cfg = calibration_config(profile, steps, speculative_eagle_topk=topk,
-                                 speculative_num_draft_tokens=draft or steps + 1)
+        cfg = calibration_config(
+            profile,
+            steps,
+            speculative_eagle_topk=topk,
+            speculative_num_draft_tokens=draft or steps + 1,
+        )
         return step_time(resolve_config(cfg, profile), profile, batch, 1024.0)
 
     assert t(3, 1) < t(3, 4) < t(3, 16) < t(3, 64)
@@ -183,19 +197,20 @@ def test_untried_values_follow_from_the_model(profile: Profile) -> None:
     for steps in (6, 7, 8):
         p = predict(calibration_config(profile, steps), 1, profile=profile)
         assert p.ok and 50 < p.per_request_tok_s < 300
-    wide = calibration_config(profile, 3, speculative_eagle_topk=4,
-                              speculative_num_draft_tokens=8)
+    wide = calibration_config(profile, 3, speculative_eagle_topk=4, speculative_num_draft_tokens=8)
     assert predict(wide, 1, profile=profile).ok
-    assert capacity(profile, 3, speculative_eagle_topk=4, speculative_num_draft_tokens=8) \
-        < capacity(profile, 3)
+    assert capacity(
+        profile, 3, speculative_eagle_topk=4, speculative_num_draft_tokens=8
+    ) < capacity(profile, 3)
 
 
 # ------------------------------------------------------------------------- SGLang's rules
 
 
 def test_auto_speculative_defaults_and_max_running_48(profile: Profile) -> None:
-    args = resolve_config(ServerConfig(model_path="m", speculative_algorithm=SpecAlgorithm.EAGLE3,
-                                       tp_size=4), profile)
+    args = resolve_config(
+        ServerConfig(model_path="m", speculative_algorithm=SpecAlgorithm.EAGLE3, tp_size=4), profile
+    )
     assert (args.num_steps, args.topk, args.num_draft_tokens) == (3, 1, 4)
     assert args.max_running_requests == 48 and MSG_MAX_RUNNING_48 in args.warnings
     assert args.max_capture_bs == 48  # graphs are limited to the request pool
@@ -209,9 +224,21 @@ def test_topk_one_forces_draft_tokens(profile: Profile) -> None:
 
 
 def test_topk_one_without_draft_tokens_is_filled_in(profile: Profile) -> None:
-    args = resolve(parse_argv(["--speculative-algorithm", "EAGLE3", "--tp-size", "4",
-                               "--speculative-num-steps", "5",
-                               "--speculative-eagle-topk", "1"]), profile)
+    args = resolve(
+        parse_argv(
+            [
+                "--speculative-algorithm",
+                "EAGLE3",
+                "--tp-size",
+                "4",
+                "--speculative-num-steps",
+                "5",
+                "--speculative-eagle-topk",
+                "1",
+            ]
+        ),
+        profile,
+    )
     assert args.num_draft_tokens == 6 and MSG_TOPK1_DRAFT in args.warnings
 
 
@@ -257,37 +284,43 @@ def test_profile_errors_name_the_key(tmp_path: Path, profile: Profile) -> None:
     with pytest.raises(ProfileError, match="--sim-profile"):
         load_profile(tmp_path / "missing.toml")
     with pytest.raises(ProfileError, match="between 0 and 1"):
-        load_profile(_write(tmp_path, re.sub(r"(?m)^accept_first = .*$", "accept_first = 1.5",
-                                             src)))
+        load_profile(
+            _write(tmp_path, re.sub(r"(?m)^accept_first = .*$", "accept_first = 1.5", src))
+        )
 
 
 def test_predict_uses_the_configs_sim_profile(tmp_path: Path, profile: Profile) -> None:
     src = Path(profile.source).read_text()
     half = profile.perf.verify_base_ms / 2
-    faster = _write(tmp_path, re.sub(r"(?m)^verify_base_ms = .*$", f"verify_base_ms = {half}",
-                                     src))
+    faster = _write(tmp_path, re.sub(r"(?m)^verify_base_ms = .*$", f"verify_base_ms = {half}", src))
     base = calibration_config(profile, 3)
     custom = dataclasses.replace(base, extra_args=("--sim-profile", str(faster)))
     assert predict(custom, 1).per_request_tok_s > 1.5 * predict(base, 1).per_request_tok_s
 
 
 @pytest.mark.parametrize(
-    "path", sorted((Path(__file__).resolve().parents[2] / "examples" / "sim").glob("*.toml")),
-    ids=lambda p: p.name)
+    "path",
+    sorted((Path(__file__).resolve().parents[2] / "examples" / "sim").glob("*.toml")),
+    ids=lambda p: p.name,
+)
 def test_every_example_profile_loads_and_serves(path: Path) -> None:
     example = load_profile(path)
     ref = example.reference_launch
-    auto = resolve(parse_argv(["--speculative-algorithm", ref.algorithm,
-                               "--tp-size", str(ref.tp_size)]), example)
+    auto = resolve(
+        parse_argv(["--speculative-algorithm", ref.algorithm, "--tp-size", str(ref.tp_size)]),
+        example,
+    )
     assert plan_memory(auto, example).failure is None
-    reference = calibration_config(example, 3, speculative_eagle_topk=ref.topk,
-                                   speculative_num_draft_tokens=3 * ref.topk + 1)
+    reference = calibration_config(
+        example, 3, speculative_eagle_topk=ref.topk, speculative_num_draft_tokens=3 * ref.topk + 1
+    )
     assert predict(reference, 4, profile=example).ok
 
 
 def test_auto_tree_comes_from_the_profile() -> None:
-    llama = load_profile(Path(__file__).resolve().parents[2] / "examples" / "sim"
-                         / "llama3.1-8b-eagle-1xh100.toml")
+    llama = load_profile(
+        Path(__file__).resolve().parents[2] / "examples" / "sim" / "llama3.1-8b-eagle-1xh100.toml"
+    )
     auto = resolve(parse_argv(["--speculative-algorithm", "EAGLE"]), llama)
     assert (auto.num_steps, auto.topk, auto.num_draft_tokens) == (5, 4, 8)
 
@@ -301,20 +334,35 @@ def test_profile_is_frozen_data(profile: Profile) -> None:
 
 _configs = st.builds(
     lambda steps, topk, extra, frac, bs, running, tp: calibration_config(
-        load_default_profile(), steps, speculative_eagle_topk=topk,
+        load_default_profile(),
+        steps,
+        speculative_eagle_topk=topk,
         speculative_num_draft_tokens=min(steps * topk + 1, steps + 1 + extra),
-        mem_fraction_static=frac, cuda_graph_max_bs=bs, max_running_requests=running,
-        tp_size=tp),
-    st.integers(1, 12), st.integers(1, 4), st.integers(0, 12),
-    st.floats(0.5, 0.97), st.integers(1, 256), st.integers(1, 256), st.sampled_from([2, 4]),
+        mem_fraction_static=frac,
+        cuda_graph_max_bs=bs,
+        max_running_requests=running,
+        tp_size=tp,
+    ),
+    st.integers(1, 12),
+    st.integers(1, 4),
+    st.integers(0, 12),
+    st.floats(0.5, 0.97),
+    st.integers(1, 256),
+    st.integers(1, 256),
+    st.sampled_from([2, 4]),
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(cfg=_configs, concurrency=st.integers(1, 128), input_len=st.integers(1, 8192),
-       output_len=st.integers(1, 2048))
-def test_predict_is_total_and_physical(cfg: ServerConfig, concurrency: int, input_len: int,
-                                       output_len: int) -> None:
+@given(
+    cfg=_configs,
+    concurrency=st.integers(1, 128),
+    input_len=st.integers(1, 8192),
+    output_len=st.integers(1, 2048),
+)
+def test_predict_is_total_and_physical(
+    cfg: ServerConfig, concurrency: int, input_len: int, output_len: int
+) -> None:
     p = predict(cfg, concurrency, input_len, output_len)
     if not p.ok:
         assert p.aggregate_tok_s == 0.0 and p.running == 0
@@ -334,16 +382,21 @@ def test_predict_is_total_and_physical(cfg: ServerConfig, concurrency: int, inpu
 def test_capacity_never_rises_with_more_draft_tokens(cfg: ServerConfig) -> None:
     profile = load_default_profile()
     wider = dataclasses.replace(
-        cfg, speculative_num_steps=(cfg.speculative_num_steps or 1) + 1,
-        speculative_num_draft_tokens=(cfg.speculative_num_draft_tokens or 1) + 1)
+        cfg,
+        speculative_num_steps=(cfg.speculative_num_steps or 1) + 1,
+        speculative_num_draft_tokens=(cfg.speculative_num_draft_tokens or 1) + 1,
+    )
     a = plan_memory(resolve_config(cfg, profile), profile).max_total_num_tokens
     b = plan_memory(resolve_config(wider, profile), profile).max_total_num_tokens
     assert b <= a
 
 
 def test_the_model_imports_no_server_code() -> None:
-    code = ("import sys, specconsole.sim.model, specconsole.sim.args, specconsole.sim.logfmt; "
-            "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    code = (
+        "import sys, specconsole.sim.model, specconsole.sim.args, specconsole.sim.logfmt; "
+        "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     assert out.strip() == "[]"

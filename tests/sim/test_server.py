@@ -43,9 +43,15 @@ async def _stream_generate(client: httpx.AsyncClient, prompt: str, out_len: int)
     """One streamed /generate request; returns the final chunk's payload."""
     last = ""
     chunks = 0
-    async with client.stream("POST", "/generate", json={
-        "text": prompt, "sampling_params": {"max_new_tokens": out_len}, "stream": True,
-    }) as resp:
+    async with client.stream(
+        "POST",
+        "/generate",
+        json={
+            "text": prompt,
+            "sampling_params": {"max_new_tokens": out_len},
+            "stream": True,
+        },
+    ) as resp:
         assert resp.status_code == 200
         async for line in resp.aiter_lines():
             if not line.startswith("data: "):
@@ -59,16 +65,18 @@ async def _stream_generate(client: httpx.AsyncClient, prompt: str, out_len: int)
     return final
 
 
-async def _closed_loop(client: httpx.AsyncClient, concurrency: int, per_worker: int,
-                       out_len: int = OUT_LEN) -> tuple[float, list]:
+async def _closed_loop(
+    client: httpx.AsyncClient, concurrency: int, per_worker: int, out_len: int = OUT_LEN
+) -> tuple[float, list]:
     prompt = " ".join(["token"] * IN_LEN)
 
     async def worker() -> list[dict]:
         return [await _stream_generate(client, prompt, out_len) for _ in range(per_worker)]
 
     start = time.monotonic()
-    results = [r for rs in await asyncio.gather(*(worker() for _ in range(concurrency)))
-               for r in rs]
+    results = [
+        r for rs in await asyncio.gather(*(worker() for _ in range(concurrency))) for r in rs
+    ]
     elapsed = time.monotonic() - start
     tokens = sum(r["meta_info"]["completion_tokens"] for r in results)
     return tokens / elapsed, results
@@ -85,8 +93,10 @@ async def test_streamed_rate_matches_predict_at_two_concurrencies() -> None:
     args = resolve(parse_argv(list(DEFAULT_FLAGS)), profile)
     levels = ((1, 2), (8, 1))
     limits = httpx.Limits(max_connections=max(c for c, _ in levels))
-    async with async_running_simulator(load_seconds=0.2) as sim, \
-            httpx.AsyncClient(base_url=sim.base_url, timeout=60, limits=limits) as client:
+    async with (
+        async_running_simulator(load_seconds=0.2) as sim,
+        httpx.AsyncClient(base_url=sim.base_url, timeout=60, limits=limits) as client,
+    ):
         # Warm-up (as bench_serving does): open every connection and pay first-use costs on
         # both sides before measuring; they are not the model's.
         await _closed_loop(client, limits.max_connections or 1, 1, out_len=4)
@@ -101,13 +111,13 @@ async def test_streamed_rate_matches_predict_at_two_concurrencies() -> None:
             best = min(attempts, key=lambda m: abs(m / expected.aggregate_tok_s - 1))
             assert best == pytest.approx(expected.aggregate_tok_s, rel=0.05), (
                 f"c={concurrency}: measured {attempts} tok/s, "
-                f"predicted {expected.aggregate_tok_s:.1f}")
+                f"predicted {expected.aggregate_tok_s:.1f}"
+            )
             for r in results:
                 meta = r["meta_info"]
                 assert meta["completion_tokens"] == OUT_LEN
                 assert meta["prompt_tokens"] == IN_LEN
-                assert meta["spec_accept_length"] == pytest.approx(
-                    expected.accept_length, rel=0.15)
+                assert meta["spec_accept_length"] == pytest.approx(expected.accept_length, rel=0.15)
                 assert meta["spec_verify_ct"] < OUT_LEN
                 assert meta["e2e_latency"] > 0
                 assert r["_chunks"] < OUT_LEN  # several accepted tokens per chunk
@@ -137,15 +147,19 @@ def test_endpoints_report_sglang_shapes() -> None:
         models = c.get("/v1/models").json()
         assert models["data"][0]["id"] == "Qwen/Qwen3.5-122B-A10B-FP8"
 
-        done = c.post("/generate", json={"text": "a b c", "sampling_params":
-                                         {"max_new_tokens": 40}}).json()
+        done = c.post(
+            "/generate", json={"text": "a b c", "sampling_params": {"max_new_tokens": 40}}
+        ).json()
         assert done["meta_info"]["completion_tokens"] == 40
         state = c.get("/server_info").json()["internal_states"][0]
         assert 1.0 < state["avg_spec_accept_length"] <= 4.0
 
         metrics = c.get("/metrics").text
-        for name in ("sglang:spec_accept_length", "sglang:gen_throughput",
-                     "sglang:num_running_reqs"):
+        for name in (
+            "sglang:spec_accept_length",
+            "sglang:gen_throughput",
+            "sglang:num_running_reqs",
+        ):
             assert f"\n{name}{{" in "\n" + metrics
         assert c.post("/flush_cache").status_code == 200
         state = c.get("/server_info").json()["internal_states"][0]
@@ -153,15 +167,17 @@ def test_endpoints_report_sglang_shapes() -> None:
 
         comp = c.post("/v1/completions", json={"prompt": "hi", "max_tokens": 12}).json()
         assert comp["usage"]["completion_tokens"] == 12 and comp["choices"][0]["text"]
-        chat = c.post("/v1/chat/completions", json={
-            "messages": [{"role": "user", "content": "hi"}], "max_tokens": 9}).json()
+        chat = c.post(
+            "/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 9},
+        ).json()
         assert chat["choices"][0]["message"]["content"].count(" ") == 9
         assert c.post("/generate", content=b"{nope").status_code == 400
-        too_long = c.post("/generate", json={"text": "x", "sampling_params":
-                                             {"max_new_tokens": 10**7}})
+        too_long = c.post(
+            "/generate", json={"text": "x", "sampling_params": {"max_new_tokens": 10**7}}
+        )
         assert too_long.status_code == 400 and "context length" in too_long.text
-        assert c.post("/v1/completions", json={"prompt": "x", "max_tokens": -1}).status_code \
-            == 400
+        assert c.post("/v1/completions", json={"prompt": "x", "max_tokens": -1}).status_code == 400
 
 
 def test_set_internal_state_relaxes_acceptance_hot() -> None:
@@ -176,8 +192,9 @@ def test_set_internal_state_relaxes_acceptance_hot() -> None:
         refused = c.post("/set_internal_state", json={"server_args": {"tp_size": 8}}).json()
         assert refused[0]["updated"] is False
         sim.wait_for_line("Updating tp_size is not supported.")
-        ok = c.post("/set_internal_state", json={"server_args": {
-            "speculative_accept_threshold_acc": 0.5}}).json()
+        ok = c.post(
+            "/set_internal_state", json={"server_args": {"speculative_accept_threshold_acc": 0.5}}
+        ).json()
         assert ok[0]["updated"] is True
         sim.wait_for_line("avg_spec_accept_length=")
         info = c.get("/server_info").json()
@@ -195,8 +212,16 @@ def test_openai_streams_with_usage_and_flush_refused_while_busy() -> None:
         ):
             text = ""
             usage = None
-            with c.stream("POST", path, json={**body, "max_tokens": 30, "stream": True,
-                                              "stream_options": {"include_usage": True}}) as r:
+            with c.stream(
+                "POST",
+                path,
+                json={
+                    **body,
+                    "max_tokens": 30,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                },
+            ) as r:
                 lines = [ln for ln in r.iter_lines() if ln.startswith("data: ")]
             assert lines[-1] == "data: [DONE]"
             for ln in lines[:-1]:
@@ -205,13 +230,18 @@ def test_openai_streams_with_usage_and_flush_refused_while_busy() -> None:
                     usage = chunk["usage"]
                 for ch in chunk["choices"]:
                     text += ch.get("text") or (ch.get("delta") or {}).get("content") or ""
-            assert usage == {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": 30,
-                             "total_tokens": usage["prompt_tokens"] + 30}
+            assert usage == {
+                "prompt_tokens": usage["prompt_tokens"],
+                "completion_tokens": 30,
+                "total_tokens": usage["prompt_tokens"] + 30,
+            }
             assert len(text.split()) == 30
 
-        with c.stream("POST", "/generate", json={"text": "q", "stream": True,
-                                                 "sampling_params": {"max_new_tokens": 400}}
-                      ) as r:
+        with c.stream(
+            "POST",
+            "/generate",
+            json={"text": "q", "stream": True, "sampling_params": {"max_new_tokens": 400}},
+        ) as r:
             lines = r.iter_lines()
             next(ln for ln in lines if ln.startswith("data: "))
             busy = c.post("/flush_cache")
@@ -220,9 +250,10 @@ def test_openai_streams_with_usage_and_flush_refused_while_busy() -> None:
 
 
 async def test_requests_beyond_the_running_limit_queue() -> None:
-    async with async_running_simulator("--max-running-requests", "2",
-                                       "--decode-log-interval", "2") as sim, \
-            httpx.AsyncClient(base_url=sim.base_url, timeout=30) as client:
+    async with (
+        async_running_simulator("--max-running-requests", "2", "--decode-log-interval", "2") as sim,
+        httpx.AsyncClient(base_url=sim.base_url, timeout=30) as client,
+    ):
         start = len(sim.lines)
         body = {"text": "q", "sampling_params": {"max_new_tokens": 60}}
         results = await asyncio.gather(*(client.post("/generate", json=body) for _ in range(4)))
@@ -259,16 +290,16 @@ def _fatals(lines: list[str]) -> list[FatalError]:
 
 
 def test_steps_ten_crashes_during_load_with_not_enough_memory() -> None:
-    sim = start_simulator("--speculative-num-steps", "10", "--speculative-num-draft-tokens",
-                          "11", wait_ready=False)
+    sim = start_simulator(
+        "--speculative-num-steps", "10", "--speculative-num-draft-tokens", "11", wait_ready=False
+    )
     try:
         rc = sim.wait_exit(timeout=20)
     finally:
         sim.stop()
     assert rc != 0
     text = sim.log_text()
-    assert "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static." \
-        in text
+    assert "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static." in text
     assert "Received sigquit from a child process. It usually means the child failed." in text
     assert "ready to roll" not in text
     assert [f.cause for f in _fatals(sim.lines)] == [FatalCause.KV_CACHE_NO_MEMORY]
@@ -303,7 +334,8 @@ def test_crash_while_serving_after_n_requests() -> None:
     text = sim.log_text()
     assert "Scheduler hit an exception: Traceback (most recent call last):" in text
     assert text.rstrip().endswith(
-        "Received sigquit from a child process. It usually means the child failed.")
+        "Received sigquit from a child process. It usually means the child failed."
+    )
     assert _fatals(sim.lines)
 
 
@@ -322,11 +354,15 @@ def test_hang_during_load_never_becomes_ready() -> None:
 def test_stream_stalls_after_n_tokens() -> None:
     with running_simulator("--sim-stall-after-tokens", "10") as sim:
         got: list[int] = []
-        with httpx.Client(base_url=sim.base_url, timeout=httpx.Timeout(10, read=1.0)) as c, \
-                pytest.raises(httpx.ReadTimeout), \
-                c.stream("POST", "/generate", json={
-                    "text": "x", "stream": True, "sampling_params": {"max_new_tokens": 50}}
-                ) as r:
+        with (
+            httpx.Client(base_url=sim.base_url, timeout=httpx.Timeout(10, read=1.0)) as c,
+            pytest.raises(httpx.ReadTimeout),
+            c.stream(
+                "POST",
+                "/generate",
+                json={"text": "x", "stream": True, "sampling_params": {"max_new_tokens": 50}},
+            ) as r,
+        ):
             for line in r.iter_lines():
                 if line.startswith("data: {"):
                     got.append(json.loads(line[6:])["meta_info"]["completion_tokens"])
@@ -344,9 +380,12 @@ def test_slow_start_delays_the_first_line() -> None:
 
 
 def test_bad_arguments_fail_like_sglang() -> None:
-    sim = start_simulator("--speculative-num-steps", "1", base_flags=(
-        "--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "2"),
-        wait_ready=False)
+    sim = start_simulator(
+        "--speculative-num-steps",
+        "1",
+        base_flags=("--speculative-algorithm", "EAGLE3", "--speculative-eagle-topk", "2"),
+        wait_ready=False,
+    )
     try:
         rc = sim.wait_exit(timeout=15)
     finally:
@@ -368,8 +407,11 @@ def test_without_speculation_same_seed_same_text() -> None:
     texts = []
     for _ in range(2):
         with running_simulator("--random-seed", "7", base_flags=("--tp-size", "4")) as sim:
-            out = httpx.post(sim.base_url + "/generate", json={
-                "text": "x", "sampling_params": {"max_new_tokens": 60}}, timeout=30).json()
+            out = httpx.post(
+                sim.base_url + "/generate",
+                json={"text": "x", "sampling_params": {"max_new_tokens": 60}},
+                timeout=30,
+            ).json()
             texts.append(out["text"])
             assert "spec_verify_ct" not in out["meta_info"]
             info = httpx.get(sim.base_url + "/server_info", timeout=5).json()
@@ -378,8 +420,12 @@ def test_without_speculation_same_seed_same_text() -> None:
             lines = list(sim.lines)
     assert texts[0] == texts[1] and len(texts[0].split()) == 60
     assert any("Capture target decode CUDA graph begin." in ln for ln in lines)
-    assert not any("Load weight begin." in ln and "TP0" in ln for ln in lines[lines.index(
-        next(ln for ln in lines if "Load weight end." in ln and "TP3" in ln)):])
+    assert not any(
+        "Load weight begin." in ln and "TP0" in ln
+        for ln in lines[
+            lines.index(next(ln for ln in lines if "Load weight end." in ln and "TP3" in ln)) :
+        ]
+    )
 
 
 # ------------------------------------------------------------------------- log text
@@ -395,8 +441,11 @@ def test_log_level_warning_hides_info_lines() -> None:
                 if httpx.get(sim.base_url + "/health", timeout=2).status_code == 200:
                     break
             time.sleep(0.1)
-        r = httpx.post(sim.base_url + "/generate", json={
-            "text": "x", "sampling_params": {"max_new_tokens": 200}}, timeout=30)
+        r = httpx.post(
+            sim.base_url + "/generate",
+            json={"text": "x", "sampling_params": {"max_new_tokens": 200}},
+            timeout=30,
+        )
         assert r.status_code == 200
         lines = list(sim.lines)
     finally:
@@ -407,10 +456,12 @@ def test_log_level_warning_hides_info_lines() -> None:
 
 
 def test_single_gpu_profile_logs_without_rank_tags() -> None:
-    llama = Path(__file__).resolve().parents[2] / "examples" / "sim" / \
-        "llama3.1-8b-eagle-1xh100.toml"
-    with running_simulator("--sim-profile", str(llama), "--speculative-algorithm", "EAGLE",
-                           base_flags=()) as sim:
+    llama = (
+        Path(__file__).resolve().parents[2] / "examples" / "sim" / "llama3.1-8b-eagle-1xh100.toml"
+    )
+    with running_simulator(
+        "--sim-profile", str(llama), "--speculative-algorithm", "EAGLE", base_flags=()
+    ) as sim:
         lines = list(sim.lines)
     assert not any(" TP0]" in ln for ln in lines)
     events = parse_lines(lines)
@@ -426,8 +477,11 @@ def test_log_lines_parse_with_the_console_parser() -> None:
     profile = load_default_profile()
     expected = plan_memory(resolve(parse_argv([*DEFAULT_FLAGS, *flags]), profile), profile)
     with running_simulator(*flags) as sim:
-        httpx.post(sim.base_url + "/generate", json={
-            "text": "x", "sampling_params": {"max_new_tokens": 120}}, timeout=30)
+        httpx.post(
+            sim.base_url + "/generate",
+            json={"text": "x", "sampling_params": {"max_new_tokens": 120}},
+            timeout=30,
+        )
         sim.wait_for_line("Decode batch", timeout=10)
         lines = list(sim.lines)
     events = parse_lines(lines)
@@ -456,11 +510,15 @@ def test_v059_dialect_lines(tmp_path: Path) -> None:
     path.write_text(profile_text.replace('version = "0.5.14"', 'version = "0.5.9"'))
     flags = list(DEFAULT_FLAGS)
     cut = flags.index("--max-running-requests")
-    del flags[cut:cut + 2]
-    with running_simulator("--sim-profile", str(path), "--decode-log-interval", "3",
-                           base_flags=tuple(flags)) as sim:
-        httpx.post(sim.base_url + "/generate", json={
-            "text": "x", "sampling_params": {"max_new_tokens": 40}}, timeout=30)
+    del flags[cut : cut + 2]
+    with running_simulator(
+        "--sim-profile", str(path), "--decode-log-interval", "3", base_flags=tuple(flags)
+    ) as sim:
+        httpx.post(
+            sim.base_url + "/generate",
+            json={"text": "x", "sampling_params": {"max_new_tokens": 40}},
+            timeout=30,
+        )
         sim.wait_for_line("Decode batch", timeout=10)
         lines = list(sim.lines)
     text = "\n".join(lines)

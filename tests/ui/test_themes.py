@@ -17,8 +17,22 @@ COLOUR_PROPERTIES = re.compile(
     re.MULTILINE,
 )
 NAMED_COLOURS = {
-    "red", "green", "blue", "white", "black", "yellow", "magenta", "cyan", "gray", "grey",
-    "orange", "purple", "pink", "brown", "ansi_red", "ansi_green",
+    "red",
+    "green",
+    "blue",
+    "white",
+    "black",
+    "yellow",
+    "magenta",
+    "cyan",
+    "gray",
+    "grey",
+    "orange",
+    "purple",
+    "pink",
+    "brown",
+    "ansi_red",
+    "ansi_green",
 }
 
 
@@ -43,8 +57,9 @@ def test_stylesheet_ships_where_paths_finds_it() -> None:
 
 @pytest.mark.parametrize("theme", list(THEMES))
 async def test_every_palette_renders_the_crash_scene(theme: str) -> None:
-    app = make_app(RecordingController(crashed_state()), theme=theme, clock=lambda: NOW,
-                   tick_interval=None)
+    app = make_app(
+        RecordingController(crashed_state()), theme=theme, clock=lambda: NOW, tick_interval=None
+    )
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         assert app.theme == THEMES[theme].name

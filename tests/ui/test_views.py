@@ -146,9 +146,7 @@ def test_classify_line(line: str, kind: str | None) -> None:
 
 
 def test_predicted_capacity_uses_session_trials() -> None:
-    state = dataclasses.replace(
-        idle_state(), trials=tuple(finished_trial(s) for s in (1, 2, 3, 4))
-    )
+    state = dataclasses.replace(idle_state(), trials=tuple(finished_trial(s) for s in (1, 2, 3, 4)))
     prediction = adapt.predict_capacity(
         dataclasses.replace(BASE, speculative_num_steps=10, speculative_num_draft_tokens=11), state
     )
@@ -307,16 +305,17 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
 
     running = benchmarking_state()
     assert running.trial is not None
-    fresh = tuple(
-        LevelProgress(concurrency=p.concurrency, total=p.total) for p in running.bench
-    )
+    fresh = tuple(LevelProgress(concurrency=p.concurrency, total=p.total) for p in running.bench)
     running = dataclasses.replace(
         running, bench=(dataclasses.replace(fresh[0], completed=8, running=0), *fresh[1:])
     )
     before = adapt.bench_view(running)
     assert before.single_tok_s is None and before.levels[0].ttft_p50_ms is None
     level = LevelSummary(
-        concurrency=1, output_tok_s=151.0, per_request_tok_s=158.5, completed=8,
+        concurrency=1,
+        output_tok_s=151.0,
+        per_request_tok_s=158.5,
+        completed=8,
         ttft_p50_ms=41.0,
     )
     state, effects = step(
@@ -332,8 +331,9 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
     chart = adapt.chart_view(state)
     assert chart.aggregate[-1].label.startswith("#4")
     assert chart.aggregate[-1].xs == (1.0,) and chart.aggregate[-1].ys == (151.0,)
-    assert chart.single is not None and (4.0, 158.5) in zip(chart.single.xs, chart.single.ys,
-                                                             strict=True)
+    assert chart.single is not None and (4.0, 158.5) in zip(
+        chart.single.xs, chart.single.ys, strict=True
+    )
     row = adapt.trial_rows(state)[-1]
     assert row.label.startswith("#4") and row.status == "running"
     assert row.single_tok_s == format_rate(158.5)

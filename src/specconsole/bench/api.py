@@ -79,9 +79,9 @@ def build_request(
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         }
         if api == API_CHAT:
-            body["messages"] = messages if messages is not None else [
-                {"role": "user", "content": text}
-            ]
+            body["messages"] = (
+                messages if messages is not None else [{"role": "user", "content": text}]
+            )
         else:
             body["prompt"] = text
     else:

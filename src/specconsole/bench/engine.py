@@ -168,8 +168,15 @@ class LadderPlan:
 class _Phase:
     """Counters and the live-rate window of one warm-up or measured phase."""
 
-    def __init__(self, level_index: int, concurrency: int, total: int, warmup: bool,
-                 clock: Callable[[], float], duration_s: float | None) -> None:
+    def __init__(
+        self,
+        level_index: int,
+        concurrency: int,
+        total: int,
+        warmup: bool,
+        clock: Callable[[], float],
+        duration_s: float | None,
+    ) -> None:
         self.level_index = level_index
         self.concurrency = concurrency
         self.total = total
@@ -408,8 +415,9 @@ class LadderRun:
             return False
         return duration_s is None or self._clock() - phase.t0 < duration_s
 
-    async def _closed_loop(self, client: StreamClient, phase: _Phase, count: int | None,
-                           duration_s: float | None) -> None:
+    async def _closed_loop(
+        self, client: StreamClient, phase: _Phase, count: int | None, duration_s: float | None
+    ) -> None:
         async def slot() -> None:
             while self._more(phase, count, duration_s):
                 phase.issued += 1
@@ -417,8 +425,9 @@ class LadderRun:
 
         await asyncio.gather(*(slot() for _ in range(phase.concurrency)))
 
-    async def _poisson(self, client: StreamClient, phase: _Phase, count: int | None,
-                       duration_s: float | None) -> None:
+    async def _poisson(
+        self, client: StreamClient, phase: _Phase, count: int | None, duration_s: float | None
+    ) -> None:
         rate = self.plan.request_rate
         assert rate is not None
         gate = asyncio.Semaphore(phase.concurrency)
@@ -464,10 +473,15 @@ class LadderRun:
         except RequestFailed as exc:
             phase.running -= 1
             phase.failed += 1
-            phase.records.append(RequestTimeline(
-                start=start - phase.t0, latency=clock() - start,
-                prompt_len=prompt.est_tokens, error_kind=exc.kind, error=exc.detail,
-            ))
+            phase.records.append(
+                RequestTimeline(
+                    start=start - phase.t0,
+                    latency=clock() - start,
+                    prompt_len=prompt.est_tokens,
+                    error_kind=exc.kind,
+                    error=exc.detail,
+                )
+            )
             self._emit(phase)
             return
         except BaseException:
@@ -476,21 +490,31 @@ class LadderRun:
         phase.running -= 1
         if outcome.completion_tokens <= 0 or not outcome.chunk_times:
             phase.failed += 1
-            phase.records.append(RequestTimeline(
-                start=start - phase.t0, latency=latency, prompt_len=prompt.est_tokens,
-                error_kind="empty", error="the server returned no tokens",
-            ))
+            phase.records.append(
+                RequestTimeline(
+                    start=start - phase.t0,
+                    latency=latency,
+                    prompt_len=prompt.est_tokens,
+                    error_kind="empty",
+                    error="the server returned no tokens",
+                )
+            )
         else:
             phase.completed += 1
             phase.output_tokens += outcome.completion_tokens
-            phase.records.append(RequestTimeline(
-                start=start - phase.t0,
-                latency=latency,
-                prompt_len=(outcome.prompt_tokens if outcome.prompt_tokens is not None
-                            else prompt.est_tokens),
-                output_len=outcome.completion_tokens,
-                chunk_times=tuple(outcome.chunk_times),
-                chunk_tokens=tuple(outcome.chunk_tokens),
-                spec_verify_ct=outcome.spec_verify_ct,
-            ))
+            phase.records.append(
+                RequestTimeline(
+                    start=start - phase.t0,
+                    latency=latency,
+                    prompt_len=(
+                        outcome.prompt_tokens
+                        if outcome.prompt_tokens is not None
+                        else prompt.est_tokens
+                    ),
+                    output_len=outcome.completion_tokens,
+                    chunk_times=tuple(outcome.chunk_times),
+                    chunk_tokens=tuple(outcome.chunk_tokens),
+                    spec_verify_ct=outcome.spec_verify_ct,
+                )
+            )
         self._emit(phase)

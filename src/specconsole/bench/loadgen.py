@@ -48,8 +48,9 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         for c in spec.ladder
     ]
     needed = sum(per_level) + spec.warmup_requests * sum(spec.ladder)
-    pool = make_prompts(spec.prompts, min(max(needed, 1), MAX_PROMPT_POOL),
-                        input_len=spec.input_len, seed=spec.seed)
+    pool = make_prompts(
+        spec.prompts, min(max(needed, 1), MAX_PROMPT_POOL), input_len=spec.input_len, seed=spec.seed
+    )
     dataset = spec.prompts if spec.prompts in (BUILTIN, RANDOM) else "custom"
     settings: dict[str, Any] = {"dataset_name": dataset}
     if dataset == "custom":
@@ -103,12 +104,18 @@ class HttpxStreamClient:
             verify=_tls_context(),
             http1=True,
             http2=False,
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1,
-                                keepalive_expiry=300.0),
+            limits=httpx.Limits(
+                max_connections=1, max_keepalive_connections=1, keepalive_expiry=300.0
+            ),
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
         )
-        client = httpx.AsyncClient(base_url=self._base_url, transport=transport,
-                                   headers=_HEADERS, timeout=self._timeout, trust_env=False)
+        client = httpx.AsyncClient(
+            base_url=self._base_url,
+            transport=transport,
+            headers=_HEADERS,
+            timeout=self._timeout,
+            trust_env=False,
+        )
         self._clients.append(client)
         return client
 
@@ -123,9 +130,10 @@ class HttpxStreamClient:
 
     async def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
         try:
-            async with self._client() as client, client.stream(
-                "POST", path, content=body
-            ) as response:
+            async with (
+                self._client() as client,
+                client.stream("POST", path, content=body) as response,
+            ):
                 if response.status_code != 200:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise RequestFailed(f"http_{response.status_code}", text[:300])

@@ -142,8 +142,10 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise PromptError(f"{where}: not valid JSON ({exc.msg}); each line must be one "
-                              'JSON object such as {"prompt": "..."}') from exc
+            raise PromptError(
+                f"{where}: not valid JSON ({exc.msg}); each line must be one "
+                'JSON object such as {"prompt": "..."}'
+            ) from exc
         if not isinstance(obj, dict):
             raise PromptError(f'{where}: expected an object like {{"prompt": "..."}}')
         if isinstance(obj.get("prompt"), str) and obj["prompt"].strip():
@@ -154,19 +156,26 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
         if isinstance(messages, list) and messages:
             clean: list[dict[str, str]] = []
             for m in messages:
-                if not (isinstance(m, dict) and isinstance(m.get("role"), str)
-                        and isinstance(m.get("content"), str)):
-                    raise PromptError(f'{where}: each message needs string "role" and '
-                                      '"content", e.g. {"role": "user", "content": "Hi"}')
+                if not (
+                    isinstance(m, dict)
+                    and isinstance(m.get("role"), str)
+                    and isinstance(m.get("content"), str)
+                ):
+                    raise PromptError(
+                        f'{where}: each message needs string "role" and '
+                        '"content", e.g. {"role": "user", "content": "Hi"}'
+                    )
                 clean.append({"role": m["role"], "content": m["content"]})
             text = "\n".join(f"{m['role']}: {m['content']}" for m in clean)
-            prompts.append(Prompt(text=text, messages=tuple(clean),
-                                  est_tokens=estimate_tokens(text)))
+            prompts.append(
+                Prompt(text=text, messages=tuple(clean), est_tokens=estimate_tokens(text))
+            )
             continue
         raise PromptError(f'{where}: needs a non-empty "prompt" string or a "messages" list')
     if not prompts:
-        raise PromptError(f"--prompts: {file} holds no prompts; add lines like "
-                          '{"prompt": "Explain ..."}')
+        raise PromptError(
+            f'--prompts: {file} holds no prompts; add lines like {{"prompt": "Explain ..."}}'
+        )
     return prompts
 
 
@@ -182,8 +191,9 @@ def make_prompts(source: str, count: int, *, input_len: int, seed: int = 42) -> 
         raise PromptError("--input-len must be a positive number of tokens")
     rng = random.Random(seed)
     if source == RANDOM:
-        return [Prompt(text=random_text(input_len, rng), est_tokens=input_len)
-                for _ in range(count)]
+        return [
+            Prompt(text=random_text(input_len, rng), est_tokens=input_len) for _ in range(count)
+        ]
     if source == BUILTIN:
         texts = builtin_texts()
         order = list(range(len(texts)))

@@ -26,8 +26,9 @@ _READ_LIMIT = 1 << 20
 class _Conn:
     """One keep-alive connection with a stall watchdog (no per-read timer allocation)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 timeout_s: float) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout_s: float
+    ) -> None:
         self.reader = reader
         self.writer = writer
         self.timeout_s = timeout_s
@@ -100,12 +101,15 @@ class RawStreamClient:
         conn.close()
         self._all.discard(conn)
 
-    async def _exchange(self, method: str, path: str, body: bytes | None
-                        ) -> tuple[_Conn, int, dict[str, str]]:
+    async def _exchange(
+        self, method: str, path: str, body: bytes | None
+    ) -> tuple[_Conn, int, dict[str, str]]:
         """Send a request and read the status line and headers (one retry on a stale
         keep-alive connection that the server closed while idle)."""
-        head = (f"{method} {self._prefix}{path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
-                "Accept: text/event-stream\r\n")
+        head = (
+            f"{method} {self._prefix}{path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
+            "Accept: text/event-stream\r\n"
+        )
         if body is not None:
             head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         elif method == "POST":
@@ -177,8 +181,9 @@ class RawStreamClient:
                 conn.last = loop.time()
                 yield data
 
-    async def _request(self, method: str, path: str, body: bytes | None
-                       ) -> AsyncIterator[tuple[int, bytes]]:
+    async def _request(
+        self, method: str, path: str, body: bytes | None
+    ) -> AsyncIterator[tuple[int, bytes]]:
         """Yield (status, b"") once the head is in, then (status, body piece) pairs; the
         connection goes back to the pool when the body was read cleanly."""
         async with self._gate:

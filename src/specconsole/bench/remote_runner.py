@@ -110,8 +110,9 @@ class RemoteBenchmarkRunner:
     cancelling the awaiting task ends the remote process with the stream (no result).
     """
 
-    def __init__(self, transport: Transport, *, python: str = "python3",
-                 workdir: str = "/tmp") -> None:
+    def __init__(
+        self, transport: Transport, *, python: str = "python3", workdir: str = "/tmp"
+    ) -> None:
         self._transport = transport
         self._python = python
         self._workdir = workdir.rstrip("/") or "/"

@@ -67,35 +67,88 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     p.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
-    p.add_argument("--api", choices=[a.value for a in BenchApi], default=BenchApi.GENERATE.value,
-                   help="SGLang /generate (default), /v1/completions or /v1/chat/completions")
-    p.add_argument("--ladder", type=_ladder, default=_ladder(DEFAULT_LADDER),
-                   help=f"comma-separated concurrency levels (default {DEFAULT_LADDER})")
-    p.add_argument("--requests", type=_positive_int, default=None, metavar="N",
-                   help="measured requests per level (default max(8, 4 x concurrency))")
-    p.add_argument("--duration", type=_positive_float, default=None, metavar="S",
-                   help="run each level for S seconds instead of a request count")
-    p.add_argument("--warmup", type=int, default=1, metavar="N",
-                   help="warm-up requests per in-flight slot before each level (default 1)")
-    p.add_argument("--input-len", type=_positive_int, default=256, metavar="N",
-                   help="prompt length in tokens (default 256)")
-    p.add_argument("--output-len", type=_positive_int, default=256, metavar="N",
-                   help="output tokens per request, with ignore_eos (default 256)")
-    p.add_argument("--prompts", default="builtin", metavar="FILE",
-                   help="'builtin' (default), 'random', or a JSONL file of "
-                        '{"prompt": ...} or {"messages": [...]} lines')
-    p.add_argument("--request-rate", type=_positive_float, default=None, metavar="R",
-                   help="Poisson arrivals at R req/s (capped at the level's concurrency)")
+    p.add_argument(
+        "--api",
+        choices=[a.value for a in BenchApi],
+        default=BenchApi.GENERATE.value,
+        help="SGLang /generate (default), /v1/completions or /v1/chat/completions",
+    )
+    p.add_argument(
+        "--ladder",
+        type=_ladder,
+        default=_ladder(DEFAULT_LADDER),
+        help=f"comma-separated concurrency levels (default {DEFAULT_LADDER})",
+    )
+    p.add_argument(
+        "--requests",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="measured requests per level (default max(8, 4 x concurrency))",
+    )
+    p.add_argument(
+        "--duration",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="run each level for S seconds instead of a request count",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        metavar="N",
+        help="warm-up requests per in-flight slot before each level (default 1)",
+    )
+    p.add_argument(
+        "--input-len",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="prompt length in tokens (default 256)",
+    )
+    p.add_argument(
+        "--output-len",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="output tokens per request, with ignore_eos (default 256)",
+    )
+    p.add_argument(
+        "--prompts",
+        default="builtin",
+        metavar="FILE",
+        help="'builtin' (default), 'random', or a JSONL file of "
+        '{"prompt": ...} or {"messages": [...]} lines',
+    )
+    p.add_argument(
+        "--request-rate",
+        type=_positive_float,
+        default=None,
+        metavar="R",
+        help="Poisson arrivals at R req/s (capped at the level's concurrency)",
+    )
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--model", default=None, help="model name for the OpenAI APIs")
-    p.add_argument("--request-timeout", type=_positive_float, default=600.0, metavar="S",
-                   help="longest silence inside one response before it fails (default 600)")
-    p.add_argument("--no-flush", action="store_true",
-                   help="do not POST /flush_cache before each level")
-    p.add_argument("--json", action="store_true",
-                   help="print one bench_serving-keyed JSON record per level")
-    p.add_argument("--output-file", default=None, metavar="FILE",
-                   help="also append the JSON records to FILE (like bench_serving)")
+    p.add_argument(
+        "--request-timeout",
+        type=_positive_float,
+        default=600.0,
+        metavar="S",
+        help="longest silence inside one response before it fails (default 600)",
+    )
+    p.add_argument(
+        "--no-flush", action="store_true", help="do not POST /flush_cache before each level"
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one bench_serving-keyed JSON record per level"
+    )
+    p.add_argument(
+        "--output-file",
+        default=None,
+        metavar="FILE",
+        help="also append the JSON records to FILE (like bench_serving)",
+    )
     p.set_defaults(handler=run_bench)
 
 
@@ -132,17 +185,23 @@ class _ProgressLine:
         now = time.monotonic()
         phase = "warm-up" if event["warmup"] else "measure"
         total = event["total"] or "?"
-        text = (f"level {event['level_index'] + 1}/{event['level_count']} "
-                f"c={event['concurrency']} {phase} {event['completed']}/{total} done "
-                f"{event['failed']} failed {event['running']} running "
-                f"{event['current_tok_s']:8.1f} tok/s {event['elapsed_s']:6.1f}s")
+        text = (
+            f"level {event['level_index'] + 1}/{event['level_count']} "
+            f"c={event['concurrency']} {phase} {event['completed']}/{total} done "
+            f"{event['failed']} failed {event['running']} running "
+            f"{event['current_tok_s']:8.1f} tok/s {event['elapsed_s']:6.1f}s"
+        )
         if self._tty:
             if now - self._last >= 0.1:
                 self._last = now
                 self._stream.write("\r\033[K" + text)
                 self._stream.flush()
-        elif not event["warmup"] and event["running"] == 0 and event["completed"] + event[
-                "failed"] >= event["total"] and event["level_index"] != self._last_level:
+        elif (
+            not event["warmup"]
+            and event["running"] == 0
+            and event["completed"] + event["failed"] >= event["total"]
+            and event["level_index"] != self._last_level
+        ):
             self._last_level = event["level_index"]
             self._stream.write(text + "\n")
             self._stream.flush()
@@ -172,24 +231,39 @@ def _row(level: LevelMetrics) -> list[str]:
     ]
 
 
-HEADERS = ["c", "ok/fail", "out tok/s", "req/s", "decode/req", "tok/s/req", "TTFT med",
-           "TTFT p99", "TPOT med", "ITL p99", "conc", "accept"]
+HEADERS = [
+    "c",
+    "ok/fail",
+    "out tok/s",
+    "req/s",
+    "decode/req",
+    "tok/s/req",
+    "TTFT med",
+    "TTFT p99",
+    "TPOT med",
+    "ITL p99",
+    "conc",
+    "accept",
+]
 
 
 def format_table(result: BenchResult) -> str:
     """The human-readable results table with the two headline numbers."""
     rows = [HEADERS] + [_row(level) for level in result.levels]
     widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True))
-             for row in rows]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     single = result.single_request_level
     peak = result.peak_level
     lines.append("")
-    lines.append(f"single-request decode tok/s: {result.single_request_tok_s:.1f}"
-                 + (f" (c={single.max_concurrency})" if single else ""))
-    lines.append(f"peak aggregate output tok/s: {result.peak_aggregate_tok_s:.1f}"
-                 + (f" (c={peak.max_concurrency})" if peak else ""))
+    lines.append(
+        f"single-request decode tok/s: {result.single_request_tok_s:.1f}"
+        + (f" (c={single.max_concurrency})" if single else "")
+    )
+    lines.append(
+        f"peak aggregate output tok/s: {result.peak_aggregate_tok_s:.1f}"
+        + (f" (c={peak.max_concurrency})" if peak else "")
+    )
     lines.append("latencies in ms; decode/req = (n-1)/(e2e-ttft); tok/s/req = n/e2e")
     for level in result.levels:
         if level.errors:
@@ -207,8 +281,10 @@ def run_bench(args: argparse.Namespace) -> int:
     from specconsole.bench.prompts import PromptError
 
     if not args.url.startswith(("http://", "https://")):
-        print(f"error: URL {args.url!r}: give the server's base URL, e.g. "
-              "http://127.0.0.1:30000", file=sys.stderr)
+        print(
+            f"error: URL {args.url!r}: give the server's base URL, e.g. http://127.0.0.1:30000",
+            file=sys.stderr,
+        )
         return 2
     progress = _ProgressLine(sys.stderr)
     try:

@@ -52,12 +52,18 @@ def _predict(argv: list[str]) -> int:
     from specconsole.sim.profile import ProfileError, default_profile_path, load_profile
 
     ap = argparse.ArgumentParser(prog="specconsole sim predict")
-    ap.add_argument("--ladder", default=",".join(map(str, CALIBRATION_LADDER)),
-                    help="comma-separated concurrency levels (default: 1,4,16,32,64)")
+    ap.add_argument(
+        "--ladder",
+        default=",".join(map(str, CALIBRATION_LADDER)),
+        help="comma-separated concurrency levels (default: 1,4,16,32,64)",
+    )
     ap.add_argument("--input-len", type=int, default=DEFAULT_INPUT_LEN)
     ap.add_argument("--output-len", type=int, default=DEFAULT_OUTPUT_LEN)
-    ap.add_argument("--calibration", action="store_true",
-                    help="sweep steps 1-10 with the profile's reference launch flags")
+    ap.add_argument(
+        "--calibration",
+        action="store_true",
+        help="sweep steps 1-10 with the profile's reference launch flags",
+    )
     opts, sglang_flags = ap.parse_known_args(argv)
     try:
         ladder = tuple(int(x) for x in opts.ladder.split(",") if x.strip())
@@ -81,8 +87,11 @@ def _predict(argv: list[str]) -> int:
             print(f"{exc.exception_type}: {exc}")
             return 2
     print(f"profile {profile.source}; input {opts.input_len}, output {opts.output_len} tokens")
-    print(f"{'':<9} {'capacity':>9} {'accept':>6} " + " ".join(f"{'c=' + str(c):>8}" for c in
-                                                               ladder) + "   peak")
+    print(
+        f"{'':<9} {'capacity':>9} {'accept':>6} "
+        + " ".join(f"{'c=' + str(c):>8}" for c in ladder)
+        + "   peak"
+    )
     for label, cfg in configs:
         first = predict(cfg, ladder[0], opts.input_len, opts.output_len, profile)
         if not first.ok:
@@ -92,7 +101,9 @@ def _predict(argv: list[str]) -> int:
         preds = [predict(cfg, c, opts.input_len, opts.output_len, profile) for c in ladder]
         best = max(preds, key=lambda p: p.aggregate_tok_s)
         cells = " ".join(f"{p.aggregate_tok_s:>8.0f}" for p in preds)
-        print(f"{label:<9} {first.max_total_num_tokens:>9} {first.accept_length:>6.2f} {cells}"
-              f"   {best.aggregate_tok_s:,.0f} @ c={best.concurrency}; single "
-              f"{preds[0].per_request_tok_s:.0f} tok/s")
+        print(
+            f"{label:<9} {first.max_total_num_tokens:>9} {first.accept_length:>6.2f} {cells}"
+            f"   {best.aggregate_tok_s:,.0f} @ c={best.concurrency}; single "
+            f"{preds[0].per_request_tok_s:.0f} tok/s"
+        )
     return 0

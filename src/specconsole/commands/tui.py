@@ -76,9 +76,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     _common(d)
-    d.add_argument(
-        "--port", type=int, default=None, help="loopback port for the simulated server"
-    )
+    d.add_argument("--port", type=int, default=None, help="loopback port for the simulated server")
     d.add_argument(
         "--load-seconds",
         type=float,
@@ -124,11 +122,12 @@ def read_console_file(path: Path, *, port: int | None = None) -> tuple[SweepPlan
         raise PlanError(f"{path}: not valid TOML: {exc}") from None
     ui = document.pop("ui", {})
     if not isinstance(ui, dict):
-        raise PlanError(f"{path}: [ui] must be a table, e.g. [ui] theme = \"dark\"")
+        raise PlanError(f'{path}: [ui] must be a table, e.g. [ui] theme = "dark"')
     unknown = set(ui) - {"theme"}
     if unknown:
-        raise PlanError(f"{path}: unknown key(s) in [ui]: {', '.join(sorted(unknown))}; "
-                        "the only one is theme")
+        raise PlanError(
+            f"{path}: unknown key(s) in [ui]: {', '.join(sorted(unknown))}; the only one is theme"
+        )
     theme = ui.get("theme")
     if theme is not None and theme not in THEME_CHOICES:
         raise PlanError(f"{path}: [ui] theme = {theme!r}; use one of {', '.join(THEME_CHOICES)}")

@@ -30,9 +30,7 @@ def flag_words(pairs: Iterable[tuple[str, object | None]]) -> list[str]:
     return out
 
 
-def flag_value(
-    name: str, inline: str | None, tokens: Sequence[str], i: int
-) -> tuple[str, int]:
+def flag_value(name: str, inline: str | None, tokens: Sequence[str], i: int) -> tuple[str, int]:
     """The value of flag ``name`` and the index after it: ``inline`` (``--flag=value``) when
     given, else the next word; raises ConfigError when there is none."""
     if inline is not None:

@@ -228,8 +228,7 @@ def parse_host(table: Mapping[str, Any]) -> HostProfile:
     profile = HostProfile(**kw)
     if profile.transport is TransportKind.SSH and not (profile.alias or profile.hostname):
         raise ProfileError(
-            '[host] transport = "ssh" needs alias (an ~/.ssh/config Host or a hostname) '
-            "or hostname"
+            '[host] transport = "ssh" needs alias (an ~/.ssh/config Host or a hostname) or hostname'
         )
     return profile
 
@@ -274,7 +273,7 @@ def parse_profile(document: Mapping[str, Any]) -> Profile:
     host = document.get("host", {})
     service = document.get("service", {})
     if not isinstance(host, Mapping):
-        raise ProfileError("[host] must be a table, e.g. [host] followed by transport = \"ssh\"")
+        raise ProfileError('[host] must be a table, e.g. [host] followed by transport = "ssh"')
     if not isinstance(service, Mapping):
         raise ProfileError("[service] must be a table, e.g. [service] followed by kind = ...")
     return Profile(host=parse_host(host), service=parse_service(service))

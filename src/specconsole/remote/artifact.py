@@ -110,15 +110,13 @@ class ArtifactStore:
 
     async def install(self, artifact: str) -> None:
         """Atomically replace the file (temp name, then rename; mode kept)."""
-        await self.transport.upload(
-            artifact.encode("utf-8"), self.path, mode=None, sudo=self.sudo
-        )
+        await self.transport.upload(artifact.encode("utf-8"), self.path, mode=None, sudo=self.sudo)
 
     async def backups(self) -> list[str]:
         """Backups of this file, oldest first."""
         pattern = f"{shlex.quote(self.backup_dir)}/{shlex.quote(self.name)}.*"
         result = await self.transport.run(
-            f"for f in {pattern}; do [ -e \"$f\" ] && echo \"$f\"; done; true", sudo=self.sudo
+            f'for f in {pattern}; do [ -e "$f" ] && echo "$f"; done; true', sudo=self.sudo
         )
         if not result.ok:
             raise TransportError(f"cannot list backups in {self.backup_dir}: {result.stderr}")

@@ -67,9 +67,7 @@ ConnectionListener = Callable[[ConnectionEvent, str], None]
 class SshTransport(ShellFiles):
     """:class:`specconsole.core.ports.Transport` over one asyncssh connection."""
 
-    def __init__(
-        self, profile: HostProfile, *, on_event: ConnectionListener | None = None
-    ) -> None:
+    def __init__(self, profile: HostProfile, *, on_event: ConnectionListener | None = None) -> None:
         self._profile = profile
         self._on_event = on_event
         self._conn: asyncssh.SSHClientConnection | None = None

@@ -70,8 +70,12 @@ def _int_or_human(text: str) -> int:
 
 def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentParser:
     """Parser for the SGLang flags the simulator models, plus its own ``--sim-*`` flags."""
-    p = _RaisingParser(prog=prog, add_help=True, allow_abbrev=False,
-                       description="Simulated SGLang server (specconsole).")
+    p = _RaisingParser(
+        prog=prog,
+        add_help=True,
+        allow_abbrev=False,
+        description="Simulated SGLang server (specconsole).",
+    )
     a = p.add_argument
     a("--model-path", "--model", dest="model_path", default=None)
     a("--tokenizer-path", default=None)
@@ -85,14 +89,23 @@ def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentP
     a("--max-total-tokens", type=int, default=None)
     a("--chunked-prefill-size", type=int, default=None)
     a("--max-prefill-tokens", type=int, default=16384)
-    a("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode", dest="cuda_graph_max_bs",
-      type=int, default=None)
+    a(
+        "--cuda-graph-max-bs",
+        "--cuda-graph-max-bs-decode",
+        dest="cuda_graph_max_bs",
+        type=int,
+        default=None,
+    )
     a("--disable-cuda-graph", action="store_true")
     a("--context-length", type=_int_or_human, default=None)
     a("--attention-backend", default=None)
     a("--speculative-algorithm", default=None)
-    a("--speculative-draft-model-path", "--speculative-draft-model",
-      dest="speculative_draft_model_path", default=None)
+    a(
+        "--speculative-draft-model-path",
+        "--speculative-draft-model",
+        dest="speculative_draft_model_path",
+        default=None,
+    )
     a("--speculative-num-steps", type=int, default=None)
     a("--speculative-eagle-topk", type=int, default=None)
     a("--speculative-num-draft-tokens", type=int, default=None)
@@ -104,20 +117,45 @@ def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentP
     a("--random-seed", type=int, default=None)
     a("--trust-remote-code", action="store_true")
     sim = p.add_argument_group("simulator")
-    sim.add_argument("--sim-profile", default=None,
-                     help="profile TOML (default: the packaged Qwen3.5-122B-A10B EAGLE-3 box)")
-    sim.add_argument("--sim-load-seconds", type=float, default=None,
-                     help="total load time; phases are spread proportionally")
-    sim.add_argument("--sim-crash-after-requests", type=int, default=None,
-                     help="crash the scheduler after N requests finished")
-    sim.add_argument("--sim-hang-during-load", action="store_true",
-                     help="stop loading half-way and never become ready")
-    sim.add_argument("--sim-stall-after-tokens", type=int, default=None,
-                     help="every stream stops producing tokens after N tokens (never finishes)")
-    sim.add_argument("--sim-slow-start", type=float, default=0.0,
-                     help="extra seconds of silence before the first log line")
-    sim.add_argument("--sim-unthrottled", action="store_true",
-                     help="no real-time pacing: run the scheduler as fast as possible")
+    sim.add_argument(
+        "--sim-profile",
+        default=None,
+        help="profile TOML (default: the packaged Qwen3.5-122B-A10B EAGLE-3 box)",
+    )
+    sim.add_argument(
+        "--sim-load-seconds",
+        type=float,
+        default=None,
+        help="total load time; phases are spread proportionally",
+    )
+    sim.add_argument(
+        "--sim-crash-after-requests",
+        type=int,
+        default=None,
+        help="crash the scheduler after N requests finished",
+    )
+    sim.add_argument(
+        "--sim-hang-during-load",
+        action="store_true",
+        help="stop loading half-way and never become ready",
+    )
+    sim.add_argument(
+        "--sim-stall-after-tokens",
+        type=int,
+        default=None,
+        help="every stream stops producing tokens after N tokens (never finishes)",
+    )
+    sim.add_argument(
+        "--sim-slow-start",
+        type=float,
+        default=0.0,
+        help="extra seconds of silence before the first log line",
+    )
+    sim.add_argument(
+        "--sim-unthrottled",
+        action="store_true",
+        help="no real-time pacing: run the scheduler as fast as possible",
+    )
     return p
 
 
@@ -243,8 +281,13 @@ def auto_mem_fraction_static(
 def capture_batch_sizes(max_bs: int, speculative: bool) -> tuple[int, ...]:
     """SGLang's CUDA-graph capture ladder up to ``max_bs``."""
     if speculative:
-        ladder = [*range(1, 9), *range(10, 33, 2), *range(40, 65, 4), *range(72, 257, 8),
-                  *range(272, max(max_bs, 272) + 1, 16)]
+        ladder = [
+            *range(1, 9),
+            *range(10, 33, 2),
+            *range(40, 65, 4),
+            *range(72, 257, 8),
+            *range(272, max(max_bs, 272) + 1, 16),
+        ]
     else:
         ladder = [1, 2, 4, *range(8, max(max_bs, 8) + 1, 8)]
     sizes = tuple(b for b in ladder if b <= max_bs)
@@ -317,8 +360,11 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         if topk == 1 and draft != steps + 1:
             warnings.append(MSG_TOPK1_DRAFT)
             draft = steps + 1
-        for name, value in (("speculative_num_steps", steps), ("speculative_eagle_topk", topk),
-                            ("speculative_num_draft_tokens", draft)):
+        for name, value in (
+            ("speculative_num_steps", steps),
+            ("speculative_eagle_topk", topk),
+            ("speculative_num_draft_tokens", draft),
+        ):
             if int(value) < 1:
                 raise SimArgError(f"{name} must be >= 1 for speculative decoding, got {value}")
         if draft_path is None:
@@ -330,7 +376,10 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
     mem_fraction = v.get("mem_fraction_static")
     if mem_fraction is None:
         mem_fraction = auto_mem_fraction_static(
-            profile.gpu.memory_gb, int(chunked), int(cuda_graph_max_bs), tp,
+            profile.gpu.memory_gb,
+            int(chunked),
+            int(cuda_graph_max_bs),
+            tp,
             eagle=algorithm in EAGLE_FAMILY,
         )
     if not 0.0 < float(mem_fraction) < 1.0:
@@ -416,4 +465,3 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
 def resolve_config(config: ServerConfig, profile: Profile) -> ResolvedArgs:
     """Resolve a :class:`ServerConfig` exactly as the simulator process would resolve its argv."""
     return resolve(parse_argv(argv_from_server_config(config)), profile)
-

@@ -182,8 +182,9 @@ class Scheduler:
         """Queue a request; the loop admits it when a slot and KV space are free."""
         index = self.arrivals
         self.arrivals += 1
-        req = SimRequest(rid=rid, input_len=max(input_len, 1),
-                         max_new_tokens=max(max_new_tokens, 1), index=index)
+        req = SimRequest(
+            rid=rid, input_len=max(input_len, 1), max_new_tokens=max(max_new_tokens, 1), index=index
+        )
         # Seeded per-request start of the Weyl sequence (deterministic by arrival order).
         req.weyl = random.Random(self.seed * 1_000_003 + index).random()
         self.waiting.append(req)
@@ -290,14 +291,21 @@ class Scheduler:
             self._emit(r, 1)
             self._maybe_finish(r)
         self.running = [r for r in self.running if not r.finished]
-        self.log(logfmt.prefill_batch(
-            logfmt.dialect_for_version(self.profile.sim.version),
-            new_seq=len(batch), new_token=tokens, cached_token=0,
-            token_usage=self.used_tokens / self.capacity,
-            running=len(self.running),
-            queue=len(self.waiting), pending_token=sum(r.input_len for r in self.waiting),
-            cuda_graph=False, input_throughput=tokens / seconds if seconds > 0 else 0.0,
-        ), True)
+        self.log(
+            logfmt.prefill_batch(
+                logfmt.dialect_for_version(self.profile.sim.version),
+                new_seq=len(batch),
+                new_token=tokens,
+                cached_token=0,
+                token_usage=self.used_tokens / self.capacity,
+                running=len(self.running),
+                queue=len(self.waiting),
+                pending_token=sum(r.input_len for r in self.waiting),
+                cuda_graph=False,
+                input_throughput=tokens / seconds if seconds > 0 else 0.0,
+            ),
+            True,
+        )
 
     def _maybe_finish(self, r: SimRequest) -> None:
         if r.generated >= r.max_new_tokens and not r.finished:
@@ -312,8 +320,10 @@ class Scheduler:
         batch = len(running)
         context = sum(r.input_len + r.generated for r in running) / batch
         await self._pace(step_time(self.args, self.profile, batch, context))
-        if (self.crash_after_requests is not None
-                and self.finished_count >= self.crash_after_requests):
+        if (
+            self.crash_after_requests is not None
+            and self.finished_count >= self.crash_after_requests
+        ):
             raise SchedulerCrash("fault injection: --sim-crash-after-requests")
         stall = self.stall_after_tokens
         spec = self.args.speculative
@@ -357,12 +367,19 @@ class Scheduler:
                 accept_rate = (accept_len - 1.0) / max(self.args.num_draft_tokens - 1, 1)
             self.interval_accept = SpecCounters()
         used = self.used_tokens
-        self.log(logfmt.decode_batch(
-            running=batch, used_tokens=used,
-            token_usage=used / self.capacity, accept_len=accept_len,
-            accept_rate=accept_rate, cuda_graph=uses_cuda_graph(self.args, batch),
-            gen_throughput=self.last_gen_throughput, queue=len(self.waiting),
-        ), True)
+        self.log(
+            logfmt.decode_batch(
+                running=batch,
+                used_tokens=used,
+                token_usage=used / self.capacity,
+                accept_len=accept_len,
+                accept_rate=accept_rate,
+                cuda_graph=uses_cuda_graph(self.args, batch),
+                gen_throughput=self.last_gen_throughput,
+                queue=len(self.waiting),
+            ),
+            True,
+        )
 
     async def run(self) -> None:
         """Serve until cancelled; raises :class:`SchedulerCrash` on an injected fault."""

@@ -51,22 +51,37 @@ def load_weight_begin(avail_gb: float) -> str:
     return f"Load weight begin. avail mem={_gb(avail_gb)} GB"
 
 
-def load_weight_end(dialect: str, elapsed: float, model_type: str, quant: str, dtype: str,
-                    avail_gb: float, usage_gb: float) -> str:
+def load_weight_end(
+    dialect: str,
+    elapsed: float,
+    model_type: str,
+    quant: str,
+    dtype: str,
+    avail_gb: float,
+    usage_gb: float,
+) -> str:
     if dialect == V059:
-        return (f"Load weight end. elapsed={elapsed:.2f} s, type={model_type}, dtype={dtype}, "
-                f"avail mem={_gb(avail_gb)} GB, mem usage={_gb(usage_gb)} GB.")
+        return (
+            f"Load weight end. elapsed={elapsed:.2f} s, type={model_type}, dtype={dtype}, "
+            f"avail mem={_gb(avail_gb)} GB, mem usage={_gb(usage_gb)} GB."
+        )
     q = f"quant={quant}, " if quant else ""
-    return (f"Load weight end. elapsed={elapsed:.2f} s, type={model_type}, {q}"
-            f"avail mem={_gb(avail_gb)} GB, mem usage={_gb(usage_gb)} GB.")
+    return (
+        f"Load weight end. elapsed={elapsed:.2f} s, type={model_type}, {q}"
+        f"avail mem={_gb(avail_gb)} GB, mem usage={_gb(usage_gb)} GB."
+    )
 
 
 def kv_cache_allocated(dialect: str, dtype: str, tokens: int, k_gb: float, v_gb: float) -> str:
     if dialect == V059:
-        return (f"KV Cache is allocated. #tokens: {tokens}, K size: {k_gb:.2f} GB, "
-                f"V size: {v_gb:.2f} GB")
-    return (f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {k_gb:.2f} GB, "
-            f"V size: {v_gb:.2f} GB")
+        return (
+            f"KV Cache is allocated. #tokens: {tokens}, K size: {k_gb:.2f} GB, "
+            f"V size: {v_gb:.2f} GB"
+        )
+    return (
+        f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {k_gb:.2f} GB, "
+        f"V size: {v_gb:.2f} GB"
+    )
 
 
 def memory_pool_end(avail_gb: float) -> str:
@@ -83,34 +98,56 @@ class GraphCapture:
 
     def begin(self, dialect: str, bs: Sequence[int], avail_gb: float) -> str:
         if dialect == V059:
-            what = {"target verify": "cuda graph", "target decode": "cuda graph",
-                    "draft decode": "draft cuda graph",
-                    "draft extend": "draft extend cuda graph"}[self.role]
-            return (f"Capture {what} begin. This can take up to several minutes. "
-                    f"avail mem={_gb(avail_gb)} GB")
-        return (f"Capture {self.role} CUDA graph begin. backend=full, "
-                f"num_tokens_per_req={self.tokens_per_req}, bs={list(bs)}, "
-                f"avail mem={_gb(avail_gb)} GB")
+            what = {
+                "target verify": "cuda graph",
+                "target decode": "cuda graph",
+                "draft decode": "draft cuda graph",
+                "draft extend": "draft extend cuda graph",
+            }[self.role]
+            return (
+                f"Capture {what} begin. This can take up to several minutes. "
+                f"avail mem={_gb(avail_gb)} GB"
+            )
+        return (
+            f"Capture {self.role} CUDA graph begin. backend=full, "
+            f"num_tokens_per_req={self.tokens_per_req}, bs={list(bs)}, "
+            f"avail mem={_gb(avail_gb)} GB"
+        )
 
     def end(self, dialect: str, elapsed: float, usage_gb: float, avail_gb: float) -> str:
         if dialect == V059:
-            what = {"target verify": "cuda graph", "target decode": "cuda graph",
-                    "draft decode": "draft cuda graph",
-                    "draft extend": "draft extend cuda graph"}[self.role]
-            return (f"Capture {what} end. Time elapsed: {elapsed:.2f} s. "
-                    f"mem usage={_gb(usage_gb)} GB. avail mem={_gb(avail_gb)} GB.")
-        return (f"Capture {self.role} CUDA graph end. elapsed={elapsed:.2f} s, "
-                f"mem usage={_gb(usage_gb)} GB, avail mem={_gb(avail_gb)} GB.")
+            what = {
+                "target verify": "cuda graph",
+                "target decode": "cuda graph",
+                "draft decode": "draft cuda graph",
+                "draft extend": "draft extend cuda graph",
+            }[self.role]
+            return (
+                f"Capture {what} end. Time elapsed: {elapsed:.2f} s. "
+                f"mem usage={_gb(usage_gb)} GB. avail mem={_gb(avail_gb)} GB."
+            )
+        return (
+            f"Capture {self.role} CUDA graph end. elapsed={elapsed:.2f} s, "
+            f"mem usage={_gb(usage_gb)} GB, avail mem={_gb(avail_gb)} GB."
+        )
 
 
-def capacity_line(max_total_num_tokens: int, chunked_prefill_size: int, max_prefill_tokens: int,
-                  max_running_requests: int, context_len: int, avail_gb: float) -> str:
-    return (f"max_total_num_tokens={max_total_num_tokens}, "
-            f"chunked_prefill_size={chunked_prefill_size}, "
-            f"max_prefill_tokens={max_prefill_tokens}, "
-            f"max_running_requests={max_running_requests}, "
-            f"context_len={context_len}, "
-            f"available_gpu_mem={avail_gb:.2f} GB")
+def capacity_line(
+    max_total_num_tokens: int,
+    chunked_prefill_size: int,
+    max_prefill_tokens: int,
+    max_running_requests: int,
+    context_len: int,
+    avail_gb: float,
+) -> str:
+    return (
+        f"max_total_num_tokens={max_total_num_tokens}, "
+        f"chunked_prefill_size={chunked_prefill_size}, "
+        f"max_prefill_tokens={max_prefill_tokens}, "
+        f"max_running_requests={max_running_requests}, "
+        f"context_len={context_len}, "
+        f"available_gpu_mem={avail_gb:.2f} GB"
+    )
 
 
 READY = "The server is fired up and ready to roll!"
@@ -119,34 +156,61 @@ SIGQUIT = "Received sigquit from a child process. It usually means the child fai
 
 
 def cache_not_flushed(queue: int, running: int) -> str:
-    return (f"Cache not flushed because there are pending requests. #queue-req: {queue}, "
-            f"#running-req: {running}")
+    return (
+        f"Cache not flushed because there are pending requests. #queue-req: {queue}, "
+        f"#running-req: {running}"
+    )
 
 
-def decode_batch(running: int, used_tokens: int, token_usage: float, accept_len: float | None,
-                 accept_rate: float | None, cuda_graph: bool, gen_throughput: float,
-                 queue: int) -> str:
+def decode_batch(
+    running: int,
+    used_tokens: int,
+    token_usage: float,
+    accept_len: float | None,
+    accept_rate: float | None,
+    cuda_graph: bool,
+    gen_throughput: float,
+    queue: int,
+) -> str:
     """The ``Decode batch`` line (v0.5.9 and latest share it: no trailing comma)."""
-    msg = (f"Decode batch, #running-req: {running}, #token: {used_tokens}, "
-           f"token usage: {token_usage:.2f}, ")
+    msg = (
+        f"Decode batch, #running-req: {running}, #token: {used_tokens}, "
+        f"token usage: {token_usage:.2f}, "
+    )
     if accept_len is not None:
         msg += f"accept len: {accept_len:.2f}, accept rate: {accept_rate or 0.0:.2f}, "
-    msg += (f"cuda graph: {cuda_graph}, gen throughput (token/s): {gen_throughput:.2f}, "
-            f"#queue-req: {queue}")
+    msg += (
+        f"cuda graph: {cuda_graph}, gen throughput (token/s): {gen_throughput:.2f}, "
+        f"#queue-req: {queue}"
+    )
     return msg
 
 
-def prefill_batch(dialect: str, new_seq: int, new_token: int, cached_token: int,
-                  token_usage: float, running: int, queue: int, pending_token: int,
-                  cuda_graph: bool, input_throughput: float) -> str:
-    head = (f"Prefill batch, #new-seq: {new_seq}, #new-token: {new_token}, "
-            f"#cached-token: {cached_token}, token usage: {token_usage:.2f}, "
-            f"#running-req: {running}, #queue-req: {queue}, ")
+def prefill_batch(
+    dialect: str,
+    new_seq: int,
+    new_token: int,
+    cached_token: int,
+    token_usage: float,
+    running: int,
+    queue: int,
+    pending_token: int,
+    cuda_graph: bool,
+    input_throughput: float,
+) -> str:
+    head = (
+        f"Prefill batch, #new-seq: {new_seq}, #new-token: {new_token}, "
+        f"#cached-token: {cached_token}, token usage: {token_usage:.2f}, "
+        f"#running-req: {running}, #queue-req: {queue}, "
+    )
     if dialect == V059:
-        return head + (f"input throughput (token/s): {input_throughput:.2f}, "
-                       f"cuda graph: {cuda_graph}")
-    return head + (f"#pending-token: {pending_token}, cuda graph: {cuda_graph}, "
-                   f"input throughput (token/s): {input_throughput:.2f}")
+        return head + (
+            f"input throughput (token/s): {input_throughput:.2f}, cuda graph: {cuda_graph}"
+        )
+    return head + (
+        f"#pending-token: {pending_token}, cuda graph: {cuda_graph}, "
+        f"input throughput (token/s): {input_throughput:.2f}"
+    )
 
 
 def uvicorn_info(text: str) -> str:
@@ -163,10 +227,14 @@ _SGL = "/usr/local/lib/python3.12/dist-packages/sglang/srt"
 
 def not_enough_memory_message(dialect: str, mem_fraction_static: float) -> str:
     if dialect == V059:
-        return ("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-                f"self.server_args.mem_fraction_static={mem_fraction_static}")
-    return ("Not enough memory. Please try to increase --mem-fraction-static. Current value: "
-            f"mem_fraction_static={mem_fraction_static}")
+        return (
+            "Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+            f"self.server_args.mem_fraction_static={mem_fraction_static}"
+        )
+    return (
+        "Not enough memory. Please try to increase --mem-fraction-static. Current value: "
+        f"mem_fraction_static={mem_fraction_static}"
+    )
 
 
 def capture_failed_solutions(dialect: str) -> str:
@@ -203,38 +271,54 @@ def scheduler_exception(frames: Sequence[tuple[str, int, str, str]], final: str)
 
 def not_enough_memory_traceback(dialect: str, mem_fraction_static: float) -> str:
     frames = [
-        ("managers/scheduler.py", 2964, "run_scheduler_process",
-         "scheduler = Scheduler("),
+        ("managers/scheduler.py", 2964, "run_scheduler_process", "scheduler = Scheduler("),
         ("managers/scheduler.py", 352, "__init__", "self.init_model_worker()"),
         ("managers/tp_worker.py", 247, "__init__", "self.model_runner = ModelRunner("),
         ("model_executor/model_runner.py", 389, "__init__", "self.initialize(min_per_gpu_memory)"),
         ("model_executor/model_runner.py", 512, "initialize", "self.init_memory_pool("),
-        ("model_executor/pool_configurator.py" if dialect == LATEST
-         else "model_executor/model_runner_kv_cache_mixin.py", 214, "init_memory_pool",
-         "raise RuntimeError("),
+        (
+            "model_executor/pool_configurator.py"
+            if dialect == LATEST
+            else "model_executor/model_runner_kv_cache_mixin.py",
+            214,
+            "init_memory_pool",
+            "raise RuntimeError(",
+        ),
     ]
     return scheduler_exception(
         frames, "RuntimeError: " + not_enough_memory_message(dialect, mem_fraction_static)
     )
 
 
-def capture_failed_traceback(dialect: str, role: str, tried_gb: float, total_gb: float,
-                             free_gb: float) -> str:
-    runner = ("speculative/eagle_draft_cuda_graph_runner.py" if role.startswith("draft")
-              else "model_executor/cuda_graph_runner.py" if dialect == V059
-              else "model_executor/runner/decode_cuda_graph_runner.py")
-    oom = (f"CUDA out of memory. Tried to allocate {tried_gb:.2f} GiB. GPU 0 has a total "
-           f"capacity of {total_gb:.2f} GiB of which {free_gb * 1024:.2f} MiB is free.")
+def capture_failed_traceback(
+    dialect: str, role: str, tried_gb: float, total_gb: float, free_gb: float
+) -> str:
+    runner = (
+        "speculative/eagle_draft_cuda_graph_runner.py"
+        if role.startswith("draft")
+        else "model_executor/cuda_graph_runner.py"
+        if dialect == V059
+        else "model_executor/runner/decode_cuda_graph_runner.py"
+    )
+    oom = (
+        f"CUDA out of memory. Tried to allocate {tried_gb:.2f} GiB. GPU 0 has a total "
+        f"capacity of {total_gb:.2f} GiB of which {free_gb * 1024:.2f} MiB is free."
+    )
     frames = [
         ("managers/scheduler.py", 2964, "run_scheduler_process", "scheduler = Scheduler("),
         ("managers/scheduler.py", 352, "__init__", "self.init_model_worker()"),
-        ("model_executor/model_runner.py", 1873, "init_device_graphs",
-         "self.graph_runner = graph_runners[self.device](self)"),
+        (
+            "model_executor/model_runner.py",
+            1873,
+            "init_device_graphs",
+            "self.graph_runner = graph_runners[self.device](self)",
+        ),
         (runner, 411, "__init__", "raise Exception("),
     ]
     return scheduler_exception(
-        frames, f"Exception: Capture cuda graph failed: {oom}\n"
-        + capture_failed_solutions(dialect).rstrip("\n")
+        frames,
+        f"Exception: Capture cuda graph failed: {oom}\n"
+        + capture_failed_solutions(dialect).rstrip("\n"),
     )
 
 
@@ -242,8 +326,12 @@ def weights_oom_traceback(tried_gb: float, total_gb: float, free_gb: float) -> s
     frames = [
         ("managers/scheduler.py", 2964, "run_scheduler_process", "scheduler = Scheduler("),
         ("model_executor/model_runner.py", 389, "__init__", "self.initialize(min_per_gpu_memory)"),
-        ("model_executor/model_runner.py", 702, "load_model",
-         "self.model = get_model(model_config=self.model_config, load_config=self.load_config)"),
+        (
+            "model_executor/model_runner.py",
+            702,
+            "load_model",
+            "self.model = get_model(model_config=self.model_config, load_config=self.load_config)",
+        ),
     ]
     return scheduler_exception(
         frames,
@@ -256,12 +344,19 @@ def weights_oom_traceback(tried_gb: float, total_gb: float, free_gb: float) -> s
 def serving_crash_traceback() -> str:
     frames = [
         ("managers/scheduler.py", 2971, "run_scheduler_process", "scheduler.event_loop_normal()"),
-        ("managers/scheduler.py", 1012, "event_loop_normal",
-         "result = self.run_batch(batch)"),
-        ("speculative/eagle_worker.py", 318, "forward_batch_generation",
-         "logits_output, verify_output, model_worker_batch, _ = self.verify("),
-        ("speculative/eagle_worker.py", 702, "verify",
-         "res: EagleVerifyOutput = spec_info.verify("),
+        ("managers/scheduler.py", 1012, "event_loop_normal", "result = self.run_batch(batch)"),
+        (
+            "speculative/eagle_worker.py",
+            318,
+            "forward_batch_generation",
+            "logits_output, verify_output, model_worker_batch, _ = self.verify(",
+        ),
+        (
+            "speculative/eagle_worker.py",
+            702,
+            "verify",
+            "res: EagleVerifyOutput = spec_info.verify(",
+        ),
     ]
     return scheduler_exception(
         frames,

@@ -167,8 +167,9 @@ def depth_acceptance(perf: PerfSection, depth: int) -> float:
     return perf.accept_later + (perf.accept_first - perf.accept_later) * decay
 
 
-def relaxed_acceptance(q: float, threshold_single: float = 1.0,
-                       threshold_acc: float = 1.0) -> float:
+def relaxed_acceptance(
+    q: float, threshold_single: float = 1.0, threshold_acc: float = 1.0
+) -> float:
     """Acceptance under SGLang's relaxed-verification thresholds (1.0 = strict): the accept
     probability is raised to ``min(1, q / threshold_acc)``, and a share ``1 - threshold_single``
     of the remaining rejections passes the single-token threshold."""
@@ -176,8 +177,9 @@ def relaxed_acceptance(q: float, threshold_single: float = 1.0,
     return 1.0 - (1.0 - q) * threshold_single
 
 
-def _covered(perf: PerfSection, depth: int, candidates: int, t_single: float = 1.0,
-             t_acc: float = 1.0) -> float:
+def _covered(
+    perf: PerfSection, depth: int, candidates: int, t_single: float = 1.0, t_acc: float = 1.0
+) -> float:
     """Acceptance at ``depth`` with ``candidates`` tree nodes there (0 if none)."""
     if candidates <= 0:
         return 0.0
@@ -219,9 +221,14 @@ def tree_nodes(perf: PerfSection, steps: int, topk: int, draft_tokens: int) -> t
 
 
 @lru_cache(maxsize=4096)
-def accept_distribution(perf: PerfSection, steps: int, topk: int, draft_tokens: int,
-                        threshold_single: float = 1.0, threshold_acc: float = 1.0
-                        ) -> tuple[float, ...]:
+def accept_distribution(
+    perf: PerfSection,
+    steps: int,
+    topk: int,
+    draft_tokens: int,
+    threshold_single: float = 1.0,
+    threshold_acc: float = 1.0,
+) -> tuple[float, ...]:
     """``P(accept length == L)`` for ``L = 1 .. steps + 1`` (index 0 is L=1). The tree's
     shape is chosen under strict verification; thresholds only relax acceptance."""
     nodes = tree_nodes(perf, steps, topk, draft_tokens)
@@ -232,8 +239,14 @@ def accept_distribution(perf: PerfSection, steps: int, topk: int, draft_tokens: 
     return tuple(reach[i] - reach[i + 1] for i in range(len(reach) - 1))
 
 
-def accept_length(perf: PerfSection, steps: int, topk: int, draft_tokens: int,
-                  threshold_single: float = 1.0, threshold_acc: float = 1.0) -> float:
+def accept_length(
+    perf: PerfSection,
+    steps: int,
+    topk: int,
+    draft_tokens: int,
+    threshold_single: float = 1.0,
+    threshold_acc: float = 1.0,
+) -> float:
     """Expected tokens per request per verify step, bonus token included (1 = no gain)."""
     if steps <= 0:
         return 1.0
@@ -246,8 +259,14 @@ def args_accept_distribution(args: ResolvedArgs, perf: PerfSection) -> tuple[flo
     without speculative decoding)."""
     if not args.speculative or args.num_steps <= 0:
         return (1.0,)
-    return accept_distribution(perf, args.num_steps, args.topk, args.num_draft_tokens,
-                               args.accept_threshold_single, args.accept_threshold_acc)
+    return accept_distribution(
+        perf,
+        args.num_steps,
+        args.topk,
+        args.num_draft_tokens,
+        args.accept_threshold_single,
+        args.accept_threshold_acc,
+    )
 
 
 def accept_rate(args: ResolvedArgs, length: float) -> float:
@@ -396,9 +415,25 @@ def predict(
     rate = accept_rate(args, length)
     running = min(concurrency, running_limit(args, plan, input_len, output_len))
     if plan.failure is not None or running <= 0:
-        return Prediction(concurrency, input_len, output_len, plan.failure,
-                          plan.max_total_num_tokens, 0, concurrency, length, rate, 0.0, False,
-                          math.inf, 0, math.inf, 0.0, 0.0, 0.0)
+        return Prediction(
+            concurrency,
+            input_len,
+            output_len,
+            plan.failure,
+            plan.max_total_num_tokens,
+            0,
+            concurrency,
+            length,
+            rate,
+            0.0,
+            False,
+            math.inf,
+            0,
+            math.inf,
+            0.0,
+            0.0,
+            0.0,
+        )
     context = input_len + output_len / 2.0
     t_step = step_time(args, profile, running, context)
     ttft = prefill_time(args, profile, running * input_len)

@@ -254,9 +254,7 @@ def _build_section(name: str, cls: type, table: Any, source: str) -> Any:
         missing = [
             f.name
             for f in fields(cls)
-            if f.name not in values
-            and f.default is MISSING
-            and f.default_factory is MISSING
+            if f.name not in values and f.default is MISSING and f.default_factory is MISSING
         ]
         raise ProfileError(
             f"{source}: [{name}] is missing required key(s): {', '.join(missing)}"
@@ -276,8 +274,13 @@ def _validate(profile: Profile) -> None:
     for (section, key), value in positive.items():
         if value <= 0:
             raise ProfileError(f"{src}: [{section}] {key} must be > 0, got {value}")
-    for key in ("accept_first", "accept_later", "accept_decay", "accept_beyond_horizon",
-                "tree_branch_gain"):
+    for key in (
+        "accept_first",
+        "accept_later",
+        "accept_decay",
+        "accept_beyond_horizon",
+        "tree_branch_gain",
+    ):
         value = getattr(profile.perf, key)
         if not 0.0 <= value <= 1.0:
             raise ProfileError(f"{src}: [perf] {key} must be between 0 and 1, got {value}")
@@ -290,8 +293,7 @@ def profile_from_dict(data: dict[str, Any], source: str = "<profile>") -> Profil
     unknown = sorted(set(data) - set(_SECTIONS))
     if unknown:
         raise ProfileError(
-            f"{source}: unknown table(s) {', '.join(unknown)}; "
-            f"known tables: {', '.join(_SECTIONS)}"
+            f"{source}: unknown table(s) {', '.join(unknown)}; known tables: {', '.join(_SECTIONS)}"
         )
     sections: dict[str, Any] = {}
     for name, cls in _SECTIONS.items():

@@ -47,8 +47,11 @@ DEFAULT_MAX_NEW_TOKENS = 128
 
 
 LOG_LEVELS: dict[str, int] = {
-    "debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-    "error": logging.ERROR, "critical": logging.CRITICAL,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
 }
 
 
@@ -128,8 +131,14 @@ class SimOptions:
 class SimServer:
     """State shared by the loader, the scheduler and the HTTP handlers."""
 
-    def __init__(self, args: ResolvedArgs, parsed: ParsedArgs, profile: Profile,
-                 opts: SimOptions, log: LogWriter) -> None:
+    def __init__(
+        self,
+        args: ResolvedArgs,
+        parsed: ParsedArgs,
+        profile: Profile,
+        opts: SimOptions,
+        log: LogWriter,
+    ) -> None:
         self.args = args
         self.parsed = parsed
         self.profile = profile
@@ -141,7 +150,10 @@ class SimServer:
         self.shutting_down = False
         self.port = args.port
         self.scheduler = Scheduler(
-            args, profile, self.plan, log.scheduler,
+            args,
+            profile,
+            self.plan,
+            log.scheduler,
             unthrottled=opts.unthrottled,
             crash_after_requests=opts.crash_after_requests,
             stall_after_tokens=opts.stall_after_tokens,
@@ -163,8 +175,9 @@ class SimServer:
         total = self.opts.load_seconds
         log.all_ranks(logfmt.init_distributed_begin())
         await self._phase(shares.distributed)
-        log.all_ranks(logfmt.init_distributed_end(total * shares.distributed,
-                                                  p.memory.cuda_context_gb))
+        log.all_ranks(
+            logfmt.init_distributed_end(total * shares.distributed, p.memory.cuda_context_gb)
+        )
         # Target weights.
         log.all_ranks(logfmt.load_weight_begin(plan.avail_start_gb))
         if self.opts.hang_during_load:
@@ -172,42 +185,77 @@ class SimServer:
             await asyncio.Event().wait()  # never ready; SIGTERM still stops us
         await self._phase(shares.target_weights)
         if plan.failure is LoadFailure.WEIGHTS_OOM and plan.failed_graph == "target":
-            self._fatal_log(logfmt.weights_oom_traceback(
-                1.25, plan.total_gb, max(plan.avail_start_gb, 0.0) % 1.0))
+            self._fatal_log(
+                logfmt.weights_oom_traceback(
+                    1.25, plan.total_gb, max(plan.avail_start_gb, 0.0) % 1.0
+                )
+            )
             return False
-        log.all_ranks(logfmt.load_weight_end(
-            d, total * shares.target_weights, p.model.architecture, p.model.quantization,
-            "torch.bfloat16", plan.avail_after_target_gb, plan.target_weights_gb))
+        log.all_ranks(
+            logfmt.load_weight_end(
+                d,
+                total * shares.target_weights,
+                p.model.architecture,
+                p.model.quantization,
+                "torch.bfloat16",
+                plan.avail_after_target_gb,
+                plan.target_weights_gb,
+            )
+        )
         if a.speculative:
             log.all_ranks(logfmt.load_weight_begin(plan.avail_after_target_gb))
             await self._phase(shares.draft_weights)
             if plan.failure is LoadFailure.WEIGHTS_OOM:
-                self._fatal_log(logfmt.weights_oom_traceback(
-                    plan.draft_weights_gb, plan.total_gb, max(plan.avail_after_target_gb, 0.0)))
+                self._fatal_log(
+                    logfmt.weights_oom_traceback(
+                        plan.draft_weights_gb, plan.total_gb, max(plan.avail_after_target_gb, 0.0)
+                    )
+                )
                 return False
-            log.all_ranks(logfmt.load_weight_end(
-                d, total * shares.draft_weights, p.model.draft_architecture, "",
-                "torch.bfloat16", plan.avail_after_draft_gb, plan.draft_weights_gb))
+            log.all_ranks(
+                logfmt.load_weight_end(
+                    d,
+                    total * shares.draft_weights,
+                    p.model.draft_architecture,
+                    "",
+                    "torch.bfloat16",
+                    plan.avail_after_draft_gb,
+                    plan.draft_weights_gb,
+                )
+            )
         await self._phase(shares.kv_cache)
         if plan.failure is LoadFailure.NOT_ENOUGH_MEMORY:
             self._fatal_log(logfmt.not_enough_memory_traceback(d, a.mem_fraction_static))
             return False
         half_t = plan.target_kv_gb / 2
-        log.all_ranks(logfmt.kv_cache_allocated(d, p.model.kv_dtype, plan.max_total_num_tokens,
-                                                half_t, half_t))
+        log.all_ranks(
+            logfmt.kv_cache_allocated(
+                d, p.model.kv_dtype, plan.max_total_num_tokens, half_t, half_t
+            )
+        )
         if a.speculative:
             half_d = plan.draft_kv_gb / 2
-            log.all_ranks(logfmt.kv_cache_allocated(d, p.model.kv_dtype,
-                                                    plan.max_total_num_tokens, half_d, half_d))
+            log.all_ranks(
+                logfmt.kv_cache_allocated(
+                    d, p.model.kv_dtype, plan.max_total_num_tokens, half_d, half_d
+                )
+            )
         log.all_ranks(logfmt.memory_pool_end(plan.avail_after_kv_gb))
         if a.capture_bs:
             ok = await self._capture()
             if not ok:
                 return False
         avail = plan.avail_after_graph_gb if a.capture_bs else plan.avail_after_kv_gb
-        log.rank(logfmt.capacity_line(
-            plan.max_total_num_tokens, a.chunked_prefill_size, a.max_prefill_tokens,
-            a.max_running_requests, a.context_length, avail))
+        log.rank(
+            logfmt.capacity_line(
+                plan.max_total_num_tokens,
+                a.chunked_prefill_size,
+                a.max_prefill_tokens,
+                a.max_running_requests,
+                a.context_length,
+                avail,
+            )
+        )
         await self._phase(shares.warmup)
         # Warmup request, as SGLang's launcher sends one before announcing readiness.
         log.rank(logfmt.prefill_batch(d, 1, 6, 0, 0.0, 0, 0, 0, False, 0.0))
@@ -223,29 +271,49 @@ class SimServer:
         bs = list(a.capture_bs)
         if a.speculative:
             target = logfmt.GraphCapture("target verify", a.num_draft_tokens)
-            drafts = [logfmt.GraphCapture("draft decode", a.topk),
-                      logfmt.GraphCapture("draft extend", a.num_draft_tokens)]
+            drafts = [
+                logfmt.GraphCapture("draft decode", a.topk),
+                logfmt.GraphCapture("draft extend", a.num_draft_tokens),
+            ]
         else:
             target = logfmt.GraphCapture("target decode", 1)
             drafts = []
         log.all_ranks(target.begin(d, bs, plan.avail_after_kv_gb))
         await self._phase(shares.graph_target)
         if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE and plan.failed_graph == "target":
-            self._fatal_log(logfmt.capture_failed_traceback(
-                d, "target", plan.graph_target_gb, plan.total_gb,
-                max(plan.avail_after_kv_gb - plan.activation_reserve_gb, 0.0)))
+            self._fatal_log(
+                logfmt.capture_failed_traceback(
+                    d,
+                    "target",
+                    plan.graph_target_gb,
+                    plan.total_gb,
+                    max(plan.avail_after_kv_gb - plan.activation_reserve_gb, 0.0),
+                )
+            )
             return False
-        log.all_ranks(target.end(d, total * shares.graph_target, plan.graph_target_gb,
-                                 plan.avail_after_target_graph_gb))
+        log.all_ranks(
+            target.end(
+                d,
+                total * shares.graph_target,
+                plan.graph_target_gb,
+                plan.avail_after_target_graph_gb,
+            )
+        )
         avail = plan.avail_after_target_graph_gb
         for i, g in enumerate(drafts):
             share_gb = plan.graph_draft_gb / len(drafts)
             log.all_ranks(g.begin(d, bs, avail))
             await self._phase(shares.graph_draft / len(drafts))
             if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE and i == 0:
-                self._fatal_log(logfmt.capture_failed_traceback(
-                    d, "draft", share_gb, plan.total_gb,
-                    max(avail - plan.activation_reserve_gb, 0.0)))
+                self._fatal_log(
+                    logfmt.capture_failed_traceback(
+                        d,
+                        "draft",
+                        share_gb,
+                        plan.total_gb,
+                        max(avail - plan.activation_reserve_gb, 0.0),
+                    )
+                )
                 return False
             avail -= share_gb
             log.all_ranks(g.end(d, total * shares.graph_draft / len(drafts), share_gb, avail))
@@ -274,10 +342,13 @@ class SimServer:
                 self.log.rank(f"Updating {key} is not supported.", level=logging.WARNING)
                 return {"updated": False, "server_args": dict(self.args.server_args)}
             if key.startswith("speculative_accept_threshold") and (
-                    isinstance(value, bool) or not isinstance(value, int | float)
-                    or not 0.0 < float(value) <= 1.0):
-                self.log.rank(f"Updating {key} failed: {value!r} is not in (0, 1].",
-                              level=logging.WARNING)
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0.0 < float(value) <= 1.0
+            ):
+                self.log.rank(
+                    f"Updating {key} failed: {value!r} is not in (0, 1].", level=logging.WARNING
+                )
                 return {"updated": False, "server_args": dict(self.args.server_args)}
         server_args = {**self.args.server_args, **updates}
         self.args = dataclasses.replace(
@@ -338,12 +409,19 @@ class SimServer:
             ("sglang:num_used_tokens", "gauge", s.used_tokens),
             ("sglang:max_total_num_tokens", "gauge", self.plan.max_total_num_tokens),
             ("sglang:context_len", "gauge", self.args.context_length),
-            ("sglang:is_cuda_graph", "gauge",
-             1.0 if uses_cuda_graph(self.args, max(len(s.running), 1)) else 0.0),
+            (
+                "sglang:is_cuda_graph",
+                "gauge",
+                1.0 if uses_cuda_graph(self.args, max(len(s.running), 1)) else 0.0,
+            ),
             ("sglang:spec_accept_length", "gauge", s.spec.avg_accept_length),
-            ("sglang:spec_accept_rate", "gauge",
-             (s.spec.avg_accept_length - 1) / max(self.args.num_draft_tokens - 1, 1)
-             if s.spec.forward_ct else 0.0),
+            (
+                "sglang:spec_accept_rate",
+                "gauge",
+                (s.spec.avg_accept_length - 1) / max(self.args.num_draft_tokens - 1, 1)
+                if s.spec.forward_ct
+                else 0.0,
+            ),
             ("sglang:spec_verify_calls_total", "counter", s.spec.forward_ct),
             ("sglang:prompt_tokens_total", "counter", s.total_prompt_tokens),
             ("sglang:generation_tokens_total", "counter", s.total_generated_tokens),
@@ -398,20 +476,26 @@ def _positive_int(value: Any, name: str, default: int) -> int:
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"object": "error", "message": message, "type": "BadRequestError",
-                         "code": status}, status_code=status)
+    return JSONResponse(
+        {"object": "error", "message": message, "type": "BadRequestError", "code": status},
+        status_code=status,
+    )
 
 
 def _too_long(sim: SimServer, prompt_tokens: int, max_new: int) -> JSONResponse | None:
     """SGLang refuses requests longer than the context (or than the whole KV pool)."""
     limit = min(sim.args.context_length, max(sim.plan.max_total_num_tokens, 1))
     if prompt_tokens + max_new > limit:
-        return _error(400, (
-            f"Requested token count exceeds the model's maximum context length of {limit} "
-            f"tokens. You requested a total of {prompt_tokens + max_new} tokens: "
-            f"{prompt_tokens} tokens from the input messages and {max_new} tokens for the "
-            "completion. Please reduce the number of tokens in the input messages or the "
-            "completion to fit within the limit."))
+        return _error(
+            400,
+            (
+                f"Requested token count exceeds the model's maximum context length of {limit} "
+                f"tokens. You requested a total of {prompt_tokens + max_new} tokens: "
+                f"{prompt_tokens} tokens from the input messages and {max_new} tokens for the "
+                "completion. Please reduce the number of tokens in the input messages or the "
+                "completion to fit within the limit."
+            ),
+        )
     return None
 
 
@@ -438,40 +522,56 @@ def build_app(sim: SimServer) -> Starlette:
 
     async def model_info(request: Request) -> Response:
         a = sim.args
-        return JSONResponse({
-            "model_path": a.model_path,
-            "tokenizer_path": a.server_args.get("tokenizer_path", a.model_path),
-            "is_generation": True,
-            "preferred_sampling_params": None,
-            "weight_version": "default",
-            "has_image_understanding": False,
-            "has_audio_understanding": False,
-            "model_type": sim.profile.model.model_type,
-            "architectures": [sim.profile.model.architecture],
-        })
+        return JSONResponse(
+            {
+                "model_path": a.model_path,
+                "tokenizer_path": a.server_args.get("tokenizer_path", a.model_path),
+                "is_generation": True,
+                "preferred_sampling_params": None,
+                "weight_version": "default",
+                "has_image_understanding": False,
+                "has_audio_understanding": False,
+                "model_type": sim.profile.model.model_type,
+                "architectures": [sim.profile.model.architecture],
+            }
+        )
 
     async def models(request: Request) -> Response:
         a = sim.args
-        return JSONResponse({"object": "list", "data": [{
-            "id": a.served_model_name, "object": "model", "created": sim.created,
-            "owned_by": "sglang", "root": a.served_model_name, "parent": None,
-            "max_model_len": a.context_length,
-        }]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [
+                    {
+                        "id": a.served_model_name,
+                        "object": "model",
+                        "created": sim.created,
+                        "owned_by": "sglang",
+                        "root": a.served_model_name,
+                        "parent": None,
+                        "max_model_len": a.context_length,
+                    }
+                ],
+            }
+        )
 
     async def flush_cache(request: Request) -> Response:
         s = sim.scheduler
         if not sim.ready or not s.idle:
-            sim.log.rank(logfmt.cache_not_flushed(len(s.waiting), len(s.running)),
-                         level=logging.WARNING)
+            sim.log.rank(
+                logfmt.cache_not_flushed(len(s.waiting), len(s.running)), level=logging.WARNING
+            )
             return PlainTextResponse(
                 "Cache not flushed. Please check backend logs for more details. (When there are "
                 "running or waiting requests, the operation will not be performed.)\n",
-                status_code=400)
+                status_code=400,
+            )
         s.reset_spec_counters()
         sim.log.rank(logfmt.CACHE_FLUSHED)
         return PlainTextResponse(
             "Cache flushed.\nPlease check backend logs for more details. (When there are "
-            "running or waiting requests, the operation will not be performed.)\n")
+            "running or waiting requests, the operation will not be performed.)\n"
+        )
 
     async def set_internal_state(request: Request) -> Response:
         """SGLang's hot update: only the accept thresholds (and pp_max_micro_batch_size)."""
@@ -489,8 +589,9 @@ def build_app(sim: SimServer) -> Starlette:
     async def metrics(request: Request) -> Response:
         if not sim.args.enable_metrics:
             return PlainTextResponse("Not Found", status_code=404)
-        return PlainTextResponse(sim.metrics_text(),
-                                 media_type="text/plain; version=0.0.4; charset=utf-8")
+        return PlainTextResponse(
+            sim.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
 
     async def read_json(request: Request) -> dict[str, Any] | Response:
         try:
@@ -511,8 +612,9 @@ def build_app(sim: SimServer) -> Starlette:
         if not isinstance(sp, dict):
             return _error(400, "sampling_params must be an object")
         try:
-            max_new = _positive_int(sp.get("max_new_tokens"), "sampling_params.max_new_tokens",
-                                    DEFAULT_MAX_NEW_TOKENS)
+            max_new = _positive_int(
+                sp.get("max_new_tokens"), "sampling_params.max_new_tokens", DEFAULT_MAX_NEW_TOKENS
+            )
         except ValueError as exc:
             return _error(400, str(exc))
         prompt_tokens = _count_prompt_tokens(payload)
@@ -521,8 +623,9 @@ def build_app(sim: SimServer) -> Starlette:
         rid = str(payload.get("rid") or uuid.uuid4().hex)
         req = sim.scheduler.submit(rid, prompt_tokens, max_new)
         if payload.get("stream"):
-            return StreamingResponse(_generate_stream(sim, req, prompt_tokens),
-                                     media_type="text/event-stream")
+            return StreamingResponse(
+                _generate_stream(sim, req, prompt_tokens), media_type="text/event-stream"
+            )
         await _wait_finished(sim, req)
         return JSONResponse({"text": req.text, "meta_info": _meta_info(sim, req, prompt_tokens)})
 
@@ -541,7 +644,9 @@ def build_app(sim: SimServer) -> Starlette:
         try:
             max_new = _positive_int(
                 payload.get("max_completion_tokens", payload.get("max_tokens")),
-                "max_tokens", DEFAULT_MAX_NEW_TOKENS)
+                "max_tokens",
+                DEFAULT_MAX_NEW_TOKENS,
+            )
         except ValueError as exc:
             return _error(400, str(exc))
         if chat and not isinstance(payload.get("messages"), list):
@@ -557,24 +662,47 @@ def build_app(sim: SimServer) -> Starlette:
             opts = payload.get("stream_options") or {}
             usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
             return StreamingResponse(
-                _openai_stream(sim, req, prompt_tokens, chat, str(payload.get("model") or
-                               sim.args.served_model_name), usage),
-                media_type="text/event-stream")
+                _openai_stream(
+                    sim,
+                    req,
+                    prompt_tokens,
+                    chat,
+                    str(payload.get("model") or sim.args.served_model_name),
+                    usage,
+                ),
+                media_type="text/event-stream",
+            )
         await _wait_finished(sim, req)
-        usage_obj = {"prompt_tokens": prompt_tokens, "completion_tokens": req.generated,
-                     "total_tokens": prompt_tokens + req.generated}
-        choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": "length",
-                                  "matched_stop": None}
+        usage_obj = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": req.generated,
+            "total_tokens": prompt_tokens + req.generated,
+        }
+        choice: dict[str, Any] = {
+            "index": 0,
+            "logprobs": None,
+            "finish_reason": "length",
+            "matched_stop": None,
+        }
         if chat:
-            choice["message"] = {"role": "assistant", "content": req.text,
-                                 "reasoning_content": None, "tool_calls": None}
+            choice["message"] = {
+                "role": "assistant",
+                "content": req.text,
+                "reasoning_content": None,
+                "tool_calls": None,
+            }
         else:
             choice["text"] = req.text
-        return JSONResponse({
-            "id": rid, "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()), "model": payload.get("model") or
-            sim.args.served_model_name, "choices": [choice], "usage": usage_obj,
-        })
+        return JSONResponse(
+            {
+                "id": rid,
+                "object": "chat.completion" if chat else "text_completion",
+                "created": int(time.time()),
+                "model": payload.get("model") or sim.args.served_model_name,
+                "choices": [choice],
+                "usage": usage_obj,
+            }
+        )
 
     routes = [
         Route("/health", health, methods=["GET"]),
@@ -621,24 +749,32 @@ def _meta_info(sim: SimServer, req: SimRequest, prompt_tokens: int) -> dict[str,
         # As SGLang: completion tokens (the prefill's first token included) per verify step.
         verify_ct = req.verify_ct
         correct = max(req.generated - 1 - verify_ct, 0)
-        meta.update({
-            "spec_verify_ct": verify_ct,
-            "spec_accept_length": req.generated / verify_ct,
-            "spec_accept_rate": correct / (verify_ct * max(a.num_draft_tokens - 1, 1)),
-            "spec_num_correct_drafts": correct,
-            "spec_num_proposed_drafts": verify_ct * (a.num_draft_tokens - 1),
-            "spec_accepted_drafts": correct,
-            "spec_proposed_drafts": verify_ct * (a.num_draft_tokens - 1),
-        })
+        meta.update(
+            {
+                "spec_verify_ct": verify_ct,
+                "spec_accept_length": req.generated / verify_ct,
+                "spec_accept_rate": correct / (verify_ct * max(a.num_draft_tokens - 1, 1)),
+                "spec_num_correct_drafts": correct,
+                "spec_num_proposed_drafts": verify_ct * (a.num_draft_tokens - 1),
+                "spec_accepted_drafts": correct,
+                "spec_proposed_drafts": verify_ct * (a.num_draft_tokens - 1),
+            }
+        )
     return meta
 
 
-async def _generate_stream(sim: SimServer, req: SimRequest, prompt_tokens: int
-                           ) -> AsyncIterator[bytes]:
+async def _generate_stream(
+    sim: SimServer, req: SimRequest, prompt_tokens: int
+) -> AsyncIterator[bytes]:
     """SGLang native streaming: each chunk carries the full text so far."""
     head = b'data: {"text":"'
-    mid = ('","meta_info":{"id":"' + req.rid + '","finish_reason":null,"prompt_tokens":'
-           + str(prompt_tokens) + ',"weight_version":"default","completion_tokens":').encode()
+    mid = (
+        '","meta_info":{"id":"'
+        + req.rid
+        + '","finish_reason":null,"prompt_tokens":'
+        + str(prompt_tokens)
+        + ',"weight_version":"default","completion_tokens":'
+    ).encode()
     tail = b',"cached_tokens":0}}\n\n'
     try:
         while True:
@@ -657,21 +793,33 @@ async def _generate_stream(sim: SimServer, req: SimRequest, prompt_tokens: int
             sim.scheduler.abort(req)
 
 
-async def _openai_stream(sim: SimServer, req: SimRequest, prompt_tokens: int, chat: bool,
-                         model: str, include_usage: bool) -> AsyncIterator[bytes]:
+async def _openai_stream(
+    sim: SimServer, req: SimRequest, prompt_tokens: int, chat: bool, model: str, include_usage: bool
+) -> AsyncIterator[bytes]:
     """OpenAI-style streaming: each chunk carries only the new text (a delta)."""
     created = str(int(time.time()))
     obj = "chat.completion.chunk" if chat else "text_completion"
-    head = ('data: {"id":"' + req.rid + '","object":"' + obj + '","created":' + created
-            + ',"model":' + json.dumps(model) + ',"choices":[{"index":0,').encode()
+    head = (
+        'data: {"id":"'
+        + req.rid
+        + '","object":"'
+        + obj
+        + '","created":'
+        + created
+        + ',"model":'
+        + json.dumps(model)
+        + ',"choices":[{"index":0,'
+    ).encode()
     if chat:
         pre, post = b'"delta":{"content":"', b'"},"logprobs":null,"finish_reason":null}]}\n\n'
     else:
         pre, post = b'"text":"', b'","logprobs":null,"finish_reason":null}]}\n\n'
     try:
         if chat:
-            yield head + b'"delta":{"role":"assistant","content":""},"logprobs":null,' \
+            yield (
+                head + b'"delta":{"role":"assistant","content":""},"logprobs":null,'
                 b'"finish_reason":null}]}\n\n'
+            )
         while True:
             if req.pending_tokens == 0 and not req.finished:
                 req.event.clear()
@@ -684,13 +832,25 @@ async def _openai_stream(sim: SimServer, req: SimRequest, prompt_tokens: int, ch
             if req.finished:
                 break
         delta = '"delta":{},' if chat else '"text":"",'
-        yield head + (delta + '"logprobs":null,"finish_reason":"length","matched_stop":null}]}'
-                      '\n\n').encode()
+        yield (
+            head
+            + (
+                delta + '"logprobs":null,"finish_reason":"length","matched_stop":null}]}\n\n'
+            ).encode()
+        )
         if include_usage:
-            usage = {"id": req.rid, "object": obj, "created": int(created), "model": model,
-                     "choices": [], "usage": {
-                         "prompt_tokens": prompt_tokens, "completion_tokens": req.generated,
-                         "total_tokens": prompt_tokens + req.generated}}
+            usage = {
+                "id": req.rid,
+                "object": obj,
+                "created": int(created),
+                "model": model,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": req.generated,
+                    "total_tokens": prompt_tokens + req.generated,
+                },
+            }
             yield b"data: " + json.dumps(usage).encode() + b"\n\n"
         yield SSE_DONE
     finally:
@@ -727,9 +887,15 @@ def _die_like_sglang() -> None:
 
 async def _serve(sim: SimServer, sock: socket.socket) -> int:
     loop = asyncio.get_running_loop()
-    config = uvicorn.Config(build_app(sim), log_config=None, access_log=False,
-                            lifespan="off", http="h11", loop="asyncio",
-                            timeout_graceful_shutdown=2)
+    config = uvicorn.Config(
+        build_app(sim),
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        http="h11",
+        loop="asyncio",
+        timeout_graceful_shutdown=2,
+    )
     server = _QuietServer(config)
     stop = asyncio.Event()
 
@@ -744,8 +910,11 @@ async def _serve(sim: SimServer, sock: socket.socket) -> int:
     log.main(logfmt.uvicorn_info(f"Started server process [{os.getpid()}]"))
     log.main(logfmt.uvicorn_info("Waiting for application startup."))
     log.main(logfmt.uvicorn_info("Application startup complete."))
-    log.main(logfmt.uvicorn_info(
-        f"Uvicorn running on http://{sim.args.host}:{sim.port} (Press CTRL+C to quit)"))
+    log.main(
+        logfmt.uvicorn_info(
+            f"Uvicorn running on http://{sim.args.host}:{sim.port} (Press CTRL+C to quit)"
+        )
+    )
 
     async def lifecycle() -> None:
         if not await sim.load():
@@ -760,8 +929,12 @@ async def _serve(sim: SimServer, sock: socket.socket) -> int:
     fatal = asyncio.create_task(sim._fatal.wait())
     stopper = asyncio.create_task(stop.wait())
     await asyncio.wait({life, fatal, stopper, serve_task}, return_when=asyncio.FIRST_COMPLETED)
-    if life.done() and not life.cancelled() and life.exception() is not None \
-            and not sim._fatal.is_set():
+    if (
+        life.done()
+        and not life.cancelled()
+        and life.exception() is not None
+        and not sim._fatal.is_set()
+    ):
         # A bug in the simulator itself: report it the way SGLang reports a scheduler crash.
         exc = life.exception()
         assert exc is not None
@@ -820,8 +993,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sock = _bind(args.host, args.port)
     except OSError as exc:
-        log.raw(logfmt.prefix() + f"ERROR:    [Errno {exc.errno}] error while attempting to "
-                f"bind on address ({args.host!r}, {args.port}): {exc.strerror}")
+        log.raw(
+            logfmt.prefix() + f"ERROR:    [Errno {exc.errno}] error while attempting to "
+            f"bind on address ({args.host!r}, {args.port}): {exc.strerror}"
+        )
         return 1
     sim = SimServer(args, parsed, profile, opts, log)
     sim.port = sock.getsockname()[1]

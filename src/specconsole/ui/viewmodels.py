@@ -216,8 +216,6 @@ def fraction_bar(fraction: float, width: int) -> str:
     return "█" * filled + "░" * (width - filled)
 
 
-
-
 def summarise_levels(levels: Sequence[LevelView]) -> str:
     """Panel subtitle: which level is running, or ``done`` / ``idle``."""
     if not levels:
@@ -245,7 +243,7 @@ def thin_ticks(
     span = (high - low) or 1.0
     kept_pos: list[float] = []
     kept_labels: list[str] = []
-    last_end = -10**9
+    last_end = -(10**9)
     for pos, label in sorted(zip(positions, labels, strict=True)):
         col = round((pos - low) / span * max(1, width - 1))
         start = col - len(label) // 2

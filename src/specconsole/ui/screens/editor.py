@@ -53,11 +53,21 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
     """Edit the configuration; dismisses with the new one on apply, None on cancel."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+s", "apply", "apply (deploy as next trial)", id="apply",
-                tooltip="deploy this configuration as the next trial (refused while errors stand)"),
+        Binding(
+            "ctrl+s",
+            "apply",
+            "apply (deploy as next trial)",
+            id="apply",
+            tooltip="deploy this configuration as the next trial (refused while errors stand)",
+        ),
         Binding("escape", "cancel", "cancel", id="cancel", tooltip="close without deploying"),
-        Binding("ctrl+r", "revert", "revert to deployed", id="revert",
-                tooltip="put back the deployed configuration's values"),
+        Binding(
+            "ctrl+r",
+            "revert",
+            "revert to deployed",
+            id="revert",
+            tooltip="put back the deployed configuration's values",
+        ),
     ]
 
     class Checked(Message):

@@ -57,39 +57,127 @@ class MainScreen(Screen[None]):
     """The console's one working screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("d", "deploy", "deploy", id="deploy",
-                tooltip="deploy the configuration shown in the header as the next trial"),
-        Binding("b", "bench", "bench", id="bench",
-                tooltip="benchmark what is deployed now (no deploy, no restart)"),
-        Binding("s", "sweep", "sweep", id="sweep",
-                tooltip="start the plan's sweep; while it runs, pause it after this trial"),
-        Binding("e", "edit", "edit", id="edit",
-                tooltip="edit the launch parameters; apply deploys them as the next trial"),
-        Binding("r", "resume", "resume", id="resume",
-                tooltip="after a crash or pause: continue with the next planned trial"),
-        Binding("f", "follow", "follow", id="follow",
-                tooltip="follow the log / pause it where you are reading"),
-        Binding("slash", "search", "search", id="search",
-                tooltip="show only log lines containing a word (esc clears)"),
+        Binding(
+            "d",
+            "deploy",
+            "deploy",
+            id="deploy",
+            tooltip="deploy the configuration shown in the header as the next trial",
+        ),
+        Binding(
+            "b",
+            "bench",
+            "bench",
+            id="bench",
+            tooltip="benchmark what is deployed now (no deploy, no restart)",
+        ),
+        Binding(
+            "s",
+            "sweep",
+            "sweep",
+            id="sweep",
+            tooltip="start the plan's sweep; while it runs, pause it after this trial",
+        ),
+        Binding(
+            "e",
+            "edit",
+            "edit",
+            id="edit",
+            tooltip="edit the launch parameters; apply deploys them as the next trial",
+        ),
+        Binding(
+            "r",
+            "resume",
+            "resume",
+            id="resume",
+            tooltip="after a crash or pause: continue with the next planned trial",
+        ),
+        Binding(
+            "f",
+            "follow",
+            "follow",
+            id="follow",
+            tooltip="follow the log / pause it where you are reading",
+        ),
+        Binding(
+            "slash",
+            "search",
+            "search",
+            id="search",
+            tooltip="show only log lines containing a word (esc clears)",
+        ),
         Binding("question_mark", "help", "help", id="help", tooltip="this help"),
-        Binding("q", "quit_console", "quit", id="quit",
-                tooltip="leave; asks while a trial runs; the server keeps running"),
-        Binding("t", "decide('retry_same')", "retry", show=False, id="retry",
-                tooltip="after a crash: deploy the same configuration again"),
-        Binding("k", "decide('skip')", "skip", show=False, id="skip",
-                tooltip="after a crash: skip the next planned configuration"),
-        Binding("o", "decide('rollback')", "roll back", show=False, id="rollback",
-                tooltip="after a crash: redeploy the last configuration that loaded"),
-        Binding("c", "crash_details", "crash details", show=False, id="crash-details",
-                tooltip="the whole crash report: cause, log excerpt, suggested fixes"),
-        Binding("x", "cancel_trial", "cancel trial", show=False, id="cancel",
-                tooltip="abandon the running trial (the server is left as it is)"),
-        Binding("1", "pane('journal')", "journal", show=False, id="pane-journal",
-                tooltip="show/focus the journal pane"),
-        Binding("2", "pane('side')", "bench+chart", show=False, id="pane-side",
-                tooltip="show/focus the benchmark panel and charts"),
-        Binding("3", "pane('trials')", "trials", show=False, id="pane-trials",
-                tooltip="show/focus the trials table"),
+        Binding(
+            "q",
+            "quit_console",
+            "quit",
+            id="quit",
+            tooltip="leave; asks while a trial runs; the server keeps running",
+        ),
+        Binding(
+            "t",
+            "decide('retry_same')",
+            "retry",
+            show=False,
+            id="retry",
+            tooltip="after a crash: deploy the same configuration again",
+        ),
+        Binding(
+            "k",
+            "decide('skip')",
+            "skip",
+            show=False,
+            id="skip",
+            tooltip="after a crash: skip the next planned configuration",
+        ),
+        Binding(
+            "o",
+            "decide('rollback')",
+            "roll back",
+            show=False,
+            id="rollback",
+            tooltip="after a crash: redeploy the last configuration that loaded",
+        ),
+        Binding(
+            "c",
+            "crash_details",
+            "crash details",
+            show=False,
+            id="crash-details",
+            tooltip="the whole crash report: cause, log excerpt, suggested fixes",
+        ),
+        Binding(
+            "x",
+            "cancel_trial",
+            "cancel trial",
+            show=False,
+            id="cancel",
+            tooltip="abandon the running trial (the server is left as it is)",
+        ),
+        Binding(
+            "1",
+            "pane('journal')",
+            "journal",
+            show=False,
+            id="pane-journal",
+            tooltip="show/focus the journal pane",
+        ),
+        Binding(
+            "2",
+            "pane('side')",
+            "bench+chart",
+            show=False,
+            id="pane-side",
+            tooltip="show/focus the benchmark panel and charts",
+        ),
+        Binding(
+            "3",
+            "pane('trials')",
+            "trials",
+            show=False,
+            id="pane-trials",
+            tooltip="show/focus the trials table",
+        ),
     ]
 
     current_pane: reactive[str] = reactive("journal")
@@ -222,8 +310,9 @@ class MainScreen(Screen[None]):
             grid = self._state.plan.grid()
             config = grid[0] if grid else self._state.plan.base
         if config is None:
-            self.notify("Nothing to deploy yet: press e to edit a configuration.",
-                        severity="warning")
+            self.notify(
+                "Nothing to deploy yet: press e to edit a configuration.", severity="warning"
+            )
             return
         self.console_app.send_intent(DeployConfig(config=config))
 

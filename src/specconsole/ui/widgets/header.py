@@ -64,5 +64,3 @@ class StatusHeader(Static):
         if self._view is not None:
             view, self._view = self._view, None
             self.show(view)
-
-

@@ -162,9 +162,11 @@ class JournalLog(Log):
             return
         self._filter = term
         self.clear()
-        shown = list(self._history) if not term else [
-            line for line in self._history if term in line.lower()
-        ]
+        shown = (
+            list(self._history)
+            if not term
+            else [line for line in self._history if term in line.lower()]
+        )
         self.write_lines(shown, scroll_end=True)
         self.refresh()
 
@@ -278,5 +280,3 @@ class JournalPane(Vertical):
         if term:
             shown = f"{log.line_count:,}/{log.history_size:,} lines match {term!r}"
         self.border_subtitle = f"{mode} · {shown}"
-
-
