@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything specconsole needs on a fresh machine, idempotently:
-#   - system packages the tests use (OpenSSH server, tmux, systemd-nspawn + debootstrap),
+#   - system packages the tests use (OpenSSH server, tmux, systemd-nspawn + debootstrap,
+#     Slurm + munge),
 #     installed from the distribution only when missing and only when running as root;
 #   - a project-local virtual environment in .venv with the package and its dev extras,
 #     reinstalled only when pyproject.toml changed.
@@ -39,6 +40,12 @@ install_system_packages() {
     command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || needed+=(debootstrap)
     command -v zstd >/dev/null 2>&1 || needed+=(zstd)
     apt_install "ssh/tmux/systemd" "${needed[@]}"
+    # Debian's Slurm (controller, node daemon, client commands) and munge: the Slurm
+    # backend's tests start a one-node cluster on loopback (tests/fixtures/slurm.py).
+    local slurm=()
+    command -v slurmctld >/dev/null 2>&1 || [ -x /usr/sbin/slurmctld ] || slurm+=(slurm-wlm)
+    command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || slurm+=(munge)
+    apt_install "slurm" "${slurm[@]}"
     # Debian's Docker engine, installed on its own so a conflict there never costs the
     # packages above: the docker-backend tests run a private dockerd when it is present.
     if ! command -v dockerd >/dev/null 2>&1 && [ ! -x /usr/sbin/dockerd ]; then

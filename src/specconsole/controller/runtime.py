@@ -59,6 +59,7 @@ from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import (
     BenchmarkRunner,
     BenchProgress,
+    LocatedService,
     ServiceBackend,
     ServiceState,
     ServiceStatus,
@@ -169,12 +170,6 @@ def level_summaries(result: BenchResult) -> tuple[LevelSummary, ...]:
 def mean_accept_length(levels: Iterable[LevelSummary]) -> float | None:
     values = [lv.accept_length for lv in levels if lv.accept_length is not None]
     return sum(values) / len(values) if values else None
-
-
-def box_url(config: ServerConfig) -> str:
-    """The server's URL as seen on the box."""
-    host = config.host if config.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
-    return f"http://{host}:{config.port}"
 
 
 class Controller:
@@ -431,7 +426,7 @@ class Controller:
         cfg = config or self._state.deployed_config or self._state.current_config
         if cfg is None:
             raise RuntimeError("no configuration is deployed")
-        host = cfg.host if cfg.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        host = await self._server_host(cfg)
         key = (host, cfg.port)
         url = self._urls.get(key)
         if url is None:
@@ -439,6 +434,16 @@ class Controller:
             url = forward.url
             self._urls[key] = url
         return url
+
+    async def _server_host(self, cfg: ServerConfig) -> str:
+        """Where the server listens as the box sees it: ``[server] host``, or the node of a
+        batch job (a :class:`LocatedService` backend knows it once the job runs)."""
+        if isinstance(self.backend, LocatedService):
+            host = await self.backend.server_host(cfg)
+            if host is None:
+                raise RuntimeError("the server's node is not known yet (the job is queued)")
+            return host
+        return cfg.host if cfg.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
 
     async def _deploy(self, config: ServerConfig) -> ev.Outcome:
         receipt = await self.backend.deploy(config)
@@ -526,7 +531,8 @@ class Controller:
                     )
                 )
 
-        result = await self.runner.run(spec, box_url(cfg), on_progress=progress)
+        url = f"http://{await self._server_host(cfg)}:{cfg.port}"
+        result = await self.runner.run(spec, url, on_progress=progress)
         if not isinstance(result, BenchResult):
             raise TypeError(f"the benchmark runner returned {type(result).__name__}")
         if trial is not None:
@@ -631,7 +637,12 @@ class Controller:
                 log.debug("controller: status poll failed: %s", exc)
                 status = None
             if status is not None:
-                if status.state in (ServiceState.RUNNING, ServiceState.STARTING):
+                if status.state is ServiceState.STARTING and status.detail.startswith("queued"):
+                    # a batch job waiting for a node: "queued: Resources"
+                    self._post(
+                        ev.LoadStageSeen(stage=LoadStage.QUEUED, detail=status.detail, epoch=epoch)
+                    )
+                elif status.state in (ServiceState.RUNNING, ServiceState.STARTING):
                     seen_running = True
                 elif status.state in (ServiceState.EXITED, ServiceState.FAILED) or (
                     status.state is ServiceState.INACTIVE and seen_running

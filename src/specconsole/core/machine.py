@@ -740,6 +740,13 @@ def _on_operation_failed_busy(state: ControllerState, event: ev.Event) -> Result
     )
 
 
+def _stage_detail(event: ev.LoadStageSeen) -> str:
+    """The stamp's detail: the stage, or a batch job's queue reason ("queued: Resources")."""
+    if event.stage is LoadStage.QUEUED and event.detail:
+        return event.detail
+    return event.stage.value
+
+
 def _on_load_stage(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.LoadStageSeen)
     if event.stage is state.load_stage:
@@ -747,7 +754,7 @@ def _on_load_stage(state: ControllerState, event: ev.Event) -> Result:
     trial = _require_trial(state, event)
     phases = close_open_stamp(trial.phases, event.at)
     trial = replace(
-        trial, phases=(*phases, PhaseStamp(Phase.LOADING, event.at, None, event.stage.value))
+        trial, phases=(*phases, PhaseStamp(Phase.LOADING, event.at, None, _stage_detail(event)))
     )
     return replace(state, trial=trial, load_stage=event.stage, load_stage_since=event.at), ()
 
@@ -802,7 +809,7 @@ def _on_exited(state: ControllerState, event: ev.Event) -> Result:
     return _crash(
         state,
         event.at,
-        cause="oom_killed" if st.oom_killed else "exited",
+        cause=st.cause or ("oom_killed" if st.oom_killed else "exited"),
         message=message,
         exit_status=st.exit_status,
         signal=st.signal,

@@ -152,6 +152,10 @@ class ServiceStatus:
     restarts: int | None = None
     oom_killed: bool = False
     detail: str = ""
+    cause: str | None = None
+    """A scheduler's own reason the server ended, when it has one (Slurm: ``timeout``,
+    ``out_of_memory``, ``node_fail``, ``cancelled``, ``unschedulable``...): the crash cause
+    recorded instead of a bare "exited"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +245,19 @@ class ServiceBackend(Protocol):
         """sha256 of the artifact the live server was started from (None when nothing runs,
         or when what runs can no longer be tied to an artifact): a server started before the
         current deploy is not the deployed configuration, whatever ``deployed_hash`` says."""
+        ...
+
+
+@runtime_checkable
+class LocatedService(Protocol):
+    """A backend whose server's host is known only once it runs (a batch job's node).
+
+    The controller asks it where to reach the server instead of reading ``[server] host``.
+    """
+
+    async def server_host(self, config: ServerConfig) -> str | None:
+        """The host the server listens on as the transport's end sees it (the job's node),
+        or None while that is not known yet (the job is still queued)."""
         ...
 
 

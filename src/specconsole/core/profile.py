@@ -15,7 +15,7 @@ Example::
     user = "ubuntu"            # optional; ssh config / local user otherwise
 
     [service]
-    kind = "systemd"           # "systemd", "process" or "docker"
+    kind = "systemd"           # "systemd", "process", "docker" or "slurm"
     unit = "sglang.service"
     scope = "system"           # or "user" (systemctl --user)
     sudo = true                # systemctl through `sudo -n` (the default for system units)
@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
+
+from specconsole.core.jobscript import JobScriptError, check_time_limit, sbatch_option
 
 
 class ProfileError(ValueError):
@@ -47,6 +49,7 @@ class ServiceKind(StrEnum):
     SYSTEMD = "systemd"
     PROCESS = "process"
     DOCKER = "docker"
+    SLURM = "slurm"
 
 
 class UnitScope(StrEnum):
@@ -126,6 +129,20 @@ class ServiceProfile:
     """Docker container name."""
     docker_args: tuple[str, ...] = ("--gpus", "all", "--ipc=host")
     """Extra ``docker run`` arguments before the image."""
+    partition: str | None = None
+    """Slurm: the partition the job is submitted to (``#SBATCH --partition``)."""
+    account: str | None = None
+    """Slurm: the account charged (``#SBATCH --account``)."""
+    time_limit: str | None = None
+    """Slurm: the job's time limit in Slurm's format, e.g. ``"02:00:00"``."""
+    sbatch: tuple[str, ...] = ()
+    """Slurm: the user's own ``#SBATCH`` lines, e.g. ``["--qos=high"]``."""
+    gpus: int | None = None
+    """Slurm: GPUs to request (``--gres=gpu:N``) instead of ``tp_size`` × ``pp_size``."""
+    job_name: str = "specconsole-sglang"
+    """Slurm: the job's name (``squeue`` shows it)."""
+    slurm_conf: str | None = None
+    """Slurm: ``SLURM_CONF`` for the login node's commands (default: the cluster's own)."""
     sudo: bool | None = None
     """Run the manager's commands through ``sudo -n`` (never when logged in as root).
     ``None`` means: yes for system units, no for ``--user`` units, processes and docker."""
@@ -243,7 +260,18 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             kw[key] = _enum(value, ServiceKind, where)
         elif key == "scope":
             kw[key] = _enum(value, UnitScope, where)
-        elif key in ("unit", "unit_dir", "backup_dir", "run_dir", "image", "container"):
+        elif key in (
+            "unit",
+            "unit_dir",
+            "backup_dir",
+            "run_dir",
+            "image",
+            "container",
+            "partition",
+            "account",
+            "job_name",
+            "slurm_conf",
+        ):
             text = _typed(value, str, where, "a string")
             if not text.strip():
                 raise ProfileError(f"{where} must not be empty")
@@ -253,6 +281,16 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             _positive(kw[key], where)
         elif key == "docker_args":
             kw[key] = _str_tuple(value, where)
+        elif key == "sbatch":
+            kw[key] = _slurm_checked(sbatch_option, _str_tuple(value, where), where)
+        elif key == "time_limit":
+            kw[key] = _slurm_checked(
+                check_time_limit, (_typed(value, str, where, "a string"),), where
+            )[0]
+        elif key == "gpus":
+            kw[key] = _typed(value, int, where, "an integer")
+            if kw[key] < 1:
+                raise ProfileError(f"{where} must be 1 or more, got {kw[key]}")
         elif key == "sudo":
             kw[key] = _typed(value, bool, where, "true or false")
     profile = ServiceProfile(**kw)
@@ -263,6 +301,13 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             'e.g. "sglang.service" (the folder is unit_dir)'
         )
     return profile
+
+
+def _slurm_checked(check: Any, values: tuple[str, ...], where: str) -> tuple[str, ...]:
+    try:
+        return tuple(check(value, where) for value in values)
+    except JobScriptError as exc:
+        raise ProfileError(str(exc)) from None
 
 
 def parse_profile(document: Mapping[str, Any]) -> Profile:

@@ -84,6 +84,8 @@ RESTING_PHASES: frozenset[Phase] = frozenset(
 class LoadStage(StrEnum):
     """Sub-phase of LOADING, from the server's log lines."""
 
+    QUEUED = "queued"
+    """Submitted to a batch scheduler, waiting for a node (Slurm ``PENDING``)."""
     STARTING = "starting"
     """Process launched; no weight loading seen yet (argument checks, distributed init)."""
     WEIGHTS = "weights"

@@ -1,8 +1,8 @@
 """Build the transport and service backend a host profile describes.
 
 The controller and the CLI hold a :class:`specconsole.core.profile.Profile` and ask this module
-for the matching adapters, so no caller ever branches on "ssh or local", "systemd, process or
-docker" itself.
+for the matching adapters, so no caller ever branches on "ssh or local", "systemd, process,
+docker or slurm" itself.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from specconsole.core.profile import (
 from specconsole.remote.docker import DockerBackend
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.slurm import SlurmBackend
 from specconsole.remote.ssh import ConnectionListener, SshTransport
 from specconsole.remote.systemd import SystemdBackend
 
@@ -42,4 +43,6 @@ def make_backend(profile: ServiceProfile | Profile, transport: Transport) -> Ser
         return SystemdBackend(transport, service)
     if service.kind is ServiceKind.DOCKER:
         return DockerBackend(transport, service)
+    if service.kind is ServiceKind.SLURM:
+        return SlurmBackend(transport, service)
     return ProcessBackend(transport, service)

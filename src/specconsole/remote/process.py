@@ -28,6 +28,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 
 from specconsole.core.config import ServerConfig
+from specconsole.core.jobscript import launch_lines
 from specconsole.core.ports import (
     ConnectionLost,
     Deployment,
@@ -39,7 +40,6 @@ from specconsole.core.ports import (
     TransportError,
 )
 from specconsole.core.profile import ServiceProfile
-from specconsole.core.render import to_command
 from specconsole.remote.artifact import ArtifactStore, sha256_text
 from specconsole.remote.shell import clean_line, expand_home
 
@@ -56,12 +56,8 @@ def launch_script(config: ServerConfig) -> str:
     lines = [
         "#!/bin/sh",
         "# Deployed by specconsole (process backend). Runs the server in the foreground.",
+        *launch_lines(config),
     ]
-    if config.working_directory:
-        lines.append(f"cd {shlex.quote(config.working_directory)} || exit 126")
-    for name, value in config.env:
-        lines.append(f"export {name}={shlex.quote(value)}")
-    lines.append(f"exec {to_command(config)}")
     return "\n".join(lines) + "\n"
 
 
