@@ -29,19 +29,8 @@ from dataclasses import dataclass
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.jobscript import launch_lines
-from specconsole.core.ports import (
-    ConnectionLost,
-    Deployment,
-    DeployPreview,
-    LogRecord,
-    ServiceState,
-    ServiceStatus,
-    Transport,
-    TransportError,
-)
-from specconsole.core.profile import ServiceProfile
-from specconsole.remote.artifact import ArtifactStore, sha256_text
-from specconsole.remote.shell import clean_line, expand_home
+from specconsole.core.ports import LogRecord, ServiceState, ServiceStatus
+from specconsole.remote.scripted import ScriptedBackend, parse_cursor
 
 _WRAPPER = (
     "echo $$ > pid.tmp && mv pid.tmp pid; trap : TERM INT HUP; "
@@ -77,51 +66,17 @@ def _int_or_none(text: str) -> int | None:
         return None
 
 
-class ProcessBackend:
+class ProcessBackend(ScriptedBackend):
     """:class:`specconsole.core.ports.ServiceBackend` running the server as a plain process."""
 
-    def __init__(self, transport: Transport, profile: ServiceProfile) -> None:
-        self._transport = transport
-        self._profile = profile
-        self._run_dir: str | None = None
-        self._store: ArtifactStore | None = None
+    ARTIFACT = "command.sh"
 
     @property
     def description(self) -> str:
         return f"process in {self._profile.run_dir} on {self._transport.description}"
 
-    async def _paths(self) -> tuple[str, ArtifactStore]:
-        if self._run_dir is None or self._store is None:
-            run_dir = await expand_home(self._transport, self._profile.run_dir.rstrip("/"))
-            backup_dir = await expand_home(self._transport, self._profile.resolved_backup_dir())
-            self._store = ArtifactStore(self._transport, f"{run_dir}/command.sh", backup_dir)
-            self._run_dir = run_dir
-        return self._run_dir, self._store
-
-    async def _sh(self, script: str, *, timeout: float = 60.0, what: str) -> str:
-        result = await self._transport.run(script, timeout=timeout)
-        if not result.ok:
-            detail = result.stderr.strip() or f"exit status {result.exit_status}"
-            raise TransportError(f"{what} failed on {self._transport.description}: {detail}")
-        return result.stdout
-
-    # ------------------------------------------------------------------------------ deploy
-
-    async def preview(self, config: ServerConfig) -> DeployPreview:
-        _, store = await self._paths()
-        return await store.preview(launch_script(config))
-
-    async def deploy(self, config: ServerConfig) -> Deployment:
-        _, store = await self._paths()
-        return await store.deploy(launch_script(config))
-
-    async def rollback(self) -> Deployment | None:
-        _, store = await self._paths()
-        return await store.rollback()
-
-    async def deployed_hash(self) -> str | None:
-        _, store = await self._paths()
-        return await store.current_hash()
+    async def render(self, config: ServerConfig) -> str:
+        return launch_script(config)
 
     async def running_hash(self) -> str | None:
         """sha256 of the script the live run was started from (None if nothing runs)."""
@@ -129,8 +84,7 @@ class ProcessBackend:
         info = await self._run_info()
         if info.run_id is None or not info.alive:
             return None
-        data = await self._transport.read_file(f"{run_dir}/runs/{info.run_id}/command.sh")
-        return None if data is None else sha256_text(data.decode("utf-8", "replace"))
+        return await self._script_hash(f"{run_dir}/runs/{info.run_id}/command.sh")
 
     # --------------------------------------------------------------------------- lifecycle
 
@@ -255,34 +209,22 @@ fi
     async def logs(self, *, after: str | None = None) -> AsyncIterator[LogRecord]:
         run_dir, _ = await self._paths()
         if after:
-            run_id, _, offset_text = after.rpartition(":")
-            offset = _int_or_none(offset_text)
-            if not run_id or offset is None or offset < 0:
-                raise ValueError(f"not a process-backend log cursor: {after!r}")
+            run_id, offset = parse_cursor(after, "process")
         else:
             info = await self._run_info()
             if info.run_id is None:
                 return
             run_id, offset = info.run_id, 0
         folder = f"{run_dir}/runs/{run_id}"
-        failures = 0
-        while True:
-            pid_data = await self._transport.read_file(f"{folder}/pid")
-            pid = _int_or_none(pid_data.decode().strip()) if pid_data else None
-            log = shlex.quote(f"{folder}/log")
-            follow = f"-F -s 0.2 --pid={pid}" if pid else ""
-            command = f"exec tail -c +{offset + 1} {follow} {log}"
-            try:
-                async with aclosing(self._transport.stream(command)) as lines:
-                    async for raw in lines:
-                        failures = 0
-                        offset += len(raw.encode("utf-8", "surrogateescape")) + 1
-                        yield LogRecord(text=clean_line(raw), cursor=f"{run_id}:{offset}")
-                return
-            except ConnectionLost:
-                failures += 1
-                if failures > 1:
-                    raise
+        pid_data = await self._transport.read_file(f"{folder}/pid")
+        pid = _int_or_none(pid_data.decode().strip()) if pid_data else None
+        log = shlex.quote(f"{folder}/log")
+        follow = f"-F -s 0.2 --pid={pid}" if pid else ""
+        async with aclosing(
+            self._follow(run_id, offset, lambda at: f"exec tail -c +{at + 1} {follow} {log}")
+        ) as records:
+            async for record in records:
+                yield record
 
 
 _SIGNALS = {"TERM": 15, "KILL": 9}

@@ -43,18 +43,12 @@ from dataclasses import dataclass
 from specconsole.core.config import ServerConfig
 from specconsole.core.jobscript import SlurmJob, job_script
 from specconsole.core.ports import (
-    ConnectionLost,
-    Deployment,
-    DeployPreview,
     LogRecord,
     ServiceState,
     ServiceStatus,
-    Transport,
     TransportError,
 )
-from specconsole.core.profile import ServiceProfile
-from specconsole.remote.artifact import ArtifactStore, sha256_text
-from specconsole.remote.shell import clean_line, expand_home
+from specconsole.remote.scripted import ScriptedBackend, parse_cursor
 
 REJECTED = "rejected"
 """``current`` holds this when sbatch refused the last submission."""
@@ -190,39 +184,19 @@ def job_status(info: JobInfo) -> ServiceStatus:
     )
 
 
-class SlurmBackend:
+class SlurmBackend(ScriptedBackend):
     """:class:`specconsole.core.ports.ServiceBackend` running the server as a Slurm job."""
 
-    def __init__(self, transport: Transport, profile: ServiceProfile) -> None:
-        self._transport = transport
-        self._profile = profile
-        self._run_dir: str | None = None
-        self._store: ArtifactStore | None = None
-        self._hosts: dict[str, str] = {}
+    ARTIFACT = "job.sh"
 
     @property
     def description(self) -> str:
         partition = f" partition {self._profile.partition}" if self._profile.partition else ""
         return f"slurm job{partition} via {self._transport.description}"
 
-    async def _paths(self) -> tuple[str, ArtifactStore]:
-        if self._run_dir is None or self._store is None:
-            run_dir = await expand_home(self._transport, self._profile.run_dir.rstrip("/"))
-            backup_dir = await expand_home(self._transport, self._profile.resolved_backup_dir())
-            self._store = ArtifactStore(self._transport, f"{run_dir}/job.sh", backup_dir)
-            self._run_dir = run_dir
-        return self._run_dir, self._store
-
-    def _env(self) -> str:
+    def _prelude(self) -> str:
         conf = self._profile.slurm_conf
         return f"export SLURM_CONF={shlex.quote(conf)}\n" if conf else ""
-
-    async def _sh(self, script: str, *, timeout: float = 60.0, what: str) -> str:
-        result = await self._transport.run(self._env() + script, timeout=timeout)
-        if not result.ok:
-            detail = result.stderr.strip() or f"exit status {result.exit_status}"
-            raise TransportError(f"{what} failed on {self._transport.description}: {detail}")
-        return result.stdout
 
     async def render(self, config: ServerConfig) -> str:
         run_dir, _ = await self._paths()
@@ -240,32 +214,13 @@ class SlurmBackend:
             ),
         )
 
-    # ------------------------------------------------------------------------------ deploy
-
-    async def preview(self, config: ServerConfig) -> DeployPreview:
-        _, store = await self._paths()
-        return await store.preview(await self.render(config))
-
-    async def deploy(self, config: ServerConfig) -> Deployment:
-        _, store = await self._paths()
-        return await store.deploy(await self.render(config))
-
-    async def rollback(self) -> Deployment | None:
-        _, store = await self._paths()
-        return await store.rollback()
-
-    async def deployed_hash(self) -> str | None:
-        _, store = await self._paths()
-        return await store.current_hash()
-
     async def running_hash(self) -> str | None:
         """sha256 of the script the running job was submitted from (None if none runs)."""
         run_dir, _ = await self._paths()
         info = await self._job_info()
         if info.job_id is None or job_status(info).state is not ServiceState.RUNNING:
             return None
-        data = await self._transport.read_file(f"{run_dir}/jobs/{info.job_id}.sh")
-        return None if data is None else sha256_text(data.decode("utf-8", "replace"))
+        return await self._script_hash(f"{run_dir}/jobs/{info.job_id}.sh")
 
     # --------------------------------------------------------------------------- lifecycle
 
@@ -391,10 +346,7 @@ fi
     async def logs(self, *, after: str | None = None) -> AsyncIterator[LogRecord]:
         run_dir, _ = await self._paths()
         if after:
-            job_id, _, offset_text = after.rpartition(":")
-            if not job_id or not offset_text.isdigit():
-                raise ValueError(f"not a slurm-backend log cursor: {after!r}")
-            offset = int(offset_text)
+            job_id, offset = parse_cursor(after, "slurm")
         else:
             info = await self._job_info()
             if info.job_id is None or info.rejected:
@@ -402,24 +354,17 @@ fi
             job_id, offset = info.job_id, 0
         out = shlex.quote(f"{run_dir}/jobs/{job_id}.out")
         jid = shlex.quote(job_id)
-        failures = 0
-        while True:
-            # The watcher ends a second after the job left the queue (or after 10 s of
-            # squeue errors); tail --pid then drains the file and ends with it.
-            command = self._env() + (
-                f"( n=0; while [ $n -lt 20 ]; do "
-                f'if o=$(squeue -h -j {jid} -o %i 2>/dev/null); then [ -n "$o" ] || break; n=0; '
-                f"else n=$((n+1)); fi; sleep 0.5; done; sleep 1 ) & w=$!\n"
-                f"tail -c +{offset + 1} -F -s 0.2 --pid=$w {out} 2>/dev/null || true"
-            )
-            try:
-                async with aclosing(self._transport.stream(command)) as lines:
-                    async for raw in lines:
-                        failures = 0
-                        offset += len(raw.encode("utf-8", "surrogateescape")) + 1
-                        yield LogRecord(text=clean_line(raw), cursor=f"{job_id}:{offset}")
-                return
-            except ConnectionLost:
-                failures += 1
-                if failures > 1:
-                    raise
+        # The watcher ends a second after the job left the queue (or after 10 s of squeue
+        # errors); tail --pid then drains the file and ends with it.
+        watcher = (
+            f"( n=0; while [ $n -lt 20 ]; do "
+            f'if o=$(squeue -h -j {jid} -o %i 2>/dev/null); then [ -n "$o" ] || break; n=0; '
+            f"else n=$((n+1)); fi; sleep 0.5; done; sleep 1 ) & w=$!\n"
+        )
+
+        def command(at: int) -> str:
+            return watcher + f"tail -c +{at + 1} -F -s 0.2 --pid=$w {out} 2>/dev/null || true"
+
+        async with aclosing(self._follow(job_id, offset, command)) as records:
+            async for record in records:
+                yield record
