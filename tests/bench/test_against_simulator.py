@@ -11,6 +11,7 @@ from specconsole.core.ports import BenchApi, BenchSpec
 from specconsole.sim.args import parse_argv, resolve
 from specconsole.sim.model import Prediction, predict
 from specconsole.sim.profile import load_default_profile
+from specconsole.sim.textkind import TextKind
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
 
 INPUT_LEN = 256
@@ -26,7 +27,8 @@ def sim() -> Iterator[SimProcess]:
 def prediction(concurrency: int) -> Prediction:
     profile = load_default_profile()
     args = resolve(parse_argv(list(DEFAULT_FLAGS)), profile)
-    return predict(args, concurrency, INPUT_LEN, OUTPUT_LEN, profile)
+    # Random word prompts draft as the simulator's "random" kind (docs/simulator.md).
+    return predict(args, concurrency, INPUT_LEN, OUTPUT_LEN, profile, kind=TextKind.RANDOM)
 
 
 @pytest.mark.slow

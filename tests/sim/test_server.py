@@ -29,6 +29,7 @@ from specconsole.core.logparse import parse_lines
 from specconsole.sim.args import parse_argv, resolve
 from specconsole.sim.model import plan_memory, predict
 from specconsole.sim.profile import load_default_profile
+from specconsole.sim.textkind import TextKind
 from tests.fixtures.sim import (
     DEFAULT_FLAGS,
     async_running_simulator,
@@ -101,7 +102,10 @@ async def test_streamed_rate_matches_predict_at_two_concurrencies() -> None:
         # both sides before measuring; they are not the model's.
         await _closed_loop(client, limits.max_connections or 1, 1, out_len=4)
         for concurrency, per_worker in levels:
-            expected = predict(args, concurrency, IN_LEN, OUT_LEN, profile=profile)
+            # The prompt is one word repeated: the "repetitive" kind (sim/textkind.py).
+            expected = predict(
+                args, concurrency, IN_LEN, OUT_LEN, profile=profile, kind=TextKind.REPETITIVE
+            )
             attempts: list[float] = []
             for _ in range(3):
                 measured, results = await _closed_loop(client, concurrency, per_worker)

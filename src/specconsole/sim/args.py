@@ -116,6 +116,7 @@ def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentP
     a("--log-level", default="info")
     a("--random-seed", type=int, default=None)
     a("--trust-remote-code", action="store_true")
+    a("--api-key", default=None)
     sim = p.add_argument_group("simulator")
     sim.add_argument(
         "--sim-profile",

@@ -31,7 +31,8 @@ from specconsole.sim.model import (
     step_time,
     uses_cuda_graph,
 )
-from specconsole.sim.profile import Profile
+from specconsole.sim.profile import PerfSection, Profile
+from specconsole.sim.textkind import TextKind, request_perf
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 """Weyl-sequence step: low-discrepancy draws keep every stream's accepted-token total within
@@ -92,6 +93,12 @@ class SimRequest:
     aborted: bool = False
     stalled: bool = False
     weyl: float = 0.0
+    kind: TextKind = TextKind.CHAT
+    """What the prompt asks for (:mod:`specconsole.sim.textkind`): it sets the acceptance."""
+    perf: PerfSection | None = None
+    """The acceptance coefficients this request's text drafts with (None: the profile's)."""
+    cdf: list[float] = field(default_factory=list)
+    cdf_generation: int = -1
     event: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -162,29 +169,44 @@ class Scheduler:
         self.seed = int(seed) if seed is not None else profile.sim.seed
         """``--random-seed`` if given, else the profile's seed."""
         self._tokens = token_cycle(self.seed)
-        self._cdf: list[float] = []
+        self._cdfs: dict[PerfSection, list[float]] = {}
+        self._generation = 0
         self.set_args(args)
 
     def set_args(self, args: ResolvedArgs) -> None:
-        """Adopt (hot-updated) arguments: the accepted-token distribution follows them."""
+        """Adopt (hot-updated) arguments: the accepted-token distributions follow them
+        (running requests pick the new distribution up on their next step)."""
         self.args = args
-        cdf: list[float] = []
-        acc = 0.0
-        for p in args_accept_distribution(args, self.profile.perf):
-            acc += p
-            cdf.append(acc)
-        cdf[-1] = 1.0
-        self._cdf = cdf
+        self._cdfs = {}
+        self._generation += 1
+
+    def _cdf_for(self, perf: PerfSection) -> list[float]:
+        cdf = self._cdfs.get(perf)
+        if cdf is None:
+            cdf = []
+            acc = 0.0
+            for p in args_accept_distribution(self.args, perf):
+                acc += p
+                cdf.append(acc)
+            cdf[-1] = 1.0
+            self._cdfs[perf] = cdf
+        return cdf
 
     # ----------------------------------------------------------------------------- queueing
 
-    def submit(self, rid: str, input_len: int, max_new_tokens: int) -> SimRequest:
-        """Queue a request; the loop admits it when a slot and KV space are free."""
+    def submit(
+        self, rid: str, input_len: int, max_new_tokens: int, text: str | None = None
+    ) -> SimRequest:
+        """Queue a request; the loop admits it when a slot and KV space are free. ``text``
+        (the prompt) sets its acceptance by :func:`specconsole.sim.textkind.request_perf`;
+        None drafts with the profile's calibrated (chat) acceptance."""
         index = self.arrivals
         self.arrivals += 1
         req = SimRequest(
             rid=rid, input_len=max(input_len, 1), max_new_tokens=max(max_new_tokens, 1), index=index
         )
+        if text is not None:
+            req.kind, req.perf = request_perf(self.profile.perf, text, self.seed)
         # Seeded per-request start of the Weyl sequence (deterministic by arrival order).
         req.weyl = random.Random(self.seed * 1_000_003 + index).random()
         self.waiting.append(req)
@@ -258,8 +280,11 @@ class Scheduler:
         req.event.set()
 
     def _draw(self, req: SimRequest) -> int:
+        if req.cdf_generation != self._generation:
+            req.cdf = self._cdf_for(req.perf or self.profile.perf)
+            req.cdf_generation = self._generation
         req.weyl = (req.weyl + GOLDEN) % 1.0
-        return bisect.bisect_left(self._cdf, req.weyl) + 1
+        return bisect.bisect_left(req.cdf, req.weyl) + 1
 
     def _admit(self) -> list[SimRequest]:
         admitted: list[SimRequest] = []

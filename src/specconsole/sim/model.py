@@ -30,6 +30,7 @@ from functools import lru_cache
 from specconsole.core.config import ServerConfig
 from specconsole.sim.args import ResolvedArgs, argv_from_server_config, parse_argv, resolve_config
 from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
+from specconsole.sim.textkind import TextKind, perf_for
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -395,8 +396,12 @@ def predict(
     input_len: int = DEFAULT_INPUT_LEN,
     output_len: int = DEFAULT_OUTPUT_LEN,
     profile: Profile | None = None,
+    kind: TextKind = TextKind.CHAT,
 ) -> Prediction:
     """Expected rates of ``concurrency`` closed-loop clients sending fixed-length requests.
+
+    ``kind`` is the kind of text the requests ask for (:mod:`specconsole.sim.textkind`);
+    the default, chat, is the profile's calibrated acceptance.
 
     Requests run in waves of ``running`` (the running limit): a wave is prefilled, then decodes
     in lockstep on the shared step clock until its requests finish. Raises
@@ -411,7 +416,8 @@ def predict(
         )
     args = _resolve(config, profile)
     plan = plan_memory(args, profile)
-    length = sum((i + 1) * p for i, p in enumerate(args_accept_distribution(args, profile.perf)))
+    perf = perf_for(profile.perf, kind)
+    length = sum((i + 1) * p for i, p in enumerate(args_accept_distribution(args, perf)))
     rate = accept_rate(args, length)
     running = min(concurrency, running_limit(args, plan, input_len, output_len))
     if plan.failure is not None or running <= 0:

@@ -32,9 +32,11 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from specconsole.sim import logfmt
 from specconsole.sim.args import ParsedArgs, ResolvedArgs, SimArgError, parse_argv, resolve
@@ -438,6 +440,29 @@ class SimServer:
 # ---------------------------------------------------------------------- request parsing
 
 
+def _prompt_text(payload: dict[str, Any]) -> str | None:
+    """The text whose kind sets the request's acceptance (:mod:`specconsole.sim.textkind`):
+    ``text`` / ``prompt``, or the last user message; None for token ids (no text to read)."""
+    for key in ("text", "prompt"):
+        value = payload.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and value and isinstance(value[0], str):
+            return value[0]
+    messages = payload.get("messages")
+    if isinstance(messages, list):
+        for m in reversed(messages):
+            if isinstance(m, dict) and m.get("role") == "user":
+                content = m.get("content")
+                if isinstance(content, str):
+                    return content
+                if isinstance(content, list):
+                    return " ".join(
+                        str(p.get("text")) for p in content if isinstance(p, dict) and p.get("text")
+                    )
+    return None
+
+
 def _count_prompt_tokens(payload: dict[str, Any]) -> int:
     """Prompt tokens: ``input_ids`` length, else one token per whitespace-separated word."""
     ids = payload.get("input_ids")
@@ -621,7 +646,7 @@ def build_app(sim: SimServer) -> Starlette:
         if (resp := _too_long(sim, prompt_tokens, max_new)) is not None:
             return resp
         rid = str(payload.get("rid") or uuid.uuid4().hex)
-        req = sim.scheduler.submit(rid, prompt_tokens, max_new)
+        req = sim.scheduler.submit(rid, prompt_tokens, max_new, _prompt_text(payload))
         if payload.get("stream"):
             return StreamingResponse(
                 _generate_stream(sim, req, prompt_tokens), media_type="text/event-stream"
@@ -657,10 +682,11 @@ def build_app(sim: SimServer) -> Starlette:
         if (resp := _too_long(sim, prompt_tokens, max_new)) is not None:
             return resp
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-        req = sim.scheduler.submit(rid, prompt_tokens, max_new)
+        req = sim.scheduler.submit(rid, prompt_tokens, max_new, _prompt_text(payload))
         if payload.get("stream"):
             opts = payload.get("stream_options") or {}
             usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
+            continuous = bool(isinstance(opts, dict) and opts.get("continuous_usage_stats"))
             return StreamingResponse(
                 _openai_stream(
                     sim,
@@ -669,6 +695,7 @@ def build_app(sim: SimServer) -> Starlette:
                     chat,
                     str(payload.get("model") or sim.args.served_model_name),
                     usage,
+                    continuous,
                 ),
                 media_type="text/event-stream",
             )
@@ -719,7 +746,32 @@ def build_app(sim: SimServer) -> Starlette:
         Route("/v1/completions", completions, methods=["POST"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
     ]
-    return Starlette(routes=routes)
+    api_key = sim.parsed.values.get("api_key")
+    middleware = [Middleware(RequireApiKey, api_key=str(api_key))] if api_key else []
+    return Starlette(routes=routes, middleware=middleware)
+
+
+class RequireApiKey:
+    """SGLang's ``--api-key``: every request but ``/health*``, ``/metrics`` and ``OPTIONS``
+    needs ``Authorization: Bearer <key>``, else 401 ``{"error": "Unauthorized"}``.
+
+    Pure ASGI (not BaseHTTPMiddleware), so streamed responses pass through untouched.
+    """
+
+    def __init__(self, app: ASGIApp, api_key: str) -> None:
+        self.app = app
+        self.expected = ("Bearer " + api_key).encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] != "OPTIONS":
+            path: str = scope["path"]
+            if not path.startswith(("/health", "/metrics")):
+                headers = dict(scope["headers"])
+                if headers.get(b"authorization") != self.expected:
+                    response = JSONResponse({"error": "Unauthorized"}, status_code=401)
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
 
 
 async def _wait_finished(sim: SimServer, req: SimRequest) -> None:
@@ -794,9 +846,20 @@ async def _generate_stream(
 
 
 async def _openai_stream(
-    sim: SimServer, req: SimRequest, prompt_tokens: int, chat: bool, model: str, include_usage: bool
+    sim: SimServer,
+    req: SimRequest,
+    prompt_tokens: int,
+    chat: bool,
+    model: str,
+    include_usage: bool,
+    continuous_usage: bool = False,
 ) -> AsyncIterator[bytes]:
-    """OpenAI-style streaming: each chunk carries only the new text (a delta)."""
+    """OpenAI-style streaming: each chunk carries only the new text (a delta).
+
+    With ``stream_options.continuous_usage_stats`` every content chunk also carries the
+    cumulative ``usage`` (as SGLang's serving_chat / serving_completions do), so a client
+    knows how many tokens each multi-token chunk holds.
+    """
     created = str(int(time.time()))
     obj = "chat.completion.chunk" if chat else "text_completion"
     head = (
@@ -811,9 +874,10 @@ async def _openai_stream(
         + ',"choices":[{"index":0,'
     ).encode()
     if chat:
-        pre, post = b'"delta":{"content":"', b'"},"logprobs":null,"finish_reason":null}]}\n\n'
+        pre, post = b'"delta":{"content":"', b'"},"logprobs":null,"finish_reason":null}]'
     else:
-        pre, post = b'"text":"', b'","logprobs":null,"finish_reason":null}]}\n\n'
+        pre, post = b'"text":"', b'","logprobs":null,"finish_reason":null}]'
+    usage_head = (',"usage":{"prompt_tokens":' + str(prompt_tokens) + ',"total_tokens":').encode()
     try:
         if chat:
             yield (
@@ -828,7 +892,19 @@ async def _openai_stream(
                 start = req.pending_from
                 req.pending_from = len(req.text)
                 req.pending_tokens = 0
-                yield head + pre + req.text[start:].encode() + post
+                if continuous_usage:
+                    n = req.generated
+                    usage = (
+                        usage_head
+                        + b"%d" % (prompt_tokens + n)
+                        + (
+                            b',"completion_tokens":%d,"prompt_tokens_details":null,'
+                            b'"reasoning_tokens":0}}\n\n' % n
+                        )
+                    )
+                    yield head + pre + req.text[start:].encode() + post + usage
+                else:
+                    yield head + pre + req.text[start:].encode() + post + b"}\n\n"
             if req.finished:
                 break
         delta = '"delta":{},' if chat else '"text":"",'
@@ -871,7 +947,11 @@ class _QuietServer(uvicorn.Server):
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
+    # socket's proto says TCP. Without it (proto 0) Nagle holds the first SSE chunk of a
+    # reused keep-alive connection until the client's delayed ACK (~40 ms on TTFT).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)

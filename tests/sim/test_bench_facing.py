@@ -1,0 +1,113 @@
+"""What a benchmark client relies on: no Nagle delay on reused connections, per-chunk usage
+(``stream_options.continuous_usage_stats``) and SGLang's ``--api-key`` check."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import httpx
+
+from specconsole.sim.args import parse_argv, resolve
+from specconsole.sim.model import prefill_time
+from specconsole.sim.profile import load_default_profile
+from tests.fixtures.sim import DEFAULT_FLAGS, async_running_simulator
+
+SOUP = (
+    "market sense nation plan college interest death experience effect use class control "
+    "care field development role effort rate heart drug show leader light voice wife police "
+)
+
+
+async def _ttft(client: httpx.AsyncClient, prompt: str) -> float:
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": 8}, "stream": True}
+    start = time.perf_counter()
+    first = None
+    async with client.stream("POST", "/generate", json=body) as resp:
+        assert resp.status_code == 200
+        async for line in resp.aiter_lines():
+            if first is None and line.startswith("data: {"):
+                first = time.perf_counter() - start
+    assert first is not None
+    return first
+
+
+async def test_ttft_on_a_reused_keep_alive_connection_is_the_models() -> None:
+    # Without TCP_NODELAY on the server's sockets the first chunk after the response head
+    # waits for the client's delayed ACK: TTFT ~40 ms above the model on a reused connection.
+    profile = load_default_profile()
+    args = resolve(parse_argv(list(DEFAULT_FLAGS)), profile)
+    words = SOUP.split()
+    prompt = " ".join(words[i % len(words)] for i in range(256))
+    expected = prefill_time(args, profile, 256)
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with (
+        async_running_simulator(load_seconds=0.2) as sim,
+        httpx.AsyncClient(base_url=sim.base_url, timeout=30, limits=limits) as client,
+    ):
+        await _ttft(client, prompt)  # opens the one connection; every later request reuses it
+        ttfts = [await _ttft(client, prompt) for _ in range(7)]
+    median = statistics.median(ttfts)
+    assert abs(median - expected) < 0.005, (
+        f"TTFT median {median * 1000:.1f} ms vs model {expected * 1000:.1f} ms ({ttfts})"
+    )
+
+
+async def _chat_chunks(client: httpx.AsyncClient, options: dict) -> list[dict]:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Write a Python function that adds."}],
+        "max_tokens": 40,
+        "stream": True,
+        "stream_options": options,
+    }
+    chunks = []
+    async with client.stream("POST", "/v1/chat/completions", json=body) as resp:
+        assert resp.status_code == 200
+        async for line in resp.aiter_lines():
+            if line.startswith("data: {"):
+                chunks.append(json.loads(line[6:]))
+    return chunks
+
+
+async def test_continuous_usage_stats_put_cumulative_usage_on_every_content_chunk() -> None:
+    async with (
+        async_running_simulator(load_seconds=0.2) as sim,
+        httpx.AsyncClient(base_url=sim.base_url, timeout=30) as client,
+    ):
+        both = await _chat_chunks(client, {"include_usage": True, "continuous_usage_stats": True})
+        final_only = await _chat_chunks(client, {"include_usage": True})
+    content = [c for c in both if c["choices"] and c["choices"][0]["delta"].get("content")]
+    counts = [c["usage"]["completion_tokens"] for c in content]
+    assert counts == sorted(counts) and counts[-1] == 40
+    assert all(c["usage"]["prompt_tokens"] == both[-1]["usage"]["prompt_tokens"] for c in content)
+    assert all(
+        c["usage"]["total_tokens"] == c["usage"]["prompt_tokens"] + c["usage"]["completion_tokens"]
+        for c in content
+    )
+    assert len(counts) < 40  # speculative decoding: several tokens per chunk
+    plain = [c for c in final_only if c["choices"] and c["choices"][0]["delta"].get("content")]
+    assert plain and all("usage" not in c for c in plain)
+    assert final_only[-1]["usage"]["completion_tokens"] == 40
+
+
+async def test_api_key_is_required_like_sglang() -> None:
+    async with (
+        async_running_simulator("--api-key", "s3cret-key", load_seconds=0.2) as sim,
+        httpx.AsyncClient(base_url=sim.base_url, timeout=30) as client,
+    ):
+        body = {"text": "hi", "sampling_params": {"max_new_tokens": 2}}
+        missing = await client.post("/generate", json=body)
+        wrong = await client.post("/generate", json=body, headers={"Authorization": "Bearer nope"})
+        right = await client.post(
+            "/generate", json=body, headers={"Authorization": "Bearer s3cret-key"}
+        )
+        health = await client.get("/health")
+        info = await client.get("/server_info", headers={"Authorization": "Bearer s3cret-key"})
+    assert missing.status_code == 401 and missing.json() == {"error": "Unauthorized"}
+    assert wrong.status_code == 401
+    assert right.status_code == 200 and right.json()["meta_info"]["completion_tokens"] == 2
+    assert health.status_code == 200
+    assert "s3cret-key" not in info.text
+    assert not any("s3cret-key" in line for line in sim.lines)
