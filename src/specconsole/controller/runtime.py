@@ -159,6 +159,8 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
             lv.accept_length if lv.accept_length is not None else lv.request_accept_length
         ),
         duration_s=lv.duration,
+        ttft_p99_ms=lv.latency_ms.get("p99_ttft_ms"),
+        itl_p99_ms=lv.latency_ms.get("p99_itl_ms"),
     )
 
 

@@ -69,6 +69,7 @@ from specconsole.core.config import (
     config_to_table,
     parse_field,
 )
+from specconsole.core.objective import DEFAULT_GOAL, Goal, ObjectiveError, goal_document, parse_goal
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, TransportKind, parse_profile
 from specconsole.core.state import CrashPolicy
@@ -123,6 +124,8 @@ class SweepPlan:
     min_kv_tokens: int | None = None
     """Capacity below which a configuration counts as not loading (default: one full-length
     request, ``bench.input_len + bench.output_len``)."""
+    goal: Goal = DEFAULT_GOAL
+    """``[sweep] objective`` and ``constraints``: what "best" means (``core.objective``)."""
     name: str = ""
     description: str = ""
     profile: Profile = field(default_factory=Profile)
@@ -328,6 +331,8 @@ _SWEEP_KEYS = {
     "load_timeout",
     "skip_infeasible",
     "min_kv_tokens",
+    "objective",
+    "constraints",
 }
 
 
@@ -554,6 +559,12 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         kw["skip_infeasible"] = sweep["skip_infeasible"]
     if "min_kv_tokens" in sweep:
         kw["min_kv_tokens"] = _number(sweep["min_kv_tokens"], "[sweep] min_kv_tokens", integer=True)
+    try:
+        goal = parse_goal(sweep.get("objective"), sweep.get("constraints"))
+        goal.check_ladder(bench.ladder)
+    except ObjectiveError as exc:
+        raise PlanError(str(exc)) from None
+    kw["goal"] = goal
     strategy = kw.get("strategy", StrategyKind.GRID)
     if strategy is not StrategyKind.GRID:
         if not axes:
@@ -622,6 +633,8 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         sweep["max_wall_s"] = plan.max_wall_s
     if plan.min_kv_tokens is not None:
         sweep["min_kv_tokens"] = plan.min_kv_tokens
+    if plan.goal != DEFAULT_GOAL:
+        sweep.update(goal_document(plan.goal))
     return {
         "name": plan.name,
         "description": plan.description,

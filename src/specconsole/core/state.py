@@ -202,6 +202,9 @@ class LevelSummary:
     accept_length: float | None = None
     """Mean tokens accepted per verify step (including the bonus token), if known."""
     duration_s: float | None = None
+    ttft_p99_ms: float | None = None
+    """Tail time to first token (SLO constraints such as ``ttft_p99_ms_at_64 <= 2000``)."""
+    itl_p99_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
         "itl_p50_ms": level.itl_p50_ms,
         "accept_length": level.accept_length,
         "duration_s": level.duration_s,
+        "ttft_p99_ms": level.ttft_p99_ms,
+        "itl_p99_ms": level.itl_p99_ms,
     }
 
 
@@ -58,6 +60,8 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
         itl_p50_ms=_opt_float(data.get("itl_p50_ms")),
         accept_length=_opt_float(data.get("accept_length")),
         duration_s=_opt_float(data.get("duration_s")),
+        ttft_p99_ms=_opt_float(data.get("ttft_p99_ms")),
+        itl_p99_ms=_opt_float(data.get("itl_p99_ms")),
     )
 
 
