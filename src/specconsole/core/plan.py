@@ -70,6 +70,7 @@ from specconsole.core.config import (
     parse_field,
 )
 from specconsole.core.objective import DEFAULT_GOAL, Goal, ObjectiveError, goal_document, parse_goal
+from specconsole.core.pool import Box, PoolError, parse_boxes
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, TransportKind, parse_profile
 from specconsole.core.state import CrashPolicy
@@ -134,6 +135,9 @@ class SweepPlan:
     :func:`resolve_placeholders` is given a ``port`` (a free loopback port of this machine)."""
     source: str = ""
     """The TOML text the plan was parsed from (kept with the session for resume)."""
+    boxes: tuple[Box, ...] = ()
+    """A pool of boxes (``[[hosts]]`` or ``[pool]``, see core.pool); ``()``: one box, the
+    ``[host]``/``[service]`` of ``profile``."""
 
     @property
     def walk_axis(self) -> str | None:
@@ -316,7 +320,18 @@ def _fmt(value: Any) -> str:
 # Plan parsing
 # --------------------------------------------------------------------------------------------
 
-_TOP_KEYS = {"name", "description", "host", "service", "server", "sweep", "bench", "ui"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "host",
+    "hosts",
+    "pool",
+    "service",
+    "server",
+    "sweep",
+    "bench",
+    "ui",
+}
 """Top-level keys of a plan. ``[ui]`` belongs to the console (theme...) and is ignored here,
 so one file can be both the console's profile and a plan."""
 _SWEEP_KEYS = {
@@ -494,6 +509,12 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         profile = parse_profile(document)
     except ProfileError as exc:
         raise PlanError(str(exc)) from None
+    try:
+        boxes = parse_boxes(document, profile)
+    except PoolError as exc:
+        raise PlanError(str(exc)) from None
+    if boxes and "hosts" in document:
+        profile = boxes[0].profile
     base, auto_port = _server_table(document, profile)
     if not auto_port:
         profile = _port_in_run_dir(profile, base.port)
@@ -593,6 +614,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         name=str(document.get("name", "")),
         description=str(document.get("description", "")),
         source=source,
+        boxes=boxes,
         **kw,
     )
 

@@ -323,6 +323,8 @@ class TrialRecord:
     log_file: str | None = None
     """Path of the captured server log, relative to the session folder."""
     note: str = ""
+    box: str = ""
+    """The pool member that ran the trial ('' for a one-box session)."""
 
     @property
     def single_request_tok_s(self) -> float | None:

@@ -98,9 +98,22 @@ def next_trial(
     plan: SweepPlan,
     trials: Sequence[TrialRecord],
     skipped: Iterable[ServerConfig] = (),
+    pending: Iterable[ServerConfig] = (),
 ) -> Proposal | None:
-    """The next configuration the plan's strategy wants, or None when the sweep is complete."""
+    """The next configuration the plan's strategy wants, or None when the sweep is complete.
+
+    ``pending`` are configurations running elsewhere right now (other boxes of a pool). They
+    are never proposed again, and each strategy assumes an outcome for them — the
+    *constant liar* that turns a sequential strategy into a batch one: the grid and the
+    plateau climb just move on; the boundary walk assumes they load (walking upwards past
+    them, or bisecting above them), so N boxes split the interval instead of waiting.
+    A strategy with a model (``optimize``) gets the same list to fantasise over.
+    """
     status, blocked = _outcomes(trials, skipped)
+    pending = [cfg for cfg in pending if cfg not in status]
+    blocked.update(pending)
+    if plan.strategy is StrategyKind.BOUNDARY:
+        status.update({cfg: TrialStatus.OK for cfg in pending})
     if plan.strategy is StrategyKind.GRID or plan.walk_axis is None:
         grid = plan.grid()
         for i, cfg in enumerate(grid):

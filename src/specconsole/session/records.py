@@ -174,6 +174,8 @@ def record_to_dict(
         "log_file": record.log_file,
         "note": record.note,
     }
+    if record.box:
+        out["box"] = record.box
     if bench is not None:
         out["bench"] = dict(bench)
     return out
@@ -217,6 +219,7 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             crash=None if crash is None else _crash_from_dict(crash),
             log_file=data.get("log_file"),
             note=str(data.get("note", "")),
+            box=str(data.get("box", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"trial record is malformed ({type(exc).__name__}: {exc})") from None
