@@ -71,3 +71,10 @@ def test_only_the_ui_imports_textual() -> None:
     ]
     loaded = _loaded_after_importing(outside_ui, ["textual", "textual_plotext"])
     assert loaded == [], f"a module outside specconsole.ui pulled in {loaded}"
+
+
+def test_present_imports_no_textual_or_rich() -> None:
+    present = _modules("present")
+    assert len(present) > 1
+    loaded = _loaded_after_importing(present, ["textual", "rich", "asyncssh", "httpx"])
+    assert loaded == [], f"specconsole.present pulled in {loaded}"

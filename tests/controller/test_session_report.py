@@ -213,7 +213,14 @@ def test_chart_is_plain_text_with_one_series_per_trial() -> None:
     trials = [_trial(0, 1, 100.0, (100.0, 1500.0)), _trial(1, 2, 150.0, (150.0, 1800.0))]
     text = chart(trials, plan())
     assert "\x1b[" not in text
-    assert "1: steps=1 draft=2" in text and "2: steps=2 draft=3" in text
+    lines = text.splitlines()
+    bottom = max(i for i, line in enumerate(lines) if "└" in line)
+    legend = "\n".join(lines[bottom + 1 :])
+    # the legend is under the plot (not over the data), names trials by their number and
+    # gives each series its own marker (the text report has no colour)
+    assert "● #1 steps=1 draft=2" in legend and "■ #2 steps=2 draft=3" in legend
+    plot = "\n".join(lines[: bottom + 1])
+    assert "●" in plot and "■" in plot and "steps=" not in plot
     assert "concurrency" in text
     assert chart([], plan()) == "(no successful trial to chart)"
 

@@ -19,6 +19,7 @@ from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.quit import QuitScreen
 from specconsole.ui.widgets.crash import CrashBanner
 from specconsole.ui.widgets.journal import JournalPane
+from tests.controller.helpers import plan
 from tests.ui.doubles import (
     CRASH_EXCERPT,
     NOW,
@@ -26,6 +27,7 @@ from tests.ui.doubles import (
     benchmarking_state,
     crashed_state,
     idle_state,
+    loading_state,
 )
 
 
@@ -190,7 +192,7 @@ async def test_quit_when_idle_does_not_ask() -> None:
 
 
 async def test_sweep_key_starts_then_pauses() -> None:
-    controller = RecordingController(idle_state())
+    controller = RecordingController(dataclasses.replace(idle_state(), plan=plan()))
     app = _app(controller)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("s")
@@ -201,6 +203,21 @@ async def test_sweep_key_starts_then_pauses() -> None:
         await pilot.pause()
     assert [type(i).__name__ for i in controller.intents] == ["StartSweep", "Pause"]
     assert isinstance(controller.intents[0], StartSweep)
+
+
+async def test_sweep_key_without_a_plan_says_why_and_sends_nothing() -> None:
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert (
+            "s" not in app.screen.active_bindings
+            or not app.screen.active_bindings["s"].binding.show
+        )
+        await pilot.press("s")
+        await pilot.pause()
+        messages = [n.message for n in app._notifications]
+    assert controller.intents == []
+    assert any("does not apply now" in m for m in messages)
 
 
 async def test_log_lines_arrive_batched_and_search_filters() -> None:
@@ -460,3 +477,29 @@ async def test_d_before_anything_runs_deploys_the_plans_first_configuration() ->
     assert isinstance(intent, DeployConfig)
     assert intent.config == plan.grid()[0]
     assert intent.config.speculative_num_steps == 1
+
+
+async def test_footer_shows_exactly_the_keys_that_apply_and_banner_agrees() -> None:
+    from specconsole.present.keys import BY_ID, available
+
+    for state in (crashed_state(), loading_state(), dataclasses.replace(idle_state(), plan=plan())):
+        controller = RecordingController(state)
+        app = _app(controller)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(0.2)
+            shown = {
+                key
+                for key, active in app.screen.active_bindings.items()
+                if active.binding.show and active.enabled
+            }
+            always = {"f", "slash", "question_mark", "q"}
+            expected = {BY_ID[c].key for c in available(state)}
+            assert shown == expected | always, state.phase
+            banner = app.screen.query_one("#crash-banner")
+            view = banner.view  # type: ignore[attr-defined]
+            if state.pending is not None:
+                assert {k for k, _ in view.choices} == {
+                    BY_ID[c].key
+                    for c in available(state)
+                    if c in ("resume", "retry", "edit", "skip", "rollback")
+                }

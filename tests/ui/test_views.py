@@ -8,10 +8,11 @@ import pytest
 
 from specconsole.core.config import SpecAlgorithm
 from specconsole.core.state import ControllerState, LevelProgress, Phase, ResumeChoice
+from specconsole.present.formats import format_elapsed
 from specconsole.ui import adapt
 from specconsole.ui.form import config_diff, form_values, parse_form
 from specconsole.ui.theme import THEMES, UnknownThemeError, choose_theme
-from specconsole.ui.viewmodels import Tone, format_elapsed, progress_bar
+from specconsole.ui.viewmodels import Tone, progress_bar
 from tests.ui.doubles import (
     BASE,
     NOW,
@@ -100,7 +101,7 @@ def test_trial_rows_label_by_difference_and_status() -> None:
 def test_trial_details_include_crash_excerpt() -> None:
     details = adapt.trial_details(crashed_state(), "5")
     assert details is not None
-    assert "status: crashed: kv_cache_no_memory" in details.lines
+    assert "status: crashed (kv_cache_no_memory in loading/KV cache)" in details.lines
     assert any("Not enough memory" in line for line in details.log_excerpt)
     assert adapt.trial_details(crashed_state(), "99") is None
 
@@ -232,7 +233,7 @@ def test_validate_config_maps_core_issues_to_problems() -> None:
 
 
 def test_thin_ticks_keeps_labels_apart_and_is_order_free() -> None:
-    from specconsole.ui.viewmodels import thin_ticks
+    from specconsole.present.textcharts import thin_ticks
 
     _positions, labels = thin_ticks([0, 2, 4, 5, 6], ["1", "4", "16", "32", "64"], 12)
     assert labels[0] == "1" and len(labels) < 5
@@ -301,7 +302,7 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
     from specconsole.core import events as ev
     from specconsole.core.machine import step
     from specconsole.core.state import LevelSummary
-    from specconsole.ui.viewmodels import format_rate
+    from specconsole.present.formats import format_rate
 
     running = benchmarking_state()
     assert running.trial is not None

@@ -129,7 +129,8 @@ def _trial_configs(
     """(label, config) pairs to check: the [server] table, or each trial of a sweep plan."""
     if "sweep" not in document:
         return [("", _server_config(document, path))]
-    from specconsole.core.plan import config_label, loads_plan
+    from specconsole.core.plan import loads_plan
+    from specconsole.present.labels import config_label
 
     try:
         plan = loads_plan(text)

@@ -27,7 +27,7 @@ from typing import TextIO
 
 from specconsole.controller.wiring import wire_controller
 from specconsole.core import events as ev
-from specconsole.core.plan import SweepPlan, config_label
+from specconsole.core.plan import SweepPlan
 from specconsole.core.state import (
     ControllerState,
     CrashPolicy,
@@ -38,6 +38,9 @@ from specconsole.core.state import (
     TrialStatus,
 )
 from specconsole.core.strategy import findings
+from specconsole.present.formats import format_int, format_rate, format_ratio, format_tok_s
+from specconsole.present.labels import config_label, load_stage_label, notice_text
+from specconsole.present.status import status_word
 from specconsole.session.report import render
 from specconsole.session.store import Session
 
@@ -72,14 +75,15 @@ class ProgressPrinter:
         if key != self._last:
             self._last = key
             if trial is not None and state.phase is not Phase.RECORDING:
-                stage = f" ({state.load_stage.value})" if state.load_stage else ""
+                stage = f" ({load_stage_label(state.load_stage)})" if state.load_stage else ""
                 self._print(
                     f"trial {trial.index + 1}/{state.trial_total} {self._label(trial)}: "
                     f"{state.phase.value}{stage}"
                 )
         if state.notice is not None and state.notice is not self._notice:
             self._notice = state.notice
-            self._print(f"{state.notice.level}: {state.notice.text}")
+            base = self.plan.base if self.plan else None
+            self._print(f"{state.notice.level}: {notice_text(state.notice, base)}")
         if trial is not None:
             # a level's line as soon as it finishes; the ladder's result adds any not seen
             finished: tuple[LevelSummary, ...] = ()
@@ -92,8 +96,8 @@ class ProgressPrinter:
                     continue
                 self._levels_printed.add((trial.index, lv.concurrency))
                 self._print(
-                    f"  c={lv.concurrency:<3} aggregate {lv.output_tok_s:8.1f} tok/s   "
-                    f"per request {lv.per_request_tok_s:7.1f} tok/s   "
+                    f"  c={lv.concurrency:<3} aggregate {format_rate(lv.output_tok_s, 1):>8} tok/s"
+                    f"   per request {format_rate(lv.per_request_tok_s, 1):>7} tok/s   "
                     f"completed {lv.completed} failed {lv.failed}"
                 )
         if isinstance(event, ev.TrialRecorded) and state.trials:
@@ -113,17 +117,16 @@ class ProgressPrinter:
             self._print(f"connection {event.state.value} {event.detail}".rstrip())
 
     def _summarise(self, record: TrialRecord) -> None:
-        parts = [f"trial {record.index + 1} {self._label(record)}: {record.status.value}"]
+        parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
         if record.capacity is not None:
-            parts.append(f"capacity {record.capacity:,}")
+            parts.append(f"capacity {format_int(record.capacity)}")
         if record.single_request_tok_s is not None:
-            parts.append(f"single {record.single_request_tok_s:.1f} tok/s")
+            parts.append(f"single {format_tok_s(record.single_request_tok_s, 1)}")
         if record.peak_aggregate_tok_s is not None:
-            parts.append(
-                f"peak {record.peak_aggregate_tok_s:.1f} tok/s (c={record.peak_concurrency})"
-            )
+            peak = format_tok_s(record.peak_aggregate_tok_s, 1)
+            parts.append(f"peak {peak} (c={record.peak_concurrency})")
         if record.accept_length is not None:
-            parts.append(f"accept {record.accept_length:.2f}")
+            parts.append(f"accept {format_ratio(record.accept_length)}")
         if record.predicted is not None and not record.predicted.feasible:
             parts.append("predicted infeasible")
         if record.errors:

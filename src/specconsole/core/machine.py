@@ -34,7 +34,7 @@ from specconsole.core import effects as fx
 from specconsole.core import events as ev
 from specconsole.core.capacity import predict_capacity
 from specconsole.core.config import ServerConfig
-from specconsole.core.plan import DEFAULT_LOAD_TIMEOUT_S, config_label
+from specconsole.core.plan import DEFAULT_LOAD_TIMEOUT_S
 from specconsole.core.ports import BenchSpec, ServiceState
 from specconsole.core.state import (
     BUSY_PHASES,
@@ -150,8 +150,14 @@ def _rest(state: ControllerState, phase: Phase, at: float) -> ControllerState:
     return replace(_enter(state, phase, at), bench=state.bench)
 
 
-def _notice(state: ControllerState, level: str, text: str, at: float) -> ControllerState:
-    return replace(state, notice=Notice(level, text, at))
+def _notice(
+    state: ControllerState,
+    level: str,
+    text: str,
+    at: float,
+    config: ServerConfig | None = None,
+) -> ControllerState:
+    return replace(state, notice=Notice(level, text, at, config))
 
 
 def _bench_spec(state: ControllerState) -> BenchSpec:
@@ -167,10 +173,6 @@ def _minimum_capacity(state: ControllerState) -> int:
         return state.plan.minimum_capacity
     spec = BenchSpec()
     return spec.input_len + spec.output_len
-
-
-def _label(state: ControllerState, config: ServerConfig) -> str:
-    return config_label(config, state.plan.base if state.plan is not None else None)
 
 
 def _require_trial(state: ControllerState, event: ev.Event) -> TrialRecord:
@@ -207,10 +209,10 @@ def _begin_trial(
         pause_requested=pause_after,
     )
     new = _enter(new, Phase.VALIDATING, at)
-    text = f"trial {trial.index + 1}: {_label(state, config)}"
+    text = f"trial {trial.index + 1}"
     if reason:
-        text += f" ({reason})"
-    new = _notice(new, "info", text, at)
+        text += f", {reason}"
+    new = _notice(new, "info", text, at, config)
     return new, (
         fx.Notify(epoch=epoch, level="info", text=text),
         fx.Validate(epoch=epoch, config=config),
@@ -368,8 +370,8 @@ def _after_recorded(state: ControllerState, at: float) -> Result:
 
     if trial.kind is TrialKind.ROLLBACK and trial.status is TrialStatus.OK:
         new = _rest(new, Phase.PAUSED, at) if new.sweep_active else _rest(new, Phase.IDLE, at)
-        text = f"rolled back to {_label(state, trial.config)}; the box is serving again"
-        new = replace(_notice(new, "info", text, at), pause_requested=False)
+        text = "rolled back; the box is serving again"
+        new = replace(_notice(new, "info", text, at, trial.config), pause_requested=False)
         return new, (*stop, *save, fx.Notify(epoch=new.epoch, level="info", text=text))
 
     if trial.status is TrialStatus.CANCELLED:
@@ -573,8 +575,8 @@ def _on_resume(state: ControllerState, event: ev.Event) -> Result:
         skipped = _peek_next(state)
         assert skipped is not None  # guaranteed by _available_choices
         new = replace(base, skipped_configs=(*state.skipped_configs, skipped), sweep_active=True)
-        text = f"skipping {_label(state, skipped)}"
-        new = _notice(new, "info", text, at)
+        text = "skipping the next planned configuration"
+        new = _notice(new, "info", text, at, skipped)
         nxt, effects = _continue_sweep(new, at)
         return nxt, (fx.Notify(epoch=state.epoch, level="info", text=text), *effects)
     # ROLLBACK

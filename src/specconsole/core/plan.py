@@ -267,55 +267,6 @@ server_config_to_table = config_to_table
 """The inverse of :func:`server_config_from_table` (``core.config.config_to_table``)."""
 
 
-def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
-    """Short human label: the fields that differ from ``base`` (or the speculative ones)."""
-    if config.description:
-        return config.description
-    parts: list[str] = []
-    if base is not None:
-        for f in fields(ServerConfig):
-            if f.name in _NOT_IN_LABELS:
-                continue
-            value = getattr(config, f.name)
-            if value != getattr(base, f.name):
-                parts.append(f"{_short(f.name)}={_fmt(value)}")
-        if parts:
-            return " ".join(parts)
-    if config.speculative_algorithm is None:
-        return "no-spec"
-    spec = (
-        f"{config.speculative_num_steps}/{config.speculative_eagle_topk}/"
-        f"{config.speculative_num_draft_tokens}"
-    )
-    return f"{config.speculative_algorithm.value} steps/topk/draft={spec}"
-
-
-_NOT_IN_LABELS = frozenset({"description", "launcher", "host", "port", "user", "working_directory"})
-"""Fields that say where/how the server runs, not what is being tuned."""
-
-_SHORT = {
-    "speculative_num_steps": "steps",
-    "speculative_eagle_topk": "topk",
-    "speculative_num_draft_tokens": "draft",
-    "speculative_algorithm": "algo",
-    "mem_fraction_static": "mem",
-    "cuda_graph_max_bs": "cg_bs",
-    "max_running_requests": "max_req",
-}
-
-
-def _short(name: str) -> str:
-    return _SHORT.get(name, name)
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, Enum):
-        return str(value.value)
-    if isinstance(value, tuple):
-        return " ".join(map(str, value)) or "()"
-    return str(value)
-
-
 # --------------------------------------------------------------------------------------------
 # Plan parsing
 # --------------------------------------------------------------------------------------------

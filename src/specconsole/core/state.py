@@ -394,6 +394,9 @@ class Notice:
     """``info``, ``warning`` or ``error``."""
     text: str
     at: float
+    config: ServerConfig | None = None
+    """The configuration the notice is about; front ends add its label to ``text``
+    (``specconsole.present.labels.notice_text``), the core never formats one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,8 @@ from dataclasses import replace
 from typing import IO, Any
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.plan import config_label
 from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.present.labels import config_label
 from specconsole.session.store import Session
 
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from specconsole.core.plan import config_label, server_config_from_table, server_config_to_table
+from specconsole.core.plan import server_config_from_table, server_config_to_table
 from specconsole.core.state import (
     CapacityPrediction,
     CrashInfo,
@@ -25,6 +25,7 @@ from specconsole.core.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.present.labels import config_label
 
 RECORD_VERSION = 1
 

@@ -19,24 +19,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.core.plan import SweepPlan, config_label
+from specconsole.core.plan import SweepPlan
 from specconsole.core.state import TrialKind, TrialRecord, TrialStatus
 from specconsole.core.strategy import findings
+from specconsole.present.columns import REPORT_COLUMNS
+from specconsole.present.columns import cells as row_cells
+from specconsole.present.formats import format_rate
+from specconsole.present.labels import config_label
+from specconsole.present.series import (
+    aggregate_series,
+    axis_title,
+    crashed_at,
+    crashed_labels,
+    single_series,
+    swept_axis,
+)
+from specconsole.present.status import status_detail
+from specconsole.present.textcharts import draw_aggregate, draw_single, new_figure, render_text
 
 FORMATS: tuple[str, ...] = ("md", "csv", "json")
 
-TABLE_COLUMNS: tuple[str, ...] = (
-    "trial",
-    "config",
-    "single-request tok/s",
-    "peak aggregate tok/s",
-    "capacity",
-    "accept length",
-    "status",
-)
-"""The seed's table, plus the trial number."""
-
-_MARKERS = "123456789abcdefghijklmnopqrstuvwxyz"
+TABLE_COLUMNS: tuple[str, ...] = tuple(c.title for c in REPORT_COLUMNS)
+"""The seed's table, plus the trial number (``present.columns``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +56,6 @@ class Row:
     accept_length: float | None
     status: str
     record: TrialRecord
-
-
-def _status_text(record: TrialRecord) -> str:
-    if record.crash is not None:
-        where = record.crash.phase.value
-        if record.crash.load_stage is not None:
-            where += f"/{record.crash.load_stage.value}"
-        return f"{record.status.value} ({record.crash.cause} in {where})"
-    if record.status is TrialStatus.INFEASIBLE and record.predicted is not None:
-        return f"infeasible (predicted {record.predicted.predicted_tokens:,} tokens)"
-    return record.status.value
 
 
 def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
@@ -83,7 +76,7 @@ def rows(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> list[R
                 peak_concurrency=t.peak_concurrency,
                 capacity=t.capacity,
                 accept_length=t.accept_length,
-                status=_status_text(t),
+                status=status_detail(t),
                 record=t,
             )
         )
@@ -131,48 +124,48 @@ def chart(
     width: int = 78,
     height: int = 20,
 ) -> str:
-    """Plain-text plotext chart of aggregate tok/s vs concurrency, one series per trial."""
-    import plotext as plt  # the report's only plotting; reset before and after use
-
-    series = [t for t in report_trials(trials) if t.status is TrialStatus.OK and t.levels]
-    if not series:
+    """Plain-text chart of aggregate tok/s vs concurrency, one marked series per trial, the
+    legend under the plot (``present.textcharts``)."""
+    shown = [t for t in report_trials(trials) if t.status is TrialStatus.OK and t.levels]
+    if not shown:
         return "(no successful trial to chart)"
+    fig = new_figure()
+    series = aggregate_series(shown, plan.base if plan is not None else None)
+    legend = draw_aggregate(fig, series, width, color=False)
+    return render_text(fig, legend, width, height)
+
+
+def single_chart(
+    trials: Sequence[TrialRecord],
+    plan: SweepPlan | None = None,
+    *,
+    width: int = 78,
+    height: int = 14,
+) -> str:
+    """Plain-text chart of single-request tok/s against the swept axis, crashed trials as
+    ``✖`` on the x axis."""
+    shown = report_trials(trials)
+    axis = swept_axis(plan, shown)
+    line = single_series(shown, axis)
+    crashed = crashed_at(shown, axis)
+    if line is None and not crashed:
+        return "(no benchmarked trial to chart)"
     base = plan.base if plan is not None else None
-    plt.clear_figure()
-    try:
-        ticks: set[int] = set()
-        for i, t in enumerate(series):
-            levels = sorted(t.levels, key=lambda lv: lv.concurrency)
-            xs = [lv.concurrency for lv in levels]
-            ys = [lv.output_tok_s for lv in levels]
-            ticks.update(xs)
-            marker = _MARKERS[i % len(_MARKERS)]
-            plt.plot(xs, ys, marker=marker, label=f"{marker}: {config_label(t.config, base)}")
-        plt.xscale("log")
-        ordered = sorted(ticks)
-        plt.xticks(ordered, [str(x) for x in ordered])
-        plt.plotsize(width, height)
-        plt.theme("clear")
-        plt.title("aggregate output tok/s vs concurrency")
-        plt.xlabel("concurrency")
-        text = plt.uncolorize(plt.build())
-    finally:
-        plt.clear_figure()
-    return "\n".join(line.rstrip() for line in text.splitlines())
+    fig = new_figure()
+    legend = draw_single(
+        fig,
+        line,
+        crashed,
+        axis_title(axis),
+        width,
+        color=False,
+        crashed_labels=crashed_labels(shown, base),
+    )
+    return render_text(fig, legend, width, height)
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
-    return "—" if value is None else f"{value:,.{digits}f}"
-
-
-def _fmt_int(value: int | None) -> str:
-    return "—" if value is None else f"{value:,}"
-
-
-def _peak_text(row: Row) -> str:
-    if row.peak is None:
-        return "—"
-    return f"{row.peak:,.1f} (c={row.peak_concurrency})"
+    return format_rate(value, digits)
 
 
 def to_markdown(
@@ -184,26 +177,11 @@ def to_markdown(
         "",
     ]
     out.append("| " + " | ".join(TABLE_COLUMNS) + " |")
-    out.append(
-        "|"
-        + "|".join("---:" if c not in ("config", "status") else "---" for c in TABLE_COLUMNS)
-        + "|"
-    )
+    out.append("|" + "|".join("---:" if c.numeric else "---" for c in REPORT_COLUMNS) + "|")
+    base = plan.base if plan is not None else None
     for r in table:
         out.append(
-            "| "
-            + " | ".join(
-                [
-                    str(r.trial),
-                    r.label,
-                    _fmt(r.single),
-                    _peak_text(r),
-                    _fmt_int(r.capacity),
-                    _fmt(r.accept_length, 2),
-                    r.status,
-                ]
-            )
-            + " |"
+            "| " + " | ".join(row_cells(REPORT_COLUMNS, r.record, base, precise=True)) + " |"
         )
     if plan is not None:
         found = findings(plan, trials)
@@ -254,7 +232,8 @@ def to_markdown(
             )
             for fix in c.fixes[:3]:
                 out.append(f"  - fix: {fix}")
-    out += ["", "## Aggregate tok/s vs concurrency", "", "```", chart(trials, plan), "```", ""]
+    out += ["", "## Aggregate tok/s vs concurrency", "", "```", chart(trials, plan), "```"]
+    out += ["", "## Single-request tok/s", "", "```", single_chart(trials, plan), "```", ""]
     return "\n".join(out)
 
 

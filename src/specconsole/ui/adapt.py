@@ -9,7 +9,6 @@ import Textual, so they are unit-tested directly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import fields
 
 from specconsole.core.capacity import predict_capacity as core_predict_capacity
 from specconsole.core.config import ServerConfig
@@ -29,7 +28,6 @@ from specconsole.core.log_events import (
 )
 from specconsole.core.log_events import ServiceExited as LogServiceExited
 from specconsole.core.logparse import LogParser, classify_fatal
-from specconsole.core.plan import config_label
 from specconsole.core.state import (
     BUSY_PHASES,
     CapacityPrediction,
@@ -38,83 +36,37 @@ from specconsole.core.state import (
     CrashInfo,
     LevelProgress,
     LevelSummary,
-    LoadStage,
     Phase,
-    ResumeChoice,
     TrialRecord,
-    TrialStatus,
 )
 from specconsole.core.validation import validate
+from specconsole.present.columns import CONSOLE_COLUMNS, cells
+from specconsole.present.formats import DASH, format_elapsed, format_rate
+from specconsole.present.keys import choice_hints
+from specconsole.present.labels import config_summary, load_stage_label, trial_label
+from specconsole.present.series import (
+    aggregate_series,
+    axis_title,
+    crashed_at,
+    single_series,
+    swept_axis,
+)
+from specconsole.present.status import status_detail, status_word
 from specconsole.ui.form import Problem
 from specconsole.ui.viewmodels import (
-    DASH,
     LINE_KINDS,
     BenchView,
     ChartView,
     CrashView,
     HeaderView,
     LevelView,
-    Series,
     Tone,
     TrialDetails,
     TrialRow,
-    format_elapsed,
-    format_int,
-    format_rate,
-    format_ratio,
     summarise_levels,
 )
 
-FIELD_ABBREVIATIONS: dict[str, str] = {
-    "speculative_algorithm": "algo",
-    "speculative_num_steps": "steps",
-    "speculative_eagle_topk": "topk",
-    "speculative_num_draft_tokens": "draft",
-    "mem_fraction_static": "mem",
-    "cuda_graph_max_bs": "cg-bs",
-    "max_running_requests": "mrr",
-    "tp_size": "tp",
-    "context_length": "ctx",
-    "attention_backend": "attn",
-}
-"""Short labels for the summary line and table; the editor shows SGLang's full names."""
-
-LOAD_STAGE_LABELS: dict[LoadStage, str] = {
-    LoadStage.STARTING: "starting",
-    LoadStage.WEIGHTS: "weights",
-    LoadStage.KV_CACHE: "KV cache",
-    LoadStage.CUDA_GRAPH: "CUDA graphs",
-    LoadStage.WARMUP: "warmup",
-}
-
-CHOICE_KEYS: dict[ResumeChoice, tuple[str, str]] = {
-    ResumeChoice.RESUME_NEXT: ("r", "resume next"),
-    ResumeChoice.RETRY_SAME: ("t", "retry"),
-    ResumeChoice.EDIT_THEN_DEPLOY: ("e", "edit"),
-    ResumeChoice.SKIP: ("k", "skip"),
-    ResumeChoice.ROLLBACK: ("o", "roll back"),
-}
-"""One key per crash choice; ``r`` is the one-key resume the issue asks for."""
-
 _UNTIMED_PHASES = frozenset({Phase.IDLE, Phase.DONE})
-
-
-def config_summary(config: ServerConfig | None) -> str:
-    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …`` — only fields that are set."""
-    if config is None:
-        return "no configuration"
-    parts: list[str] = []
-    if config.speculative_algorithm is not None:
-        parts.append(str(config.speculative_algorithm))
-    else:
-        parts.append("no speculation")
-    for name, short in FIELD_ABBREVIATIONS.items():
-        if name == "speculative_algorithm":
-            continue
-        value = getattr(config, name)
-        if value is not None:
-            parts.append(f"{short}={value}")
-    return " ".join(parts)
 
 
 def phase_label(state: ControllerState) -> str:
@@ -126,7 +78,7 @@ def phase_label(state: ControllerState) -> str:
         return "PAUSED · r resumes"
     label = state.phase.value.replace("_", " ").upper()
     if state.phase is Phase.LOADING and state.load_stage is not None:
-        return f"{label} · {LOAD_STAGE_LABELS.get(state.load_stage, state.load_stage.value)}"
+        return f"{label} · {load_stage_label(state.load_stage)}"
     if state.phase is Phase.BENCHMARKING:
         running = [lv for lv in state.bench if not lv.done]
         if running:
@@ -287,27 +239,11 @@ def bench_view(state: ControllerState) -> BenchView:
     )
 
 
-def varying_fields(configs: Sequence[ServerConfig]) -> list[str]:
-    """Names of the ServerConfig fields whose values differ between ``configs``."""
-    if len(configs) < 2:
-        return []
-    names = [f.name for f in fields(ServerConfig) if f.name != "description"]
-    return [n for n in names if len({repr(getattr(c, n)) for c in configs}) > 1]
-
-
 def _label_base(state: ControllerState, records: Sequence[TrialRecord]) -> ServerConfig | None:
     """What trial labels are relative to: the plan's base, else the first trial's config."""
     if state.plan is not None:
         return state.plan.base
     return records[0].config if records else None
-
-
-def trial_label(record: TrialRecord, base: ServerConfig | None) -> str:
-    """``#3 steps=3`` — the trial number and how its configuration differs from ``base``."""
-    label = config_label(record.config, base)
-    if base is not None and record.config == base:
-        label = config_label(record.config, None)
-    return f"#{record.index + 1} {label}"
 
 
 def all_trials(state: ControllerState) -> tuple[TrialRecord, ...]:
@@ -317,67 +253,22 @@ def all_trials(state: ControllerState) -> tuple[TrialRecord, ...]:
     return state.trials
 
 
-def _numeric_axis(state: ControllerState, records: Sequence[TrialRecord]) -> str | None:
-    """The swept axis for the single-request chart: the plan's walk axis, else the one
-    numeric field that varies between the trials."""
-    if state.plan is not None and state.plan.walk_axis is not None:
-        return state.plan.walk_axis
-    axes = varying_fields([r.config for r in records])
-    for name in axes:
-        values = [getattr(r.config, name) for r in records]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            return name
-    return None
-
-
 def chart_view(state: ControllerState) -> ChartView:
-    """Series for the throughput chart: one aggregate-vs-concurrency line per trial that has
-    numbers (the running trial's finished levels included, so it grows live), and
-    single-request tok/s against the swept axis (or the trial number)."""
+    """Series for the throughput charts: one aggregate-vs-concurrency line per trial that has
+    numbers (the running trial's finished levels included, so it grows live), single-request
+    tok/s against the swept axis (or the trial number), and the crashed trials' positions."""
     records = all_trials(state)
     base = _label_base(state, records)
-    aggregate: list[Series] = []
-    for record in records:
-        levels: Sequence[LevelSummary] = record.levels
-        if state.trial is not None and record.index == state.trial.index and state.bench:
-            levels = [p.result for p in state.bench if p.result is not None]
-        if not levels:
-            continue
-        ordered = sorted(levels, key=lambda lv: lv.concurrency)
-        aggregate.append(
-            Series(
-                label=trial_label(record, base),
-                xs=tuple(float(lv.concurrency) for lv in ordered),
-                ys=tuple(lv.output_tok_s for lv in ordered),
-            )
-        )
-    axis = _numeric_axis(state, records)
-    points: list[tuple[float, float]] = []
-    for record in records:
-        single = record.single_request_tok_s
-        if single is None:
-            continue
-        value = getattr(record.config, axis) if axis else None
-        x = float(value) if isinstance(value, int | float) else float(record.index + 1)
-        points.append((x, single))
-    points.sort()
-    single_series = (
-        Series(
-            label="single-request tok/s",
-            xs=tuple(p[0] for p in points),
-            ys=tuple(p[1] for p in points),
-        )
-        if points
-        else None
+    running: dict[int, Sequence[LevelSummary]] = {}
+    if state.trial is not None and state.bench:
+        running[state.trial.index] = [p.result for p in state.bench if p.result is not None]
+    axis = swept_axis(state.plan, records)
+    return ChartView(
+        aggregate=aggregate_series(records, base, running),
+        single=single_series(records, axis),
+        axis_name=axis_title(axis),
+        crashed=crashed_at(records, axis),
     )
-    axis_name = FIELD_ABBREVIATIONS.get(axis, axis) if axis else "trial"
-    return ChartView(aggregate=tuple(aggregate), single=single_series, axis_name=axis_name)
-
-
-def _status_text(record: TrialRecord, *, detailed: bool = False) -> str:
-    if detailed and record.status is TrialStatus.CRASHED and record.crash is not None:
-        return f"crashed: {record.crash.cause}"
-    return record.status.value.replace("_", " ")
 
 
 def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
@@ -386,18 +277,11 @@ def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
     base = _label_base(state, records)
     rows = []
     for record in records:
-        capacity = record.capacity
-        if capacity is None and record.crash is not None:
-            capacity = record.crash.capacity
         rows.append(
             TrialRow(
                 key=str(record.index),
-                label=trial_label(record, base),
-                status=_status_text(record),
-                single_tok_s=format_rate(record.single_request_tok_s),
-                peak_tok_s=format_rate(record.peak_aggregate_tok_s),
-                capacity=format_int(capacity),
-                accept_length=format_ratio(record.accept_length),
+                columns=tuple(c.id for c in CONSOLE_COLUMNS),
+                cells=cells(CONSOLE_COLUMNS, record, base),
             )
         )
     return tuple(rows)
@@ -411,7 +295,7 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     if record is None:
         return None
     lines = [
-        f"status: {_status_text(record, detailed=True)}",
+        f"status: {status_detail(record)}",
         f"config: {config_summary(record.config)}",
     ]
     if record.capacity is not None:
@@ -432,7 +316,6 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     lines.extend(f"error: {e}" for e in record.errors)
     excerpt: tuple[str, ...] = ()
     if record.crash is not None:
-        lines.append(f"crash: {record.crash.cause} during {record.crash.phase.value}")
         excerpt = record.crash.excerpt
     return TrialDetails(title=trial_label(record, None), lines=tuple(lines), log_excerpt=excerpt)
 
@@ -455,7 +338,7 @@ def crash_view(state: ControllerState) -> CrashView | None:
         return _failure_view(state)
     where = crash.phase.value.replace("_", " ")
     if crash.load_stage is not None:
-        where += f" ({LOAD_STAGE_LABELS.get(crash.load_stage, crash.load_stage.value)})"
+        where += f" ({load_stage_label(crash.load_stage)})"
     trial = f"Trial {index + 1}" if index is not None else "The server"
     cause = crash.cause.replace("_", " ")
     details = [crash.message] if crash.message else []
@@ -475,9 +358,7 @@ def crash_view(state: ControllerState) -> CrashView | None:
 
 
 def _choices(state: ControllerState) -> tuple[tuple[str, str], ...]:
-    if state.pending is None:
-        return ()
-    return tuple(CHOICE_KEYS[c] for c in state.pending.choices if c in CHOICE_KEYS)
+    return tuple((c.key, c.label) for c in choice_hints(state))
 
 
 def _failure_view(state: ControllerState) -> CrashView | None:
@@ -486,7 +367,7 @@ def _failure_view(state: ControllerState) -> CrashView | None:
     if pending is None:
         return None
     record = next((r for r in all_trials(state) if r.index == pending.trial_index), None)
-    status = "stopped" if record is None else _status_text(record)
+    status = "stopped" if record is None else status_word(record.status)
     errors = () if record is None else record.errors
     return CrashView(
         title=f"Trial {pending.trial_index + 1} could not run: {status}",

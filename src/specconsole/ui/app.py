@@ -27,7 +27,16 @@ from specconsole.paths import themes_dir
 from specconsole.ui import adapt
 from specconsole.ui.bridge import ControllerBridge, ControllerHandle
 from specconsole.ui.form import Validator
-from specconsole.ui.messages import IntentSent, LogBatch, StateChanged
+from specconsole.ui.messages import (
+    IntentSent,
+    LogBatch,
+    OpenCrashDetails,
+    OpenEditor,
+    OpenHelp,
+    RequestQuit,
+    SendIntent,
+    StateChanged,
+)
 from specconsole.ui.screens.crash import CrashScreen
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.help import HelpScreen
@@ -162,6 +171,26 @@ class SpecConsoleApp(App[None]):
     # ----------------------------------------------------------------------------------------
     # UI → controller
     # ----------------------------------------------------------------------------------------
+
+    @on(SendIntent)
+    def _send_requested(self, message: SendIntent) -> None:
+        self.send_intent(message.intent)
+
+    @on(OpenEditor)
+    def _editor_requested(self) -> None:
+        self.open_editor()
+
+    @on(OpenCrashDetails)
+    def _crash_details_requested(self, message: OpenCrashDetails) -> None:
+        self.open_crash_details(message.view)
+
+    @on(OpenHelp)
+    def _help_requested(self) -> None:
+        self.open_help()
+
+    @on(RequestQuit)
+    def _quit_requested(self) -> None:
+        self.request_quit()
 
     def send_intent(self, intent: Intent) -> None:
         """Stamp ``intent`` with the clock, hand it to the controller and announce it."""

@@ -48,8 +48,6 @@ FIELDS: tuple[FormField, ...] = (
 )
 """The editor's fields, in display order."""
 
-FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in FIELDS)
-
 
 @dataclass(frozen=True, slots=True)
 class Problem:

@@ -4,6 +4,8 @@
 one (``can_replace``), so a burst of transitions costs one repaint. ``LogBatch`` carries the
 log lines the bridge buffered for ~100 ms. ``IntentSent`` is posted whenever the UI hands an
 intent to the controller, so tests (and the status line) can observe every key's effect.
+The requests below it go up from the screens to the app (which owns the controller handle
+and the modal screens), so no screen imports the app.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from textual.message import Message
 
 from specconsole.core.events import Intent
 from specconsole.core.state import ControllerState
+from specconsole.ui.viewmodels import CrashView
 
 
 @dataclass
@@ -40,3 +43,32 @@ class IntentSent(Message):
     """The UI sent ``intent`` to the controller."""
 
     intent: Intent
+
+
+@dataclass
+class SendIntent(Message):
+    """A screen asks the app to send ``intent`` to the controller (the app stamps it)."""
+
+    intent: Intent
+
+
+@dataclass
+class OpenEditor(Message):
+    """Open the parameter editor on the configuration being tried (or the plan's)."""
+
+
+@dataclass
+class OpenCrashDetails(Message):
+    """Open the full crash report for ``view``."""
+
+    view: CrashView
+
+
+@dataclass
+class OpenHelp(Message):
+    """Open the key help."""
+
+
+@dataclass
+class RequestQuit(Message):
+    """Leave the console (the app asks first while a trial runs)."""

@@ -9,10 +9,11 @@ these types live in ``ui.adapt``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
+
+from specconsole.present.series import Series
 
 LINE_KINDS: tuple[str, ...] = ("fatal", "warning", "capacity", "ready", "progress")
 """Journal highlight classes, most severe first (the stylesheet styles ``journal--<kind>``)."""
@@ -94,15 +95,6 @@ class BenchView:
 
 
 @dataclass(frozen=True, slots=True)
-class Series:
-    """One line of the chart."""
-
-    label: str
-    xs: tuple[float, ...]
-    ys: tuple[float, ...]
-
-
-@dataclass(frozen=True, slots=True)
 class ChartView:
     """Aggregate tok/s vs concurrency (a series per trial) and single-request tok/s vs the
     swept axis (one series)."""
@@ -110,6 +102,8 @@ class ChartView:
     aggregate: tuple[Series, ...] = ()
     single: Series | None = None
     axis_name: str = "trial"
+    crashed: tuple[float, ...] = ()
+    """Positions on the swept axis of trials that crashed (marked on the x axis)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +112,33 @@ class TrialRow:
 
     key: str
     """Stable row key (the trial's index as text)."""
-    label: str
-    status: str
-    single_tok_s: str
-    peak_tok_s: str
-    capacity: str
-    accept_length: str
+    columns: tuple[str, ...]
+    """Column ids (``present.columns``), in display order."""
+    cells: tuple[str, ...]
+    """The cells' texts, one per column."""
+
+    def cell(self, column: str) -> str:
+        """The text of column ``column`` (empty when the table has no such column)."""
+        try:
+            return self.cells[self.columns.index(column)]
+        except ValueError:
+            return ""
+
+    @property
+    def label(self) -> str:
+        return self.cell("label")
+
+    @property
+    def status(self) -> str:
+        return self.cell("status")
+
+    @property
+    def single_tok_s(self) -> str:
+        return self.cell("single")
+
+    @property
+    def peak_tok_s(self) -> str:
+        return self.cell("peak")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,58 +162,13 @@ class CrashView:
     """Log lines around the fatal one."""
     fixes: tuple[str, ...]
     """SGLang's own suggested fixes (and ours), one per line."""
-    choices: tuple[tuple[str, str], ...] = field(
-        default=(
-            ("r", "resume next"),
-            ("t", "retry"),
-            ("e", "edit"),
-            ("k", "skip"),
-            ("o", "roll back"),
-        )
-    )
-    """(key, label) pairs; ``r`` always resumes."""
+    choices: tuple[tuple[str, str], ...] = ()
+    """(key, label) of exactly the decisions available now (``present.keys``)."""
 
 
 # --------------------------------------------------------------------------------------------
-# Formatting helpers: one place for how numbers look on screen.
+# Text bars and tick thinning: how the console draws progress and chart axes.
 # --------------------------------------------------------------------------------------------
-
-DASH = "—"
-
-
-def format_elapsed(seconds: float | None) -> str:
-    """``m:ss`` (or ``h:mm:ss``) for a non-negative duration; empty for ``None``."""
-    if seconds is None or math.isnan(seconds):
-        return ""
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}:{minutes:02d}:{secs:02d}"
-    return f"{minutes}:{secs:02d}"
-
-
-def format_rate(value: float | None) -> str:
-    """tok/s with no decimals and thousands separators; a dash when unknown."""
-    if value is None or math.isnan(value):
-        return DASH
-    return f"{value:,.0f}"
-
-
-def format_ms(value: float | None) -> str:
-    if value is None or math.isnan(value):
-        return DASH
-    return f"{value:,.0f} ms"
-
-
-def format_int(value: int | None) -> str:
-    return DASH if value is None else f"{value:,}"
-
-
-def format_ratio(value: float | None, digits: int = 2) -> str:
-    if value is None or math.isnan(value):
-        return DASH
-    return f"{value:.{digits}f}"
 
 
 def progress_bar(done: int, total: int, width: int) -> str:
@@ -226,29 +196,3 @@ def summarise_levels(levels: Sequence[LevelView]) -> str:
     if all(lv.state in ("done", "failed") for lv in levels):
         return "done"
     return "waiting"
-
-
-def thin_ticks(
-    positions: Sequence[float], labels: Sequence[str], width: int
-) -> tuple[list[float], list[str]]:
-    """Drop tick labels that would crowd each other on an axis ``width`` cells wide.
-
-    plotext resolves overlapping labels itself, but in an order that depends on string
-    hashing (so it changes between processes); thinning first, conservatively and left to
-    right, keeps charts identical from run to run.
-    """
-    if not positions:
-        return [], []
-    low, high = min(positions), max(positions)
-    span = (high - low) or 1.0
-    kept_pos: list[float] = []
-    kept_labels: list[str] = []
-    last_end = -(10**9)
-    for pos, label in sorted(zip(positions, labels, strict=True)):
-        col = round((pos - low) / span * max(1, width - 1))
-        start = col - len(label) // 2
-        if start > last_end + 1:
-            kept_pos.append(pos)
-            kept_labels.append(label)
-            last_end = start + len(label)
-    return kept_pos, kept_labels

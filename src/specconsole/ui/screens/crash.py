@@ -15,16 +15,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from specconsole.core.state import ResumeChoice
+from specconsole.present.keys import BY_ID, CHOICE_COMMANDS
 from specconsole.ui.viewmodels import CrashView
-from specconsole.ui.widgets.crash import choices_text
 
 _KEY_CHOICES: dict[str, ResumeChoice] = {
-    "r": ResumeChoice.RESUME_NEXT,
-    "t": ResumeChoice.RETRY_SAME,
-    "e": ResumeChoice.EDIT_THEN_DEPLOY,
-    "k": ResumeChoice.SKIP,
-    "o": ResumeChoice.ROLLBACK,
+    BY_ID[command].key: choice for choice, command in CHOICE_COMMANDS.items()
 }
+"""The key of each decision (``present.keys``); the view lists the ones available now."""
 
 
 class CrashScreen(ModalScreen[ResumeChoice | None]):
@@ -53,8 +50,8 @@ class CrashScreen(ModalScreen[ResumeChoice | None]):
                 yield Static("\n".join(view.excerpt) or "(no log lines)", markup=False)
             fixes = "\n".join(f"→ {fix}" for fix in view.fixes) or "(no suggestion)"
             yield Static(fixes, id="crash-fixes", markup=False)
-            keys = choices_text(view).replace(" · c details", "")
-            yield Static(keys, id="crash-keys", markup=False)
+            keys = " · ".join(f"{key} {label}" for key, label in view.choices)
+            yield Static(keys or "(no decision is open)", id="crash-keys", markup=False)
 
     def action_back(self) -> None:
         self.dismiss(None)
@@ -62,6 +59,6 @@ class CrashScreen(ModalScreen[ResumeChoice | None]):
     def action_choose(self, key: str) -> None:
         allowed = {k for k, _label in self._view.choices}
         if key not in allowed:
-            self.notify("That choice is not possible now.", severity="warning")
+            self.notify(f"{key}: that choice is not possible now.", severity="warning")
             return
         self.dismiss(_KEY_CHOICES[key])

@@ -1,7 +1,9 @@
 """The main screen: header, crash banner, journal, benchmark panel, charts and trials.
 
-It renders ``ControllerState`` snapshots (through ``ui.adapt``) and turns keys into intents
-(through the app's ``send_intent``); it never calls the controller itself. Layout adapts to
+It renders ``ControllerState`` snapshots (through ``ui.adapt``) and turns keys into intents,
+posted to the app as messages (``ui.messages``): it never imports the app or calls the
+controller. The keys that apply now come from ``present.keys.available`` (``check_action``),
+so the footer lists exactly those; any other command key says why it does nothing. Layout adapts to
 the terminal: from 100×30 up every pane is on screen (journal and benchmark side by side,
 trials below); below that the panes are stacked and *switched* with ``1``/``2``/``3`` so
 nothing is cut off at 80×24.
@@ -9,7 +11,7 @@ nothing is cut off at 80×24.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -25,12 +27,22 @@ from specconsole.core.events import (
     BenchmarkOnly,
     Cancel,
     DeployConfig,
+    Intent,
     Pause,
     Resume,
     StartSweep,
 )
-from specconsole.core.state import ControllerState, Phase, ResumeChoice
+from specconsole.core.state import ControllerState, ResumeChoice
+from specconsole.present.keys import COMMANDS, available
+from specconsole.present.labels import config_summary, notice_text
 from specconsole.ui import adapt
+from specconsole.ui.messages import (
+    OpenCrashDetails,
+    OpenEditor,
+    OpenHelp,
+    RequestQuit,
+    SendIntent,
+)
 from specconsole.ui.viewmodels import LineClassifier
 from specconsole.ui.widgets.bench import BenchPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
@@ -38,9 +50,6 @@ from specconsole.ui.widgets.crash import CrashBanner
 from specconsole.ui.widgets.header import StatusHeader
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.trials import TrialsPane
-
-if TYPE_CHECKING:
-    from specconsole.ui.app import SpecConsoleApp
 
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 30
@@ -53,45 +62,42 @@ PANES: tuple[str, ...] = ("journal", "side", "trials")
 """Pane ids in switch order (keys 1, 2, 3)."""
 
 
+TOOLTIPS: dict[str, str] = {
+    "deploy": "deploy the configuration shown in the header as the next trial",
+    "bench": "benchmark what is deployed now (no deploy, no restart)",
+    "sweep": "start the plan's sweep",
+    "pause": "pause the sweep after this trial",
+    "unpause": "withdraw the pause: the sweep goes on after this trial",
+    "continue": "continue the paused sweep with the next planned trial",
+    "edit": "edit the launch parameters; apply deploys them as the next trial",
+    "resume": "after a crash or pause: continue with the next planned trial",
+    "retry": "after a crash: deploy the same configuration again",
+    "skip": "after a crash: skip the next planned configuration",
+    "rollback": "after a crash: redeploy the last configuration that loaded",
+    "crash-details": "the whole crash report: cause, log excerpt, suggested fixes",
+    "cancel": "abandon the running trial (the server is left as it is)",
+}
+"""What each state-dependent command does (``present.keys.COMMANDS`` names them)."""
+
+
+def _command_bindings() -> list[BindingType]:
+    """One binding per command (shown only while it is available: ``check_action``), then
+    one fallback per key that says why the key does nothing now, so no key press is lost
+    silently."""
+    out: list[BindingType] = [
+        Binding(c.key, f"command('{c.id}')", c.label, id=c.id, tooltip=TOOLTIPS[c.id])
+        for c in COMMANDS
+    ]
+    keys = dict.fromkeys(c.key for c in COMMANDS)
+    out += [Binding(k, f"unavailable('{k}')", "", show=False) for k in keys]
+    return out
+
+
 class MainScreen(Screen[None]):
     """The console's one working screen."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding(
-            "d",
-            "deploy",
-            "deploy",
-            id="deploy",
-            tooltip="deploy the configuration shown in the header as the next trial",
-        ),
-        Binding(
-            "b",
-            "bench",
-            "bench",
-            id="bench",
-            tooltip="benchmark what is deployed now (no deploy, no restart)",
-        ),
-        Binding(
-            "s",
-            "sweep",
-            "sweep",
-            id="sweep",
-            tooltip="start the plan's sweep; while it runs, pause it after this trial",
-        ),
-        Binding(
-            "e",
-            "edit",
-            "edit",
-            id="edit",
-            tooltip="edit the launch parameters; apply deploys them as the next trial",
-        ),
-        Binding(
-            "r",
-            "resume",
-            "resume",
-            id="resume",
-            tooltip="after a crash or pause: continue with the next planned trial",
-        ),
+        *_command_bindings(),
         Binding(
             "f",
             "follow",
@@ -113,46 +119,6 @@ class MainScreen(Screen[None]):
             "quit",
             id="quit",
             tooltip="leave; asks while a trial runs; the server keeps running",
-        ),
-        Binding(
-            "t",
-            "decide('retry_same')",
-            "retry",
-            show=False,
-            id="retry",
-            tooltip="after a crash: deploy the same configuration again",
-        ),
-        Binding(
-            "k",
-            "decide('skip')",
-            "skip",
-            show=False,
-            id="skip",
-            tooltip="after a crash: skip the next planned configuration",
-        ),
-        Binding(
-            "o",
-            "decide('rollback')",
-            "roll back",
-            show=False,
-            id="rollback",
-            tooltip="after a crash: redeploy the last configuration that loaded",
-        ),
-        Binding(
-            "c",
-            "crash_details",
-            "crash details",
-            show=False,
-            id="crash-details",
-            tooltip="the whole crash report: cause, log excerpt, suggested fixes",
-        ),
-        Binding(
-            "x",
-            "cancel_trial",
-            "cancel trial",
-            show=False,
-            id="cancel",
-            tooltip="abandon the running trial (the server is left as it is)",
         ),
         Binding(
             "1",
@@ -192,14 +158,6 @@ class MainScreen(Screen[None]):
         self._trial_index: int | None = None
         self._rendered = False
 
-    @property
-    def console_app(self) -> SpecConsoleApp:
-        from specconsole.ui.app import SpecConsoleApp
-
-        app = self.app
-        assert isinstance(app, SpecConsoleApp)
-        return app
-
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
         yield CrashBanner(id="crash-banner")
@@ -234,14 +192,19 @@ class MainScreen(Screen[None]):
             return  # a log flood republishes the same snapshot; nothing to redraw
         self._rendered = True
         previous, self._state = self._state, state
+        if available(state) != available(previous):
+            self.refresh_bindings()  # the footer shows exactly the keys that apply now
         notice = state.notice
         # Warnings and errors pop up; routine news ("trial 4: ...") is already on screen.
         if notice is not None and notice != previous.notice and notice.level in NOTIFY_LEVELS:
-            self.notify(notice.text, severity=NOTIFY_LEVELS[notice.level], timeout=8)
+            base = state.plan.base if state.plan is not None else None
+            self.notify(notice_text(notice, base), severity=NOTIFY_LEVELS[notice.level], timeout=8)
         self._mark_trial_start(state)
         with self.app.batch_update():
             self.refresh_header(now)
-            self.query_one(CrashBanner).show(adapt.crash_view(state))
+            banner = adapt.crash_view(state)
+            self.query_one(CrashBanner).show(banner)
+            self.set_class(banner is not None, "-banner")
             self.query_one(BenchPanel).show(adapt.bench_view(state))
             chart = adapt.chart_view(state)
             self.query_one(ThroughputChart).show(chart)
@@ -261,7 +224,7 @@ class MainScreen(Screen[None]):
         self._trial_index = trial.index
         total = state.trial_total
         label = f"trial {trial.index + 1}" + (f"/{total}" if total else "")
-        self.journal.append([f"──── {label}: {adapt.config_summary(trial.config)} ────"])
+        self.journal.append([f"──── {label}: {config_summary(trial.config)} ────"])
 
     @property
     def journal(self) -> JournalPane:
@@ -302,66 +265,73 @@ class MainScreen(Screen[None]):
     # Intents
     # ----------------------------------------------------------------------------------------
 
-    def action_deploy(self) -> None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """State-dependent commands are enabled (and in the footer) only while available."""
+        if action == "command":
+            return parameters[0] in available(self._state)
+        return True
+
+    def action_command(self, command: str) -> None:
+        handler = getattr(self, f"_do_{command.replace('-', '_')}")
+        handler()
+
+    def action_unavailable(self, key: str) -> None:
+        """A state-dependent key pressed when none of its commands applies: say so."""
+        names = " / ".join(c.label for c in COMMANDS if c.key == key)
+        phase = self._state.phase.value.replace("_", " ")
+        self.notify(f"{key} ({names}) does not apply now ({phase}).", severity="information")
+
+    def _send(self, intent: Intent) -> None:
+        self.post_message(SendIntent(intent))
+
+    def _do_deploy(self) -> None:
         config = self._state.current_config
         if config is None and self._state.plan is not None:
             # Nothing tried or deployed yet: the plan's first configuration (its base alone
             # may leave the swept fields unset).
             grid = self._state.plan.grid()
             config = grid[0] if grid else self._state.plan.base
-        if config is None:
-            self.notify(
-                "Nothing to deploy yet: press e to edit a configuration.", severity="warning"
-            )
-            return
-        self.console_app.send_intent(DeployConfig(config=config))
+        if config is not None:
+            self._send(DeployConfig(config=config))
 
-    def action_bench(self) -> None:
-        self.console_app.send_intent(BenchmarkOnly())
+    def _do_bench(self) -> None:
+        self._send(BenchmarkOnly())
 
-    def action_sweep(self) -> None:
-        state = self._state
-        if state.phase is Phase.PAUSED or (state.sweep_active and state.phase is Phase.CANCELLED):
-            self.console_app.send_intent(Resume(choice=ResumeChoice.RESUME_NEXT))
-        elif state.sweep_active and state.phase not in (Phase.DONE, Phase.IDLE):
-            self.console_app.send_intent(Pause())
-        else:
-            self.console_app.send_intent(StartSweep())
+    def _do_sweep(self) -> None:
+        self._send(StartSweep())
 
-    def action_resume(self) -> None:
-        state = self._state
-        if state.pending is not None or state.phase in (Phase.PAUSED, Phase.CANCELLED):
-            self.console_app.send_intent(Resume(choice=ResumeChoice.RESUME_NEXT))
-        else:
-            self.notify("Nothing to resume: no crash or pause is waiting.", severity="information")
+    def _do_pause(self) -> None:
+        self._send(Pause())
 
-    def action_decide(self, choice: str) -> None:
-        decision = ResumeChoice(choice)
-        pending = self._state.pending
-        if pending is None:
-            self.notify("No crash is waiting for a decision.", severity="information")
-            return
-        if decision not in pending.choices:
-            label = decision.value.replace("_", " ")
-            self.notify(f"{label} is not possible now.", severity="warning")
-            return
-        self.console_app.send_intent(Resume(choice=decision))
+    _do_unpause = _do_pause
 
-    def action_cancel_trial(self) -> None:
-        if not self._state.busy:
-            self.notify("No trial is running.", severity="information")
-            return
-        self.console_app.send_intent(Cancel())
+    def _do_continue(self) -> None:
+        self._send(Resume(choice=ResumeChoice.RESUME_NEXT))
 
-    def action_edit(self) -> None:
-        self.console_app.open_editor()
+    _do_resume = _do_continue
 
-    def action_crash_details(self) -> None:
+    def _decide(self, choice: ResumeChoice) -> None:
+        self._send(Resume(choice=choice))
+
+    def _do_retry(self) -> None:
+        self._decide(ResumeChoice.RETRY_SAME)
+
+    def _do_skip(self) -> None:
+        self._decide(ResumeChoice.SKIP)
+
+    def _do_rollback(self) -> None:
+        self._decide(ResumeChoice.ROLLBACK)
+
+    def _do_cancel(self) -> None:
+        self._send(Cancel())
+
+    def _do_edit(self) -> None:
+        self.post_message(OpenEditor())
+
+    def _do_crash_details(self) -> None:
         view = adapt.crash_view(self._state)
-        if view is None:
-            self.notify("No crash to show.", severity="information")
-            return
-        self.console_app.open_crash_details(view)
+        if view is not None:
+            self.post_message(OpenCrashDetails(view))
 
     def action_follow(self) -> None:
         self.journal.toggle_follow()
@@ -374,7 +344,7 @@ class MainScreen(Screen[None]):
         self.journal.open_search()
 
     def action_help(self) -> None:
-        self.console_app.open_help()
+        self.post_message(OpenHelp())
 
     def action_quit_console(self) -> None:
-        self.console_app.request_quit()
+        self.post_message(RequestQuit())

@@ -13,14 +13,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from specconsole.ui.viewmodels import (
-    BenchView,
-    LevelView,
-    format_ms,
-    format_rate,
-    format_ratio,
-    fraction_bar,
-)
+from specconsole.present.formats import format_ms, format_rate, format_ratio
+from specconsole.ui.viewmodels import BenchView, LevelView, fraction_bar
 
 _STATE_CLASS = {
     "pending": "bench--pending",

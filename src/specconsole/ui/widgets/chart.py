@@ -2,32 +2,41 @@
 
 Two views of the sweep, as the tuning question needs them: aggregate output tok/s against
 concurrency with one line per trial (where does each configuration peak?), and
-single-request tok/s against the swept axis (does drafting deeper still pay?). Both are pure
-functions of a ``ChartView``; the module-level ``plotext`` API is never used, so two charts
-can never draw into each other. The figure is rebuilt from scratch on every render, so what is
-drawn depends only on the view and the widget's size, never on the order of earlier renders
-(plotext figures keep state between builds).
+single-request tok/s against the swept axis (does drafting deeper still pay?). What is drawn
+and how each series looks (colour, or marker under ``mono``; crashed trials as ``✖`` on the
+x axis) is ``present.textcharts``, shared with the text report; this module only sizes the
+plot and lays the legend out *under* it, outside the data. The figure is rebuilt from scratch
+on every render, so what is drawn depends only on the view and the widget's size.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+from rich.console import Group
+from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from specconsole.ui.viewmodels import ChartView, Series, thin_ticks
+from specconsole.present.textcharts import (
+    LegendEntry,
+    draw_aggregate,
+    draw_single,
+    legend_rows,
+)
+from specconsole.ui.viewmodels import ChartView
 
-_Y_LABELS = 10
-"""Cells plotext takes left of the plot for y labels and the axis (an upper bound)."""
+MIN_PLOT_ROWS = 6
+"""The plot keeps at least this many rows; the legend is cut before the plot shrinks."""
 
-_MAX_SERIES = 8
-"""Aggregate lines drawn at once (the most recent trials); more would be unreadable."""
+PLOT_SHARE = 0.6
+"""…and at least this share of the widget's height."""
 
 
-class ThroughputChart(PlotextPlot):
-    """Aggregate tok/s vs concurrency, one line per trial."""
+class _Chart(PlotextPlot):
+    """A plot with its legend underneath."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -39,70 +48,88 @@ class ThroughputChart(PlotextPlot):
         self._view = view
         self.refresh()
 
+    @property
+    def coloured(self) -> bool:
+        """Series are told apart by colour (else by marker: the mono theme)."""
+        return not self.app.has_class("-mono")
+
+    def _empty(self) -> str | None:
+        raise NotImplementedError
+
+    def _draw(self, width: int) -> tuple[LegendEntry, ...]:
+        raise NotImplementedError
+
     def render(self) -> RenderResult:
-        if not self._view.aggregate:
-            return Text(
-                "aggregate tok/s vs concurrency\n(one line per trial, after its benchmark)",
-                justify="center",
+        empty = self._empty()
+        if empty is not None:
+            return Text(empty, justify="center")
+        width, height = self.size.width, self.size.height
+        legend = self._draw(width)
+        keep = max(MIN_PLOT_ROWS, math.ceil(height * PLOT_SHARE))
+        rows = _legend_text(legend, width, max(0, height - keep))
+        plot_rows = max(1, height - len(rows))
+        self.plt.plotsize(width, plot_rows)
+        self.plt._set_size(width, plot_rows)
+        self.plt.theme(self._get_plotext_theme_name(self.app.theme))
+        return Group(Text.from_ansi(self.plt.build().rstrip("\n")), *rows)
+
+
+def _legend_text(entries: Sequence[LegendEntry], width: int, max_rows: int) -> list[Text]:
+    """Legend rows with coloured marks, at most ``max_rows`` (the last one says how many
+    entries did not fit)."""
+    rows = legend_rows(entries, width)
+    if max_rows <= 0:
+        return []
+    out: list[Text] = []
+    for number, row in enumerate(rows):
+        if number == max_rows - 1 and number < len(rows) - 1:
+            rest = sum(len(r) for r in rows[number:])
+            out.append(Text(f"… +{rest} more", no_wrap=True))
+            break
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for k, entry in enumerate(row):
+            if k:
+                text.append("   ")
+            style = (
+                Style(color=f"rgb({entry.color[0]},{entry.color[1]},{entry.color[2]})")
+                if entry.color
+                else Style()
             )
-        self._draw()
-        return super().render()
-
-    def _draw(self) -> None:
-        plt = self.plt
-        plt.clear_figure()
-        plt.title("aggregate tok/s vs concurrency")
-        series = self._view.aggregate[-_MAX_SERIES:]
-        if not series:
-            plt.xlabel("concurrency")
-        # Concurrency ladders are geometric (1, 4, 16, 32, 64): a log2 axis spreads them.
-        ticks: set[float] = set()
-        for line in series:
-            xs = [math.log2(x) for x in line.xs if x > 0]
-            ys = [y for x, y in zip(line.xs, line.ys, strict=True) if x > 0]
-            plt.plot(xs, ys, label=line.label, marker="braille")
-            ticks.update(x for x in line.xs if x > 0)
-        if ticks:
-            ordered = sorted(ticks)
-            positions, labels = thin_ticks(
-                [math.log2(t) for t in ordered],
-                [f"{t:g}" for t in ordered],
-                self.size.width - _Y_LABELS,
-            )
-            plt.xticks(positions, labels)
+            text.append(entry.mark, style=style)
+            text.append(f" {entry.label}")
+        out.append(text)
+    return out
 
 
-class SingleRequestChart(PlotextPlot):
+class ThroughputChart(_Chart):
+    """Aggregate tok/s vs concurrency, one line per trial."""
+
+    def _empty(self) -> str | None:
+        if self._view.aggregate:
+            return None
+        return "aggregate tok/s vs concurrency\n(one line per trial, after its benchmark)"
+
+    def _draw(self, width: int) -> tuple[LegendEntry, ...]:
+        return draw_aggregate(self.plt, self._view.aggregate, width, color=self.coloured)
+
+
+class SingleRequestChart(_Chart):
     """Single-request tok/s against the swept axis (or the trial number)."""
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes)
-        self._series: Series | None = None
-        self._axis = "trial"
-
     def show(self, view: ChartView) -> None:
-        if view.single == self._series and view.axis_name == self._axis:
+        old = self._view
+        if (view.single, view.axis_name, view.crashed) == (old.single, old.axis_name, old.crashed):
             return
-        self._series, self._axis = view.single, view.axis_name
-        self.refresh()
+        super().show(view)
 
-    def render(self) -> RenderResult:
-        if self._series is None or not self._series.xs:
-            return Text(
-                f"single-request tok/s vs {self._axis}\n(after the first benchmark)",
-                justify="center",
-            )
-        self._draw()
-        return super().render()
+    def _empty(self) -> str | None:
+        view = self._view
+        if (view.single is not None and view.single.xs) or view.crashed:
+            return None
+        return f"single-request tok/s vs {view.axis_name}\n(after the first benchmark)"
 
-    def _draw(self) -> None:
-        plt = self.plt
-        plt.clear_figure()
-        plt.title(f"single-request tok/s vs {self._axis}")
-        line = self._series
-        if line is not None and line.xs:
-            plt.plot(list(line.xs), list(line.ys), marker="braille")
-            positions, labels = thin_ticks(
-                list(line.xs), [f"{x:g}" for x in line.xs], self.size.width - _Y_LABELS
-            )
-            plt.xticks(positions, labels)
+    def _draw(self, width: int) -> tuple[LegendEntry, ...]:
+        view = self._view
+        return draw_single(
+            self.plt, view.single, view.crashed, view.axis_name, width, color=self.coloured
+        )

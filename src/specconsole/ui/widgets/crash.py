@@ -20,8 +20,11 @@ FIX_LINES = 2
 
 
 def choices_text(view: CrashView) -> str:
-    """``r resume next · t retry · …`` for the choices the controller allows now."""
+    """``r resume next · t retry · …`` for exactly the choices the controller allows now,
+    then the details key (or, while the crash is still being recorded, that it is)."""
     parts = [f"{key} {label}" for key, label in view.choices]
+    if not parts:
+        parts.append("recording the crash…")
     parts.append("c details")
     return " · ".join(parts)
 

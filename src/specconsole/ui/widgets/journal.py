@@ -170,12 +170,6 @@ class JournalLog(Log):
         self.write_lines(shown, scroll_end=True)
         self.refresh()
 
-    def reset(self) -> None:
-        """Forget every line (a new trial's log starts on an empty pane)."""
-        self._history.clear()
-        self.clear()
-        self.refresh()
-
 
 class JournalPane(Vertical):
     """Log view plus a search box; follow/pause and filter are its only state."""
@@ -186,13 +180,6 @@ class JournalPane(Vertical):
 
     follow: reactive[bool] = reactive(True)
     """Scroll to new lines as they arrive; off = paused where the user is reading."""
-
-    class FollowChanged(Message):
-        """Follow mode toggled (the footer and header show it)."""
-
-        def __init__(self, follow: bool) -> None:
-            super().__init__()
-            self.follow = follow
 
     def __init__(
         self,
@@ -227,17 +214,12 @@ class JournalPane(Vertical):
         self.log_view.append(lines)
         self._update_subtitle()
 
-    def reset(self) -> None:
-        self.log_view.reset()
-        self._update_subtitle()
-
     def watch_follow(self, follow: bool) -> None:
         log = self.log_view
         log.auto_scroll = follow
         if follow:
             log.scroll_end(animate=False, immediate=True, x_axis=False)
         self._update_subtitle()
-        self.post_message(self.FollowChanged(follow))
 
     def toggle_follow(self) -> None:
         self.follow = not self.follow

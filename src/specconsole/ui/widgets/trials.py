@@ -14,16 +14,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from specconsole.present.columns import CONSOLE_COLUMNS
 from specconsole.ui.viewmodels import TrialDetails, TrialRow
-
-COLUMNS: tuple[tuple[str, str], ...] = (
-    ("label", "trial"),
-    ("status", "status"),
-    ("single", "single"),
-    ("peak", "peak"),
-    ("capacity", "capacity"),
-    ("accept", "accept"),
-)
 
 
 class TrialsPane(Horizontal):
@@ -56,8 +48,8 @@ class TrialsPane(Horizontal):
 
     def on_mount(self) -> None:
         table = self.table
-        for key, label in COLUMNS:
-            table.add_column(label, key=key)
+        for column in CONSOLE_COLUMNS:
+            table.add_column(column.header, key=column.id)
 
     @property
     def table(self) -> DataTable[str]:
@@ -84,15 +76,7 @@ class TrialsPane(Horizontal):
         self._rows = rows
         table.clear()
         for row in rows:
-            table.add_row(
-                row.label,
-                row.status,
-                row.single_tok_s,
-                row.peak_tok_s,
-                row.capacity,
-                row.accept_length,
-                key=row.key,
-            )
+            table.add_row(*row.cells, key=row.key)
         if not rows:
             return
         keys = [row.key for row in rows]

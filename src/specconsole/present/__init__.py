@@ -1,0 +1,16 @@
+"""How core data reads to a person: one home for every human-facing rendering.
+
+The console (``specconsole.ui``), the headless printer (``specconsole.controller.headless``)
+and the session reports (``specconsole.session.report``) all show the same things — a trial's
+label, its status, tok/s figures, the keys that apply now — so each is written once here and
+the three front ends only lay it out. Nothing here imports Textual or Rich (an import-linter
+contract enforces it), so every rendering is a plain function unit-tested on its own.
+
+* ``formats``: numbers (tok/s, ms, counts, ratios, durations).
+* ``labels``: the one table of field abbreviations, configuration labels and summaries.
+* ``status``: trial status words and their detailed text (new statuses plug in here).
+* ``columns``: the trials table's columns (console and report; new columns plug in here).
+* ``keys``: which keys apply now, derived from ``core.machine.legal_intents`` and the pending
+  decision's choices.
+* ``series``: chart series, colours and markers shared by the console and report charts.
+"""

@@ -1,0 +1,98 @@
+"""The trials table's columns, shared by the console's trials pane and the reports' table.
+
+Each ``Column`` names its cell once: the console shows ``CONSOLE_COLUMNS`` (short headers,
+figures rounded for the screen), the reports ``REPORT_COLUMNS`` (the seed's headers, one
+decimal). A new column (the box a trial ran on, a degraded trial's failure counts) is one
+``Column`` added to the tuples; both surfaces pick it up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.state import TrialRecord
+from specconsole.present.formats import format_int, format_peak, format_rate, format_ratio
+from specconsole.present.labels import config_label, trial_label
+from specconsole.present.status import status_detail, status_word
+
+Cell = Callable[[TrialRecord, ServerConfig | None, bool], str]
+"""(record, the plan's base, precise) → the cell's text; ``precise`` is the report's form."""
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the trials table."""
+
+    id: str
+    header: str
+    """The console's (short) header."""
+    title: str
+    """The report's header."""
+    cell: Cell
+    numeric: bool = True
+    """Right-aligned in Markdown."""
+
+
+def _digits(precise: bool) -> int:
+    return 1 if precise else 0
+
+
+def _capacity(record: TrialRecord) -> int | None:
+    if record.capacity is None and record.crash is not None:
+        return record.crash.capacity
+    return record.capacity
+
+
+TRIAL: Column = Column("trial", "#", "trial", lambda r, _b, _p: str(r.index + 1))
+LABEL: Column = Column("label", "trial", "trial", lambda r, b, _p: trial_label(r, b), numeric=False)
+CONFIG: Column = Column(
+    "config", "config", "config", lambda r, b, _p: config_label(r.config, b), numeric=False
+)
+STATUS: Column = Column(
+    "status",
+    "status",
+    "status",
+    lambda r, _b, p: status_detail(r) if p else status_word(r.status),
+    numeric=False,
+)
+SINGLE: Column = Column(
+    "single",
+    "single",
+    "single-request tok/s",
+    lambda r, _b, p: format_rate(r.single_request_tok_s, _digits(p)),
+)
+PEAK: Column = Column(
+    "peak",
+    "peak",
+    "peak aggregate tok/s",
+    lambda r, _b, p: (
+        format_peak(r.peak_aggregate_tok_s, r.peak_concurrency, 1)
+        if p
+        else format_rate(r.peak_aggregate_tok_s)
+    ),
+)
+CAPACITY: Column = Column(
+    "capacity", "capacity", "capacity", lambda r, _b, _p: format_int(_capacity(r))
+)
+ACCEPT: Column = Column(
+    "accept", "accept", "accept length", lambda r, _b, _p: format_ratio(r.accept_length)
+)
+
+CONSOLE_COLUMNS: tuple[Column, ...] = (LABEL, STATUS, SINGLE, PEAK, CAPACITY, ACCEPT)
+"""The console's trials pane, left to right."""
+
+REPORT_COLUMNS: tuple[Column, ...] = (TRIAL, CONFIG, SINGLE, PEAK, CAPACITY, ACCEPT, STATUS)
+"""The report's seed table (the seed's columns plus the trial number), left to right."""
+
+
+def cells(
+    columns: tuple[Column, ...],
+    record: TrialRecord,
+    base: ServerConfig | None,
+    *,
+    precise: bool = False,
+) -> tuple[str, ...]:
+    """One row's texts for ``columns``."""
+    return tuple(c.cell(record, base, precise) for c in columns)

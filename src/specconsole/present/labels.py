@@ -1,0 +1,126 @@
+"""Names people read: the one table of field abbreviations, and labels built from it.
+
+A trial is known by how its configuration differs from the plan's base (``steps=3 draft=4``);
+the header and the details box summarise a whole configuration (``EAGLE3 steps=3 topk=1 …``);
+charts name their axis (``steps``). All of them abbreviate ``ServerConfig`` fields through
+``FIELD_ABBREVIATIONS`` below, so a field reads the same in the console, the headless output
+and every report. Environment values never appear in a label (they may be secrets): only the
+variables' names do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from enum import Enum
+from typing import Any
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.state import LoadStage, Notice, TrialRecord
+
+FIELD_ABBREVIATIONS: dict[str, str] = {
+    "speculative_algorithm": "algo",
+    "speculative_num_steps": "steps",
+    "speculative_eagle_topk": "topk",
+    "speculative_num_draft_tokens": "draft",
+    "mem_fraction_static": "mem",
+    "cuda_graph_max_bs": "cg-bs",
+    "max_running_requests": "mrr",
+    "tp_size": "tp",
+    "context_length": "ctx",
+    "attention_backend": "attn",
+}
+"""Short names of the tuned ``ServerConfig`` fields (the editor shows SGLang's full names);
+a field not listed is shown by its own name."""
+
+SUMMARY_FIELDS: tuple[str, ...] = tuple(
+    n for n in FIELD_ABBREVIATIONS if n != "speculative_algorithm"
+)
+"""The fields a configuration summary lists after the algorithm, in this order."""
+
+NOT_IN_LABELS: frozenset[str] = frozenset(
+    {"description", "launcher", "host", "port", "user", "working_directory"}
+)
+"""Fields that say where/how the server runs, not what is being tuned."""
+
+LOAD_STAGE_LABELS: dict[LoadStage, str] = {
+    LoadStage.STARTING: "starting",
+    LoadStage.WEIGHTS: "weights",
+    LoadStage.KV_CACHE: "KV cache",
+    LoadStage.CUDA_GRAPH: "CUDA graphs",
+    LoadStage.WARMUP: "warmup",
+}
+
+
+def short_name(name: str) -> str:
+    """The abbreviation of ``ServerConfig`` field ``name`` (the name itself if it has none)."""
+    return FIELD_ABBREVIATIONS.get(name, name)
+
+
+def format_value(name: str, value: Any) -> str:
+    """One field's value as a label shows it (enum values bare, tuples space-separated,
+    environment variables by name only)."""
+    if isinstance(value, Enum):
+        return str(value.value)
+    if name == "env":
+        return ",".join(key for key, _secret in value) or "()"
+    if isinstance(value, tuple):
+        return " ".join(map(str, value)) or "()"
+    return str(value)
+
+
+def load_stage_label(stage: LoadStage | None) -> str:
+    """``KV cache``, ``CUDA graphs``…; empty for no stage."""
+    if stage is None:
+        return ""
+    return LOAD_STAGE_LABELS.get(stage, stage.value.replace("_", " "))
+
+
+def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
+    """Short label: the fields that differ from ``base`` (or the speculative ones)."""
+    if config.description:
+        return config.description
+    if base is not None:
+        parts = [
+            f"{short_name(f.name)}={format_value(f.name, getattr(config, f.name))}"
+            for f in fields(ServerConfig)
+            if f.name not in NOT_IN_LABELS and getattr(config, f.name) != getattr(base, f.name)
+        ]
+        if parts:
+            return " ".join(parts)
+    if config.speculative_algorithm is None:
+        return "no-spec"
+    spec = (
+        f"{config.speculative_num_steps}/{config.speculative_eagle_topk}/"
+        f"{config.speculative_num_draft_tokens}"
+    )
+    return f"{config.speculative_algorithm.value} steps/topk/draft={spec}"
+
+
+def config_summary(config: ServerConfig | None) -> str:
+    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …``: the tuned fields that are set."""
+    if config is None:
+        return "no configuration"
+    parts = [
+        str(config.speculative_algorithm)
+        if config.speculative_algorithm is not None
+        else "no speculation"
+    ]
+    for name in SUMMARY_FIELDS:
+        value = getattr(config, name)
+        if value is not None:
+            parts.append(f"{short_name(name)}={format_value(name, value)}")
+    return " ".join(parts)
+
+
+def trial_label(record: TrialRecord, base: ServerConfig | None) -> str:
+    """``#3 steps=3``: the trial's number and how its configuration differs from ``base``
+    (the base itself gets its full speculative label rather than an empty one)."""
+    return f"#{record.index + 1} {config_label(record.config, base)}"
+
+
+def notice_text(notice: Notice, base: ServerConfig | None) -> str:
+    """A controller notice as a person reads it: its text, and the label of the
+    configuration it is about (``trial 4 (steps=4 draft=5)``)."""
+    if notice.config is None:
+        return notice.text
+    return f"{notice.text} ({config_label(notice.config, base)})"

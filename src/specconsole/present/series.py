@@ -1,0 +1,164 @@
+"""Chart series: what the console's charts and the reports' charts plot, and how each looks.
+
+Two views answer the tuning question: aggregate output tok/s against concurrency, one line
+per trial (where does each configuration peak?), and single-request tok/s against the swept
+axis (does drafting deeper still pay?). Both are built here from trial records so the
+console, the text report and the HTML report draw the same lines with the same names: a
+series is labelled by its trial's number and configuration (``#3 steps=3``, the number the
+trials table shows), gets a colour from ``PALETTE`` by trial number (so a trial keeps its
+colour in every chart) and, where colour is unavailable (``mono`` theme, ``NO_COLOR``), a
+distinct marker from ``MARKERS``. Crashed trials have no line; they are marked on the x axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.plan import SweepPlan
+from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.present.labels import short_name, trial_label
+
+PALETTE: tuple[tuple[int, int, int], ...] = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (23, 190, 207),
+    (188, 189, 34),
+    (127, 127, 127),
+)
+"""Distinct series colours (Tableau 10), as RGB; more series than colours wrap around."""
+
+MARKERS: tuple[str, ...] = ("●", "■", "▲", "◆", "✚", "★", "▼", "◉", "▪", "♦")
+"""Distinct series markers for charts drawn without colour."""
+
+CRASH_MARKER = "✖"
+"""Where a crashed trial sits on the x axis."""
+
+MAX_SERIES = 8
+"""Aggregate lines drawn at once in a terminal (the most recent trials)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One line of a chart."""
+
+    label: str
+    """``#3 steps=3``."""
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    number: int = 0
+    """The trial number (1-based) the line belongs to; 0 for a line of many trials."""
+
+    @property
+    def color(self) -> tuple[int, int, int]:
+        return color_for(self.number)
+
+    @property
+    def marker(self) -> str:
+        return marker_for(self.number)
+
+
+def color_for(number: int) -> tuple[int, int, int]:
+    """The colour of trial ``number``'s series."""
+    return PALETTE[(number - 1) % len(PALETTE)]
+
+
+def hex_color(number: int) -> str:
+    """``#1f77b4``: trial ``number``'s colour for SVG/HTML."""
+    r, g, b = color_for(number)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def marker_for(number: int) -> str:
+    """The marker of trial ``number``'s series when there is no colour."""
+    return MARKERS[(number - 1) % len(MARKERS)]
+
+
+def aggregate_series(
+    records: Sequence[TrialRecord],
+    base: ServerConfig | None,
+    levels_of: dict[int, Sequence[LevelSummary]] | None = None,
+) -> tuple[Series, ...]:
+    """One aggregate-vs-concurrency line per trial that has numbers; ``levels_of`` overrides
+    a record's levels by trial index (the running trial's finished levels)."""
+    out: list[Series] = []
+    for record in records:
+        levels = (levels_of or {}).get(record.index, record.levels)
+        if not levels:
+            continue
+        ordered = sorted(levels, key=lambda lv: lv.concurrency)
+        out.append(
+            Series(
+                label=trial_label(record, base),
+                xs=tuple(float(lv.concurrency) for lv in ordered),
+                ys=tuple(lv.output_tok_s for lv in ordered),
+                number=record.index + 1,
+            )
+        )
+    return tuple(out)
+
+
+def varying_fields(configs: Sequence[ServerConfig]) -> list[str]:
+    """Names of the ServerConfig fields whose values differ between ``configs``."""
+    if len(configs) < 2:
+        return []
+    names = [f.name for f in fields(ServerConfig) if f.name != "description"]
+    return [n for n in names if len({repr(getattr(c, n)) for c in configs}) > 1]
+
+
+def swept_axis(plan: SweepPlan | None, records: Sequence[TrialRecord]) -> str | None:
+    """The single-request chart's x axis: the plan's walk axis, else the one numeric field
+    that varies between the trials (None: the trial number)."""
+    if plan is not None and plan.walk_axis is not None:
+        return plan.walk_axis
+    for name in varying_fields([r.config for r in records]):
+        values = [getattr(r.config, name) for r in records]
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            return name
+    return None
+
+
+def axis_title(axis: str | None) -> str:
+    """The swept axis as a chart names it (``steps``; ``trial`` without an axis)."""
+    return short_name(axis) if axis else "trial"
+
+
+def _x_of(record: TrialRecord, axis: str | None) -> float:
+    value = getattr(record.config, axis) if axis else None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return float(record.index + 1)
+
+
+def single_series(records: Sequence[TrialRecord], axis: str | None) -> Series | None:
+    """Single-request tok/s against ``axis`` (or the trial number), one point per trial."""
+    points = sorted(
+        (_x_of(r, axis), r.single_request_tok_s)
+        for r in records
+        if r.single_request_tok_s is not None
+    )
+    if not points:
+        return None
+    return Series(
+        label="single-request tok/s",
+        xs=tuple(p[0] for p in points),
+        ys=tuple(p[1] for p in points),
+    )
+
+
+def crashed_at(records: Sequence[TrialRecord], axis: str | None) -> tuple[float, ...]:
+    """Positions on the swept axis of the trials that crashed (or timed out loading)."""
+    bad = (TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT)
+    return tuple(sorted({_x_of(r, axis) for r in records if r.status in bad}))
+
+
+def crashed_labels(records: Sequence[TrialRecord], base: ServerConfig | None) -> tuple[str, ...]:
+    """``#6 steps=10`` for each crashed trial, for legends."""
+    bad = (TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT)
+    return tuple(trial_label(r, base) for r in records if r.status in bad)

@@ -1,0 +1,55 @@
+"""Trial status text: the word a table shows and the sentence a report or details box shows.
+
+``STATUS_WORDS`` maps each ``TrialStatus`` to its short word; ``status_detail`` adds what the
+record knows about why (the crash cause and where it happened, the predicted capacity of an
+infeasible configuration, the failure reason). A status added to the core (``degraded``,
+``skipped: predicted infeasible``…) gets its word here and, if it has a reason worth a
+sentence, a branch in ``status_detail``; until then it reads as its enum value with spaces.
+"""
+
+from __future__ import annotations
+
+from specconsole.core.state import TrialRecord, TrialStatus
+from specconsole.present.formats import format_int
+from specconsole.present.labels import load_stage_label
+
+STATUS_WORDS: dict[TrialStatus, str] = {
+    TrialStatus.RUNNING: "running",
+    TrialStatus.OK: "ok",
+    TrialStatus.CRASHED: "crashed",
+    TrialStatus.LOAD_TIMEOUT: "load timeout",
+    TrialStatus.INVALID: "invalid",
+    TrialStatus.FAILED: "failed",
+    TrialStatus.INFEASIBLE: "infeasible",
+    TrialStatus.SKIPPED: "skipped",
+    TrialStatus.CANCELLED: "cancelled",
+}
+"""The short word of each status (tables, charts' legends, headless lines)."""
+
+
+def status_word(status: TrialStatus) -> str:
+    """``load timeout`` for ``TrialStatus.LOAD_TIMEOUT``; unknown statuses by value."""
+    return STATUS_WORDS.get(status, status.value.replace("_", " "))
+
+
+def crash_where(record: TrialRecord) -> str:
+    """``loading/weights``: the phase (and load stage) a crashed trial had reached."""
+    crash = record.crash
+    if crash is None:
+        return ""
+    where = crash.phase.value.replace("_", " ")
+    if crash.load_stage is not None:
+        where += f"/{load_stage_label(crash.load_stage)}"
+    return where
+
+
+def status_detail(record: TrialRecord) -> str:
+    """The status with its reason: ``crashed (kv_cache_no_memory in loading/weights)`` or
+    ``infeasible (predicted 12,345 tokens)``; the errors themselves are listed separately."""
+    word = status_word(record.status)
+    if record.crash is not None:
+        return f"{word} ({record.crash.cause} in {crash_where(record)})"
+    predicted = record.predicted
+    if record.status is TrialStatus.INFEASIBLE and predicted is not None:
+        return f"{word} (predicted {format_int(predicted.predicted_tokens)} tokens)"
+    return word
