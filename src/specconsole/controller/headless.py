@@ -27,7 +27,7 @@ from typing import TextIO
 
 from specconsole.controller.wiring import wire_controller
 from specconsole.core import events as ev
-from specconsole.core.plan import SweepPlan
+from specconsole.core.plan import StrategyKind, SweepPlan
 from specconsole.core.state import (
     ControllerState,
     CrashPolicy,
@@ -212,7 +212,8 @@ async def run_headless(
 
 def plan_problems(plan: SweepPlan) -> list[str]:
     """Validation errors of every configuration the plan's grid names (checked up front, so a
-    typo fails in a second instead of after the first trial's deploy)."""
+    typo fails in a second instead of after the first trial's deploy). An ``optimize`` space only
+    needs one valid configuration: the search itself never proposes an invalid one."""
     from specconsole.controller.runtime import default_validator
 
     problems: list[str] = []
@@ -221,4 +222,8 @@ def plan_problems(plan: SweepPlan) -> list[str]:
         if isinstance(outcome, ev.ConfigInvalid):
             label = config_label(config, plan.base)
             problems += [f"{label}: {error}" for error in outcome.errors]
+        elif plan.strategy is StrategyKind.OPTIMIZE:
+            return []  # the search skips the invalid corners of its space by itself
+    if plan.strategy is StrategyKind.OPTIMIZE:
+        return ["no configuration of [sweep.axes] is valid", *problems[:5]]
     return problems

@@ -11,7 +11,13 @@ e.g. steps = 10 after steps 1-4 on the seed box.
 
 Only trials whose configuration differs from the candidate in the speculative tree sizes
 (steps, topk, draft tokens) are comparable: a different ``mem_fraction_static``, CUDA-graph
-batch size or TP size moves the whole line, so those trials are not mixed in.
+batch size or TP size moves the whole line, so those trials are not mixed in. When that
+narrow line has too few points (a search over several axes rarely repeats the memory
+settings), a wider plane is fitted through every trial that differs only in the tree sizes,
+``mem_fraction_static`` and ``cuda_graph_max_bs``: the KV pool is what the static budget
+(linear in the memory fraction) leaves after the workspace (linear in captured batch size x
+draft tokens), so ``capacity ~ a + b * mem_fraction + c * cuda_graph_max_bs * draft`` —
+three trials that load, not on one line, are enough to predict the rest of the space.
 """
 
 from __future__ import annotations
@@ -56,6 +62,56 @@ def memory_key(config: ServerConfig) -> ServerConfig:
     )
 
 
+def wide_key(config: ServerConfig) -> ServerConfig:
+    """:func:`memory_key` with the memory fraction and CUDA-graph batch size blanked too."""
+    return replace(memory_key(config), mem_fraction_static=None, cuda_graph_max_bs=None)
+
+
+def workspace_slots(config: ServerConfig) -> int | None:
+    """Captured batch size x draft tokens (None when the batch size is not set)."""
+    if config.cuda_graph_max_bs is None:
+        return None
+    return config.cuda_graph_max_bs * draft_tokens(config)
+
+
+def plane_points(
+    trials: Iterable[TrialRecord], config: ServerConfig
+) -> list[tuple[float, int, int]]:
+    """(mem fraction, workspace slots, capacity) of earlier trials on ``config``'s plane."""
+    key = wide_key(config)
+    points: list[tuple[float, int, int]] = []
+    for t in trials:
+        effective = t.normalized or t.config
+        slots = workspace_slots(effective)
+        mem = effective.mem_fraction_static
+        if t.capacity is None or slots is None or mem is None or wide_key(effective) != key:
+            continue
+        points.append((float(mem), slots, t.capacity))
+    return points
+
+
+def fit_plane(points: list[tuple[float, int, int]]) -> tuple[float, float, float] | None:
+    """Least-squares (a, b, c) of ``capacity = a + b * mem + c * slots``; None when the
+    points do not span a plane."""
+    if len(points) < 3:
+        return None
+    n = len(points)
+    mx = sum(p[0] for p in points) / n
+    my = sum(p[1] for p in points) / n
+    mz = sum(p[2] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    syy = sum((p[1] - my) ** 2 for p in points)
+    sxy = sum((p[0] - mx) * (p[1] - my) for p in points)
+    sxz = sum((p[0] - mx) * (p[2] - mz) for p in points)
+    syz = sum((p[1] - my) * (p[2] - mz) for p in points)
+    det = sxx * syy - sxy * sxy
+    if sxx <= 0 or syy <= 0 or abs(det) <= 1e-9 * sxx * syy:
+        return None
+    b = (sxz * syy - syz * sxy) / det
+    c = (syz * sxx - sxz * sxy) / det
+    return mz - b * mx - c * my, b, c
+
+
 def capacity_points(trials: Iterable[TrialRecord], config: ServerConfig) -> list[tuple[int, int]]:
     """(draft tokens, capacity) of earlier trials comparable with ``config``."""
     key = memory_key(config)
@@ -92,6 +148,7 @@ def predict_capacity(
     ``feasible`` is False only when a prediction exists and falls below ``minimum_tokens``;
     with too little data the prediction is None and the configuration counts as feasible.
     """
+    trials = tuple(trials)
     d = draft_tokens(config)
     points = capacity_points(trials, config)
     basis = tuple(sorted(set(points)))
@@ -100,6 +157,14 @@ def predict_capacity(
         predicted = round(sum(same) / len(same))
         return _verdict(predicted, minimum_tokens, basis, None, None, d, "seen before")
     line = fit_line(points)
+    plane = fit_plane(plane_points(trials, config)) if line is None else None
+    slots = workspace_slots(config)
+    if plane is not None and slots is not None and config.mem_fraction_static is not None:
+        a, b, c = plane
+        predicted = round(a + b * config.mem_fraction_static + c * slots)
+        return _verdict(
+            predicted, minimum_tokens, basis, None, None, d, "plane fit over memory settings"
+        )
     if line is None:
         return CapacityPrediction(
             predicted_tokens=None,

@@ -56,7 +56,7 @@ from specconsole.core.state import (
     TrialStatus,
     close_open_stamp,
 )
-from specconsole.core.strategy import next_trial
+from specconsole.core.strategy import next_trial, stop_reason
 
 Effects = tuple[fx.Effect, ...]
 Result = tuple[ControllerState, Effects]
@@ -245,7 +245,7 @@ def _continue_sweep(state: ControllerState, at: float) -> Result:
     reason = _budget_reason(state, at)
     proposal = None if reason else next_trial(state.plan, state.trials, state.skipped_configs)
     if proposal is None:
-        reason = reason or "plan complete"
+        reason = reason or stop_reason(state.plan, state.trials)
         done = replace(
             _rest(replace(state, trial=None), Phase.DONE, at),
             sweep_active=False,

@@ -91,6 +91,9 @@ class StrategyKind(StrEnum):
     PLATEAU = "plateau"
     """Walk an axis upwards while single-request tok/s gains at least ``min_gain_pct`` and
     peak aggregate tok/s does not fall; stop at the plateau."""
+    OPTIMIZE = "optimize"
+    """Sample-efficient constrained search over every axis (``core.optimize``): learns where
+    loads crash, skips configurations predicted not to load, stops on convergence."""
 
 
 DEFAULT_LOAD_TIMEOUT_S = 15 * 60.0
@@ -125,6 +128,16 @@ class SweepPlan:
     min_kv_tokens: int | None = None
     """Capacity below which a configuration counts as not loading (default: one full-length
     request, ``bench.input_len + bench.output_len``)."""
+    patience: int = 8
+    """Optimize: stop after this many loaded (or crashed) trials without an improvement
+    beyond the noise."""
+    noise_pct: float = 1.0
+    """Optimize: an improvement must clear the incumbent by this percentage (on top of the
+    confidence intervals, when levels are repeated)."""
+    startup_trials: int = 4
+    """Optimize: space-filling proposals before the model-guided ones."""
+    seed: int = 0
+    """Optimize: the sampler's seed (same seed and records, same proposal)."""
     goal: Goal = DEFAULT_GOAL
     """``[sweep] objective`` and ``constraints``: what "best" means (``core.objective``)."""
     name: str = ""
@@ -299,6 +312,10 @@ _SWEEP_KEYS = {
     "min_kv_tokens",
     "objective",
     "constraints",
+    "patience",
+    "noise_pct",
+    "startup_trials",
+    "seed",
 }
 
 
@@ -411,14 +428,58 @@ def _parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, .
         where = f"[sweep.axes] {name}"
         if name in ("model_path", "description"):
             raise PlanError(f"{where}: {name} cannot be swept; put it in [server]")
+        if isinstance(values, Mapping):
+            values = _axis_range(values, where)
         if not isinstance(values, list) or not values:
-            raise PlanError(f"{where} must be a non-empty list of values, e.g. [1, 2, 3]")
+            raise PlanError(
+                f"{where} must be a non-empty list of values, e.g. [1, 2, 3], or a range, "
+                "e.g. { min = 0.80, max = 0.92, step = 0.02 }"
+            )
         coerced = tuple(coerce_config_value(name, v, f"{where}[{i}]") for i, v in enumerate(values))
         if len(set(coerced)) != len(coerced):
             raise PlanError(f"{where} lists a value twice")
         axes.append((name, coerced))
     del base
     return tuple(axes)
+
+
+MAX_AXIS_VALUES = 1000
+"""A range expands to at most this many values (a typo'd step must not eat the memory)."""
+
+
+def _axis_range(table: Mapping[str, Any], where: str) -> list[Any]:
+    """``{ min = 1, max = 10 }`` (integers, step 1) or ``{ min = 0.80, max = 0.92, step =
+    0.02 }`` (floats need a step) → the listed values, both ends included."""
+    unknown = set(table) - {"min", "max", "step"}
+    if unknown or "min" not in table or "max" not in table:
+        raise PlanError(
+            f"{where}: a range is {{ min = LOW, max = HIGH, step = STEP }} (step optional for "
+            f"integers); got keys {', '.join(sorted(table)) or 'none'}"
+        )
+    lo, hi = table["min"], table["max"]
+    step = table.get("step", 1 if isinstance(lo, int) and isinstance(hi, int) else None)
+    for key, value in (("min", lo), ("max", hi), ("step", step)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            fix = " (floats need one, e.g. step = 0.02)" if key == "step" else ""
+            raise PlanError(f"{where}.{key} must be a number{fix}, got {value!r}")
+    if step <= 0 or hi < lo:
+        raise PlanError(f"{where}: need min <= max and step > 0 (got {lo}, {hi}, {step})")
+    count = round((hi - lo) / step + 1e-9) + 1
+    if count > MAX_AXIS_VALUES:
+        raise PlanError(
+            f"{where}: the range has {count} values (more than {MAX_AXIS_VALUES}); "
+            "use a larger step"
+        )
+    integer = all(isinstance(v, int) for v in (lo, hi, step))
+    if integer:
+        return [lo + i * step for i in range(count)]
+    digits = max(_decimals(lo), _decimals(step))
+    return [round(lo + i * step, digits) for i in range(count)]
+
+
+def _decimals(value: float) -> int:
+    text = repr(float(value))
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 6
 
 
 AUTO_PORT = "auto"
@@ -495,7 +556,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         except ValueError:
             raise PlanError(
                 f"[sweep] strategy = {sweep['strategy']!r} is not valid; "
-                "use one of 'grid', 'boundary', 'plateau'"
+                "use one of 'grid', 'boundary', 'plateau', 'optimize'"
             ) from None
     if "on_crash" in sweep:
         try:
@@ -537,8 +598,20 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     except ObjectiveError as exc:
         raise PlanError(str(exc)) from None
     kw["goal"] = goal
+    for key, minimum in (("patience", 0), ("startup_trials", -1), ("seed", -1)):
+        if key in sweep:
+            kw[key] = _number(sweep[key], f"[sweep] {key}", integer=True, minimum=minimum)
+    if "noise_pct" in sweep:
+        kw["noise_pct"] = float(_number(sweep["noise_pct"], "[sweep] noise_pct", minimum=-1e-12))
     strategy = kw.get("strategy", StrategyKind.GRID)
-    if strategy is not StrategyKind.GRID:
+    if strategy is StrategyKind.OPTIMIZE:
+        if not axes:
+            raise PlanError(
+                '[sweep] strategy = "optimize" needs [sweep.axes] with the axes to search, '
+                "e.g. speculative_num_steps = { min = 1, max = 10 }"
+            )
+        kw.setdefault("skip_infeasible", True)  # a predicted crash is not deployed by default
+    elif strategy is not StrategyKind.GRID:
         if not axes:
             raise PlanError(
                 f'[sweep] strategy = "{strategy.value}" needs [sweep.axes] with the axis to walk'
@@ -606,6 +679,13 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         sweep["max_wall_s"] = plan.max_wall_s
     if plan.min_kv_tokens is not None:
         sweep["min_kv_tokens"] = plan.min_kv_tokens
+    if plan.strategy is StrategyKind.OPTIMIZE:
+        sweep.update(
+            patience=plan.patience,
+            noise_pct=plan.noise_pct,
+            startup_trials=plan.startup_trials,
+            seed=plan.seed,
+        )
     if plan.goal != DEFAULT_GOAL:
         sweep.update(goal_document(plan.goal))
     return {

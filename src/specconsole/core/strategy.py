@@ -13,6 +13,7 @@ Strategies (``core.plan.StrategyKind``):
   success *a* and the smallest failure *b* are bisected until *b = a + 1*. Listed values above
   a failure are not tried. With several axes, each combination of the *other* axes is walked
   on its own.
+* ``optimize``: a constrained, model-guided search over every axis (``core.optimize``).
 * ``plateau``: walk the axis upwards while single-request tok/s gains at least
   ``min_gain_pct`` percent over the previous success and peak aggregate tok/s does not fall;
   stop that walk at the first flat or worse step, or at a failure.
@@ -28,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from specconsole.core import optimize
 from specconsole.core.config import ServerConfig
 from specconsole.core.plan import StrategyKind, SweepPlan
 from specconsole.core.state import TrialRecord, TrialStatus
@@ -109,6 +111,9 @@ def next_trial(
     them, or bisecting above them), so N boxes split the interval instead of waiting.
     A strategy with a model (``optimize``) gets the same list to fantasise over.
     """
+    if plan.strategy is StrategyKind.OPTIMIZE:
+        suggestion = optimize.suggest(plan, trials, skipped, pending)
+        return None if suggestion is None else Proposal(suggestion.config, suggestion.reason)
     status, blocked = _outcomes(trials, skipped)
     pending = [cfg for cfg in pending if cfg not in status]
     blocked.update(pending)
@@ -217,8 +222,21 @@ def _flattened(plan: SweepPlan, previous: TrialRecord, current: TrialRecord) -> 
     return a0 is not None and a1 is not None and a1 < a0
 
 
+def stop_reason(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
+    """Why the strategy proposes nothing more (for ``finished_reason``)."""
+    if plan.strategy is StrategyKind.OPTIMIZE and optimize.converged(plan, trials):
+        return f"converged: no improvement beyond the noise in {plan.patience} trials"
+    if plan.strategy is StrategyKind.OPTIMIZE:
+        return "search space exhausted"
+    return "plan complete"
+
+
 def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     """What the sweep found, one sentence per walk (for reports and headless output)."""
+    if plan.strategy is StrategyKind.OPTIMIZE:
+        from specconsole.core.objective import assess
+
+        return (assess(trials, plan.goal).sentence,)
     if plan.strategy is StrategyKind.GRID or plan.walk_axis is None:
         return ()
     axis = plan.walk_axis

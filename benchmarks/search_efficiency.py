@@ -1,0 +1,244 @@
+"""How many trials ``strategy = "optimize"`` needs, against random search and the optimum.
+
+For each simulator profile (the seed box and the second profile in ``examples/sim/``) the
+space is steps 1-10 x topk 1/2/4/8 x draft tokens (the valid ones for each tree) x
+``mem_fraction_static`` 0.80-0.92 x ``cuda_graph_max_bs`` 32/64/128. The exhaustive optimum
+of the objective comes from the pure model (``sim.model.predict`` over the ladder, no
+servers). Each search then runs offline: a proposal from the real strategy code
+(``core.strategy.next_trial``, rebuilt from the records each time as in a session), its
+outcome from the model (a load failure becomes a crashed record; capacities are recorded as
+the server logs them), until a trial lands within 2% of the optimum or the cap is reached.
+
+Prints, per profile and objective, over SEEDS seeds: the median (and quartiles) of trials to
+within 2% (crashed loads included, capped runs shown with ``>``), the median crashed loads
+spent until then, and random search's figures (uniform over the valid configurations,
+without replacement). Targets: optimize within 2% in <= 20 trials for the median seed,
+<= 3 crashes, >= 3x fewer trials than random.
+
+Run: ``.venv/bin/python benchmarks/search_efficiency.py [--seeds 20] [--cap 80]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from specconsole.core import validation  # noqa: E402
+from specconsole.core.config import ServerConfig  # noqa: E402
+from specconsole.core.optimize import project  # noqa: E402
+from specconsole.core.plan import SweepPlan, loads_plan  # noqa: E402
+from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus  # noqa: E402
+from specconsole.core.strategy import next_trial  # noqa: E402
+from specconsole.sim.model import predict  # noqa: E402
+from specconsole.sim.profile import Profile, default_profile_path, load_profile  # noqa: E402
+
+PROFILES = {
+    "seed box (Qwen3.5-122B, 4x48GB)": default_profile_path(),
+    "llama3.1-8b (1xH100)": ROOT / "examples/sim/llama3.1-8b-eagle-1xh100.toml",
+}
+LADDER = (1, 4, 16, 32, 64)
+INPUT_LEN, OUTPUT_LEN = 1024, 512
+DRAFTS = [2, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+OBJECTIVES = ("peak_aggregate", "single_request")
+
+
+def plan_for(profile: Profile, objective: str, seed: int) -> SweepPlan:
+    ref = profile.reference_launch
+    text = f"""
+[server]
+model_path = "{profile.model.name}"
+speculative_algorithm = "{ref.algorithm}"
+speculative_draft_model_path = "{profile.model.draft_name}"
+speculative_num_steps = 3
+speculative_eagle_topk = 1
+speculative_num_draft_tokens = 4
+tp_size = {ref.tp_size}
+mem_fraction_static = {ref.mem_fraction_static}
+cuda_graph_max_bs = {ref.cuda_graph_max_bs}
+max_running_requests = {ref.max_running_requests}
+
+[sweep]
+strategy = "optimize"
+objective = "{objective}"
+seed = {seed}
+patience = 1000
+
+[sweep.axes]
+speculative_num_steps = {{ min = 1, max = 10 }}
+speculative_eagle_topk = [1, 2, 4, 8]
+speculative_num_draft_tokens = {DRAFTS}
+mem_fraction_static = {{ min = 0.80, max = 0.92, step = 0.02 }}
+cuda_graph_max_bs = [32, 64, 128]
+
+[bench]
+ladder = {list(LADDER)}
+input_len = {INPUT_LEN}
+output_len = {OUTPUT_LEN}
+"""
+    return loads_plan(text)
+
+
+def valid_space(plan: SweepPlan) -> list[ServerConfig]:
+    seen: dict[ServerConfig, None] = {}
+    for config in plan.grid():
+        config = project(plan, config)
+        if config not in seen and not validation.errors(validation.validate(config)):
+            seen[config] = None
+    return list(seen)
+
+
+@dataclass
+class Outcome:
+    status: TrialStatus
+    levels: tuple[LevelSummary, ...]
+    capacity: int | None
+
+
+def outcome(config: ServerConfig, profile: Profile) -> Outcome:
+    levels: list[LevelSummary] = []
+    capacity: int | None = None
+    for c in LADDER:
+        p = predict(config, c, INPUT_LEN, OUTPUT_LEN, profile)
+        if p.load_failure is not None or not p.ok:
+            cap = p.max_total_num_tokens if p.max_total_num_tokens > 0 else None
+            return Outcome(TrialStatus.CRASHED, (), cap)
+        capacity = p.max_total_num_tokens
+        levels.append(
+            LevelSummary(
+                concurrency=c,
+                output_tok_s=p.aggregate_tok_s,
+                per_request_tok_s=p.per_request_tok_s,
+                completed=c,
+                ttft_p50_ms=p.ttft_s * 1000.0,
+            )
+        )
+    return Outcome(TrialStatus.OK, tuple(levels), capacity)
+
+
+def record(index: int, config: ServerConfig, out: Outcome) -> TrialRecord:
+    return TrialRecord(
+        index=index,
+        config=config,
+        normalized=config,
+        status=out.status,
+        levels=out.levels,
+        capacity=out.capacity,
+    )
+
+
+@dataclass
+class Run:
+    trials: int
+    """Loads until within 2% (cap + 1 when never)."""
+    crashes: int
+    reached: bool
+
+
+def run_optimize(plan: SweepPlan, profile: Profile, target: float, cap: int, cache: dict) -> Run:
+    trials: list[TrialRecord] = []
+    crashes = 0
+    while len(trials) < cap:
+        proposal = next_trial(plan, trials)
+        if proposal is None:
+            break
+        out = cache.get(proposal.config) or outcome(proposal.config, profile)
+        cache[proposal.config] = out
+        t = record(len(trials), proposal.config, out)
+        trials.append(t)
+        crashes += out.status is TrialStatus.CRASHED
+        score = plan.goal.objective.score(t)
+        if score is not None and score >= target:
+            return Run(len(trials), crashes, True)
+    return Run(cap + 1, crashes, False)
+
+
+def run_random(
+    plan: SweepPlan, space: list[ServerConfig], scores: dict, target: float, seed: int, cap: int
+) -> Run:
+    order = list(space)
+    random.Random(seed).shuffle(order)
+    crashes = 0
+    for i, config in enumerate(order[:cap], start=1):
+        score = scores[config]
+        if score is None:
+            crashes += 1
+        elif score >= target:
+            return Run(i, crashes, True)
+    return Run(cap + 1, crashes, False)
+
+
+def fmt(runs: list[Run], cap: int) -> tuple[str, str]:
+    values = sorted(r.trials for r in runs)
+    med = statistics.median(values)
+    q1, q3 = values[len(values) // 4], values[(3 * len(values)) // 4]
+
+    def show(v: float) -> str:
+        return f">{cap}" if v > cap else f"{v:g}"
+
+    crashes = statistics.median(r.crashes for r in runs)
+    return f"{show(med)} ({show(q1)}-{show(q3)})", f"{crashes:g}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--cap", type=int, default=80, help="loads per optimize run at most")
+    parser.add_argument("--random-cap", type=int, default=3000)
+    parser.add_argument("--objective", choices=OBJECTIVES, action="append")
+    args = parser.parse_args()
+    objectives = args.objective or list(OBJECTIVES)
+    print(
+        "| profile | objective | space (valid) | crash share | within 2% | optimize: trials "
+        "to 2% (median, IQR) | crashes | random: trials | crashes | random / optimize |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for label, path in PROFILES.items():
+        profile = load_profile(path)
+        for objective in objectives:
+            t0 = time.monotonic()
+            plan0 = plan_for(profile, objective, 0)
+            space = valid_space(plan0)
+            cache: dict = {c: outcome(c, profile) for c in space}
+            scores = {
+                c: plan0.goal.objective.score(record(0, c, o))
+                if o.status is TrialStatus.OK
+                else None
+                for c, o in cache.items()
+            }
+            best = max(v for v in scores.values() if v is not None)
+            target = 0.98 * best
+            near = sum(1 for v in scores.values() if v is not None and v >= target)
+            crash_share = sum(1 for v in scores.values() if v is None) / len(space)
+            opt = [
+                run_optimize(plan_for(profile, objective, s), profile, target, args.cap, cache)
+                for s in range(args.seeds)
+            ]
+            rnd = [
+                run_random(plan0, space, scores, target, 10_000 + s, args.random_cap)
+                for s in range(args.seeds)
+            ]
+            o_med, o_cr = fmt(opt, args.cap)
+            r_med, r_cr = fmt(rnd, args.random_cap)
+            ratio = statistics.median(r.trials for r in rnd) / statistics.median(
+                r.trials for r in opt
+            )
+            print(
+                f"| {label} | {objective} (opt {best:,.0f}) | {len(space)} | "
+                f"{crash_share:.0%} | {near} | {o_med} | {o_cr} | {r_med} | {r_cr} | "
+                f"{ratio:.1f}x |",
+                flush=True,
+            )
+            print(f"<!-- {label} {objective}: {time.monotonic() - t0:.0f} s -->", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,246 @@
+"""strategy = "optimize": proposal rules (validation, infeasibility prior, SLO constraints,
+convergence with repeats), determinism and resumability, on records built from the pure
+simulator model (``sim.model.predict``), no servers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specconsole.core import validation
+from specconsole.core.config import ServerConfig
+from specconsole.core.optimize import converged, encode, observations, space, space_size
+from specconsole.core.plan import PlanError, StrategyKind, SweepPlan, loads_plan
+from specconsole.core.state import LevelSummary, TrialKind, TrialRecord, TrialStatus
+from specconsole.core.strategy import next_trial, stop_reason
+from specconsole.sim.model import predict
+
+LADDER = (1, 16, 64)
+
+BASE = """
+[server]
+model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
+speculative_algorithm = "EAGLE3"
+speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
+speculative_eagle_topk = 1
+tp_size = 4
+mem_fraction_static = 0.88
+cuda_graph_max_bs = 64
+max_running_requests = 64
+
+[bench]
+ladder = [1, 16, 64]
+input_len = 1024
+output_len = 512
+"""
+
+
+def plan(sweep: str, axes: str) -> SweepPlan:
+    return loads_plan(BASE + '[sweep]\nstrategy = "optimize"\n' + sweep + "\n[sweep.axes]\n" + axes)
+
+
+WIDE_AXES = """
+speculative_num_steps = { min = 1, max = 10 }
+speculative_eagle_topk = [1, 2, 4, 8]
+speculative_num_draft_tokens = [2, 4, 8, 16, 32, 64]
+mem_fraction_static = { min = 0.80, max = 0.92, step = 0.04 }
+"""
+
+
+def simulate(index: int, config: ServerConfig, *, kind: TrialKind = TrialKind.SWEEP) -> TrialRecord:
+    """The trial the simulated seed box would record for ``config``."""
+    levels: list[LevelSummary] = []
+    capacity = None
+    for c in LADDER:
+        p = predict(config, c, 1024, 512)
+        if not p.ok:
+            cap = p.max_total_num_tokens if p.max_total_num_tokens > 0 else None
+            return TrialRecord(
+                index,
+                config,
+                normalized=config,
+                kind=kind,
+                status=TrialStatus.CRASHED,
+                capacity=cap,
+            )
+        capacity = p.max_total_num_tokens
+        levels.append(
+            LevelSummary(
+                c, p.aggregate_tok_s, p.per_request_tok_s, c, ttft_p99_ms=p.ttft_s * 1000.0
+            )
+        )
+    return TrialRecord(
+        index,
+        config,
+        normalized=config,
+        kind=kind,
+        status=TrialStatus.OK,
+        levels=tuple(levels),
+        capacity=capacity,
+    )
+
+
+def run(p: SweepPlan, n: int, trials: list[TrialRecord] | None = None) -> list[TrialRecord]:
+    trials = list(trials or [])
+    for _ in range(n):
+        proposal = next_trial(p, trials)
+        if proposal is None:
+            break
+        trials.append(replace(simulate(len(trials), proposal.config), note=proposal.reason))
+    return trials
+
+
+# ----------------------------------------------------------------------------- plan keys
+
+
+def test_plan_ranges_defaults_and_errors() -> None:
+    p = plan("", WIDE_AXES)
+    assert p.strategy is StrategyKind.OPTIMIZE and p.skip_infeasible is True
+    assert dict(p.axes)["speculative_num_steps"] == tuple(range(1, 11))
+    assert dict(p.axes)["mem_fraction_static"] == (0.8, 0.84, 0.88, 0.92)
+    assert space_size(p) >= 300
+    assert plan("skip_infeasible = false", WIDE_AXES).skip_infeasible is False
+    with pytest.raises(PlanError, match=r"floats need one, e\.g\. step = 0\.02"):
+        plan("", "mem_fraction_static = { min = 0.8, max = 0.9 }")
+    with pytest.raises(PlanError, match="a range is"):
+        plan("", "speculative_num_steps = { from = 1, to = 3 }")
+    with pytest.raises(PlanError, match="more than 1000"):
+        plan("", "mem_fraction_static = { min = 0.1, max = 0.9, step = 0.0001 }")
+    with pytest.raises(PlanError, match=r'strategy = "optimize" needs \[sweep.axes\]'):
+        loads_plan(BASE + '[sweep]\nstrategy = "optimize"\n')
+    with pytest.raises(PlanError, match=r"\[sweep\] patience must be an integer"):
+        plan("patience = 2.5", WIDE_AXES)
+
+
+# ----------------------------------------------------------------------------- rules
+
+
+def test_every_proposal_passes_validation_and_ties_topk1_drafts() -> None:
+    trials = run(plan("seed = 3", WIDE_AXES), 14)
+    assert len(trials) == 14
+    for t in trials:
+        assert not validation.errors(validation.validate(t.config)), t.config
+        if t.config.speculative_eagle_topk == 1:
+            assert t.config.speculative_num_draft_tokens == t.config.speculative_num_steps + 1
+    assert len({t.config for t in trials}) == len(trials)  # never repeats a trial
+    assert all(t.note.startswith("optimize (") for t in trials)
+    assert any("rejected by validation" in t.note for t in trials)
+
+
+def test_capacity_prior_skips_predicted_infeasible_with_the_numbers() -> None:
+    p = plan("seed = 1", "speculative_num_steps = { min = 1, max = 12 }\n")
+    base = p.base
+    seen = [simulate(i, p.at(base, speculative_num_steps=s)) for i, s in enumerate((1, 2, 4))]
+    assert all(t.capacity for t in seen)
+    trials = run(p, 12, seen)
+    tried = [t.config.speculative_num_steps for t in trials]
+    # steps >= 10 are predicted not to load on the seed box: never deployed
+    assert max(tried) <= 9, tried
+    assert any(
+        "skipped: predicted infeasible steps=1" in t.note and "KV tokens <" in t.note
+        for t in trials
+    ), [t.note for t in trials]
+    # unless the user asks: with skip_infeasible = false they may be deployed
+    p2 = replace(p, skip_infeasible=False)
+    trials2 = run(p2, 12, seen)
+    assert max(t.config.speculative_num_steps for t in trials2) >= 10
+
+
+def test_crashes_are_learned_as_infeasible() -> None:
+    p = plan("seed = 0", WIDE_AXES)
+    trials = run(p, 25)
+    crashes = [t for t in trials if t.status is TrialStatus.CRASHED]
+    obs = observations(p, trials)
+    assert len(obs) == len(trials)
+    assert all(o.violation == 1.0 and o.values is None for o in obs if o.trial in crashes)
+    # later proposals crash less than the space's share of crashes (about 40%)
+    late = trials[10:]
+    assert sum(t.status is TrialStatus.CRASHED for t in late) / len(late) < 0.3
+
+
+def test_slo_constraint_steers_the_search() -> None:
+    axes = "speculative_num_steps = { min = 1, max = 8 }\n"
+    free = run(plan("seed = 2", axes), 8)
+    limit = 0.0
+    for t in free:
+        if t.status is TrialStatus.OK:
+            limit = max(limit, min(lv.ttft_p99_ms or 0 for lv in t.levels if lv.concurrency == 64))
+    p = plan('seed = 2\nconstraints = ["single_request >= 1e9"]', axes)
+    trials = run(p, 6)
+    # nothing meets the SLO: every ok trial is an infeasible observation, none is "best"
+    obs = observations(p, trials)
+    assert all(o.violation > 0 for o in obs)
+    assert "no trial meets the constraints" in stop_reason_or_findings(p, trials)
+
+
+def stop_reason_or_findings(p: SweepPlan, trials: list[TrialRecord]) -> str:
+    from specconsole.core.strategy import findings
+
+    return findings(p, trials)[0]
+
+
+def _ci(trial: TrialRecord, half: float) -> TrialRecord:
+    """The trial as if its levels had been repeated with a +-half confidence interval."""
+
+    class Repeated:
+        def __init__(self, lv: LevelSummary) -> None:
+            self._lv = lv
+            self.output_tok_s_ci = (lv.output_tok_s - half, lv.output_tok_s + half)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._lv, name)
+
+    return replace(trial, levels=tuple(Repeated(lv) for lv in trial.levels))  # type: ignore[misc]
+
+
+def _ok(index: int, steps: int, agg: float) -> TrialRecord:
+    cfg = ServerConfig(model_path="Qwen/Qwen3.5-122B-A10B-FP8", speculative_num_steps=steps)
+    return TrialRecord(
+        index, cfg, status=TrialStatus.OK, levels=(LevelSummary(1, agg, agg / 4, 1),)
+    )
+
+
+def test_convergence_compares_confidence_intervals() -> None:
+    p = plan(
+        "patience = 3\nstartup_trials = 1\nnoise_pct = 0",
+        "speculative_num_steps = { min = 1, max = 9 }\n",
+    )
+    # each trial a little better than the last, but within the repeats' interval
+    creeping = [_ci(_ok(i, i + 1, 1000.0 + 10 * i), half=50.0) for i in range(5)]
+    assert converged(p, creeping)
+    assert next_trial(p, creeping) is None
+    assert stop_reason(p, creeping).startswith("converged: no improvement beyond the noise in 3")
+    # the same figures measured once each are real improvements: not converged
+    single = [_ok(i, i + 1, 1000.0 + 10 * i) for i in range(5)]
+    assert not converged(p, single)
+    # noise_pct is the floor without repeats
+    assert converged(replace(p, noise_pct=5.0), single)
+
+
+def test_deterministic_for_a_seed_and_resumable_from_records() -> None:
+    p = plan("seed = 7", WIDE_AXES)
+    a = run(p, 8)
+    b = run(p, 8)
+    assert [t.config for t in a] == [t.config for t in b]
+    # resume: the records alone rebuild the search; the next proposal equals the next of
+    # an uninterrupted run, and a cancelled trial is proposed again
+    cont = run(p, 4, a[:5])
+    assert [t.config for t in cont[:8]] == [t.config for t in a]
+    cancelled = [*a[:5], replace(a[5], status=TrialStatus.CANCELLED, levels=())]
+    assert next_trial(p, cancelled).config == a[5].config  # type: ignore[union-attr]
+    other = run(plan("seed = 8", WIDE_AXES), 8)
+    assert [t.config for t in other] != [t.config for t in a]
+
+
+def test_trials_of_earlier_strategies_count() -> None:
+    p = plan("seed = 0", WIDE_AXES)
+    grid = loads_plan(BASE + "[sweep.axes]\nspeculative_num_steps = [1, 2, 3]\n")
+    earlier = [simulate(i, c) for i, c in enumerate(grid.grid())]
+    assert all(encode(p, space(p), t.config) is not None for t in earlier)
+    assert len(observations(p, earlier)) == 3
+    proposal = next_trial(p, earlier)
+    assert proposal is not None and proposal.config not in {t.config for t in earlier}
+    # a manual trial outside the space (another model) is not an observation
+    manual = replace(earlier[0], config=replace(earlier[0].config, model_path="other"))
+    assert observations(p, [manual]) == []
