@@ -59,6 +59,13 @@ class UnitScope(StrEnum):
     USER = "user"
 
 
+class UnitTemplate(StrEnum):
+    """How a systemd deploy treats the unit already on the box."""
+
+    EDIT = "edit"
+    GENERATE = "generate"
+
+
 DEFAULT_DOCKER_IMAGE = "lmsysorg/sglang:latest"
 """The SGLang project's published image."""
 
@@ -143,6 +150,17 @@ class ServiceProfile:
     """Slurm: the job's name (``squeue`` shows it)."""
     slurm_conf: str | None = None
     """Slurm: ``SLURM_CONF`` for the login node's commands (default: the cluster's own)."""
+    template: UnitTemplate = UnitTemplate.EDIT
+    """systemd: ``edit`` changes only what the configuration manages in the unit already on
+    the box (its flags and environment; every other line stays); ``generate`` writes a whole
+    unit rendered by specconsole. A box without the unit gets a generated one either way."""
+    secret_env: tuple[str, ...] = ()
+    """Environment names whose values are secrets besides the obvious ones (``*TOKEN*``,
+    ``*SECRET*``, ``*API_KEY*``, ``*PASSWORD*``...): never inline in the unit, only in the
+    0600 ``EnvironmentFile=`` next to the backups."""
+    keep_backups: int = 20
+    """Backups of the artifact kept: the newest N plus the very first (the user's original),
+    which is never pruned."""
     sudo: bool | None = None
     """Run the manager's commands through ``sudo -n`` (never when logged in as root).
     ``None`` means: yes for system units, no for ``--user`` units, processes and docker."""
@@ -260,6 +278,14 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             kw[key] = _enum(value, ServiceKind, where)
         elif key == "scope":
             kw[key] = _enum(value, UnitScope, where)
+        elif key == "template":
+            kw[key] = _enum(value, UnitTemplate, where)
+        elif key == "secret_env":
+            kw[key] = _str_tuple(value, where)
+        elif key == "keep_backups":
+            kw[key] = _typed(value, int, where, "an integer")
+            if kw[key] < 1:
+                raise ProfileError(f"{where} must be 1 or more, got {kw[key]}")
         elif key in (
             "unit",
             "unit_dir",

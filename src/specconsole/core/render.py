@@ -237,16 +237,25 @@ def _exec_lines(head: list[str], flags: list[str]) -> list[str]:
     return lines
 
 
-def to_unit(config: ServerConfig, options: UnitOptions | None = None) -> str:
-    """A complete systemd unit that runs ``config`` (SGLang or vLLM)."""
-    o = options or UnitOptions()
+def exec_words(
+    config: ServerConfig, *, resolve_with_env: bool = True
+) -> tuple[list[str], list[str]]:
+    """``ExecStart``'s words as (head, flags): the launcher (through ``/usr/bin/env`` when
+    relative and ``resolve_with_env``; with vLLM's positional model) and the flags after it."""
     argv = to_argv(config)
     head = launcher_argv(config)
     flags = argv[len(head) :]
     if config.engine is Engine.VLLM and launcher_takes_positional_model(head):
         head, flags = [*head, flags[0]], flags[1:]
-    if o.resolve_with_env and not head[0].startswith("/"):
+    if resolve_with_env and not head[0].startswith("/"):
         head = ["/usr/bin/env", *head]
+    return head, flags
+
+
+def to_unit(config: ServerConfig, options: UnitOptions | None = None) -> str:
+    """A complete systemd unit that runs ``config`` (SGLang or vLLM)."""
+    o = options or UnitOptions()
+    head, flags = exec_words(config, resolve_with_env=o.resolve_with_env)
     # One line; a trailing backslash would continue the line in a unit file.
     description = (o.description or _default_description(config)).replace("\n", " ")
     description = description.rstrip("\\ \t") or "inference server"

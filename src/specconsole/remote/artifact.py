@@ -50,6 +50,8 @@ class ArtifactStore:
     backup_dir: str
     sudo: bool = False
     mode: int = 0o644
+    keep_backups: int = 20
+    """Newest backups kept by :meth:`prune`; the first (the user's original) is kept too."""
 
     @property
     def name(self) -> str:
@@ -97,8 +99,10 @@ class ArtifactStore:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         target = f"{self.backup_dir}/{self.name}.{stamp}"
         src, dst, folder = (shlex.quote(p) for p in (self.path, target, self.backup_dir))
+        # 0600 in a 0700 folder: a unit or script may hold what only its owner should read.
         result = await self.transport.run(
-            f"[ -e {src} ] || exit 0; mkdir -p {folder} && cp -p {src} {dst} && echo {dst}",
+            f"[ -e {src} ] || exit 0; umask 077; mkdir -p {folder} && chmod 700 {folder}"
+            f" && cp {src} {dst} && chmod 600 {dst} && echo {dst}",
             sudo=self.sudo,
         )
         if not result.ok:
@@ -106,7 +110,28 @@ class ArtifactStore:
                 f"cannot back up {self.path} to {self.backup_dir}: {result.stderr.strip()}; "
                 "nothing was changed"
             )
+        await self.prune()
         return result.stdout.strip() or None
+
+    async def prune(self) -> list[str]:
+        """Remove backups beyond the newest ``keep_backups``, never the first one (the
+        user's original); returns the removed paths."""
+        found = await self.backups()
+        doomed = found[1 : max(1, len(found) - self.keep_backups)]
+        if doomed:
+            words = " ".join(shlex.quote(p) for p in doomed)
+            result = await self.transport.run(f"rm -f -- {words}", sudo=self.sudo)
+            if not result.ok:
+                raise TransportError(f"cannot prune backups: {result.stderr.strip()}")
+        return doomed
+
+    async def original(self) -> str | None:
+        """The text of the first backup — what was there before specconsole's first deploy."""
+        found = await self.backups()
+        if not found:
+            return None
+        data = await self.transport.read_file(found[0], sudo=self.sudo)
+        return None if data is None else data.decode("utf-8", "replace")
 
     async def install(self, artifact: str) -> None:
         """Atomically replace the file (temp name, then rename; mode kept)."""

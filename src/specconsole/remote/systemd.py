@@ -35,8 +35,15 @@ from specconsole.core.ports import (
     Transport,
     TransportError,
 )
-from specconsole.core.profile import ServiceProfile, UnitScope
-from specconsole.core.render import UnitOptions, to_unit
+from specconsole.core.profile import ServiceProfile, UnitScope, UnitTemplate
+from specconsole.core.render import UnitOptions, parse_unit, to_unit
+from specconsole.core.unit import (
+    UnitEdit,
+    edit_unit,
+    generate_unit,
+    is_generated,
+    split_cat,
+)
 from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import expand_home
 
@@ -71,11 +78,14 @@ _CLD_KILLED = {"2", "3", "killed", "dumped"}
 """``ExecMainCode`` values meaning ``ExecMainStatus`` is a signal (CLD_KILLED, CLD_DUMPED)."""
 
 
+def unit_options(scope: UnitScope = UnitScope.SYSTEM) -> UnitOptions:
+    """Rendering options of a generated unit for the manager's scope."""
+    return UnitOptions(wanted_by="default.target") if scope is UnitScope.USER else UnitOptions()
+
+
 def render_unit(config: ServerConfig, scope: UnitScope = UnitScope.SYSTEM) -> str:
     """The unit file for ``config``, rendered by the core (never by the backend)."""
-    if scope is UnitScope.USER:
-        return to_unit(config, UnitOptions(wanted_by="default.target"))
-    return to_unit(config)
+    return to_unit(config, unit_options(scope))
 
 
 def parse_show(text: str) -> dict[str, str]:
@@ -164,7 +174,11 @@ class SystemdBackend:
             unit_dir = await expand_home(self._transport, self._profile.resolved_unit_dir())
             backups = await expand_home(self._transport, self._profile.resolved_backup_dir())
             self._store = ArtifactStore(
-                self._transport, f"{unit_dir.rstrip('/')}/{self.unit}", backups, sudo=self._sudo
+                self._transport,
+                f"{unit_dir.rstrip('/')}/{self.unit}",
+                backups,
+                sudo=self._sudo,
+                keep_backups=self._profile.keep_backups,
             )
         return self._store
 
@@ -187,15 +201,82 @@ class SystemdBackend:
 
     # ------------------------------------------------------------------------------ deploy
 
+    @property
+    def env_file(self) -> str:
+        """The secret ``EnvironmentFile=`` (0600, next to the backups)."""
+        assert self._store is not None
+        return f"{self._store.backup_dir}/{self.unit}-env"
+
+    async def cat(self) -> tuple[str | None, str]:
+        """(main unit text, drop-ins text) as ``systemctl cat`` shows them; (None, '')
+        when the unit is not installed."""
+        result = await self._transport.run(
+            self._systemctl(f"cat -- {shlex.quote(self.unit)}"), sudo=self._sudo
+        )
+        if not result.ok:
+            return None, ""
+        return split_cat(result.stdout)
+
+    async def _render(self, config: ServerConfig) -> UnitEdit:
+        """The unit for ``config``: the box's own unit edited (``template = "edit"``, the
+        default) or a generated one (``generate``, no unit yet, or one specconsole
+        generated), secrets moved to the environment file either way."""
+        store = await self._artifacts()
+        current = await store.current()
+        dropins = ""
+        if self._profile.template is UnitTemplate.EDIT:
+            main, dropins = await self.cat()
+            current = current if current is not None else main
+        if (
+            self._profile.template is UnitTemplate.GENERATE
+            or current is None
+            or is_generated(current)
+        ):
+            return generate_unit(
+                config,
+                unit_options(self._profile.scope),
+                env_file_path=self.env_file,
+                secret_env=self._profile.secret_env,
+            )
+        return edit_unit(
+            current,
+            config,
+            env_file_path=self.env_file,
+            secret_env=self._profile.secret_env,
+            dropins=dropins,
+        )
+
     async def preview(self, config: ServerConfig) -> DeployPreview:
         store = await self._artifacts()
-        return await store.preview(render_unit(config, self._profile.scope))
+        return await store.preview((await self._render(config)).text)
 
     async def deploy(self, config: ServerConfig) -> Deployment:
         store = await self._artifacts()
-        deployment = await store.deploy(render_unit(config, self._profile.scope))
+        edit = await self._render(config)
+        await self._write_env_file(edit.env_file, edit.text, config)
+        deployment = await store.deploy(edit.text)
         await self._ctl("daemon-reload", what="systemctl daemon-reload")
         return deployment
+
+    async def _write_env_file(self, body: str | None, unit_text: str, config: ServerConfig) -> None:
+        """Upload the secret environment file (0600, owned by the service user), or remove
+        it when the configuration has no secrets."""
+        path = shlex.quote(self.env_file)
+        if body is None:
+            await self._transport.run(f"rm -f -- {path}", sudo=self._sudo)
+            return
+        folder = shlex.quote(self.env_file.rsplit("/", 1)[0])
+        result = await self._transport.run(
+            f"umask 077; mkdir -p {folder} && chmod 700 {folder}", sudo=self._sudo
+        )
+        if not result.ok:
+            raise TransportError(f"cannot create {folder}: {result.stderr.strip()}")
+        await self._transport.upload(
+            body.encode("utf-8"), self.env_file, mode=0o600, sudo=self._sudo
+        )
+        owner = parse_unit(unit_text).user or config.user
+        if owner and self._sudo:
+            await self._transport.run(f"chown -- {shlex.quote(owner)} {path}", sudo=True)
 
     async def rollback(self) -> Deployment | None:
         deployment = await (await self._artifacts()).rollback()
