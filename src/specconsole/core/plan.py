@@ -148,6 +148,9 @@ class SweepPlan:
     :func:`resolve_placeholders` is given a ``port`` (a free loopback port of this machine)."""
     source: str = ""
     """The TOML text the plan was parsed from (kept with the session for resume)."""
+    placeholders: tuple[tuple[str, str], ...] = ()
+    """The ``{name}`` values :func:`resolve_placeholders` substituted (``python``…), so a
+    session can re-resolve its plan text into exactly what ran (reports, resume)."""
     boxes: tuple[Box, ...] = ()
     """A pool of boxes (``[[hosts]]`` or ``[pool]``, see core.pool); ``()``: one box, the
     ``[host]``/``[service]`` of ``profile``."""
@@ -756,11 +759,16 @@ def resolve_placeholders(plan: SweepPlan, values: Mapping[str, str]) -> SweepPla
         for name, vals in plan.axes
     )
     base = resolve_config_placeholders(plan.base, values)
+    used = dict(plan.placeholders)
+    used.update(values)
+    placeholders = tuple(sorted(used.items()))
     if not plan.auto_port or port is None:
-        return replace(plan, base=base, axes=axes)
+        return replace(plan, base=base, axes=axes, placeholders=placeholders)
     base = replace(base, port=int(port))
     profile = _port_in_run_dir(plan.profile, base.port)
-    return replace(plan, base=base, axes=axes, profile=profile, auto_port=False)
+    return replace(
+        plan, base=base, axes=axes, profile=profile, auto_port=False, placeholders=placeholders
+    )
 
 
 def axis_value(config: ServerConfig, axis: str) -> Any:

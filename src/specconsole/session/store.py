@@ -114,6 +114,7 @@ class Session:
                 "strategy": plan.strategy.value,
                 "planned_trials": plan.estimated_trials,
                 "server_port": plan.base.port,
+                "placeholders": dict(plan.placeholders),
             }
         )
         return session
@@ -144,13 +145,19 @@ class Session:
         return (self.path / PLAN_FILE).read_text()
 
     def load_plan(self) -> SweepPlan:
-        """The session's plan; a ``port = "auto"`` is the port recorded when the session
-        was created (so a resumed session finds, and can reattach to, its server)."""
+        """The session's plan as it ran: a ``port = "auto"`` is the port recorded when the
+        session was created (so a resumed session finds, and can reattach to, its server) and
+        ``{python}``-style placeholders the values substituted then (so reports match the
+        trials' configurations to the plan)."""
         plan = loads_plan(self.plan_text())
-        port = self.read_meta().get("session", {}).get("server_port")
+        meta = self.read_meta().get("session", {})
+        values = {
+            str(k): v for k, v in dict(meta.get("placeholders") or {}).items() if isinstance(v, str)
+        }
+        port = meta.get("server_port")
         if plan.auto_port and isinstance(port, int) and not isinstance(port, bool):
-            plan = resolve_placeholders(plan, {"port": str(port)})
-        return plan
+            values["port"] = str(port)
+        return resolve_placeholders(plan, values) if values else plan
 
     def log_relpath(self, index: int) -> str:
         return f"{LOGS_DIR}/trial-{index + 1:03d}.log"

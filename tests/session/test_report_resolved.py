@@ -1,0 +1,64 @@
+"""Reports read the session's plan as it ran: placeholders and the auto port resolved.
+
+The demo plan says ``port = "auto"`` and ``launcher = "{python} -m specconsole.sim"``; its
+trials carry the chosen port and this interpreter. A report that compared them with the plan
+as written matched no trial ("nothing tried yet"); it must name 9 as the largest loading
+``speculative_num_steps`` (10 fails).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from specconsole.cli import main
+from specconsole.controller.wiring import resolve_local_placeholders
+from specconsole.core.plan import loads_plan
+from specconsole.core.state import CrashInfo, LevelSummary, Phase, TrialRecord, TrialStatus
+from specconsole.session.store import Session
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "examples" / "demo-sweep.toml"
+
+
+def _demo_session(tmp_path: Path) -> Session:
+    text = DEMO.read_text()
+    plan = resolve_local_placeholders(dataclasses.replace(loads_plan(text), source=text))
+    session = Session.create(tmp_path, plan)
+    steps_run = [1, 2, 3, 4, 5, 10, 7, 8, 9]  # what the boundary walk runs
+    for index, steps in enumerate(steps_run):
+        config = plan.at(plan.base, speculative_num_steps=steps)
+        config = dataclasses.replace(config, speculative_num_draft_tokens=steps + 1)
+        if steps == 10:
+            record = TrialRecord(
+                index=index,
+                config=config,
+                status=TrialStatus.CRASHED,
+                crash=CrashInfo(cause="kv_cache_no_memory", message="m", phase=Phase.LOADING),
+            )
+        else:
+            level = LevelSummary(
+                concurrency=1, output_tok_s=100.0 + steps, per_request_tok_s=100.0, completed=4
+            )
+            record = TrialRecord(
+                index=index, config=config, status=TrialStatus.OK, levels=(level,)
+            )
+        session.append_trial(record)
+    return session
+
+
+def test_report_of_the_demo_session_names_9(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = _demo_session(tmp_path)
+    assert "{python}" in session.plan_text() and '"auto"' in session.plan_text()
+    assert main(["report", str(session.path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["findings"] == [
+        "speculative_num_steps: the largest value that loads is 9 (10 fails)"
+    ]
+    assert main(["report", str(session.path)]) == 0
+    assert "the largest value that loads is 9 (10 fails)" in capsys.readouterr().out
