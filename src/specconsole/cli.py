@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "specconsole.commands.engine",
     "specconsole.commands.bench",
     "specconsole.commands.sweep",
+    "specconsole.commands.report",
     "specconsole.commands.tui",
     "specconsole.commands.sim",
 )

@@ -57,7 +57,7 @@ def test_report_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["report", str(session.path), "--format", "csv"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 3
     assert main(["report", str(session.path), "--format", "json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)["table"]) == 2
+    assert len(json.loads(capsys.readouterr().out)["trials"]) == 2
 
 
 def test_report_and_resume_of_a_non_session(

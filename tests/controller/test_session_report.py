@@ -204,7 +204,12 @@ def test_reports_in_three_formats() -> None:
     csv_text = render(d.state.trials, p, "csv")
     assert csv_text.splitlines()[0].endswith("c1_tok_s,c4_tok_s")
     doc = json.loads(render(d.state.trials, p, "json"))
-    assert [r["status"] for r in doc["table"]] == ["ok", "ok", "ok", "crashed"]
+    assert [r["status"] for r in doc["trials"]] == ["ok", "ok", "ok", "crashed"]
+    crashed = doc["trials"][3]
+    assert crashed["config"]["speculative_num_steps"] == 10  # the values, not a label
+    assert crashed["config"]["model_path"] == p.base.model_path
+    assert crashed["crash"]["cause"] == "kv_cache_no_memory"
+    assert doc["trials"][0]["levels"][0]["concurrency"] == 1
     with pytest.raises(ValueError, match="unknown report format"):
         render(d.state.trials, p, "html")
 

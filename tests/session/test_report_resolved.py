@@ -12,6 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from specconsole.cli import main
@@ -43,9 +44,7 @@ def _demo_session(tmp_path: Path) -> Session:
             level = LevelSummary(
                 concurrency=1, output_tok_s=100.0 + steps, per_request_tok_s=100.0, completed=4
             )
-            record = TrialRecord(
-                index=index, config=config, status=TrialStatus.OK, levels=(level,)
-            )
+            record = TrialRecord(index=index, config=config, status=TrialStatus.OK, levels=(level,))
         session.append_trial(record)
     return session
 
@@ -62,3 +61,43 @@ def test_report_of_the_demo_session_names_9(
     ]
     assert main(["report", str(session.path)]) == 0
     assert "the largest value that loads is 9 (10 fails)" in capsys.readouterr().out
+
+
+def test_json_report_of_the_demo_session_matches_its_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema = json.loads((REPO / "docs" / "report-schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    session = _demo_session(tmp_path)
+    assert main(["report", str(session.path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, schema)
+    first = doc["trials"][0]
+    assert first["config"]["speculative_num_steps"] == 1
+    assert first["config"]["launcher"].split()[0] != "{python}"  # what ran, resolved
+    assert first["levels"][0]["per_request_tok_s"] == 100.0
+    # a report that breaks the schema is caught
+    broken = dict(doc, trials=[dict(first, config="steps=1")])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_two_sessions_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = _demo_session(tmp_path / "a")
+    b = _demo_session(tmp_path / "b")
+    # B ran steps=3 faster: its row shows both figures and the change
+    records = [json.loads(line) for line in b.trials_path.read_text().splitlines()]
+    for raw in records:
+        for level in raw.get("levels", []):
+            level["per_request_tok_s"] *= 1.1
+    b.trials_path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["report", str(a.path), str(b.path)]) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("| steps=3 "))
+    assert "| 100.0 | 110.0 | +10.0% |" in row
+    assert "crashed" in next(line for line in text.splitlines() if "steps=10" in line)
+    assert text.count("the largest value that loads is 9 (10 fails)") == 2
+    assert main(["report", str(a.path), str(b.path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"a", "b", "rows"} and len(doc["rows"]) == 9
+    assert main(["report", str(a.path), str(b.path), "--format", "csv"]) == 1

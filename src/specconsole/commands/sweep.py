@@ -1,11 +1,10 @@
-"""``specconsole sweep | resume | report | sessions``: sweeps without the console, and their
-records.
+"""``specconsole sweep | resume | sessions``: sweeps without the console, and their records.
 
-Why these four together: they are the session life cycle. ``sweep PLAN.toml --headless``
+Why these together: they are the session life cycle. ``sweep PLAN.toml --headless``
 creates a session folder and runs the plan's trials with line-by-line progress; ``resume``
 continues a session where it stopped (reattaching to a server that is already up with the
-planned configuration); ``report`` prints the seed table, Pareto set, best configuration per
-concurrency and a chart from the folder alone; ``sessions`` lists the folders.
+planned configuration); ``sessions`` lists the folders (``report``, in
+``commands.report``, reads them).
 
 ``{python}`` in a plan's launcher/extra_args/env is replaced by this interpreter
 (``sys.executable``), so the demo plan finds the simulator in the same virtualenv, and
@@ -36,7 +35,7 @@ from specconsole.core.state import CrashPolicy
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``sweep``, ``resume``, ``report`` and ``sessions``."""
+    """Add ``sweep``, ``resume`` and ``sessions``."""
     p = subparsers.add_parser(
         "sweep",
         help="run a sweep plan (deploy, load, benchmark, record each configuration)",
@@ -80,20 +79,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="override the crash policy for the rest of the sweep",
     )
     r.set_defaults(handler=_cmd_resume)
-
-    rep = subparsers.add_parser(
-        "report",
-        help="print a session's report (table, Pareto set, best per level, chart)",
-        description="Print the report of the session folder SESSION.",
-    )
-    rep.add_argument("session", type=Path, help="the session folder")
-    rep.add_argument(
-        "--format",
-        choices=["md", "csv", "json"],
-        default="md",
-        help="markdown (default), CSV of the table, or JSON",
-    )
-    rep.set_defaults(handler=_cmd_report)
 
     s = subparsers.add_parser(
         "sessions", help="list session folders", description="List recorded sessions."
@@ -186,26 +171,6 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return asyncio.run(run_headless(plan, session, policy=policy, resume=True))
     except KeyboardInterrupt:
         return 130
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from specconsole.session.report import render
-    from specconsole.session.store import Session, SessionError
-
-    try:
-        session = Session.open(args.session)
-    except SessionError as exc:
-        return error(str(exc))
-    try:
-        plan: SweepPlan | None = session.load_plan()
-    except PlanError:
-        plan = None
-    trials = session.load_trials()
-    title = ""
-    if plan is not None:
-        title = plan.name or session.path.name
-    print(render(trials, plan, args.format, title=title), end="" if args.format == "csv" else "\n")
-    return 0
 
 
 def _cmd_sessions(args: argparse.Namespace) -> int:

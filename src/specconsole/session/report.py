@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from specconsole.core.plan import SweepPlan
-from specconsole.core.state import TrialKind, TrialRecord, TrialStatus
+from specconsole.core.state import TrialRecord, TrialStatus
 from specconsole.core.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
@@ -36,6 +34,8 @@ from specconsole.present.series import (
 )
 from specconsole.present.status import status_detail
 from specconsole.present.textcharts import draw_aggregate, draw_single, new_figure, render_text
+from specconsole.session.report_json import to_json
+from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
 FORMATS: tuple[str, ...] = ("md", "csv", "json")
 
@@ -58,11 +58,6 @@ class Row:
     record: TrialRecord
 
 
-def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """The trials a report shows: everything except rollbacks (they are not measurements)."""
-    return [t for t in trials if t.kind is not TrialKind.ROLLBACK]
-
-
 def rows(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> list[Row]:
     base = plan.base if plan is not None else None
     out: list[Row] = []
@@ -81,40 +76,6 @@ def rows(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> list[R
             )
         )
     return out
-
-
-def pareto(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """Successful trials not dominated on (single-request tok/s, peak aggregate tok/s)."""
-    ok = [
-        t
-        for t in report_trials(trials)
-        if t.status is TrialStatus.OK and t.single_request_tok_s is not None
-    ]
-    front: list[TrialRecord] = []
-    for t in ok:
-        s, a = t.single_request_tok_s or 0.0, t.peak_aggregate_tok_s or 0.0
-        dominated = any(
-            (o.single_request_tok_s or 0.0) >= s
-            and (o.peak_aggregate_tok_s or 0.0) >= a
-            and ((o.single_request_tok_s or 0.0) > s or (o.peak_aggregate_tok_s or 0.0) > a)
-            for o in ok
-        )
-        if not dominated:
-            front.append(t)
-    return sorted(front, key=lambda t: t.single_request_tok_s or 0.0)
-
-
-def best_per_concurrency(trials: Sequence[TrialRecord]) -> list[tuple[int, TrialRecord, float]]:
-    """For each concurrency level measured: (level, best trial, its aggregate tok/s)."""
-    best: dict[int, tuple[TrialRecord, float]] = {}
-    for t in report_trials(trials):
-        if t.status is not TrialStatus.OK:
-            continue
-        for lv in t.levels:
-            current = best.get(lv.concurrency)
-            if current is None or lv.output_tok_s > current[1]:
-                best[lv.concurrency] = (t, lv.output_tok_s)
-    return [(c, t, v) for c, (t, v) in sorted(best.items())]
 
 
 def chart(
@@ -274,47 +235,6 @@ def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
     return buf.getvalue()
 
 
-def to_json(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
-    base = plan.base if plan is not None else None
-    table = rows(trials, plan)
-
-    def trial_ref(t: TrialRecord) -> dict[str, Any]:
-        return {"trial": t.index + 1, "config": config_label(t.config, base)}
-
-    doc: dict[str, Any] = {
-        "name": plan.name if plan else "",
-        "table": [
-            {
-                "trial": r.trial,
-                "config": r.label,
-                "single_request_tok_s": r.single,
-                "peak_aggregate_tok_s": r.peak,
-                "peak_concurrency": r.peak_concurrency,
-                "capacity": r.capacity,
-                "accept_length": r.accept_length,
-                "status": r.record.status.value,
-                "status_detail": r.status,
-                "levels": {str(lv.concurrency): lv.output_tok_s for lv in r.record.levels},
-            }
-            for r in table
-        ],
-        "findings": list(findings(plan, trials)) if plan is not None else [],
-        "pareto": [
-            {
-                **trial_ref(t),
-                "single_request_tok_s": t.single_request_tok_s,
-                "peak_aggregate_tok_s": t.peak_aggregate_tok_s,
-            }
-            for t in pareto(trials)
-        ],
-        "best_per_concurrency": [
-            {"concurrency": c, **trial_ref(t), "aggregate_tok_s": v}
-            for c, t, v in best_per_concurrency(trials)
-        ],
-    }
-    return json.dumps(doc, indent=2)
-
-
 def render(
     trials: Sequence[TrialRecord], plan: SweepPlan | None, fmt: str = "md", title: str = ""
 ) -> str:
@@ -324,5 +244,5 @@ def render(
     if fmt == "csv":
         return to_csv(trials, plan)
     if fmt == "json":
-        return to_json(trials, plan)
+        return to_json(trials, plan, title)
     raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")

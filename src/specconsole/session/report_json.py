@@ -1,0 +1,138 @@
+"""The machine-readable report: ``specconsole report SESSION --format json``.
+
+Why a document of its own: scripts compare sessions, feed dashboards and gate CI on the
+numbers, so every trial carries its *full* configuration (the ``[server]`` keys, as a plan
+would write them; environment values redacted), its status with the reason, and every
+ladder level's metrics with their spread (TTFT and ITL p50/p99, failures); then the findings,
+the Pareto set and the best configuration per concurrency. ``docs/report-schema.json``
+documents the shape (``SCHEMA_ID``); a test validates the demo session's report against it.
+Level objects carry every recorded ``LevelSummary`` field, so figures added to the record
+(repeats, confidence intervals) appear without a schema change (``additionalProperties``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.plan import SweepPlan, server_config_to_table
+from specconsole.core.state import TrialRecord
+from specconsole.core.strategy import findings
+from specconsole.present.labels import config_label
+from specconsole.present.status import status_detail, status_word
+from specconsole.session.selection import best_per_concurrency, pareto, report_trials
+
+SCHEMA_ID = "https://specconsole.invalid/report-schema.json"
+"""The ``$id`` of docs/report-schema.json; documents name it in ``$schema``-like ``schema``."""
+
+SCHEMA_VERSION = 1
+
+REDACTED = "[redacted]"
+"""What an environment variable's value reads as in a report (values may be secrets)."""
+
+
+def config_document(config: ServerConfig) -> dict[str, Any]:
+    """The ``[server]`` table of ``config``, environment values redacted."""
+    table = server_config_to_table(config)
+    if "env" in table:
+        table["env"] = {name: REDACTED for name in table["env"]}
+    return table
+
+
+def _level(level: Any) -> dict[str, Any]:
+    return dataclasses.asdict(level)
+
+
+def _crash(record: TrialRecord) -> dict[str, Any] | None:
+    crash = record.crash
+    if crash is None:
+        return None
+    return {
+        "cause": crash.cause,
+        "message": crash.message,
+        "phase": crash.phase.value,
+        "load_stage": None if crash.load_stage is None else crash.load_stage.value,
+        "exit_status": crash.exit_status,
+        "signal": crash.signal,
+        "capacity": crash.capacity,
+        "excerpt": list(crash.excerpt),
+        "fixes": list(crash.fixes),
+    }
+
+
+def unit_diff(record: TrialRecord) -> str:
+    """The unified diff of what the trial deployed against what was on the box, when the
+    record has one (deploys that edit a box's unit record it); empty otherwise."""
+    diff = getattr(record, "diff", "")
+    return diff if isinstance(diff, str) else ""
+
+
+def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, Any]:
+    """One trial: identity, full configuration, status, headline figures, levels, crash."""
+    return {
+        "trial": record.index + 1,
+        "label": config_label(record.config, base),
+        "kind": record.kind.value,
+        "status": record.status.value,
+        "status_text": status_word(record.status),
+        "status_detail": status_detail(record),
+        "config": config_document(record.config),
+        "normalized": None if record.normalized is None else config_document(record.normalized),
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "single_request_tok_s": record.single_request_tok_s,
+        "peak_aggregate_tok_s": record.peak_aggregate_tok_s,
+        "peak_concurrency": record.peak_concurrency,
+        "capacity": record.capacity,
+        "accept_length": record.accept_length,
+        "levels": [_level(lv) for lv in sorted(record.levels, key=lambda lv: lv.concurrency)],
+        "crash": _crash(record),
+        "warnings": list(record.warnings),
+        "errors": list(record.errors),
+        "diff": unit_diff(record) or None,
+    }
+
+
+def report_document(
+    trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = ""
+) -> dict[str, Any]:
+    """The whole report as plain data (``to_json`` serialises it)."""
+    base = plan.base if plan is not None else None
+
+    def ref(t: TrialRecord) -> dict[str, Any]:
+        return {"trial": t.index + 1, "label": config_label(t.config, base)}
+
+    return {
+        "schema": SCHEMA_ID,
+        "version": SCHEMA_VERSION,
+        "name": title or (plan.name if plan is not None else ""),
+        "plan": None
+        if plan is None
+        else {
+            "strategy": plan.strategy.value,
+            "axes": {name: list(values) for name, values in plan.axes},
+            "ladder": list(plan.bench.ladder),
+            "base": config_document(plan.base),
+        },
+        "trials": [trial_document(t, base) for t in report_trials(trials)],
+        "findings": list(findings(plan, trials)) if plan is not None else [],
+        "pareto": [
+            {
+                **ref(t),
+                "single_request_tok_s": t.single_request_tok_s,
+                "peak_aggregate_tok_s": t.peak_aggregate_tok_s,
+            }
+            for t in pareto(trials)
+        ],
+        "best_per_concurrency": [
+            {"concurrency": c, **ref(t), "aggregate_tok_s": v}
+            for c, t, v in best_per_concurrency(trials)
+        ],
+    }
+
+
+def to_json(trials: Sequence[TrialRecord], plan: SweepPlan | None = None, title: str = "") -> str:
+    return json.dumps(report_document(trials, plan, title), indent=2)

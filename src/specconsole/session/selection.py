@@ -1,0 +1,52 @@
+"""Which trials a report shows, and which of them are worth keeping.
+
+Shared by every report format (Markdown, CSV, JSON, HTML) so they always agree: rollbacks
+are not measurements; the Pareto set on (single-request tok/s, peak aggregate tok/s) names
+the configurations worth keeping; the best per concurrency answers "what do I deploy for my
+traffic".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specconsole.core.state import TrialKind, TrialRecord, TrialStatus
+
+
+def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The trials a report shows: everything except rollbacks (they are not measurements)."""
+    return [t for t in trials if t.kind is not TrialKind.ROLLBACK]
+
+
+def pareto(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Successful trials not dominated on (single-request tok/s, peak aggregate tok/s)."""
+    ok = [
+        t
+        for t in report_trials(trials)
+        if t.status is TrialStatus.OK and t.single_request_tok_s is not None
+    ]
+    front: list[TrialRecord] = []
+    for t in ok:
+        s, a = t.single_request_tok_s or 0.0, t.peak_aggregate_tok_s or 0.0
+        dominated = any(
+            (o.single_request_tok_s or 0.0) >= s
+            and (o.peak_aggregate_tok_s or 0.0) >= a
+            and ((o.single_request_tok_s or 0.0) > s or (o.peak_aggregate_tok_s or 0.0) > a)
+            for o in ok
+        )
+        if not dominated:
+            front.append(t)
+    return sorted(front, key=lambda t: t.single_request_tok_s or 0.0)
+
+
+def best_per_concurrency(trials: Sequence[TrialRecord]) -> list[tuple[int, TrialRecord, float]]:
+    """For each concurrency level measured: (level, best trial, its aggregate tok/s)."""
+    best: dict[int, tuple[TrialRecord, float]] = {}
+    for t in report_trials(trials):
+        if t.status is not TrialStatus.OK:
+            continue
+        for lv in t.levels:
+            current = best.get(lv.concurrency)
+            if current is None or lv.output_tok_s > current[1]:
+                best[lv.concurrency] = (t, lv.output_tok_s)
+    return [(c, t, v) for c, (t, v) in sorted(best.items())]
