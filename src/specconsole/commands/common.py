@@ -1,7 +1,9 @@
-"""Pieces several subcommands share: the error line, the session options, session creation.
+"""Pieces several subcommands share: the error line, the session options, session creation
+and the session lock.
 
-``sweep`` and ``tui``/``demo`` both start sessions, so the ``--session`` and ``--on-crash``
-options, their help and the "cannot create the session folder" error live here once.
+``sweep``, ``resume`` and ``tui``/``demo`` all write sessions, so the ``--session`` and
+``--on-crash`` options, their help, the "cannot create the session folder" error and taking the
+session lock (with its stale-lock notice) live here once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from specconsole.core.state import CrashPolicy
 
 if TYPE_CHECKING:
     from specconsole.core.plan import SweepPlan
+    from specconsole.session.lock import SessionLock
     from specconsole.session.store import Session
 
 
@@ -56,3 +59,14 @@ def create_session(parent: Path | None, plan: SweepPlan) -> Session:
         return Session.create(where, plan)
     except OSError as exc:
         raise SessionNotCreated(f"cannot create the session folder under {where}: {exc}") from exc
+
+
+def lock_session(session: Session) -> SessionLock:
+    """Take ``session``'s lock (``SessionLocked`` if a live run holds it); a stale lock of a
+    dead run is taken over with a notice on stderr. The caller releases it."""
+    from specconsole.session.lock import SessionLock
+
+    lock = SessionLock(session.path).acquire()
+    if lock.notice:
+        print(f"specconsole: notice: {lock.notice}", file=sys.stderr)
+    return lock

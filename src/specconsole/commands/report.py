@@ -55,15 +55,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _load(path: Path) -> tuple[str, tuple[TrialRecord, ...], SweepPlan | None]:
-    from specconsole.session.store import Session
+    from specconsole.session.store import Session, SessionError
 
     session = Session.open(path)
+    lines = session.read_lines()
+    trials = tuple(session.load_trials())
+    if lines.torn_offset is not None:
+        print(
+            f"specconsole: notice: {session.trials_path} ends with a torn line (byte offset "
+            f"{lines.torn_offset}); it is left out (resume moves it aside)",
+            file=sys.stderr,
+        )
     try:
         plan: SweepPlan | None = session.load_plan()
-    except PlanError:
+    except (PlanError, SessionError) as exc:
+        print(f"specconsole: notice: {exc}; reporting without the plan", file=sys.stderr)
         plan = None
     name = (plan.name if plan is not None else "") or session.path.name
-    return name, tuple(session.load_trials()), plan
+    return name, trials, plan
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ import asyncio
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specconsole.commands.common import (
     SessionNotCreated,
@@ -29,9 +30,13 @@ from specconsole.commands.common import (
     add_session_option,
     create_session,
     error,
+    lock_session,
 )
 from specconsole.core.plan import PlanError, SweepPlan, loads_plan
 from specconsole.core.state import CrashPolicy
+
+if TYPE_CHECKING:
+    from specconsole.session.store import Session
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -95,10 +100,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def load_plan_file(path: Path) -> SweepPlan:
     """Read and parse a plan file, resolving ``{python}`` and ``port = "auto"``; raises
     PlanError with the path."""
+    from specconsole.core.decoding import DecodeError, decode_text
+
     try:
-        text = path.read_text()
+        text = decode_text(path.read_bytes(), str(path))
     except OSError as exc:
         raise PlanError(f"cannot read the plan {path}: {exc.strerror or exc}") from None
+    except DecodeError as exc:
+        raise PlanError(str(exc)) from None
     try:
         plan = loads_plan(text)
     except PlanError as exc:
@@ -124,9 +133,12 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"specconsole: error: {args.plan}: {problem}", file=sys.stderr)
         return 1
     policy = CrashPolicy(args.on_crash) if args.on_crash else None
+    from specconsole.session.lock import SessionLocked
+
     try:
         session = create_session(args.session, plan)
-    except SessionNotCreated as exc:
+        lock = lock_session(session)
+    except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
     from specconsole.controller.headless import run_headless
 
@@ -134,6 +146,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return asyncio.run(run_headless(plan, session, policy=policy))
     except KeyboardInterrupt:
         return 130
+    finally:
+        lock.release()
 
 
 def _in_console(args: argparse.Namespace) -> int:
@@ -153,20 +167,39 @@ def _in_console(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    from specconsole.controller.headless import run_headless
-    from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.session.lock import SessionLocked
     from specconsole.session.store import Session, SessionError
 
     try:
         session = Session.open(args.session)
-        plan = resolve_local_placeholders(session.load_plan())
-    except (SessionError, PlanError) as exc:
+        lock = lock_session(session)
+    except (SessionError, SessionLocked) as exc:
         return error(str(exc))
-    policy = CrashPolicy(args.on_crash) if args.on_crash else None
-    if policy is None:
-        saved = session.read_meta().get("session", {}).get("policy")
-        if saved in {c.value for c in CrashPolicy}:
-            policy = CrashPolicy(saved)
+    try:
+        return _resume_locked(session, args.on_crash)
+    finally:
+        lock.release()
+
+
+def _resume_locked(session: Session, on_crash: str | None) -> int:
+    """Resume under the session lock: repair a torn line, rebuild session.toml from the
+    records when it is stale, then run."""
+    from specconsole.controller.headless import run_headless
+    from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.session.store import SessionError
+
+    try:
+        notices = session.repair()
+        notices += session.reconcile(session.load_trials(), session.raw_plan())
+        plan = resolve_local_placeholders(session.load_plan())
+        saved = session.meta_section().get("policy")
+    except (SessionError, PlanError, OSError) as exc:
+        return error(str(exc))
+    for notice in notices:
+        print(f"specconsole: notice: {notice}", file=sys.stderr)
+    policy = CrashPolicy(on_crash) if on_crash else None
+    if policy is None and saved in {c.value for c in CrashPolicy}:
+        policy = CrashPolicy(saved)
     try:
         return asyncio.run(run_headless(plan, session, policy=policy, resume=True))
     except KeyboardInterrupt:

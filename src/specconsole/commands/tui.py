@@ -31,6 +31,7 @@ from specconsole.commands.common import (
     add_session_option,
     create_session,
     error,
+    lock_session,
 )
 from specconsole.core.plan import PlanError, SweepPlan, parse_plan
 from specconsole.core.state import CrashPolicy
@@ -219,9 +220,12 @@ def run_console(
         theme_name = choose_theme(theme)
     except UnknownThemeError as exc:
         return error(str(exc))
+    from specconsole.session.lock import SessionLocked
+
     try:
         session = create_session(session_parent, plan)
-    except SessionNotCreated as exc:
+        lock = lock_session(session)
+    except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
     try:
         return asyncio.run(
@@ -229,6 +233,8 @@ def run_console(
         )
     except KeyboardInterrupt:
         return 130
+    finally:
+        lock.release()
 
 
 async def _run(

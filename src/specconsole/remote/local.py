@@ -17,9 +17,16 @@ from collections.abc import AsyncIterator
 
 from specconsole.core.ports import CommandResult, PortForward, TransportError
 from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
+from specconsole.sim.parentwatch import PARENT_PID_ENV
 
 _STREAM_LIMIT = 1 << 20
 """Lines longer than this arrive in pieces; the pipe is not read ahead beyond about twice it."""
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of every command: ours, naming this process as the one to outlive
+    (the demo's simulator stops when it is gone; see :mod:`specconsole.sim.parentwatch`)."""
+    return {**os.environ, PARENT_PID_ENV: str(os.getpid())}
 
 
 class LocalTransport(ShellFiles):
@@ -49,6 +56,7 @@ class LocalTransport(ShellFiles):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            env=_child_env(),
         )
         data = stdin.encode() if stdin is not None else None
         try:
@@ -83,6 +91,7 @@ class LocalTransport(ShellFiles):
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            env=_child_env(),
             limit=_STREAM_LIMIT,
         )
         assert process.stdout is not None and process.stderr is not None

@@ -12,10 +12,17 @@ Layout of one session folder::
       logs/trial-001.log   each trial's captured server log
 
 Why this shape: ``trials.jsonl`` is append-only and each line is fsync'd before the controller
-moves on, so the worst a crash of the console can do is tear the line being written (a torn
-final line is ignored when reading and the next append starts on a fresh line).
-``session.toml`` is small and rewritten whole with temp-file + fsync + rename, so it is either
-the old or the new version, never half of each. Both are plain text a person can read.
+moves on, so the worst a crash of the console can do is tear the line being written. It is the
+only truth about what ran: a torn final line is ignored when reading, and ``repair`` (run by
+``resume`` under the session lock) moves it aside to ``trials.jsonl.torn`` (kept, never
+deleted) so that trial runs again; any other unreadable line is an error naming its line and
+byte offset, never skipped (a skipped record would be re-run as a duplicate).
+``session.toml`` is a cache of what the records say plus the resolved port, rewritten whole
+with temp-file + fsync + rename; ``reconcile`` checks it against the records and rebuilds it
+when it is empty, corrupt, wrongly typed or disagrees. A failed write removes its temp file
+and leaves the earlier bytes as they were. Every file is read as bytes and decoded with
+``core.decoding`` (an error names the file and byte offset). Both are plain text a person can
+read.
 """
 
 from __future__ import annotations
@@ -32,13 +39,21 @@ from typing import IO, Any
 
 import tomli_w
 
-from specconsole.core.plan import SweepPlan, loads_plan, plan_document, resolve_placeholders
+from specconsole.core.decoding import DecodeError, decode_text
+from specconsole.core.plan import (
+    PlanError,
+    SweepPlan,
+    loads_plan,
+    plan_document,
+    resolve_placeholders,
+)
 from specconsole.core.state import TrialRecord
 from specconsole.session.records import RecordError, dumps_record, record_from_dict
 
 SESSION_FILE = "session.toml"
 PLAN_FILE = "plan.toml"
 TRIALS_FILE = "trials.jsonl"
+TORN_FILE = "trials.jsonl.torn"
 LOGS_DIR = "logs"
 
 
@@ -58,12 +73,61 @@ def _fsync_dir(path: Path) -> None:
 def atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, rename."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # a full disk must not leave a temp file behind
+        raise
     _fsync_dir(path.parent)
+
+
+def read_text_file(path: Path) -> str:
+    """A plan or session file's text; ``DecodeError`` names the file and the byte offset."""
+    return decode_text(path.read_bytes(), str(path))
+
+
+@dataclass(frozen=True, slots=True)
+class TrialLines:
+    """What ``trials.jsonl`` holds: the complete records and a torn tail, if any."""
+
+    records: tuple[dict[str, Any], ...]
+    torn_offset: int | None = None
+    """Byte offset where an unfinished last line starts (``None``: the file is whole)."""
+    torn: bytes = b""
+
+
+def parse_trial_lines(data: bytes, source: str) -> TrialLines:
+    """Split ``trials.jsonl`` bytes into records; only the last line may be unfinished.
+
+    A line that is not UTF-8, not JSON or not an object raises ``SessionError`` naming its
+    line and byte offset, unless it is the final line without its newline (a kill tore it)."""
+    records: list[dict[str, Any]] = []
+    offset = 0
+    lines = data.split(b"\n")
+    for number, raw in enumerate(lines, start=1):
+        start, offset = offset, offset + len(raw) + 1
+        last = number == len(lines)
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(decode_text(raw, source, base_offset=start))
+            if not isinstance(value, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:  # DecodeError and JSONDecodeError are ValueErrors
+            if last:
+                return TrialLines(tuple(records), start, raw)
+            raise SessionError(
+                f"{source}: line {number} (byte offset {start}) is not a trial record "
+                f"({exc}); fix: repair or remove that line by hand — it is never skipped, "
+                "since skipping a record would run its trial again"
+            ) from None
+        records.append(value)
+    return TrialLines(tuple(records))
 
 
 def _slug(text: str) -> str:
@@ -142,15 +206,27 @@ class Session:
         return self.path / TRIALS_FILE
 
     def plan_text(self) -> str:
-        return (self.path / PLAN_FILE).read_text()
+        try:
+            return read_text_file(self.path / PLAN_FILE)
+        except OSError as exc:
+            raise SessionError(f"cannot read {self.path / PLAN_FILE}: {exc}") from None
+        except DecodeError as exc:
+            raise SessionError(str(exc)) from None
+
+    def raw_plan(self) -> SweepPlan:
+        """The session's plan as written (``port = "auto"`` unresolved)."""
+        try:
+            return loads_plan(self.plan_text())
+        except PlanError as exc:
+            raise PlanError(f"{self.path / PLAN_FILE}: {exc}") from None
 
     def load_plan(self) -> SweepPlan:
         """The session's plan as it ran: a ``port = "auto"`` is the port recorded when the
         session was created (so a resumed session finds, and can reattach to, its server) and
         ``{python}``-style placeholders the values substituted then (so reports match the
         trials' configurations to the plan)."""
-        plan = loads_plan(self.plan_text())
-        meta = self.read_meta().get("session", {})
+        plan = self.raw_plan()
+        meta = self.meta_section()
         values = {
             str(k): v for k, v in dict(meta.get("placeholders") or {}).items() if isinstance(v, str)
         }
@@ -168,15 +244,31 @@ class Session:
     # -- session.toml -------------------------------------------------------------------------
 
     def read_meta(self) -> dict[str, Any]:
+        """session.toml as a table (``SessionError`` when it cannot be read or is mistyped)."""
         import tomllib
 
+        path = self.path / SESSION_FILE
         try:
-            with open(self.path / SESSION_FILE, "rb") as fh:
-                return tomllib.load(fh)
+            meta = tomllib.loads(read_text_file(path))
         except FileNotFoundError:
             return {}
+        except OSError as exc:
+            raise SessionError(f"cannot read {path}: {exc}") from None
+        except DecodeError as exc:
+            raise SessionError(str(exc)) from None
         except tomllib.TOMLDecodeError as exc:
-            raise SessionError(f"{self.path / SESSION_FILE} is not valid TOML: {exc}") from None
+            raise SessionError(f"{path} is not valid TOML: {exc}") from None
+        for name, table in meta.items():
+            if not isinstance(table, dict):
+                raise SessionError(
+                    f"{path}: {name} should be a table, not {type(table).__name__}; fix: "
+                    "`specconsole resume` rebuilds session.toml from trials.jsonl"
+                )
+        return meta
+
+    def meta_section(self) -> dict[str, Any]:
+        """The ``[session]`` table ({} when session.toml is missing)."""
+        return dict(self.read_meta().get("session", {}))
 
     def write_meta(self, fields: Mapping[str, Any]) -> None:
         """Merge ``fields`` into ``[session]`` and rewrite session.toml atomically."""
@@ -205,44 +297,128 @@ class Session:
         """Append one record durably (the line is fsync'd before this returns)."""
         line = dumps_record(record, label=label, bench=bench)
         path = self.trials_path
+        with contextlib.suppress(SessionError):
+            self.repair()  # a torn line from a killed writer goes aside, not mid-file
         with open(path, "ab+") as fh:
             size = fh.seek(0, os.SEEK_END)
             prefix = b""
             if size:
                 fh.seek(size - 1)
                 if fh.read(1) != b"\n":
-                    prefix = b"\n"  # a torn line from a killed writer: start afresh
+                    prefix = b"\n"  # a whole last record that lost only its newline
             fh.seek(0, os.SEEK_END)
-            fh.write(prefix + line.encode() + b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+            try:
+                fh.write(prefix + line.encode() + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            except BaseException:
+                # a full disk: take back the part of the line that reached the file
+                with contextlib.suppress(OSError):
+                    fh.truncate(size)
+                raise
+
+    def read_lines(self) -> TrialLines:
+        """The records of trials.jsonl and its torn tail (``SessionError`` if damaged)."""
+        try:
+            data = self.trials_path.read_bytes()
+        except FileNotFoundError:
+            return TrialLines(())
+        except OSError as exc:
+            raise SessionError(f"cannot read {self.trials_path}: {exc}") from None
+        return parse_trial_lines(data, str(self.trials_path))
 
     def iter_raw(self) -> Iterator[dict[str, Any]]:
-        """Every complete JSON line (a torn or corrupt line is skipped)."""
-        try:
-            text = self.trials_path.read_text()
-        except FileNotFoundError:
-            return
-        for line in text.splitlines():
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(data, dict):
-                yield data
+        """Every complete JSON line (a torn last line is left out)."""
+        yield from self.read_lines().records
 
     def load_trials(self) -> list[TrialRecord]:
-        """The finished trials, oldest first, renumbered densely if lines were lost."""
+        """The finished trials, oldest first (a malformed record is a ``SessionError``)."""
         out: list[TrialRecord] = []
-        for data in self.iter_raw():
+        for number, data in enumerate(self.iter_raw(), start=1):
             try:
                 out.append(record_from_dict(data))
-            except RecordError:
-                continue
+            except RecordError as exc:
+                raise SessionError(
+                    f"{self.trials_path}: record {number}: {exc}; fix: repair or remove it "
+                    "by hand (it is never skipped, so its trial is not run twice)"
+                ) from None
         return out
+
+    def repair(self) -> list[str]:
+        """Move a torn last line of trials.jsonl aside to trials.jsonl.torn (appended, never
+        deleted) so that trial runs again; returns the notices to show."""
+        lines = self.read_lines()
+        if lines.torn_offset is None:
+            return []
+        torn_path = self.path / TORN_FILE
+        with open(torn_path, "ab") as fh:
+            fh.write(lines.torn + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        with open(self.trials_path, "rb+") as fh:
+            fh.truncate(lines.torn_offset)
+            fh.flush()
+            os.fsync(fh.fileno())
+        _fsync_dir(self.path)
+        return [
+            f"{self.trials_path} ended with a torn line ({len(lines.torn)} bytes at byte "
+            f"offset {lines.torn_offset}, from a run that was killed while writing it): moved "
+            f"to {torn_path}; that trial runs again"
+        ]
+
+    def reconcile(self, trials: list[TrialRecord], plan: SweepPlan) -> list[str]:
+        """Check session.toml against the records and rebuild it when it is empty, corrupt,
+        mistyped or disagrees (trial count, the auto port the trials ran on); returns the
+        notices to show. ``plan`` is :meth:`raw_plan`."""
+        problem = ""
+        try:
+            section = self.meta_section()
+        except SessionError as exc:
+            section, problem = {}, str(exc)
+        if not problem and not section:
+            problem = f"{self.path / SESSION_FILE} is empty"
+        port = section.get("server_port")
+        if port is not None and (not isinstance(port, int) or isinstance(port, bool)):
+            problem = problem or f"server_port is {port!r}, not a port number"
+            port = None
+        recorded_ports = [t.config.port for t in trials]
+        if plan.auto_port and recorded_ports and port != recorded_ports[-1]:
+            problem = problem or (
+                f"server_port {port} disagrees with the port the trials ran on "
+                f"({recorded_ports[-1]})"
+            )
+            port = recorded_ports[-1]
+        count = section.get("trials")
+        if not problem and count != len(trials):
+            problem = f"it counts {count} trials while trials.jsonl holds {len(trials)}"
+        if not problem:
+            return []
+        fresh: dict[str, Any] = {
+            k: v for k, v in section.items() if isinstance(v, str | int | float | bool)
+        }
+        placeholders = section.get("placeholders")
+        if isinstance(placeholders, dict):
+            fresh["placeholders"] = {
+                str(k): v for k, v in placeholders.items() if isinstance(v, str)
+            }
+        created = fresh.get("created_at")
+        fresh.update(
+            {
+                "created_at": created if isinstance(created, int | float) else time.time(),
+                "status": fresh.get("status") if isinstance(fresh.get("status"), str) else "?",
+                "name": plan.name,
+                "plan_file": PLAN_FILE,
+                "strategy": plan.strategy.value,
+                "planned_trials": plan.estimated_trials,
+                "trials": len(trials),
+                "server_port": port
+                if port is not None
+                else (None if plan.auto_port else plan.base.port),
+                "updated_at": time.time(),
+            }
+        )
+        atomic_write(self.path / SESSION_FILE, tomli_w.dumps(_clean({"session": fresh})).encode())
+        return [f"session.toml rebuilt from trials.jsonl ({problem})"]
 
     # -- logs ---------------------------------------------------------------------------------
 
@@ -274,10 +450,13 @@ def list_sessions(parent: Path) -> list[SessionSummary]:
             continue
         session = Session(child)
         try:
-            meta = session.read_meta().get("session", {})
+            meta = session.meta_section()
         except SessionError:
             meta = {"status": "unreadable"}
-        trials = sum(1 for _ in session.iter_raw())
+        try:
+            trials = len(session.read_lines().records)
+        except SessionError:
+            trials, meta = 0, {**meta, "status": "damaged"}
         updated = meta.get("updated_at")
         out.append(
             SessionSummary(

@@ -42,6 +42,7 @@ from specconsole.sim import logfmt
 from specconsole.sim.args import ParsedArgs, ResolvedArgs, SimArgError, parse_argv, resolve
 from specconsole.sim.engine import Scheduler, SchedulerCrash, SimRequest
 from specconsole.sim.model import LoadFailure, MemoryPlan, plan_memory, uses_cuda_graph
+from specconsole.sim.parentwatch import parent_pid, watch_parent
 from specconsole.sim.profile import Profile, ProfileError, default_profile_path, load_profile
 
 DEFAULT_MAX_NEW_TOKENS = 128
@@ -985,6 +986,8 @@ async def _serve(sim: SimServer, sock: socket.socket) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_term)
+    watched = parent_pid()
+    watcher = None if watched is None else asyncio.create_task(watch_parent(watched, on_term))
     serve_task = asyncio.create_task(server.serve(sockets=[sock]))
     log = sim.log
     log.main(logfmt.uvicorn_info(f"Started server process [{os.getpid()}]"))
@@ -1034,8 +1037,9 @@ async def _serve(sim: SimServer, sock: socket.socket) -> int:
     log.main(logfmt.uvicorn_info("Waiting for application shutdown."))
     log.main(logfmt.uvicorn_info("Application shutdown complete."))
     log.main(logfmt.uvicorn_info(f"Finished server process [{os.getpid()}]"))
-    for task in (fatal, stopper, life):
-        task.cancel()
+    for task in (fatal, stopper, life, watcher):
+        if task is not None:
+            task.cancel()
     return 0
 
 
