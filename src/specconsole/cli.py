@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "specconsole.commands.report",
     "specconsole.commands.tui",
     "specconsole.commands.sim",
+    "specconsole.commands.boxcmd",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

@@ -25,3 +25,24 @@ def test_level_lines_print_live_and_once() -> None:
     printer(d.state, finished)
     lines = [line for line in out.getvalue().splitlines() if "aggregate" in line]
     assert [line.split("c=")[1].split()[0] for line in lines] == ["1", "4"]  # c=1 not twice
+
+
+def test_the_deploy_diff_prints_before_the_deploy_and_lands_in_the_record() -> None:
+    out = io.StringIO()
+    printer = ProgressPrinter(out, plan())
+    d = Driver()
+    d.to_phase(Phase.DEPLOYING)
+    diff = (
+        "--- a\n+++ b\n@@ -1 +1 @@\n"
+        "-    --speculative-num-steps 1\n+    --speculative-num-steps 2\n"
+    )
+    previewed = ev.DeployPreviewed(diff=diff)
+    d.send(previewed)
+    printer(d.state, previewed)
+    assert "    +    --speculative-num-steps 2" in out.getvalue().splitlines()
+    assert d.state.trial is not None and d.state.trial.deploy_diff == diff
+    assert d.state.phase is Phase.DEPLOYING  # printing never waits for an answer
+    unchanged = ev.DeployPreviewed(diff="")
+    d.send(unchanged)
+    printer(d.state, unchanged)
+    assert "no change" in out.getvalue().splitlines()[-1]

@@ -802,6 +802,7 @@ SAMPLES: dict[type[ev.Event], ev.Event] = {
     ev.ConfigValidated: ev.ConfigValidated(config=plan().at(plan().base, speculative_num_steps=1)),
     ev.ConfigInvalid: ev.ConfigInvalid(errors=("x",)),
     ev.ReattachChecked: ev.ReattachChecked(attached=True, artifact_hash="h"),
+    ev.DeployPreviewed: ev.DeployPreviewed(diff="-a\n+b\n"),
     ev.DeployDone: ev.DeployDone(artifact_hash="h"),
     ev.Restarted: ev.Restarted(),
     ev.OperationFailed: ev.OperationFailed(operation="op", message="m"),

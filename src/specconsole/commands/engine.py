@@ -20,7 +20,13 @@ import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
-from specconsole.core.config import ConfigError, Engine, ServerConfig, config_from_table
+from specconsole.core.config import (
+    ConfigError,
+    Engine,
+    ServerConfig,
+    config_from_table,
+    config_to_table,
+)
 from specconsole.core.log_events import LoadSummary, summarize
 from specconsole.core.logparse import LogParser
 from specconsole.core.render import UnitOptions, to_argv, to_command, to_unit
@@ -97,8 +103,17 @@ def _read_document(path: str) -> tuple[dict[str, Any], str]:
     text = _read_text(path)
     try:
         return tomllib.loads(text), text
-    except tomllib.TOMLDecodeError as exc:
-        raise _InputError(f"{path}: not valid TOML ({exc}).") from None
+    except tomllib.TOMLDecodeError:
+        pass
+    # Not TOML: a systemd unit (or `systemctl cat` output) or a command line also names a
+    # configuration; read it as the [server] table it stands for.
+    from specconsole.core.importplan import read_server_text
+
+    try:
+        _kind, config = read_server_text(text, path)
+    except ConfigError as exc:
+        raise _InputError(f"{path}: {exc}") from None
+    return {"server": config_to_table(config)}, text
 
 
 def _server_config(document: dict[str, Any], path: str) -> ServerConfig:

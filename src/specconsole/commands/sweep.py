@@ -186,15 +186,22 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
     records when it is stale, then run."""
     from specconsole.controller.headless import run_headless
     from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.core.secrets import missing_values
     from specconsole.session.store import SessionError
 
     try:
         notices = session.repair()
         notices += session.reconcile(session.load_trials(), session.raw_plan())
-        plan = resolve_local_placeholders(session.load_plan())
+        plan = resolve_local_placeholders(session.load_plan(secrets_from_env=True))
         saved = session.meta_section().get("policy")
     except (SessionError, PlanError, OSError) as exc:
         return error(str(exc))
+    if missing := missing_values(plan.base):
+        return error(
+            f"server.env: the session does not store the values of {', '.join(missing)}"
+            " (secrets are never written to session files); "
+            f"export {missing[0]}=... in this shell, then resume"
+        )
     for notice in notices:
         print(f"specconsole: notice: {notice}", file=sys.stderr)
     policy = CrashPolicy(on_crash) if on_crash else None

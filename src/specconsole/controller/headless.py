@@ -100,6 +100,8 @@ class ProgressPrinter:
                     f"   per request {format_rate(lv.per_request_tok_s, 1):>7} tok/s   "
                     f"completed {lv.completed} failed {lv.failed}"
                 )
+        if isinstance(event, ev.DeployPreviewed):
+            self._print_diff(event.diff)
         if isinstance(event, ev.TrialRecorded) and state.trials:
             self._summarise(state.trials[-1])
         if (
@@ -115,6 +117,15 @@ class ProgressPrinter:
                 self._print(f"  fix: {fix}")
         if isinstance(event, ev.ConnectionChanged):
             self._print(f"connection {event.state.value} {event.detail}".rstrip())
+
+    def _print_diff(self, diff: str) -> None:
+        """The change the deploy makes on the box, before it is made (never a prompt)."""
+        if not diff:
+            self._print("  deploy: the box already has this configuration (no change)")
+            return
+        self._print("  deploy changes on the box:")
+        for line in diff.rstrip("\n").splitlines():
+            print(f"    {line}", file=self.out, flush=True)
 
     def _summarise(self, record: TrialRecord) -> None:
         parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]

@@ -66,6 +66,7 @@ from specconsole.core.ports import (
     Transport,
 )
 from specconsole.core.render import to_argv
+from specconsole.core.secrets import redact_text
 from specconsole.core.state import (
     ControllerState,
     LevelSummary,
@@ -448,6 +449,9 @@ class Controller:
         return cfg.host if cfg.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
 
     async def _deploy(self, config: ServerConfig) -> ev.Outcome:
+        preview = await self.backend.preview(config)
+        diff = redact_text(preview.diff, [name for name, _ in config.env])
+        self._post(ev.DeployPreviewed(diff=diff, epoch=self._state.epoch))
         receipt = await self.backend.deploy(config)
         return ev.DeployDone(
             artifact_hash=receipt.artifact_hash,

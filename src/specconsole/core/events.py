@@ -146,6 +146,14 @@ class ReattachChecked(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DeployPreviewed(Outcome):
+    """What the deploy is about to change on the box: a unified diff of the unit, script or
+    docker command against what is there ('' when nothing changes), values redacted."""
+
+    diff: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DeployDone(Outcome):
     """The artifact was backed up, uploaded and the service manager reloaded."""
 

@@ -688,6 +688,12 @@ def _on_reattach_checked(state: ControllerState, event: ev.Event) -> Result:
     )
 
 
+def _on_deploy_previewed(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.DeployPreviewed)
+    trial = replace(_require_trial(state, event), deploy_diff=event.diff)
+    return replace(state, trial=trial), ()
+
+
 def _on_deployed(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.DeployDone)
     trial = _require_trial(state, event)
@@ -1079,6 +1085,7 @@ _on((Phase.AWAITING_DECISION, Phase.PAUSED, Phase.CANCELLED), ev.Resume, _on_res
 _on((Phase.VALIDATING,), ev.ConfigValidated, _on_validated)
 _on((Phase.VALIDATING,), ev.ConfigInvalid, _on_invalid)
 _on((Phase.VALIDATING,), ev.ReattachChecked, _on_reattach_checked)
+_on((Phase.DEPLOYING,), ev.DeployPreviewed, _on_deploy_previewed)
 _on((Phase.DEPLOYING,), ev.DeployDone, _on_deployed)
 _on((Phase.RESTARTING,), ev.Restarted, _on_restarted)
 _on(_ACTIVE, ev.OperationFailed, _on_operation_failed_busy)

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
+
+from specconsole.core.config import ServerConfig
 
 REDACTED = "<redacted>"
 """What a record keeps instead of an environment value."""
@@ -54,3 +57,65 @@ def env_file_text(pairs: Iterable[tuple[str, str]]) -> str:
 def redact_env(env: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
     """The same names, every value replaced by :data:`REDACTED`."""
     return tuple((name, REDACTED) for name, _value in env)
+
+
+def redact_config(config: ServerConfig) -> ServerConfig:
+    """``config`` with every environment value replaced by :data:`REDACTED`."""
+    return replace(config, env=redact_env(config.env)) if config.env else config
+
+
+def unredact_config(config: ServerConfig, reference: Iterable[tuple[str, str]]) -> ServerConfig:
+    """Put values back from ``reference`` (the plan's environment) where a record kept only
+    the marker, so a reloaded trial is the same configuration as the one the plan proposes."""
+    known = dict(reference)
+    if not any(value == REDACTED for _name, value in config.env):
+        return config
+    env = tuple(
+        (name, known.get(name, value) if value == REDACTED else value) for name, value in config.env
+    )
+    return replace(config, env=env)
+
+
+def missing_values(config: ServerConfig) -> tuple[str, ...]:
+    """Names whose value is still the marker (not stored, not supplied)."""
+    return tuple(name for name, value in config.env if value == REDACTED)
+
+
+_ASSIGNMENT_PREFIX = re.compile(r"""(?:Environment=|export\s+|-e\s+|^|\s)["']?([A-Za-z_]\w*)=""")
+
+
+def redact_text(text: str, names: Iterable[str] = ()) -> str:
+    """``text`` (a unit, a launch script, a docker command, their diff) with the value of
+    every environment assignment replaced by :data:`REDACTED`: the ``names`` given plus any
+    name assigned on an ``Environment=`` line, after ``export`` or after docker's ``-e``."""
+    found = set(names)
+    for line in text.splitlines():
+        body = line.lstrip("+- ")
+        if body.startswith(("Environment=", "export ", "-e ")) or " -e " in body:
+            found |= set(re.findall(r"""(?:^|[\s="'])([A-Za-z_]\w*)=""", body.split("=", 1)[1]))
+            found |= {m.group(1) for m in _ASSIGNMENT_PREFIX.finditer(body)}
+    found.discard("Environment")
+    for name in sorted(found, key=len, reverse=True):
+        n = re.escape(name)
+        text = re.sub(rf'"{n}=(?:[^"\\\n]|\\.)*"', f'"{name}={REDACTED}"', text)
+        text = re.sub(rf"'{n}=[^'\n]*'", f"'{name}={REDACTED}'", text)
+        text = re.sub(
+            rf"""(?<![\w"'<]){n}=(?!{re.escape(REDACTED)})(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"']*)""",
+            f"{name}={REDACTED}",
+            text,
+        )
+    return text
+
+
+def redact_plan_source(text: str, names: Iterable[str]) -> str:
+    """A plan's TOML text with the values of ``names`` in it replaced by the marker
+    (comments and layout kept): ``HF_TOKEN = "..."`` → ``HF_TOKEN = "<redacted>"``."""
+    for name in names:
+        n = re.escape(name)
+        text = re.sub(
+            rf"""(^|[\s{{,]){n}(\s*=\s*)(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*')""",
+            rf'\g<1>{name}\g<2>"{REDACTED}"',
+            text,
+            flags=re.M,
+        )
+    return text

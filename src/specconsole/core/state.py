@@ -323,6 +323,8 @@ class TrialRecord:
     log_file: str | None = None
     """Path of the captured server log, relative to the session folder."""
     note: str = ""
+    deploy_diff: str = ""
+    """The unified diff this trial's deploy made on the box (environment values redacted)."""
     box: str = ""
     """The pool member that ran the trial ('' for a one-box session)."""
 

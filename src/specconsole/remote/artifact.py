@@ -135,7 +135,8 @@ class ArtifactStore:
 
     async def install(self, artifact: str) -> None:
         """Atomically replace the file (temp name, then rename; mode kept)."""
-        await self.transport.upload(artifact.encode("utf-8"), self.path, mode=None, sudo=self.sudo)
+        mode = None if self.mode == 0o644 else self.mode  # 0644: keep the file's own mode
+        await self.transport.upload(artifact.encode("utf-8"), self.path, mode=mode, sudo=self.sudo)
 
     async def backups(self) -> list[str]:
         """Backups of this file, oldest first."""

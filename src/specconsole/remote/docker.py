@@ -170,7 +170,9 @@ class DockerBackend:
         if self._store is None:
             run_dir = await expand_home(self._transport, self._profile.run_dir.rstrip("/"))
             backups = await expand_home(self._transport, self._profile.resolved_backup_dir())
-            self._store = ArtifactStore(self._transport, f"{run_dir}/docker-run.sh", backups)
+            self._store = ArtifactStore(
+                self._transport, f"{run_dir}/docker-run.sh", backups, mode=0o600
+            )  # 0600: its -e arguments may hold secrets
         return self._store
 
     async def _docker(self, args: str, *, what: str, timeout: float = 120.0) -> str:

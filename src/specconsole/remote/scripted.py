@@ -42,7 +42,9 @@ class ScriptedBackend:
         if self._run_dir is None or self._store is None:
             run_dir = await expand_home(self._transport, self._profile.run_dir.rstrip("/"))
             backup_dir = await expand_home(self._transport, self._profile.resolved_backup_dir())
-            self._store = ArtifactStore(self._transport, f"{run_dir}/{self.ARTIFACT}", backup_dir)
+            self._store = ArtifactStore(
+                self._transport, f"{run_dir}/{self.ARTIFACT}", backup_dir, mode=0o600
+            )  # 0600: the script exports the server's environment, secrets included
             self._run_dir = run_dir
         return self._run_dir, self._store
 

@@ -74,6 +74,7 @@ def upload_script(remote_path: str, mode: int | None) -> str:
             'tmp="$dir/.$(basename -- "$target").specconsole-tmp.$$"',
             'mkdir -p -- "$dir"',
             mode_line,
+            "umask 077",  # the temp file is never readable by others, even before chmod
             "trap 'rm -f -- \"$tmp\"' EXIT",
             'base64 -d > "$tmp"',
             'chmod "$mode" -- "$tmp"',

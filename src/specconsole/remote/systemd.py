@@ -284,6 +284,19 @@ class SystemdBackend:
             await self._ctl("daemon-reload", what="systemctl daemon-reload")
         return deployment
 
+    async def restore_original(self) -> Deployment | None:
+        """Put back the first backup — the unit as it was before specconsole's first deploy
+        (never pruned) — keeping what is there now as a backup; None if there is none."""
+        store = await self._artifacts()
+        text = await store.original()
+        if text is None:
+            return None
+        deployment = await store.deploy(text)
+        if self.env_file not in text:
+            await self._write_env_file(None, text, ServerConfig(model_path="-"))
+        await self._ctl("daemon-reload", what="systemctl daemon-reload")
+        return deployment
+
     async def deployed_hash(self) -> str | None:
         return await (await self._artifacts()).current_hash()
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from specconsole.core.plan import server_config_from_table, server_config_to_table
+from specconsole.core.secrets import redact_config
 from specconsole.core.state import (
     CapacityPrediction,
     CrashInfo,
@@ -145,10 +146,10 @@ def record_to_dict(
         "status": record.status.value,
         "started_at": record.started_at,
         "finished_at": record.finished_at,
-        "config": server_config_to_table(record.config),
+        "config": server_config_to_table(redact_config(record.config)),
         "normalized": None
         if record.normalized is None
-        else server_config_to_table(record.normalized),
+        else server_config_to_table(redact_config(record.normalized)),
         "argv": list(record.argv),
         "artifact_hash": record.artifact_hash,
         "warnings": list(record.warnings),
@@ -174,6 +175,7 @@ def record_to_dict(
         "crash": None if record.crash is None else _crash_to_dict(record.crash),
         "log_file": record.log_file,
         "note": record.note,
+        "deploy_diff": record.deploy_diff,
     }
     if record.box:
         out["box"] = record.box
@@ -220,6 +222,7 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             crash=None if crash is None else _crash_from_dict(crash),
             log_file=data.get("log_file"),
             note=str(data.get("note", "")),
+            deploy_diff=str(data.get("deploy_diff", "")),
             box=str(data.get("box", "")),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -33,7 +33,7 @@ import os
 import re
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,6 +47,13 @@ from specconsole.core.plan import (
     plan_document,
     resolve_placeholders,
 )
+from specconsole.core.secrets import (
+    REDACTED,
+    is_secret_name,
+    missing_values,
+    redact_plan_source,
+    unredact_config,
+)
 from specconsole.core.state import TrialRecord
 from specconsole.session.records import RecordError, dumps_record, record_from_dict
 
@@ -55,6 +62,33 @@ PLAN_FILE = "plan.toml"
 TRIALS_FILE = "trials.jsonl"
 TORN_FILE = "trials.jsonl.torn"
 LOGS_DIR = "logs"
+
+
+def session_plan_text(plan: SweepPlan) -> str:
+    """The plan copy kept in the session: its text as given, secret environment values
+    replaced by the redaction marker (checked: the copy reads back without them)."""
+    source = plan.source or tomli_w.dumps(plan_document(plan))
+    listed = plan.profile.service.secret_env
+    secret = [n for n, _v in plan.base.env if is_secret_name(n, listed)]
+    if not secret:
+        return source
+    redacted = redact_plan_source(source, secret)
+    values = {v for n, v in plan.base.env if n in secret}
+    if any(v and v in redacted for v in values):
+        document = plan_document(plan)
+        env = document.get("server", {}).get("env", {})
+        for name in secret:
+            env[name] = REDACTED
+        redacted = tomli_w.dumps(document)
+    return redacted
+
+
+def fill_secrets(plan: SweepPlan, environ: Mapping[str, str]) -> SweepPlan:
+    """The plan with redacted environment values taken from ``environ`` where set."""
+    if not missing_values(plan.base):
+        return plan
+    supplied = [(n, environ[n]) for n, v in plan.base.env if v == REDACTED and n in environ]
+    return replace(plan, base=unredact_config(plan.base, supplied))
 
 
 class SessionError(Exception):
@@ -166,7 +200,7 @@ class Session:
         path.mkdir()
         (path / LOGS_DIR).mkdir()
         session = cls(path)
-        source = plan.source or tomli_w.dumps(plan_document(plan))
+        source = session_plan_text(plan)
         atomic_write(path / PLAN_FILE, source.encode())
         (path / TRIALS_FILE).touch()
         session.write_meta(
@@ -220,12 +254,17 @@ class Session:
         except PlanError as exc:
             raise PlanError(f"{self.path / PLAN_FILE}: {exc}") from None
 
-    def load_plan(self) -> SweepPlan:
+    def load_plan(self, *, secrets_from_env: bool = False) -> SweepPlan:
         """The session's plan as it ran: a ``port = "auto"`` is the port recorded when the
         session was created (so a resumed session finds, and can reattach to, its server) and
         ``{python}``-style placeholders the values substituted then (so reports match the
-        trials' configurations to the plan)."""
+        trials' configurations to the plan).
+
+        Secret environment values are not in the session's copy; ``secrets_from_env`` takes
+        them from this process's environment (``export HF_TOKEN=...`` before resuming)."""
         plan = self.raw_plan()
+        if secrets_from_env:
+            plan = fill_secrets(plan, os.environ)
         meta = self.meta_section()
         values = {
             str(k): v for k, v in dict(meta.get("placeholders") or {}).items() if isinstance(v, str)
@@ -334,9 +373,22 @@ class Session:
     def load_trials(self) -> list[TrialRecord]:
         """The finished trials, oldest first (a malformed record is a ``SessionError``)."""
         out: list[TrialRecord] = []
+        try:
+            reference = self.load_plan(secrets_from_env=True).base.env
+        except (PlanError, SessionError, OSError):  # the markers stay in place
+            reference = ()
         for number, data in enumerate(self.iter_raw(), start=1):
             try:
-                out.append(record_from_dict(data))
+                record = record_from_dict(data)
+                out.append(
+                    replace(
+                        record,
+                        config=unredact_config(record.config, reference),
+                        normalized=None
+                        if record.normalized is None
+                        else unredact_config(record.normalized, reference),
+                    )
+                )
             except RecordError as exc:
                 raise SessionError(
                     f"{self.trials_path}: record {number}: {exc}; fix: repair or remove it "

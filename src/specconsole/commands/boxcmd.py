@@ -1,0 +1,178 @@
+"""``import`` and ``rollback``: start from the box's own service, and put it back.
+
+Why: a sweep should start from what already runs (``import`` reads the unit with
+``systemctl cat`` and writes a plan whose base is exactly that), and a sweep that ends on a
+crash leaves the server down — ``rollback SESSION`` restores the unit that was there before
+the last deploy (``--original``: the one before specconsole's first deploy), starts it and
+waits until it serves. Thin: the parsing is :mod:`specconsole.core.importplan`'s, the box
+work the systemd backend's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from specconsole.commands.common import error
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``import`` and ``rollback`` subcommands."""
+    i = subparsers.add_parser(
+        "import",
+        help="write a plan whose base is the systemd unit running on the box today",
+        description=(
+            "Read the unit on the box (systemctl cat, drop-ins included), parse its ExecStart "
+            "and Environment into [server], and write a commented plan that reaches the box "
+            "again. Secret values stay in the unit and are not copied."
+        ),
+    )
+    i.add_argument("target", help="an ssh alias/hostname, or a profile/plan TOML file")
+    i.add_argument(
+        "--unit", default=None, help="the unit (default: the profile's, or sglang.service)"
+    )
+    i.add_argument("-o", "--output", default="-", help="plan file to write ('-': stdout)")
+    i.set_defaults(handler=_import_cmd)
+
+    r = subparsers.add_parser(
+        "rollback",
+        help="restore the box's unit from before the session's last deploy and start it",
+        description=(
+            "Put back the newest backup of the deployed unit (or, with --original, the one "
+            "from before specconsole's first deploy), start the service and wait until it "
+            "answers /health."
+        ),
+    )
+    r.add_argument("session", type=Path, help="the session folder")
+    r.add_argument("--original", action="store_true", help="restore the very first backup")
+    r.add_argument("--wait", type=float, default=900.0, help="seconds to wait for /health")
+    r.set_defaults(handler=_rollback_cmd)
+
+
+def _profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """([host], [service]) tables for ``target``: a TOML file's, or an ssh alias."""
+    import tomllib
+
+    path = Path(target)
+    if path.is_file():
+        document = tomllib.loads(path.read_text())
+        host = dict(document.get("host", {}))
+        service = dict(document.get("service", {}))
+    else:
+        host = {"transport": "ssh", "alias": target}
+        service = {}
+    service["kind"] = "systemd"
+    service["unit"] = unit or service.get("unit", "sglang.service")
+    return host, service
+
+
+def _import_cmd(args: argparse.Namespace) -> int:
+    from specconsole.core.config import ConfigError
+    from specconsole.core.importplan import plan_from_unit
+    from specconsole.core.ports import TransportError
+    from specconsole.core.profile import ProfileError, parse_profile
+
+    try:
+        host, service = _profile_tables(args.target, args.unit)
+        profile = parse_profile({"host": host, "service": service})
+    except (OSError, ValueError, ProfileError) as exc:
+        return error(f"{args.target}: {exc}")
+    try:
+        unit_text = asyncio.run(_read_unit(profile))
+    except TransportError as exc:
+        return error(str(exc))
+    if unit_text is None:
+        return error(
+            f"{profile.service.unit} is not installed on {args.target}"
+            " (systemctl cat found nothing); check the unit name with --unit"
+        )
+    try:
+        text = plan_from_unit(
+            unit_text,
+            host=host,
+            service=service,
+            source=f"{profile.service.unit} on {args.target}",
+            secret_env=profile.service.secret_env,
+        )
+    except ConfigError as exc:
+        return error(f"{profile.service.unit}: {exc}")
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}: base = {profile.service.unit} as it runs today")
+    return 0
+
+
+async def _read_unit(profile: Any) -> str | None:
+    from specconsole.remote import make_backend, make_transport
+    from specconsole.remote.systemd import SystemdBackend
+
+    transport = make_transport(profile)
+    try:
+        backend = make_backend(profile, transport)
+        assert isinstance(backend, SystemdBackend)
+        main, dropins = await backend.cat()
+        return None if main is None else main + ("\n" + dropins if dropins else "")
+    finally:
+        await transport.close()
+
+
+def _rollback_cmd(args: argparse.Namespace) -> int:
+    from specconsole.core.plan import PlanError
+    from specconsole.core.ports import TransportError
+    from specconsole.session.store import Session, SessionError
+
+    try:
+        plan = Session.open(args.session).load_plan()
+    except (SessionError, PlanError) as exc:
+        return error(str(exc))
+    try:
+        message = asyncio.run(_rollback(plan, original=args.original, wait=args.wait))
+    except (TransportError, TimeoutError, RuntimeError) as exc:
+        return error(f"rollback: {exc}")
+    print(message)
+    return 0
+
+
+async def _rollback(plan: Any, *, original: bool, wait: float) -> str:
+    import httpx
+
+    from specconsole.core.render import parse_unit
+    from specconsole.remote import make_backend, make_transport
+    from specconsole.remote.systemd import SystemdBackend
+
+    transport = make_transport(plan.profile)
+    try:
+        backend = make_backend(plan.profile, transport)
+        if original:
+            if not isinstance(backend, SystemdBackend):
+                raise RuntimeError("--original is for systemd units")
+            restored = await backend.restore_original()
+        else:
+            restored = await backend.rollback()
+        if restored is None:
+            raise RuntimeError("there is no backup to restore on the box")
+        await backend.start()
+        port = plan.base.port
+        if isinstance(backend, SystemdBackend):
+            main, dropins = await backend.cat()
+            if main is not None:
+                port = parse_unit(main + "\n" + dropins).port
+        forward = await transport.forward_local_port(port)
+        deadline = time.monotonic() + wait
+        async with httpx.AsyncClient(base_url=forward.url, timeout=5.0) as client:
+            while time.monotonic() < deadline:
+                try:
+                    if (await client.get("/health")).status_code == 200:
+                        return f"restored {restored.backup_path}; the server serves again"
+                except httpx.HTTPError:
+                    pass
+                await asyncio.sleep(1.0)
+        raise TimeoutError(f"restored {restored.backup_path} but /health did not answer 200")
+    finally:
+        await transport.close()

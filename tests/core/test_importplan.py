@@ -1,0 +1,64 @@
+"""Start from the box: a plan from a unit, and validate/render reading units and command
+lines (issue 19)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from specconsole.cli import main
+from specconsole.core.config import ConfigError
+from specconsole.core.importplan import InputKind, plan_from_unit, read_server_text
+from specconsole.core.plan import loads_plan
+from specconsole.core.render import parse_unit
+from tests.core.test_unit import HAND_WRITTEN
+
+DROP_IN = "[Service]\nEnvironment=HF_TOKEN=hf_never_copied NCCL_DEBUG=WARN\n"
+
+
+def test_the_imported_plan_runs_exactly_the_unit_without_its_secrets() -> None:
+    text = plan_from_unit(
+        HAND_WRITTEN + "\n" + DROP_IN,
+        host={"transport": "ssh", "alias": "gpu-box"},
+        service={"kind": "systemd", "unit": "sglang.service"},
+        source="sglang.service on gpu-box",
+    )
+    assert "hf_never_copied" not in text and "HF_TOKEN" in text.split("[host]")[0]
+    plan = loads_plan(text)
+    expected = parse_unit(HAND_WRITTEN + "\n" + DROP_IN)
+    public = tuple((n, v) for n, v in expected.env if n != "HF_TOKEN")
+    assert plan.base == dataclasses.replace(expected, env=public)
+    assert plan.profile.host.alias == "gpu-box" and plan.profile.service.unit == "sglang.service"
+    assert plan.estimated_trials == 1  # the example sweep is commented out
+    assert "# speculative_num_steps = [2, 3, 4, 5]" in text
+    assert tomllib.loads(text)["server"]["extra_args"] == ["--enable-metrics"]
+
+
+def test_inputs_are_recognised_as_toml_unit_or_command() -> None:
+    kind, config = read_server_text('[server]\nmodel_path = "m"\n')
+    assert kind == InputKind.TOML and config.model_path == "m"
+    kind, config = read_server_text(HAND_WRITTEN)
+    assert kind == InputKind.UNIT and config.tp_size == 2
+    kind, config = read_server_text("HF_HOME=/x python3 -m sglang.launch_server \\\n --model m")
+    assert kind == InputKind.COMMAND and config.env == (("HF_HOME", "/x"),)
+    with pytest.raises(ConfigError, match="not a systemd unit"):
+        read_server_text("what is this (")
+
+
+def test_validate_and_render_accept_a_unit_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    unit = tmp_path / "sglang.service"
+    unit.write_text(HAND_WRITTEN)
+    assert main(["render", str(unit), "--as", "argv"]) in (0, 1)  # 1: validation errors
+    assert '"--tp-size", "2"' in capsys.readouterr().out
+    code = main(["validate", str(unit)])
+    out = capsys.readouterr()
+    assert code in (0, 1) and "not valid TOML" not in out.out + out.err
+    command = tmp_path / "cmd.txt"
+    command.write_text("python3 -m sglang.launch_server --model-path m --port 31000\n")
+    assert main(["render", str(command), "--as", "command"]) == 0
+    assert "--port 31000" in capsys.readouterr().out
