@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything specconsole needs on a fresh machine, idempotently:
 #   - system packages the tests use (OpenSSH server, tmux, systemd-nspawn + debootstrap,
-#     Slurm + munge),
+#     Slurm + munge, Chromium for the HTML report),
 #     installed from the distribution only when missing and only when running as root;
 #   - a project-local virtual environment in .venv with the package and its dev extras,
 #     reinstalled only when pyproject.toml changed.
@@ -46,6 +46,11 @@ install_system_packages() {
     command -v slurmctld >/dev/null 2>&1 || [ -x /usr/sbin/slurmctld ] || slurm+=(slurm-wlm)
     command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || slurm+=(munge)
     apt_install "slurm" "${slurm[@]}"
+    # Debian's Chromium: the HTML report's test renders the page headless to a PNG
+    # (tests/session/test_report_html.py).
+    if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+        apt_install "browser (chromium)" chromium
+    fi
     # Debian's Docker engine, installed on its own so a conflict there never costs the
     # packages above: the docker-backend tests run a private dockerd when it is present.
     if ! command -v dockerd >/dev/null 2>&1 && [ ! -x /usr/sbin/dockerd ]; then

@@ -89,7 +89,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.format in IMAGE_FORMATS:
         if args.output is None:
             return error(f"--format {args.format} writes image files: give -o FILE")
-        from specconsole.session.charts_svg import write_charts
+        from specconsole.session.charts import write_charts
 
         written = write_charts(trials, plan, args.output, args.format)
         for path in written:
