@@ -19,6 +19,7 @@ from typing import Any
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.plan import SweepPlan, server_config_to_table
+from specconsole.core.secrets import redact_config
 from specconsole.core.state import TrialRecord
 from specconsole.core.strategy import findings
 from specconsole.present.labels import config_label
@@ -30,16 +31,11 @@ SCHEMA_ID = "https://specconsole.invalid/report-schema.json"
 
 SCHEMA_VERSION = 1
 
-REDACTED = "[redacted]"
-"""What an environment variable's value reads as in a report (values may be secrets)."""
-
 
 def config_document(config: ServerConfig) -> dict[str, Any]:
-    """The ``[server]`` table of ``config``, environment values redacted."""
-    table = server_config_to_table(config)
-    if "env" in table:
-        table["env"] = {name: REDACTED for name in table["env"]}
-    return table
+    """The ``[server]`` table of ``config``, environment values redacted
+    (``core.secrets``)."""
+    return server_config_to_table(redact_config(config))
 
 
 def _level(level: Any) -> dict[str, Any]:
@@ -64,10 +60,9 @@ def _crash(record: TrialRecord) -> dict[str, Any] | None:
 
 
 def unit_diff(record: TrialRecord) -> str:
-    """The unified diff of what the trial deployed against what was on the box, when the
-    record has one (deploys that edit a box's unit record it); empty otherwise."""
-    diff = getattr(record, "diff", "")
-    return diff if isinstance(diff, str) else ""
+    """The unified diff of what the trial deployed against what was on the box (values
+    redacted), when the deploy recorded one; empty otherwise."""
+    return record.deploy_diff
 
 
 def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, Any]:
