@@ -41,12 +41,14 @@ from specconsole.bench.api import (
 )
 from specconsole.bench.prompts import Prompt
 from specconsole.core.metrics import (
+    DEFAULT_PERCENTILES,
     BenchResult,
     LevelMetrics,
     RequestTimeline,
     compute_level_metrics,
     default_requests_per_level,
 )
+from specconsole.core.slo import Slo
 
 PROGRESS_TICK_S = 0.25
 """Interval of the rate-update progress events between request completions."""
@@ -109,6 +111,13 @@ class LadderPlan:
     request_timeout_s: float = 600.0
     settings: dict[str, Any] = field(default_factory=dict)
     """bench_serving-style settings merged into every record (backend, dataset_name...)."""
+    repeats: int = 1
+    """Runs of the whole ladder (``[bench] repeats``), for mean ± 95 % CI."""
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    slo: dict[str, float] | None = None
+    """Goodput objectives (``ttft_ms``, ``tpot_ms``, ``e2e_ms``), if any."""
+    details: bool = False
+    """Keep per-request lists in the level records (``--output-file``)."""
 
     def requests_for(self, concurrency: int) -> int | None:
         """Measured requests at a level (None in duration mode)."""
@@ -136,6 +145,12 @@ class LadderPlan:
             raise ValueError("request_rate: give a positive rate in requests/s (or none)")
         if not self.prompts:
             raise ValueError("prompts: the prompt pool is empty")
+        if self.repeats < 1:
+            raise ValueError("repeats: give at least 1 run of the ladder")
+        if not self.percentiles or any(not 0 < q < 100 for q in self.percentiles):
+            raise ValueError("percentiles: give percentiles between 0 and 100, e.g. 50,90,99.9")
+        if self.slo is not None:
+            Slo.from_mapping(self.slo)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -154,6 +169,10 @@ class LadderPlan:
             "model": self.model,
             "request_timeout_s": self.request_timeout_s,
             "settings": dict(self.settings),
+            "repeats": self.repeats,
+            "percentiles": list(self.percentiles),
+            "slo": None if self.slo is None else dict(self.slo),
+            "details": self.details,
         }
 
     @classmethod
@@ -162,6 +181,9 @@ class LadderPlan:
         fields["ladder"] = tuple(int(c) for c in fields["ladder"])
         fields["prompts"] = tuple(Prompt.from_dict(p) for p in fields["prompts"])
         fields["settings"] = dict(fields.get("settings") or {})
+        fields["percentiles"] = tuple(float(q) for q in fields.get("percentiles", ()) or ())
+        if not fields["percentiles"]:
+            del fields["percentiles"]
         return cls(**fields)
 
 
@@ -242,6 +264,8 @@ class LadderRun:
         self._prompt_index = 0
         self._model = plan.model
         self._rng = random.Random(plan.seed)
+        self._slo = Slo.from_mapping(plan.slo) if plan.slo else None
+        self._repeat = 0
 
     @property
     def cancelled(self) -> bool:
@@ -258,7 +282,7 @@ class LadderRun:
         self._cancel = asyncio.Event()
         if self._cancel_requested:
             self._cancel.set()
-        levels: list[LevelMetrics] = []
+        runs: list[tuple[LevelMetrics, ...]] = []
         error: str | None = None
         settings = {
             "backend": BACKEND_NAMES[self.plan.api],
@@ -268,37 +292,55 @@ class LadderRun:
             "random_range_ratio": 1.0,
             **self.plan.settings,
         }
+        if self.plan.slo:
+            settings["slo"] = dict(self.plan.slo)
+        for repeat in range(self.plan.repeats):
+            if self._cancel.is_set() or error is not None:
+                break
+            # Every repeat replays the same workload (prompts and arrival gaps).
+            self._repeat, self._prompt_index = repeat, 0
+            self._rng = random.Random(self.plan.seed)
+            levels, error = await self._ladder()
+            if levels or not runs:
+                runs.append(tuple(levels))
+        if self._model is not None:
+            settings["model"] = self._model
+        return BenchResult(
+            levels=runs[0] if runs else (),
+            settings=settings,
+            cancelled=self._cancel.is_set(),
+            error=error,
+            planned_levels=tuple(self.plan.ladder),
+            extra_repeats=tuple(runs[1:]),
+            planned_repeats=self.plan.repeats,
+        )
+
+    async def _ladder(self) -> tuple[list[LevelMetrics], str | None]:
+        """One run of the ladder: its levels and why it stopped early (None if it did not)."""
+        assert self._cancel is not None
+        levels: list[LevelMetrics] = []
         for index, concurrency in enumerate(self.plan.ladder):
             if self._cancel.is_set():
                 break
             try:
                 level = await self._level(index, concurrency)
             except RequestFailed as exc:
-                error = f"level c={concurrency}: {exc}"
-                break
+                return levels, f"level c={concurrency}: {exc}"
             if level is not None:
                 levels.append(level)
                 if level.completed == 0 and level.failed > 0 and not level.partial:
                     kinds = ", ".join(f"{k} x{n}" for k, n in sorted(level.errors.items()))
-                    error = f"level c={concurrency}: every request failed ({kinds})"
-                    break
-        if self._model is not None:
-            settings["model"] = self._model
-        return BenchResult(
-            levels=tuple(levels),
-            settings=settings,
-            cancelled=self._cancel.is_set(),
-            error=error,
-            planned_levels=tuple(self.plan.ladder),
-        )
+                    return levels, f"level c={concurrency}: every request failed ({kinds})"
+        return levels, None
 
     # ---------------------------------------------------------------------------- internals
 
     def _emit(self, phase: _Phase, *, level_result: LevelMetrics | None = None) -> None:
         if self._on_progress is not None:
             event = phase.snapshot(len(self.plan.ladder))
-            if level_result is not None:
-                event["level_result"] = level_result
+            event["repeat"], event["repeat_count"] = self._repeat, self.plan.repeats
+            if level_result is not None and self._repeat == 0:
+                event["level_result"] = level_result  # live levels: the first run's
             self._on_progress(event)
 
     def _next_prompt(self) -> Prompt:
@@ -343,6 +385,9 @@ class LadderRun:
                 accept_length=accept,
                 partial=partial,
                 warmup_requests=warmup_total,
+                percentiles=plan.percentiles,
+                slo=self._slo,
+                details=plan.details,
             )
             self._emit(measured, level_result=metrics)  # the level's numbers, live
             return metrics

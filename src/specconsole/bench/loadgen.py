@@ -71,6 +71,10 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         model=spec.model,
         request_timeout_s=getattr(spec, "request_timeout_s", 600.0),
         settings=settings,
+        repeats=spec.repeats,
+        percentiles=tuple(spec.percentiles),
+        slo=None if not spec.slo else dict(spec.slo),
+        details=spec.output_details,
     )
 
 

@@ -33,6 +33,9 @@ from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import BenchProgress, BenchSpec, Transport, TransportError
 
 BUNDLED_MODULES: tuple[str, ...] = (
+    "specconsole.core.stats",
+    "specconsole.core.slo",
+    "specconsole.core.timeline",
     "specconsole.core.metrics",
     "specconsole.bench.api",
     "specconsole.bench.prompts",

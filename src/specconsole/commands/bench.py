@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import BenchApi, BenchSpec
+from specconsole.core.slo import parse_slo
 
 DEFAULT_LADDER = "1,4,16,32,64"
 
@@ -53,6 +54,18 @@ def _positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text!r}: give a number > 0")
     return value
+
+
+def _percentiles(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values or any(not 0 < q < 100 for q in values):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give comma-separated percentiles between 0 and 100, e.g. 50,90,99.9"
+        )
+    return values
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -147,7 +160,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--output-file",
         default=None,
         metavar="FILE",
-        help="also append the JSON records to FILE (like bench_serving)",
+        help="also append the JSON records, with per-request lists, to FILE "
+        "(like bench_serving's --output-file --output-details)",
+    )
+    p.add_argument(
+        "--slo",
+        nargs="+",
+        default=None,
+        metavar="KEY=MS",
+        help="goodput objectives, e.g. --slo ttft_ms=500 tpot_ms=50 e2e_ms=20000",
+    )
+    p.add_argument(
+        "--percentiles",
+        type=_percentiles,
+        default=(90.0, 95.0, 99.0),
+        metavar="LIST",
+        help="latency percentiles to record (default 90,95,99), e.g. 50,90,95,99,99.9",
+    )
+    p.add_argument(
+        "--repeats",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="run the ladder N times: headlines get mean, std and a 95%% CI",
     )
     p.set_defaults(handler=run_bench)
 
@@ -169,6 +204,10 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         flush_cache=not args.no_flush,
         model=args.model,
         request_timeout_s=args.request_timeout,
+        repeats=args.repeats,
+        percentiles=args.percentiles,
+        slo=parse_slo(args.slo).to_dict() if args.slo else None,
+        output_details=bool(args.output_file),
     )
 
 
@@ -265,14 +304,57 @@ def format_table(result: BenchResult) -> str:
         + (f" (c={peak.max_concurrency})" if peak else "")
     )
     lines.append("latencies in ms; decode/req = (n-1)/(e2e-ttft); tok/s/req = n/e2e")
+    lines.extend(_extra_percentiles(result))
+    for level in result.levels:
+        if level.good_requests is not None:
+            lines.append(
+                f"c={level.max_concurrency} goodput: {level.request_goodput or 0.0:.2f} req/s "
+                f"({level.good_requests}/{level.completed} requests met "
+                + " ".join(f"{k}<={v:g}" for k, v in (level.slo or {}).items())
+                + ")"
+            )
     for level in result.levels:
         if level.errors:
             kinds = ", ".join(f"{k} x{n}" for k, n in sorted(level.errors.items()))
             lines.append(f"c={level.max_concurrency} errors: {kinds}")
+    lines.extend(format_repeat_stats(result))
     if result.partial:
         why = "cancelled" if result.cancelled else (result.error or "not every level ran")
-        lines.append(f"PARTIAL: {why} (* marks a level cut short)")
+        cut = any(level.partial for run in result.repeats for level in run)
+        lines.append(f"PARTIAL: {why}" + (" (* marks a level cut short)" if cut else ""))
     return "\n".join(lines)
+
+
+def _extra_percentiles(result: BenchResult) -> list[str]:
+    """Percentiles asked for beyond the table's (``--percentiles``), one line per level."""
+    lines: list[str] = []
+    for level in result.levels:
+        lat = level.latency_ms
+        extra = sorted(
+            {k.split("_", 1)[0] for k in lat if k.startswith("p")} - {"p90", "p95", "p99"},
+            key=lambda label: float(label[1:]),
+        )
+        if not extra:
+            continue
+        parts = [
+            f"{label} TTFT {lat[f'{label}_ttft_ms']:.1f} TPOT {lat[f'{label}_tpot_ms']:.2f} "
+            f"ITL {lat[f'{label}_itl_ms']:.2f}"
+            for label in extra
+            if f"{label}_ttft_ms" in lat
+        ]
+        lines.append(f"c={level.max_concurrency} " + "; ".join(parts))
+    return lines
+
+
+def format_repeat_stats(result: BenchResult) -> list[str]:
+    """``name: mean ± CI half-width (std s, n runs)`` for every headline number, when the
+    ladder ran more than once."""
+    if len(result.repeats) < 2:
+        return []
+    lines = [f"over {len(result.repeats)} runs: mean ± 95% CI half-width (sample std)"]
+    for name, sp in result.repeat_stats().items():
+        lines.append(f"  {name:<28} {sp.mean:10.2f} ± {sp.ci_half_width:8.2f} (std {sp.std:.2f})")
+    return lines
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -307,7 +389,7 @@ def run_bench(args: argparse.Namespace) -> int:
     records = result.records()
     if args.output_file:
         with open(args.output_file, "a", encoding="utf-8") as out:
-            for record in records:
+            for record in result.records(details=True):
                 out.write(json.dumps(record) + "\n")
     if args.json:
         for record in records:

@@ -162,6 +162,9 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
         duration_s=lv.duration,
         ttft_p99_ms=lv.latency_ms.get("p99_ttft_ms"),
         itl_p99_ms=lv.latency_ms.get("p99_itl_ms"),
+        tpot_p50_ms=lv.latency_ms.get("median_tpot_ms"),
+        tpot_p99_ms=lv.latency_ms.get("p99_tpot_ms"),
+        request_goodput=lv.request_goodput,
     )
 
 

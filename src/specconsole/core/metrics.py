@@ -29,6 +29,9 @@ Definitions (all times in seconds internally, ``*_ms`` keys in milliseconds):
 * ``accept_length``: ``avg_spec_accept_length`` from ``/server_info`` read after the level
   (the counters are reset by ``/flush_cache`` before it); ``request_accept_length``: Σ n / Σ
   ``spec_verify_ct`` over requests whose server reported ``spec_verify_ct``.
+* TTST (AIPerf's time to second token): first token-carrying chunk to the next one.
+* Goodput (with an SLO, :mod:`specconsole.core.slo`): completed requests meeting every
+  objective / duration.
 
 Statistics follow numpy: mean, median, population standard deviation and linearly
 interpolated percentiles; an empty list gives 0 (as ``np.mean(x or 0)`` does).
@@ -37,12 +40,30 @@ interpolated percentiles; an empty list gives 0 (as ``np.mean(x or 0)`` does).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-LATENCY_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2e_latency")
-"""bench_serving's latency families, in its printing order's key spelling."""
+from specconsole.core.slo import Slo
+from specconsole.core.stats import (  # re-exported: the metrics' statistics are numpy's
+    Spread,
+    mean,
+    median,
+    percentile,
+    percentile_label,
+    spread,
+    std,
+)
+from specconsole.core.timeline import RequestTimeline, detail_lists, peak_buckets
+
+__all__ = ["RequestTimeline", "mean", "median", "percentile", "std"]
+
+LATENCY_METRICS: tuple[str, ...] = ("ttft", "tpot", "itl", "e2e_latency", "ttst")
+"""bench_serving's latency families (plus AIPerf's time to second token, ``ttst``)."""
+
+DEFAULT_PERCENTILES: tuple[float, ...] = (90.0, 95.0, 99.0)
+"""The percentiles bench_serving records; ``--percentiles 50,90,95,99,99.9`` changes them."""
 
 STATISTICS: tuple[str, ...] = ("mean", "median", "std", "p90", "p95", "p99")
 """The statistics bench_serving records for every latency family."""
@@ -51,7 +72,12 @@ LATENCY_KEYS: tuple[str, ...] = (
     *(f"{stat}_{name}_ms" for name in LATENCY_METRICS for stat in STATISTICS),
     "max_itl_ms",
 )
-"""Every latency key a level record carries, e.g. ``median_ttft_ms`` and ``p99_itl_ms``."""
+"""Every latency key a level record carries, e.g. ``median_ttft_ms`` and ``p99_itl_ms``
+(more ``p<q>_*_ms`` keys when other percentiles were asked for)."""
+
+_LATENCY_KEY_RE = re.compile(
+    r"^(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2e_latency|ttst)_ms$"
+)
 
 
 def default_requests_per_level(concurrency: int) -> int:
@@ -60,132 +86,17 @@ def default_requests_per_level(concurrency: int) -> int:
     return max(8, 4 * concurrency)
 
 
-# --------------------------------------------------------------------------------------------
-# Per-request timelines
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RequestTimeline:
-    """What the load generator observed for one request.
-
-    Times are seconds; ``start`` is on the level's monotonic clock, the other times are
-    relative to ``start``. Token counts come from the server (``meta_info`` / ``usage``).
-    """
-
-    start: float
-    """When the request was sent (seconds on the level's clock)."""
-    latency: float
-    """End-to-end seconds from send to end of stream (or to the failure)."""
-    prompt_len: int
-    """Prompt tokens as the server counted them (or the planned length if it did not say)."""
-    output_len: int = 0
-    """Completion tokens the server reported; 0 for failed requests."""
-    chunk_times: tuple[float, ...] = ()
-    """Arrival of every chunk that carried at least one new token, seconds after ``start``."""
-    chunk_tokens: tuple[int, ...] = ()
-    """New tokens in each of those chunks (same length as ``chunk_times``)."""
-    error_kind: str = ""
-    """Empty for a successful request, else a short kind such as ``http_500``."""
-    error: str = ""
-    """Human-readable failure detail."""
-    spec_verify_ct: int | None = None
-    """Verify passes for this request (``meta_info.spec_verify_ct``), when the server said."""
-
-    @property
-    def success(self) -> bool:
-        return not self.error_kind
-
-    @property
-    def ttft(self) -> float:
-        """Seconds to the first token-carrying chunk (0 when there was none)."""
-        return self.chunk_times[0] if self.chunk_times else 0.0
-
-    def itl(self) -> list[float]:
-        """Inter-token latencies: a gap before a chunk of k tokens counts as k gaps of gap/k."""
-        out: list[float] = []
-        times = self.chunk_times
-        for i in range(1, len(times)):
-            k = self.chunk_tokens[i] if i < len(self.chunk_tokens) else 1
-            if k <= 0:
-                continue
-            gap = times[i] - times[i - 1]
-            out.extend([gap / k] * k)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (used by the remote runner to ship raw timelines if asked)."""
-        return {
-            "start": self.start,
-            "latency": self.latency,
-            "prompt_len": self.prompt_len,
-            "output_len": self.output_len,
-            "chunk_times": list(self.chunk_times),
-            "chunk_tokens": list(self.chunk_tokens),
-            "error_kind": self.error_kind,
-            "error": self.error,
-            "spec_verify_ct": self.spec_verify_ct,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RequestTimeline:
-        return cls(
-            start=float(data["start"]),
-            latency=float(data["latency"]),
-            prompt_len=int(data["prompt_len"]),
-            output_len=int(data.get("output_len", 0)),
-            chunk_times=tuple(float(t) for t in data.get("chunk_times", ())),
-            chunk_tokens=tuple(int(k) for k in data.get("chunk_tokens", ())),
-            error_kind=str(data.get("error_kind", "")),
-            error=str(data.get("error", "")),
-            spec_verify_ct=(
-                None if data.get("spec_verify_ct") is None else int(data["spec_verify_ct"])
-            ),
-        )
-
-
-# --------------------------------------------------------------------------------------------
-# Statistics (numpy's definitions, without numpy)
-# --------------------------------------------------------------------------------------------
-
-
-def mean(values: Sequence[float]) -> float:
-    return math.fsum(values) / len(values) if values else 0.0
-
-
-def median(values: Sequence[float]) -> float:
-    return percentile(values, 50.0)
-
-
-def std(values: Sequence[float]) -> float:
-    """Population standard deviation (numpy's default ``ddof=0``)."""
-    if not values:
-        return 0.0
-    m = mean(values)
-    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / len(values))
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile with linear interpolation (numpy's default method)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    pos = (len(ordered) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    frac = pos - lo
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * frac
-
-
-def _summary_ms(name: str, values_s: Sequence[float]) -> dict[str, float]:
-    return {
+def _summary_ms(
+    name: str, values_s: Sequence[float], percentiles: Sequence[float]
+) -> dict[str, float]:
+    out = {
         f"mean_{name}_ms": mean(values_s) * 1000.0,
         f"median_{name}_ms": median(values_s) * 1000.0,
         f"std_{name}_ms": std(values_s) * 1000.0,
-        f"p90_{name}_ms": percentile(values_s, 90.0) * 1000.0,
-        f"p95_{name}_ms": percentile(values_s, 95.0) * 1000.0,
-        f"p99_{name}_ms": percentile(values_s, 99.0) * 1000.0,
     }
+    for q in percentiles:
+        out[f"{percentile_label(q)}_{name}_ms"] = percentile(values_s, q) * 1000.0
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,6 +140,16 @@ class LevelMetrics:
     partial: bool = False
     """The level was cut short (cancelled); its numbers cover what finished."""
     warmup_requests: int = 0
+    slo: dict[str, float] | None = None
+    """The objectives goodput was measured against (``{"ttft_ms": 500, ...}``), if any."""
+    good_requests: int | None = None
+    """Completed requests that met every objective (None without an SLO)."""
+    request_goodput: float | None = None
+    """good_requests / duration in req/s (bench_serving / vLLM's goodput)."""
+    details: dict[str, list[Any]] | None = None
+    """Per-request lists as bench_serving's ``--output-details`` writes them (``input_lens``,
+    ``output_lens``, ``ttfts``, ``itls``, ``errors``, plus ``starts``, ``e2e_latencies``,
+    ``chunk_times``, ``chunk_tokens``), when asked for."""
 
     def __getitem__(self, key: str) -> Any:
         """Record-style access: ``level["median_ttft_ms"]``, ``level["output_throughput"]``."""
@@ -261,8 +182,21 @@ class LevelMetrics:
             "partial": self.partial,
             "warmup_requests": self.warmup_requests,
         }
+        if self.slo is not None:
+            record["slo"] = dict(self.slo)
+            record["good_requests"] = self.good_requests
+            record["request_goodput"] = self.request_goodput
         for key in LATENCY_KEYS:
             record[key] = self.latency_ms.get(key, 0.0)
+        for key, value in self.latency_ms.items():
+            record.setdefault(key, value)
+        return record
+
+    def to_detailed_record(self) -> dict[str, Any]:
+        """:meth:`to_record` plus the per-request lists (bench_serving's --output-details)."""
+        record = self.to_record()
+        if self.details is not None:
+            record.update(self.details)
         return record
 
     @classmethod
@@ -293,34 +227,24 @@ class LevelMetrics:
             median_decode_tok_s=float(record.get("median_decode_tok_s", 0.0)),
             mean_request_tok_s=float(record.get("mean_request_tok_s", 0.0)),
             median_request_tok_s=float(record.get("median_request_tok_s", 0.0)),
-            latency_ms={key: float(record.get(key, 0.0)) for key in LATENCY_KEYS},
+            latency_ms={
+                **{key: float(record.get(key, 0.0)) for key in LATENCY_KEYS},
+                **{k: float(v) for k, v in record.items() if _LATENCY_KEY_RE.match(k)},
+            },
             accept_length=opt_float("accept_length"),
             request_accept_length=opt_float("request_accept_length"),
             partial=bool(record.get("partial", False)),
             warmup_requests=int(record.get("warmup_requests", 0)),
+            slo=(
+                {str(k): float(v) for k, v in record["slo"].items()}
+                if isinstance(record.get("slo"), dict)
+                else None
+            ),
+            good_requests=(
+                None if record.get("good_requests") is None else int(record["good_requests"])
+            ),
+            request_goodput=opt_float("request_goodput"),
         )
-
-
-def _buckets(successful: Sequence[RequestTimeline]) -> tuple[float, int]:
-    """bench_serving's per-second buckets: (max output tokens/s, max concurrent requests)."""
-    if not successful:
-        return 0.0, 0
-    min_start = min(r.start for r in successful)
-    max_end = max(r.start + r.latency for r in successful)
-    n = math.ceil(max_end - min_start) + 1
-    tokens = [0] * n
-    active = [0] * n
-    for r in successful:
-        t = r.start + r.ttft
-        tokens[min(int(t - min_start), n - 1)] += 1
-        for gap in r.itl():
-            t += gap
-            tokens[min(int(t - min_start), n - 1)] += 1
-        first = int(r.start - min_start)
-        last = min(int(r.start + r.latency - min_start), n - 1)
-        for second in range(first, last + 1):
-            active[second] += 1
-    return float(max(tokens)), max(active)
 
 
 def compute_level_metrics(
@@ -332,9 +256,17 @@ def compute_level_metrics(
     accept_length: float | None = None,
     partial: bool = False,
     warmup_requests: int = 0,
+    percentiles: Sequence[float] = DEFAULT_PERCENTILES,
+    slo: Slo | None = None,
+    details: bool = False,
 ) -> LevelMetrics:
-    """Aggregate one level's measured requests exactly as bench_serving's calculate_metrics."""
+    """Aggregate one level's measured requests exactly as bench_serving's calculate_metrics.
+
+    ``percentiles`` adds ``p<q>_*_ms`` keys (p90/p95/p99 are always recorded); ``slo`` adds
+    goodput; ``details`` keeps the per-request lists (``--output-file``).
+    """
     reqs = list(requests)
+    pcts = tuple(dict.fromkeys((*DEFAULT_PERCENTILES, *(float(q) for q in percentiles))))
     ok = [r for r in reqs if r.success]
     errors: dict[str, int] = {}
     for r in reqs:
@@ -342,7 +274,8 @@ def compute_level_metrics(
             errors[r.error_kind] = errors.get(r.error_kind, 0) + 1
     ttfts = [r.ttft for r in ok]
     e2es = [r.latency for r in ok]
-    tpots = [(r.latency - r.ttft) / (r.output_len - 1) for r in ok if r.output_len > 1]
+    tpots = [r.tpot for r in ok if r.output_len > 1]
+    ttsts = [t for t in (r.ttst for r in ok) if t is not None]
     itls: list[float] = []
     for r in ok:
         itls.extend(r.itl())
@@ -360,17 +293,21 @@ def compute_level_metrics(
         return x / dur if dur > 0 else 0.0
 
     latency: dict[str, float] = {}
-    latency.update(_summary_ms("ttft", ttfts))
-    latency.update(_summary_ms("tpot", tpots))
-    latency.update(_summary_ms("itl", itls))
-    latency.update(_summary_ms("e2e_latency", e2es))
+    latency.update(_summary_ms("ttft", ttfts, pcts))
+    latency.update(_summary_ms("tpot", tpots, pcts))
+    latency.update(_summary_ms("itl", itls, pcts))
+    latency.update(_summary_ms("e2e_latency", e2es, pcts))
+    latency.update(_summary_ms("ttst", ttsts, pcts))
     latency["max_itl_ms"] = max(itls) * 1000.0 if itls else 0.0
-    peak_tok_s, peak_active = _buckets(ok)
+    peak_tok_s, peak_active = peak_buckets(ok)
     verified = [r for r in ok if r.spec_verify_ct]
     verify_total = sum(r.spec_verify_ct or 0 for r in verified)
     request_accept = (
         sum(r.output_len for r in verified) / verify_total if verify_total > 0 else None
     )
+    good: int | None = None
+    if slo is not None and not slo.empty:
+        good = sum(1 for r in ok if slo.is_good(r.ttft, r.tpot, r.latency))
     return LevelMetrics(
         max_concurrency=max_concurrency,
         request_rate=request_rate,
@@ -396,6 +333,10 @@ def compute_level_metrics(
         request_accept_length=request_accept,
         partial=partial,
         warmup_requests=warmup_requests,
+        slo=slo.to_dict() if good is not None and slo is not None else None,
+        good_requests=good,
+        request_goodput=per_s(good) if good is not None else None,
+        details=detail_lists(reqs) if details else None,
     )
 
 
@@ -404,12 +345,47 @@ def compute_level_metrics(
 # --------------------------------------------------------------------------------------------
 
 
+REPEAT_LEVEL_KEYS: tuple[str, ...] = (
+    "output_throughput",
+    "mean_decode_tok_s",
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "accept_length",
+    "request_goodput",
+)
+"""Per-level numbers that get repeat statistics, as ``<key>@<concurrency>``."""
+
+
+def _single_level(levels: Sequence[LevelMetrics]) -> LevelMetrics | None:
+    ran = [level for level in levels if level.completed > 0]
+    return min(ran, key=lambda level: level.max_concurrency) if ran else None
+
+
+def _peak_level(levels: Sequence[LevelMetrics]) -> LevelMetrics | None:
+    ran = [level for level in levels if level.completed > 0]
+    return max(ran, key=lambda level: level.output_throughput) if ran else None
+
+
+def _headlines(levels: Sequence[LevelMetrics]) -> tuple[float, float]:
+    single, peak = _single_level(levels), _peak_level(levels)
+    return (
+        single.mean_decode_tok_s if single is not None else 0.0,
+        peak.output_throughput if peak is not None else 0.0,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class BenchResult:
     """A trial's benchmark: one :class:`LevelMetrics` per level that ran, plus headlines.
 
     ``single_request_tok_s`` and ``peak_aggregate_tok_s`` are always present (0.0 when no
-    level produced a completed request) so charts and reports never special-case them.
+    level produced a completed request) so charts and reports never special-case them. With
+    ``[bench] repeats = N`` the ladder ran N times: ``levels`` is the first run,
+    ``extra_repeats`` the others, the headlines are means over all runs and
+    :meth:`repeat_stats` gives mean, std and a 95 % CI for every headline number.
     """
 
     levels: tuple[LevelMetrics, ...]
@@ -421,53 +397,89 @@ class BenchResult:
     """Why the run stopped early, if it did not finish (e.g. the server went away)."""
     planned_levels: tuple[int, ...] = ()
     """The ladder that was asked for (levels that did not run are missing from ``levels``)."""
+    extra_repeats: tuple[tuple[LevelMetrics, ...], ...] = ()
+    """Runs 2..N of the ladder (``[bench] repeats``); empty for one run."""
+    planned_repeats: int = 1
+
+    @property
+    def repeats(self) -> tuple[tuple[LevelMetrics, ...], ...]:
+        """Every run of the ladder, the first (``levels``) included."""
+        return (self.levels, *self.extra_repeats)
 
     @property
     def partial(self) -> bool:
-        """True when any level was cut short or some planned levels never ran."""
-        if self.cancelled or self.error or any(level.partial for level in self.levels):
+        """True when any level was cut short or some planned levels (or repeats) never ran."""
+        if self.cancelled or self.error:
             return True
-        return len(self.levels) < len(self.planned_levels)
+        if any(level.partial for run in self.repeats for level in run):
+            return True
+        if len(self.repeats) < self.planned_repeats:
+            return True
+        return any(len(run) < len(self.planned_levels) for run in self.repeats)
 
     @property
     def single_request_level(self) -> LevelMetrics | None:
-        """Level 1 (or the lowest level that ran when the ladder has no 1)."""
-        ran = [level for level in self.levels if level.completed > 0]
-        if not ran:
-            return None
-        return min(ran, key=lambda level: level.max_concurrency)
+        """Level 1 (or the lowest level that ran when the ladder has no 1), first run."""
+        return _single_level(self.levels)
 
     @property
     def single_request_tok_s(self) -> float:
-        """Headline 1: per-request decode tok/s at concurrency 1."""
-        level = self.single_request_level
-        return level.mean_decode_tok_s if level is not None else 0.0
+        """Headline 1: per-request decode tok/s at concurrency 1 (mean over repeats)."""
+        return mean([_headlines(run)[0] for run in self.repeats])
 
     @property
     def peak_level(self) -> LevelMetrics | None:
-        """The level with the highest aggregate output throughput."""
-        ran = [level for level in self.levels if level.completed > 0]
-        return max(ran, key=lambda level: level.output_throughput) if ran else None
+        """The level with the highest aggregate output throughput (first run)."""
+        return _peak_level(self.levels)
 
     @property
     def peak_aggregate_tok_s(self) -> float:
-        """Headline 2: the best level's ``output_throughput``."""
-        level = self.peak_level
-        return level.output_throughput if level is not None else 0.0
+        """Headline 2: the best level's ``output_throughput`` (mean over repeats)."""
+        return mean([_headlines(run)[1] for run in self.repeats])
+
+    def repeat_stats(self) -> dict[str, Spread]:
+        """Mean, sample std and 95 % CI over the repeats of each headline number:
+        ``single_request_tok_s``, ``peak_aggregate_tok_s`` and, for every level that ran in
+        every repeat, :data:`REPEAT_LEVEL_KEYS` as ``"<key>@<c>"`` (e.g.
+        ``"median_ttft_ms@16"``). With one run each spread has n = 1 and no width."""
+        runs = self.repeats
+        heads = [_headlines(run) for run in runs]
+        out = {
+            "single_request_tok_s": spread([h[0] for h in heads]),
+            "peak_aggregate_tok_s": spread([h[1] for h in heads]),
+        }
+        for level in self.levels:
+            c = level.max_concurrency
+            same = [next((lv for lv in run if lv.max_concurrency == c), None) for run in runs]
+            if any(lv is None or lv.completed == 0 for lv in same):
+                continue
+            records = [lv.to_record() for lv in same if lv is not None]
+            for key in REPEAT_LEVEL_KEYS:
+                values = [r.get(key) for r in records]
+                if all(isinstance(v, (int, float)) for v in values):
+                    out[f"{key}@{c}"] = spread([float(v) for v in values])  # type: ignore[arg-type]
+        return out
 
     def level(self, concurrency: int) -> LevelMetrics | None:
-        """The level measured at ``concurrency``, if it ran."""
+        """The level measured at ``concurrency``, if it ran (first run)."""
         for level in self.levels:
             if level.max_concurrency == concurrency:
                 return level
         return None
 
-    def records(self) -> list[dict[str, Any]]:
-        """One bench_serving-keyed record per level, with the settings merged in."""
-        return [{**self.settings, **level.to_record()} for level in self.levels]
+    def records(self, *, details: bool = False) -> list[dict[str, Any]]:
+        """One bench_serving-keyed record per level and repeat, with the settings merged in
+        (``repeat`` numbers the runs from 1); ``details`` adds the per-request lists."""
+        out: list[dict[str, Any]] = []
+        for number, run in enumerate(self.repeats, start=1):
+            for level in run:
+                record = level.to_detailed_record() if details else level.to_record()
+                out.append({**self.settings, **record, "repeat": number})
+        return out
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for session records (headlines included for readers' convenience)."""
+        """JSON-able form for session records (headlines included for readers' convenience;
+        ``repeat_stats`` is the field the bench panel and reports show as mean ± CI)."""
         single = self.single_request_level
         peak = self.peak_level
         return {
@@ -481,6 +493,9 @@ class BenchResult:
             "planned_levels": list(self.planned_levels),
             "settings": dict(self.settings),
             "levels": [level.to_record() for level in self.levels],
+            "planned_repeats": self.planned_repeats,
+            "extra_repeats": [[lv.to_record() for lv in run] for run in self.extra_repeats],
+            "repeat_stats": {k: v.to_dict() for k, v in self.repeat_stats().items()},
         }
 
     @classmethod
@@ -492,4 +507,9 @@ class BenchResult:
             cancelled=bool(data.get("cancelled", False)),
             error=data.get("error"),
             planned_levels=tuple(int(c) for c in data.get("planned_levels", ())),
+            extra_repeats=tuple(
+                tuple(LevelMetrics.from_record(r) for r in run)
+                for run in data.get("extra_repeats", ())
+            ),
+            planned_repeats=int(data.get("planned_repeats", 1)),
         )

@@ -73,6 +73,7 @@ from specconsole.core.objective import DEFAULT_GOAL, Goal, ObjectiveError, goal_
 from specconsole.core.pool import Box, PoolError, parse_boxes
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, TransportKind, parse_profile
+from specconsole.core.slo import Slo
 from specconsole.core.state import CrashPolicy
 
 
@@ -416,6 +417,25 @@ def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
         elif key in ("prompts", "model"):
             if not isinstance(value, str) or not value:
                 raise PlanError(f"{where} must be a non-empty string")
+            kw[key] = value
+        elif key == "repeats":
+            kw[key] = _number(value, where, integer=True, minimum=0)
+        elif key == "percentiles":
+            if not isinstance(value, list) or not value:
+                raise PlanError(f"{where} must be a list of percentiles, e.g. [50, 90, 99, 99.9]")
+            kw[key] = tuple(float(_number(q, where)) for q in value)
+            if any(q >= 100 for q in kw[key]):
+                raise PlanError(f"{where}: each percentile must be below 100")
+        elif key == "slo":
+            if not isinstance(value, Mapping):
+                raise PlanError(f"{where} must be a table, e.g. slo = {{ ttft_ms = 500 }}")
+            try:
+                kw[key] = Slo.from_mapping(value, where=where).to_dict()
+            except ValueError as exc:
+                raise PlanError(str(exc)) from None
+        elif key == "output_details":
+            if not isinstance(value, bool):
+                raise PlanError(f"{where} must be true or false")
             kw[key] = value
         else:  # pragma: no cover - every BenchSpec field is handled above
             default = known[key].default

@@ -321,6 +321,14 @@ class BenchSpec:
     """Model name for the OpenAI APIs (from /v1/models when None)."""
     request_timeout_s: float = 600.0
     """Longest silence tolerated inside one streamed response before it counts as ``timeout``."""
+    repeats: int = 1
+    """Runs of the whole ladder; headlines are means, with std and a 95 % CI (repeat_stats)."""
+    percentiles: tuple[float, ...] = (90.0, 95.0, 99.0)
+    """Latency percentiles recorded (p90/p95/p99 always; e.g. 50, 99.9 in addition)."""
+    slo: dict[str, float] | None = None
+    """Goodput objectives in ms: ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` (core/slo.py)."""
+    output_details: bool = False
+    """Keep per-request lists in the level records (``--output-file``)."""
 
     def requests_at(self, concurrency: int) -> int | None:
         """Measured requests the level at ``concurrency`` sends: ``requests_per_level``,
@@ -356,6 +364,9 @@ class BenchProgress:
     """Set on the one tick that reports a finished level: its computed metrics, delivered
     as soon as the level ends (the ladder's result comes only when every level ran).
     Runners never coalesce such a tick away."""
+    repeat: int = 0
+    """Which run of the ladder this is (0-based; ``[bench] repeats``)."""
+    repeat_count: int = 1
 
 
 @runtime_checkable

@@ -205,6 +205,11 @@ class LevelSummary:
     ttft_p99_ms: float | None = None
     """Tail time to first token (SLO constraints such as ``ttft_p99_ms_at_64 <= 2000``)."""
     itl_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    """Median time per output token after the first, (e2e − ttft) / (n − 1)."""
+    tpot_p99_ms: float | None = None
+    request_goodput: float | None = None
+    """Requests/s meeting every ``[bench] slo`` objective (None without an SLO)."""
 
 
 @dataclass(frozen=True, slots=True)

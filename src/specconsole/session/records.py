@@ -48,6 +48,9 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
         "duration_s": level.duration_s,
         "ttft_p99_ms": level.ttft_p99_ms,
         "itl_p99_ms": level.itl_p99_ms,
+        "tpot_p50_ms": level.tpot_p50_ms,
+        "tpot_p99_ms": level.tpot_p99_ms,
+        "request_goodput": level.request_goodput,
     }
 
 
@@ -64,6 +67,9 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
         duration_s=_opt_float(data.get("duration_s")),
         ttft_p99_ms=_opt_float(data.get("ttft_p99_ms")),
         itl_p99_ms=_opt_float(data.get("itl_p99_ms")),
+        tpot_p50_ms=_opt_float(data.get("tpot_p50_ms")),
+        tpot_p99_ms=_opt_float(data.get("tpot_p99_ms")),
+        request_goodput=_opt_float(data.get("request_goodput")),
     )
 
 
