@@ -14,7 +14,6 @@ from specconsole.sim.textkind import (
     classify,
     perf_for,
     request_perf,
-    text_factor,
 )
 from tests.fixtures.sim import DEFAULT_FLAGS
 
@@ -67,10 +66,8 @@ def test_chat_is_the_calibration_and_the_kinds_are_ordered() -> None:
     assert lengths[TextKind.CODE] > lengths[TextKind.CHAT]
 
 
-def test_the_per_text_factor_is_seeded_and_averages_one() -> None:
+def test_request_perf_is_the_kinds() -> None:
     _, profile = _args()
-    text = "Write a Python function that merges intervals."
-    assert text_factor(text, 1) == text_factor(text, 1)
-    assert {text_factor(text, s) for s in range(20)} == {0.95, 0.975, 1.00, 1.025, 1.05}
-    kind, perf = request_perf(profile.perf, text, 7)
-    assert kind is TextKind.CODE and perf.accept_first > profile.perf.accept_first
+    kind, perf = request_perf(profile.perf, "Write a Python function that merges intervals.")
+    assert kind is TextKind.CODE and perf == perf_for(profile.perf, TextKind.CODE)
+    assert perf.accept_first > profile.perf.accept_first

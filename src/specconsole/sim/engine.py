@@ -206,7 +206,7 @@ class Scheduler:
             rid=rid, input_len=max(input_len, 1), max_new_tokens=max(max_new_tokens, 1), index=index
         )
         if text is not None:
-            req.kind, req.perf = request_perf(self.profile.perf, text, self.seed)
+            req.kind, req.perf = request_perf(self.profile.perf, text)
         # Seeded per-request start of the Weyl sequence (deterministic by arrival order).
         req.weyl = random.Random(self.seed * 1_000_003 + index).random()
         self.waiting.append(req)

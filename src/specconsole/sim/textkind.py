@@ -30,10 +30,10 @@ The rule (also in docs/simulator.md):
    repetitive 0.35, code 0.60, summarisation 0.80, chat 1.00, random 3.00), clamped to
    [0.02, 0.995].
 
-3. **Seeded per-text variation**: the multiplier is further scaled by one of
-   0.95, 0.975, 1.00, 1.025, 1.05, picked by ``crc32(text) XOR seed`` — the same text on the
-   same seed always drafts alike, different texts of one kind differ a little (the mean
-   factor is 1.00, so a kind's average stays its multiplier's).
+3. **Seeded draws**: each request then draws its per-step accepted counts from that
+   distribution with the scheduler's seeded Weyl sequence (``--random-seed``, by arrival
+   order), so a run is reproducible and a kind's mean is exactly what
+   :func:`specconsole.sim.model.predict` says for that ``kind``.
 
 Pure: no I/O, no clocks, no global random state.
 """
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import zlib
 from enum import StrEnum
 from functools import lru_cache
 
@@ -67,9 +66,6 @@ REJECTION_MULTIPLIER: dict[TextKind, float] = {
     TextKind.RANDOM: 3.00,
 }
 """Per-depth rejection probability × this factor (chat: the calibration, unchanged)."""
-
-TEXT_VARIATION: tuple[float, ...] = (0.95, 0.975, 1.00, 1.025, 1.05)
-"""The seeded per-text factors on the multiplier (mean 1.00)."""
 
 _FUNCTION_WORDS = frozenset(
     [
@@ -158,21 +154,15 @@ def classify(text: str) -> TextKind:
     return TextKind.CHAT
 
 
-def text_factor(text: str, seed: int) -> float:
-    """The seeded per-text factor on the kind's multiplier (one of :data:`TEXT_VARIATION`)."""
-    pick = (zlib.crc32(text.encode("utf-8", "replace")) ^ seed) % len(TEXT_VARIATION)
-    return TEXT_VARIATION[pick]
-
-
 def _scale(q: float, m: float) -> float:
     return min(0.995, max(0.02, 1.0 - (1.0 - q) * m))
 
 
 @lru_cache(maxsize=256)
-def perf_for(perf: PerfSection, kind: TextKind, factor: float = 1.0) -> PerfSection:
-    """The profile's acceptance coefficients as this kind of text (× a per-text factor)
-    sees them; chat with factor 1 returns ``perf`` itself."""
-    m = REJECTION_MULTIPLIER[kind] * factor
+def perf_for(perf: PerfSection, kind: TextKind) -> PerfSection:
+    """The profile's acceptance coefficients as this kind of text sees them (chat: ``perf``
+    itself)."""
+    m = REJECTION_MULTIPLIER[kind]
     if m == 1.0:
         return perf
     return dataclasses.replace(
@@ -183,7 +173,7 @@ def perf_for(perf: PerfSection, kind: TextKind, factor: float = 1.0) -> PerfSect
     )
 
 
-def request_perf(perf: PerfSection, text: str, seed: int) -> tuple[TextKind, PerfSection]:
+def request_perf(perf: PerfSection, text: str) -> tuple[TextKind, PerfSection]:
     """Classify ``text`` and return its kind with the acceptance coefficients it runs with."""
     kind = classify(text)
-    return kind, perf_for(perf, kind, text_factor(text, seed))
+    return kind, perf_for(perf, kind)
