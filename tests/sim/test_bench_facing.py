@@ -48,9 +48,13 @@ async def test_ttft_on_a_reused_keep_alive_connection_is_the_models() -> None:
     ):
         await _ttft(client, prompt)  # opens the one connection; every later request reuses it
         ttfts = [await _ttft(client, prompt) for _ in range(7)]
-    median = statistics.median(ttfts)
-    assert abs(median - expected) < 0.005, (
-        f"TTFT median {median * 1000:.1f} ms vs model {expected * 1000:.1f} ms ({ttfts})"
+    # The delayed-ACK floor hits every request on the reused connection, while a busy machine
+    # (other suites on the same two cores) can only add delay: the fastest of the seven must
+    # be the model's, within 5 ms (with Nagle on it reads ~45 ms against a 14 ms model).
+    best = min(ttfts)
+    assert abs(best - expected) < 0.005, (
+        f"fastest TTFT {best * 1000:.1f} ms (median {statistics.median(ttfts) * 1000:.1f}) "
+        f"vs model {expected * 1000:.1f} ms ({ttfts})"
     )
 
 
