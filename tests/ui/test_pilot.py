@@ -75,6 +75,27 @@ async def test_editor_shows_error_then_applies_as_next_trial() -> None:
     assert controller.intents == sent
 
 
+async def test_editor_suggest_next_fills_the_optimisers_proposal() -> None:
+    state = dataclasses.replace(
+        crashed_state(), plan=plan(axes=(("speculative_num_steps", tuple(range(1, 11))),))
+    )
+    controller = RecordingController(state)
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_editor()
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        reason = str(editor.query_one("#editor-suggestion", Static).render())
+        assert reason.startswith("suggested: optimize (")
+        tried = {t.config.speculative_num_steps for t in state.trials}
+        steps = editor.candidate.speculative_num_steps if editor.candidate else None
+        assert steps is not None and steps not in tried
+        assert editor.query_one("#field-speculative_num_steps", Input).value == str(steps)
+
+
 async def test_editor_applies_the_cores_rules_as_you_type() -> None:
     controller = RecordingController(idle_state())
     app = _app(controller)

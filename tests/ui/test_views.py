@@ -338,3 +338,44 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
     row = adapt.trial_rows(state)[-1]
     assert row.label.startswith("#4") and row.status == "running"
     assert row.single_tok_s == format_rate(158.5)
+
+
+def _optimizing(state: ControllerState) -> ControllerState:
+    """The state with a plan that searches steps with ``strategy = "optimize"``."""
+    from specconsole.core.plan import loads_plan
+
+    text = (
+        '[server]\nmodel_path = "Qwen/Qwen3.5-122B-A10B"\nspeculative_algorithm = "EAGLE3"\n'
+        'speculative_draft_model_path = "d"\nspeculative_eagle_topk = 1\n'
+        '[sweep]\nstrategy = "optimize"\n[sweep.axes]\n'
+        "speculative_num_steps = { min = 1, max = 10 }\n"
+    )
+    base = state.trials[0].config if state.trials else BASE
+    plan = dataclasses.replace(loads_plan(text), base=base)
+    return dataclasses.replace(state, plan=plan)
+
+
+def test_trial_rows_mark_best_and_pareto() -> None:
+    rows = adapt.trial_rows(crashed_state())
+    marks = {r.label.split(" ", 2)[1] if r.label[0] in "★≈◆" else "": r.label[0] for r in rows}
+    # steps 3 has the peak aggregate (2,720): best; steps 4 and 5 trade it for single speed
+    assert marks["#3"] == "★"
+    assert marks["#4"] == "◆" and marks["#5"] == "◆"
+    assert not any(r.label.startswith(("★", "◆")) for r in rows if "steps=10" in r.label)
+
+
+def test_optimizing_chart_shows_the_objective_over_trials() -> None:
+    view = adapt.chart_view(_optimizing(crashed_state()))
+    assert view.single_title == "peak_aggregate vs trial"
+    assert view.single is not None and view.single.xs == (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert view.single.ys[2] == 2720.0 and "best so far 2,720" in view.single.label
+    assert view.crashed == (6.0,)
+
+
+def test_suggest_next_proposes_an_untried_point_with_its_reason() -> None:
+    state = _optimizing(crashed_state())
+    proposal = adapt.suggest_next(state)
+    assert proposal is not None
+    assert proposal.config not in {t.config for t in state.trials}
+    assert proposal.reason.startswith("optimize (")
+    assert adapt.suggest_next(dataclasses.replace(state, plan=None)) is None

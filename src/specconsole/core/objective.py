@@ -599,3 +599,33 @@ def assess(trials: Sequence[TrialRecord], goal: Goal = DEFAULT_GOAL) -> Assessme
     return Assessment(
         goal=goal, best=top, tied=ties, front=tuple(pareto_front(trials, goal)), infeasible=missed
     )
+
+
+def marks(trials: Sequence[TrialRecord], goal: Goal = DEFAULT_GOAL) -> dict[int, str]:
+    """Trial index → ``"best"``, ``"tied"`` (statistically tied with the best) or
+    ``"pareto"`` (on the front), for tables that mark them."""
+    verdict = assess(trials, goal)
+    out = {t.index: "pareto" for t in verdict.front}
+    out.update({t.index: "tied" for t in verdict.tied})
+    if verdict.best is not None:
+        out[verdict.best.index] = "best"
+    return out
+
+
+def progress(
+    trials: Sequence[TrialRecord], goal: Goal = DEFAULT_GOAL
+) -> tuple[tuple[int, float, float], ...]:
+    """(trial number, score, best feasible score so far) of every trial with a score, in
+    order: the objective over trials (scores shown in the metric's own sign)."""
+    out: list[tuple[int, float, float]] = []
+    top: float | None = None
+    single = goal.objective.kind is not ObjectiveKind.WEIGHTED
+    sign = goal.objective.terms[0][0].sign() if single else 1.0
+    for t in trials:
+        score = goal.objective.score(t)
+        if score is None:
+            continue
+        if goal.feasible(t) and (top is None or score > top):
+            top = score
+        out.append((t.index + 1, score * sign, (score if top is None else top) * sign))
+    return tuple(out)

@@ -31,6 +31,7 @@ How a proposal is made:
 
 from __future__ import annotations
 
+import math
 import random
 import warnings
 from collections.abc import Iterable, Sequence
@@ -68,9 +69,16 @@ INFEASIBLE: frozenset[TrialStatus] = frozenset(
 )
 MAX_SAMPLES = 150
 """Sampler draws per proposal before falling back to a seeded pick among the untried."""
-TPE_OPTIONS: dict[str, Any] = {"multivariate": False}
-"""The sampler's settings beyond seed/startup/constraints (benchmarks/search_efficiency.py
-measured them)."""
+def good_share(n: int) -> int:
+    """TPE's "good" group: the best quarter of the observations (Optuna's default tenth
+    leaves a single point in a search of ten trials)."""
+    return min(math.ceil(0.25 * n), 25)
+
+
+TPE_OPTIONS: dict[str, Any] = {"multivariate": False, "gamma": good_share}
+"""The sampler's settings beyond seed/startup/constraints, as benchmarks/search_efficiency.py
+measured them on both simulator profiles: independent (univariate) TPE needed fewer trials
+than multivariate TPE, and a quarter-sized good group fewer than the default tenth."""
 _VIOLATION = "violation"
 _CONSTRAINTS_KEY = "constraints"
 """Where Optuna's samplers read a trial's constraint values (``optuna.samplers._base``)."""

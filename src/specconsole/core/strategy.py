@@ -222,6 +222,18 @@ def _flattened(plan: SweepPlan, previous: TrialRecord, current: TrialRecord) -> 
     return a0 is not None and a1 is not None and a1 < a0
 
 
+def suggest_next(
+    plan: SweepPlan, trials: Sequence[TrialRecord], skipped: Iterable[ServerConfig] = ()
+) -> Proposal | None:
+    """The optimiser's proposal over the plan's axes, whatever the plan's strategy (the
+    editor's "suggest next"); None without axes or when nothing is left to try."""
+    if not plan.axes:
+        return None
+    return next_trial(
+        replace(plan, strategy=StrategyKind.OPTIMIZE, skip_infeasible=True), trials, skipped
+    )
+
+
 def stop_reason(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
     """Why the strategy proposes nothing more (for ``finished_reason``)."""
     if plan.strategy is StrategyKind.OPTIMIZE and optimize.converged(plan, trials):

@@ -106,11 +106,12 @@ def draw_single(
     *,
     color: bool,
     crashed_labels: Sequence[str] = (),
+    title: str = "",
 ) -> tuple[LegendEntry, ...]:
-    """Single-request tok/s against the swept axis, crashed positions as ``✖`` on the x
-    axis; returns the legend."""
+    """Single-request tok/s (or ``title``'s figure: the search's objective) against the
+    swept axis, crashed positions as ``✖`` on the x axis; returns the legend."""
     fig.clear_figure()
-    _title(fig, f"single-request tok/s vs {axis}", width)
+    _title(fig, title or f"single-request tok/s vs {axis}", width)
     legend: list[LegendEntry] = []
     xs: list[float] = []
     if line is not None and line.xs:

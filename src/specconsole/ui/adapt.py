@@ -28,6 +28,8 @@ from specconsole.core.log_events import (
 )
 from specconsole.core.log_events import ServiceExited as LogServiceExited
 from specconsole.core.logparse import LogParser, classify_fatal
+from specconsole.core.objective import DEFAULT_GOAL, Goal, marks, progress
+from specconsole.core.plan import StrategyKind
 from specconsole.core.state import (
     BUSY_PHASES,
     CapacityPrediction,
@@ -39,12 +41,15 @@ from specconsole.core.state import (
     Phase,
     TrialRecord,
 )
+from specconsole.core.strategy import Proposal
+from specconsole.core.strategy import suggest_next as core_suggest_next
 from specconsole.core.validation import validate
 from specconsole.present.columns import CONSOLE_COLUMNS, cells
 from specconsole.present.formats import DASH, format_elapsed, format_rate
 from specconsole.present.keys import choice_hints
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.series import (
+    Series,
     aggregate_series,
     axis_title,
     crashed_at,
@@ -263,6 +268,8 @@ def chart_view(state: ControllerState) -> ChartView:
     if state.trial is not None and state.bench:
         running[state.trial.index] = [p.result for p in state.bench if p.result is not None]
     axis = swept_axis(state.plan, records)
+    if state.plan is not None and state.plan.strategy is StrategyKind.OPTIMIZE:
+        return _objective_chart(state, records, aggregate_series(records, base, running))
     return ChartView(
         aggregate=aggregate_series(records, base, running),
         single=single_series(records, axis),
@@ -271,19 +278,52 @@ def chart_view(state: ControllerState) -> ChartView:
     )
 
 
+def _goal(state: ControllerState) -> Goal:
+    return state.plan.goal if state.plan is not None else DEFAULT_GOAL
+
+
+def _objective_chart(
+    state: ControllerState, records: Sequence[TrialRecord], aggregate: tuple[Series, ...]
+) -> ChartView:
+    """An optimising search's second chart: its objective at each trial (crashed trials on
+    the x axis), labelled with the best so far."""
+    goal = _goal(state)
+    points = progress(records, goal)
+    name = goal.objective.describe
+    series = None
+    if points:
+        series = Series(
+            label=f"{name} (best so far {format_rate(points[-1][2])})",
+            xs=tuple(float(n) for n, _s, _b in points),
+            ys=tuple(s for _n, s, _b in points),
+        )
+    return ChartView(
+        aggregate=aggregate,
+        single=series,
+        axis_name="trial",
+        crashed=crashed_at(records, None),
+        single_title=f"{name} vs trial",
+    )
+
+
+TRIAL_MARKS = {"best": "★", "tied": "≈", "pareto": "◆"}
+"""How the trials table marks the best trial, those statistically tied with it, and the
+rest of the Pareto front (``core.objective.marks``)."""
+
+
 def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
     """Every trial of the session, with status and headline numbers."""
     records = all_trials(state)
     base = _label_base(state, records)
+    marked = marks(records, _goal(state))
+    columns = tuple(c.id for c in CONSOLE_COLUMNS)
     rows = []
     for record in records:
-        rows.append(
-            TrialRow(
-                key=str(record.index),
-                columns=tuple(c.id for c in CONSOLE_COLUMNS),
-                cells=cells(CONSOLE_COLUMNS, record, base),
-            )
-        )
+        row = cells(CONSOLE_COLUMNS, record, base)
+        mark = TRIAL_MARKS.get(marked.get(record.index, ""), "")
+        if mark and row:
+            row = (f"{mark} {row[0]}", *row[1:])
+        rows.append(TrialRow(key=str(record.index), columns=columns, cells=row))
     return tuple(rows)
 
 
@@ -433,6 +473,14 @@ def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPr
     """The core's KV-capacity prediction for ``config`` from this session's trials."""
     minimum = state.plan.minimum_capacity if state.plan is not None else 1
     return core_predict_capacity(all_trials(state), config, minimum_tokens=minimum)
+
+
+def suggest_next(state: ControllerState) -> Proposal | None:
+    """The optimiser's next proposal over the plan's axes, with its one-line reason (the
+    editor's "suggest next")."""
+    if state.plan is None:
+        return None
+    return core_suggest_next(state.plan, all_trials(state), state.skipped_configs)
 
 
 def validate_config(config: ServerConfig) -> list[Problem]:

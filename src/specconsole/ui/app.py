@@ -208,6 +208,11 @@ class SpecConsoleApp(App[None]):
             return None
         return self._predict(config, self._state)
 
+    def suggest_next(self) -> tuple[ServerConfig, str] | None:
+        """The optimiser's next configuration over the plan's axes and its reason."""
+        proposal = adapt.suggest_next(self._state)
+        return None if proposal is None else (proposal.config, proposal.reason)
+
     def open_editor(self) -> None:
         """Push the parameter editor on the configuration being tried (or deployed)."""
         state = self._state
@@ -237,6 +242,7 @@ class SpecConsoleApp(App[None]):
                 state.deployed_config,
                 validate=self._validate,
                 predict=self.predict_capacity,
+                suggest=self.suggest_next,
                 title=title,
             ),
             applied,

@@ -104,6 +104,8 @@ class ChartView:
     axis_name: str = "trial"
     crashed: tuple[float, ...] = ()
     """Positions on the swept axis of trials that crashed (marked on the x axis)."""
+    single_title: str = ""
+    """The second chart's title when it shows the search's objective over trials."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@ Each text box is one SGLang server argument (the ``ServerConfig`` field name, so
 the word the user knows from ``--help``). On every change the form is parsed
 (``ui.form.parse_form``) and the candidate is checked with the core's validation rules; the
 messages appear under the box they are about, the side panel shows what differs from the
-deployed configuration and the KV capacity predicted from the trials so far. Apply
+deployed configuration and the KV capacity predicted from the trials so far. "Suggest next"
+(``ctrl+n``) fills the form with the optimiser's proposal over the plan's axes
+(``core.strategy.suggest_next``) and shows its one-line reason. Apply
 (``ctrl+s``) is refused while an error stands; it dismisses with the new configuration and the
 caller turns it into a deploy-as-next-trial intent.
 """
@@ -35,6 +37,8 @@ from specconsole.ui.form import (
 
 Predictor = Callable[[ServerConfig], CapacityPrediction | None]
 """Predicted KV capacity for a candidate configuration (None: cannot predict yet)."""
+Suggester = Callable[[], tuple[ServerConfig, str] | None]
+"""The optimiser's next configuration and why (None: nothing to suggest)."""
 
 
 def capacity_text(prediction: CapacityPrediction | None) -> str:
@@ -62,6 +66,13 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         ),
         Binding("escape", "cancel", "cancel", id="cancel", tooltip="close without deploying"),
         Binding(
+            "ctrl+n",
+            "suggest",
+            "suggest next",
+            id="suggest",
+            tooltip="fill in the optimiser's next proposal over the plan's axes, with its reason",
+        ),
+        Binding(
             "ctrl+r",
             "revert",
             "revert to deployed",
@@ -85,6 +96,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         *,
         validate: Validator,
         predict: Predictor,
+        suggest: Suggester | None = None,
         title: str = "Parameters",
     ) -> None:
         super().__init__(id="editor")
@@ -92,6 +104,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         self._deployed = deployed
         self._validate = validate
         self._predict = predict
+        self._suggest = suggest
         self._title = title
         self._candidate: ServerConfig | None = base
         self._problems: tuple[Problem, ...] = ()
@@ -116,6 +129,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
                 side.border_title = "Diff against deployed"
                 yield Static("", id="editor-diff", markup=False)
                 yield Static("", id="editor-capacity", markup=False)
+                yield Static("", id="editor-suggestion", markup=False)
                 yield Static("", id="editor-problems", markup=False)
         yield Footer(compact=True)
 
@@ -197,9 +211,22 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
-    def action_revert(self) -> None:
-        source = self._deployed or self._base
+    def action_suggest(self) -> None:
+        """Fill the form with the optimiser's proposal and say why it was chosen."""
+        got = self._suggest() if self._suggest is not None else None
+        box = self.query_one("#editor-suggestion", Static)
+        if got is None:
+            box.update("suggest next: nothing to suggest (no axes, or every point tried)")
+            return
+        config, reason = got
+        self._fill(config)
+        box.update(f"suggested: {reason}")
+
+    def _fill(self, source: ServerConfig) -> None:
         with self.prevent(Input.Changed):
             for name, text in form_values(source).items():
                 self.query_one(f"#field-{name}", Input).value = text
         self.check()
+
+    def action_revert(self) -> None:
+        self._fill(self._deployed or self._base)

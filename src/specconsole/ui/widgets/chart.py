@@ -118,7 +118,12 @@ class SingleRequestChart(_Chart):
 
     def show(self, view: ChartView) -> None:
         old = self._view
-        if (view.single, view.axis_name, view.crashed) == (old.single, old.axis_name, old.crashed):
+        if (view.single, view.axis_name, view.crashed, view.single_title) == (
+            old.single,
+            old.axis_name,
+            old.crashed,
+            old.single_title,
+        ):
             return
         super().show(view)
 
@@ -126,10 +131,17 @@ class SingleRequestChart(_Chart):
         view = self._view
         if (view.single is not None and view.single.xs) or view.crashed:
             return None
-        return f"single-request tok/s vs {view.axis_name}\n(after the first benchmark)"
+        what = view.single_title or f"single-request tok/s vs {view.axis_name}"
+        return f"{what}\n(after the first benchmark)"
 
     def _draw(self, width: int) -> tuple[LegendEntry, ...]:
         view = self._view
         return draw_single(
-            self.plt, view.single, view.crashed, view.axis_name, width, color=self.coloured
+            self.plt,
+            view.single,
+            view.crashed,
+            view.axis_name,
+            width,
+            color=self.coloured,
+            title=view.single_title,
         )
