@@ -119,7 +119,7 @@ def test_plan_ranges_defaults_and_errors() -> None:
 
 
 def test_every_proposal_passes_validation_and_ties_topk1_drafts() -> None:
-    trials = run(plan("seed = 3", WIDE_AXES), 14)
+    trials = run(plan("seed = 3\npatience = 100", WIDE_AXES), 14)
     assert len(trials) == 14
     for t in trials:
         assert not validation.errors(validation.validate(t.config)), t.config
