@@ -69,6 +69,8 @@ INFEASIBLE: frozenset[TrialStatus] = frozenset(
 )
 MAX_SAMPLES = 150
 """Sampler draws per proposal before falling back to a seeded pick among the untried."""
+
+
 def good_share(n: int) -> int:
     """TPE's "good" group: the best quarter of the observations (Optuna's default tenth
     leaves a single point in a search of ten trials)."""
