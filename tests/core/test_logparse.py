@@ -33,15 +33,10 @@ from specconsole.core.log_events import (
     WeightsEnd,
     summarize,
 )
-from specconsole.core.logparse import (
-    _DECODE_KEYS,
-    FIXES,
-    LogParser,
-    _decode_fast,
-    _key_values,
-    classify_fatal,
-    parse_lines,
-)
+from specconsole.core.logparse import FIXES, LogParser, classify_fatal, parse_lines
+from specconsole.core.logparse.fields import key_values as _key_values
+from specconsole.core.logparse.sglang import DECODE_KEYS as _DECODE_KEYS
+from specconsole.core.logparse.sglang import decode_fast as _decode_fast
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 

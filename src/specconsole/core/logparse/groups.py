@@ -1,0 +1,106 @@
+"""Multi-line traceback groups: the lines of one crash, bounded, until the next record.
+
+Why it exists: a Python traceback is many lines but one fatal event. A group opens on
+``Traceback (most recent call last)`` (or SGLang's ``... hit an exception:`` header) and closes
+when the next log record starts, when a blank line follows the exception line (unless a
+chained traceback continues), or when the parser is settled/flushed. Memory stays bounded
+however long the traceback is.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from .fatal import fatal_signature
+
+__all__ = ["CONSEQUENCE_TEXTS", "TracebackGroup"]
+
+_CHAIN_MARKERS = (
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
+_MAX_EVIDENCE = 8
+CONSEQUENCE_TEXTS = (
+    "See root cause above",
+    "Please see the error messages above",
+    "Engine core initialization failed",
+)
+"""Exception texts that only report an earlier failure (no second fatal event)."""
+_EXCERPT_HEAD = 12
+_EXCERPT_TAIL = 48
+
+
+@dataclass(slots=True)
+class TracebackGroup:
+    """An open traceback group (lines accumulate until it closes).
+
+    Memory is bounded however long the traceback: the first lines, a sliding window of the
+    last ones, and, from the lines that slid out, those that carry a fatal signature (they
+    prove the cause, so they stay in the excerpt).
+    """
+
+    timestamp: str | None
+    rank: str | None
+    header_key: str | None
+    """vLLM's ``[file.py:N]`` of the opening line: its continuation lines carry the same."""
+    fatal: bool = True
+    head: list[str] = field(default_factory=list)
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=_EXCERPT_TAIL))
+    evidence: list[str] = field(default_factory=list)
+    """Signature lines (and the last exception line) that slid out of ``tail``."""
+    dropped: int = 0
+    seen_frame: bool = False
+    seen_exception: bool = False
+    pending_close: bool = False
+
+    def add(self, line: str) -> None:
+        if len(self.head) < _EXCERPT_HEAD:
+            self.head.append(line)
+            return
+        tail = self.tail
+        if len(tail) == _EXCERPT_TAIL:
+            out = tail[0]
+            self.dropped += 1
+            if fatal_signature(out) is not None and len(self.evidence) < _MAX_EVIDENCE:
+                self.evidence.append(out)
+        tail.append(line)
+
+    def absorb(self, body: str, record: bool, vkey: str | None) -> bool:
+        """Whether ``body`` belongs to this group (and if so, take it)."""
+        if record and not (vkey is not None and vkey == self.header_key):
+            return False
+        if self.pending_close:
+            if not body.strip():
+                return True
+            if body.startswith(_CHAIN_MARKERS):
+                self.pending_close = False
+                self.seen_exception = False
+                self.seen_frame = False
+                self.add(body)
+                return True
+            return False
+        if not body.strip():
+            if self.seen_exception:
+                self.pending_close = True
+            return True
+        if body.startswith("  File ") or body.startswith("File "):
+            self.seen_frame = True
+        elif (
+            self.seen_frame
+            and not self.seen_exception
+            and not body[0].isspace()
+            and not body.startswith("Traceback")
+        ):
+            self.seen_exception = True
+        self.add(body)
+        return True
+
+    def classification_lines(self) -> list[str]:
+        return [*self.head, *self.evidence, *self.tail]
+
+    def excerpt(self) -> str:
+        if not self.dropped:
+            return "\n".join([*self.head, *self.tail])
+        marker = f"... ({self.dropped} lines omitted) ..."
+        return "\n".join([*self.head, marker, *self.evidence, *self.tail])

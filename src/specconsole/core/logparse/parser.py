@@ -1,0 +1,272 @@
+"""The incremental line parser: prefixes off, traceback groups, one dict lookup per message.
+
+Why it exists: the console must see a load progress, a capacity line or a crash the moment it
+is logged. This module routes each line: the prefix layer (:mod:`.prefixes`) strips what the
+collectors and the engine put before the message, an open traceback group
+(:mod:`.groups`) takes its continuation lines, and the message's first word selects an SGLang
+or vLLM handler (:mod:`.sglang`, :mod:`.vllm`) or the service manager's (:mod:`.service`).
+
+How it stays fast (target ≥ 200,000 lines/s, ``benchmarks/log_parser.py``): a line pays for
+one first-character dispatch per prefix layer, one header split and one dict lookup; only
+lines that name something known are examined further.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from specconsole.core.config import Engine
+from specconsole.core.log_events import (
+    FatalCause,
+    FatalError,
+    LogEvent,
+    ProcessStarting,
+    TuningWarning,
+)
+
+from . import sglang, vllm
+from .fatal import FIXES, classify_fatal
+from .groups import CONSEQUENCE_TEXTS, TracebackGroup
+from .prefixes import json_record, sglang_bracket, strip_engine_header, strip_outer
+from .service import on_supervisor, on_systemd
+from .state import Handler, ParseState
+
+__all__ = ["LogParser", "parse_lines"]
+
+_SYSTEMD_IDENTS = frozenset(("systemd",))
+_SYSTEMD_PREFIXES = ("Started ", "Starting ", "Stopping ", "Stopped ")
+_STATS_HEADS = frozenset(("Decode", "Prefill"))
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def _merge_heads(*tables: dict[str, Handler]) -> dict[str, Handler]:
+    out: dict[str, Handler] = {}
+    for table in tables:
+        for head, handler in table.items():
+            if head in out and out[head] is not handler:
+                raise ValueError(f"two handlers for first word {head!r}")  # pragma: no cover
+            out[head] = handler
+    return out
+
+
+_HEADS = _merge_heads(sglang.HEADS, vllm.HEADS)
+"""First word of a message -> its handler: one dict lookup routes every line."""
+
+
+class LogParser:
+    """Turns log lines into events, one line (or chunk) at a time.
+
+    ``engine`` tells vLLM's ``Application startup complete.`` (its ready line) from the same
+    uvicorn line SGLang prints *before* its warm-up; with ``None`` the parser decides from
+    the lines it sees. The parser never raises on input: a line it cannot make sense of
+    yields no event.
+    """
+
+    _MAX_LINE = 65536
+    """Longer lines are cut (a 10 MB line of garbage must not cost 10 MB per copy)."""
+
+    def __init__(self, engine: Engine | None = None) -> None:
+        self._s = ParseState(engine=engine, vllm=engine is Engine.VLLM)
+        self._buffer = ""
+        self._group: TracebackGroup | None = None
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def feed(self, line: str) -> list[LogEvent]:
+        """Parse one complete line (a trailing newline is ignored)."""
+        try:
+            if len(line) > self._MAX_LINE:
+                line = line[: self._MAX_LINE]
+            return self._feed_line(line.rstrip("\r\n"))
+        except Exception:  # pragma: no cover - last-resort guard; input must never crash us
+            return []
+
+    def feed_lines(self, lines: Iterable[str]) -> list[LogEvent]:
+        """Parse complete lines."""
+        out: list[LogEvent] = []
+        for line in lines:
+            out.extend(self.feed(line))
+        return out
+
+    def feed_chunk(self, text: str) -> list[LogEvent]:
+        """Parse a chunk of a stream; an incomplete last line is kept for the next chunk.
+
+        A partial line that grows beyond the line limit is parsed (cut) at once, so an
+        endless line keeps memory bounded.
+        """
+        if not text:
+            return []
+        data = self._buffer + text
+        lines = data.split("\n")
+        self._buffer = lines.pop()
+        out = self.feed_lines(lines)
+        if len(self._buffer) > self._MAX_LINE:
+            rest, self._buffer = self._buffer, ""
+            out.extend(self.feed(rest))
+        return out
+
+    def settle(self) -> list[LogEvent]:
+        """Close an open traceback group now (call when the stream has gone quiet).
+
+        Safe mid-stream: unlike :meth:`flush` it keeps a buffered partial line.
+        """
+        return self._close_group()
+
+    def flush(self) -> list[LogEvent]:
+        """End of input: parse a buffered partial line and close any open group."""
+        out: list[LogEvent] = []
+        if self._buffer:
+            rest, self._buffer = self._buffer, ""
+            out.extend(self.feed(rest))
+        out.extend(self._close_group())
+        return out
+
+    @property
+    def in_traceback(self) -> bool:
+        """True while a traceback group is open (its event is not emitted yet)."""
+        return self._group is not None
+
+    # -- line handling ------------------------------------------------------------------------
+
+    def _feed_line(self, raw: str) -> list[LogEvent]:
+        if not raw:
+            return self._on_body("", None, None, False, False)
+        c = raw[0]
+        if c == "{":
+            rec = json_record(raw)
+            if rec is not None:
+                parts, jts, ident = rec
+                out: list[LogEvent] = []
+                for part in parts:
+                    out.extend(self._on_message(part, jts, ident))
+                return out
+        elif c == "-" and raw.startswith("-- "):
+            return []  # journalctl's "-- Boot ... --" / "-- No entries --" markers
+        elif c == "[" and raw[5:6] == "-" and "\x1b" not in raw:
+            # Fast path for the commonest line (SGLang's own header, no collector prefix).
+            got = sglang_bracket(raw)
+            if got is not None:
+                return self._on_body(got[0], got[1], got[2], True, False)
+        msg, jts, ident = strip_outer(raw)
+        return self._on_message(msg, jts, ident)
+
+    def _on_message(self, msg: str, jts: str | None, ident: str | None) -> list[LogEvent]:
+        """A message with any collector prefix removed: split SGLang's or vLLM's header."""
+        if ident is not None:
+            if ident in _SYSTEMD_IDENTS:
+                return self._on_body(msg, jts, None, True, True)
+            if ident == "supervisord":
+                return self._service(on_supervisor(self._s, msg, jts))
+        body, ts, rank, vkey, record, vllm_hint = strip_engine_header(msg)
+        s = self._s
+        if vllm_hint and s.engine is None:
+            s.vllm = True
+        systemd = False
+        if not record and (
+            body.startswith(_SYSTEMD_PREFIXES) or (".service: " in body and body[:1] != " ")
+        ):
+            systemd = record = True
+        return self._on_body(body, ts or jts, rank, record, systemd, vkey)
+
+    def _service(self, events: list[LogEvent]) -> list[LogEvent]:
+        """A service-manager record: it closes an open group first."""
+        return [*self._close_group(), *events]
+
+    def _on_body(
+        self,
+        body: str,
+        ts: str | None,
+        rank: str | None,
+        record: bool,
+        systemd: bool,
+        vkey: str | None = None,
+    ) -> list[LogEvent]:
+        out: list[LogEvent] = []
+        group = self._group
+        if group is not None:
+            if group.absorb(body, record, vkey):
+                return out
+            out.extend(self._close_group())
+        s = self._s
+        if systemd:
+            out.extend(on_systemd(s, body, ts))
+            return out
+        if not body:
+            return out
+        sp = body.find(" ")
+        head = body[:sp] if sp > 0 else body
+        # Statistics lines (the bulk of a busy log) cannot hold a traceback: skip the scan.
+        if head not in _STATS_HEADS and _TRACEBACK in body:
+            self._open_group(body, ts, rank, vkey)
+            return out
+        eq = head.find("=")
+        if eq > 0:
+            head = head[:eq]
+        handler = _HEADS.get(head)
+        if handler is not None:
+            events = handler(s, body, ts, rank)
+            if events:
+                if not s.weights_started and not isinstance(
+                    events[0], ProcessStarting | TuningWarning | FatalError
+                ):
+                    s.weights_started = True  # the server got past argument handling
+                out.extend(events)
+        elif "hit an exception" in body:
+            # "Scheduler hit an exception: <message>" without a traceback on the line.
+            self._open_group(body, ts, rank, vkey)
+        elif record and "Exception in ASGI application" in body:
+            s.after_asgi_error = True
+        elif ": error: " in body and (".py: error:" in body or body.startswith("sglang")):
+            out.append(s.fatal_now(FatalCause.BAD_ARGUMENT, body, ts, rank))
+        elif "NCCL" in body and ("ProcessGroupNCCL" in body or "NCCL error" in body):
+            out.extend(s.consequence(body, ts, rank))
+        return out
+
+    # -- traceback groups ---------------------------------------------------------------------
+
+    def _open_group(self, body: str, ts: str | None, rank: str | None, vkey: str | None) -> None:
+        s = self._s
+        group = TracebackGroup(
+            timestamp=ts, rank=rank, header_key=vkey, fatal=not s.after_asgi_error
+        )
+        s.after_asgi_error = False
+        group.add(body)
+        self._group = group
+
+    def _close_group(self) -> list[LogEvent]:
+        group = self._group
+        if group is None:
+            return []
+        self._group = None
+        if not group.fatal:
+            return []
+        s = self._s
+        cause, proof = classify_fatal(
+            group.classification_lines(), before_weights=not s.weights_started
+        )
+        if (
+            s.fatal_seen
+            and cause is FatalCause.UNKNOWN_TRACEBACK
+            and any(text in proof for text in CONSEQUENCE_TEXTS)
+        ):
+            return []  # e.g. vLLM's front end re-raising "See root cause above."
+        s.fatal_seen = True
+        return [
+            FatalError(
+                timestamp=group.timestamp,
+                rank=group.rank,
+                cause=cause,
+                summary=proof,
+                excerpt=group.excerpt(),
+                fixes=FIXES[cause],
+                before_weights=not s.weights_started,
+            )
+        ]
+
+
+def parse_lines(lines: Iterable[str], engine: Engine | None = None) -> list[LogEvent]:
+    """Parse a complete log (e.g. a saved file) into events, flushing at the end."""
+    parser = LogParser(engine)
+    out = parser.feed_lines(lines)
+    out.extend(parser.flush())
+    return out
