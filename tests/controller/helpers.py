@@ -10,9 +10,10 @@ from dataclasses import replace
 
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
+from specconsole.core.log_events import LoadStage
 from specconsole.core.machine import step
 from specconsole.core.plan import SweepPlan, loads_plan
-from specconsole.core.state import ControllerState, LevelSummary, LoadStage, Phase
+from specconsole.core.state import ControllerState, LevelSummary, Phase
 
 PLAN_TEXT = """
 name = "unit"

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
-from specconsole.controller.runtime import Controller
+from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core.ports import LogRecord
 
 
@@ -39,9 +39,20 @@ class _FollowingBackend:
 async def test_cancelled_reader_closes_the_log_stream_immediately() -> None:
     backend = _FollowingBackend()
     unused: Any = object()
-    controller = Controller(transport=unused, backend=backend, runner=unused)  # type: ignore[arg-type]
+    watch = ServerWatch(
+        epoch=0,
+        trial_index=None,
+        after=None,
+        engine=None,
+        backend=backend,  # type: ignore[arg-type]
+        http=unused,
+        url=unused,
+        post=lambda event: None,
+        sink=None,
+        timing=WatchTiming(),
+    )
     queue: asyncio.Queue[tuple[str, str | None] | None] = asyncio.Queue(maxsize=1)
-    reader = asyncio.create_task(controller._read_logs(queue, None))
+    reader = asyncio.create_task(watch._read_logs(queue))
     backend.reader = reader
     async with asyncio.timeout(5):
         while not queue.full():  # the reader now waits on the full queue, outside the stream

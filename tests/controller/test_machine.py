@@ -13,6 +13,7 @@ import pytest
 
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
+from specconsole.core.log_events import LoadStage
 from specconsole.core.machine import (
     ANYWHERE,
     TRANSITIONS,
@@ -20,12 +21,11 @@ from specconsole.core.machine import (
     legal_intents,
     step,
 )
+from specconsole.core.plan import CrashPolicy
 from specconsole.core.ports import BenchProgress, ServiceState, ServiceStatus
 from specconsole.core.state import (
     ControllerState,
-    CrashPolicy,
     LevelSummary,
-    LoadStage,
     Phase,
     ResumeChoice,
     TrialKind,
@@ -269,8 +269,8 @@ def test_epochs_drop_stale_outcomes() -> None:
 
 CRASH_EVENTS = [
     ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory", fixes=("raise mem",)),
-    ev.ServiceExited(status=ServiceStatus(state=ServiceState.EXITED, exit_status=1)),
-    ev.ServiceExited(
+    ev.ServerExited(status=ServiceStatus(state=ServiceState.EXITED, exit_status=1)),
+    ev.ServerExited(
         status=ServiceStatus(state=ServiceState.FAILED, result="oom-kill", oom_killed=True)
     ),
 ]
@@ -328,9 +328,7 @@ def test_exit_seen_during_crash_fills_exit_status() -> None:
     d.to_phase(Phase.LOADING)
     d.send(ev.FatalSeen(cause="x", message="boom"))
     d.send(
-        ev.ServiceExited(
-            status=ServiceStatus(state=ServiceState.EXITED, exit_status=3, signal=None)
-        )
+        ev.ServerExited(status=ServiceStatus(state=ServiceState.EXITED, exit_status=3, signal=None))
     )
     assert d.state.phase is Phase.CRASHED
     d.send(ev.OperationFailed(operation="stop", message="already gone"))
@@ -723,7 +721,7 @@ def test_idle_observation_of_the_server() -> None:
     d.send(ev.Pause())
     d.finish_trial()
     assert d.state.deployed is not None and d.state.deployed.serving
-    d.send(ev.ServiceExited(status=ServiceStatus(state=ServiceState.EXITED, exit_status=1)))
+    d.send(ev.ServerExited(status=ServiceStatus(state=ServiceState.EXITED, exit_status=1)))
     assert d.state.phase is Phase.PAUSED and not d.state.deployed.serving
     assert d.effect_types() == [fx.Notify]
 
@@ -810,7 +808,7 @@ SAMPLES: dict[type[ev.Event], ev.Event] = {
     ev.CapacitySeen: ev.CapacitySeen(max_total_num_tokens=5),
     ev.ServerReady: ev.ServerReady(),
     ev.FatalSeen: ev.FatalSeen(cause="c", message="m"),
-    ev.ServiceExited: ev.ServiceExited(status=ServiceStatus(state=ServiceState.EXITED)),
+    ev.ServerExited: ev.ServerExited(status=ServiceStatus(state=ServiceState.EXITED)),
     ev.TimerFired: ev.TimerFired(key=fx.LOAD_TIMER),
     ev.ServerInfoFetched: ev.ServerInfoFetched(),
     ev.CacheFlushed: ev.CacheFlushed(),

@@ -9,6 +9,7 @@ import pytest
 from specconsole.core.capacity import draft_tokens, fit_line, predict_capacity
 from specconsole.core.config import SpecAlgorithm
 from specconsole.core.plan import (
+    CrashPolicy,
     PlanError,
     StrategyKind,
     loads_plan,
@@ -17,7 +18,7 @@ from specconsole.core.plan import (
     server_config_to_table,
 )
 from specconsole.core.ports import BenchApi
-from specconsole.core.state import CrashPolicy, LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.strategy import boundary_result, findings, next_trial
 from specconsole.paths import examples_dir
 from tests.controller.helpers import PLAN_TEXT, plan

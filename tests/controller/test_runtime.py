@@ -21,16 +21,9 @@ from specconsole.controller.headless import EXIT_OK, EXIT_PAUSED, run_headless
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders
 from specconsole.core import events as ev
-from specconsole.core.plan import SweepPlan, loads_plan
+from specconsole.core.plan import CrashPolicy, SweepPlan, loads_plan
 from specconsole.core.ports import ServiceState
-from specconsole.core.state import (
-    ControllerState,
-    CrashPolicy,
-    Phase,
-    ResumeChoice,
-    TrialKind,
-    TrialStatus,
-)
+from specconsole.core.state import ControllerState, Phase, ResumeChoice, TrialKind, TrialStatus
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
 from specconsole.core.config import ServerConfig
+from specconsole.core.log_events import LoadStage
 from specconsole.core.metrics import BenchResult, RequestTimeline, compute_level_metrics
 from specconsole.core.ports import (
     BenchProgress,
@@ -32,7 +33,7 @@ from specconsole.core.ports import (
     ServiceState,
     ServiceStatus,
 )
-from specconsole.core.state import ControllerState, LoadStage, Phase, TrialStatus
+from specconsole.core.state import ControllerState, Phase, TrialStatus
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
 from tests.controller.helpers import plan

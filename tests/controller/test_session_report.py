@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from specconsole.core import events as ev
+from specconsole.core.log_events import LoadStage
 from specconsole.core.state import (
     CapacityPrediction,
     CrashInfo,
     LevelSummary,
-    LoadStage,
     Phase,
     PhaseStamp,
     TrialKind,

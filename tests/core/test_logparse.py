@@ -18,7 +18,7 @@ from specconsole.core.log_events import (
     FatalCause,
     FatalError,
     KVCacheAllocated,
-    LoadPhase,
+    LoadStage,
     LogEvent,
     MemoryPoolEnd,
     PrefillStats,
@@ -482,7 +482,7 @@ def test_latest_startup_sequence() -> None:
         ("draft extend", Role.DRAFT),
     ]
     summary = summarize(events)
-    assert summary.phases == tuple(LoadPhase)
+    assert summary.phases == tuple(s for s in LoadStage if s is not LoadStage.QUEUED)
     assert summary.ready and summary.fatal is None
     assert summary.capacity is not None and summary.capacity.max_total_num_tokens == 423846
     assert summary.kv_tokens == 423846
@@ -724,7 +724,7 @@ def test_vllm_startup_and_stats() -> None:
     assert decode.token_usage == pytest.approx(0.001)
     summary = summarize(events)
     assert summary.ready and summary.fatal is None
-    assert LoadPhase.WEIGHTS in summary.phases and LoadPhase.CUDA_GRAPH in summary.phases
+    assert LoadStage.WEIGHTS in summary.phases and LoadStage.CUDA_GRAPH in summary.phases
 
 
 @pytest.mark.parametrize(

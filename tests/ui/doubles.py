@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from specconsole.core.config import ServerConfig, SpecAlgorithm
 from specconsole.core.events import Event, Intent, LogLines
+from specconsole.core.log_events import LoadStage
 from specconsole.core.state import (
     ConnectionState,
     ControllerState,
@@ -21,7 +22,6 @@ from specconsole.core.state import (
     Deployed,
     LevelProgress,
     LevelSummary,
-    LoadStage,
     PendingDecision,
     Phase,
     ResumeChoice,

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specconsole.core.state import CrashPolicy
+from specconsole.core.plan import CrashPolicy
 
 if TYPE_CHECKING:
     from specconsole.core.plan import SweepPlan

@@ -32,8 +32,7 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
-from specconsole.core.plan import PlanError, SweepPlan, loads_plan
-from specconsole.core.state import CrashPolicy
+from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan, loads_plan
 
 if TYPE_CHECKING:
     from specconsole.session.store import Session

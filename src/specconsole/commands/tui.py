@@ -33,8 +33,7 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
-from specconsole.core.plan import PlanError, SweepPlan, parse_plan
-from specconsole.core.state import CrashPolicy
+from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan, parse_plan
 
 THEME_CHOICES = ("dark", "light", "mono")
 DEMO_PLAN = "demo-sweep.toml"

@@ -27,10 +27,10 @@ from typing import TextIO
 
 from specconsole.controller.wiring import wire_controller
 from specconsole.core import events as ev
-from specconsole.core.plan import StrategyKind, SweepPlan
+from specconsole.core.plan import CrashPolicy, StrategyKind, SweepPlan
+from specconsole.core.results import validate_config
 from specconsole.core.state import (
     ControllerState,
-    CrashPolicy,
     LevelSummary,
     Notice,
     Phase,
@@ -225,11 +225,9 @@ def plan_problems(plan: SweepPlan) -> list[str]:
     """Validation errors of every configuration the plan's grid names (checked up front, so a
     typo fails in a second instead of after the first trial's deploy). An ``optimize`` space only
     needs one valid configuration: the search itself never proposes an invalid one."""
-    from specconsole.controller.runtime import default_validator
-
     problems: list[str] = []
     for config in plan.grid():
-        outcome = default_validator(config)
+        outcome = validate_config(config)
         if isinstance(outcome, ev.ConfigInvalid):
             label = config_label(config, plan.base)
             problems += [f"{label}: {error}" for error in outcome.errors]

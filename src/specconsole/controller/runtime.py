@@ -8,18 +8,10 @@ outcomes of background work), so ``step()`` never runs concurrently with itself 
 transition is published, in order, to subscribers (the console, the headless printer, the
 session recorder, tests) as ``callback(state, event)``.
 
-Crash detection while a server loads or serves combines three sources in one *watch*:
-
-* the log stream, parsed line by line (``core.logparse``): a fatal line is reported the
-  moment it is read; a traceback ends at the next ordinary line or when the stream ends,
-  and as a fallback after ``settle_after_s`` (1 s) of silence — long enough for a log
-  delivered in bursts not to cut a traceback before the line that classifies it;
-* the service status, polled every ``status_interval_s`` and immediately when the log
-  stream ends (a process that exits closes its log): an exited/failed service is a crash,
-  reported once the log has drained (at most ``exit_grace_s`` later) so the fatal line that
-  explains it is seen first;
-* ``GET /health`` every ``health_interval_s`` until the server answers, so readiness is
-  seen even when the ready line is missed.
+What the watch over a loading server sees (log, status, health) is turned into events by
+the pure ``core.watch`` (the one home of crash detection); its I/O is in
+``controller.watcher``. What an operation's raw result means (validation, benchmark figures,
+``/server_info``) is decided by the pure ``core.results``.
 
 There is never a fixed sleep: the load timeout is a timer the machine asks for.
 """
@@ -28,34 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
 import httpx
 
+from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
-from specconsole.core import validation
+from specconsole.core import results
 from specconsole.core.config import ServerConfig
-from specconsole.core.log_events import (
-    Capacity,
-    CudaGraphBegin,
-    FatalError,
-    KVCacheAllocated,
-    LogEvent,
-    MemoryPoolEnd,
-    Ready,
-    WeightsBegin,
-    WeightsEnd,
-)
-from specconsole.core.logparse import LogParser
 from specconsole.core.machine import IllegalTransition, step
-from specconsole.core.metrics import BenchResult, LevelMetrics
+from specconsole.core.metrics import BenchResult
 from specconsole.core.ports import (
     BenchmarkRunner,
     BenchProgress,
@@ -65,46 +44,11 @@ from specconsole.core.ports import (
     ServiceStatus,
     Transport,
 )
-from specconsole.core.render import to_argv
-from specconsole.core.secrets import redact_text
-from specconsole.core.state import (
-    ControllerState,
-    LevelSummary,
-    LoadStage,
-    Notice,
-    TrialRecord,
-    close_open_stamp,
-)
+from specconsole.core.state import ControllerState, Notice, TrialRecord, close_open_stamp
 
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[ControllerState, ev.Event], None]
-
-STAGE_ORDER: tuple[LoadStage, ...] = (
-    LoadStage.STARTING,
-    LoadStage.WEIGHTS,
-    LoadStage.KV_CACHE,
-    LoadStage.CUDA_GRAPH,
-    LoadStage.WARMUP,
-)
-
-SERVER_INFO_KEYS: tuple[str, ...] = (
-    "version",
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "mem_fraction_static",
-    "cuda_graph_max_bs",
-    "max_running_requests",
-    "max_total_num_tokens",
-    "tp_size",
-    "context_length",
-    "chunked_prefill_size",
-    "attention_backend",
-    "avg_spec_accept_length",
-)
-"""Resolved server arguments kept in each trial record (from ``/server_info``)."""
 
 
 class TrialRecorder(Protocol):
@@ -124,58 +68,7 @@ class TrialRecorder(Protocol):
 
 
 Validator = Callable[[ServerConfig], ev.Outcome]
-
-
-def default_validator(config: ServerConfig) -> ev.Outcome:
-    """Validate with SGLang's rules, normalize, render the argv (``core.validation``,
-    ``core.render``)."""
-
-    issues = validation.validate(config)
-    blocking = validation.errors(issues)
-    warnings = tuple(
-        f"{i.field or 'config'}: {i.message} ({i.fix})" for i in issues if not i.blocking
-    )
-    if blocking:
-        return ev.ConfigInvalid(
-            errors=tuple(f"{i.field or 'config'}: {i.message} Fix: {i.fix}" for i in blocking),
-            warnings=warnings,
-        )
-    normalized, notes = validation.normalize(config)
-    argv = tuple(to_argv(normalized))
-    note_text = tuple(f"{i.field or 'config'}: {i.message}" for i in notes)
-    return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)
-
-
-def level_summary(lv: LevelMetrics) -> LevelSummary:
-    """The render-friendly figures of one measured level."""
-    return LevelSummary(
-        concurrency=lv.max_concurrency,
-        output_tok_s=lv.output_throughput,
-        per_request_tok_s=lv.mean_decode_tok_s,
-        completed=lv.completed,
-        failed=lv.failed,
-        ttft_p50_ms=lv.latency_ms.get("median_ttft_ms"),
-        itl_p50_ms=lv.latency_ms.get("median_itl_ms"),
-        accept_length=(
-            lv.accept_length if lv.accept_length is not None else lv.request_accept_length
-        ),
-        duration_s=lv.duration,
-        ttft_p99_ms=lv.latency_ms.get("p99_ttft_ms"),
-        itl_p99_ms=lv.latency_ms.get("p99_itl_ms"),
-        tpot_p50_ms=lv.latency_ms.get("median_tpot_ms"),
-        tpot_p99_ms=lv.latency_ms.get("p99_tpot_ms"),
-        request_goodput=lv.request_goodput,
-    )
-
-
-def level_summaries(result: BenchResult) -> tuple[LevelSummary, ...]:
-    """The render-friendly per-level figures from a benchmark result."""
-    return tuple(level_summary(lv) for lv in result.levels)
-
-
-def mean_accept_length(levels: Iterable[LevelSummary]) -> float | None:
-    values = [lv.accept_length for lv in levels if lv.accept_length is not None]
-    return sum(values) / len(values) if values else None
+"""Checks a configuration: ``ConfigValidated`` or ``ConfigInvalid`` (``core.results``)."""
 
 
 class Controller:
@@ -189,7 +82,7 @@ class Controller:
         runner: BenchmarkRunner,
         state: ControllerState | None = None,
         recorder: TrialRecorder | None = None,
-        validator: Validator = default_validator,
+        validator: Validator = results.validate_config,
         clock: Callable[[], float] = time.time,
         health_interval_s: float = 0.5,
         status_interval_s: float = 0.5,
@@ -205,20 +98,21 @@ class Controller:
         self.recorder = recorder
         self.validator = validator
         self.clock = clock
-        self.health_interval_s = health_interval_s
-        self.status_interval_s = status_interval_s
-        self.log_batch_s = log_batch_s
-        self.settle_after_s = settle_after_s
-        self.exit_grace_s = exit_grace_s
+        self.timing = WatchTiming(
+            health_interval_s=health_interval_s,
+            status_interval_s=status_interval_s,
+            log_batch_s=log_batch_s,
+            settle_after_s=settle_after_s,
+            exit_grace_s=exit_grace_s,
+        )
         self.http_timeout_s = http_timeout_s
         self.stop_on_finish = stop_on_finish
         self._state = state or ControllerState()
         self._subscribers: list[Subscriber] = []
         self._inbox: asyncio.Queue[ev.Event] = asyncio.Queue()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._ops: set[asyncio.Task[None]] = set()
         self._watch: asyncio.Task[None] | None = None
-        self._watch_cursor: str | None = None
+        self._watcher: ServerWatch | None = None
         self._bench: asyncio.Task[None] | None = None
         self._stopper: asyncio.Task[None] | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
@@ -253,16 +147,8 @@ class Controller:
             event = replace(event, at=self.clock())
         self._inbox.put_nowait(event)
 
-    def send_threadsafe(self, event: ev.Event) -> None:
-        """Queue an event from another thread."""
-        loop = self._loop
-        if loop is None:
-            raise RuntimeError("the controller is not running")
-        loop.call_soon_threadsafe(self.send, event)
-
     async def run(self) -> None:
         """Process events until a ``Quit`` (or, with ``stop_on_finish``, the sweep's end)."""
-        self._loop = asyncio.get_running_loop()
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.http_timeout_s))
         try:
             while not self._stopping:
@@ -421,9 +307,7 @@ class Controller:
                     ev.OperationFailed(operation="record", message=str(exc), epoch=effect.epoch)
                 )
                 return
-        if self._state.trial is not None and self._state.trial.index == record.index:
-            self._state = replace(self._state, trial=record)
-        self._post(ev.TrialRecorded(index=record.index, epoch=effect.epoch))
+        self._post(ev.TrialRecorded(index=record.index, record=record, epoch=effect.epoch))
 
     # -- operations ---------------------------------------------------------------------------
 
@@ -449,12 +333,11 @@ class Controller:
             if host is None:
                 raise RuntimeError("the server's node is not known yet (the job is queued)")
             return host
-        return cfg.host if cfg.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        return results.box_host(cfg)
 
     async def _deploy(self, config: ServerConfig) -> ev.Outcome:
         preview = await self.backend.preview(config)
-        diff = redact_text(preview.diff, [name for name, _ in config.env])
-        self._post(ev.DeployPreviewed(diff=diff, epoch=self._state.epoch))
+        self._post(replace(results.deploy_previewed(config, preview.diff), epoch=self._state.epoch))
         receipt = await self.backend.deploy(config)
         return ev.DeployDone(
             artifact_hash=receipt.artifact_hash,
@@ -497,21 +380,7 @@ class Controller:
         assert self._http is not None
         response = await self._http.get(f"{await self._url()}/server_info")
         response.raise_for_status()
-        data = response.json()
-        items: list[tuple[str, str]] = []
-        flat: dict[str, Any] = {}
-        if isinstance(data, dict):
-            flat.update(data)
-            for nested in ("server_args", "internal_states"):
-                inner = data.get(nested)
-                if isinstance(inner, dict):
-                    flat.update({k: v for k, v in inner.items() if k not in flat})
-                elif isinstance(inner, list) and inner and isinstance(inner[0], dict):
-                    flat.update({k: v for k, v in inner[0].items() if k not in flat})
-        for key in SERVER_INFO_KEYS:
-            if key in flat and flat[key] is not None:
-                items.append((key, json.dumps(flat[key])))
-        return ev.ServerInfoFetched(items=tuple(items))
+        return ev.ServerInfoFetched(items=results.server_info_items(response.json()))
 
     async def _flush(self) -> ev.Outcome:
         assert self._http is not None
@@ -535,7 +404,7 @@ class Controller:
                 self._post(
                     ev.BenchLevelFinished(
                         level_index=p.level_index,
-                        level=level_summary(p.level_result),
+                        level=results.level_summary(p.level_result),
                         epoch=epoch,
                     )
                 )
@@ -546,13 +415,7 @@ class Controller:
             raise TypeError(f"the benchmark runner returned {type(result).__name__}")
         if trial is not None:
             self._bench_results[trial.index] = result.to_dict()
-        levels = level_summaries(result)
-        return ev.BenchFinished(
-            levels=levels,
-            accept_length=mean_accept_length(levels),
-            partial=result.partial,
-            error=result.error,
-        )
+        return results.bench_finished(result)
 
     async def _stop_server(self) -> ev.Outcome:
         await self.backend.stop()
@@ -577,237 +440,29 @@ class Controller:
     # -- the watch ----------------------------------------------------------------------------
 
     def _start_watch(self, effect: fx.StartWatch) -> None:
-        after = self._watch_cursor if effect.continue_previous else None
+        previous = self._watcher
+        after = previous.cursor if effect.continue_previous and previous is not None else None
         self._stop_watch()
-        if not effect.continue_previous:
-            self._watch_cursor = None
-        self._watch = self._spawn(self._watch_server(effect.epoch, effect.trial_index, after))
+        assert self._http is not None
+        cfg = self._state.current_config
+        self._watcher = ServerWatch(
+            epoch=effect.epoch,
+            trial_index=effect.trial_index,
+            after=after,
+            engine=cfg.engine if cfg is not None else None,
+            backend=self.backend,
+            http=self._http,
+            url=self._url,
+            post=self._post,
+            sink=self.recorder,
+            timing=self.timing,
+        )
+        self._watch = self._spawn(self._watcher.run())
 
     def _stop_watch(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
             self._watch = None
-
-    async def _watch_server(self, epoch: int, trial_index: int | None, after: str | None) -> None:
-        """Log stream + status polling + health polling, until cancelled."""
-        lines: asyncio.Queue[tuple[str, str | None] | None] = asyncio.Queue(maxsize=10_000)
-        exited = asyncio.Event()
-        log_done = asyncio.Event()
-        ready = asyncio.Event()
-        tasks = [
-            asyncio.ensure_future(self._read_logs(lines, after)),
-            asyncio.ensure_future(self._poll_status(epoch, exited, log_done)),
-            asyncio.ensure_future(self._poll_health(epoch, ready)),
-        ]
-        try:
-            await self._consume_logs(epoch, trial_index, lines, exited, ready)
-            log_done.set()
-            # The log of a run ends when its process exits: wait for the status poller to
-            # confirm and report it (it polls at once, see ``exited``).
-            tasks[2].cancel()
-            await tasks[1]
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _read_logs(
-        self, out: asyncio.Queue[tuple[str, str | None] | None], after: str | None
-    ) -> None:
-        try:
-            async with aclosing(self.backend.logs(after=after)) as records:
-                async for record in records:
-                    await out.put((record.text, record.cursor))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("controller: log stream ended with %s", exc)
-        finally:
-            with contextlib.suppress(asyncio.QueueFull):
-                out.put_nowait(None)
-
-    async def _poll_status(
-        self, epoch: int, exited: asyncio.Event, log_done: asyncio.Event
-    ) -> None:
-        """Report an exited/failed service once; poll now whenever the log stream ends.
-
-        A dying server writes its fatal lines and then exits (SGLang kills its own process
-        tree), and the manager may report the exit before the log has been read. So the
-        exit is reported once the log stream has ended (its last lines parsed, the fatal
-        event posted first) or after ``exit_grace_s``, whichever comes first.
-        """
-        seen_running = False
-        while True:
-            try:
-                status = await self.backend.status()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.debug("controller: status poll failed: %s", exc)
-                status = None
-            if status is not None:
-                if status.state is ServiceState.STARTING and status.detail.startswith("queued"):
-                    # a batch job waiting for a node: "queued: Resources"
-                    self._post(
-                        ev.LoadStageSeen(stage=LoadStage.QUEUED, detail=status.detail, epoch=epoch)
-                    )
-                elif status.state in (ServiceState.RUNNING, ServiceState.STARTING):
-                    seen_running = True
-                elif status.state in (ServiceState.EXITED, ServiceState.FAILED) or (
-                    status.state is ServiceState.INACTIVE and seen_running
-                ):
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(self.exit_grace_s):
-                            await log_done.wait()
-                    self._post(ev.ServiceExited(status=status, epoch=epoch))
-                    return
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.status_interval_s):
-                    await exited.wait()
-                    exited.clear()
-
-    async def _poll_health(self, epoch: int, ready: asyncio.Event) -> None:
-        """GET /health until it answers 200 once (then readiness is known)."""
-        assert self._http is not None
-        while not ready.is_set():
-            try:
-                url = await self._url()
-                response = await self._http.get(f"{url}/health", timeout=2.0)
-                if response.status_code == 200:
-                    ready.set()
-                    self._post(ev.ServerReady(via="health", epoch=epoch))
-                    return
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                pass
-            await asyncio.sleep(self.health_interval_s)
-
-    async def _consume_logs(
-        self,
-        epoch: int,
-        trial_index: int | None,
-        lines: asyncio.Queue[tuple[str, str | None] | None],
-        exited: asyncio.Event,
-        ready: asyncio.Event,
-    ) -> None:
-        parser = LogParser(
-            self._state.current_config.engine if self._state.current_config else None
-        )
-        batch: list[str] = []
-        stage_index = 0
-        kv_inferred = False  # the KV stage was entered on a "Load weight end", no KV line yet
-        batch_started = 0.0
-        loop = asyncio.get_running_loop()
-
-        def flush() -> None:
-            nonlocal batch
-            if batch:
-                chunk = tuple(batch)
-                batch = []
-                if self.recorder is not None:
-                    try:
-                        self.recorder.log_lines(trial_index, chunk)
-                    except Exception:
-                        log.exception("controller: writing the captured log failed")
-                self._post(ev.LogLines(lines=chunk, trial_index=trial_index, epoch=epoch))
-
-        def handle(events: list[LogEvent]) -> None:
-            nonlocal stage_index, kv_inferred
-            for event in events:
-                if isinstance(event, KVCacheAllocated | MemoryPoolEnd):
-                    kv_inferred = False  # the pool is really being sized now
-                outcome = self._translate(event, epoch)
-                for out in outcome:
-                    if isinstance(out, ev.LoadStageSeen):
-                        idx = STAGE_ORDER.index(out.stage)
-                        # stages only advance, except that a second model's weights (the
-                        # draft) may begin loading after the first one's weights ended
-                        again = kv_inferred and out.stage is LoadStage.WEIGHTS
-                        if idx <= stage_index and not again:
-                            continue
-                        stage_index = idx
-                        kv_inferred = isinstance(event, WeightsEnd)
-                    if isinstance(out, ev.ServerReady):
-                        ready.set()
-                    flush()  # lines before the event they explain
-                    self._post(out)
-
-        last_line = loop.time()
-        while True:
-            timeout = None
-            if parser.in_traceback:
-                timeout = max(0.0, self.settle_after_s - (loop.time() - last_line))
-            if batch:
-                remaining = self.log_batch_s - (loop.time() - batch_started)
-                timeout = remaining if timeout is None else min(timeout, remaining)
-            try:
-                if timeout is None:
-                    item = await lines.get()
-                else:
-                    async with asyncio.timeout(max(0.0, timeout)):
-                        item = await lines.get()
-            except TimeoutError:
-                flush()
-                if parser.in_traceback and loop.time() - last_line >= self.settle_after_s:
-                    handle(parser.settle())  # a traceback followed by silence: it is over
-                    flush()
-                continue
-            if item is None:  # the stream ended: the process is gone (or the link dropped)
-                handle(parser.flush())
-                flush()
-                exited.set()
-                return
-            text, cursor = item
-            last_line = loop.time()
-            if cursor is not None:
-                self._watch_cursor = cursor
-            if not batch:
-                batch_started = loop.time()
-            batch.append(text)
-            handle(parser.feed(text))
-
-    def _translate(self, event: LogEvent, epoch: int) -> list[ev.Outcome]:
-        """Typed log events → the machine's outcomes."""
-        if isinstance(event, FatalError):
-            lines = tuple(event.excerpt.splitlines()) if event.excerpt else ()
-            message = event.summary or (lines[0] if lines else event.cause.value)
-            return [
-                ev.FatalSeen(
-                    cause=event.cause.value,
-                    message=message,
-                    excerpt=lines,
-                    fixes=tuple(f.text for f in event.fixes),
-                    epoch=epoch,
-                )
-            ]
-        if isinstance(event, Ready):
-            return [ev.ServerReady(via="log", epoch=epoch)]
-        if isinstance(event, Capacity):
-            out: list[ev.Outcome] = []
-            if event.max_total_num_tokens is not None:
-                out.append(
-                    ev.CapacitySeen(
-                        max_total_num_tokens=event.max_total_num_tokens,
-                        max_running_requests=event.max_running_requests,
-                        epoch=epoch,
-                    )
-                )
-            out.append(ev.LoadStageSeen(stage=LoadStage.WARMUP, epoch=epoch))
-            return out
-        if isinstance(event, WeightsBegin):
-            return [ev.LoadStageSeen(stage=LoadStage.WEIGHTS, detail=event.role.value, epoch=epoch)]
-        if isinstance(event, WeightsEnd):
-            # the weights are in: SGLang sizes and allocates the KV pool next (a "Not enough
-            # memory" after this line is a KV-cache failure, not a weight-loading one)
-            return [
-                ev.LoadStageSeen(stage=LoadStage.KV_CACHE, detail=event.role.value, epoch=epoch)
-            ]
-        if isinstance(event, KVCacheAllocated | MemoryPoolEnd):
-            return [ev.LoadStageSeen(stage=LoadStage.KV_CACHE, epoch=epoch)]
-        if isinstance(event, CudaGraphBegin):
-            return [ev.LoadStageSeen(stage=LoadStage.CUDA_GRAPH, detail=event.stage, epoch=epoch)]
-        return []
 
     # -- teardown -----------------------------------------------------------------------------
 

@@ -61,7 +61,7 @@ class Restart(Effect):
 class StartWatch(Effect):
     """Follow the log, poll health and service status together until ``StopWatch``.
 
-    Emits LogLines, LoadStageSeen, CapacitySeen, ServerReady, FatalSeen, ServiceExited.
+    Emits LogLines, LoadStageSeen, CapacitySeen, ServerReady, FatalSeen, ServerExited.
     ``trial_index`` says which trial's captured log the lines belong to.
     """
 

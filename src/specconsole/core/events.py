@@ -15,20 +15,12 @@ reads a clock, which keeps every transition reproducible in tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from specconsole.core.config import ServerConfig
+from specconsole.core.log_events import LoadStage
+from specconsole.core.plan import CrashPolicy, SweepPlan
 from specconsole.core.ports import BenchProgress, ServiceStatus
-from specconsole.core.state import (
-    ConnectionState,
-    CrashPolicy,
-    LevelSummary,
-    LoadStage,
-    ResumeChoice,
-)
-
-if TYPE_CHECKING:
-    from specconsole.core.plan import SweepPlan
+from specconsole.core.state import ConnectionState, LevelSummary, ResumeChoice, TrialRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,8 +212,9 @@ class FatalSeen(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ServiceExited(Outcome):
-    """The service went failed/inactive or the process exited."""
+class ServerExited(Outcome):
+    """The service went failed/inactive or the process exited (from a status poll; the log's
+    own ``Main process exited`` line is ``core.log_events.ServiceExited``)."""
 
     status: ServiceStatus
 
@@ -275,6 +268,8 @@ class TrialRecorded(Outcome):
     """The trial's record is durably in the session (fsync'd)."""
 
     index: int
+    record: TrialRecord | None = None
+    """The record as written (its ``recording`` stamp closed, ``log_file`` filled in)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -316,7 +311,7 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     CapacitySeen,
     ServerReady,
     FatalSeen,
-    ServiceExited,
+    ServerExited,
     TimerFired,
     ServerInfoFetched,
     CacheFlushed,

@@ -20,23 +20,30 @@ from enum import Enum, StrEnum
 from typing import Any, ClassVar
 
 
-class LoadPhase(StrEnum):
-    """Sub-phases of a server start, in the order they normally happen."""
+class LoadStage(StrEnum):
+    """Sub-phases of a server start, in the order they normally happen: the one vocabulary
+    of the log events (``LogEvent.phase``), the controller's LOADING sub-phase
+    (``ControllerState.load_stage``), crash records and the console."""
 
+    QUEUED = "queued"
+    """Submitted to a batch scheduler, waiting for a node (Slurm ``PENDING``); never logged
+    by the server itself."""
     STARTING = "starting"
-    """The process is up (distributed init, argument handling)."""
+    """The process is up; no weight loading seen yet (argument checks, distributed init)."""
     WEIGHTS = "weights"
     """Model weights (target, then draft) are loading."""
     KV_CACHE = "kv_cache"
     """The KV cache pool is being sized and allocated."""
     CUDA_GRAPH = "cuda_graph"
     """CUDA graphs are being captured."""
+    WARMUP = "warmup"
+    """The capacity line is out: warmup, waiting for the ready line."""
     READY = "ready"
     """The server answers requests."""
 
 
-PHASE_ORDER: tuple[LoadPhase, ...] = tuple(LoadPhase)
-"""Load phases in start-up order (for progress displays)."""
+STAGE_ORDER: tuple[LoadStage, ...] = tuple(LoadStage)
+"""Load stages in start-up order."""
 
 
 class Role(StrEnum):
@@ -123,7 +130,7 @@ class LogEvent:
 
     kind: ClassVar[str] = "event"
     """Stable event name used in JSON output (``parse-log``) and records."""
-    phase: ClassVar[LoadPhase | None] = None
+    phase: ClassVar[LoadStage | None] = None
     """The load sub-phase this event belongs to (``None`` for runtime events)."""
 
     timestamp: str | None = None
@@ -149,7 +156,7 @@ class ProcessStarting(LogEvent):
     """``Init torch distributed begin.`` (SGLang) or the engine's first start-up line."""
 
     kind: ClassVar[str] = "process_starting"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.STARTING
+    phase: ClassVar[LoadStage | None] = LoadStage.STARTING
     text: str = ""
 
 
@@ -158,7 +165,7 @@ class WeightsBegin(LogEvent):
     """``Load weight begin. avail mem=78.50 GB`` (first per rank: target, second: draft)."""
 
     kind: ClassVar[str] = "weights_begin"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.WEIGHTS
+    phase: ClassVar[LoadStage | None] = LoadStage.WEIGHTS
     role: Role = Role.TARGET
     avail_mem_gb: float | None = None
 
@@ -168,7 +175,7 @@ class WeightsEnd(LogEvent):
     """``Load weight end. elapsed=..., type=..., avail mem=... GB, mem usage=... GB.``"""
 
     kind: ClassVar[str] = "weights_end"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.WEIGHTS
+    phase: ClassVar[LoadStage | None] = LoadStage.WEIGHTS
     role: Role = Role.TARGET
     elapsed_s: float | None = None
     model_type: str | None = None
@@ -185,7 +192,7 @@ class KVCacheAllocated(LogEvent):
     """
 
     kind: ClassVar[str] = "kv_cache_allocated"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.KV_CACHE
+    phase: ClassVar[LoadStage | None] = LoadStage.KV_CACHE
     role: Role = Role.TARGET
     num_tokens: int | None = None
     dtype: str | None = None
@@ -200,7 +207,7 @@ class MemoryPoolEnd(LogEvent):
     """``Memory pool end. avail mem=XX.XX GB``."""
 
     kind: ClassVar[str] = "memory_pool_end"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.KV_CACHE
+    phase: ClassVar[LoadStage | None] = LoadStage.KV_CACHE
     avail_mem_gb: float | None = None
 
 
@@ -209,7 +216,7 @@ class CudaGraphBegin(LogEvent):
     """``Capture <stage> CUDA graph begin. ...`` (latest); ``Capture cuda graph begin.`` (v0.5.9)"""
 
     kind: ClassVar[str] = "cuda_graph_begin"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.CUDA_GRAPH
+    phase: ClassVar[LoadStage | None] = LoadStage.CUDA_GRAPH
     stage: str = ""
     """What is captured, as logged: ``target verify``, ``draft decode``, ``draft extend``,
     ``target decode``, ``target prefill``, ``piecewise``, or ``""`` (v0.5.9 target)."""
@@ -229,7 +236,7 @@ class CudaGraphEnd(LogEvent):
     """``Capture <stage> CUDA graph end. elapsed=X s, mem usage=Y GB, avail mem=Z GB.``"""
 
     kind: ClassVar[str] = "cuda_graph_end"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.CUDA_GRAPH
+    phase: ClassVar[LoadStage | None] = LoadStage.CUDA_GRAPH
     stage: str = ""
     role: Role = Role.TARGET
     elapsed_s: float | None = None
@@ -246,7 +253,7 @@ class Capacity(LogEvent):
     """
 
     kind: ClassVar[str] = "capacity"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.KV_CACHE
+    phase: ClassVar[LoadStage | None] = LoadStage.WARMUP
     max_total_num_tokens: int | None = None
     chunked_prefill_size: int | None = None
     max_prefill_tokens: int | None = None
@@ -262,7 +269,7 @@ class Ready(LogEvent):
     """``The server is fired up and ready to roll!`` (vLLM: ``Application startup complete.``)."""
 
     kind: ClassVar[str] = "ready"
-    phase: ClassVar[LoadPhase | None] = LoadPhase.READY
+    phase: ClassVar[LoadStage | None] = LoadStage.READY
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,20 +370,6 @@ class ServiceExited(LogEvent):
     """True when the exit follows a stop request (``Stopping ...``)."""
 
 
-LOAD_EVENT_TYPES: tuple[type[LogEvent], ...] = (
-    ProcessStarting,
-    WeightsBegin,
-    WeightsEnd,
-    KVCacheAllocated,
-    MemoryPoolEnd,
-    CudaGraphBegin,
-    CudaGraphEnd,
-    Capacity,
-    Ready,
-)
-"""Events that mark load progress (each has a non-``None`` ``phase``)."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Summary
 # ---------------------------------------------------------------------------------------------
@@ -386,7 +379,7 @@ LOAD_EVENT_TYPES: tuple[type[LogEvent], ...] = (
 class LoadSummary:
     """What a sequence of events says about one server start (the fold of :func:`summarize`)."""
 
-    phases: tuple[LoadPhase, ...] = ()
+    phases: tuple[LoadStage, ...] = ()
     """Load phases reached, in start-up order, each once."""
     capacity: Capacity | None = None
     kv_tokens: int | None = None
@@ -402,7 +395,7 @@ class LoadSummary:
     events: int = 0
 
     @property
-    def phase(self) -> LoadPhase | None:
+    def phase(self) -> LoadStage | None:
         """The furthest phase reached."""
         return self.phases[-1] if self.phases else None
 
@@ -478,7 +471,7 @@ def summarize(events: Iterable[LogEvent], start: LoadSummary | None = None) -> L
         phase = ev.phase
         if phase is not None and phase not in phases:
             phases.append(phase)
-            phases.sort(key=PHASE_ORDER.index)
+            phases.sort(key=STAGE_ORDER.index)
         if isinstance(ev, Capacity):
             if capacity is None or ev.max_total_num_tokens is not None:
                 capacity = ev

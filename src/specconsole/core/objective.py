@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.trials import LevelSummary, TrialRecord, TrialStatus
 
 
 class ObjectiveError(ValueError):

@@ -74,7 +74,15 @@ from specconsole.core.pool import Box, PoolError, parse_boxes
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, TransportKind, parse_profile
 from specconsole.core.slo import Slo
-from specconsole.core.state import CrashPolicy
+
+
+class CrashPolicy(StrEnum):
+    """What happens after a crash."""
+
+    PAUSE = "pause"
+    """Wait for the user's decision (``ResumeChoice``)."""
+    AUTO = "auto"
+    """Record it and continue with the next planned trial."""
 
 
 class PlanError(ValueError):

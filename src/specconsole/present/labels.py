@@ -15,7 +15,8 @@ from enum import Enum
 from typing import Any
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.state import LoadStage, Notice, TrialRecord
+from specconsole.core.log_events import LoadStage
+from specconsole.core.state import Notice, TrialRecord
 
 FIELD_ABBREVIATIONS: dict[str, str] = {
     "speculative_algorithm": "algo",

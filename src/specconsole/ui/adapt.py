@@ -16,8 +16,6 @@ from specconsole.core.log_events import (
     Capacity,
     CudaGraphBegin,
     CudaGraphEnd,
-    FatalCause,
-    FatalError,
     KVCacheAllocated,
     MemoryPoolEnd,
     ProcessStarting,
@@ -27,7 +25,7 @@ from specconsole.core.log_events import (
     WeightsEnd,
 )
 from specconsole.core.log_events import ServiceExited as LogServiceExited
-from specconsole.core.logparse import LogParser, classify_fatal
+from specconsole.core.logparse import LogParser
 from specconsole.core.objective import DEFAULT_GOAL, Goal, marks, progress
 from specconsole.core.plan import StrategyKind
 from specconsole.core.state import (
@@ -44,6 +42,7 @@ from specconsole.core.state import (
 from specconsole.core.strategy import Proposal
 from specconsole.core.strategy import suggest_next as core_suggest_next
 from specconsole.core.validation import validate
+from specconsole.core.watch import is_fatal, looks_fatal
 from specconsole.present.columns import CONSOLE_COLUMNS, cells
 from specconsole.present.formats import DASH, format_elapsed, format_rate
 from specconsole.present.keys import choice_hints
@@ -433,17 +432,13 @@ def classify_line(line: str) -> str | None:
     signature classifies as ``fatal`` on its own line; multi-line context is the
     controller's business, not the highlighter's.
     """
-    if "Traceback (most recent call last)" in line:
-        return "fatal"
     parser = LogParser()
     events = parser.feed(line) + parser.flush()
     kinds: set[str] = set()
     for event in events:
-        if isinstance(event, FatalError):
+        if is_fatal(event):
             kinds.add("fatal")
-        elif isinstance(event, LogServiceExited):
-            kinds.add("warning" if event.expected else "fatal")
-        elif isinstance(event, TuningWarning):
+        elif isinstance(event, LogServiceExited | TuningWarning):
             kinds.add("warning")
         elif isinstance(event, _CAPACITY):
             kinds.add("capacity")
@@ -451,22 +446,12 @@ def classify_line(line: str) -> str | None:
             kinds.add("ready")
         elif isinstance(event, _LOAD_PROGRESS):
             kinds.add("progress")
-    if not kinds and _looks_fatal(line):
+    if not kinds and looks_fatal(line):
         kinds.add("fatal")
     for kind in LINE_KINDS:
         if kind in kinds:
             return kind
     return None
-
-
-def _looks_fatal(line: str) -> bool:
-    """A line that proves a fatal cause on its own (SGLang's signatures), or an exception
-    line such as ``RuntimeError: ...`` that ends a traceback."""
-    cause, _proof = classify_fatal([line])
-    if cause is not FatalCause.UNKNOWN_TRACEBACK:
-        return True
-    head = line.lstrip().split(":", 1)[0] if ":" in line else ""
-    return head.endswith(("Error", "Exception")) and " " not in head
 
 
 def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPrediction:

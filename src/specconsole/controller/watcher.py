@@ -1,0 +1,240 @@
+"""The watch's I/O: follow the server's log, poll its status and ``GET /health`` while it
+loads or serves, and post what the pure watch (``core.watch``) makes of it.
+
+Why a module of its own: the three pollers, their batching and their timing are the
+runtime's most intricate I/O, and none of it decides anything — the rules (what is fatal,
+which load stage comes next, when an exit is an exit) are in ``core.watch``:
+
+* the log stream, parsed line by line (``core.logparse``): a fatal line is reported the
+  moment it is read; a traceback ends at the next ordinary line or when the stream ends,
+  and as a fallback after ``settle_after_s`` of silence — long enough for a log delivered
+  in bursts not to cut a traceback before the line that classifies it. Lines are posted in
+  batches (``log_batch_s``), always before the event they explain;
+* the service status, polled every ``status_interval_s`` and immediately when the log
+  stream ends (a process that exits closes its log): an exit is posted once the log has
+  drained (at most ``exit_grace_s`` later) so the fatal line that explains it is seen first;
+* ``GET /health`` every ``health_interval_s`` until the server answers or logs its ready
+  line, so readiness is seen even when the ready line is missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx
+
+from specconsole.core import events as ev
+from specconsole.core import watch as core_watch
+from specconsole.core.config import Engine
+from specconsole.core.log_events import LogEvent
+from specconsole.core.logparse import LogParser
+from specconsole.core.ports import ServiceBackend
+
+log = logging.getLogger(__name__)
+
+_Line = tuple[str, str | None]
+
+
+class LogSink(Protocol):
+    """Where captured log lines go (the session recorder)."""
+
+    def log_lines(self, trial_index: int | None, lines: tuple[str, ...]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WatchTiming:
+    """The watch's intervals, in seconds."""
+
+    health_interval_s: float = 0.5
+    status_interval_s: float = 0.5
+    log_batch_s: float = 0.05
+    settle_after_s: float = 1.0
+    exit_grace_s: float = 1.0
+
+
+class ServerWatch:
+    """One watch over one server start (or a reattach); ``await run()`` until cancelled."""
+
+    def __init__(
+        self,
+        *,
+        epoch: int,
+        trial_index: int | None,
+        after: str | None,
+        engine: Engine | None,
+        backend: ServiceBackend,
+        http: httpx.AsyncClient,
+        url: Callable[[], Awaitable[str]],
+        post: Callable[[ev.Event], None],
+        sink: LogSink | None,
+        timing: WatchTiming,
+    ) -> None:
+        self.trial_index = trial_index
+        self.after = after
+        self.cursor: str | None = after
+        """The journal cursor of the last line read (a later watch continues from it)."""
+        self._engine = engine
+        self._backend = backend
+        self._http = http
+        self._url = url
+        self._post = post
+        self._sink = sink
+        self._timing = timing
+        self._watch = core_watch.Watch(epoch=epoch)
+        self._ready = asyncio.Event()
+
+    def _feed(self, outcomes: tuple[ev.Outcome, ...]) -> None:
+        for outcome in outcomes:
+            if isinstance(outcome, ev.ServerReady):
+                self._ready.set()
+            self._post(outcome)
+
+    async def run(self) -> None:
+        """Log stream + status polling + health polling, until cancelled."""
+        lines: asyncio.Queue[_Line | None] = asyncio.Queue(maxsize=10_000)
+        exited = asyncio.Event()
+        log_done = asyncio.Event()
+        tasks = [
+            asyncio.ensure_future(self._read_logs(lines)),
+            asyncio.ensure_future(self._poll_status(exited, log_done)),
+            asyncio.ensure_future(self._poll_health()),
+        ]
+        try:
+            await self._consume_logs(lines, exited)
+            log_done.set()
+            # The log of a run ends when its process exits: wait for the status poller to
+            # confirm and report it (it polls at once, see ``exited``).
+            tasks[2].cancel()
+            await tasks[1]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _read_logs(self, out: asyncio.Queue[_Line | None]) -> None:
+        try:
+            async with aclosing(self._backend.logs(after=self.after)) as records:
+                async for record in records:
+                    await out.put((record.text, record.cursor))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("controller: log stream ended with %s", exc)
+        finally:
+            with contextlib.suppress(asyncio.QueueFull):
+                out.put_nowait(None)
+
+    async def _poll_status(self, exited: asyncio.Event, log_done: asyncio.Event) -> None:
+        """Post what each status poll means; an exit once the log has drained.
+
+        A dying server writes its fatal lines and then exits (SGLang kills its own process
+        tree), and the manager may report the exit before the log has been read. So the
+        exit is posted once the log stream has ended (its last lines parsed, the fatal
+        event posted first) or after ``exit_grace_s``, whichever comes first.
+        """
+        while True:
+            try:
+                status = await self._backend.status()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.debug("controller: status poll failed: %s", exc)
+                status = None
+            if status is not None:
+                self._watch, outcomes = core_watch.on_status(self._watch, status)
+                if any(isinstance(o, ev.ServerExited) for o in outcomes):
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self._timing.exit_grace_s):
+                            await log_done.wait()
+                    self._feed(outcomes)
+                    return
+                self._feed(outcomes)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._timing.status_interval_s):
+                    await exited.wait()
+                    exited.clear()
+
+    async def _poll_health(self) -> None:
+        """GET /health until it answers 200 once (or the ready line is seen)."""
+        while not self._ready.is_set():
+            try:
+                url = await self._url()
+                response = await self._http.get(f"{url}/health", timeout=2.0)
+                self._watch, outcomes = core_watch.on_health(self._watch, response.status_code)
+                self._feed(outcomes)
+                if self._watch.ready:
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                pass
+            await asyncio.sleep(self._timing.health_interval_s)
+
+    async def _consume_logs(
+        self, lines: asyncio.Queue[_Line | None], exited: asyncio.Event
+    ) -> None:
+        parser = LogParser(self._engine)
+        timing = self._timing
+        batch: list[str] = []
+        batch_started = 0.0
+        loop = asyncio.get_running_loop()
+
+        def flush() -> None:
+            nonlocal batch
+            if batch:
+                chunk = tuple(batch)
+                batch = []
+                if self._sink is not None:
+                    try:
+                        self._sink.log_lines(self.trial_index, chunk)
+                    except Exception:
+                        log.exception("controller: writing the captured log failed")
+                self._post(
+                    ev.LogLines(lines=chunk, trial_index=self.trial_index, epoch=self._watch.epoch)
+                )
+
+        def handle(events: list[LogEvent]) -> None:
+            self._watch, outcomes = core_watch.on_log_events(self._watch, events)
+            if outcomes:
+                flush()  # lines before the events they explain
+                self._feed(outcomes)
+
+        last_line = loop.time()
+        while True:
+            timeout = None
+            if parser.in_traceback:
+                timeout = max(0.0, timing.settle_after_s - (loop.time() - last_line))
+            if batch:
+                remaining = timing.log_batch_s - (loop.time() - batch_started)
+                timeout = remaining if timeout is None else min(timeout, remaining)
+            try:
+                if timeout is None:
+                    item = await lines.get()
+                else:
+                    async with asyncio.timeout(max(0.0, timeout)):
+                        item = await lines.get()
+            except TimeoutError:
+                flush()
+                if parser.in_traceback and loop.time() - last_line >= timing.settle_after_s:
+                    handle(parser.settle())  # a traceback followed by silence: it is over
+                    flush()
+                continue
+            if item is None:  # the stream ended: the process is gone (or the link dropped)
+                handle(parser.flush())
+                flush()
+                exited.set()
+                return
+            text, cursor = item
+            last_line = loop.time()
+            if cursor is not None:
+                self.cursor = cursor
+            if not batch:
+                batch_started = loop.time()
+            batch.append(text)
+            handle(parser.feed(text))

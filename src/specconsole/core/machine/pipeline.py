@@ -1,0 +1,348 @@
+"""The trial pipeline's outcomes: VALIDATING → DEPLOYING → RESTARTING → LOADING (weights,
+KV cache, CUDA graphs) → READY → FLUSHING → BENCHMARKING → RECORDING, one handler per
+answer of an effect the machine asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from specconsole.core import effects as fx
+from specconsole.core import events as ev
+from specconsole.core.capacity import predict_capacity
+from specconsole.core.log_events import LoadStage
+from specconsole.core.machine.common import (
+    Effects,
+    Result,
+    _bench_spec,
+    _enter,
+    _load_timeout,
+    _minimum_capacity,
+    _notice,
+    _require_trial,
+)
+from specconsole.core.machine.trial import _after_recorded, _finish_trial
+from specconsole.core.ports import BenchSpec
+from specconsole.core.state import (
+    RESTING_PHASES,
+    ControllerState,
+    Deployed,
+    LevelProgress,
+    Phase,
+    PhaseStamp,
+    TrialKind,
+    TrialStatus,
+    close_open_stamp,
+)
+
+
+def _on_validated(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.ConfigValidated)
+    trial = _require_trial(state, event)
+    prediction = predict_capacity(
+        state.trials, event.config, minimum_tokens=_minimum_capacity(state)
+    )
+    trial = replace(
+        trial,
+        normalized=event.config,
+        argv=event.argv,
+        warnings=trial.warnings + event.warnings,
+        predicted=prediction if prediction.predicted_tokens is not None else None,
+    )
+    new = replace(state, trial=trial)
+    effects: list[fx.Effect] = []
+    if not prediction.feasible and trial.kind is not TrialKind.ROLLBACK:
+        skip = (
+            state.plan is not None and state.plan.skip_infeasible and trial.kind is TrialKind.SWEEP
+        )
+        if skip:
+            return _finish_trial(
+                new,
+                TrialStatus.INFEASIBLE,
+                event.at,
+                note=prediction.reason,
+                extra=(fx.Notify(epoch=state.epoch, level="warning", text=prediction.reason),),
+            )
+        new = _notice(new, "warning", prediction.reason, event.at)
+        effects.append(fx.Notify(epoch=state.epoch, level="warning", text=prediction.reason))
+    if state.reattach_allowed and trial.kind is TrialKind.SWEEP:
+        return replace(new, reattach_allowed=False), (
+            *effects,
+            fx.CheckReattach(epoch=state.epoch, config=event.config),
+        )
+    new = _enter(replace(new, reattach_allowed=False), Phase.DEPLOYING, event.at)
+    return new, (*effects, fx.Deploy(epoch=state.epoch, config=event.config))
+
+
+def _on_invalid(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.ConfigInvalid)
+    trial = _require_trial(state, event)
+    new = replace(state, trial=replace(trial, warnings=trial.warnings + event.warnings))
+    text = f"trial {trial.index + 1} is invalid: " + "; ".join(event.errors)
+    new = _notice(new, "error", text, event.at)
+    return _finish_trial(
+        new,
+        TrialStatus.INVALID,
+        event.at,
+        errors=event.errors,
+        extra=(fx.Notify(epoch=state.epoch, level="error", text=text),),
+    )
+
+
+def _on_reattach_checked(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.ReattachChecked)
+    trial = _require_trial(state, event)
+    config = trial.normalized or trial.config
+    if not event.attached:
+        new = _enter(state, Phase.DEPLOYING, event.at)
+        return new, (fx.Deploy(epoch=state.epoch, config=config),)
+    trial = replace(trial, kind=TrialKind.REATTACH, artifact_hash=event.artifact_hash)
+    new = replace(
+        state,
+        trial=trial,
+        deployed=Deployed(
+            config=trial.config, artifact_hash=event.artifact_hash, at=event.at, serving=True
+        ),
+    )
+    new = _enter(new, Phase.READY, event.at, "reattached")
+    text = f"reattached to the running server ({event.detail or 'same configuration'})"
+    new = _notice(new, "info", text, event.at)
+    return new, (
+        fx.Notify(epoch=state.epoch, level="info", text=text),
+        fx.StartWatch(epoch=state.epoch, trial_index=trial.index),
+        fx.FetchServerInfo(epoch=state.epoch),
+    )
+
+
+def _on_deploy_previewed(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.DeployPreviewed)
+    trial = replace(_require_trial(state, event), deploy_diff=event.diff)
+    return replace(state, trial=trial), ()
+
+
+def _on_deployed(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.DeployDone)
+    trial = _require_trial(state, event)
+    trial = replace(trial, artifact_hash=event.artifact_hash)
+    new = replace(
+        state,
+        trial=trial,
+        deployed=Deployed(
+            config=trial.config, artifact_hash=event.artifact_hash, at=event.at, serving=False
+        ),
+    )
+    new = _enter(new, Phase.RESTARTING, event.at)
+    return new, (fx.StopWatch(epoch=state.epoch), fx.Restart(epoch=state.epoch))
+
+
+def _on_restarted(state: ControllerState, event: ev.Event) -> Result:
+    trial = _require_trial(state, event)
+    new = replace(state, load_stage=LoadStage.STARTING, load_stage_since=event.at)
+    new = _enter(new, Phase.LOADING, event.at, LoadStage.STARTING.value)
+    new = replace(new, load_stage=LoadStage.STARTING, load_stage_since=event.at)
+    return new, (
+        fx.StartWatch(epoch=state.epoch, trial_index=trial.index),
+        fx.StartTimer(epoch=state.epoch, key=fx.LOAD_TIMER, seconds=_load_timeout(state)),
+    )
+
+
+def _on_operation_failed_busy(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.OperationFailed)
+    trial = _require_trial(state, event)
+    if state.phase is Phase.READY:  # /server_info is informative only
+        return _after_server_info(
+            _notice(state, "warning", f"{event.operation}: {event.message}", event.at), event.at
+        )
+    if state.phase is Phase.FLUSHING:
+        new = _notice(state, "warning", f"{event.operation}: {event.message}", event.at)
+        return _start_benchmark(new, event.at)
+    text = f"trial {trial.index + 1}: {event.operation} failed: {event.message}"
+    new = _notice(state, "error", text, event.at)
+    extra: Effects = (fx.Notify(epoch=state.epoch, level="error", text=text),)
+    if state.phase in (Phase.LOADING, Phase.BENCHMARKING):
+        # The watch or the benchmark itself broke (connection lost...): not a server crash.
+        more: list[fx.Effect] = [fx.CancelTimer(epoch=state.epoch, key=fx.LOAD_TIMER)]
+        if state.phase is Phase.BENCHMARKING:
+            more.append(fx.CancelBenchmark(epoch=state.epoch))
+        extra = (*more, *extra)
+    return _finish_trial(
+        new,
+        TrialStatus.FAILED,
+        event.at,
+        errors=(f"{event.operation}: {event.message}",),
+        extra=extra,
+    )
+
+
+def _stage_detail(event: ev.LoadStageSeen) -> str:
+    """The stamp's detail: the stage, or a batch job's queue reason ("queued: Resources")."""
+    if event.stage is LoadStage.QUEUED and event.detail:
+        return event.detail
+    return event.stage.value
+
+
+def _on_load_stage(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.LoadStageSeen)
+    if event.stage is state.load_stage:
+        return state, ()
+    trial = _require_trial(state, event)
+    phases = close_open_stamp(trial.phases, event.at)
+    trial = replace(
+        trial, phases=(*phases, PhaseStamp(Phase.LOADING, event.at, None, _stage_detail(event)))
+    )
+    return replace(state, trial=trial, load_stage=event.stage, load_stage_since=event.at), ()
+
+
+def _on_capacity(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.CapacitySeen)
+    trial = _require_trial(state, event)
+    trial = replace(
+        trial,
+        capacity=event.max_total_num_tokens,
+        max_running_requests=event.max_running_requests or trial.max_running_requests,
+    )
+    return replace(state, trial=trial), ()
+
+
+def _on_ready(state: ControllerState, event: ev.Event) -> Result:
+    trial = _require_trial(state, event)
+    deployed = state.deployed or Deployed(trial.config, trial.artifact_hash, event.at)
+    new = replace(state, deployed=replace(deployed, serving=True))
+    new = _enter(new, Phase.READY, event.at)
+    return new, (
+        fx.CancelTimer(epoch=state.epoch, key=fx.LOAD_TIMER),
+        fx.FetchServerInfo(epoch=state.epoch),
+    )
+
+
+def _after_server_info(state: ControllerState, at: float) -> Result:
+    trial = state.trial
+    assert trial is not None
+    if trial.kind is TrialKind.ROLLBACK:
+        return _finish_trial(state, TrialStatus.OK, at, note="rollback: not benchmarked")
+    if _bench_spec(state).flush_cache:
+        new = _enter(state, Phase.FLUSHING, at)
+        return new, (fx.FlushCache(epoch=state.epoch),)
+    return _start_benchmark(state, at)
+
+
+def _on_server_info(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.ServerInfoFetched)
+    trial = _require_trial(state, event)
+    new = replace(state, trial=replace(trial, server_info=event.items))
+    return _after_server_info(new, event.at)
+
+
+def _start_benchmark(state: ControllerState, at: float) -> Result:
+    spec = _bench_spec(state)
+    progress = tuple(
+        LevelProgress(
+            concurrency=c,
+            total=_planned_requests(spec, c),
+            planned_duration_s=spec.duration_s if spec.requests_per_level is None else None,
+        )
+        for c in spec.ladder
+    )
+    new = replace(_enter(state, Phase.BENCHMARKING, at), bench=progress)
+    return new, (fx.RunBenchmark(epoch=state.epoch, spec=spec),)
+
+
+def _planned_requests(spec: BenchSpec, concurrency: int) -> int:
+    """Measured requests a level will send, or 0 (unknown up front) in duration mode."""
+    return spec.requests_at(concurrency) or 0
+
+
+def _on_flushed(state: ControllerState, event: ev.Event) -> Result:
+    return _start_benchmark(state, event.at)
+
+
+def _on_bench_progress(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.BenchProgressed)
+    p = event.progress
+    bench = list(state.bench)
+    if not 0 <= p.level_index < len(bench):
+        return state, ()
+    level = bench[p.level_index]
+    bench[p.level_index] = replace(
+        level,
+        concurrency=p.concurrency,
+        # a runner reports 0 when it cannot know the count (duration mode): keep the plan's
+        total=p.total if p.total > 0 else level.total,
+        planned_duration_s=p.planned_duration_s or level.planned_duration_s,
+        completed=p.completed,
+        failed=p.failed,
+        running=p.running,
+        current_tok_s=p.current_tok_s,
+        elapsed_s=p.elapsed_s,
+        warmup=p.warmup,
+    )
+    for i in range(p.level_index):  # earlier levels are finished
+        if not bench[i].done:
+            bench[i] = replace(bench[i], done=True)
+    detail = f"c={p.concurrency}"
+    new = replace(state, bench=tuple(bench))
+    trial = new.trial
+    if trial is not None and trial.phases and trial.phases[-1].detail != detail:
+        phases = close_open_stamp(trial.phases, event.at)
+        new = replace(
+            new,
+            trial=replace(
+                trial, phases=(*phases, PhaseStamp(Phase.BENCHMARKING, event.at, None, detail))
+            ),
+        )
+    return new, ()
+
+
+def _on_bench_level_finished(state: ControllerState, event: ev.Event) -> Result:
+    """A level's figures, live: the bench panel, the charts and the trial's headline numbers
+    show them before the whole ladder is done (``BenchFinished`` has the final word)."""
+    assert isinstance(event, ev.BenchLevelFinished)
+    trial = _require_trial(state, event)
+    bench = list(state.bench)
+    if not 0 <= event.level_index < len(bench):
+        return state, ()
+    bench[event.level_index] = replace(
+        bench[event.level_index],
+        concurrency=event.level.concurrency,
+        done=True,
+        running=0,
+        result=event.level,
+    )
+    levels = tuple(p.result for p in bench if p.result is not None)
+    return replace(state, bench=tuple(bench), trial=replace(trial, levels=levels)), ()
+
+
+def _on_bench_finished(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.BenchFinished)
+    trial = _require_trial(state, event)
+    by_c = {lv.concurrency: lv for lv in event.levels}
+    bench = tuple(
+        replace(p, done=p.concurrency in by_c, result=by_c.get(p.concurrency)) for p in state.bench
+    )
+    trial = replace(trial, levels=event.levels, accept_length=event.accept_length)
+    new = replace(state, trial=trial, bench=bench)
+    if event.error and not event.levels:
+        return _finish_trial(
+            new, TrialStatus.FAILED, event.at, errors=(f"benchmark: {event.error}",)
+        )
+    note = f"partial benchmark: {event.error}" if event.partial or event.error else ""
+    return _finish_trial(new, TrialStatus.OK, event.at, note=note)
+
+
+def _on_recorded(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.TrialRecorded)
+    record = event.record
+    if record is not None and state.trial is not None and state.trial.index == record.index:
+        state = replace(state, trial=record)  # as written: stamps closed, log file named
+    return _after_recorded(state, event.at)
+
+
+def _on_record_failed(state: ControllerState, event: ev.Event) -> Result:
+    """The session could not be written: keep the trial in memory and stop the sweep."""
+    assert isinstance(event, ev.OperationFailed)
+    text = f"could not record the trial: {event.message}; the sweep pauses"
+    new = replace(_notice(state, "error", text, event.at), pause_requested=True)
+    nxt, effects = _after_recorded(new, event.at)
+    if nxt.phase not in RESTING_PHASES:  # pragma: no cover - pause_requested prevents it
+        return nxt, effects
+    return nxt, (fx.Notify(epoch=state.epoch, level="error", text=text), *effects)

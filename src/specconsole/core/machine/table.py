@@ -1,0 +1,210 @@
+"""The transition table and the entry point: ``step(state, event)`` looks up (phase, event
+type) in ``TRANSITIONS`` (or ``ANYWHERE``), drops stale answers of an earlier epoch and
+raises ``IllegalTransition`` for everything else; ``legal_intents`` reads the same table
+for key hints. The observation handlers (log tail, connection, benign races, what a
+resting controller learns about the server) live here with the table that names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from specconsole.core import events as ev
+from specconsole.core.machine.common import (
+    LOG_TAIL_LINES,
+    WATCHED_PHASES,
+    Handler,
+    IllegalTransition,
+    Result,
+    _notice,
+)
+from specconsole.core.machine.crash import (
+    _observe_down,
+    _on_crashed_exit_seen,
+    _on_crashed_server_down,
+    _on_exited,
+    _on_fatal,
+    _on_timer,
+)
+from specconsole.core.machine.intents import (
+    _on_benchmark_only,
+    _on_cancel_busy,
+    _on_cancel_recording,
+    _on_cancel_resting,
+    _on_deploy_config,
+    _on_pause,
+    _on_quit,
+    _on_resume,
+    _on_set_policy,
+    _on_start_sweep,
+)
+from specconsole.core.machine.pipeline import (
+    _on_bench_finished,
+    _on_bench_level_finished,
+    _on_bench_progress,
+    _on_capacity,
+    _on_deploy_previewed,
+    _on_deployed,
+    _on_flushed,
+    _on_invalid,
+    _on_load_stage,
+    _on_operation_failed_busy,
+    _on_ready,
+    _on_reattach_checked,
+    _on_record_failed,
+    _on_recorded,
+    _on_restarted,
+    _on_server_info,
+    _on_validated,
+)
+from specconsole.core.state import (
+    BUSY_PHASES,
+    RESTING_PHASES,
+    ConnectionState,
+    ControllerState,
+    Phase,
+)
+
+
+def step(state: ControllerState, event: ev.Event) -> Result:
+    """Apply one event; return the new state and the effects the runtime must perform."""
+    etype = type(event)
+    if (
+        isinstance(event, ev.Outcome)
+        and event.epoch != state.epoch
+        and etype is not ev.ConnectionChanged
+    ):
+        return state, ()  # an answer for an earlier trial
+    handler = TRANSITIONS.get((state.phase, etype)) or ANYWHERE.get(etype)
+    if handler is None:
+        if state.phase in RESTING_PHASES and isinstance(event, ev.Outcome):
+            return state, ()  # a late answer of a cancelled trial
+        raise IllegalTransition(state.phase, event)
+    return handler(state, event)
+
+
+def legal_intents(state: ControllerState) -> frozenset[type[ev.Intent]]:
+    """Intent types the machine accepts in this phase (preconditions aside), for key hints."""
+    out = {t for (phase, t) in TRANSITIONS if phase is state.phase and issubclass(t, ev.Intent)}
+    out |= {t for t in ANYWHERE if issubclass(t, ev.Intent)}
+    return frozenset(out)
+
+
+def _on_log_lines(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.LogLines)
+    if not event.lines:
+        return state, ()
+    tail = (*state.log_tail, *event.lines)[-LOG_TAIL_LINES:]
+    return replace(state, log_tail=tail), ()
+
+
+def _on_connection(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.ConnectionChanged)
+    new = replace(state, connection=event.state)
+    if event.state in (ConnectionState.LOST, ConnectionState.RECONNECTING) and event.detail:
+        new = _notice(new, "warning", f"connection {event.state.value}: {event.detail}", event.at)
+    return new, ()
+
+
+def _ignore(state: ControllerState, event: ev.Event) -> Result:
+    return state, ()
+
+
+def _observe_ready(state: ControllerState, event: ev.Event) -> Result:
+    if state.deployed is None:
+        return state, ()
+    return replace(state, deployed=replace(state.deployed, serving=True)), ()
+
+
+def _observe_capacity(state: ControllerState, event: ev.Event) -> Result:
+    """Replayed load lines after a reattach: keep the capacity for the record."""
+    assert isinstance(event, ev.CapacitySeen)
+    if state.trial is None or state.trial.capacity is not None:
+        return state, ()
+    return _on_capacity(state, event)
+
+
+# --------------------------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------------------------
+
+TRANSITIONS: dict[tuple[Phase, type[ev.Event]], Handler] = {}
+"""(phase, event type) → handler. Everything not here (or in ANYWHERE) is illegal."""
+
+
+def _on(
+    phases: frozenset[Phase] | set[Phase] | tuple[Phase, ...],
+    etype: type[ev.Event],
+    handler: Handler,
+) -> None:
+    for phase in phases:
+        TRANSITIONS[(phase, etype)] = handler
+
+
+_STARTABLE = (Phase.IDLE, Phase.DONE, Phase.CANCELLED, Phase.PAUSED)
+_ACTIVE = (Phase.VALIDATING, Phase.DEPLOYING, Phase.RESTARTING, *WATCHED_PHASES)
+
+# intents
+_on(_STARTABLE, ev.StartSweep, _on_start_sweep)
+_on(BUSY_PHASES, ev.Pause, _on_pause)
+_on(_ACTIVE, ev.Cancel, _on_cancel_busy)
+_on((Phase.RECORDING, Phase.CRASHED), ev.Cancel, _on_cancel_recording)
+_on((Phase.PAUSED, Phase.AWAITING_DECISION), ev.Cancel, _on_cancel_resting)
+_on((*_STARTABLE, Phase.AWAITING_DECISION), ev.DeployConfig, _on_deploy_config)
+_on(_STARTABLE, ev.BenchmarkOnly, _on_benchmark_only)
+_on((Phase.AWAITING_DECISION, Phase.PAUSED, Phase.CANCELLED), ev.Resume, _on_resume)
+
+# the trial pipeline
+_on((Phase.VALIDATING,), ev.ConfigValidated, _on_validated)
+_on((Phase.VALIDATING,), ev.ConfigInvalid, _on_invalid)
+_on((Phase.VALIDATING,), ev.ReattachChecked, _on_reattach_checked)
+_on((Phase.DEPLOYING,), ev.DeployPreviewed, _on_deploy_previewed)
+_on((Phase.DEPLOYING,), ev.DeployDone, _on_deployed)
+_on((Phase.RESTARTING,), ev.Restarted, _on_restarted)
+_on(_ACTIVE, ev.OperationFailed, _on_operation_failed_busy)
+_on((Phase.LOADING,), ev.LoadStageSeen, _on_load_stage)
+_on((Phase.LOADING,), ev.CapacitySeen, _on_capacity)
+_on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.CapacitySeen, _observe_capacity)
+_on((Phase.LOADING,), ev.ServerReady, _on_ready)
+_on(WATCHED_PHASES, ev.FatalSeen, _on_fatal)
+_on(WATCHED_PHASES, ev.ServerExited, _on_exited)
+_on((Phase.LOADING,), ev.TimerFired, _on_timer)
+_on((Phase.READY,), ev.ServerInfoFetched, _on_server_info)
+_on((Phase.FLUSHING,), ev.CacheFlushed, _on_flushed)
+_on((Phase.BENCHMARKING,), ev.BenchProgressed, _on_bench_progress)
+_on((Phase.BENCHMARKING,), ev.BenchLevelFinished, _on_bench_level_finished)
+_on((Phase.BENCHMARKING,), ev.BenchFinished, _on_bench_finished)
+_on((Phase.RECORDING,), ev.TrialRecorded, _on_recorded)
+_on((Phase.RECORDING,), ev.OperationFailed, _on_record_failed)
+_on((Phase.CRASHED,), ev.ServerStopped, _on_crashed_server_down)
+_on((Phase.CRASHED,), ev.OperationFailed, _on_crashed_server_down)
+_on((Phase.CRASHED,), ev.ServerExited, _on_crashed_exit_seen)
+
+# benign races: replayed or duplicated watch events while the trial is past loading
+_on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.ServerReady, _ignore)
+_on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.LoadStageSeen, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.FatalSeen, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.ServerReady, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.LoadStageSeen, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.CapacitySeen, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.BenchProgressed, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.BenchLevelFinished, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.BenchFinished, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING), ev.TimerFired, _ignore)
+_on((Phase.RECORDING,), ev.ServerExited, _ignore)
+_on((Phase.RECORDING,), ev.ServerStopped, _ignore)
+_on(BUSY_PHASES - {Phase.CRASHED}, ev.ServerStopped, _ignore)
+_on(WATCHED_PHASES - {Phase.LOADING}, ev.TimerFired, _ignore)
+
+# resting phases: watch events only update what is known about the server
+_on(RESTING_PHASES, ev.ServerReady, _observe_ready)
+_on(RESTING_PHASES, ev.ServerExited, _observe_down)
+_on(RESTING_PHASES, ev.FatalSeen, _observe_down)
+
+ANYWHERE: dict[type[ev.Event], Handler] = {
+    ev.LogLines: _on_log_lines,
+    ev.ConnectionChanged: _on_connection,
+    ev.SetPolicy: _on_set_policy,
+    ev.Quit: _on_quit,
+}
+"""Event types handled the same way in every phase."""
