@@ -1,0 +1,1 @@
+"""Tests of the session records, store and reports."""

@@ -1,6 +1,6 @@
 """Parity with bench_serving's published metric definitions on recorded, real-shaped streams.
 
-The fixture (tests/bench/data/parity_streams.json) holds per-request timings that
+The fixture (tests/core/data/parity_streams.json) holds per-request timings that
 ``specconsole bench`` recorded against the simulator: EAGLE-3 streams whose chunks carry
 several tokens each, for /generate and chat. Each expected value below is computed here,
 independently of specconsole.core.metrics (``statistics`` instead of its percentile code),
