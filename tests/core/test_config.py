@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from specconsole.core.config import (
@@ -196,6 +196,7 @@ _scalars = st.one_of(
 
 
 @given(st.dictionaries(st.sampled_from([*FIELD_KINDS, "bogus", "model"]), _scalars, max_size=8))
+@example({"model_path": "m", "env": ["A=1", "A=2"]})  # the counterexample hypothesis once found
 def test_from_table_only_raises_config_error(table: dict) -> None:
     try:
         config = config_from_table(table)

@@ -6,9 +6,12 @@ deployed (argv, command line or systemd unit), and make sense of logs they alrea
 is all they add to :mod:`specconsole.core.config`, :mod:`~specconsole.core.validation`,
 :mod:`~specconsole.core.render` and :mod:`~specconsole.core.logparse`.
 
-Exit codes: 0 fine, 1 the configuration has errors (validate, render: the text is still
-printed) or the log shows a fatal error (parse-log), 2 the input cannot be read (missing file,
-bad TOML, unknown key).
+``render`` and ``validate`` read a file the same way and print errors through one function,
+so ``render`` renders exactly what ``validate`` accepts (a plan: its base, or ``--trial N``).
+
+Exit codes: 0 fine, 1 the configuration has errors (validate; render still prints the text,
+then the same errors) or the log shows a fatal error (parse-log), 2 the input cannot be read
+(missing file, not UTF-8, bad TOML, unknown key, out-of-range plan value).
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from specconsole.core.config import (
     config_from_table,
     config_to_table,
 )
+from specconsole.core.decoding import DecodeError, decode_text
 from specconsole.core.log_events import LoadSummary, summarize
 from specconsole.core.logparse import LogParser
+from specconsole.core.plan import SweepPlan
 from specconsole.core.render import UnitOptions, to_argv, to_command, to_unit
-from specconsole.core.validation import Issue, Severity, normalize, validate
+from specconsole.core.validation import Issue, Severity, errors, normalize, validate
 
 MAX_PLAN_TRIALS = 500
 """validate checks at most this many trial configurations of a sweep plan."""
@@ -64,6 +69,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="command",
         help="argv (JSON list), command (shell-quoted line, with env) or unit (systemd)",
     )
+    r.add_argument(
+        "--trial",
+        type=int,
+        default=None,
+        metavar="N",
+        help="for a sweep plan: render trial N of its grid (default: the plan's base)",
+    )
     r.set_defaults(handler=_render_cmd)
 
     p = subparsers.add_parser(
@@ -91,12 +103,15 @@ class _InputError(Exception):
 
 
 def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """The file's text, read as bytes and decoded (an error names the byte offset)."""
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise _InputError(f"{path}: cannot read ({exc.strerror or exc}).") from None
+    try:
+        return decode_text(data, path)
+    except DecodeError as exc:
+        raise _InputError(str(exc)) from None
 
 
 def _read_document(path: str) -> tuple[dict[str, Any], str]:
@@ -144,17 +159,78 @@ def _trial_configs(
     """(label, config) pairs to check: the [server] table, or each trial of a sweep plan."""
     if "sweep" not in document:
         return [("", _server_config(document, path))]
-    from specconsole.core.plan import loads_plan
     from specconsole.present.labels import config_label
 
-    try:
-        plan = loads_plan(text)
-    except ValueError as exc:  # PlanError, or a ConfigError from the [server] table
-        raise _InputError(f"{path}: {exc}") from None
+    plan = _load_plan(text, path)
     grid = plan.grid()[:MAX_PLAN_TRIALS]
     if len(grid) == 1:
         return [("", grid[0])]
     return [(config_label(config, plan.base), config) for config in grid]
+
+
+def _load_plan(text: str, path: str) -> SweepPlan:
+    """A sweep plan with ``{python}`` and ``port = "auto"`` resolved as ``sweep`` would."""
+    from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.core.plan import loads_plan
+
+    try:
+        return resolve_local_placeholders(loads_plan(text))
+    except ValueError as exc:  # PlanError, or a ConfigError from the [server] table
+        raise _InputError(f"{path}: {exc}") from None
+
+
+def _render_target(
+    document: dict[str, Any], text: str, path: str, trial: int | None
+) -> tuple[str, ServerConfig]:
+    """What ``render`` shows: the [server] table; for a plan its base, or ``--trial N`` of its
+    grid (a base the axes complete, e.g. steps only in [sweep.axes], shows trial 1)."""
+    if "sweep" not in document:
+        if trial is not None:
+            raise _InputError(f"{path}: --trial needs a sweep plan (this file has no [sweep]).")
+        return "", _server_config(document, path)
+    from specconsole.present.labels import config_label
+
+    plan = _load_plan(text, path)
+    grid = plan.grid()
+    if trial is not None:
+        if not 1 <= trial <= len(grid):
+            raise _InputError(
+                f"{path}: --trial {trial} is not in the plan's grid; use 1 to {len(grid)}."
+            )
+        config = grid[trial - 1]
+        return f"trial {trial} {config_label(config, plan.base)}", config
+    base = plan.derive(plan.base)
+    if not errors(validate(base)) or not grid:
+        return "", base
+    return f"trial 1 {config_label(grid[0], plan.base)} (the base alone is incomplete)", grid[0]
+
+
+def _check(trials: list[tuple[str, ServerConfig]], out: TextIO, *, quiet: bool) -> tuple[int, int]:
+    """Print every issue of every (label, config) with its field and fix — the one error
+    path of ``validate`` and ``render``; returns (errors, warnings)."""
+    n_errors = n_warnings = 0
+    seen: set[tuple[str | None, str]] = set()
+    for label, config in trials:
+        issues = validate(config)
+        if not quiet:
+            # What SGLang will choose by itself (auto tree sizes...), unless already said.
+            mentioned = {i.field for i in issues}
+            issues += [
+                i
+                for i in normalize(config)[1]
+                if i.severity is Severity.NOTICE and i.field not in mentioned
+            ]
+        for issue in issues:
+            if quiet and not issue.blocking:
+                continue
+            key = (issue.field, issue.message)
+            if key in seen and issue.severity is not Severity.ERROR:
+                continue  # the same warning for every trial once is enough
+            seen.add(key)
+            _print_issue(issue, label, out)
+            n_errors += issue.severity is Severity.ERROR
+            n_warnings += issue.severity is Severity.WARNING
+    return n_errors, n_warnings
 
 
 def _print_issue(issue: Issue, label: str, out: TextIO) -> None:
@@ -171,28 +247,7 @@ def _validate_cmd(args: argparse.Namespace) -> int:
         trials = _trial_configs(document, text, args.file)
     except _InputError as exc:
         return _fail(str(exc), err)
-    n_errors = n_warnings = 0
-    seen: set[tuple[str | None, str]] = set()
-    for label, config in trials:
-        issues = validate(config)
-        if not args.quiet:
-            # What SGLang will choose by itself (auto tree sizes...), unless already said.
-            mentioned = {i.field for i in issues}
-            issues += [
-                i
-                for i in normalize(config)[1]
-                if i.severity is Severity.NOTICE and i.field not in mentioned
-            ]
-        for issue in issues:
-            if args.quiet and not issue.blocking:
-                continue
-            key = (issue.field, issue.message)
-            if key in seen and issue.severity is not Severity.ERROR:
-                continue  # the same warning for every trial once is enough
-            seen.add(key)
-            _print_issue(issue, label, out)
-            n_errors += issue.severity is Severity.ERROR
-            n_warnings += issue.severity is Severity.WARNING
+    n_errors, n_warnings = _check(trials, out, quiet=args.quiet)
     many = len(trials) > 1
     what = f"{len(trials)} configurations" if many else "configuration"
     verdict = ("have errors" if many else "has errors") if n_errors else "OK"
@@ -208,8 +263,13 @@ def _validate_cmd(args: argparse.Namespace) -> int:
 def _render_cmd(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     try:
-        document, _text = _read_document(args.file)
-        config = _server_config(document, args.file)
+        document, text = _read_document(args.file)
+        label, config = _render_target(document, text, args.file, args.trial)
+    except _InputError as exc:
+        return _fail(str(exc), err)
+    if label:
+        print(f"{args.file}: rendering {label}", file=err)
+    try:
         if args.form == "argv":
             print(json.dumps(to_argv(config)), file=out)
         elif args.form == "command":
@@ -218,15 +278,13 @@ def _render_cmd(args: argparse.Namespace) -> int:
             name = document.get("name")
             options = UnitOptions(description=name if isinstance(name, str) and name else None)
             out.write(to_unit(config, options))
-    except _InputError as exc:
-        return _fail(str(exc), err)
     except ConfigError as exc:
         return _fail(f"{args.file}: {exc}", err)
-    blocking = [i for i in validate(config) if i.blocking]
-    if blocking:
+    n_errors, _ = _check([(label, config)], err, quiet=True)  # validate's errors, verbatim
+    if n_errors:
         print(
-            f"{args.file}: this configuration has {len(blocking)} error(s) and would not be "
-            f"deployed; `specconsole validate {args.file}` lists them.",
+            f"{args.file}: this configuration has {n_errors} error(s) (above) and would not "
+            "be deployed.",
             file=err,
         )
         return 1

@@ -297,6 +297,9 @@ def parse_field(name: str, value: Any) -> Any:
             raise ConfigError(
                 f"{key}.{name_}", f"expected a string, got {val!r}.", f'write {name_} = "..."'
             )
+        if any(name_ == seen for seen, _ in pairs):
+            # a list form may repeat a name; a table (and so the round trip) cannot
+            raise ConfigError(f"{key}.{name_}", "is set twice.", "keep one of them.")
         pairs.append((name_, val))
     return tuple(pairs)
 

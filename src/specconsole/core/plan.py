@@ -52,6 +52,7 @@ the session records it and a resumed session reuses it (``session.store``).
 from __future__ import annotations
 
 import itertools
+import math
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -59,6 +60,7 @@ from enum import Enum, StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
+from specconsole.core.bounds import PLAN_LIMITS, limit_problem
 from specconsole.core.config import (
     FIELD_KINDS,
     KEY_ALIASES,
@@ -344,6 +346,8 @@ def _number(value: Any, where: str, *, integer: bool = False, minimum: float = 0
         raise PlanError(f"{where} must be a number, got {value!r}")
     if integer and not isinstance(value, int):
         raise PlanError(f"{where} must be an integer, got {value!r}")
+    if problem := limit_problem(where, value, PLAN_LIMITS.get(where, math.inf)):
+        raise PlanError(problem)  # inf, NaN, or above core.bounds' limit
     if value <= minimum:
         raise PlanError(f"{where} must be greater than {minimum:g}, got {value!r}")
     return value
@@ -403,6 +407,9 @@ def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
             ):
                 raise PlanError(f"{where} must be a non-empty list of positive integers")
+            for level in value:
+                if problem := limit_problem("[bench] ladder level", level, PLAN_LIMITS[where]):
+                    raise PlanError(problem)
             kw[key] = tuple(value)
         elif key == "api":
             try:

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from specconsole.core.bounds import SERVER_LIMITS, control_char_problem
 from specconsole.core.config import Engine, ServerConfig, SpecAlgorithm
 
 __all__ = [
@@ -260,6 +261,7 @@ def _validate(config: ServerConfig) -> list[Issue]:
                 f"set {name} to 1 or more, or remove it to let the server choose.",
             )
             bad_ints.add(name)
+    _check_bounds(config, bad_ints, r)
     mem = config.mem_fraction_static
     mem_key = "mem_fraction_static"
     if mem is not None:
@@ -343,6 +345,51 @@ def _validate(config: ServerConfig) -> list[Issue]:
     else:
         _validate_sglang(config, algo, bad_ints, r)
     return r.issues
+
+
+# --- bounds: every number capped, no control characters in what reaches argv or a unit -----
+
+_COMMAND_STRINGS = (
+    "model_path",
+    "speculative_draft_model_path",
+    "attention_backend",
+    "host",
+    "launcher",
+    "working_directory",
+    "user",
+    "description",
+)
+"""String fields that end up on the server's command line or in its unit."""
+
+
+def _check_bounds(config: ServerConfig, bad_ints: set[str], r: _Report) -> None:
+    for name, limit in SERVER_LIMITS.items():
+        value = getattr(config, name)
+        if name in bad_ints or not _is_int(value) or value <= limit:
+            continue
+        r.err(
+            name,
+            f"{value:,} is above the limit of {limit:,}.",
+            f"set {name} to at most {limit:,} (a larger value is a typo).",
+        )
+        bad_ints.add(name)
+    for name in _COMMAND_STRINGS:
+        value = getattr(config, name)
+        if isinstance(value, str) and (problem := control_char_problem(value)):
+            r.err(name, f"{problem}.", "remove it: it cannot go on a command line or in a unit.")
+    words = config.extra_args if isinstance(config.extra_args, tuple | list) else ()
+    for word in words:
+        if isinstance(word, str) and (problem := control_char_problem(word)):
+            r.err("extra_args", f"{word!r} {problem}.", "remove the control character.")
+    pairs = config.env if isinstance(config.env, tuple | list) else ()
+    for entry in pairs:
+        if not (isinstance(entry, tuple | list) and len(entry) == 2):
+            continue
+        name, value = entry
+        if not isinstance(value, str) or "\n" in value or "\x00" in value:
+            continue  # reported with the env rules
+        if problem := control_char_problem(value):
+            r.err("env", f"{name}'s value {problem}.", "remove the control character.")
 
 
 def _spec_fields_without_algorithm(config: ServerConfig, r: _Report) -> None:
