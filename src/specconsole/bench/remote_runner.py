@@ -48,9 +48,6 @@ BUNDLED_MODULES: tuple[str, ...] = (
 BUNDLED_PACKAGES: tuple[str, ...] = ("specconsole", "specconsole.core", "specconsole.bench")
 """Packages the script provides as empty shells (their real ``__init__`` is not needed)."""
 
-STOP_TIMEOUT_S = 30.0
-"""How long a stopped remote run may take to report its partial result."""
-
 _BOOTSTRAP = '''\
 """specconsole remote benchmark runner (generated; standard library only)."""
 import importlib.abc

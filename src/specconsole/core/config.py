@@ -150,7 +150,6 @@ FIELD_KINDS: dict[str, FieldKind] = {
 }
 """Every ``[server]`` key, in the order files and editors show them (= ServerConfig fields)."""
 
-REQUIRED_KEYS: frozenset[str] = frozenset({"model_path"})
 NON_OPTIONAL_KEYS: frozenset[str] = frozenset(
     {"model_path", "engine", "host", "port", "extra_args", "env", "launcher", "description"}
 )
@@ -374,15 +373,6 @@ def effective_launcher(config: ServerConfig) -> str:
     if config.engine is Engine.VLLM and config.launcher == DEFAULT_SGLANG_LAUNCHER:
         return DEFAULT_VLLM_LAUNCHER
     return config.launcher
-
-
-def tree_sizes(config: ServerConfig) -> tuple[int | None, int | None, int | None]:
-    """(steps, topk, draft tokens) as configured."""
-    return (
-        config.speculative_num_steps,
-        config.speculative_eagle_topk,
-        config.speculative_num_draft_tokens,
-    )
 
 
 def config_from_toml(text: str) -> ServerConfig:

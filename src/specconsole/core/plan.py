@@ -54,7 +54,7 @@ from __future__ import annotations
 import itertools
 import math
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields, replace
 from enum import Enum, StrEnum
 from typing import Any
@@ -757,10 +757,6 @@ def loads_plan(text: str) -> SweepPlan:
 # Placeholders
 # --------------------------------------------------------------------------------------------
 
-PLACEHOLDERS: tuple[str, ...] = ("python", "port")
-"""Values :func:`resolve_placeholders` takes: ``python`` for ``{python}`` in launcher,
-extra_args, env values and working_directory; ``port`` for ``[server] port = "auto"``."""
-
 
 def _subst(text: str, values: Mapping[str, str]) -> str:
     for key, value in values.items():
@@ -804,13 +800,3 @@ def resolve_placeholders(plan: SweepPlan, values: Mapping[str, str]) -> SweepPla
     return replace(
         plan, base=base, axes=axes, profile=profile, auto_port=False, placeholders=placeholders
     )
-
-
-def axis_value(config: ServerConfig, axis: str) -> Any:
-    """The configuration's value on ``axis``."""
-    return getattr(config, axis)
-
-
-def other_axes_key(config: ServerConfig, axes: Sequence[str]) -> tuple[Any, ...]:
-    """The values of ``axes`` (used to group trials that differ only on the walk axis)."""
-    return tuple(getattr(config, a) for a in axes)

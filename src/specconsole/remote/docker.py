@@ -175,13 +175,6 @@ class DockerBackend:
             )  # 0600: its -e arguments may hold secrets
         return self._store
 
-    async def _docker(self, args: str, *, what: str, timeout: float = 120.0) -> str:
-        result = await self._transport.run(f"docker {args}", timeout=timeout, sudo=self._sudo)
-        if not result.ok:
-            reason = result.stderr.strip() or f"exit status {result.exit_status}"
-            raise TransportError(f"{what} failed on {self._transport.description}: {reason}")
-        return result.stdout
-
     @property
     def _name(self) -> str:
         return shlex.quote(self._profile.container)

@@ -318,12 +318,6 @@ class Session:
         meta["session"] = section
         atomic_write(self.path / SESSION_FILE, tomli_w.dumps(_clean(meta)).encode())
 
-    def write_table(self, name: str, table: Mapping[str, Any]) -> None:
-        """Replace a top-level table (e.g. ``[progress]``, ``[host]``) atomically."""
-        meta = self.read_meta()
-        meta[name] = dict(table)
-        atomic_write(self.path / SESSION_FILE, tomli_w.dumps(_clean(meta)).encode())
-
     # -- trials.jsonl -------------------------------------------------------------------------
 
     def append_trial(
