@@ -56,8 +56,10 @@ def build_request(
     output_len: int,
     temperature: float,
     model: str | None,
+    extra_body: dict[str, Any] | None = None,
 ) -> tuple[str, bytes]:
-    """The path and JSON body of one streaming request with a fixed output length."""
+    """The path and JSON body of one streaming request with a fixed output length;
+    ``extra_body`` is merged in last (bench_serving's ``--extra-request-body``)."""
     body: dict[str, Any]
     if api == API_GENERATE:
         body = {
@@ -86,6 +88,8 @@ def build_request(
             body["prompt"] = text
     else:
         raise ValueError(f"api must be one of {', '.join(APIS)}, got {api!r}")
+    if extra_body:
+        body.update(extra_body)
     return PATHS[api], json.dumps(body, separators=(",", ":")).encode()
 
 

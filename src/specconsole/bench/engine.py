@@ -118,6 +118,11 @@ class LadderPlan:
     """Goodput objectives (``ttft_ms``, ``tpot_ms``, ``e2e_ms``), if any."""
     details: bool = False
     """Keep per-request lists in the level records (``--output-file``)."""
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """Extra request headers, ``Authorization: Bearer <api key>`` included (never recorded:
+    records only carry the header names)."""
+    extra_body: dict[str, Any] | None = None
+    """Merged into every request body (bench_serving's ``--extra-request-body``)."""
 
     def requests_for(self, concurrency: int) -> int | None:
         """Measured requests at a level (None in duration mode)."""
@@ -173,6 +178,8 @@ class LadderPlan:
             "percentiles": list(self.percentiles),
             "slo": None if self.slo is None else dict(self.slo),
             "details": self.details,
+            "headers": [list(h) for h in self.headers],
+            "extra_body": self.extra_body,
         }
 
     @classmethod
@@ -181,6 +188,7 @@ class LadderPlan:
         fields["ladder"] = tuple(int(c) for c in fields["ladder"])
         fields["prompts"] = tuple(Prompt.from_dict(p) for p in fields["prompts"])
         fields["settings"] = dict(fields.get("settings") or {})
+        fields["headers"] = tuple((str(k), str(v)) for k, v in fields.get("headers") or ())
         fields["percentiles"] = tuple(float(q) for q in fields.get("percentiles", ()) or ())
         if not fields["percentiles"]:
             del fields["percentiles"]
@@ -502,6 +510,7 @@ class LadderRun:
             output_len=plan.output_len,
             temperature=plan.temperature,
             model=self._model,
+            extra_body=plan.extra_body,
         )
         parser = make_parser(plan.api)
         clock = self._clock

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from specconsole.bench.api import RequestFailed
+from specconsole.bench.auth import header_names, request_headers
 from specconsole.bench.engine import LadderPlan, LadderRun, ProgressSink
 from specconsole.bench.prompts import BUILTIN, RANDOM, make_prompts
 from specconsole.core.metrics import BenchResult, default_requests_per_level
@@ -55,6 +56,11 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
     settings: dict[str, Any] = {"dataset_name": dataset}
     if dataset == "custom":
         settings["dataset_path"] = str(Path(spec.prompts).expanduser())
+    headers = request_headers(spec)
+    if headers:
+        settings["header_names"] = header_names(headers)
+    if spec.extra_body:
+        settings["extra_body"] = dict(spec.extra_body)
     return LadderPlan(
         ladder=tuple(spec.ladder),
         prompts=tuple(pool),
@@ -75,6 +81,8 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         percentiles=tuple(spec.percentiles),
         slo=None if not spec.slo else dict(spec.slo),
         details=spec.output_details,
+        headers=headers,
+        extra_body=None if not spec.extra_body else dict(spec.extra_body),
     )
 
 
@@ -94,8 +102,16 @@ class HttpxStreamClient:
     cost more CPU than parsing the tokens. Same connections, same keep-alive, O(1) hand-out.
     """
 
-    def __init__(self, base_url: str, concurrency: int, *, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        concurrency: int,
+        *,
+        timeout_s: float = 600.0,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self._base_url = base_url.rstrip("/")
+        self._headers = {**_HEADERS, **dict(headers)}
         self._timeout = httpx.Timeout(connect=10.0, read=timeout_s, write=30.0, pool=None)
         self._free: list[httpx.AsyncClient] = []
         self._clients: list[httpx.AsyncClient] = []
@@ -116,7 +132,7 @@ class HttpxStreamClient:
         client = httpx.AsyncClient(
             base_url=self._base_url,
             transport=transport,
-            headers=_HEADERS,
+            headers=self._headers,
             timeout=self._timeout,
             trust_env=False,
         )
@@ -194,7 +210,9 @@ def make_run(
     plan = plan_for(spec)
     return LadderRun(
         plan,
-        lambda c: HttpxStreamClient(base_url, c, timeout_s=plan.request_timeout_s),
+        lambda c: HttpxStreamClient(
+            base_url, c, timeout_s=plan.request_timeout_s, headers=plan.headers
+        ),
         on_progress=on_progress,
     )
 

@@ -69,8 +69,16 @@ class _Conn:
 class RawStreamClient:
     """:class:`specconsole.bench.engine.StreamClient` over asyncio streams."""
 
-    def __init__(self, base_url: str, concurrency: int, *, timeout_s: float = 600.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        concurrency: int,
+        *,
+        timeout_s: float = 600.0,
+        headers: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         parts = urlsplit(base_url)
+        self._extra_head = "".join(f"{k}: {v}\r\n" for k, v in headers)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"base URL {base_url!r}: give http://HOST:PORT (https unsupported)")
         self._host = parts.hostname
@@ -108,7 +116,7 @@ class RawStreamClient:
         keep-alive connection that the server closed while idle)."""
         head = (
             f"{method} {self._prefix}{path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
-            "Accept: text/event-stream\r\n"
+            "Accept: text/event-stream\r\n" + self._extra_head
         )
         if body is not None:
             head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"

@@ -70,7 +70,9 @@ def main(plan_json: str, base_url: str) -> int:
         plan = LadderPlan.from_dict(json.loads(plan_json))
         run = LadderRun(
             plan,
-            lambda c: RawStreamClient(base_url, c, timeout_s=plan.request_timeout_s),
+            lambda c: RawStreamClient(
+                base_url, c, timeout_s=plan.request_timeout_s, headers=plan.headers
+            ),
             on_progress=reporter.progress,
         )
     except (ValueError, KeyError, TypeError) as exc:

@@ -178,6 +178,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="latency percentiles to record (default 90,95,99), e.g. 50,90,95,99,99.9",
     )
     p.add_argument(
+        "--api-key",
+        default=None,
+        metavar="KEY|env:VAR",
+        help="send Authorization: Bearer KEY (SGLang's --api-key); env:VAR reads it from the "
+        "environment. Never printed or recorded",
+    )
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME:VALUE",
+        help="extra request header (repeatable; VALUE may be env:VAR); records keep the name",
+    )
+    p.add_argument(
+        "--extra-body",
+        default=None,
+        metavar="JSON",
+        help="JSON object merged into every request body, e.g. '{\"top_k\": 1}'",
+    )
+    p.add_argument(
         "--repeats",
         type=_positive_int,
         default=1,
@@ -187,7 +207,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(handler=run_bench)
 
 
+def _extra_body(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"--extra-body: not valid JSON ({exc}); give an object") from None
+    if not isinstance(body, dict):
+        raise ValueError("--extra-body: give a JSON object, e.g. '{\"top_k\": 1}'")
+    return body
+
+
 def spec_from_args(args: argparse.Namespace) -> BenchSpec:
+    from specconsole.bench.auth import parse_header
+
     if args.warmup < 0:
         raise ValueError("--warmup: give 0 or more")
     return BenchSpec(
@@ -208,6 +242,9 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         percentiles=args.percentiles,
         slo=parse_slo(args.slo).to_dict() if args.slo else None,
         output_details=bool(args.output_file),
+        api_key=args.api_key,
+        headers=tuple(parse_header(h) for h in args.header),
+        extra_body=_extra_body(args.extra_body),
     )
 
 

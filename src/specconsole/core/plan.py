@@ -448,6 +448,23 @@ def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
                 kw[key] = Slo.from_mapping(value, where=where).to_dict()
             except ValueError as exc:
                 raise PlanError(str(exc)) from None
+        elif key == "api_key":
+            if not isinstance(value, str) or not value.startswith("env:") or len(value) < 5:
+                raise PlanError(
+                    f"{where}: write the environment variable that holds the key, e.g. "
+                    f'api_key = "env:SGLANG_API_KEY" (a plan never holds the key itself)'
+                )
+            kw[key] = value
+        elif key == "headers":
+            if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()
+            ):
+                raise PlanError(f'{where} must be a table of strings, e.g. {{ X-Team = "a" }}')
+            kw[key] = tuple(value.items())
+        elif key == "extra_body":
+            if not isinstance(value, Mapping):
+                raise PlanError(f"{where} must be a table, e.g. extra_body = {{ top_k = 1 }}")
+            kw[key] = dict(value)
         elif key == "output_details":
             if not isinstance(value, bool):
                 raise PlanError(f"{where} must be true or false")
@@ -737,7 +754,8 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         },
         "sweep": sweep,
         "bench": {
-            **_table(plan.bench),
+            **{k: v for k, v in _table(plan.bench).items() if k != "headers"},
+            **({"headers": dict(plan.bench.headers)} if plan.bench.headers else {}),
             "placement": plan.bench_placement.value,
             **({} if plan.bench_url is None else {"url": plan.bench_url}),
         },

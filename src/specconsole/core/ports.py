@@ -13,9 +13,9 @@ without importing an adapter.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.metrics import BenchResult, LevelMetrics, default_requests_per_level
@@ -329,6 +329,13 @@ class BenchSpec:
     """Goodput objectives in ms: ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` (core/slo.py)."""
     output_details: bool = False
     """Keep per-request lists in the level records (``--output-file``)."""
+    api_key: str | None = field(default=None, repr=False)
+    """Sent as ``Authorization: Bearer <key>`` (SGLang's ``--api-key``); ``env:VAR`` reads
+    it from the environment when the run starts. Never recorded or printed."""
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """Extra request headers (values may be ``env:VAR``); records keep the names only."""
+    extra_body: dict[str, Any] | None = None
+    """Merged into every request body (bench_serving's ``--extra-request-body``)."""
 
     def requests_at(self, concurrency: int) -> int | None:
         """Measured requests the level at ``concurrency`` sends: ``requests_per_level``,
