@@ -21,6 +21,8 @@ from specconsole.core.machine import (
     legal_intents,
     step,
 )
+from specconsole.core.machine.crash import _observe_down, _on_crashed_exit_seen
+from specconsole.core.machine.table import _ignore, _observe_capacity, _observe_ready
 from specconsole.core.plan import CrashPolicy
 from specconsole.core.ports import BenchProgress, ServiceState, ServiceStatus
 from specconsole.core.state import (
@@ -765,12 +767,23 @@ def test_illegal_transitions_raise(phase: Phase, event: ev.Event) -> None:
         d.send(event)
 
 
+def _subclasses(base: type) -> set[type]:
+    """Every class derived from ``base``, however deep (a new event class cannot escape)."""
+    out: set[type] = set()
+    for sub in base.__subclasses__():
+        if getattr(ev, sub.__name__, None) is sub:  # not the pre-``slots=True`` copy
+            out |= {sub} | _subclasses(sub)
+    return out
+
+
 def test_every_intent_type_is_legal_somewhere_and_the_table_is_consistent() -> None:
+    intents, outcomes = _subclasses(ev.Intent), _subclasses(ev.Outcome)
+    assert _subclasses(ev.Event) == intents | outcomes | {ev.Intent, ev.Outcome}
+    assert set(ev.INTENT_TYPES) == intents and set(ev.OUTCOME_TYPES) == outcomes
     legal_somewhere = {t for (_p, t) in TRANSITIONS} | set(ANYWHERE)
-    for intent in ev.INTENT_TYPES:
-        assert intent in legal_somewhere, intent
-    for outcome in ev.OUTCOME_TYPES:
-        assert outcome in legal_somewhere, outcome
+    for etype in intents | outcomes:
+        assert etype in legal_somewhere, etype
+    assert set(SAMPLES) | set(ANYWHERE) >= intents | outcomes  # every row can be exercised
     assert ev.Quit in legal_intents(ControllerState())
     assert ev.StartSweep in legal_intents(ControllerState())
     assert ev.Cancel not in legal_intents(ControllerState())
@@ -832,6 +845,10 @@ SAMPLES: dict[type[ev.Event], ev.Event] = {
 }
 
 
+OBSERVERS = (_observe_down, _observe_ready, _observe_capacity, _on_crashed_exit_seen)
+"""Handlers that record what the watch saw about the server; with nothing new they do nothing."""
+
+
 def _reach(phase: Phase) -> Driver:
     d = Driver()
     if phase is Phase.IDLE:
@@ -866,9 +883,23 @@ def _reach(phase: Phase) -> Driver:
 )
 def test_every_table_row_is_handled(phase: Phase, etype: type[ev.Event]) -> None:
     d = _reach(phase)
+    before = d.state
+    handler = TRANSITIONS[(phase, etype)]
     try:
-        d.send(SAMPLES[etype])
+        effects = d.send(SAMPLES[etype])
     except IllegalTransition as exc:
         # only a precondition may refuse a row of the table, and it must say why
         assert exc.reason, exc
         assert etype in (ev.BenchmarkOnly, ev.Resume, ev.Pause, ev.StartSweep), exc
+        return
+    if handler is _ignore:  # a benign race: nothing at all changes
+        assert d.state == before and effects == ()
+    elif handler in OBSERVERS:  # learns about the server (maybe nothing new), never acts
+        assert (d.state.phase is phase and d.state.trial == before.trial) or handler in (
+            _observe_capacity,
+            _on_crashed_exit_seen,
+        )
+        assert {type(e) for e in effects} <= {fx.Notify}, effects
+    else:  # a handled row changes what is known or asks for work, for the current epoch
+        assert d.state != before or effects, f"{handler.__name__} did nothing"
+        assert all(e.epoch in (before.epoch, d.state.epoch) for e in effects), effects

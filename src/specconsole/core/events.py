@@ -303,6 +303,7 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     ConfigValidated,
     ConfigInvalid,
     ReattachChecked,
+    DeployPreviewed,
     DeployDone,
     Restarted,
     OperationFailed,
