@@ -74,4 +74,6 @@ setup_venv() {
 
 [ $want_system -eq 1 ] && install_system_packages
 setup_venv
+# The real SGLang releases the oracle tests read (cached outside the repo; off-line they skip).
+scripts/fetch-engine-wheels.sh || true
 echo "bootstrap: ready ($ROOT/.venv)" >&2

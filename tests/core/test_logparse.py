@@ -547,7 +547,7 @@ FATAL_CASES: list[tuple[str, FatalCause, str]] = [
     ("fatal_bad_argument_argparse.log", FatalCause.BAD_ARGUMENT, "invalid int value"),
     ("fatal_scheduler_killed.log", FatalCause.SCHEDULER_KILLED, "exit code: -9"),
     ("fatal_unknown_traceback.log", FatalCause.UNKNOWN_TRACEBACK, "FileNotFoundError"),
-    ("fatal_warmup_failed.log", FatalCause.SCHEDULER_EXCEPTION, "AssertionError: res="),
+    ("fatal_warmup_failed.log", FatalCause.WARMUP_FAILED, "AssertionError: res="),
 ]
 
 

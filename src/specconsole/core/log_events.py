@@ -89,6 +89,8 @@ class FatalCause(StrEnum):
     """A ValueError/AssertionError/argparse error before any weights loaded."""
     SCHEDULER_KILLED = "scheduler_killed"
     """A process was SIGKILLed (exit -9), usually by the OS OOM killer."""
+    WARMUP_FAILED = "warmup_failed"
+    """``Initialization failed. warmup error``: loaded, but the warm-up request failed."""
     SCHEDULER_EXCEPTION = "scheduler_exception"
     """``Scheduler hit an exception`` with no more specific signature."""
     UNKNOWN_TRACEBACK = "unknown_traceback"

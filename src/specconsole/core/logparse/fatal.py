@@ -13,7 +13,17 @@ from collections.abc import Iterable
 
 from specconsole.core.log_events import FatalCause, SuggestedFix
 
-__all__ = ["FIXES", "classify_fatal", "fatal_signature", "is_exception_line"]
+__all__ = [
+    "FIXES",
+    "PRECEDENCE",
+    "RECOVERABLE",
+    "classify_fatal",
+    "fatal_signature",
+    "is_exception_line",
+    "is_recoverable",
+    "is_request_error",
+    "is_request_exception",
+]
 
 # ---------------------------------------------------------------------------------------------
 # Remedies (SGLang's "OOM Troubleshooting" recipe and CUDA_GRAPH_CAPTURE_FAILED_MSG)
@@ -101,6 +111,14 @@ FIXES: dict[FatalCause, tuple[SuggestedFix, ...]] = {
         _SHRINK_TREE,
         _LOWER_MEM,
     ),
+    FatalCause.WARMUP_FAILED: (
+        SuggestedFix(
+            "The server loaded but its first (warm-up) request failed: read the excerpt's "
+            "exception; an out-of-memory there means lowering mem_fraction_static or "
+            "cuda_graph_max_bs."
+        ),
+        _LOWER_MEM,
+    ),
     FatalCause.UNKNOWN_TRACEBACK: (
         SuggestedFix("Read the excerpt; the last exception line says what failed."),
     ),
@@ -131,6 +149,7 @@ _SIGNATURES: tuple[tuple[FatalCause, tuple[str, ...]], ...] = (
         FatalCause.CUDA_OOM,
         (
             "CUDA out of memory",
+            "CUDA error: out of memory",
             "OutOfMemoryError",
             "is less than desired GPU memory utilization",
         ),
@@ -148,9 +167,77 @@ _SIGNATURES: tuple[tuple[FatalCause, tuple[str, ...]], ...] = (
         ),
     ),
 )
-_SIG_RANK = {cause: i for i, (cause, _) in enumerate(_SIGNATURES)}
-_ARG_EXCEPTIONS = ("ValueError", "AssertionError", "TypeError", "argparse.ArgumentError")
-_KILLED_SIGNS = ("exit code: -9", "status=9/KILL", "OOM killer", "oom-kill")
+_KILLED_SIGNS = (
+    "exit code: -9",
+    "exitcode=-9",
+    "exit code -9",
+    "status=9/kill",
+    "sigkill",
+    "oom killer",
+    "oom-kill",
+    "killed process",
+)
+"""Lower-case texts of a signal-9 death (SGLang's ``Exit code: -9``, systemd's ``9/KILL``)."""
+_ARG_EXCEPTIONS = frozenset(("ValueError", "AssertionError", "TypeError", "ArgumentError"))
+_SCHEDULER_SIGNS = ("hit an exception", "Received sigquit", "scheduler is dead")
+_WARMUP_SIGNS = ("warmup error", "Warmup failed", "warm up failed")
+
+PRECEDENCE: tuple[FatalCause, ...] = (
+    FatalCause.KV_CACHE_NO_MEMORY,
+    FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
+    FatalCause.ILLEGAL_MEMORY_ACCESS,
+    FatalCause.CUDA_OOM,
+    FatalCause.NCCL_ERROR,
+    FatalCause.BAD_ARGUMENT,
+    FatalCause.SCHEDULER_KILLED,
+    FatalCause.WARMUP_FAILED,
+    FatalCause.SCHEDULER_EXCEPTION,
+    FatalCause.UNKNOWN_TRACEBACK,
+)
+"""Which cause wins when one excerpt shows several, most specific first: a CUDA, NCCL or
+memory signature anywhere in the excerpt beats the generic wrappers (``Scheduler hit an
+exception``, a warm-up failure, a traceback) that report it; a bad argument only counts
+before any weights loaded; a SIGKILL beats the exception it interrupts."""
+_RANK = {cause: i for i, cause in enumerate(PRECEDENCE)}
+
+RECOVERABLE: tuple[str, ...] = (
+    "Decode out of memory happened",
+    "Prefill out of memory",
+    "exit code: -15",
+    "exitcode=-15",
+    "exit code -15",
+    "status=15/TERM",
+)
+"""Lines that look alarming but are not a death: SGLang retracting requests when the KV pool
+runs low (it recovers by itself), and an orderly stop's SIGTERM exit."""
+
+
+REQUEST_ERRORS: tuple[str, ...] = (
+    "Exception in ASGI application",  # uvicorn (any ASGI app), with or without a header
+    "Error in ASGI Framework",  # hypercorn
+    "Error in preprocessing prompt inputs",  # vLLM's OpenAI server: a 400 to one client
+    "Error in chat completion stream generator",
+    "Error in completion stream generator",
+    "Error in request",
+)
+"""Lines that say one request failed: the traceback that follows is not the server's death."""
+REQUEST_EXCEPTIONS = frozenset(("ClientDisconnect", "CancelledError", "ClientDisconnected"))
+"""Exceptions that end a request, not the server (a client that went away mid-stream)."""
+
+
+def is_request_error(line: str) -> bool:
+    """A line that says one request failed (see :data:`REQUEST_ERRORS`)."""
+    return any(text in line for text in REQUEST_ERRORS)
+
+
+def is_request_exception(lines: Iterable[str]) -> bool:
+    """Whether a traceback's last exception line is a client's disconnect (not fatal)."""
+    last = ""
+    for line in lines:
+        if line and not line[0].isspace() and not line.startswith("Traceback"):
+            last = line
+    name = last.split(":", 1)[0].rsplit(".", 1)[-1].strip()
+    return name in REQUEST_EXCEPTIONS
 
 
 def fatal_signature(line: str) -> FatalCause | None:
@@ -162,47 +249,62 @@ def fatal_signature(line: str) -> FatalCause | None:
     return None
 
 
+_RECOVERABLE_LOWER = tuple(text.lower() for text in RECOVERABLE)
+
+
+def is_recoverable(line: str) -> bool:
+    """A line that must never be taken as fatal (see :data:`RECOVERABLE`)."""
+    lower = line.lower()
+    return any(text in lower for text in _RECOVERABLE_LOWER)
+
+
+def _is_killed(text: str) -> bool:
+    lower = text.lower()
+    return any(k in lower for k in _KILLED_SIGNS)
+
+
 def classify_fatal(lines: Iterable[str], *, before_weights: bool = False) -> tuple[FatalCause, str]:
     """Classify fatal log text; returns (cause, the line that proves it).
 
-    Used by the parser for each traceback group and usable on any excerpt.
+    Every line of the excerpt is read; the cause first in :data:`PRECEDENCE` among those the
+    excerpt shows wins, with the line that proves it. Used by the parser for each traceback
+    group (with the signature lines it saw just before), by :mod:`specconsole.core.watch` and
+    by the console's journal highlighter; usable on any excerpt.
     """
-    best: FatalCause | None = None
-    best_line = ""
+    found: dict[FatalCause, str] = {}
     exc_line = ""
     header = ""
-    scheduler = False
-    killed_line = ""
     for line in lines:
         text = line.strip()
         if not text:
             continue
         if not header:
             header = text
+        if is_recoverable(text):
+            continue
         cause = fatal_signature(text)
-        if cause is not None and (best is None or _SIG_RANK[cause] < _SIG_RANK[best]):
-            best, best_line = cause, text
-        if "hit an exception" in text or "Received sigquit" in text or "warmup error" in text:
-            scheduler = True
-        if any(k in text for k in _KILLED_SIGNS):
-            killed_line = killed_line or text
+        if cause is not None:
+            found.setdefault(cause, text)
+        if any(k in text for k in _WARMUP_SIGNS):
+            found.setdefault(FatalCause.WARMUP_FAILED, text)
+        elif any(k in text for k in _SCHEDULER_SIGNS):
+            found.setdefault(FatalCause.SCHEDULER_EXCEPTION, text)
+        if _is_killed(text):
+            found.setdefault(FatalCause.SCHEDULER_KILLED, text)
         if is_exception_line(line):
             exc_line = text
-    if best is not None:
-        return best, best_line
-    if (
-        exc_line
-        and before_weights
-        and not scheduler
-        and exc_line.split(":", 1)[0].rsplit(".", 1)[-1]
-        in {e.rsplit(".", 1)[-1] for e in _ARG_EXCEPTIONS}
-    ):
-        return FatalCause.BAD_ARGUMENT, exc_line
-    if killed_line:
-        return FatalCause.SCHEDULER_KILLED, killed_line
-    if scheduler:
-        return FatalCause.SCHEDULER_EXCEPTION, exc_line or header
-    return FatalCause.UNKNOWN_TRACEBACK, exc_line or header
+    generic = FatalCause.SCHEDULER_EXCEPTION in found or FatalCause.WARMUP_FAILED in found
+    if exc_line and before_weights and not generic:
+        name = exc_line.split(":", 1)[0].rsplit(".", 1)[-1]
+        if name in _ARG_EXCEPTIONS:
+            found.setdefault(FatalCause.BAD_ARGUMENT, exc_line)
+    if not found:
+        return FatalCause.UNKNOWN_TRACEBACK, exc_line or header
+    cause = min(found, key=_RANK.__getitem__)
+    proof = found[cause]
+    if cause in (FatalCause.SCHEDULER_EXCEPTION, FatalCause.WARMUP_FAILED) and exc_line:
+        proof = exc_line  # the wrapper names no cause; its exception line does
+    return cause, proof
 
 
 _EXC_RE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b")

@@ -25,7 +25,14 @@ from specconsole.core.log_events import (
 )
 
 from . import sglang, vllm
-from .fatal import FIXES, classify_fatal
+from .fatal import (
+    FIXES,
+    classify_fatal,
+    fatal_signature,
+    is_recoverable,
+    is_request_error,
+    is_request_exception,
+)
 from .groups import CONSEQUENCE_TEXTS, TracebackGroup
 from .prefixes import json_record, sglang_bracket, strip_engine_header, strip_outer
 from .service import on_supervisor, on_systemd
@@ -214,12 +221,14 @@ class LogParser:
         elif "hit an exception" in body:
             # "Scheduler hit an exception: <message>" without a traceback on the line.
             self._open_group(body, ts, rank, vkey)
-        elif record and "Exception in ASGI application" in body:
-            s.after_asgi_error = True
+        elif is_request_error(body):
+            s.after_request_error = True
         elif ": error: " in body and (".py: error:" in body or body.startswith("sglang")):
             out.append(s.fatal_now(FatalCause.BAD_ARGUMENT, body, ts, rank))
         elif "NCCL" in body and ("ProcessGroupNCCL" in body or "NCCL error" in body):
             out.extend(s.consequence(body, ts, rank))
+        elif fatal_signature(body) is not None and not is_recoverable(body):
+            s.evidence.append(body)
         return out
 
     # -- traceback groups ---------------------------------------------------------------------
@@ -227,9 +236,9 @@ class LogParser:
     def _open_group(self, body: str, ts: str | None, rank: str | None, vkey: str | None) -> None:
         s = self._s
         group = TracebackGroup(
-            timestamp=ts, rank=rank, header_key=vkey, fatal=not s.after_asgi_error
+            timestamp=ts, rank=rank, header_key=vkey, fatal=not s.after_request_error
         )
-        s.after_asgi_error = False
+        s.after_request_error = False
         group.add(body)
         self._group = group
 
@@ -238,12 +247,12 @@ class LogParser:
         if group is None:
             return []
         self._group = None
-        if not group.fatal:
+        lines = group.classification_lines()
+        if not group.fatal or is_request_exception(lines):
             return []
         s = self._s
-        cause, proof = classify_fatal(
-            group.classification_lines(), before_weights=not s.weights_started
-        )
+        cause, proof = classify_fatal([*s.evidence, *lines], before_weights=not s.weights_started)
+        s.evidence.clear()
         if (
             s.fatal_seen
             and cause is FatalCause.UNKNOWN_TRACEBACK

@@ -152,7 +152,13 @@ def _compose(raw: str) -> Stripped | None:
         if bar < 0 or bar + 2 != len(raw):
             return None
     name = raw[:bar].rstrip(" ")
-    if not name or any(ch not in _COMPOSE_NAME for ch in name):
+    # compose names its containers "<service>-<n>" (v2) or "<project>_<service>_<n>" (v1)
+    k = len(name)
+    while k > 0 and name[k - 1].isdigit():
+        k -= 1
+    if k < 2 or k == len(name) or name[k - 1] not in "-_":
+        return None
+    if any(ch not in _COMPOSE_NAME for ch in name):
         return None
     return raw[bar + 3 :], None, name
 
@@ -446,9 +452,10 @@ def strip_engine_header(msg: str) -> Header:
     if c == "[":
         if msg[1:5] == "rank":
             # PyTorch distributed: "[rank0]: message" (continues the record it belongs to)
-            j = msg.find("]: ", 5, 16)
+            j = msg.find("]:", 5, 16)
             if j > 0 and msg[5:j].isdigit():
-                return msg[j + 3 :], None, msg[1:j], None, False, vllm
+                rest = msg[j + 3 :] if msg[j + 2 : j + 3] == " " else msg[j + 2 :]
+                return rest, None, msg[1:j], None, False, vllm
         got3 = sglang_bracket(msg)
         if got3 is not None:
             return got3[0], got3[1], got3[2], None, True, vllm

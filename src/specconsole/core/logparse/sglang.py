@@ -32,7 +32,7 @@ from specconsole.core.log_events import (
     WeightsEnd,
 )
 
-from .fatal import fatal_signature
+from .fatal import fatal_signature, is_recoverable
 from .fields import (
     BOOL,
     FLOAT,
@@ -336,12 +336,29 @@ def on_not_enough(s: ParseState, body: str, ts: str | None, rank: str | None) ->
 
 
 def on_rank_died(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if "died during initialization" not in body:
+    if "scheduler is dead" in body:
+        # "Rank 0 scheduler is dead. ..." is followed by "Exit code: N", which says how.
+        s.dead_line = body
         return []
-    if "exit code: -9" in body:
+    if "died during initialization" not in body or is_recoverable(body):
+        return []
+    if "exit code: -9" in body.lower():
         # SIGKILL leaves no traceback: this line is the primary evidence.
         return [s.fatal_now(FatalCause.SCHEDULER_KILLED, body, ts, rank)]
     return s.consequence(body, ts, rank)
+
+
+def on_exit_code(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """``Exit code: -9`` after ``Rank N scheduler is dead`` (SGLang's launcher watchdog)."""
+    if not body.startswith("Exit code:"):
+        return []
+    dead, s.dead_line = s.dead_line, None
+    if is_recoverable(body):
+        return []  # -15: an orderly stop
+    text = f"{dead} {body}" if dead else body
+    if "-9" in body:
+        return [s.fatal_now(FatalCause.SCHEDULER_KILLED, text, ts, rank)]
+    return s.consequence(text, ts, rank) if dead else []
 
 
 def on_sigquit(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
@@ -417,6 +434,7 @@ HEADS: dict[str, Handler] = {
     "Not": on_not_enough,
     "Loaded": on_not_enough,
     "Rank": on_rank_died,
+    "Exit": on_exit_code,
     "Received": on_sigquit,
     "Initialization": on_init_failed,
 }

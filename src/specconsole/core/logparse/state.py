@@ -9,6 +9,7 @@ so the handlers stay independent of the line router (:mod:`.parser`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,8 +35,15 @@ class ParseState:
     """The server got past argument handling (a fatal error before it is a bad argument)."""
     fatal_seen: bool = False
     stopping: bool = False
-    after_asgi_error: bool = False
-    """The last record was ``Exception in ASGI application``: its traceback is not fatal."""
+    after_request_error: bool = False
+    """The last line said a request failed (``Exception in ASGI application`` and the like):
+    the traceback that follows is that request's, not the server's death."""
+    dead_line: str | None = None
+    """SGLang's ``Rank N scheduler is dead`` waiting for its ``Exit code: N`` line."""
+    evidence: deque[str] = field(default_factory=lambda: deque(maxlen=4))
+    """Recent fatal-signature lines outside any traceback (e.g. ``CUDA error: an illegal
+    memory access`` logged before ``Scheduler hit an exception``): part of the excerpt the
+    next traceback is classified from."""
 
     def reset_start(self) -> None:
         """A new server start begins (``server_args=``, systemd's ``Started``)."""
@@ -45,6 +53,7 @@ class ParseState:
         self.weights_started = False
         self.fatal_seen = False
         self.stopping = False
+        self.evidence.clear()
 
     def fatal_now(
         self, cause: FatalCause, text: str, ts: str | None, rank: str | None

@@ -51,6 +51,33 @@ def on_concurrency(s: ParseState, body: str, ts: str | None, rank: str | None) -
     return []
 
 
+def on_spec_v0(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """V0: ``Speculative metrics: Draft acceptance rate: 0.651, System efficiency: 0.564,
+    Number of speculative tokens: 4, Number of accepted tokens: 1234, Number of draft tokens:
+    1896, Number of emitted tokens: 1500.`` (the rate is a fraction here, not a percentage)."""
+    if not body.startswith("Speculative metrics"):
+        return []
+    accepted = int_after(body, "Number of accepted tokens:")
+    drafted = int_after(body, "Number of draft tokens:")
+    emitted = int_after(body, "Number of emitted tokens:")
+    k = int_after(body, "Number of speculative tokens:")
+    accept_len: float | None = None
+    efficiency = num_after(body, "System efficiency:")
+    if efficiency is not None and k is not None:
+        accept_len = round(efficiency * (k + 1), 4)  # emitted per step / (k + 1) possible
+    del emitted
+    return [
+        SpecStats(
+            timestamp=ts,
+            rank=rank,
+            accept_len=accept_len,
+            accept_rate=num_after(body, "Draft acceptance rate:"),
+            accepted_tokens=accepted,
+            drafted_tokens=drafted,
+        )
+    ]
+
+
 def on_spec(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     if not body.startswith("SpecDecoding metrics"):
         return []
@@ -86,15 +113,21 @@ def on_spec(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[
 
 
 def on_engine(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """Periodic statistics: V1 ``Engine 000: Avg prompt throughput: ..., Running: N reqs,
+    Waiting: N reqs, GPU KV cache usage: X%`` and V0 ``Avg prompt throughput: ..., Running: N
+    reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: X%``."""
     if "Avg generation throughput" not in body:
         return []
     usage = num_after(body, "GPU KV cache usage:")
+    waiting = int_after(body, "Waiting:")
+    if waiting is None:
+        waiting = int_after(body, "Pending:")
     return [
         DecodeStats(
             timestamp=ts,
             rank=rank,
             running_req=int_after(body, "Running:"),
-            queue_req=int_after(body, "Waiting:"),
+            queue_req=waiting,
             token_usage=usage / 100.0 if usage is not None else None,
             gen_throughput=num_after(body, "Avg generation throughput:"),
         )
@@ -156,6 +189,8 @@ HEADS: dict[str, Handler] = {
     "Maximum": on_concurrency,
     "SpecDecoding": on_spec,
     "Engine": on_engine,
+    "Avg": on_engine,
+    "Speculative": on_spec_v0,
     "INFO:": on_uvicorn,
     "Application": on_uvicorn,
     "Starting": on_starting,
