@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from specconsole.core.config import ServerConfig
@@ -39,28 +41,13 @@ def trial(
         64, output_tok_s=agg, per_request_tok_s=agg / 64, completed=64, ttft_p99_ms=ttft99_64
     )
     if ci is not None:  # a repeated level carries its interval as <field>_ci
-        lv64 = _with_ci(lv64, agg - ci, agg + ci)
+        lv64 = replace(lv64, repeats=3, output_tok_s_ci=(agg - ci, agg + ci))
     return TrialRecord(
         index=index,
         config=ServerConfig(model_path="m", speculative_num_steps=index + 1),
         status=status,
         levels=(lv1, lv64) if status is TrialStatus.OK else (),
     )
-
-
-class _CiLevel:
-    """A level with ``output_tok_s_ci`` (what repeated levels record)."""
-
-    def __init__(self, base: LevelSummary, low: float, high: float) -> None:
-        self._base = base
-        self.output_tok_s_ci = (low, high)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._base, name)
-
-
-def _with_ci(level: LevelSummary, low: float, high: float) -> LevelSummary:
-    return _CiLevel(level, low, high)  # type: ignore[return-value]
 
 
 # ----------------------------------------------------------------------------- parsing

@@ -188,16 +188,11 @@ def test_slo_constraint_marks_misses_infeasible_and_best_meets_it() -> None:
 
 def _ci(trial: TrialRecord, half: float) -> TrialRecord:
     """The trial as if its levels had been repeated with a +-half confidence interval."""
-
-    class Repeated:
-        def __init__(self, lv: LevelSummary) -> None:
-            self._lv = lv
-            self.output_tok_s_ci = (lv.output_tok_s - half, lv.output_tok_s + half)
-
-        def __getattr__(self, name: str) -> object:
-            return getattr(self._lv, name)
-
-    return replace(trial, levels=tuple(Repeated(lv) for lv in trial.levels))  # type: ignore[misc]
+    levels = tuple(
+        replace(lv, repeats=3, output_tok_s_ci=(lv.output_tok_s - half, lv.output_tok_s + half))
+        for lv in trial.levels
+    )
+    return replace(trial, levels=levels)
 
 
 def _ok(index: int, steps: int, agg: float) -> TrialRecord:

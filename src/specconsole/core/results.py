@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from specconsole.core import events as ev
@@ -20,6 +21,7 @@ from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.render import to_argv
 from specconsole.core.secrets import redact_text
 from specconsole.core.state import LevelSummary
+from specconsole.core.stats import Spread
 
 SERVER_INFO_KEYS: tuple[str, ...] = (
     "version",
@@ -84,6 +86,34 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
     )
 
 
+def level_summaries(result: BenchResult) -> tuple[LevelSummary, ...]:
+    """The recorded figures of every level; with ``[bench] repeats`` the throughputs are
+    the means over the repeats with their 95 % confidence intervals, so "best", "tied" and
+    "converged" compare intervals (``core.objective``)."""
+    levels = tuple(level_summary(lv) for lv in result.levels)
+    if len(result.repeats) < 2:
+        return levels
+    stats = result.repeat_stats()
+    return tuple(_repeated(lv, stats) for lv in levels)
+
+
+def _repeated(level: LevelSummary, stats: dict[str, Spread]) -> LevelSummary:
+    c = level.concurrency
+    agg, per = stats.get(f"output_throughput@{c}"), stats.get(f"mean_decode_tok_s@{c}")
+    if agg is None or per is None:
+        return level
+    ttft = stats.get(f"p99_ttft_ms@{c}")
+    return replace(
+        level,
+        repeats=agg.n,
+        output_tok_s=agg.mean,
+        output_tok_s_ci=(agg.ci_low, agg.ci_high),
+        per_request_tok_s=per.mean,
+        per_request_tok_s_ci=(per.ci_low, per.ci_high),
+        ttft_p99_ms=level.ttft_p99_ms if ttft is None else ttft.mean,
+    )
+
+
 def mean_accept_length(levels: Iterable[LevelSummary]) -> float | None:
     """The mean accept length over the levels that know one."""
     values = [lv.accept_length for lv in levels if lv.accept_length is not None]
@@ -92,7 +122,7 @@ def mean_accept_length(levels: Iterable[LevelSummary]) -> float | None:
 
 def bench_finished(result: BenchResult) -> ev.BenchFinished:
     """The machine's outcome for a finished (or stopped) benchmark ladder."""
-    levels = tuple(level_summary(lv) for lv in result.levels)
+    levels = level_summaries(result)
     return ev.BenchFinished(
         levels=levels,
         accept_length=mean_accept_length(levels),

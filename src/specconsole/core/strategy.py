@@ -31,6 +31,7 @@ from typing import Any
 
 from specconsole.core import optimize
 from specconsole.core.config import ServerConfig
+from specconsole.core.objective import assess
 from specconsole.core.plan import StrategyKind, SweepPlan
 from specconsole.core.state import TrialRecord, TrialStatus
 
@@ -244,13 +245,17 @@ def stop_reason(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
 
 
 def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
-    """What the sweep found, one sentence per walk (for reports and headless output)."""
+    """What the sweep found, one sentence per walk (for reports and headless output); any
+    strategy adds the best trial when others are statistically tied with it (repeated
+    levels whose confidence intervals overlap), so the report says the difference is not
+    shown to be real."""
+    verdict = assess(trials, plan.goal)
     if plan.strategy is StrategyKind.OPTIMIZE:
-        from specconsole.core.objective import assess
-
-        return (assess(trials, plan.goal).sentence,)
+        return (verdict.sentence,)
+    repeated = verdict.best is not None and any(lv.repeats > 1 for lv in verdict.best.levels)
+    ties = (verdict.sentence,) if verdict.tied and repeated else ()
     if plan.strategy is StrategyKind.GRID or plan.walk_axis is None:
-        return ()
+        return ties
     axis = plan.walk_axis
     status, _blocked = _outcomes(trials, ())
     out: list[str] = []
@@ -265,7 +270,7 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
             out.append(prefix + _boundary_sentence(axis, good, bad))
         else:
             out.append(prefix + _plateau_sentence(plan, walk, axis, status, trials))
-    return tuple(out)
+    return (*out, *ties)
 
 
 def boundary_result(

@@ -157,6 +157,12 @@ class LevelSummary:
     tpot_p99_ms: float | None = None
     request_goodput: float | None = None
     """Requests/s meeting every ``[bench] slo`` objective (None without an SLO)."""
+    repeats: int = 1
+    """Runs of the ladder this level's figures average (``[bench] repeats``)."""
+    output_tok_s_ci: tuple[float, float] | None = None
+    """95 % confidence interval of ``output_tok_s`` over the repeats (None for one run)."""
+    per_request_tok_s_ci: tuple[float, float] | None = None
+    """95 % confidence interval of ``per_request_tok_s`` over the repeats."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,6 +51,11 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
         "tpot_p50_ms": level.tpot_p50_ms,
         "tpot_p99_ms": level.tpot_p99_ms,
         "request_goodput": level.request_goodput,
+        "repeats": level.repeats,
+        "output_tok_s_ci": None if level.output_tok_s_ci is None else list(level.output_tok_s_ci),
+        "per_request_tok_s_ci": (
+            None if level.per_request_tok_s_ci is None else list(level.per_request_tok_s_ci)
+        ),
     }
 
 
@@ -70,7 +75,17 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
         tpot_p50_ms=_opt_float(data.get("tpot_p50_ms")),
         tpot_p99_ms=_opt_float(data.get("tpot_p99_ms")),
         request_goodput=_opt_float(data.get("request_goodput")),
+        repeats=int(data.get("repeats", 1)),
+        output_tok_s_ci=_opt_pair(data.get("output_tok_s_ci")),
+        per_request_tok_s_ci=_opt_pair(data.get("per_request_tok_s_ci")),
     )
+
+
+def _opt_pair(value: Any) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    low, high = value
+    return (float(low), float(high))
 
 
 def _opt_float(value: Any) -> float | None:
