@@ -86,32 +86,27 @@ def _sim_pids(port: int) -> list[int]:
     return pids
 
 
-def _watch_crash(tmux: Tmux, timeout: float) -> tuple[float, float, str]:
-    """When the fatal line first shows in the journal pane and when the banner first shows.
+BANNER_POLL_S = 0.02
+"""How often the screen is read while waiting for the banner (a capture takes ~5 ms)."""
 
-    The two arrive by different routes (the log batch every ~100 ms, the state snapshot at
-    once), so either may be first; the caller bounds the gap.
-    """
+QUICK_PRESS_S = 0.1
+"""The operator presses r within this long of the banner appearing (issue: keys never lost)."""
+
+
+def _watch_banner(tmux: Tmux, timeout: float) -> tuple[float, str]:
+    """The moment the crash banner first shows, and the screen then."""
     deadline = time.monotonic() + timeout
-    journal_at: float | None = None
-    banner_at: float | None = None
     screen = ""
     while time.monotonic() < deadline:
         screen = tmux.screen()
-        now = time.monotonic()
-        if journal_at is None and any(
-            line.startswith("│") and "Not enough memory" in line for line in screen.splitlines()
-        ):
-            journal_at = now
-        if banner_at is None and "r resume next" in screen:
-            banner_at = now
-            deadline = min(deadline, now + 5.0)  # the journal line must follow soon
-        if journal_at is not None and banner_at is not None:
-            return journal_at, banner_at, screen
-        time.sleep(0.2)
-    raise AssertionError(
-        f"banner at {banner_at}, fatal line in the journal at {journal_at}; screen:\n{screen}"
-    )
+        if "crashed while" in screen:
+            return time.monotonic(), screen
+        time.sleep(BANNER_POLL_S)
+    raise AssertionError(f"no crash banner within {timeout:.0f} s; screen:\n{screen}")
+
+
+def _fatal_line_shown(screen: str) -> bool:
+    return any(line.startswith("│") and "Not enough memory" in line for line in screen.splitlines())
 
 
 @pytest.fixture
@@ -136,12 +131,17 @@ def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) 
     tmux.run("set-option", "-t", "demo", "default-terminal", "tmux-256color", check=False)
     try:
         tmux.wait_for(r"trial 1/\d+", 30.0)
-        # The fatal line reaches the journal pane, and the banner follows within 2 s.
-        journal_at, banner_at, screen = _watch_crash(tmux, CRASH_WAIT_S)
-        assert abs(banner_at - journal_at) < 2.0, (banner_at - journal_at, screen)
-        assert "crashed while" in screen, screen
-        assert "steps=10" in screen, screen
+        # The banner appears and r is pressed at once, while the controller is still
+        # stopping the server and recording the crash: the key must not be lost.
+        banner_at, screen = _watch_banner(tmux, CRASH_WAIT_S)
         tmux.run("send-keys", "-t", "demo", "r")
+        pressed_after = time.monotonic() - banner_at
+        assert pressed_after < QUICK_PRESS_S, pressed_after
+        assert "steps=10" in screen, screen
+        # The fatal line reaches the journal pane within 2 s of the banner (the log batch
+        # and the state snapshot travel by different routes).
+        journal = tmux.wait_for(r"(?m)^│[^\n]*Not enough memory", 2.0)
+        assert _fatal_line_shown(journal), journal
         screen = tmux.wait_for(r"trial 7/\d+", NEXT_TRIAL_WAIT_S)
         assert "crashed while" not in screen.splitlines()[2]
         # Leave: q (a trial runs, so the dialog asks), then q again = quit.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.log_events import LoadStage
@@ -36,6 +37,9 @@ from specconsole.core.trials import (
     TrialStatus,
     close_open_stamp,
 )
+
+if TYPE_CHECKING:
+    from specconsole.core.events import Intent
 
 __all__ = [  # the trial records are re-exported: views import the whole vocabulary here
     "BUSY_PHASES",
@@ -173,6 +177,10 @@ class ControllerState:
     bench: tuple[LevelProgress, ...] = ()
     """Live ladder progress of the current trial."""
     pending: PendingDecision | None = None
+    deferred: tuple[Intent, ...] = ()
+    """Intents sent while the controller was finishing a crash or a record (CRASHED,
+    RECORDING), applied (or refused with a notice) once it leaves that phase
+    (``core.deferral``): a key pressed as the crash banner appears is never lost."""
     connection: ConnectionState = ConnectionState.UNKNOWN
     sweep_active: bool = False
     """A sweep is in progress (possibly paused, cancelled or awaiting a decision); False

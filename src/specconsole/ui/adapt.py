@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from specconsole.core.capacity import predict_capacity as core_predict_capacity
 from specconsole.core.config import ServerConfig
+from specconsole.core.events import Resume
 from specconsole.core.log_events import (
     Capacity,
     CudaGraphBegin,
@@ -45,7 +46,7 @@ from specconsole.core.validation import validate
 from specconsole.core.watch import is_fatal, looks_fatal
 from specconsole.present.columns import CONSOLE_COLUMNS, cells
 from specconsole.present.formats import DASH, format_elapsed, format_rate
-from specconsole.present.keys import choice_hints
+from specconsole.present.keys import COMMAND_CHOICES, choice_hints
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.series import (
     Series,
@@ -397,7 +398,13 @@ def crash_view(state: ControllerState) -> CrashView | None:
 
 
 def _choices(state: ControllerState) -> tuple[tuple[str, str], ...]:
-    return tuple((c.key, c.label) for c in choice_hints(state))
+    """The banner's choices; a decision already pressed (kept until the crash is recorded,
+    ``core.deferral``) says it is queued."""
+    queued = {i.choice for i in state.deferred if isinstance(i, Resume)}
+    return tuple(
+        (c.key, f"{c.label} (queued)" if COMMAND_CHOICES.get(c.id) in queued else c.label)
+        for c in choice_hints(state)
+    )
 
 
 def _failure_view(state: ControllerState) -> CrashView | None:

@@ -26,6 +26,7 @@ from specconsole.core.machine.crash import (
     _on_fatal,
     _on_timer,
 )
+from specconsole.core.machine.deferral import defer, deferrable, deferred_intents, release
 from specconsole.core.machine.intents import (
     _on_benchmark_only,
     _on_cancel_busy,
@@ -79,15 +80,17 @@ def step(state: ControllerState, event: ev.Event) -> Result:
     if handler is None:
         if state.phase in RESTING_PHASES and isinstance(event, ev.Outcome):
             return state, ()  # a late answer of a cancelled trial
+        if isinstance(event, ev.Intent) and deferrable(state, event):
+            return defer(state, event)  # applied once the trial is recorded
         raise IllegalTransition(state.phase, event)
-    return handler(state, event)
+    return release(handler(state, event), step)
 
 
 def legal_intents(state: ControllerState) -> frozenset[type[ev.Intent]]:
     """Intent types the machine accepts in this phase (preconditions aside), for key hints."""
     out = {t for (phase, t) in TRANSITIONS if phase is state.phase and issubclass(t, ev.Intent)}
     out |= {t for t in ANYWHERE if issubclass(t, ev.Intent)}
-    return frozenset(out)
+    return frozenset(out | deferred_intents(state))
 
 
 def _on_log_lines(state: ControllerState, event: ev.Event) -> Result:
