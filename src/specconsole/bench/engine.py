@@ -297,7 +297,6 @@ class LadderRun:
             "api": self.plan.api,
             "random_input_len": self.plan.input_len,
             "random_output_len": self.plan.output_len,
-            "random_range_ratio": 1.0,
             **self.plan.settings,
         }
         if self.plan.slo:
@@ -507,7 +506,7 @@ class LadderRun:
             plan.api,
             text=prompt.text,
             messages=prompt.chat_messages() if plan.api == API_CHAT else None,
-            output_len=plan.output_len,
+            output_len=prompt.output_len or plan.output_len,
             temperature=plan.temperature,
             model=self._model,
             extra_body=plan.extra_body,

@@ -17,15 +17,14 @@ import functools
 import socket
 import ssl
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from specconsole.bench.api import RequestFailed
 from specconsole.bench.auth import header_names, request_headers
+from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderPlan, LadderRun, ProgressSink
-from specconsole.bench.prompts import BUILTIN, RANDOM, make_prompts
 from specconsole.core.metrics import BenchResult, default_requests_per_level
 from specconsole.core.ports import BenchSpec
 
@@ -49,13 +48,14 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         for c in spec.ladder
     ]
     needed = sum(per_level) + spec.warmup_requests * sum(spec.ladder)
-    pool = make_prompts(
-        spec.prompts, min(max(needed, 1), MAX_PROMPT_POOL), input_len=spec.input_len, seed=spec.seed
+    pool, settings = load_dataset(
+        spec.prompts,
+        min(max(needed, 1), MAX_PROMPT_POOL),
+        input_len=spec.input_len,
+        output_len=spec.output_len,
+        range_ratio=spec.range_ratio,
+        seed=spec.seed,
     )
-    dataset = spec.prompts if spec.prompts in (BUILTIN, RANDOM) else "custom"
-    settings: dict[str, Any] = {"dataset_name": dataset}
-    if dataset == "custom":
-        settings["dataset_path"] = str(Path(spec.prompts).expanduser())
     headers = request_headers(spec)
     if headers:
         settings["header_names"] = header_names(headers)

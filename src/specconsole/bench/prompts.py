@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -62,6 +62,8 @@ class Prompt:
     """Chat messages when the source gave them; None means ``[{"role": "user", ...}]``."""
     est_tokens: int = 0
     """Estimated prompt tokens (the server's count is used for metrics)."""
+    output_len: int | None = None
+    """This request's output tokens (datasets, ``--range-ratio``); None: the plan's."""
 
     def chat_messages(self) -> list[dict[str, str]]:
         if self.messages is not None:
@@ -73,6 +75,7 @@ class Prompt:
             "text": self.text,
             "messages": None if self.messages is None else [dict(m) for m in self.messages],
             "est_tokens": self.est_tokens,
+            "output_len": self.output_len,
         }
 
     @classmethod
@@ -82,6 +85,7 @@ class Prompt:
             text=str(data["text"]),
             messages=None if messages is None else tuple(dict(m) for m in messages),
             est_tokens=int(data.get("est_tokens", 0)),
+            output_len=None if data.get("output_len") is None else int(data["output_len"]),
         )
 
 
@@ -129,13 +133,24 @@ def random_text(n_tokens: int, rng: random.Random) -> str:
 
 def load_jsonl(path: str | Path) -> list[Prompt]:
     """Read a user prompt file: one JSON object per line with ``prompt`` or ``messages``."""
-    file = Path(path).expanduser()
+    return load_jsonl_lines(path)
+
+
+def _lines(file: Path) -> Iterator[str]:
     try:
-        lines = file.read_text("utf-8").splitlines()
+        with open(file, encoding="utf-8") as f:
+            yield from f
     except OSError as exc:
         raise PromptError(f"--prompts: cannot read {file}: {exc.strerror or exc}") from exc
+
+
+def load_jsonl_lines(path: str | Path, limit: int | None = None) -> list[Prompt]:
+    """The first ``limit`` prompts of a JSONL file, read line by line (streamed)."""
+    file = Path(path).expanduser()
     prompts: list[Prompt] = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(_lines(file), start=1):
+        if limit is not None and len(prompts) >= limit:
+            break
         if not line.strip():
             continue
         where = f"{file}:{number}"
@@ -148,9 +163,14 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
             ) from exc
         if not isinstance(obj, dict):
             raise PromptError(f'{where}: expected an object like {{"prompt": "..."}}')
+        out_len = obj.get("output_len")
+        if out_len is not None and (
+            not isinstance(out_len, int) or isinstance(out_len, bool) or out_len < 1
+        ):
+            raise PromptError(f'{where}: "output_len" must be a whole number >= 1')
         if isinstance(obj.get("prompt"), str) and obj["prompt"].strip():
             text = obj["prompt"]
-            prompts.append(Prompt(text=text, est_tokens=estimate_tokens(text)))
+            prompts.append(Prompt(text=text, est_tokens=estimate_tokens(text), output_len=out_len))
             continue
         messages = obj.get("messages")
         if isinstance(messages, list) and messages:
@@ -168,7 +188,12 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
                 clean.append({"role": m["role"], "content": m["content"]})
             text = "\n".join(f"{m['role']}: {m['content']}" for m in clean)
             prompts.append(
-                Prompt(text=text, messages=tuple(clean), est_tokens=estimate_tokens(text))
+                Prompt(
+                    text=text,
+                    messages=tuple(clean),
+                    est_tokens=estimate_tokens(text),
+                    output_len=out_len,
+                )
             )
             continue
         raise PromptError(f'{where}: needs a non-empty "prompt" string or a "messages" list')

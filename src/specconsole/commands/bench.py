@@ -128,12 +128,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="output tokens per request, with ignore_eos (default 256)",
     )
     p.add_argument(
+        "--dataset",
         "--prompts",
+        dest="prompts",
         default="builtin",
-        metavar="FILE",
-        help="'builtin' (default), 'random', or a JSONL file of "
-        '{"prompt": ...} or {"messages": [...]} lines',
+        metavar="SOURCE",
+        help="builtin (default), random, sharegpt:FILE (ShareGPT JSON), jsonl:FILE (or a "
+        'path) of {"prompt": ...} / {"messages": [...]} lines',
     )
+    p.add_argument(
+        "--range-ratio",
+        type=float,
+        default=1.0,
+        metavar="R",
+        help="draw lengths uniformly from [len*R, len] (default 1: fixed; bench_serving's "
+        "--random-range-ratio)",
+    )
+    p.add_argument("--seed", type=int, default=42, help="seeds prompt order and lengths")
     p.add_argument(
         "--request-rate",
         type=_positive_float,
@@ -233,6 +244,8 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         output_len=args.output_len,
         api=BenchApi(args.api),
         prompts=args.prompts,
+        range_ratio=args.range_ratio,
+        seed=args.seed,
         temperature=args.temperature,
         request_rate=args.request_rate,
         flush_cache=not args.no_flush,

@@ -395,7 +395,7 @@ def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
     if not isinstance(table, Mapping):
         raise PlanError("[bench] must be a table, e.g. [bench] then ladder = [1, 4, 16]")
     known = {f.name: f for f in fields(BenchSpec)}
-    _check(table, set(known) | _BENCH_PLACEMENT_KEYS, "[bench]")
+    _check(table, set(known) | _BENCH_PLACEMENT_KEYS | {"dataset"}, "[bench]")
     table = {k: v for k, v in table.items() if k not in _BENCH_PLACEMENT_KEYS}
     kw: dict[str, Any] = {}
     for key, value in table.items():
@@ -429,10 +429,14 @@ def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
             if not isinstance(value, bool):
                 raise PlanError(f"{where} must be true or false")
             kw[key] = value
-        elif key in ("prompts", "model"):
+        elif key in ("prompts", "model", "dataset"):
             if not isinstance(value, str) or not value:
                 raise PlanError(f"{where} must be a non-empty string")
-            kw[key] = value
+            kw["prompts" if key == "dataset" else key] = value
+        elif key == "range_ratio":
+            kw[key] = float(_number(value, where))
+            if kw[key] > 1:
+                raise PlanError(f"{where} must be in (0, 1]; 1 means fixed lengths")
         elif key == "repeats":
             kw[key] = _number(value, where, integer=True, minimum=0)
         elif key == "percentiles":

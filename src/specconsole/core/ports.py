@@ -310,7 +310,10 @@ class BenchSpec:
     """Fixed output length (``max_tokens`` with ``ignore_eos``)."""
     api: BenchApi = BenchApi.GENERATE
     prompts: str = "builtin"
-    """``builtin``, ``random``, or a path to a JSONL file."""
+    """The dataset (``[bench] dataset``): ``builtin``, ``random``, ``sharegpt:FILE``,
+    ``jsonl:FILE`` or a JSONL path (bench/datasets.py)."""
+    range_ratio: float = 1.0
+    """Lengths drawn uniformly from ``[max(1, int(len × ratio)), len]`` (1: fixed)."""
     temperature: float = 0.0
     request_rate: float | None = None
     """Poisson arrivals at this many req/s instead of closed-loop concurrency."""

@@ -1,0 +1,207 @@
+"""Benchmark workloads: ``--dataset sharegpt:FILE | jsonl:FILE | random | builtin``.
+
+Why: speculative decoding's accept length depends on the text, so a tuner must be able to
+benchmark the traffic it will serve — a ShareGPT-format export, a JSONL file of real
+prompts — not only one synthetic shape. Lengths follow bench_serving: ``--input-len`` /
+``--output-len`` with ``--range-ratio`` R draw each request's lengths uniformly from
+``[max(1, int(len × R)), len]`` (R = 1: fixed lengths; bench_serving's
+``--random-range-ratio``), seeded by ``--seed``.
+
+Files are **streamed**: a ShareGPT JSON array (or JSON-lines) file is decoded one entry at a
+time and only the entries the run uses are kept (the pool is at most ``limit`` prompts);
+nothing reads the whole file into memory. Each dataset is identified in every record by
+``dataset_name`` and ``dataset_sha256`` (of the file's bytes, hashed in blocks; of the packaged
+prompt file for ``builtin``; of the generating parameters for ``random``).
+
+* ``sharegpt:FILE``: bench_serving's ShareGPT format — objects with ``conversations``:
+  ``[{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]``; the first human
+  turn is the prompt (entries without one, or shorter than 4 estimated tokens, are skipped).
+  The output length is ``--output-len`` (like bench_serving's ``--sharegpt-output-len``).
+* ``jsonl:FILE`` (or a bare path): ``{"prompt": ...}`` or ``{"messages": [...]}`` per line;
+  an optional ``"output_len"`` sets that request's output length.
+* ``builtin``, ``random``: see :mod:`specconsole.bench.prompts`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import replace
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from specconsole.bench.prompts import (
+    BUILTIN,
+    RANDOM,
+    Prompt,
+    PromptError,
+    _fit_to_length,
+    builtin_texts,
+    estimate_tokens,
+    load_jsonl_lines,
+    random_text,
+)
+
+SHAREGPT = "sharegpt"
+JSONL = "jsonl"
+_READ_BLOCK = 1 << 16
+
+
+def parse_source(source: str) -> tuple[str, str | None]:
+    """``"sharegpt:FILE"`` → ``("sharegpt", FILE)``; a bare path means ``jsonl``."""
+    if source in (BUILTIN, RANDOM):
+        return source, None
+    kind, sep, path = source.partition(":")
+    if sep and kind in (SHAREGPT, JSONL):
+        if not path:
+            raise PromptError(f"--dataset {source!r}: give a file after '{kind}:'")
+        return kind, str(Path(path).expanduser())
+    return JSONL, str(Path(source).expanduser())
+
+
+def file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise PromptError(f"--dataset: cannot read {path}: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
+
+
+def iter_json_entries(path: str) -> Iterator[tuple[int, Any]]:
+    """``(entry number, object)`` from a JSON array file or a JSON-lines file, decoded
+    incrementally (one entry in memory at a time)."""
+    decoder = json.JSONDecoder()
+    try:
+        f = open(path, encoding="utf-8")  # noqa: SIM115 - closed in the finally below
+    except OSError as exc:
+        raise PromptError(f"--dataset: cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        buf, eof, number, started = "", False, 0, False
+        while True:
+            buf = buf.lstrip(" \t\r\n,")
+            if not started and buf.startswith("["):
+                buf, started = buf[1:], True
+                continue
+            if buf.startswith("]"):
+                return
+            if buf:
+                try:
+                    obj, end = decoder.raw_decode(buf)
+                except json.JSONDecodeError as exc:
+                    if eof:
+                        raise PromptError(
+                            f"{path}: entry {number + 1} is not valid JSON ({exc.msg}); the file "
+                            "must be a JSON array of objects or one JSON object per line"
+                        ) from exc
+                else:
+                    number += 1
+                    buf = buf[end:]
+                    yield number, obj
+                    continue
+            elif eof:
+                return
+            block = f.read(_READ_BLOCK)
+            eof = not block
+            buf += block
+    finally:
+        f.close()
+
+
+def _sharegpt_prompts(path: str, limit: int) -> list[Prompt]:
+    out: list[Prompt] = []
+    for number, entry in iter_json_entries(path):
+        turns = entry.get("conversations") if isinstance(entry, dict) else None
+        if not isinstance(turns, list):
+            raise PromptError(
+                f'{path}: entry {number} has no "conversations" list; ShareGPT entries look '
+                'like {"conversations": [{"from": "human", "value": "..."}, ...]}'
+            )
+        first = next(
+            (
+                t.get("value")
+                for t in turns
+                if isinstance(t, dict) and t.get("from") in ("human", "user")
+            ),
+            None,
+        )
+        if not isinstance(first, str) or estimate_tokens(first) < 4:
+            continue  # bench_serving also drops prompts shorter than 4 tokens
+        out.append(Prompt(text=first, est_tokens=estimate_tokens(first)))
+        if len(out) >= limit:
+            break
+    if not out:
+        raise PromptError(f"--dataset: {path} holds no usable ShareGPT conversations")
+    return out
+
+
+def _lengths(rng: random.Random, length: int, ratio: float) -> int:
+    low = max(1, int(length * ratio))
+    return length if low >= length else rng.randint(low, length)
+
+
+def load_dataset(
+    source: str,
+    count: int,
+    *,
+    input_len: int,
+    output_len: int,
+    range_ratio: float = 1.0,
+    seed: int = 42,
+) -> tuple[list[Prompt], dict[str, Any]]:
+    """``count`` prompts (each with its output length) and the settings that identify the
+    workload in records: ``dataset_name``, ``dataset_path``, ``dataset_sha256``."""
+    if not 0 < range_ratio <= 1:
+        raise PromptError("--range-ratio: give a number in (0, 1]; 1 means fixed lengths")
+    if input_len <= 0 or output_len <= 0:
+        raise PromptError("--input-len and --output-len must be positive numbers of tokens")
+    kind, path = parse_source(source)
+    rng = random.Random(seed)
+    count = max(count, 1)
+    name = "custom" if kind == JSONL else kind  # bench_serving calls a user file "custom"
+    settings: dict[str, Any] = {"dataset_name": name, "random_range_ratio": range_ratio}
+    prompts: list[Prompt]
+    if kind == RANDOM:
+        prompts = []
+        for _ in range(count):
+            n = _lengths(rng, input_len, range_ratio)
+            prompts.append(Prompt(text=random_text(n, rng), est_tokens=n))
+        settings["dataset_sha256"] = hashlib.sha256(
+            f"random:{seed}:{input_len}:{range_ratio}".encode()
+        ).hexdigest()
+    elif kind == BUILTIN:
+        texts = builtin_texts()
+        order = list(range(len(texts)))
+        rng.shuffle(order)
+        prompts = []
+        for i in range(count):
+            j = order[i % len(order)]
+            others = [t for k, t in enumerate(texts) if k != j]
+            text = _fit_to_length(texts[j], others, _lengths(rng, input_len, range_ratio), rng)
+            prompts.append(Prompt(text=text, est_tokens=estimate_tokens(text)))
+        data = resources.files("specconsole.bench").joinpath("data/prompts.jsonl").read_bytes()
+        settings["dataset_sha256"] = hashlib.sha256(data).hexdigest()
+    else:
+        assert path is not None
+        settings["dataset_path"] = path
+        settings["dataset_sha256"] = file_sha256(path)
+        if kind == SHAREGPT:
+            pool = _sharegpt_prompts(path, count)
+        else:
+            pool = load_jsonl_lines(path, limit=count)
+        order = list(range(len(pool)))
+        rng.shuffle(order)
+        prompts = [pool[order[i % len(order)]] for i in range(count)]
+    if range_ratio < 1 or kind in (SHAREGPT, JSONL):
+        prompts = [
+            p
+            if p.output_len is not None
+            else replace(p, output_len=_lengths(rng, output_len, range_ratio))
+            for p in prompts
+        ]
+    return prompts, settings
