@@ -80,7 +80,7 @@ def test_table_and_headlines(url: str) -> None:
         (["--ladder", "1,x"], "--ladder"),
         (["--requests", "0"], "--requests"),
         (["--api", "grpc"], "--api"),
-        (["--prompts", "/nonexistent.jsonl"], "--prompts: cannot read"),
+        (["--prompts", "/nonexistent.jsonl"], "--dataset: cannot read"),  # --prompts is its alias
     ],
 )
 def test_bad_arguments_name_the_option(url: str, args: list[str], needle: str) -> None:
