@@ -35,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
     rest: list[str] = list(args.sim_args)
     if rest and rest[0] == "predict":
         return _predict(rest[1:])
-    from specconsole.sim.server import main
+    from specconsole.sim.process import main
 
     return main(rest)
 

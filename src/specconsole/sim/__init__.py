@@ -10,6 +10,8 @@ package is that stand-in. It is split so the physics can be used without any I/O
 - :mod:`specconsole.sim.model` — the memory model (KV capacity, load failures) and the
   performance model (accept length, step time, ``predict``);
 - :mod:`specconsole.sim.logfmt` — SGLang's log lines, in its exact formats;
-- :mod:`specconsole.sim.server` — the HTTP server process (starlette + uvicorn), imported
-  only when the process runs.
+- :mod:`specconsole.sim.server` — the simulated server's life (load sequence, scheduler,
+  faults, dying like SGLang); :mod:`specconsole.sim.http` its HTTP API (starlette) and
+  :mod:`specconsole.sim.streams` its streamed answers; :mod:`specconsole.sim.process` the
+  process (uvicorn) — imported only when the process runs.
 """

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from specconsole.sim.server import main
+from specconsole.sim.process import main
 
 if __name__ == "__main__":
     sys.exit(main())
