@@ -12,7 +12,7 @@ from specconsole.core import effects as fx
 from specconsole.core import events as ev
 from specconsole.core.machine.common import Result, _enter, _load_timeout, _notice, _require_trial
 from specconsole.core.machine.trial import _finish_trial
-from specconsole.core.ports import ServiceState
+from specconsole.core.ports import ServiceState, ServiceStatus
 from specconsole.core.state import (
     ControllerState,
     CrashInfo,
@@ -117,17 +117,22 @@ def _on_timer(state: ControllerState, event: ev.Event) -> Result:
     )
 
 
+def _with_exit(crash: CrashInfo, status: ServiceStatus) -> CrashInfo:
+    """The crash with the manager's exit status and signal where the crash had none."""
+    return replace(
+        crash,
+        exit_status=crash.exit_status if crash.exit_status is not None else status.exit_status,
+        signal=crash.signal if crash.signal is not None else status.signal,
+    )
+
+
 def _on_crashed_server_down(state: ControllerState, event: ev.Event) -> Result:
     """After a crash the server is down (stopped, or its exit seen): record the crash."""
     trial = _require_trial(state, event)
     crash = trial.crash
     status = getattr(event, "status", None)
     if crash is not None and status is not None:
-        crash = replace(
-            crash,
-            exit_status=crash.exit_status if crash.exit_status is not None else status.exit_status,
-            signal=crash.signal if crash.signal is not None else status.signal,
-        )
+        crash = _with_exit(crash, status)
     new = replace(state, trial=replace(trial, crash=crash))
     errors: tuple[str, ...] = ()
     if isinstance(event, ev.OperationFailed):
@@ -141,14 +146,7 @@ def _on_crashed_exit_seen(state: ControllerState, event: ev.Event) -> Result:
     trial = _require_trial(state, event)
     if trial.crash is None:
         return state, ()
-    crash = replace(
-        trial.crash,
-        exit_status=trial.crash.exit_status
-        if trial.crash.exit_status is not None
-        else event.status.exit_status,
-        signal=trial.crash.signal if trial.crash.signal is not None else event.status.signal,
-    )
-    return replace(state, trial=replace(trial, crash=crash)), ()
+    return replace(state, trial=replace(trial, crash=_with_exit(trial.crash, event.status))), ()
 
 
 def _observe_down(state: ControllerState, event: ev.Event) -> Result:
