@@ -49,29 +49,20 @@ def test_repeated_levels_carry_means_and_intervals_through_the_record() -> None:
     assert back.levels == trial.levels
 
 
+def _trial(index: int, steps: int, *step_s: float) -> TrialRecord:
+    """A trial at ``steps`` whose ladder ran once per ``step_s`` (seconds per token)."""
+    config = ServerConfig(model_path="m", speculative_num_steps=steps)
+    return TrialRecord(
+        index, config, status=TrialStatus.OK, levels=level_summaries(_result(*step_s))
+    )
+
+
 def test_overlapping_intervals_tie_and_the_report_sentence_says_so() -> None:
-    a = TrialRecord(
-        0,
-        ServerConfig(model_path="m"),
-        status=TrialStatus.OK,
-        levels=level_summaries(_result(0.010, 0.0104, 0.0098)),
-    )
-    b = TrialRecord(
-        1,
-        ServerConfig(model_path="m", speculative_num_steps=4),
-        status=TrialStatus.OK,
-        levels=level_summaries(_result(0.0101, 0.0099, 0.0103)),
-    )
-    far = TrialRecord(
-        2,
-        ServerConfig(model_path="m", speculative_num_steps=5),
-        status=TrialStatus.OK,
-        levels=level_summaries(_result(0.005, 0.0051, 0.0049)),
-    )
+    a = _trial(0, 3, 0.010, 0.0104, 0.0098)
+    b = _trial(1, 4, 0.0101, 0.0099, 0.0103)
+    far = _trial(2, 5, 0.005, 0.0051, 0.0049)
     assert tied(a, b) and not tied(a, far)
-    verdict = assess(
-        [a, b],
-    )
+    verdict = assess([a, b])
     assert verdict.tied and "statistically tied with trial" in verdict.sentence
     assert assess([a, b, far]).best is far
     assert far.peak_aggregate_tok_s == pytest.approx(far.levels[0].output_tok_s)
@@ -82,21 +73,7 @@ def test_findings_of_any_strategy_say_when_the_best_is_tied() -> None:
     from specconsole.core.strategy import findings
 
     grid = loads_plan('[server]\nmodel_path = "m"\n[sweep.axes]\nspeculative_num_steps = [3, 4]\n')
-    a = TrialRecord(
-        0,
-        ServerConfig(model_path="m"),
-        status=TrialStatus.OK,
-        levels=level_summaries(_result(0.010, 0.0104, 0.0098)),
-    )
-    b = TrialRecord(
-        1,
-        ServerConfig(model_path="m", speculative_num_steps=4),
-        status=TrialStatus.OK,
-        levels=level_summaries(_result(0.0101, 0.0099, 0.0103)),
-    )
+    a, b = _trial(0, 3, 0.010, 0.0104, 0.0098), _trial(1, 4, 0.0101, 0.0099, 0.0103)
     (sentence,) = findings(grid, [a, b])
     assert "statistically tied with trial" in sentence
-    single = [
-        TrialRecord(0, a.config, status=TrialStatus.OK, levels=level_summaries(_result(0.01)))
-    ]
-    assert findings(grid, single) == ()
+    assert findings(grid, [_trial(0, 3, 0.01), _trial(1, 4, 0.01)]) == ()
