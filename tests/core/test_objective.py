@@ -7,6 +7,13 @@ from dataclasses import replace
 import pytest
 
 from specconsole.core.config import ServerConfig
+from specconsole.core.goalparse import (
+    goal_document,
+    parse_constraint,
+    parse_goal,
+    parse_metric,
+    parse_objective,
+)
 from specconsole.core.objective import (
     DEFAULT_GOAL,
     Goal,
@@ -14,13 +21,8 @@ from specconsole.core.objective import (
     ObjectiveKind,
     assess,
     best,
-    goal_document,
     improves,
     pareto_front,
-    parse_constraint,
-    parse_goal,
-    parse_metric,
-    parse_objective,
     tied,
 )
 from specconsole.core.plan import PlanError, loads_plan, parse_plan, plan_document

@@ -71,7 +71,8 @@ from specconsole.core.config import (
     config_to_table,
     parse_field,
 )
-from specconsole.core.objective import DEFAULT_GOAL, Goal, ObjectiveError, goal_document, parse_goal
+from specconsole.core.goalparse import goal_document, parse_goal
+from specconsole.core.objective import DEFAULT_GOAL, Goal, ObjectiveError
 from specconsole.core.pool import Box, PoolError, parse_boxes
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 from specconsole.core.profile import Profile, ProfileError, TransportKind, parse_profile
