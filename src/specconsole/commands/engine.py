@@ -29,6 +29,7 @@ from specconsole.core.config import (
     ServerConfig,
     config_from_table,
     config_to_table,
+    replace_config,
 )
 from specconsole.core.decoding import DecodeError, decode_text
 from specconsole.core.log_events import LoadSummary, summarize
@@ -39,6 +40,19 @@ from specconsole.core.validation import Issue, Severity, errors, normalize, vali
 
 MAX_PLAN_TRIALS = 500
 """validate checks at most this many trial configurations of a sweep plan."""
+
+
+_VERSION_ARGS = ("--engine-version",)
+_VERSION_KW: dict[str, Any] = {
+    "metavar": "V",
+    "default": None,
+    "help": "the SGLang release on the box (e.g. 0.5.23): use its flag names and rules "
+    "(overrides [server] engine_version)",
+}
+
+
+def _with_version(config: ServerConfig, version: str | None) -> ServerConfig:
+    return config if version is None else replace_config(config, engine_version=version)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -54,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     v.add_argument("file", help="TOML file with a [server] table ('-' for stdin)")
     v.add_argument("--quiet", "-q", action="store_true", help="print errors only")
+    v.add_argument(*_VERSION_ARGS, **_VERSION_KW)  # type: ignore[arg-type]
     v.set_defaults(handler=_validate_cmd)
 
     r = subparsers.add_parser(
@@ -76,6 +91,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="N",
         help="for a sweep plan: render trial N of its grid (default: the plan's base)",
     )
+    r.add_argument(*_VERSION_ARGS, **_VERSION_KW)  # type: ignore[arg-type]
     r.set_defaults(handler=_render_cmd)
 
     p = subparsers.add_parser(
@@ -247,6 +263,7 @@ def _validate_cmd(args: argparse.Namespace) -> int:
         trials = _trial_configs(document, text, args.file)
     except _InputError as exc:
         return _fail(str(exc), err)
+    trials = [(label, _with_version(c, args.engine_version)) for label, c in trials]
     n_errors, n_warnings = _check(trials, out, quiet=args.quiet)
     many = len(trials) > 1
     what = f"{len(trials)} configurations" if many else "configuration"
@@ -267,6 +284,7 @@ def _render_cmd(args: argparse.Namespace) -> int:
         label, config = _render_target(document, text, args.file, args.trial)
     except _InputError as exc:
         return _fail(str(exc), err)
+    config = _with_version(config, args.engine_version)
     if label:
         print(f"{args.file}: rendering {label}", file=err)
     try:

@@ -54,6 +54,9 @@ class ServerConfig:
     """``--model-path``: local directory or hub id of the target model."""
     engine: Engine = Engine.SGLANG
     """Inference server: ``sglang`` (first-class) or ``vllm``."""
+    engine_version: str | None = None
+    """The engine release on the box (``0.5.23``): flags are rendered in that release's names
+    (:mod:`specconsole.core.engine_versions`); ``None`` until set or detected."""
     speculative_algorithm: SpecAlgorithm | None = None
     """``--speculative-algorithm``; ``None`` disables speculative decoding."""
     speculative_draft_model_path: str | None = None
@@ -128,6 +131,7 @@ class FieldKind(StrEnum):
 FIELD_KINDS: dict[str, FieldKind] = {
     "model_path": FieldKind.STR,
     "engine": FieldKind.ENGINE,
+    "engine_version": FieldKind.STR,
     "speculative_algorithm": FieldKind.ALGORITHM,
     "speculative_draft_model_path": FieldKind.STR,
     "speculative_num_steps": FieldKind.INT,

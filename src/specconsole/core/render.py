@@ -39,6 +39,7 @@ from specconsole.core.config import (
     ServerConfig,
     effective_launcher,
 )
+from specconsole.core.engine_versions import flag_for
 from specconsole.core.flags import flag_field, flag_value, flag_words
 from specconsole.core.validation import MODELLED_FLAGS
 from specconsole.core.vllm import launcher_takes_positional_model, parse_vllm_args, vllm_flags
@@ -76,6 +77,11 @@ def launcher_argv(config: ServerConfig) -> list[str]:
     return words
 
 
+def _flag(key: str, default: str, config: ServerConfig) -> str:
+    """The flag that spells ``key`` in the configuration's SGLang release."""
+    return flag_for(key, default, config.engine_version)
+
+
 def sglang_flags(config: ServerConfig) -> list[str]:
     """SGLang's flags for ``config`` (no launcher): the modelled fields in field order, then
     ``extra_args`` verbatim. The simulator parses these very words."""
@@ -86,7 +92,7 @@ def sglang_flags(config: ServerConfig) -> list[str]:
         ("--speculative-eagle-topk", config.speculative_eagle_topk),
         ("--speculative-num-draft-tokens", config.speculative_num_draft_tokens),
         ("--mem-fraction-static", config.mem_fraction_static),
-        ("--cuda-graph-max-bs", config.cuda_graph_max_bs),
+        (_flag("cuda_graph_max_bs", "--cuda-graph-max-bs", config), config.cuda_graph_max_bs),
         ("--max-running-requests", config.max_running_requests),
         ("--tp-size", config.tp_size),
         ("--context-length", config.context_length),

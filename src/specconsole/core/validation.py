@@ -25,6 +25,7 @@ from enum import StrEnum
 
 from specconsole.core.bounds import SERVER_LIMITS, control_char_problem
 from specconsole.core.config import Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.engine_versions import parse_version, removed_flags, rule_applies
 
 __all__ = [
     "AUTO_TREE",
@@ -343,8 +344,43 @@ def _validate(config: ServerConfig) -> list[Issue]:
     if engine is Engine.VLLM:
         _validate_vllm(config, algo, bad_ints, r)
     else:
+        _check_engine_version(config, r)
         _validate_sglang(config, algo, bad_ints, r)
     return r.issues
+
+
+def _valid_version(config: ServerConfig) -> str | None:
+    """``engine_version`` when it is a release number, else ``None`` (unknown)."""
+    try:
+        parse_version(str(config.engine_version))
+    except ValueError:
+        return None
+    return config.engine_version
+
+
+def _check_engine_version(config: ServerConfig, r: _Report) -> None:
+    """``engine_version`` is a release number, and extra_args use no flag it has removed."""
+    version = config.engine_version
+    if version is None:
+        return
+    try:
+        parse_version(str(version))
+    except ValueError:
+        r.err(
+            "engine_version",
+            f"{version!r} is not a release number.",
+            'write the SGLang release on the box, e.g. engine_version = "0.5.23", or remove it.',
+        )
+        return
+    removed = removed_flags(version)
+    for flag in _extra_flags(config):
+        change = removed.get(flag)
+        if change is not None:
+            r.err(
+                "extra_args",
+                f"SGLang {version} no longer accepts {flag} ({change.note}).",
+                f"use {change.new} instead.",
+            )
 
 
 # --- bounds: every number capped, no control characters in what reaches argv or a unit -----
@@ -419,7 +455,11 @@ def _validate_sglang(
     )
     dp_attention = "--enable-dp-attention" in _extra_flags(config)
     pp = _extra_value(config, "--pp-size") or _extra_value(config, "--pipeline-parallel-size")
-    if pp is not None and pp.strip() not in ("", "1"):
+    if (
+        pp is not None
+        and pp.strip() not in ("", "1")
+        and rule_applies("pp_speculative", _valid_version(config))
+    ):
         err(
             "extra_args",
             "Pipeline parallelism is not compatible with overlap schedule, "

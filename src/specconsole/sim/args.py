@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specconsole.core.config import ServerConfig
+from specconsole.core.engine_versions import (
+    FLAG_CHANGES,
+    has_new_name,
+    parse_version,
+    removed_flags,
+)
 from specconsole.core.render import sglang_flags
 from specconsole.sim.profile import Profile
 
@@ -68,8 +74,24 @@ def _int_or_human(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
-def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentParser:
-    """Parser for the SGLang flags the simulator models, plus its own ``--sim-*`` flags."""
+def _cuda_graph_flags(engine_version: str | None) -> list[str]:
+    """``--cuda-graph-max-bs`` and its successors as release ``engine_version`` spells them
+    (:data:`specconsole.core.engine_versions.FLAG_CHANGES`); both names when unknown."""
+    (change,) = [c for c in FLAG_CHANGES if c.key == "cuda_graph_max_bs"]
+    if engine_version is None:
+        return [change.old, change.new]
+    if not has_new_name(change, engine_version):
+        return [change.old]
+    return [change.new] + ([] if change.old in removed_flags(engine_version) else [change.old])
+
+
+def sglang_parser(
+    prog: str = "python -m specconsole.sim", engine_version: str | None = None
+) -> argparse.ArgumentParser:
+    """Parser for the SGLang flags the simulator models, plus its own ``--sim-*`` flags.
+
+    With ``engine_version`` it accepts that release's flag names only (the rows of
+    :mod:`specconsole.core.engine_versions`); without, every release's."""
     p = _RaisingParser(
         prog=prog,
         add_help=True,
@@ -89,13 +111,10 @@ def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentP
     a("--max-total-tokens", type=int, default=None)
     a("--chunked-prefill-size", type=int, default=None)
     a("--max-prefill-tokens", type=int, default=16384)
-    a(
-        "--cuda-graph-max-bs",
-        "--cuda-graph-max-bs-decode",
-        dest="cuda_graph_max_bs",
-        type=int,
-        default=None,
-    )
+    cuda_graph = _cuda_graph_flags(engine_version)
+    a(*cuda_graph, dest="cuda_graph_max_bs", type=int, default=None)
+    if "--cuda-graph-max-bs-decode" in cuda_graph:
+        a("--cuda-graph-max-bs-prefill", type=int, default=None)
     a("--disable-cuda-graph", action="store_true")
     a("--context-length", type=_int_or_human, default=None)
     a("--attention-backend", default=None)
@@ -118,6 +137,12 @@ def sglang_parser(prog: str = "python -m specconsole.sim") -> argparse.ArgumentP
     a("--trust-remote-code", action="store_true")
     a("--api-key", default=None)
     sim = p.add_argument_group("simulator")
+    sim.add_argument(
+        "--sim-engine-version",
+        default=None,
+        metavar="V",
+        help="play SGLang release V: accept exactly its flags, report it in /server_info",
+    )
     sim.add_argument(
         "--sim-profile",
         default=None,
@@ -195,8 +220,53 @@ class ParsedArgs:
 
 def parse_argv(argv: Sequence[str]) -> ParsedArgs:
     """Parse a SGLang-style command line; unknown ``--flags`` are collected, not refused."""
-    ns, unknown = sglang_parser().parse_known_args(list(argv))
+    args = list(argv)
+    version = _engine_version(args)
+    removed = removed_flags(version)
+    for tok in args:
+        name = tok.split("=", 1)[0]
+        if name in removed:
+            # What the release's own argparse says (allow_abbrev): the old name is a prefix of
+            # its successors.
+            raise SimArgError(
+                f"launch_server.py: error: ambiguous option: {name} could match "
+                f"{name}-decode, {name}-prefill"
+            )
+        if version is not None and name in _not_yet(version):
+            raise SimArgError(f"launch_server.py: error: unrecognized arguments: {name}")
+    ns, unknown = sglang_parser(engine_version=version).parse_known_args(args)
     return ParsedArgs(values=vars(ns), unknown=split_unknown(unknown))
+
+
+def _not_yet(version: str) -> set[str]:
+    """Flags of later releases that release ``version`` does not know yet."""
+    out: set[str] = set()
+    for change in FLAG_CHANGES:
+        if not has_new_name(change, version):
+            new = change.new.split("=", 1)[0]
+            out.add(new)
+            if new.endswith("-decode"):
+                out.add(new.removesuffix("-decode") + "-prefill")
+    return out
+
+
+def _engine_version(argv: Sequence[str]) -> str | None:
+    """``--sim-engine-version V`` (or ``=V``) from an argv, before the parser is built."""
+    for i, tok in enumerate(argv):
+        if tok == "--sim-engine-version" and i + 1 < len(argv):
+            version = argv[i + 1]
+        elif tok.startswith("--sim-engine-version="):
+            version = tok.split("=", 1)[1]
+        else:
+            continue
+        try:
+            parse_version(version)
+        except ValueError:
+            raise SimArgError(
+                f"--sim-engine-version: {version!r} is not a release number (e.g. 0.5.23)"
+            ) from None
+        return version
+    return None
 
 
 def argv_from_server_config(config: ServerConfig) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -151,6 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ProfileError as exc:
         print(f"specconsole.sim: {exc}", file=sys.stderr)
         return 2
+    if values.get("sim_engine_version"):  # the release it plays: /server_info, log wording
+        sim = dataclasses.replace(profile.sim, version=values["sim_engine_version"])
+        profile = dataclasses.replace(profile, sim=sim)
     tp = int(values.get("tp_size") or 1)
     log = LogWriter(tp)
     try:

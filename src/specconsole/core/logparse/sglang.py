@@ -198,6 +198,25 @@ def on_load_weight(s: ParseState, body: str, ts: str | None, rank: str | None) -
     return []
 
 
+def on_post_capture(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """0.5.23+: ``Post-capture KV sizing: KV cache allocated. dtype: ..., #tokens: N, KV size:
+    ... GB`` — the pool's real size after the CUDA graphs (the earlier ``KV Cache VA upper
+    bound.`` line is only a reservation, so it is not an allocation event)."""
+    if not body.startswith("Post-capture KV sizing: ") or "KV cache allocated" not in body:
+        return []
+    role = Role.DRAFT if "draft KV cache allocated" in body else Role.TARGET
+    return [
+        KVCacheAllocated(
+            timestamp=ts,
+            rank=rank,
+            role=role,
+            num_tokens=int_after(body, "#tokens: "),
+            dtype=word_after(body, "dtype: "),
+            kv_size_gb=num_after(body, "KV size: "),
+        )
+    ]
+
+
 def on_kv(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     if not body.startswith("KV Cache is allocated"):
         return []
@@ -425,6 +444,7 @@ HEADS: dict[str, Handler] = {
     "Prefill": on_prefill,
     "Load": on_load_weight,
     "KV": on_kv,
+    "Post-capture": on_post_capture,
     "Memory": on_memory_pool,
     "Capture": on_capture,
     "max_total_num_tokens": on_capacity,
