@@ -58,7 +58,11 @@ def test_removed_flags_and_validation() -> None:
         model_path="m", engine_version="0.5.23", extra_args=("--cuda-graph-max-bs", "8")
     )
     (issue,) = [i for i in errors(validate(config)) if "no longer accepts" in i.message]
-    assert issue.field == "extra_args" and "0.5.23" in issue.message and "--cuda-graph-max-bs-decode" in issue.fix
+    assert (
+        issue.field == "extra_args"
+        and "0.5.23" in issue.message
+        and "--cuda-graph-max-bs-decode" in issue.fix
+    )
     bad = ServerConfig(model_path="m", engine_version="newest")
     (issue,) = errors(validate(bad))
     assert issue.field == "engine_version" and "0.5.23" in issue.fix
