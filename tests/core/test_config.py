@@ -24,6 +24,7 @@ from specconsole.core.config import (
 FULL_TOML = """
 [server]
 engine = "sglang"
+engine_version = "0.5.23"
 model_path = "/models/Llama-3.1-8B-Instruct"
 speculative_algorithm = "EAGLE3"
 speculative_draft_model_path = "/models/EAGLE3-LLaMA3.1-Instruct-8B"
@@ -55,6 +56,7 @@ def test_full_table_reads_every_key() -> None:
     config = config_from_table(table)
     assert config == ServerConfig(
         model_path="/models/Llama-3.1-8B-Instruct",
+        engine_version="0.5.23",
         speculative_algorithm=SpecAlgorithm.EAGLE3,
         speculative_draft_model_path="/models/EAGLE3-LLaMA3.1-Instruct-8B",
         speculative_num_steps=3,
