@@ -245,3 +245,13 @@ def test_trials_of_earlier_strategies_count() -> None:
     # a manual trial outside the space (another model) is not an observation
     manual = replace(earlier[0], config=replace(earlier[0].config, model_path="other"))
     assert observations(p, [manual]) == []
+
+
+def test_configurations_running_elsewhere_are_never_proposed() -> None:
+    p = plan("seed = 4", WIDE_AXES)
+    trials = run(p, 6)
+    alone = next_trial(p, trials)
+    assert alone is not None
+    pooled = next_trial(p, trials, pending=[alone.config])
+    assert pooled is not None and pooled.config != alone.config
+    assert pooled.config not in {t.config for t in trials}
