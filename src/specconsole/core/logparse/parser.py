@@ -34,7 +34,13 @@ from .fatal import (
     is_request_exception,
 )
 from .groups import CONSEQUENCE_TEXTS, TracebackGroup
-from .prefixes import json_record, sglang_bracket, strip_engine_header, strip_outer
+from .prefixes import (
+    json_record,
+    sglang_bracket,
+    split_journal,
+    strip_engine_header,
+    strip_outer,
+)
 from .service import on_supervisor, on_systemd
 from .state import Handler, ParseState
 
@@ -84,9 +90,53 @@ class LogParser:
         try:
             if len(line) > self._MAX_LINE:
                 line = line[: self._MAX_LINE]
-            return self._feed_line(line.rstrip("\r\n"))
+            if line[-1:] in ("\n", "\r"):
+                line = line.rstrip("\r\n")
+            if self._group is None and "\x1b" not in line:
+                c = line[:1]
+                if c == "[" and line[5:6] == "-":
+                    events = self._fast(line, None)
+                    if events is not None:
+                        return events
+                elif c.isdigit() and line[10:11] == "T" and not line.startswith("Z", 19):
+                    # journalctl -o short-iso around SGLang's header (the console's own mode)
+                    split = split_journal(line, 19)
+                    if split is not None and split[0][:1] == "[" and split[2] != "systemd":
+                        events = self._fast(split[0], split[1])
+                        if events is not None:
+                            return events
+            return self._feed_line(line)
         except Exception:  # pragma: no cover - last-resort guard; input must never crash us
             return []
+
+    def _fast(self, msg: str, jts: str | None) -> list[LogEvent] | None:
+        """The commonest lines — a statistics line under SGLang's ``[2026-07-20 10:27:57
+        TP0] `` header — straight to their handler; ``None``: take the general path."""
+        c20 = msg[20:21]
+        if c20 == "]":
+            rank = None
+            body = msg[22:]
+        elif c20 == " ":
+            j = msg.find("] ", 21, 64)
+            if j < 0:
+                return None
+            rank = msg[21:j]
+            body = msg[j + 2 :]
+        else:
+            return None
+        if msg[21:22] != " " and c20 == "]":
+            return None
+        head = body[:7]
+        if head == "Decode ":
+            handler: Handler = sglang.on_decode
+        elif head == "Prefill":
+            handler = sglang.on_prefill
+        else:
+            return self._on_body(body, msg[1:20], rank, True, False)
+        events = handler(self._s, body, msg[1:20], rank)
+        if events:
+            self._s.weights_started = True
+        return events
 
     def feed_lines(self, lines: Iterable[str]) -> list[LogEvent]:
         """Parse complete lines."""
