@@ -23,6 +23,7 @@ __all__ = [
     "is_recoverable",
     "is_request_error",
     "is_request_exception",
+    "might_be_fatal",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +239,17 @@ def is_request_exception(lines: Iterable[str]) -> bool:
             last = line
     name = last.split(":", 1)[0].rsplit(".", 1)[-1].strip()
     return name in REQUEST_EXCEPTIONS
+
+
+_SIGNATURE_HINTS = ("emory", "rror", "NCCL", "nccl", "raph", "KV cache", "Watchdog", "utilization")
+"""Every signature contains one of these: a line with none of them is checked in a few scans."""
+assert all(any(h in n for h in _SIGNATURE_HINTS) for _, ns in _SIGNATURES for n in ns)
+
+
+def might_be_fatal(line: str) -> bool:
+    """Cheap pre-check: ``False`` means :func:`fatal_signature` and :func:`is_request_error`
+    would find nothing in ``line``."""
+    return any(h in line for h in _SIGNATURE_HINTS) or "Exception in" in line
 
 
 def fatal_signature(line: str) -> FatalCause | None:

@@ -32,6 +32,7 @@ from .fatal import (
     is_recoverable,
     is_request_error,
     is_request_exception,
+    might_be_fatal,
 )
 from .groups import CONSEQUENCE_TEXTS, TracebackGroup
 from .prefixes import (
@@ -271,6 +272,8 @@ class LogParser:
         elif "hit an exception" in body:
             # "Scheduler hit an exception: <message>" without a traceback on the line.
             self._open_group(body, ts, rank, vkey)
+        elif not might_be_fatal(body):
+            pass  # the common case: nothing below can match (a few substring scans)
         elif is_request_error(body):
             s.after_request_error = True
         elif ": error: " in body and (".py: error:" in body or body.startswith("sglang")):
