@@ -4,11 +4,13 @@ Why: sweeps take hours on a real box and are often started from scripts, CI or a
 that nobody watches. The headless driver subscribes a printer to the controller, starts (or
 resumes) the sweep, and turns the outcome into an exit code:
 
-* ``0``: the sweep finished (plan complete or a budget reached). Crashes are results, not
-  failures: a sweep whose steps=10 trial crashed still completed.
+* ``0``: the sweep finished (plan complete or a budget reached; session status ``done``).
+  Crashes are results, not failures: a sweep whose steps=10 trial crashed still completed.
 * ``1``: the sweep could not run its trials: an operation failed (deploy, restart, benchmark
   error, connection lost) or a configuration was invalid in at least one trial, or the
-  controller could not start.
+  controller could not start; or the run stopped itself at once (session status ``error``):
+  the session could not be written (a full disk) or the box could not be reached (host key,
+  authentication, sudo that prompts, unreachable), with no trial recorded for it.
 * ``3``: the crash policy is ``pause`` and a trial crashed. A headless run cannot wait for a
   decision, so it records the crash, leaves the server as it is and exits;
   ``specconsole resume SESSION`` continues with the next planned trial (the choice the
@@ -145,17 +147,29 @@ class ProgressPrinter:
         self._print(", ".join(parts))
 
 
-def exit_code_for(state: ControllerState, interrupted: bool = False) -> int:
+def exit_code_for(state: ControllerState, interrupted: bool = False, halted: str = "") -> int:
     """The headless exit code for the final state (see the module docstring)."""
+    return final_status(state, interrupted, halted)[1]
+
+
+def final_status(
+    state: ControllerState, interrupted: bool = False, halted: str = ""
+) -> tuple[str, int]:
+    """(session status, exit code) of a run that ended in ``state``: ``done`` only when the
+    sweep finished its plan (every trial run or skipped for a stated reason); otherwise
+    ``error`` (a write error, a failure of reach, or stopped without finishing),
+    ``interrupted`` or ``paused``, never with exit code 0."""
+    if halted:
+        return "error", EXIT_FAILED
     if interrupted:
-        return EXIT_INTERRUPTED
+        return "interrupted", EXIT_INTERRUPTED
     if state.phase is Phase.AWAITING_DECISION:
-        return EXIT_PAUSED
+        return "paused", EXIT_PAUSED
+    if state.phase is not Phase.DONE or not state.finished_reason:
+        return "error", EXIT_FAILED
     if any(t.status in (TrialStatus.FAILED, TrialStatus.INVALID) for t in state.trials):
-        return EXIT_FAILED
-    if state.phase is Phase.DONE:
-        return EXIT_OK
-    return EXIT_FAILED
+        return "done", EXIT_FAILED
+    return "done", EXIT_OK
 
 
 async def run_headless(
@@ -212,7 +226,18 @@ async def run_headless(
         with contextlib.suppress(Exception):
             await ports.transport.close()
     final = controller.state
-    code = exit_code_for(final, interrupted)
+    status, code = final_status(final, interrupted, controller.halted)
+    if controller.halted:
+        printer._print(
+            f"error: {controller.halted}; the sweep stopped (the server is left as it is; "
+            f"every recorded trial is kept). Fix it, then: specconsole resume {session.path}"
+        )
+    elif status == "error":
+        printer._print(f"error: the sweep stopped before finishing its plan ({final.phase.value})")
+    with contextlib.suppress(Exception):  # a full disk may refuse even this
+        session.write_meta(
+            {"status": status, "finished_reason": final.finished_reason or controller.halted}
+        )
     if final.phase is Phase.DONE:
         for line in findings(plan, final.trials):
             printer._print(line)

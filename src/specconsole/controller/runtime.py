@@ -36,6 +36,7 @@ from specconsole.core.config import ServerConfig
 from specconsole.core.machine import IllegalTransition, step
 from specconsole.core.metrics import BenchResult
 from specconsole.core.ports import (
+    REACH_FAILURES,
     BenchmarkRunner,
     BenchProgress,
     LocatedService,
@@ -124,6 +125,8 @@ class Controller:
         self.finished: asyncio.Event = asyncio.Event()
         self.finish_reason: str = ""
         self.exit_code: int = 0
+        self.halted: str = ""
+        """Why the run stopped itself at once (a write error, a failure of reach), or ''."""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -217,11 +220,23 @@ class Controller:
             outcome = await body()
         except asyncio.CancelledError:
             raise
+        except REACH_FAILURES as exc:  # not a result: no trial is recorded for it
+            self.halt(f"{operation}: {exc}")
+            return
         except Exception as exc:
             message = str(exc) or type(exc).__name__
             self._post(ev.OperationFailed(operation=operation, message=message, epoch=epoch))
             return
         self._post(replace(outcome, epoch=epoch))
+
+    def halt(self, reason: str) -> None:
+        """Stop the run at once (the first reason is kept): the session cannot be written or
+        the box cannot be reached, so going on would lose records or blame a configuration.
+        The server is left as it is; the driver reports ``halted`` with a non-zero exit."""
+        if not self.halted:
+            self.halted = reason
+            log.error("controller: stopping: %s", reason)
+            self.send(ev.Quit())
 
     # -- effects ------------------------------------------------------------------------------
 
@@ -273,8 +288,9 @@ class Controller:
             if self.recorder is not None:
                 try:
                     self.recorder.save(self._state)
-                except Exception:
+                except Exception as exc:
                     log.exception("controller: saving the session failed")
+                    self.halt(f"could not write session.toml: {exc}")
         elif isinstance(effect, fx.StopServer):
             self._stopper = self._spawn(self._guard("stop", e, self._stop_server))
         elif isinstance(effect, fx.Notify):
@@ -306,6 +322,7 @@ class Controller:
                 self._post(
                     ev.OperationFailed(operation="record", message=str(exc), epoch=effect.epoch)
                 )
+                self.halt(f"could not record trial {record.index + 1}: {exc}")
                 return
         self._post(ev.TrialRecorded(index=record.index, record=record, epoch=effect.epoch))
 
@@ -454,7 +471,7 @@ class Controller:
             http=self._http,
             url=self._url,
             post=self._post,
-            sink=self.recorder,
+            sink=None if self.recorder is None else _HaltingSink(self.recorder, self.halt),
             timing=self.timing,
         )
         self._watch = self._spawn(self._watcher.run())
@@ -486,3 +503,19 @@ class Controller:
         if self.recorder is not None:
             with contextlib.suppress(Exception):
                 self.recorder.save(self._state)
+
+
+class _HaltingSink:
+    """The recorder as the watcher's log sink: a failed log write (a full disk) halts the run
+    instead of being logged once per batch while the sweep goes on unrecorded."""
+
+    def __init__(self, recorder: TrialRecorder, halt: Callable[[str], None]) -> None:
+        self._recorder = recorder
+        self._halt = halt
+
+    def log_lines(self, trial_index: int | None, lines: tuple[str, ...]) -> None:
+        try:
+            self._recorder.log_lines(trial_index, lines)
+        except OSError as exc:
+            self._halt(f"could not write the server log: {exc}")
+            raise

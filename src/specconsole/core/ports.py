@@ -41,6 +41,24 @@ class SudoWouldPrompt(TransportError):
     """``sudo -n`` refused because a password would be needed."""
 
 
+class AuthenticationFailed(TransportError):
+    """The box refused our credentials."""
+
+
+class BoxUnreachable(ConnectionLost):
+    """No connection to the box could be made (after the transport's own retry)."""
+
+
+REACH_FAILURES: tuple[type[TransportError], ...] = (
+    HostKeyRejected,
+    SudoWouldPrompt,
+    AuthenticationFailed,
+    BoxUnreachable,
+)
+"""Failures of reach, not results: the sweep stops at once with the error and records no
+trial for them (a configuration is never blamed for them)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CommandResult:
     """Outcome of one command run on the box."""

@@ -29,6 +29,8 @@ from typing import Any
 import asyncssh
 
 from specconsole.core.ports import (
+    AuthenticationFailed,
+    BoxUnreachable,
     CommandResult,
     ConnectionLost,
     HostKeyRejected,
@@ -141,7 +143,7 @@ class SshTransport(ShellFiles):
                 "known_hosts (ssh-keygen -R HOST; ssh HOST once to accept)."
             ) from None
         except asyncssh.PermissionDenied as exc:
-            raise TransportError(
+            raise AuthenticationFailed(
                 f"{self.description}: authentication failed ({exc.reason}); check the user, "
                 "IdentityFile / [host] identity_files, and that the key is loaded in the agent"
             ) from None
@@ -151,7 +153,7 @@ class SshTransport(ShellFiles):
             reason = str(exc) or type(exc).__name__
             if isinstance(exc, TimeoutError):
                 reason = f"no answer within {p.connect_timeout:g} s"
-            raise ConnectionLost(f"cannot connect to {self.description}: {reason}") from None
+            raise BoxUnreachable(f"cannot connect to {self.description}: {reason}") from None
 
     async def connect(self) -> None:
         """Connect now (otherwise the first operation connects)."""

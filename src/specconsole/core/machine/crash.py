@@ -52,6 +52,9 @@ def _crash(
     )
     was_benchmarking = state.phase is Phase.BENCHMARKING
     new = _enter(replace(state, trial=replace(trial, crash=info, status=status)), Phase.CRASHED, at)
+    # The trial has left its pipeline: a new epoch, so the answers still on their way for it
+    # (a flush, server info, the benchmark, the old watch) are dropped as stale.
+    new = replace(new, epoch=state.epoch + 1)
     deployed = state.deployed
     if deployed is not None:
         new = replace(new, deployed=replace(deployed, serving=False))

@@ -74,8 +74,9 @@ def step(state: ControllerState, event: ev.Event) -> Result:
         isinstance(event, ev.Outcome)
         and event.epoch != state.epoch
         and etype is not ev.ConnectionChanged
+        and not _current_trials_log(state, event)
     ):
-        return state, ()  # an answer for an earlier trial
+        return state, ()  # an answer for an earlier trial, or a stage the trial has left
     handler = TRANSITIONS.get((state.phase, etype)) or ANYWHERE.get(etype)
     if handler is None:
         if state.phase in RESTING_PHASES and isinstance(event, ev.Outcome):
@@ -84,6 +85,15 @@ def step(state: ControllerState, event: ev.Event) -> Result:
             return defer(state, event)  # applied once the trial is recorded
         raise IllegalTransition(state.phase, event)
     return release(handler(state, event), step)
+
+
+def _current_trials_log(state: ControllerState, event: ev.Event) -> bool:
+    """Log lines of the trial in progress stay wanted after its crash began a new epoch."""
+    return (
+        isinstance(event, ev.LogLines)
+        and state.trial is not None
+        and event.trial_index == state.trial.index
+    )
 
 
 def legal_intents(state: ControllerState) -> frozenset[type[ev.Intent]]:
