@@ -109,6 +109,9 @@ class LadderPlan:
     seed: int = 42
     model: str | None = None
     request_timeout_s: float = 600.0
+    stall_timeout_s: float = 30.0
+    """No bytes on a stream for this long: the request is a ``stall`` failure (time lost =
+    this); keeps a server that stops streaming from holding a level for the request timeout."""
     settings: dict[str, Any] = field(default_factory=dict)
     """bench_serving-style settings merged into every record (backend, dataset_name...)."""
     repeats: int = 1
@@ -173,6 +176,7 @@ class LadderPlan:
             "seed": self.seed,
             "model": self.model,
             "request_timeout_s": self.request_timeout_s,
+            "stall_timeout_s": self.stall_timeout_s,
             "settings": dict(self.settings),
             "repeats": self.repeats,
             "percentiles": list(self.percentiles),
@@ -516,7 +520,7 @@ class LadderRun:
         phase.running += 1
         start = clock()
         try:
-            async for data in client.stream(path, body):
+            async for data in _watched(client.stream(path, body), plan.stall_timeout_s):
                 now = clock()
                 new = parser.feed(data, now - start)
                 if new:
@@ -571,3 +575,25 @@ class LadderRun:
                 )
             )
         self._emit(phase)
+
+
+async def _watched(chunks: AsyncIterator[bytes], stall_s: float) -> AsyncIterator[bytes]:
+    """``chunks``, failing with ``RequestFailed("stall", ...)`` when none arrives for
+    ``stall_s`` seconds (a stream that stopped while the connection stays open)."""
+    iterator = aiter(chunks)
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(stall_s):
+                    data = await anext(iterator)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise RequestFailed(
+                    "stall", f"no token for {stall_s:g} s (stall_timeout_s); {stall_s:g} s lost"
+                ) from None
+            yield data
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            await close()

@@ -76,6 +76,7 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         seed=spec.seed,
         model=spec.model,
         request_timeout_s=getattr(spec, "request_timeout_s", 600.0),
+        stall_timeout_s=getattr(spec, "stall_timeout_s", 30.0),
         settings=settings,
         repeats=spec.repeats,
         percentiles=tuple(spec.percentiles),

@@ -422,7 +422,7 @@ def _parse_bench(table: Mapping[str, Any]) -> BenchSpec:
             kw[key] = _number(value, where, integer=True, minimum=0 if key != "seed" else -1)
         elif key == "warmup_requests":
             kw[key] = _number(value, where, integer=True, minimum=-1)
-        elif key in ("duration_s", "request_rate", "request_timeout_s"):
+        elif key in ("duration_s", "request_rate", "request_timeout_s", "stall_timeout_s"):
             kw[key] = float(_number(value, where))
         elif key == "temperature":
             kw[key] = float(_number(value, where, minimum=-1e-12))

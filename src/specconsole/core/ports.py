@@ -342,6 +342,9 @@ class BenchSpec:
     """Model name for the OpenAI APIs (from /v1/models when None)."""
     request_timeout_s: float = 600.0
     """Longest silence tolerated inside one streamed response before it counts as ``timeout``."""
+    stall_timeout_s: float = 30.0
+    """No token for this long on a stream counts it as ``stall`` (the level is then degraded,
+    or failed when nothing completed); shorter than the request timeout."""
     repeats: int = 1
     """Runs of the whole ladder; headlines are means, with std and a 95 % CI (repeat_stats)."""
     percentiles: tuple[float, ...] = (90.0, 95.0, 99.0)

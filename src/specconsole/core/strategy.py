@@ -75,8 +75,8 @@ def _outcomes(
             status[t.config] = t.status
     blocked = set(status) | set(skipped)
     for t in trials:
-        if t.status is TrialStatus.SKIPPED:
-            blocked.add(t.config)
+        if t.status in (TrialStatus.SKIPPED, TrialStatus.DEGRADED):
+            blocked.add(t.config)  # degraded: inconclusive, neither a success nor a failure
     return status, blocked
 
 

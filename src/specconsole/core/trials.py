@@ -88,7 +88,11 @@ class TrialStatus(StrEnum):
     INVALID = "invalid"
     """Rejected by validation before anything was deployed."""
     FAILED = "failed"
-    """An operation failed (deploy, restart, benchmark error) without a server crash."""
+    """An operation failed (deploy, restart, benchmark error) without a server crash, or
+    every benchmark request failed or timed out."""
+    DEGRADED = "degraded"
+    """Benchmarked, but some requests failed, timed out or stalled: inconclusive, not a
+    success (the record's note gives the counts and the reason)."""
     INFEASIBLE = "infeasible"
     """Skipped because the capacity predictor said it would not load."""
     SKIPPED = "skipped"

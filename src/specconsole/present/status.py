@@ -20,6 +20,7 @@ STATUS_WORDS: dict[TrialStatus, str] = {
     TrialStatus.LOAD_TIMEOUT: "load timeout",
     TrialStatus.INVALID: "invalid",
     TrialStatus.FAILED: "failed",
+    TrialStatus.DEGRADED: "degraded",
     TrialStatus.INFEASIBLE: "infeasible",
     TrialStatus.SKIPPED: "skipped",
     TrialStatus.CANCELLED: "cancelled",

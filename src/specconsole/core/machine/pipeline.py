@@ -326,6 +326,18 @@ def _on_bench_finished(state: ControllerState, event: ev.Event) -> Result:
             new, TrialStatus.FAILED, event.at, errors=(f"benchmark: {event.error}",)
         )
     note = f"partial benchmark: {event.error}" if event.partial or event.error else ""
+    failed = sum(lv.failed for lv in event.levels)
+    if event.levels and not any(lv.completed for lv in event.levels):
+        text = f"benchmark: every request failed or timed out ({failed} failed)"
+        return _finish_trial(new, TrialStatus.FAILED, event.at, errors=(text,), note=note)
+    if failed:
+        where = ", ".join(
+            f"c={lv.concurrency}: {lv.failed} of {lv.completed + lv.failed} failed"
+            for lv in event.levels
+            if lv.failed
+        )
+        note = "; ".join(x for x in (note, f"degraded: {where}") if x)
+        return _finish_trial(new, TrialStatus.DEGRADED, event.at, note=note)
     return _finish_trial(new, TrialStatus.OK, event.at, note=note)
 
 

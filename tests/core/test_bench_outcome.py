@@ -1,0 +1,45 @@
+"""A trial whose every request failed or timed out is never ``ok``; one with some failures is
+``degraded`` with the counts (issue 18, defect 7)."""
+
+from __future__ import annotations
+
+from specconsole.core import effects as fx
+from specconsole.core import events as ev
+from specconsole.core.state import LevelSummary, Phase, TrialStatus
+from tests.controller.helpers import Driver
+
+
+def _finish(levels: tuple[LevelSummary, ...]) -> fx.RecordTrial:
+    d = Driver()
+    d.start()
+    d.to_phase(Phase.BENCHMARKING)
+    d.send(ev.BenchFinished(levels=levels, accept_length=None))
+    effect = d.find(fx.RecordTrial)
+    assert isinstance(effect, fx.RecordTrial)
+    return effect
+
+
+def _level(c: int, completed: int, failed: int, tok_s: float = 0.0) -> LevelSummary:
+    return LevelSummary(
+        concurrency=c,
+        output_tok_s=tok_s,
+        per_request_tok_s=tok_s,
+        completed=completed,
+        failed=failed,
+    )
+
+
+def test_every_request_failed_is_a_failed_trial() -> None:
+    record = _finish((_level(1, 0, 4), _level(4, 0, 8))).record
+    assert record.status is TrialStatus.FAILED
+    assert any("every request failed or timed out (12 failed)" in e for e in record.errors)
+
+
+def test_some_failures_make_a_degraded_trial() -> None:
+    record = _finish((_level(1, 4, 0, 90.0), _level(16, 16, 81, 400.0))).record
+    assert record.status is TrialStatus.DEGRADED
+    assert "degraded: c=16: 81 of 97 failed" in record.note
+
+
+def test_a_clean_benchmark_is_ok() -> None:
+    assert _finish((_level(1, 4, 0, 90.0),)).record.status is TrialStatus.OK
