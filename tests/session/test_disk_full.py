@@ -65,7 +65,7 @@ def test_a_full_disk_stops_the_sweep_with_the_reason(tmp_path: Path, small_tmpfs
         if run.poll() is None:
             run.kill()
     assert run.returncode == 1, (out, err)
-    assert "No space left on device" in out and "the sweep stopped" in out
+    assert "No space left on device" in out and "the sweep stopped" in out, err[-3000:]
     assert took < 30, f"took {took:.1f} s to stop"
     session = trials[0].parent
     after = session.joinpath("trials.jsonl").read_bytes()

@@ -9,6 +9,7 @@ per trial.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import IO, Any
 
@@ -74,5 +75,6 @@ class SessionRecorder:
 
     def close(self) -> None:
         for handle in self._logs.values():
-            handle.close()
+            with contextlib.suppress(OSError):  # a full disk: the record is what counts
+                handle.close()
         self._logs.clear()
