@@ -89,7 +89,7 @@ def test_template_with_aliases_and_slurm_slots() -> None:
         ("[pool]\nsize = 2\n", "[pool] unknown key 'size'"),
         ('[pool]\naliases = ["a"]\n', 'need [host] transport = "ssh"'),
         ("[[hosts]]\nname = 'a'\n[[hosts]]\nname = 'a'\n", "two boxes are named 'a'"),
-        ("[[hosts]]\nport = 'auto'\n", "[[hosts]] #1 port must be a port number"),
+        ("[[hosts]]\nserver_port = 'auto'\n", "[[hosts]] #1 server_port must be a port number"),
         ("[[hosts]]\ntransport = 'ssh'\n", '[[hosts]] #1: [host] transport = "ssh" needs alias'),
         ('[host]\ntransport = "local"\n[[hosts]]\nname = "a"\n', "not in [host]"),
     ],
@@ -146,7 +146,7 @@ def test_configurations_compare_on_one_port_and_alike_boxes() -> None:
     assert a != b and as_port(b, a.port) == a
     rec = TrialRecord(index=0, config=b, normalized=b, status=TrialStatus.OK, capacity=1000)
     (moved,) = records_on_port([rec], a.port)
-    assert moved.config == a and moved.normalized == a
+    assert moved.config == a and moved.normalized == b  # what was deployed stays
 
     def trial(steps: int, capacity: int, i: int = 0) -> TrialRecord:
         cfg = plan.at(

@@ -55,9 +55,11 @@ EXIT_INTERRUPTED = 130
 class ProgressPrinter:
     """Prints one line per meaningful change (phase, load stage, level, notice)."""
 
-    def __init__(self, out: TextIO, plan: SweepPlan | None) -> None:
+    def __init__(self, out: TextIO, plan: SweepPlan | None, *, prefix: str = "") -> None:
         self.out = out
         self.plan = plan
+        self.prefix = prefix
+        """Put before every line (a pool's box name: ``[gpu-a] ``)."""
         self._last: tuple[object, ...] = ()
         self._notice: Notice | None = None
         self._crash_reported: tuple[int, float] | None = None
@@ -66,7 +68,7 @@ class ProgressPrinter:
 
     def _print(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
-        print(f"[{stamp}] {text}", file=self.out, flush=True)
+        print(f"[{stamp}] {self.prefix}{text}", file=self.out, flush=True)
 
     def _label(self, record: TrialRecord) -> str:
         return config_label(record.config, self.plan.base if self.plan else None)
@@ -181,6 +183,10 @@ async def run_headless(
     out: TextIO = sys.stdout,
 ) -> int:
     """Run (or resume) a sweep to its end; returns the exit code."""
+    if plan.boxes:  # a pool: one controller per box (controller.pool_headless)
+        from specconsole.controller.pool_headless import run_pool_headless
+
+        return await run_pool_headless(plan, session, policy=policy, resume=resume, out=out)
     policy = policy or plan.on_crash
     trials = tuple(session.load_trials())
     state = ControllerState(plan=plan, policy=policy, trials=trials)

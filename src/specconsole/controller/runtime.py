@@ -150,6 +150,13 @@ class Controller:
             event = replace(event, at=self.clock())
         self._inbox.put_nowait(event)
 
+    def apply(self, event: ev.Event) -> None:
+        """Step ``event`` now, synchronously (not queued): for a pool orchestrator that must
+        update a box's view of the others before that box's next queued event is handled."""
+        if event.at == 0.0:
+            event = replace(event, at=self.clock())
+        self._dispatch(event)
+
     async def run(self) -> None:
         """Process events until a ``Quit`` (or, with ``stop_on_finish``, the sweep's end)."""
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.http_timeout_s))

@@ -41,6 +41,15 @@ log = logging.getLogger(__name__)
 _Line = tuple[str, str | None]
 
 
+def _raise_if_cancelling() -> None:
+    """Python 3.11's ``asyncio.timeout`` can turn a cancellation that lands as the timeout
+    fires into a ``TimeoutError``; a loop that suppresses those would then never end (a
+    teardown waiting on it hangs). Re-raise a pending cancellation."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class LogSink(Protocol):
     """Where captured log lines go (the session recorder)."""
 
@@ -159,6 +168,7 @@ class ServerWatch:
                 async with asyncio.timeout(self._timing.status_interval_s):
                     await exited.wait()
                     exited.clear()
+            _raise_if_cancelling()
 
     async def _poll_health(self) -> None:
         """GET /health until it answers 200 once (or the ready line is seen)."""

@@ -38,9 +38,17 @@ def resolve_local_placeholders(plan: SweepPlan, *, port: int | None = None) -> S
     session is created, which records it so ``resume`` reuses it; a port already chosen is
     kept)."""
     values = {"python": sys.executable}
-    if plan.auto_port:
+    auto = plan.auto_port
+    if auto:
         values["port"] = str(port if port is not None else free_loopback_port())
-    return resolve_placeholders(plan, values)
+    plan = resolve_placeholders(plan, values)
+    if auto and plan.boxes:  # boxes sharing this machine: a free port each, not port + N
+        boxes = tuple(
+            replace(b, port=free_loopback_port()) if b.port is not None and b.port < 0 else b
+            for b in plan.boxes
+        )
+        plan = replace(plan, boxes=boxes)
+    return plan
 
 
 @dataclass

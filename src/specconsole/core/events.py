@@ -20,7 +20,13 @@ from specconsole.core.config import ServerConfig
 from specconsole.core.log_events import LoadStage
 from specconsole.core.plan import CrashPolicy, SweepPlan
 from specconsole.core.ports import BenchProgress, ServiceStatus
-from specconsole.core.state import ConnectionState, LevelSummary, ResumeChoice, TrialRecord
+from specconsole.core.state import (
+    ConnectionState,
+    LevelSummary,
+    PoolView,
+    ResumeChoice,
+    TrialRecord,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -277,6 +283,16 @@ class ServerStopped(Outcome):
     """The server was stopped on request; ``status`` is what the manager says afterwards."""
 
     status: ServiceStatus | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolChanged(Event):
+    """The rest of the pool changed: what this box's strategy must take into account.
+
+    Neither an intent nor an outcome of this box's trial (it holds in every epoch): the pool
+    orchestrator applies it synchronously whenever another box starts or records a trial."""
+
+    view: PoolView
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,12 +31,13 @@ def as_port(config: ServerConfig, port: int) -> ServerConfig:
 
 
 def records_on_port(trials: Iterable[TrialRecord], port: int) -> tuple[TrialRecord, ...]:
-    """``trials`` as if they had been served on ``port`` (configurations compare equal)."""
+    """``trials`` with their configuration (the trial's identity) on ``port``, so the same
+    configuration compares equal whichever box served it; ``normalized`` and ``argv`` keep
+    what was really deployed."""
     out = []
     for t in trials:
         cfg = as_port(t.config, port)
-        normalized = as_port(t.normalized, port) if t.normalized else None
-        out.append(t if cfg is t.config else replace(t, config=cfg, normalized=normalized))
+        out.append(t if cfg is t.config else replace(t, config=cfg))
     return tuple(out)
 
 

@@ -6,7 +6,7 @@ the list of boxes and the pure rules the orchestrator (``controller.pool``) appl
 
 * **Which boxes.** ``[[hosts]]`` entries, each a ``[host]`` table of its own plus ``name``,
   an optional ``service`` table (merged over the top-level ``[service]``) and an optional
-  ``port`` for the server; or one template — ``[host]``/``[service]`` with ``[pool] aliases``
+  ``server_port`` for the server; or one template — ``[host]``/``[service]`` with ``[pool] aliases``
   (one box per alias) or ``[pool] max_parallel = N`` (N job slots on the same login node: a
   Slurm pool is N jobs at once). Boxes that share a machine get their own run folder
   (``RUN_DIR/BOX``) and, when they share a transport target, their own server port (the
@@ -31,7 +31,7 @@ from specconsole.core.profile import (
 )
 
 _POOL_KEYS = {"aliases", "max_parallel"}
-_BOX_KEYS = {"name", "service", "port"}
+_BOX_KEYS = {"name", "service", "server_port"}
 
 
 class PoolError(ValueError):
@@ -106,7 +106,7 @@ def _from_hosts(hosts: Any, service: Any) -> list[Box]:
         name = entry.get("name", box_profile.host.alias or box_profile.host.hostname)
         if not isinstance(name, str) or not name.strip():
             name = f"box-{i + 1}"
-        port = _port(entry.get("port"), f"{where} port")
+        port = _port(entry.get("server_port"), f"{where} server_port")
         boxes.append(Box(name=name.strip(), profile=box_profile, port=port))
     return boxes
 

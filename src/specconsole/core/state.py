@@ -158,6 +158,22 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolView:
+    """What one box of a pool knows about the others (kept current by the orchestrator)."""
+
+    box: str
+    """This box's name."""
+    trials: tuple[TrialRecord, ...] = ()
+    """Trials the other boxes of this box's group recorded (on this box's port)."""
+    running: tuple[ServerConfig, ...] = ()
+    """Configurations running on the other boxes right now (on this box's port)."""
+    indices: int = 0
+    """Trial indices the rest of the pool has used (recorded or running, any group)."""
+    counted: int = 0
+    """Of those, the ones that count against ``[sweep] max_trials``."""
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerState:
     """The snapshot every view renders. Build new ones with ``dataclasses.replace``."""
 
@@ -182,6 +198,8 @@ class ControllerState:
     RECORDING), applied (or refused with a notice) once it leaves that phase
     (``core.deferral``): a key pressed as the crash banner appears is never lost."""
     connection: ConnectionState = ConnectionState.UNKNOWN
+    pool: PoolView | None = None
+    """Set when this machine is one box of a pool (``controller.pool``)."""
     sweep_active: bool = False
     """A sweep is in progress (possibly paused, cancelled or awaiting a decision); False
     before the first StartSweep, once it is DONE, and after it is abandoned."""

@@ -111,6 +111,11 @@ def _on_log_lines(state: ControllerState, event: ev.Event) -> Result:
     return replace(state, log_tail=tail), ()
 
 
+def _on_pool_changed(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.PoolChanged)
+    return replace(state, pool=event.view), ()
+
+
 def _on_connection(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.ConnectionChanged)
     new = replace(state, connection=event.state)
@@ -217,6 +222,7 @@ _on(RESTING_PHASES, ev.FatalSeen, _observe_down)
 ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.LogLines: _on_log_lines,
     ev.ConnectionChanged: _on_connection,
+    ev.PoolChanged: _on_pool_changed,
     ev.SetPolicy: _on_set_policy,
     ev.Quit: _on_quit,
 }

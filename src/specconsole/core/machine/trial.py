@@ -32,7 +32,7 @@ from specconsole.core.state import (
     TrialStatus,
     close_open_stamp,
 )
-from specconsole.core.strategy import next_trial, stop_reason
+from specconsole.core.strategy import Proposal, next_trial, stop_reason
 
 
 def _begin_trial(
@@ -47,8 +47,9 @@ def _begin_trial(
     """Start a new trial at VALIDATING (a new epoch)."""
     epoch = state.epoch + 1
     trial = TrialRecord(
-        index=len(state.trials),
+        index=len(state.trials) + (state.pool.indices if state.pool else 0),
         config=config,
+        box=state.pool.box if state.pool else "",
         kind=kind,
         started_at=at,
         note=reason,
@@ -74,7 +75,18 @@ def _begin_trial(
 
 
 def _counted(state: ControllerState) -> int:
-    return sum(1 for t in state.trials if t.kind in COUNTED_KINDS)
+    here = sum(1 for t in state.trials if t.kind in COUNTED_KINDS)
+    return here + (state.pool.counted if state.pool else 0)
+
+
+def _propose(state: ControllerState) -> Proposal | None:
+    """The strategy's next configuration; in a pool, from the whole pool's trials with the
+    configurations running on other boxes as pending (see core.strategy.next_trial)."""
+    assert state.plan is not None
+    if state.pool is None:
+        return next_trial(state.plan, state.trials, state.skipped_configs)
+    trials = (*state.pool.trials, *state.trials)
+    return next_trial(state.plan, trials, state.skipped_configs, pending=state.pool.running)
 
 
 def _budget_reason(state: ControllerState, at: float) -> str:
@@ -97,7 +109,7 @@ def _continue_sweep(state: ControllerState, at: float) -> Result:
     if state.plan is None:
         raise IllegalTransition(state.phase, ev.StartSweep(at=at), "no plan loaded")
     reason = _budget_reason(state, at)
-    proposal = None if reason else next_trial(state.plan, state.trials, state.skipped_configs)
+    proposal = None if reason else _propose(state)
     if proposal is None:
         reason = reason or stop_reason(state.plan, state.trials)
         done = replace(
@@ -159,7 +171,7 @@ def _available_choices(state: ControllerState) -> tuple[ResumeChoice, ...]:
 def _peek_next(state: ControllerState) -> ServerConfig | None:
     if state.plan is None:
         return None
-    proposal = next_trial(state.plan, state.trials, state.skipped_configs)
+    proposal = _propose(state)
     return None if proposal is None else proposal.config
 
 

@@ -1,0 +1,109 @@
+"""Headless sweeps on a pool of boxes: the single-box progress lines, prefixed by the box.
+
+Why its own module: the pool runs one controller per box (``controller.pool``), so the
+headless driver subscribes one :class:`ProgressPrinter` per box (each line starts with
+``[BOX]``), prints the pool's own notices (a box leaving the pool, boxes that are not alike),
+waits until nothing more can happen without a decision, and turns the outcome into the same
+exit codes as a one-box sweep: ``0`` finished, ``1`` a trial could not run or every box left
+the pool, ``3`` a box paused after a crash (``specconsole resume`` continues), ``130``
+interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from typing import TextIO
+
+from specconsole.controller.headless import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PAUSED,
+    ProgressPrinter,
+)
+from specconsole.controller.pool import Pool
+from specconsole.core import events as ev
+from specconsole.core.plan import SweepPlan
+from specconsole.core.state import ControllerState, CrashPolicy, Phase, TrialStatus
+from specconsole.core.strategy import findings
+from specconsole.session.report import render
+from specconsole.session.store import Session
+
+
+def pool_exit_code(pool: Pool, interrupted: bool = False) -> int:
+    """The headless exit code once the pool has stopped (see the module docstring)."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    alive = pool.alive()
+    if any(run.state.phase is Phase.AWAITING_DECISION for run in alive):
+        return EXIT_PAUSED
+    if not alive or any(t.status in (TrialStatus.FAILED, TrialStatus.INVALID) for t in pool.trials):
+        return EXIT_FAILED
+    if all(run.state.phase is Phase.DONE for run in alive):
+        return EXIT_OK
+    return EXIT_FAILED
+
+
+async def run_pool_headless(
+    plan: SweepPlan,
+    session: Session,
+    *,
+    policy: CrashPolicy | None = None,
+    resume: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """Run (or resume) a pool sweep until nothing more can happen; returns the exit code."""
+    prior = tuple(session.load_trials())
+    pool = Pool(plan, session, policy=policy, prior=prior)
+    printers = {name: ProgressPrinter(out, plan, prefix=f"[{name}] ") for name in pool.runs}
+    general = ProgressPrinter(out, plan, prefix="[pool] ")
+    shown = 0
+
+    def on_box(name: str, state: ControllerState, event: ev.Event | None) -> None:
+        nonlocal shown
+        if event is not None:
+            printers[name](state, event)
+        while shown < len(pool.notices):
+            general._print(pool.notices[shown])
+            shown += 1
+
+    pool.subscribe(on_box)
+    interrupted = False
+
+    def on_signal() -> None:
+        nonlocal interrupted
+        interrupted = True
+        general._print("interrupted: stopping (the servers are left running); resume later")
+        pool.finished.set()
+
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, on_signal)
+            installed.append(sig)
+    what = f"resuming {session.path} ({len(prior)} trials recorded)" if resume else session.path
+    general._print(f"session {what} on {len(pool.runs)} boxes: {', '.join(pool.runs)}")
+    try:
+        await pool.run()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        await pool.close()
+    code = pool_exit_code(pool, interrupted)
+    paused = [r.name for r in pool.alive() if r.state.phase is Phase.AWAITING_DECISION]
+    if paused:
+        general._print(
+            f"paused after a crash on {', '.join(paused)} (policy 'pause'): a headless run "
+            f"cannot wait for a decision. Resume with: specconsole resume {session.path}"
+        )
+    trials = pool.trials
+    if code == EXIT_OK:
+        for line in findings(plan, trials):
+            general._print(line)
+    print("", file=out)
+    print(render(trials, plan, "md"), file=out, flush=True)
+    return code
