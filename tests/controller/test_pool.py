@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.headless import run_headless
 from specconsole.controller.pool import box_plan
+from specconsole.controller.pool_headless import sweep_headless as run_headless
 from specconsole.core.plan import SweepPlan, loads_plan, resolve_placeholders
 from specconsole.core.state import TrialStatus
 from specconsole.core.strategy import boundary_result

@@ -139,10 +139,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         lock = lock_session(session)
     except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
-    from specconsole.controller.headless import run_headless
+    from specconsole.controller.pool_headless import sweep_headless
 
     try:
-        return asyncio.run(run_headless(plan, session, policy=policy))
+        return asyncio.run(sweep_headless(plan, session, policy=policy))
     except KeyboardInterrupt:
         return 130
     finally:
@@ -183,7 +183,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 def _resume_locked(session: Session, on_crash: str | None) -> int:
     """Resume under the session lock: repair a torn line, rebuild session.toml from the
     records when it is stale, then run."""
-    from specconsole.controller.headless import run_headless
+    from specconsole.controller.pool_headless import sweep_headless
     from specconsole.controller.wiring import resolve_local_placeholders
     from specconsole.core.secrets import missing_values
     from specconsole.session.store import SessionError
@@ -207,7 +207,7 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
     if policy is None and saved in {c.value for c in CrashPolicy}:
         policy = CrashPolicy(saved)
     try:
-        return asyncio.run(run_headless(plan, session, policy=policy, resume=True))
+        return asyncio.run(sweep_headless(plan, session, policy=policy, resume=True))
     except KeyboardInterrupt:
         return 130
 

@@ -183,10 +183,6 @@ async def run_headless(
     out: TextIO = sys.stdout,
 ) -> int:
     """Run (or resume) a sweep to its end; returns the exit code."""
-    if plan.boxes:  # a pool: one controller per box (controller.pool_headless)
-        from specconsole.controller.pool_headless import run_pool_headless
-
-        return await run_pool_headless(plan, session, policy=policy, resume=resume, out=out)
     policy = policy or plan.on_crash
     trials = tuple(session.load_trials())
     state = ControllerState(plan=plan, policy=policy, trials=trials)

@@ -37,7 +37,7 @@ from specconsole.controller.wiring import Ports, open_ports
 from specconsole.core import events as ev
 from specconsole.core.fleet import as_port, records_on_port, unlike_boxes
 from specconsole.core.machine import COUNTED_KINDS
-from specconsole.core.plan import SweepPlan, config_label
+from specconsole.core.plan import SweepPlan
 from specconsole.core.pool import Box, box_port
 from specconsole.core.state import (
     ConnectionState,
@@ -49,6 +49,7 @@ from specconsole.core.state import (
     TrialStatus,
 )
 from specconsole.core.strategy import next_trial
+from specconsole.present.labels import config_label
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
 

@@ -23,6 +23,7 @@ from specconsole.controller.headless import (
     EXIT_OK,
     EXIT_PAUSED,
     ProgressPrinter,
+    run_headless,
 )
 from specconsole.controller.pool import Pool
 from specconsole.core import events as ev
@@ -107,3 +108,16 @@ async def run_pool_headless(
     print("", file=out)
     print(render(trials, plan, "md"), file=out, flush=True)
     return code
+
+
+async def sweep_headless(
+    plan: SweepPlan,
+    session: Session,
+    *,
+    policy: CrashPolicy | None = None,
+    resume: bool = False,
+    out: TextIO = sys.stdout,
+) -> int:
+    """The headless sweep for any plan: a pool's (``plan.boxes``) or one box's."""
+    run = run_pool_headless if plan.boxes else run_headless
+    return await run(plan, session, policy=policy, resume=resume, out=out)

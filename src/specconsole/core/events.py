@@ -286,11 +286,12 @@ class ServerStopped(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PoolChanged(Event):
+class PoolChanged(Outcome):
     """The rest of the pool changed: what this box's strategy must take into account.
 
-    Neither an intent nor an outcome of this box's trial (it holds in every epoch): the pool
-    orchestrator applies it synchronously whenever another box starts or records a trial."""
+    Not an answer for this box's trial, so it holds in every epoch (like ConnectionChanged):
+    the pool orchestrator applies it synchronously whenever another box starts or records a
+    trial."""
 
     view: PoolView
 
@@ -316,6 +317,7 @@ INTENT_TYPES: tuple[type[Intent], ...] = (
 """Every intent, for documentation and exhaustive tests."""
 
 OUTCOME_TYPES: tuple[type[Outcome], ...] = (
+    PoolChanged,
     ConfigValidated,
     ConfigInvalid,
     ReattachChecked,

@@ -73,7 +73,7 @@ def step(state: ControllerState, event: ev.Event) -> Result:
     if (
         isinstance(event, ev.Outcome)
         and event.epoch != state.epoch
-        and etype is not ev.ConnectionChanged
+        and etype not in (ev.ConnectionChanged, ev.PoolChanged)
         and not _current_trials_log(state, event)
     ):
         return state, ()  # an answer for an earlier trial, or a stage the trial has left
