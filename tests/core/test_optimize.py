@@ -17,20 +17,12 @@ from specconsole.core.plan import PlanError, StrategyKind, SweepPlan, loads_plan
 from specconsole.core.state import LevelSummary, TrialKind, TrialRecord, TrialStatus
 from specconsole.core.strategy import findings, next_trial, stop_reason
 from specconsole.sim.model import predict
+from tests.fixtures.plans import SEED_SERVER
 
 LADDER = (1, 16, 64)
 
-BASE = """
-[server]
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-speculative_eagle_topk = 1
-tp_size = 4
-mem_fraction_static = 0.88
-cuda_graph_max_bs = 64
-max_running_requests = 64
-
+BASE = f"""
+{SEED_SERVER}
 [bench]
 ladder = [1, 16, 64]
 input_len = 1024
@@ -210,6 +202,11 @@ def test_convergence_compares_confidence_intervals() -> None:
     # each trial a little better than the last, but within the repeats' interval
     creeping = [_ci(_ok(i, i + 1, 1000.0 + 10 * i), half=50.0) for i in range(5)]
     assert converged(p, creeping)
+    # the runner-up (trial 4) is tied with the best (trial 5): measured once more first
+    again = next_trial(p, creeping)
+    assert again is not None and again.config == creeping[3].config
+    assert "repeat: trial 4" in again.reason and "tied with the best, trial 5" in again.reason
+    creeping.append(_ci(_ok(5, 4, 1030.0), half=50.0))
     assert next_trial(p, creeping) is None
     assert stop_reason(p, creeping).startswith("converged: no improvement beyond the noise in 3")
     # the same figures measured once each are real improvements: not converged

@@ -27,6 +27,8 @@ How a proposal is made:
 3. The search stops (returns None) when ``patience`` trials that cost a load brought no
    improvement beyond the noise (``core.objective.improves``: confidence intervals when
    levels are repeated, plus ``noise_pct``), or when no untried valid configuration is left.
+   Before it stops (or with one trial of ``max_trials`` left), a runner-up whose interval
+   overlaps the best one's is measured again (``core.contenders``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from optuna.trial import TrialState, create_trial
 from specconsole.core import validation
 from specconsole.core.capacity import predict_capacity
 from specconsole.core.config import ServerConfig
+from specconsole.core.contenders import contender
+from specconsole.core.contenders import identity as _identity
 from specconsole.core.objective import Goal, ObjectiveKind, best, improves, pareto_front
 from specconsole.core.plan import SweepPlan
 from specconsole.core.state import TrialRecord, TrialStatus
@@ -167,14 +171,6 @@ def point_label(plan: SweepPlan, config: ServerConfig) -> str:
     if "speculative_num_draft_tokens" not in names and config.speculative_eagle_topk != 1:
         names.append("speculative_num_draft_tokens")
     return " ".join(f"{_SHORT.get(n, n)}={getattr(config, n)}" for n in names)
-
-
-def _identity(config: ServerConfig) -> ServerConfig:
-    """What a trial tried, without where and how the server ran (a resumed session may run
-    another interpreter path or port: the same point of the space all the same)."""
-    return replace(
-        config, description="", launcher="", host="", port=0, user=None, working_directory=None
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,14 +320,21 @@ def suggest(
 
     ``pending`` are configurations running on other boxes of a pool right now: never
     proposed again, and in the study as running trials (Optuna's constant liar)."""
-    if converged(plan, trials):
+    pending = list(pending)
+    done = converged(plan, trials)
+    loads = sum(1 for t in trials if t.status in LOADS)
+    last = plan.max_trials is not None and loads >= plan.max_trials - 1
+    if done or last:
+        again = contender(plan, trials, pending)
+        if again is not None:
+            return Suggestion(again.config, f"optimize {again.reason}")
+    if done:
         return None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     axes = space(plan)
     obs = observations(plan, trials)
     tried = {_identity(t.config) for t in trials if t.status is not TrialStatus.CANCELLED}
     tried |= {_identity(c) for c in skipped}
-    pending = list(pending)
     tried |= {_identity(c) for c in pending}
     running = [p for p in (encode(plan, axes, c) for c in pending) if p is not None]
     study = _study(plan, obs, running)
