@@ -9,7 +9,7 @@ from PIL import Image
 
 from specconsole.cli import main
 from tests.fixtures.browser import render
-from tests.session.test_report_resolved import _demo_session
+from tests.session.test_report_resolved import REPO, _demo_session
 
 
 def _html_report(tmp_path: Path) -> Path:
@@ -61,3 +61,16 @@ def test_charts_alone_as_png_and_svg(tmp_path: Path) -> None:
     text = svg.read_text()
     assert "<svg" in text and "<script" not in text and "single-request" in text
     assert main(["report", str(session.path), "--format", "png"]) == 1  # needs -o
+
+
+def test_readme_shows_the_rendered_report_and_the_terminal_chart() -> None:
+    """The README's pictures exist and come from the script (a rendered page, a real chart)."""
+    readme = (REPO / "README.md").read_text()
+    assert "](docs/images/report-example.png)" in readme
+    with Image.open(REPO / "docs" / "images" / "report-example.png") as image:
+        assert image.format == "PNG" and image.size == (1200, 2400)
+    begin, end = "<!-- terminal-chart:begin -->", "<!-- terminal-chart:end -->"
+    capture = readme.split(begin, 1)[1].split(end, 1)[0]
+    assert "aggregate tok/s vs concurrency" in capture and "● #1 steps=1 draft=2" in capture
+    assert "scripts/render-report-example.sh" in readme
+    assert (REPO / "scripts" / "render-report-example.sh").stat().st_mode & 0o111

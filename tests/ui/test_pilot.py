@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -17,6 +18,7 @@ from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.messages import IntentSent, LogBatch
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.quit import QuitScreen
+from specconsole.ui.widgets.chart import MIN_PLOT_ROWS
 from specconsole.ui.widgets.crash import CrashBanner
 from specconsole.ui.widgets.journal import JournalPane
 from tests.controller.helpers import plan
@@ -156,6 +158,23 @@ async def test_crash_banner_appears_and_r_resumes() -> None:
     assert len(resumes) == 1
     assert isinstance(resumes[0], Resume) and resumes[0].choice is ResumeChoice.RESUME_NEXT
     assert resumes[0].at == NOW
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_charts_stay_readable_while_the_crash_banner_is_up(size: tuple[int, int]) -> None:
+    """The banner takes rows from the side pane: the charts keep their minimum plot height
+    plus two legend rows (they shrank to two rows before), at 80×24 (pane 2) and 120×40."""
+    controller = RecordingController(crashed_state())
+    app = _app(controller)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        if size == (80, 24):
+            await pilot.press("2")
+            await pilot.pause()
+        assert app.screen.query_one(CrashBanner).display
+        for chart in ("#chart-aggregate", "#chart-single"):
+            widget = app.screen.query_one(chart)
+            assert widget.region.height >= MIN_PLOT_ROWS + 2, (chart, widget.region)
 
 
 async def test_crash_choices_are_single_keys() -> None:
