@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT / "src"))
 from specconsole.core import validation  # noqa: E402
 from specconsole.core.config import ServerConfig  # noqa: E402
 from specconsole.core.optimize import project  # noqa: E402
-from specconsole.core.plan import SweepPlan, loads_plan  # noqa: E402
+from specconsole.core.plan import SweepPlan  # noqa: E402
+from specconsole.core.planparse import loads_plan  # noqa: E402
 from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus  # noqa: E402
 from specconsole.core.strategy import next_trial  # noqa: E402
 from specconsole.sim.model import predict  # noqa: E402

@@ -13,7 +13,7 @@ from specconsole.bench import datasets
 from specconsole.bench.datasets import iter_json_entries, load_dataset
 from specconsole.bench.loadgen import plan_for, run_ladder
 from specconsole.bench.prompts import PromptError
-from specconsole.core.plan import parse_plan
+from specconsole.core.planparse import parse_plan
 from specconsole.core.ports import BenchSpec
 from specconsole.sim.textkind import classify
 from tests.bench.servers import mini_server

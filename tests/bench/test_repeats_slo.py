@@ -11,7 +11,8 @@ import pytest
 
 from specconsole.bench.loadgen import run_ladder
 from specconsole.core.metrics import BenchResult, RequestTimeline, compute_level_metrics
-from specconsole.core.plan import PlanError, parse_plan
+from specconsole.core.plan import PlanError
+from specconsole.core.planparse import parse_plan
 from specconsole.core.ports import BenchSpec
 from specconsole.core.slo import Slo, parse_slo
 from specconsole.core.stats import percentile_label, spread, t_975

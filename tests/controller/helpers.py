@@ -12,7 +12,8 @@ from specconsole.core import effects as fx
 from specconsole.core import events as ev
 from specconsole.core.log_events import LoadStage
 from specconsole.core.machine import step
-from specconsole.core.plan import SweepPlan, loads_plan
+from specconsole.core.plan import SweepPlan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.state import ControllerState, LevelSummary, Phase
 
 PLAN_TEXT = """

@@ -11,7 +11,9 @@ import pytest
 import tomli_w
 
 from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
-from specconsole.core.plan import PlanError, loads_plan, plan_document, resolve_placeholders
+from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.plan import PlanError
+from specconsole.core.planparse import loads_plan, plan_document
 from specconsole.core.state import ControllerState
 from specconsole.session.store import Session
 from tests.controller.helpers import PLAN_TEXT

@@ -31,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.controller.headless import run_headless
-from specconsole.core.plan import loads_plan, resolve_placeholders
+from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.planparse import loads_plan
 from specconsole.core.profile import ServiceProfile
 from specconsole.core.state import Phase, TrialKind, TrialStatus
 from specconsole.core.strategy import boundary_result

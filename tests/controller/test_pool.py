@@ -25,7 +25,9 @@ import pytest
 
 from specconsole.controller.pool import box_plan
 from specconsole.controller.pool_headless import sweep_headless as run_headless
-from specconsole.core.plan import SweepPlan, loads_plan, resolve_placeholders
+from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.plan import SweepPlan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.state import TrialStatus
 from specconsole.core.strategy import boundary_result
 from specconsole.remote.process import ProcessBackend

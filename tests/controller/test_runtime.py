@@ -21,7 +21,8 @@ from specconsole.controller.headless import EXIT_OK, EXIT_PAUSED, run_headless
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders
 from specconsole.core import events as ev
-from specconsole.core.plan import CrashPolicy, SweepPlan, loads_plan
+from specconsole.core.plan import CrashPolicy, SweepPlan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.ports import ServiceState
 from specconsole.core.state import ControllerState, Phase, ResumeChoice, TrialKind, TrialStatus
 from specconsole.session.store import Session

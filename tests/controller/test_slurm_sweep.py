@@ -20,7 +20,7 @@ import pytest
 
 from specconsole.controller.headless import EXIT_OK, run_headless
 from specconsole.controller.wiring import resolve_local_placeholders
-from specconsole.core.plan import loads_plan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.state import TrialStatus
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.slurm import SlurmBackend

@@ -11,7 +11,7 @@ from specconsole.bench.remote_runner import RemoteBenchmarkRunner
 from specconsole.bench.runner import ForwardedBenchmarkRunner, ThreadedBenchmarkRunner
 from specconsole.controller.wiring import open_ports, wire_controller
 from specconsole.core import events as ev
-from specconsole.core.plan import loads_plan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.ports import BenchSpec, Placement
 from specconsole.core.profile import HostProfile, Profile, TransportKind
 from specconsole.core.state import ConnectionState, ControllerState

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.bench.engine import LadderPlan
+from specconsole.bench.ladder import LadderPlan
 from specconsole.core.metrics import default_requests_per_level
 from specconsole.core.ports import BenchSpec
 

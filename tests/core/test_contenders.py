@@ -7,7 +7,8 @@ from dataclasses import replace
 from specconsole.core.contenders import MAX_MEASUREMENTS, contender, measurements
 from specconsole.core.objective import assess
 from specconsole.core.optimize import observations
-from specconsole.core.plan import SweepPlan, loads_plan
+from specconsole.core.plan import SweepPlan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.strategy import next_trial
 from tests.fixtures.plans import SEED_SERVER

@@ -12,7 +12,7 @@ import pytest
 from specconsole.cli import main
 from specconsole.core.config import ConfigError
 from specconsole.core.importplan import InputKind, plan_from_unit, read_server_text
-from specconsole.core.plan import loads_plan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.render import parse_unit
 from tests.core.test_unit import HAND_WRITTEN
 

@@ -25,7 +25,8 @@ from specconsole.core.objective import (
     pareto_front,
     tied,
 )
-from specconsole.core.plan import PlanError, loads_plan, parse_plan, plan_document
+from specconsole.core.plan import PlanError
+from specconsole.core.planparse import loads_plan, parse_plan, plan_document
 from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
 
 

@@ -13,7 +13,8 @@ from specconsole.core import validation
 from specconsole.core.config import ServerConfig
 from specconsole.core.objective import best
 from specconsole.core.optimize import converged, encode, observations, space, space_size
-from specconsole.core.plan import PlanError, StrategyKind, SweepPlan, loads_plan
+from specconsole.core.plan import PlanError, StrategyKind, SweepPlan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.state import LevelSummary, TrialKind, TrialRecord, TrialStatus
 from specconsole.core.strategy import findings, next_trial, stop_reason
 from specconsole.sim.model import predict

@@ -8,15 +8,10 @@ import pytest
 
 from specconsole.core.capacity import draft_tokens, fit_line, predict_capacity
 from specconsole.core.config import SpecAlgorithm
-from specconsole.core.plan import (
-    CrashPolicy,
-    PlanError,
-    StrategyKind,
-    loads_plan,
-    resolve_placeholders,
-    server_config_from_table,
-    server_config_to_table,
-)
+from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.plan import CrashPolicy, PlanError, StrategyKind
+from specconsole.core.planparse import loads_plan
+from specconsole.core.plantables import server_config_from_table, server_config_to_table
 from specconsole.core.ports import BenchApi
 from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.strategy import boundary_result, findings, next_trial
@@ -333,7 +328,7 @@ def test_example_configurations_are_valid(name: str) -> None:
 def test_plan_document_round_trip(name: str) -> None:
     import tomli_w
 
-    from specconsole.core.plan import plan_document
+    from specconsole.core.planparse import plan_document
 
     p = loads_plan((examples_dir() / name).read_text())
     again = loads_plan(tomli_w.dumps(plan_document(p)))
@@ -390,7 +385,7 @@ def test_bench_placement_errors_name_the_key(lines: str, message: str) -> None:
 def test_bench_placement_round_trips_through_the_plan_document() -> None:
     import tomli_w
 
-    from specconsole.core.plan import plan_document
+    from specconsole.core.planparse import plan_document
 
     p = loads_plan(
         PLAN_TEXT.replace("[bench]\n", '[bench]\nplacement = "direct"\nurl = "http://h:1"\n', 1)

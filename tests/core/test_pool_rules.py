@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 
 from specconsole.core.fleet import as_port, records_on_port, unlike_boxes
-from specconsole.core.plan import PlanError, loads_plan
+from specconsole.core.plan import PlanError
+from specconsole.core.planparse import loads_plan
 from specconsole.core.pool import box_port
 from specconsole.core.profile import ServiceKind, TransportKind
 from specconsole.core.state import TrialRecord, TrialStatus

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config import ConfigError, Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
 from specconsole.core.render import (
     UnitOptions,
     parse_command,
@@ -22,7 +23,6 @@ from specconsole.core.render import (
     to_command,
     to_unit,
 )
-from specconsole.core.validation import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
 
 EAGLE3 = ServerConfig(
     model_path="/models/Llama-3.1-8B-Instruct",

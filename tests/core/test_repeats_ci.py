@@ -69,7 +69,7 @@ def test_overlapping_intervals_tie_and_the_report_sentence_says_so() -> None:
 
 
 def test_findings_of_any_strategy_say_when_the_best_is_tied() -> None:
-    from specconsole.core.plan import loads_plan
+    from specconsole.core.planparse import loads_plan
     from specconsole.core.strategy import findings
 
     grid = loads_plan('[server]\nmodel_path = "m"\n[sweep.axes]\nspeculative_num_steps = [3, 4]\n')

@@ -9,15 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.core.config import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.validation import (
-    MSG_DRAFT_ADJUSTED,
-    MSG_MAX_RUNNING_RESET,
-    Issue,
-    Severity,
-    errors,
-    normalize,
-    validate,
-)
+from specconsole.core.issues import Issue, Severity
+from specconsole.core.normalize import MSG_MAX_RUNNING_RESET, normalize
+from specconsole.core.spec_rules import MSG_DRAFT_ADJUSTED
+from specconsole.core.validation import errors, validate
 
 EAGLE3 = ServerConfig(
     model_path="/models/Llama-3.1-8B-Instruct",

@@ -38,8 +38,8 @@ from specconsole.core.log_events import (
 )
 from specconsole.core.logparse import LogParser
 from specconsole.core.logparse.sglang import DECODE_KEYS, PREFILL_KEYS
+from specconsole.core.modelled_flags import MODELLED_FLAGS
 from specconsole.core.render import parse_command, sglang_flags
-from specconsole.core.validation import MODELLED_FLAGS
 from specconsole.sim.args import sglang_parser
 from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 from tests.oracle.wheel import Release, flags, oracle_versions, release
@@ -165,7 +165,7 @@ def test_flag_change_rows_match_the_release(version: str, change) -> None:
 
 SPEC_RULES: tuple[tuple[str | None, str], ...] = (
     # server_args.py: "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1
-    # when speculative_eagle_topk == 1" (core.validation MSG_DRAFT_ADJUSTED)
+    # when speculative_eagle_topk == 1" (core.spec_rules MSG_DRAFT_ADJUSTED)
     (
         None,
         "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
@@ -200,13 +200,13 @@ def _flat_source(version: str) -> str:
 @pytest.mark.parametrize(("rule", "text"), SPEC_RULES, ids=[t[:40] for _, t in SPEC_RULES])
 def test_speculative_rules_are_the_releases_own(version: str, rule: str | None, text: str) -> None:
     need(version)
-    from specconsole.core import validation
+    from specconsole.core import normalize, spec_rules, validation
 
     applies = rule is None or rule_applies(rule, version)
     said = text.lower() in _flat_source(version)
     assert said is applies, f"sglang {version} {'no longer says' if applies else 'says'}: {text}"
-    ours = inspect_source(validation).lower()
-    assert text.lower()[:48] in ours, f"core.validation lost the rule: {text}"
+    ours = "".join(inspect_source(m) for m in (validation, spec_rules, normalize)).lower()
+    assert text.lower()[:48] in ours, f"core.validation/spec_rules/normalize lost the rule: {text}"
 
 
 def inspect_source(module: object) -> str:

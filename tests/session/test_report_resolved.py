@@ -17,7 +17,7 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.controller.wiring import resolve_local_placeholders
-from specconsole.core.plan import loads_plan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.state import CrashInfo, LevelSummary, Phase, TrialRecord, TrialStatus
 from specconsole.session.store import Session
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.plan import loads_plan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.secrets import REDACTED
 from specconsole.core.state import TrialRecord, TrialStatus
 from specconsole.session.store import Session

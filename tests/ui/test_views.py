@@ -342,7 +342,7 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
 
 def _optimizing(state: ControllerState) -> ControllerState:
     """The state with a plan that searches steps with ``strategy = "optimize"``."""
-    from specconsole.core.plan import loads_plan
+    from specconsole.core.planparse import loads_plan
 
     text = (
         '[server]\nmodel_path = "Qwen/Qwen3.5-122B-A10B"\nspeculative_algorithm = "EAGLE3"\n'

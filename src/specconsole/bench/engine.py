@@ -3,8 +3,10 @@
 Why it is separate from any HTTP library: the exact same scheduling code must run in the
 console (over httpx, in :mod:`specconsole.bench.loadgen`) and on the GPU box (over a stdlib
 asyncio-streams client, in the self-contained remote runner). So this module is standard
-library only (Python 3.10+) and speaks to the server through the small :class:`StreamClient`
-protocol.
+library only (Python 3.10+) and speaks to the server through the small
+:class:`~specconsole.bench.ladder.StreamClient` protocol; what to run is a
+:class:`~specconsole.bench.ladder.LadderPlan`, and each phase's counters and live rate are a
+:class:`~specconsole.bench.phase.Phase`.
 
 Per level it: sends ``warmup_requests × c`` requests at concurrency c and discards them (they
 open the c keep-alive connections and warm the server), POSTs ``/flush_cache`` (which also
@@ -24,235 +26,33 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 from specconsole.bench.api import (
     API_CHAT,
     API_GENERATE,
-    APIS,
     BACKEND_NAMES,
     RequestFailed,
     accept_length_from_server_info,
     build_request,
     make_parser,
 )
+from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
+from specconsole.bench.phase import Phase
 from specconsole.bench.prompts import Prompt
 from specconsole.core.metrics import (
-    DEFAULT_PERCENTILES,
     BenchResult,
     LevelMetrics,
     RequestTimeline,
     compute_level_metrics,
-    default_requests_per_level,
 )
 from specconsole.core.slo import Slo
 
 PROGRESS_TICK_S = 0.25
 """Interval of the rate-update progress events between request completions."""
 
-RATE_WINDOW_S = 1.0
-"""The live rate is output tokens received over this trailing window."""
-
 FLUSH_ATTEMPTS = 10
 """``/flush_cache`` refuses while requests are still draining; retry this many times."""
-
-
-class StreamClient(Protocol):
-    """The HTTP operations the engine needs; one client per level, pooled for c connections."""
-
-    def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
-        """POST ``body`` and yield the response body's bytes as they arrive.
-
-        Raises :class:`~specconsole.bench.api.RequestFailed` for a non-200 status (kind
-        ``http_<status>``), a refused connection (``connect``), a stall longer than the
-        request timeout (``timeout``) or a dropped connection (``disconnect``).
-        """
-        ...
-
-    async def get_json(self, path: str) -> Any:
-        """GET a JSON document (``/server_info``, ``/v1/models``); raises RequestFailed."""
-        ...
-
-    async def post(self, path: str) -> int:
-        """POST with an empty body and return the status (``/flush_cache``)."""
-        ...
-
-    async def aclose(self) -> None: ...
-
-
-ClientFactory = Callable[[int], StreamClient]
-"""Makes a client whose connection pool holds ``concurrency`` connections."""
-
-ProgressSink = Callable[[dict[str, Any]], None]
-"""Receives progress events: dicts with :class:`specconsole.core.ports.BenchProgress`'s fields."""
-
-
-@dataclass(frozen=True, slots=True)
-class LadderPlan:
-    """Everything the engine needs, as plain JSON-able data (it crosses SSH as JSON)."""
-
-    ladder: tuple[int, ...]
-    prompts: tuple[Prompt, ...]
-    """A pool of prompts used round-robin across the whole run."""
-    requests_per_level: int | None = None
-    duration_s: float | None = None
-    warmup_requests: int = 1
-    input_len: int = 256
-    output_len: int = 256
-    api: str = API_GENERATE
-    temperature: float = 0.0
-    request_rate: float | None = None
-    flush_cache: bool = True
-    seed: int = 42
-    model: str | None = None
-    request_timeout_s: float = 600.0
-    stall_timeout_s: float = 30.0
-    """No bytes on a stream for this long: the request is a ``stall`` failure (time lost =
-    this); keeps a server that stops streaming from holding a level for the request timeout."""
-    settings: dict[str, Any] = field(default_factory=dict)
-    """bench_serving-style settings merged into every record (backend, dataset_name...)."""
-    repeats: int = 1
-    """Runs of the whole ladder (``[bench] repeats``), for mean ± 95 % CI."""
-    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
-    slo: dict[str, float] | None = None
-    """Goodput objectives (``ttft_ms``, ``tpot_ms``, ``e2e_ms``), if any."""
-    details: bool = False
-    """Keep per-request lists in the level records (``--output-file``)."""
-    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    """Extra request headers, ``Authorization: Bearer <api key>`` included (never recorded:
-    records only carry the header names)."""
-    extra_body: dict[str, Any] | None = None
-    """Merged into every request body (bench_serving's ``--extra-request-body``)."""
-
-    def requests_for(self, concurrency: int) -> int | None:
-        """Measured requests at a level (None in duration mode)."""
-        if self.requests_per_level is not None:
-            return self.requests_per_level
-        if self.duration_s is not None:
-            return None
-        return default_requests_per_level(concurrency)
-
-    def check(self) -> None:
-        """Raise ValueError naming the field and the fix for unusable values."""
-        if not self.ladder or any(c < 1 for c in self.ladder):
-            raise ValueError("ladder: give concurrency levels >= 1, e.g. 1,4,16,32,64")
-        if self.api not in APIS:
-            raise ValueError(f"api: must be one of {', '.join(APIS)}, got {self.api!r}")
-        if self.requests_per_level is not None and self.requests_per_level < 1:
-            raise ValueError("requests: give at least 1 request per level")
-        if self.duration_s is not None and self.duration_s <= 0:
-            raise ValueError("duration: give a positive number of seconds")
-        if self.output_len < 1:
-            raise ValueError("output_len: give at least 1 output token")
-        if self.warmup_requests < 0:
-            raise ValueError("warmup_requests: give 0 or more")
-        if self.request_rate is not None and self.request_rate <= 0:
-            raise ValueError("request_rate: give a positive rate in requests/s (or none)")
-        if not self.prompts:
-            raise ValueError("prompts: the prompt pool is empty")
-        if self.repeats < 1:
-            raise ValueError("repeats: give at least 1 run of the ladder")
-        if not self.percentiles or any(not 0 < q < 100 for q in self.percentiles):
-            raise ValueError("percentiles: give percentiles between 0 and 100, e.g. 50,90,99.9")
-        if self.slo is not None:
-            Slo.from_mapping(self.slo)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ladder": list(self.ladder),
-            "prompts": [p.to_dict() for p in self.prompts],
-            "requests_per_level": self.requests_per_level,
-            "duration_s": self.duration_s,
-            "warmup_requests": self.warmup_requests,
-            "input_len": self.input_len,
-            "output_len": self.output_len,
-            "api": self.api,
-            "temperature": self.temperature,
-            "request_rate": self.request_rate,
-            "flush_cache": self.flush_cache,
-            "seed": self.seed,
-            "model": self.model,
-            "request_timeout_s": self.request_timeout_s,
-            "stall_timeout_s": self.stall_timeout_s,
-            "settings": dict(self.settings),
-            "repeats": self.repeats,
-            "percentiles": list(self.percentiles),
-            "slo": None if self.slo is None else dict(self.slo),
-            "details": self.details,
-            "headers": [list(h) for h in self.headers],
-            "extra_body": self.extra_body,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LadderPlan:
-        fields = dict(data)
-        fields["ladder"] = tuple(int(c) for c in fields["ladder"])
-        fields["prompts"] = tuple(Prompt.from_dict(p) for p in fields["prompts"])
-        fields["settings"] = dict(fields.get("settings") or {})
-        fields["headers"] = tuple((str(k), str(v)) for k, v in fields.get("headers") or ())
-        fields["percentiles"] = tuple(float(q) for q in fields.get("percentiles", ()) or ())
-        if not fields["percentiles"]:
-            del fields["percentiles"]
-        return cls(**fields)
-
-
-class _Phase:
-    """Counters and the live-rate window of one warm-up or measured phase."""
-
-    def __init__(
-        self,
-        level_index: int,
-        concurrency: int,
-        total: int,
-        warmup: bool,
-        clock: Callable[[], float],
-        duration_s: float | None,
-    ) -> None:
-        self.level_index = level_index
-        self.concurrency = concurrency
-        self.total = total
-        self.warmup = warmup
-        self.clock = clock
-        self.duration_s = duration_s
-        self.t0 = clock()
-        self.issued = 0
-        self.completed = 0
-        self.failed = 0
-        self.running = 0
-        self.output_tokens = 0
-        self.records: list[RequestTimeline] = []
-        self.window: deque[tuple[float, int]] = deque()
-        self.window_tokens = 0
-
-    def add_tokens(self, now: float, tokens: int) -> None:
-        self.window.append((now, tokens))
-        self.window_tokens += tokens
-
-    def snapshot(self, level_count: int) -> dict[str, Any]:
-        now = self.clock()
-        horizon = now - RATE_WINDOW_S
-        window = self.window
-        while window and window[0][0] < horizon:
-            self.window_tokens -= window.popleft()[1]
-        elapsed = now - self.t0
-        span = min(RATE_WINDOW_S, elapsed) if elapsed > 0 else RATE_WINDOW_S
-        return {
-            "level_index": self.level_index,
-            "concurrency": self.concurrency,
-            "completed": self.completed,
-            "failed": self.failed,
-            "total": self.total,
-            "running": self.running,
-            "output_tokens": self.output_tokens,
-            "current_tok_s": self.window_tokens / span if span > 0 else 0.0,
-            "elapsed_s": elapsed,
-            "warmup": self.warmup,
-            "level_count": level_count,
-            "planned_duration_s": self.duration_s,
-        }
 
 
 class LadderRun:
@@ -346,7 +146,7 @@ class LadderRun:
 
     # ---------------------------------------------------------------------------- internals
 
-    def _emit(self, phase: _Phase, *, level_result: LevelMetrics | None = None) -> None:
+    def _emit(self, phase: Phase, *, level_result: LevelMetrics | None = None) -> None:
         if self._on_progress is not None:
             event = phase.snapshot(len(self.plan.ladder))
             event["repeat"], event["repeat_count"] = self._repeat, self.plan.repeats
@@ -430,9 +230,9 @@ class LadderRun:
         duration_s: float | None,
         *,
         warmup: bool,
-    ) -> tuple[_Phase, float, bool]:
+    ) -> tuple[Phase, float, bool]:
         """Run one phase; returns its state, its duration and whether it was cut short."""
-        phase = _Phase(index, concurrency, count or 0, warmup, self._clock, duration_s)
+        phase = Phase(index, concurrency, count or 0, warmup, self._clock, duration_s)
         if self.plan.request_rate is not None and not warmup:
             load = asyncio.ensure_future(self._poisson(client, phase, count, duration_s))
         else:
@@ -461,18 +261,18 @@ class LadderRun:
         self._emit(phase)
         return phase, duration, partial
 
-    async def _tick(self, phase: _Phase) -> None:
+    async def _tick(self, phase: Phase) -> None:
         while True:
             await asyncio.sleep(PROGRESS_TICK_S)
             self._emit(phase)
 
-    def _more(self, phase: _Phase, count: int | None, duration_s: float | None) -> bool:
+    def _more(self, phase: Phase, count: int | None, duration_s: float | None) -> bool:
         if count is not None and phase.issued >= count:
             return False
         return duration_s is None or self._clock() - phase.t0 < duration_s
 
     async def _closed_loop(
-        self, client: StreamClient, phase: _Phase, count: int | None, duration_s: float | None
+        self, client: StreamClient, phase: Phase, count: int | None, duration_s: float | None
     ) -> None:
         async def slot() -> None:
             while self._more(phase, count, duration_s):
@@ -482,7 +282,7 @@ class LadderRun:
         await asyncio.gather(*(slot() for _ in range(phase.concurrency)))
 
     async def _poisson(
-        self, client: StreamClient, phase: _Phase, count: int | None, duration_s: float | None
+        self, client: StreamClient, phase: Phase, count: int | None, duration_s: float | None
     ) -> None:
         rate = self.plan.request_rate
         assert rate is not None
@@ -504,7 +304,7 @@ class LadderRun:
             for task in tasks:
                 task.cancel()
 
-    async def _one(self, client: StreamClient, phase: _Phase, prompt: Prompt) -> None:
+    async def _one(self, client: StreamClient, phase: Phase, prompt: Prompt) -> None:
         plan = self.plan
         path, body = build_request(
             plan.api,

@@ -5,8 +5,8 @@ connections per level (the warm-up opens them, so the measured phase never pays 
 handshake), reading the raw body bytes as they arrive (``aiter_raw``: no decoding layer
 between the socket and the SSE parser). Everything about scheduling and metrics lives in
 :mod:`specconsole.bench.engine`, shared with the remote runner; this module only adapts httpx
-to its :class:`~specconsole.bench.engine.StreamClient` protocol and turns a
-:class:`~specconsole.core.ports.BenchSpec` into a :class:`~specconsole.bench.engine.LadderPlan`.
+to its :class:`~specconsole.bench.ladder.StreamClient` protocol and turns a
+:class:`~specconsole.core.ports.BenchSpec` into a :class:`~specconsole.bench.ladder.LadderPlan`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import httpx
 from specconsole.bench.api import RequestFailed
 from specconsole.bench.auth import header_names, request_headers
 from specconsole.bench.datasets import load_dataset
-from specconsole.bench.engine import LadderPlan, LadderRun, ProgressSink
+from specconsole.bench.engine import LadderRun
+from specconsole.bench.ladder import LadderPlan, ProgressSink
 from specconsole.core.metrics import BenchResult, default_requests_per_level
 from specconsole.core.ports import BenchSpec
 
@@ -95,7 +96,7 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class HttpxStreamClient:
-    """:class:`~specconsole.bench.engine.StreamClient` over httpx: c keep-alive connections.
+    """:class:`~specconsole.bench.ladder.StreamClient` over httpx: c keep-alive connections.
 
     The pool is c single-connection ``httpx.AsyncClient`` objects handed out from a free list,
     rather than one client with ``max_connections=c``: httpcore's pool re-scans every

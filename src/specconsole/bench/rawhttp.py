@@ -67,7 +67,7 @@ class _Conn:
 
 
 class RawStreamClient:
-    """:class:`specconsole.bench.engine.StreamClient` over asyncio streams."""
+    """:class:`specconsole.bench.ladder.StreamClient` over asyncio streams."""
 
     def __init__(
         self,

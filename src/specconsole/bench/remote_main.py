@@ -26,7 +26,8 @@ import sys
 import time
 from typing import Any
 
-from specconsole.bench.engine import LadderPlan, LadderRun
+from specconsole.bench.engine import LadderRun
+from specconsole.bench.ladder import LadderPlan
 from specconsole.bench.rawhttp import RawStreamClient
 
 PROGRESS_INTERVAL_S = 0.05

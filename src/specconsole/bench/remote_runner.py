@@ -3,10 +3,10 @@
 Why: at high concurrency the SSH tunnel or the console host can limit the measured
 throughput; generating the load on the box removes both. The box cannot be assumed to have
 specconsole, httpx or even pip, so :func:`build_script` bundles the *same* standard-library
-modules the console uses (``core.metrics``, ``bench.api``, ``bench.prompts``,
-``bench.engine``, ``bench.rawhttp``, ``bench.remote_main``) into one Python file whose tiny
-import hook serves them from memory. Nothing is re-implemented for the remote side, so both
-placements schedule, parse and compute identically.
+modules the console uses (``core.metrics``, ``bench.api``, ``bench.prompts``, ``bench.ladder``,
+``bench.phase``, ``bench.engine``, ``bench.rawhttp``, ``bench.remote_main``) into one Python
+file whose tiny import hook serves them from memory. Nothing is re-implemented for the remote
+side, so both placements schedule, parse and compute identically.
 
 The script is uploaded (a heredoc through ``sh -c`` would hit Linux's 128 KiB limit on one
 argument once the prompt pool is included), run with ``python3 -u``, and reports JSON lines
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from contextlib import aclosing
 from pathlib import Path
 
-from specconsole.bench.engine import LadderPlan
+from specconsole.bench.ladder import LadderPlan
 from specconsole.bench.loadgen import plan_for
 from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import BenchProgress, BenchSpec, Transport, TransportError
@@ -39,6 +39,8 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.core.metrics",
     "specconsole.bench.api",
     "specconsole.bench.prompts",
+    "specconsole.bench.ladder",
+    "specconsole.bench.phase",
     "specconsole.bench.engine",
     "specconsole.bench.rawhttp",
     "specconsole.bench.remote_main",

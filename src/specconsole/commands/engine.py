@@ -32,11 +32,13 @@ from specconsole.core.config import (
     replace_config,
 )
 from specconsole.core.decoding import DecodeError, decode_text
+from specconsole.core.issues import Issue, Severity
 from specconsole.core.log_events import LoadSummary, summarize
 from specconsole.core.logparse import LogParser
+from specconsole.core.normalize import normalize
 from specconsole.core.plan import SweepPlan
 from specconsole.core.render import UnitOptions, to_argv, to_command, to_unit
-from specconsole.core.validation import Issue, Severity, errors, normalize, validate
+from specconsole.core.validation import errors, validate
 
 MAX_PLAN_TRIALS = 500
 """validate checks at most this many trial configurations of a sweep plan."""
@@ -187,7 +189,7 @@ def _trial_configs(
 def _load_plan(text: str, path: str) -> SweepPlan:
     """A sweep plan with ``{python}`` and ``port = "auto"`` resolved as ``sweep`` would."""
     from specconsole.controller.wiring import resolve_local_placeholders
-    from specconsole.core.plan import loads_plan
+    from specconsole.core.planparse import loads_plan
 
     try:
         return resolve_local_placeholders(loads_plan(text))

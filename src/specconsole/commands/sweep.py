@@ -32,7 +32,8 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
-from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan, loads_plan
+from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan
+from specconsole.core.planparse import loads_plan
 
 if TYPE_CHECKING:
     from specconsole.session.store import Session

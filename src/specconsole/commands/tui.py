@@ -33,7 +33,8 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
-from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan, parse_plan
+from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan
+from specconsole.core.planparse import parse_plan
 
 THEME_CHOICES = ("dark", "light", "mono")
 DEMO_PLAN = "demo-sweep.toml"

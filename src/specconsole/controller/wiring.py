@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
-from specconsole.core.plan import PlanError, SweepPlan, resolve_placeholders
+from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.plan import PlanError, SweepPlan
 from specconsole.core.ports import BenchmarkRunner, Placement, ServiceBackend, Transport
 from specconsole.core.profile import Profile
 from specconsole.core.state import ConnectionState, ControllerState

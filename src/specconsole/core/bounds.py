@@ -6,8 +6,9 @@ ignored SIGTERM), ``duration_s = inf`` (a level that never ends), ``speculative_
 10**12`` or a NUL byte written raw into a systemd unit. Each limit here is far above anything
 a real box runs, so it only refuses values that are typos or hostile, and each comes with the
 fix. ``core.validation`` applies :data:`SERVER_LIMITS` and :func:`control_char_problem` to a
-``ServerConfig``; ``core.plan`` applies :data:`PLAN_LIMITS` to the ``[bench]`` and ``[sweep]``
-numbers. One table, so ``validate``, ``render`` and ``sweep`` refuse the same values.
+``ServerConfig``; ``core.plantables`` (``plan_number``) applies :data:`PLAN_LIMITS` to the
+``[bench]`` and ``[sweep]`` numbers. One table, so ``validate``, ``render`` and ``sweep``
+refuse the same values.
 """
 
 from __future__ import annotations
@@ -67,3 +68,8 @@ def control_char_problem(value: str) -> str:
         if ord(ch) < 32 or ord(ch) == 127:
             return f"contains the control character {ch!r} at position {i}"
     return ""
+
+
+def is_int(value: object) -> bool:
+    """An integer that is not a bool (TOML and JSON booleans are ints to Python)."""
+    return isinstance(value, int) and not isinstance(value, bool)

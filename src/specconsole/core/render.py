@@ -41,7 +41,7 @@ from specconsole.core.config import (
 )
 from specconsole.core.engine_versions import flag_for
 from specconsole.core.flags import flag_field, flag_value, flag_words
-from specconsole.core.validation import MODELLED_FLAGS
+from specconsole.core.modelled_flags import MODELLED_FLAGS
 from specconsole.core.vllm import launcher_takes_positional_model, parse_vllm_args, vllm_flags
 
 __all__ = [

@@ -18,6 +18,7 @@ from specconsole.core import events as ev
 from specconsole.core import validation
 from specconsole.core.config import ServerConfig
 from specconsole.core.metrics import BenchResult, LevelMetrics
+from specconsole.core.normalize import normalize
 from specconsole.core.render import to_argv
 from specconsole.core.secrets import redact_text
 from specconsole.core.state import LevelSummary
@@ -46,7 +47,7 @@ _ANY_ADDRESS = ("0.0.0.0", "::", "")
 
 def validate_config(config: ServerConfig) -> ev.Outcome:
     """Validate with SGLang's rules, normalize, render the argv (``core.validation``,
-    ``core.render``): ``ConfigValidated`` or ``ConfigInvalid``."""
+    ``core.normalize``, ``core.render``): ``ConfigValidated`` or ``ConfigInvalid``."""
 
     issues = validation.validate(config)
     blocking = validation.errors(issues)
@@ -58,7 +59,7 @@ def validate_config(config: ServerConfig) -> ev.Outcome:
             errors=tuple(f"{i.field or 'config'}: {i.message} Fix: {i.fix}" for i in blocking),
             warnings=warnings,
         )
-    normalized, notes = validation.normalize(config)
+    normalized, notes = normalize(config)
     argv = tuple(to_argv(normalized))
     note_text = tuple(f"{i.field or 'config'}: {i.message}" for i in notes)
     return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)

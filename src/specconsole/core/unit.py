@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from specconsole.core.config import ConfigError, Engine, ServerConfig, parse_field
+from specconsole.core.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
 from specconsole.core.render import (
     _HEADER,
     UnitOptions,
@@ -44,7 +45,6 @@ from specconsole.core.render import (
     to_unit,
 )
 from specconsole.core.secrets import env_file_text, split_secrets
-from specconsole.core.validation import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
 
 __all__ = ["UnitEdit", "edit_unit", "generate_unit", "is_generated", "split_cat", "word_spans"]
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from specconsole.core.log_events import LoadStage
-from specconsole.core.plan import server_config_from_table, server_config_to_table
+from specconsole.core.plantables import server_config_from_table, server_config_to_table
 from specconsole.core.secrets import redact_config
 from specconsole.core.state import (
     CapacityPrediction,

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from specconsole.core.config import ServerConfig
-from specconsole.core.plan import SweepPlan, server_config_to_table
+from specconsole.core.plan import SweepPlan
+from specconsole.core.plantables import server_config_to_table
 from specconsole.core.secrets import redact_config
 from specconsole.core.state import TrialRecord
 from specconsole.core.strategy import findings

@@ -40,13 +40,9 @@ from typing import IO, Any
 import tomli_w
 
 from specconsole.core.decoding import DecodeError, decode_text
-from specconsole.core.plan import (
-    PlanError,
-    SweepPlan,
-    loads_plan,
-    plan_document,
-    resolve_placeholders,
-)
+from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.plan import PlanError, SweepPlan
+from specconsole.core.planparse import loads_plan, plan_document
 from specconsole.core.secrets import (
     REDACTED,
     is_secret_name,

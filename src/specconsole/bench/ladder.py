@@ -1,0 +1,159 @@
+"""The contract between the ladder engine and its callers: :class:`LadderPlan` and the client.
+
+Why its own module: the plan is plain JSON-able data that crosses SSH to the remote runner
+and is built by :mod:`specconsole.bench.loadgen` from a ``BenchSpec``, and the
+:class:`StreamClient` protocol is what the two HTTP clients (httpx in ``bench.loadgen``, asyncio
+streams in ``bench.rawhttp``) implement; neither needs the scheduling code in
+:mod:`specconsole.bench.engine`. Standard library only (Python 3.10+): it is bundled into the
+remote runner script.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from specconsole.bench.api import API_GENERATE, APIS
+from specconsole.bench.prompts import Prompt
+from specconsole.core.metrics import DEFAULT_PERCENTILES, default_requests_per_level
+from specconsole.core.slo import Slo
+
+
+class StreamClient(Protocol):
+    """The HTTP operations the engine needs; one client per level, pooled for c connections."""
+
+    def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
+        """POST ``body`` and yield the response body's bytes as they arrive.
+
+        Raises :class:`~specconsole.bench.api.RequestFailed` for a non-200 status (kind
+        ``http_<status>``), a refused connection (``connect``), a stall longer than the
+        request timeout (``timeout``) or a dropped connection (``disconnect``).
+        """
+        ...
+
+    async def get_json(self, path: str) -> Any:
+        """GET a JSON document (``/server_info``, ``/v1/models``); raises RequestFailed."""
+        ...
+
+    async def post(self, path: str) -> int:
+        """POST with an empty body and return the status (``/flush_cache``)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+ClientFactory = Callable[[int], StreamClient]
+"""Makes a client whose connection pool holds ``concurrency`` connections."""
+
+ProgressSink = Callable[[dict[str, Any]], None]
+"""Receives progress events: dicts with :class:`specconsole.core.ports.BenchProgress`'s fields."""
+
+
+@dataclass(frozen=True, slots=True)
+class LadderPlan:
+    """Everything the engine needs, as plain JSON-able data (it crosses SSH as JSON)."""
+
+    ladder: tuple[int, ...]
+    prompts: tuple[Prompt, ...]
+    """A pool of prompts used round-robin across the whole run."""
+    requests_per_level: int | None = None
+    duration_s: float | None = None
+    warmup_requests: int = 1
+    input_len: int = 256
+    output_len: int = 256
+    api: str = API_GENERATE
+    temperature: float = 0.0
+    request_rate: float | None = None
+    flush_cache: bool = True
+    seed: int = 42
+    model: str | None = None
+    request_timeout_s: float = 600.0
+    stall_timeout_s: float = 30.0
+    """No bytes on a stream for this long: the request is a ``stall`` failure (time lost =
+    this); keeps a server that stops streaming from holding a level for the request timeout."""
+    settings: dict[str, Any] = field(default_factory=dict)
+    """bench_serving-style settings merged into every record (backend, dataset_name...)."""
+    repeats: int = 1
+    """Runs of the whole ladder (``[bench] repeats``), for mean ± 95 % CI."""
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    slo: dict[str, float] | None = None
+    """Goodput objectives (``ttft_ms``, ``tpot_ms``, ``e2e_ms``), if any."""
+    details: bool = False
+    """Keep per-request lists in the level records (``--output-file``)."""
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    """Extra request headers, ``Authorization: Bearer <api key>`` included (never recorded:
+    records only carry the header names)."""
+    extra_body: dict[str, Any] | None = None
+    """Merged into every request body (bench_serving's ``--extra-request-body``)."""
+
+    def requests_for(self, concurrency: int) -> int | None:
+        """Measured requests at a level (None in duration mode)."""
+        if self.requests_per_level is not None:
+            return self.requests_per_level
+        if self.duration_s is not None:
+            return None
+        return default_requests_per_level(concurrency)
+
+    def check(self) -> None:
+        """Raise ValueError naming the field and the fix for unusable values."""
+        if not self.ladder or any(c < 1 for c in self.ladder):
+            raise ValueError("ladder: give concurrency levels >= 1, e.g. 1,4,16,32,64")
+        if self.api not in APIS:
+            raise ValueError(f"api: must be one of {', '.join(APIS)}, got {self.api!r}")
+        if self.requests_per_level is not None and self.requests_per_level < 1:
+            raise ValueError("requests: give at least 1 request per level")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise ValueError("duration: give a positive number of seconds")
+        if self.output_len < 1:
+            raise ValueError("output_len: give at least 1 output token")
+        if self.warmup_requests < 0:
+            raise ValueError("warmup_requests: give 0 or more")
+        if self.request_rate is not None and self.request_rate <= 0:
+            raise ValueError("request_rate: give a positive rate in requests/s (or none)")
+        if not self.prompts:
+            raise ValueError("prompts: the prompt pool is empty")
+        if self.repeats < 1:
+            raise ValueError("repeats: give at least 1 run of the ladder")
+        if not self.percentiles or any(not 0 < q < 100 for q in self.percentiles):
+            raise ValueError("percentiles: give percentiles between 0 and 100, e.g. 50,90,99.9")
+        if self.slo is not None:
+            Slo.from_mapping(self.slo)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ladder": list(self.ladder),
+            "prompts": [p.to_dict() for p in self.prompts],
+            "requests_per_level": self.requests_per_level,
+            "duration_s": self.duration_s,
+            "warmup_requests": self.warmup_requests,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "api": self.api,
+            "temperature": self.temperature,
+            "request_rate": self.request_rate,
+            "flush_cache": self.flush_cache,
+            "seed": self.seed,
+            "model": self.model,
+            "request_timeout_s": self.request_timeout_s,
+            "stall_timeout_s": self.stall_timeout_s,
+            "settings": dict(self.settings),
+            "repeats": self.repeats,
+            "percentiles": list(self.percentiles),
+            "slo": None if self.slo is None else dict(self.slo),
+            "details": self.details,
+            "headers": [list(h) for h in self.headers],
+            "extra_body": self.extra_body,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LadderPlan:
+        fields = dict(data)
+        fields["ladder"] = tuple(int(c) for c in fields["ladder"])
+        fields["prompts"] = tuple(Prompt.from_dict(p) for p in fields["prompts"])
+        fields["settings"] = dict(fields.get("settings") or {})
+        fields["headers"] = tuple((str(k), str(v)) for k, v in fields.get("headers") or ())
+        fields["percentiles"] = tuple(float(q) for q in fields.get("percentiles", ()) or ())
+        if not fields["percentiles"]:
+            del fields["percentiles"]
+        return cls(**fields)
