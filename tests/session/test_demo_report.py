@@ -1,0 +1,57 @@
+"""End to end: the demo sweep as shipped, run headless, and the report of its session.
+
+The other report tests build a session from the demo plan with records written by hand; this
+one runs ``specconsole sweep examples/demo-sweep.toml --headless`` for real (the controller,
+the plain-process backend and local transport, the simulator as a real HTTP server process),
+so the finding comes from the boundary walk itself: steps 10 does not load, and the report of
+what ran names 9 as the largest value that does. The JSON report of that session is checked
+against docs/report-schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from specconsole.cli import main
+from tests.session.test_report_resolved import DEMO, REPO
+
+pytestmark = pytest.mark.slow
+
+SWEEP_TIMEOUT_S = 600.0
+"""Bound on the whole demo (about 3 minutes on a loaded 2-core machine)."""
+
+
+def test_the_demo_sweeps_report_names_9_and_matches_the_schema(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sessions = tmp_path / "sessions"
+    argv = [sys.executable, "-m", "specconsole", "sweep", str(DEMO), "--headless"]
+    run = subprocess.run(
+        [*argv, "--session", str(sessions)],
+        capture_output=True,
+        text=True,
+        timeout=SWEEP_TIMEOUT_S,
+        check=False,
+        cwd=REPO,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    (session,) = [p for p in sessions.iterdir() if p.is_dir()]
+
+    assert main(["report", str(session), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((REPO / "docs" / "report-schema.json").read_text()))
+    assert doc["findings"] == [
+        "speculative_num_steps: the largest value that loads is 9 (10 fails)"
+    ]
+    by_steps = {t["config"]["speculative_num_steps"]: t for t in doc["trials"]}
+    assert by_steps[10]["status"] == "crashed"
+    assert all(by_steps[s]["status"] == "ok" for s in (1, 2, 3, 4, 5, 7, 8, 9))
+
+    assert main(["report", str(session)]) == 0
+    assert "the largest value that loads is 9 (10 fails)" in capsys.readouterr().out
