@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config import Engine
+from specconsole.core.load_summary import summarize
 from specconsole.core.log_events import (
     Capacity,
     CudaGraphBegin,
@@ -31,7 +32,6 @@ from specconsole.core.log_events import (
     WarningKind,
     WeightsBegin,
     WeightsEnd,
-    summarize,
 )
 from specconsole.core.logparse import FIXES, LogParser, classify_fatal, parse_lines
 from specconsole.core.logparse.fields import key_values as _key_values

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.core.load_summary import summarize
 from specconsole.core.log_events import (
     DecodeStats,
     FatalCause,
     KVCacheAllocated,
     PrefillStats,
     SpecStats,
-    summarize,
 )
 from specconsole.core.logparse import parse_lines
 

@@ -33,7 +33,7 @@ from specconsole.core.config import (
 )
 from specconsole.core.decoding import DecodeError, decode_text
 from specconsole.core.issues import Issue, Severity
-from specconsole.core.log_events import LoadSummary, summarize
+from specconsole.core.load_summary import LoadSummary, summarize
 from specconsole.core.logparse import LogParser
 from specconsole.core.normalize import normalize
 from specconsole.core.plan import SweepPlan
