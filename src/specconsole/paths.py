@@ -13,28 +13,27 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def themes_dir() -> Path:
-    """The folder holding the ``.tcss`` stylesheets, installed or from a checkout."""
-    installed = _PACKAGE_DIR / "themes"
+def _shipped(folder: str) -> Path:
+    """``folder`` inside the installed package, or at the top of a checkout."""
+    installed = _PACKAGE_DIR / folder
     if installed.is_dir():
         return installed
-    checkout = _PACKAGE_DIR.parent.parent / "themes"
+    checkout = _PACKAGE_DIR.parent.parent / folder
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(
-        f"specconsole themes not found in {installed} or {checkout}; reinstall the package"
+        f"specconsole {folder} not found in {installed} or {checkout}; reinstall the package"
     )
+
+
+def themes_dir() -> Path:
+    """The folder holding the ``.tcss`` stylesheets, installed or from a checkout."""
+    return _shipped("themes")
 
 
 def examples_dir() -> Path:
     """The example plans and profiles, installed (``specconsole/examples``) or from a checkout."""
-    installed = _PACKAGE_DIR / "examples"
-    if installed.is_dir():
-        return installed
-    checkout = _PACKAGE_DIR.parent.parent / "examples"
-    if checkout.is_dir():
-        return checkout
-    raise FileNotFoundError(f"specconsole examples not found in {installed} or {checkout}")
+    return _shipped("examples")
 
 
 def data_dir() -> Path:

@@ -14,7 +14,10 @@ refuse the same values.
 from __future__ import annotations
 
 import math
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
+
+E = TypeVar("E", bound=StrEnum)
 
 SERVER_LIMITS: dict[str, int] = {
     "speculative_num_steps": 64,
@@ -73,3 +76,13 @@ def control_char_problem(value: str) -> str:
 def is_int(value: object) -> bool:
     """An integer that is not a bool (TOML and JSON booleans are ints to Python)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_choice(enum: type[E], value: Any, where: str, error: type[Exception]) -> E:
+    """``enum(value)``, or ``error`` saying ``<where> = <value> is not valid; use one of ...``
+    (every value of ``enum``, in its order)."""
+    try:
+        return enum(value)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in enum)
+        raise error(f"{where} = {value!r} is not valid; use one of {choices}") from None

@@ -59,6 +59,7 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
+from specconsole.core.bounds import parse_choice
 from specconsole.core.config import ServerConfig
 from specconsole.core.goalparse import goal_document, parse_goal
 from specconsole.core.objective import DEFAULT_GOAL, ObjectiveError
@@ -169,21 +170,9 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     check_keys(sweep, _SWEEP_KEYS, "[sweep]")
     axes = parse_axes(sweep.get("axes", {}), base)
     kw: dict[str, Any] = {}
-    if "strategy" in sweep:
-        try:
-            kw["strategy"] = StrategyKind(sweep["strategy"])
-        except ValueError:
-            raise PlanError(
-                f"[sweep] strategy = {sweep['strategy']!r} is not valid; "
-                "use one of 'grid', 'boundary', 'plateau', 'optimize'"
-            ) from None
-    if "on_crash" in sweep:
-        try:
-            kw["on_crash"] = CrashPolicy(sweep["on_crash"])
-        except ValueError:
-            raise PlanError(
-                f"[sweep] on_crash = {sweep['on_crash']!r} is not valid; use 'pause' or 'auto'"
-            ) from None
+    for key, enum in (("strategy", StrategyKind), ("on_crash", CrashPolicy)):
+        if key in sweep:
+            kw[key] = parse_choice(enum, sweep[key], f"[sweep] {key}", PlanError)
     axis_names = [name for name, _values in axes]
     if "axis" in sweep:
         axis = sweep["axis"]

@@ -16,7 +16,7 @@ from dataclasses import MISSING, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.core.bounds import PLAN_LIMITS, limit_problem
+from specconsole.core.bounds import PLAN_LIMITS, limit_problem, parse_choice
 from specconsole.core.config import (
     FIELD_KINDS,
     KEY_ALIASES,
@@ -116,13 +116,7 @@ _BENCH_PLACEMENT_KEYS = {"placement", "url"}
 def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
     placement = Placement.FORWARD
     if "placement" in table:
-        try:
-            placement = Placement(table["placement"])
-        except ValueError:
-            choices = ", ".join(repr(p.value) for p in Placement)
-            raise PlanError(
-                f"[bench] placement = {table['placement']!r} is not valid; use one of {choices}"
-            ) from None
+        placement = parse_choice(Placement, table["placement"], "[bench] placement", PlanError)
     url = table.get("url")
     if url is None:
         return placement, None
@@ -165,11 +159,7 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
                     raise PlanError(problem)
             kw[key] = tuple(value)
         elif key == "api":
-            try:
-                kw[key] = BenchApi(value)
-            except ValueError:
-                choices = ", ".join(repr(m.value) for m in BenchApi)
-                raise PlanError(f"{where} = {value!r} is not valid; use one of {choices}") from None
+            kw[key] = parse_choice(BenchApi, value, where, PlanError)
         elif key in ("requests_per_level", "input_len", "output_len", "seed"):
             kw[key] = plan_number(value, where, integer=True, minimum=0 if key != "seed" else -1)
         elif key == "warmup_requests":

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
+from specconsole.core.bounds import parse_choice
 from specconsole.core.jobscript import JobScriptError, check_time_limit, sbatch_option
 
 
@@ -206,11 +207,7 @@ def _check_keys(table: Mapping[str, Any], cls: type, section: str) -> None:
 
 
 def _enum(value: Any, enum: type[StrEnum], where: str) -> Any:
-    try:
-        return enum(value)
-    except ValueError:
-        choices = ", ".join(repr(m.value) for m in enum)  # type: ignore[attr-defined]
-        raise ProfileError(f"{where} = {value!r} is not valid; use one of {choices}") from None
+    return parse_choice(enum, value, where, ProfileError)
 
 
 def _typed(value: Any, kind: type | tuple[type, ...], where: str, hint: str) -> Any:

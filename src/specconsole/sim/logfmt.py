@@ -88,6 +88,15 @@ def memory_pool_end(avail_gb: float) -> str:
     return f"Memory pool end. avail mem={_gb(avail_gb)} GB"
 
 
+_V059_GRAPH_NAMES = {
+    "target verify": "cuda graph",
+    "target decode": "cuda graph",
+    "draft decode": "draft cuda graph",
+    "draft extend": "draft extend cuda graph",
+}
+"""v0.5.9's name for each capture role in its ``Capture ... begin/end`` lines."""
+
+
 @dataclass(frozen=True, slots=True)
 class GraphCapture:
     """One CUDA-graph capture phase: its role and the texts that open and close it."""
@@ -98,12 +107,7 @@ class GraphCapture:
 
     def begin(self, dialect: str, bs: Sequence[int], avail_gb: float) -> str:
         if dialect == V059:
-            what = {
-                "target verify": "cuda graph",
-                "target decode": "cuda graph",
-                "draft decode": "draft cuda graph",
-                "draft extend": "draft extend cuda graph",
-            }[self.role]
+            what = _V059_GRAPH_NAMES[self.role]
             return (
                 f"Capture {what} begin. This can take up to several minutes. "
                 f"avail mem={_gb(avail_gb)} GB"
@@ -116,12 +120,7 @@ class GraphCapture:
 
     def end(self, dialect: str, elapsed: float, usage_gb: float, avail_gb: float) -> str:
         if dialect == V059:
-            what = {
-                "target verify": "cuda graph",
-                "target decode": "cuda graph",
-                "draft decode": "draft cuda graph",
-                "draft extend": "draft extend cuda graph",
-            }[self.role]
+            what = _V059_GRAPH_NAMES[self.role]
             return (
                 f"Capture {what} end. Time elapsed: {elapsed:.2f} s. "
                 f"mem usage={_gb(usage_gb)} GB. avail mem={_gb(avail_gb)} GB."
