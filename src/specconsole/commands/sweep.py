@@ -181,19 +181,27 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         lock.release()
 
 
-def _resume_locked(session: Session, on_crash: str | None) -> int:
-    """Resume under the session lock: repair a torn line, rebuild session.toml from the
-    records when it is stale, then run."""
-    from specconsole.controller.pool_headless import sweep_headless
+def prepare_resume(session: Session) -> tuple[SweepPlan, list[str], object]:
+    """What ``resume`` does before it runs: move a torn last line of trials.jsonl aside,
+    rebuild session.toml from the records when it is stale, and read the plan; returns (the
+    plan, the notices to show, the saved crash policy). Raises only ``SessionError``,
+    ``PlanError`` or ``OSError``, each naming the file and the fix (the fuzz suite checks)."""
     from specconsole.controller.wiring import resolve_local_placeholders
+
+    notices = session.repair()
+    notices += session.reconcile(session.load_trials(), session.raw_plan())
+    plan = resolve_local_placeholders(session.load_plan(secrets_from_env=True))
+    return plan, notices, session.meta_section().get("policy")
+
+
+def _resume_locked(session: Session, on_crash: str | None) -> int:
+    """Resume under the session lock: :func:`prepare_resume`, then run."""
+    from specconsole.controller.pool_headless import sweep_headless
     from specconsole.core.secrets import missing_values
     from specconsole.session.store import SessionError
 
     try:
-        notices = session.repair()
-        notices += session.reconcile(session.load_trials(), session.raw_plan())
-        plan = resolve_local_placeholders(session.load_plan(secrets_from_env=True))
-        saved = session.meta_section().get("policy")
+        plan, notices, saved = prepare_resume(session)
     except (SessionError, PlanError, OSError) as exc:
         return error(str(exc))
     if missing := missing_values(plan.base):

@@ -265,5 +265,12 @@ async def _run(
                 await asyncio.wait_for(ports.backend.stop(), 30.0)
         with contextlib.suppress(Exception):
             await ports.transport.close()
-    print(f"session: {session.path}")
-    return 0
+    from specconsole.controller.headless import console_status
+
+    status, code = console_status(controller.state, controller.halted)
+    with contextlib.suppress(Exception):  # a full disk may refuse even this
+        session.write_meta({"status": status})
+    print(f"session: {session.path} ({status})")
+    if status in ("interrupted", "paused"):
+        print(f"continue it with: specconsole resume {session.path}")
+    return code

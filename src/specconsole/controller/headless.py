@@ -165,13 +165,24 @@ def final_status(
         return "error", EXIT_FAILED
     if interrupted:
         return "interrupted", EXIT_INTERRUPTED
-    if state.phase is Phase.AWAITING_DECISION:
+    if state.phase in (Phase.AWAITING_DECISION, Phase.PAUSED):
         return "paused", EXIT_PAUSED
     if state.phase is not Phase.DONE or not state.finished_reason:
         return "error", EXIT_FAILED
     if any(t.status in (TrialStatus.FAILED, TrialStatus.INVALID) for t in state.trials):
         return "done", EXIT_FAILED
     return "done", EXIT_OK
+
+
+def console_status(state: ControllerState, halted: str = "") -> tuple[str, int]:
+    """(session status, exit code) when the console quits: the headless rules, where a quit
+    before the sweep finished is an interruption (``paused`` when the user paused it or a crash
+    awaits a decision).
+    A console that never started a sweep (only looked, deployed or benchmarked) is ``idle``."""
+    if not halted and state.sweep_started_at is None:
+        return "idle", EXIT_OK
+    resting = state.phase in (Phase.AWAITING_DECISION, Phase.PAUSED, Phase.DONE)
+    return final_status(state, not resting, halted)
 
 
 async def run_headless(

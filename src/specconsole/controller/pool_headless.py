@@ -34,18 +34,24 @@ from specconsole.session.report import render
 from specconsole.session.store import Session
 
 
-def pool_exit_code(pool: Pool, interrupted: bool = False) -> int:
-    """The headless exit code once the pool has stopped (see the module docstring)."""
+def pool_final_status(pool: Pool, interrupted: bool = False) -> tuple[str, int]:
+    """(session status, exit code) of a pool run: ``done`` only when every box still in the
+    pool finished the plan; ``interrupted``, ``paused`` or ``error`` otherwise (a box that
+    halted on a write error, every box gone), never with exit code 0."""
     if interrupted:
-        return EXIT_INTERRUPTED
+        return "interrupted", EXIT_INTERRUPTED
     alive = pool.alive()
+    if any(run.controller.halted for run in pool.runs.values()):
+        return "error", EXIT_FAILED
     if any(run.state.phase is Phase.AWAITING_DECISION for run in alive):
-        return EXIT_PAUSED
-    if not alive or any(t.status in (TrialStatus.FAILED, TrialStatus.INVALID) for t in pool.trials):
-        return EXIT_FAILED
-    if all(run.state.phase is Phase.DONE for run in alive):
-        return EXIT_OK
-    return EXIT_FAILED
+        return "paused", EXIT_PAUSED
+    if not alive or not all(
+        run.state.phase is Phase.DONE and run.state.finished_reason for run in alive
+    ):
+        return "error", EXIT_FAILED
+    if any(t.status in (TrialStatus.FAILED, TrialStatus.INVALID) for t in pool.trials):
+        return "done", EXIT_FAILED
+    return "done", EXIT_OK
 
 
 async def run_pool_headless(
@@ -94,7 +100,9 @@ async def run_pool_headless(
         for sig in installed:
             loop.remove_signal_handler(sig)
         await pool.close()
-    code = pool_exit_code(pool, interrupted)
+    status, code = pool_final_status(pool, interrupted)
+    with contextlib.suppress(Exception):  # a full disk may refuse even this
+        session.write_meta({"status": status})
     paused = [r.name for r in pool.alive() if r.state.phase is Phase.AWAITING_DECISION]
     if paused:
         general._print(
