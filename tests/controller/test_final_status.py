@@ -87,18 +87,24 @@ def _wait_for_trial(parent: Path, timeout: float = 90) -> None:
     raise AssertionError("no trial started")
 
 
-def test_an_interrupted_headless_sweep_says_so_and_resume_finishes(tmp_path: Path) -> None:
-    plan_path = write_plan(tmp_path, extra=("--sim-load-seconds", "3"))
-    run = popen("sweep", str(plan_path), "--headless", "--session", str(tmp_path / "s"))
+def _sigterm_during_a_trial(plan_path: Path) -> Path:
+    """Run the plan headless, SIGTERM it once a trial has started; returns the session
+    (the run must have exited with the interrupted code)."""
+    parent = plan_path.parent / "s"
+    run = popen("sweep", str(plan_path), "--headless", "--session", str(parent))
     try:
-        _wait_for_trial(tmp_path / "s")
+        _wait_for_trial(parent)
         run.send_signal(signal.SIGTERM)
-        out, err = run.communicate(timeout=60)
+        out, err = run.communicate(timeout=90)
     finally:
         if run.poll() is None:
             run.kill()
     assert run.returncode == EXIT_INTERRUPTED, out + err
-    session = only_session(tmp_path / "s")
+    return only_session(parent)
+
+
+def test_an_interrupted_headless_sweep_says_so_and_resume_finishes(tmp_path: Path) -> None:
+    session = _sigterm_during_a_trial(write_plan(tmp_path, extra=("--sim-load-seconds", "3")))
     assert _status(session) == "interrupted"
     resumed = cli("resume", str(session), timeout=180)
     assert resumed.returncode == EXIT_OK, resumed.stdout + resumed.stderr
@@ -121,14 +127,4 @@ def _pool_plan(folder: Path) -> Path:
 
 
 def test_an_interrupted_pool_is_not_done(tmp_path: Path) -> None:
-    plan_path = _pool_plan(tmp_path)
-    run = popen("sweep", str(plan_path), "--headless", "--session", str(tmp_path / "s"))
-    try:
-        _wait_for_trial(tmp_path / "s")
-        run.send_signal(signal.SIGTERM)
-        out, err = run.communicate(timeout=90)
-    finally:
-        if run.poll() is None:
-            run.kill()
-    assert run.returncode == EXIT_INTERRUPTED, out + err
-    assert _status(only_session(tmp_path / "s")) == "interrupted"
+    assert _status(_sigterm_during_a_trial(_pool_plan(tmp_path))) == "interrupted"

@@ -7,8 +7,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+from specconsole.session.store import Session
+from tests.controller.helpers import PLAN_TEXT, Driver, plan
 from tests.fixtures.plans import sim_plan_text
 
 SWEEP = """[sweep]
@@ -72,3 +75,16 @@ def only_session(parent: Path) -> Path:
     found = [p for p in parent.iterdir() if (p / "session.toml").is_file()]
     assert len(found) == 1, found
     return found[0]
+
+
+def unit_session(parent: Path, *, trials: int = 2) -> Session:
+    """A session of the unit plan (tests.controller.helpers) holding ``trials`` records of
+    the machine's happy path, without running anything."""
+    session = Session.create(parent, replace(plan(), source=PLAN_TEXT))
+    d = Driver()
+    d.start(plan())
+    for _ in range(trials):
+        d.finish_trial()
+    for record in d.state.trials:
+        session.append_trial(record)
+    return session

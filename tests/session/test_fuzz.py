@@ -34,7 +34,8 @@ from specconsole.core.plan import PlanError
 from specconsole.core.state import ControllerState, Phase
 from specconsole.paths import examples_dir
 from specconsole.session.store import Session, SessionError, parse_trial_lines
-from tests.controller.helpers import PLAN_TEXT, Driver, plan
+from tests.controller.helpers import Driver, plan
+from tests.session.sim_sessions import unit_session
 
 FUZZ = settings(
     max_examples=30,
@@ -201,13 +202,7 @@ def test_mutated_shipped_plans_never_raise(
 
 
 def _session(parent: Path, trials: int = 3) -> Session:
-    session = Session.create(parent, replace(plan(), source=PLAN_TEXT))
-    d = Driver()
-    d.start(plan())
-    for _ in range(trials):
-        d.finish_trial()
-    for record in d.state.trials:
-        session.append_trial(record)
+    session = unit_session(parent, trials=trials)
     session.write_meta({"status": "interrupted", "trials": trials})
     return session
 

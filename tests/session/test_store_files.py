@@ -14,17 +14,11 @@ from specconsole.cli import main
 from specconsole.core.decoding import DecodeError, decode_text
 from specconsole.session.store import Session, SessionError, parse_trial_lines
 from tests.controller.helpers import PLAN_TEXT, Driver, plan
+from tests.session.sim_sessions import unit_session
 
 
 def _session(tmp_path: Path, *, trials: int = 2) -> Session:
-    session = Session.create(tmp_path, replace(plan(), source=PLAN_TEXT))
-    d = Driver()
-    d.start(plan())
-    for _ in range(trials):
-        d.finish_trial()
-    for record in d.state.trials:
-        session.append_trial(record)
-    return session
+    return unit_session(tmp_path, trials=trials)
 
 
 def test_decode_names_file_and_offset() -> None:
