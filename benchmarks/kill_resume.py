@@ -101,6 +101,8 @@ def final_status(session: Path) -> str:
 
 
 def session_of(parent: Path) -> Path | None:
+    if not parent.is_dir():  # killed before the session folder was made
+        return None
     found = [p for p in parent.iterdir() if (p / "session.toml").is_file()]
     return found[0] if found else None
 

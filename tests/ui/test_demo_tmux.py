@@ -150,7 +150,10 @@ def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) 
         if "Quit?" in tmux.screen():
             tmux.run("send-keys", "-t", "demo", "q")
         screen = tmux.wait_for(r"DEMO-EXIT=\d+", EXIT_WAIT_S)
-        assert "DEMO-EXIT=0" in screen
+        # quit while trial 7 runs: the plan did not finish, so the session says so and the
+        # exit code is the interrupted one (issue 18: no way out of a sweep claims "done")
+        assert "DEMO-EXIT=130" in screen and "(interrupted)" in screen, screen
+        assert "specconsole resume" in screen
     finally:
         for pid in _sim_pids(port):
             try:
@@ -161,4 +164,5 @@ def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) 
     assert len(sessions) == 1
     lines = (sessions[0] / "trials.jsonl").read_text().splitlines()
     assert len(lines) >= 6  # steps 1-5 and the crashed 10 at least
+    assert 'status = "interrupted"' in (sessions[0] / "session.toml").read_text()
     assert not _sim_pids(port), "the demo must stop its simulated server on exit"
