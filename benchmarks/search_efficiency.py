@@ -16,29 +16,44 @@ without replacement; over RANDOM_SEEDS seeds, 1000 by default, since it costs no
 Targets: optimize within 2% in <= 20 trials for the median seed, <= 3 crashes, >= 3x fewer
 trials than random.
 
-Run: ``.venv/bin/python benchmarks/search_efficiency.py [--seeds 20] [--cap 80]``.
+``--real-loop N`` then runs N seeds of the real loop: headless ``specconsole sweep`` with
+``strategy = "optimize"`` against simulator processes on this machine (the seed box, the
+same space, a short workload so a trial costs seconds; each run bounded by ``--real-trials``
+and ``--real-timeout``), and prints the trials until a recorded configuration is within 2%
+of the model's optimum for that workload, next to the offline loop on the same plan.
+
+Run: ``.venv/bin/python benchmarks/search_efficiency.py [--seeds 20] [--cap 80]
+[--profile llama] [--real-loop 3 [--real-only]]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.plans import sim_plan_text  # noqa: E402
 
 from specconsole.core import validation  # noqa: E402
 from specconsole.core.config import ServerConfig  # noqa: E402
+from specconsole.core.contenders import identity  # noqa: E402
 from specconsole.core.optimize import project  # noqa: E402
 from specconsole.core.plan import SweepPlan  # noqa: E402
 from specconsole.core.planparse import loads_plan  # noqa: E402
 from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus  # noqa: E402
 from specconsole.core.strategy import next_trial  # noqa: E402
+from specconsole.session.store import Session  # noqa: E402
 from specconsole.sim.model import predict  # noqa: E402
 from specconsole.sim.profile import Profile, default_profile_path, load_profile  # noqa: E402
 
@@ -50,6 +65,19 @@ LADDER = (1, 4, 16, 32, 64)
 INPUT_LEN, OUTPUT_LEN = 1024, 512
 DRAFTS = [2, 4, 6, 8, 12, 16, 24, 32, 48, 64]
 OBJECTIVES = ("peak_aggregate", "single_request")
+
+
+AXES = f"""
+[sweep.axes]
+speculative_num_steps = {{ min = 1, max = 10 }}
+speculative_eagle_topk = [1, 2, 4, 8]
+speculative_num_draft_tokens = {DRAFTS}
+mem_fraction_static = {{ min = 0.80, max = 0.92, step = 0.02 }}
+cuda_graph_max_bs = [32, 64, 128]
+"""
+REAL_LADDER = (1, 16)
+REAL_LENGTHS = (128, 32)
+"""The real loop's workload: short requests, so a trial costs seconds, not minutes."""
 
 
 def plan_for(profile: Profile, objective: str, seed: int) -> SweepPlan:
@@ -72,14 +100,7 @@ strategy = "optimize"
 objective = "{objective}"
 seed = {seed}
 patience = 1000
-
-[sweep.axes]
-speculative_num_steps = {{ min = 1, max = 10 }}
-speculative_eagle_topk = [1, 2, 4, 8]
-speculative_num_draft_tokens = {DRAFTS}
-mem_fraction_static = {{ min = 0.80, max = 0.92, step = 0.02 }}
-cuda_graph_max_bs = [32, 64, 128]
-
+{AXES}
 [bench]
 ladder = {list(LADDER)}
 input_len = {INPUT_LEN}
@@ -104,11 +125,16 @@ class Outcome:
     capacity: int | None
 
 
-def outcome(config: ServerConfig, profile: Profile) -> Outcome:
+def outcome(
+    config: ServerConfig,
+    profile: Profile,
+    ladder: tuple[int, ...] = LADDER,
+    lengths: tuple[int, int] = (INPUT_LEN, OUTPUT_LEN),
+) -> Outcome:
     levels: list[LevelSummary] = []
     capacity: int | None = None
-    for c in LADDER:
-        p = predict(config, c, INPUT_LEN, OUTPUT_LEN, profile)
+    for c in ladder:
+        p = predict(config, c, lengths[0], lengths[1], profile)
         if p.load_failure is not None or not p.ok:
             cap = p.max_total_num_tokens if p.max_total_num_tokens > 0 else None
             return Outcome(TrialStatus.CRASHED, (), cap)
@@ -177,6 +203,102 @@ def run_random(
     return Run(cap + 1, crashes, False)
 
 
+def real_sweep_text(run_dir: Path, objective: str, seed: int, max_trials: int) -> str:
+    """The plan of one real-loop search: the seed box simulated by processes on this machine,
+    the same space, the short workload."""
+    sweep = f"""[sweep]
+strategy = "optimize"
+objective = "{objective}"
+on_crash = "auto"
+seed = {seed}
+max_trials = {max_trials}
+patience = 1000
+load_timeout = 30
+{AXES}"""
+    bench = f"""[bench]
+ladder = {list(REAL_LADDER)}
+input_len = {REAL_LENGTHS[0]}
+output_len = {REAL_LENGTHS[1]}
+requests_per_level = 4
+warmup_requests = 0
+"""
+    extra = ["--sim-load-seconds", "0.2"]
+    return sim_plan_text(run_dir, extra_args=extra, sweep=sweep, bench=bench, name=f"real-{seed}")
+
+
+def first_within(trials: list[TrialRecord], scores: dict, target: float) -> Run:
+    """Loads until a trial's configuration is within 2% by the model (cap + 1 when none)."""
+    crashes = 0
+    for i, t in enumerate(trials, start=1):
+        crashes += t.status is TrialStatus.CRASHED
+        score = scores.get(project_identity(t.config))
+        if t.status is TrialStatus.OK and score is not None and score >= target:
+            return Run(i, crashes, True)
+    return Run(len(trials) + 1, crashes, False)
+
+
+def project_identity(config: ServerConfig) -> ServerConfig:
+    """Where a recorded configuration ran, dropped: the key of the model's scores."""
+    return replace(identity(config), extra_args=())
+
+
+def real_loop(seeds: int, objective: str, max_trials: int, timeout_s: float) -> None:
+    """``seeds`` headless ``optimize`` sweeps against simulator processes (each bounded by
+    ``max_trials`` and ``timeout_s``), next to the offline loop on the same plan."""
+    profile = load_profile(default_profile_path())
+    with tempfile.TemporaryDirectory(prefix="search-eff-") as tmp:
+        plan = loads_plan(real_sweep_text(Path(tmp) / "run", objective, 0, max_trials))
+        space = valid_space(plan)
+        cache = {c: outcome(c, profile, REAL_LADDER, REAL_LENGTHS) for c in space}
+        scores = {
+            project_identity(c): plan.goal.objective.score(record(0, c, o))
+            if o.status is TrialStatus.OK
+            else None
+            for c, o in cache.items()
+        }
+        top = max(v for v in scores.values() if v is not None)
+        target = 0.98 * top
+        real: list[Run] = []
+        offline: list[Run] = []
+        for seed in range(seeds):
+            run_dir, sessions = Path(tmp) / f"run-{seed}", Path(tmp) / f"sessions-{seed}"
+            text = real_sweep_text(run_dir, objective, seed, max_trials)
+            plan_path = Path(tmp) / f"plan-{seed}.toml"
+            plan_path.write_text(text)
+            cmd = [sys.executable, "-m", "specconsole", "sweep", str(plan_path), "--headless"]
+            t0 = time.monotonic()
+            try:
+                subprocess.run(
+                    [*cmd, "--session", str(sessions)],
+                    capture_output=True,
+                    timeout=timeout_s,
+                    env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                print(f"<!-- seed {seed}: stopped at {timeout_s:g} s -->", file=sys.stderr)
+            (session_dir,) = list(sessions.iterdir())
+            trials = Session.open(session_dir).load_trials()
+            real.append(first_within(list(trials), scores, target))
+            off_plan = loads_plan(text)
+            offline.append(run_optimize(off_plan, profile, target, max_trials, cache))
+            print(
+                f"<!-- real seed {seed}: {len(trials)} trials in {time.monotonic() - t0:.0f} s,"
+                f" within 2% at {real[-1].trials} -->",
+                file=sys.stderr,
+            )
+        print(
+            f"\nreal loop (seed box, {objective}, ladder {list(REAL_LADDER)}, "
+            f"{REAL_LENGTHS[0]}/{REAL_LENGTHS[1]} tokens, opt {top:,.0f}, {seeds} seeds, "
+            f"max {max_trials} trials):"
+        )
+        print("| loop | trials to 2% (median, IQR) | crashes | reached |")
+        print("|---|---|---|---|")
+        for name, runs in (("real (simulator processes)", real), ("offline (model)", offline)):
+            med, crashes = fmt(runs, max_trials)
+            print(f"| {name} | {med} | {crashes} | {sum(r.reached for r in runs)}/{seeds} |")
+
+
 def fmt(runs: list[Run], cap: int) -> tuple[str, str]:
     values = sorted(r.trials for r in runs)
     med = statistics.median(values)
@@ -198,14 +320,31 @@ def main() -> int:
         "--random-seeds", type=int, default=1000, help="random search is cheap: more seeds"
     )
     parser.add_argument("--objective", choices=OBJECTIVES, action="append")
+    parser.add_argument("--profile", default="", help="only profiles whose label contains this")
+    parser.add_argument(
+        "--real-loop",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run N headless optimize sweeps against simulator processes (seed box)",
+    )
+    parser.add_argument("--real-trials", type=int, default=20, help="max_trials per real run")
+    parser.add_argument("--real-timeout", type=float, default=600.0, help="seconds per real run")
+    parser.add_argument("--real-only", action="store_true", help="skip the offline table")
     args = parser.parse_args()
     objectives = args.objective or list(OBJECTIVES)
+    if args.real_only:
+        for objective in objectives:
+            real_loop(args.real_loop, objective, args.real_trials, args.real_timeout)
+        return 0
     print(
         "| profile | objective | space (valid) | crash share | within 2% | optimize: trials "
         "to 2% (median, IQR) | crashes | random: trials | crashes | random / optimize |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for label, path in PROFILES.items():
+        if args.profile not in label:
+            continue
         profile = load_profile(path)
         for objective in objectives:
             t0 = time.monotonic()
@@ -242,6 +381,9 @@ def main() -> int:
                 flush=True,
             )
             print(f"<!-- {label} {objective}: {time.monotonic() - t0:.0f} s -->", file=sys.stderr)
+    if args.real_loop:
+        for objective in objectives:
+            real_loop(args.real_loop, objective, args.real_trials, args.real_timeout)
     return 0
 
 
