@@ -1,20 +1,34 @@
 """Detecting the box's SGLang release through the launcher's own interpreter (real local
-transport, a real interpreter with a stand-in ``sglang`` package on its path)."""
+transport, a real interpreter with a stand-in ``sglang`` package on its path), and sweeps over
+the real process backend and simulator that deploy in the detected release's flag names."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import sys
+import time
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from specconsole.controller.engine_detect import (
+    EngineVersionInfo,
+    EngineVersionKeeper,
     detect_engine_version,
     launcher_python,
     version_from_server_info,
 )
+from specconsole.controller.headless import run_headless
+from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.config import Engine, ServerConfig
+from specconsole.core.plan import loads_plan
+from specconsole.core.profile import ServiceProfile
 from specconsole.remote.local import LocalTransport
+from specconsole.remote.process import ProcessBackend
+from specconsole.session.store import Session
+from tests.fixtures.plans import sim_plan_text
 
 
 def test_launcher_python() -> None:
@@ -48,3 +62,97 @@ def test_server_info_fallback() -> None:
     assert version_from_server_info({"version": "0.5.14"}) == "0.5.14"
     assert version_from_server_info({"version": "unknown"}) is None
     assert version_from_server_info([]) is None
+
+
+def _stand_in(folder: Path, body: str) -> Path:
+    """A working directory whose ``import sglang`` runs ``body``."""
+    (folder / "sglang").mkdir(parents=True)
+    (folder / "sglang" / "__init__.py").write_text(body)
+    return folder
+
+
+@pytest.mark.asyncio
+async def test_detection_is_bounded_and_never_raises(tmp_path: Path) -> None:
+    hangs = _stand_in(tmp_path / "hangs", "import time\ntime.sleep(60)\n")
+    config = ServerConfig(
+        model_path="m",
+        launcher=f"{sys.executable} -m sglang.launch_server",
+        working_directory=str(hangs),
+    )
+    keeper = EngineVersionKeeper(LocalTransport(), budget_s=1.0)
+    started = time.monotonic()
+    info = await keeper.ensure(config)
+    assert time.monotonic() - started < 10.0
+    assert info is not None and info.version is None and info.source == "unknown"
+    assert "timed out" in info.detail
+    assert keeper.apply(config) is config  # the default names, the sweep goes on
+    keeper.from_server_info({"version": "0.5.14"})  # the running server tells it later
+    assert keeper.info == EngineVersionInfo("0.5.14", "server_info", "/server_info version")
+    assert keeper.apply(config).engine_version == "0.5.14"
+    declared = ServerConfig(model_path="m", engine_version="0.5.9")
+    assert keeper.apply(declared) is declared  # [server] engine_version wins
+
+
+def _sweep_text(run_dir: Path, work: Path, *, sim_version: str, declared: str = "") -> str:
+    text = sim_plan_text(
+        run_dir,
+        extra_args=["--sim-load-seconds", "0.3", "--sim-engine-version", sim_version],
+        sweep='[sweep]\nstrategy = "grid"\nload_timeout = 60\n\n'
+        "[sweep.axes]\nspeculative_num_steps = [3]\n",
+        bench="[bench]\nladder = [1]\nrequests_per_level = 2\ninput_len = 32\n"
+        "output_len = 8\nwarmup_requests = 0\n",
+    )
+    extra = f'working_directory = "{work}"\n'
+    if declared:
+        extra += f'engine_version = "{declared}"\n'
+    return text.replace("[server]\n", f"[server]\n{extra}", 1)
+
+
+async def _sweep(tmp_path: Path, text: str) -> tuple[int, str, dict[str, object], list[str]]:
+    plan = resolve_local_placeholders(loads_plan(text))
+    session = Session.create(tmp_path / "sessions", plan)
+    out = io.StringIO()
+    run_dir = tmp_path / "run"
+    try:
+        code = await asyncio.wait_for(run_headless(plan, session, out=out), 120)
+    finally:
+        backend = ProcessBackend(
+            LocalTransport(), ServiceProfile(run_dir=str(run_dir), stop_timeout=5)
+        )
+        await backend.stop()
+    meta = tomllib.loads((session.path / "session.toml").read_text())["session"]
+    (trial,) = session.load_trials()
+    return code, out.getvalue(), meta, list(trial.argv)
+
+
+@pytest.mark.asyncio
+async def test_a_sweep_deploys_in_the_detected_releases_names(tmp_path: Path) -> None:
+    """The simulator playing 0.5.23 refuses ``--cuda-graph-max-bs``: the sweep only passes if
+    the release detected on the box chose ``--cuda-graph-max-bs-decode``."""
+    work = _stand_in(tmp_path / "box", '__version__ = "0.5.23"\n')
+    text = _sweep_text(tmp_path / "run", work, sim_version="0.5.23")
+    code, out, meta, argv = await _sweep(tmp_path, text)
+    assert code == 0, out
+    assert meta["engine_version"] == "0.5.23" and meta["engine_version_source"] == "detected"
+    assert "--cuda-graph-max-bs-decode" in argv and "--cuda-graph-max-bs" not in argv
+
+
+@pytest.mark.asyncio
+async def test_an_unknown_release_is_recorded_and_server_info_fills_it(tmp_path: Path) -> None:
+    work = tmp_path / "no-sglang"  # nothing importable: detection fails, the sweep does not
+    work.mkdir()
+    text = _sweep_text(tmp_path / "run", work, sim_version="0.5.9")
+    code, out, meta, argv = await _sweep(tmp_path, text)
+    assert code == 0, out
+    assert meta["engine_version"] == "0.5.9" and meta["engine_version_source"] == "server_info"
+    assert "--cuda-graph-max-bs" in argv
+
+
+@pytest.mark.asyncio
+async def test_the_declared_release_overrides_detection(tmp_path: Path) -> None:
+    work = _stand_in(tmp_path / "box", '__version__ = "0.5.23"\n')
+    text = _sweep_text(tmp_path / "run", work, sim_version="0.5.9", declared="0.5.9")
+    code, out, meta, argv = await _sweep(tmp_path, text)
+    assert code == 0, out
+    assert meta["engine_version"] == "0.5.9" and meta["engine_version_source"] == "declared"
+    assert "--cuda-graph-max-bs" in argv and "--cuda-graph-max-bs-decode" not in argv

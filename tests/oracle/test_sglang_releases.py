@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -103,21 +107,61 @@ def test_the_oracle_spans_the_supported_releases() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+def flag_problems(version: str, words: list[str]) -> list[str]:
+    """What release ``version`` refuses in rendered ``--flag value`` pairs (``[]``: none)."""
+    known = flags(version)
+    problems: list[str] = []
+    for flag, value in zip(words[::2], words[1::2], strict=True):
+        spec = known.get(flag)
+        if spec is None:
+            problems.append(f"sglang {version} has no {flag}")
+        elif spec.deprecated:
+            problems.append(f"{flag} is deprecated in sglang {version}")
+        elif not _compatible(spec.kind, value):
+            problems.append(f"{flag} {value!r} is not a {spec.kind}")
+        elif spec.choices is not None and value not in spec.choices:
+            problems.append(f"{flag} {value!r} is not one of {spec.choices}")
+    return problems
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_every_rendered_flag_exists_with_a_compatible_type(version: str) -> None:
     need(version)
-    known = flags(version)
+    assert flag_problems(version, sglang_flags(full_config(version))) == []
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_misspelled_rendered_flag_fails_the_oracle(version: str) -> None:
+    """The check above can fail: each rendered flag, misspelled in turn, is refused."""
+    need(version)
     words = sglang_flags(full_config(version))
-    i = 0
-    while i < len(words):
-        flag, value = words[i], words[i + 1]
-        i += 2
-        assert flag in known, f"sglang {version} has no {flag}"
-        spec = known[flag]
-        assert not spec.deprecated, f"{flag} is deprecated in sglang {version}"
-        assert _compatible(spec.kind, value), (flag, spec.kind, value)
-        if spec.choices is not None:
-            assert value in spec.choices, (flag, value, spec.choices)
+    for i in range(0, len(words), 2):
+        for typo in (words[i] + "s", words[i][:2] + words[i][3:]):  # --hosts, --ost
+            misspelled = [*words[:i], typo, *words[i + 1 :]]
+            assert flag_problems(version, misspelled) == [f"sglang {version} has no {typo}"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_seed_box_renders_only_flags_the_release_accepts(version: str) -> None:
+    """``specconsole render examples/seed-box.toml --as argv --engine-version V``, run as a
+    user runs it: every ``--flag`` after the launcher is one release ``V`` declares."""
+    need(version)
+    root = Path(__file__).resolve().parents[2]
+    argv = [sys.executable, "-m", "specconsole", "render", "examples/seed-box.toml"]
+    done = subprocess.run(
+        [*argv, "--as", "argv", "--engine-version", version],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    words = json.loads(done.stdout)
+    known = flags(version)
+    rendered = [w.split("=", 1)[0] for w in words if w.startswith("--")]
+    assert rendered and "--model-path" in rendered
+    assert [f for f in rendered if f not in known] == [], (version, rendered)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -7,18 +7,37 @@ print(sglang.__version__)"``, in the configuration's working directory), so a vi
 launcher answers for its own install; when that fails (a container image, ``sglang serve``
 without a Python path) the version is unknown and the default names are used until the
 server's ``/server_info`` reports its ``version`` (:func:`version_from_server_info`).
+
+:class:`EngineVersionKeeper` is what the controller holds: it asks once, within a time budget,
+never raises (an impossible detection is ``unknown`` with the reason, and the sweep goes on
+with the default flag names), lets ``[server] engine_version`` win over any detection, and
+fills the version into each configuration before it is validated, rendered and deployed
+(the trial's own configuration, its identity in the session, is left as planned).
 """
 
 from __future__ import annotations
 
+import asyncio
 import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from specconsole.core.config import Engine, ServerConfig, effective_launcher
 from specconsole.core.engine_versions import detect_command, parse_detected
 from specconsole.core.ports import Transport, TransportError
 
-__all__ = ["detect_engine_version", "launcher_python", "version_from_server_info"]
+__all__ = [
+    "EngineVersionInfo",
+    "EngineVersionKeeper",
+    "detect_engine_version",
+    "launcher_python",
+    "probe_engine_version",
+    "version_from_server_info",
+]
+
+DETECT_BUDGET_S = 20.0
+"""How long the box is given to answer before the version is recorded as unknown."""
 
 
 def launcher_python(config: ServerConfig) -> str:
@@ -31,20 +50,32 @@ def launcher_python(config: ServerConfig) -> str:
     return "python3"
 
 
-async def detect_engine_version(transport: Transport, config: ServerConfig) -> str | None:
-    """The SGLang release on the box through ``transport``; ``None`` when it cannot be told."""
+async def probe_engine_version(
+    transport: Transport, config: ServerConfig, *, timeout: float = DETECT_BUDGET_S
+) -> tuple[str | None, str]:
+    """(the SGLang release on the box, how it was told or why it could not be)."""
     if config.engine is not Engine.SGLANG:
-        return None
-    command = shlex.join(detect_command(launcher_python(config)))
+        return None, f"not detected for engine {config.engine.value}"
+    python = launcher_python(config)
+    command = shlex.join(detect_command(python))
     if config.working_directory:
         command = f"cd {shlex.quote(config.working_directory)} && {command}"
     try:
-        result = await transport.run(command, timeout=60.0)
-    except TransportError:
-        return None
+        result = await transport.run(command, timeout=timeout)
+    except TransportError as exc:
+        return None, f"the box could not be asked: {exc}"
     if not result.ok:
-        return None
-    return parse_detected(result.stdout)
+        last = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return None, f"{python} -c 'import sglang' failed: {last}"
+    version = parse_detected(result.stdout)
+    if version is None:
+        return None, f"{python} printed no release number: {result.stdout.strip()[:80]!r}"
+    return version, f"{python} -c 'import sglang'"
+
+
+async def detect_engine_version(transport: Transport, config: ServerConfig) -> str | None:
+    """The SGLang release on the box through ``transport``; ``None`` when it cannot be told."""
+    return (await probe_engine_version(transport, config))[0]
 
 
 def version_from_server_info(body: Any) -> str | None:
@@ -52,3 +83,78 @@ def version_from_server_info(body: Any) -> str | None:
     if isinstance(body, dict) and isinstance(body.get("version"), str):
         return parse_detected(body["version"])
     return None
+
+
+@dataclass(frozen=True)
+class EngineVersionInfo:
+    """The release a session runs and where that came from."""
+
+    version: str | None
+    source: str
+    """``declared`` (``[server] engine_version``), ``detected`` (the launcher's interpreter),
+    ``server_info`` (the running server's ``/server_info``) or ``unknown``."""
+    detail: str = ""
+
+    def meta(self) -> dict[str, str]:
+        """The fields recorded in the session's ``[session]`` table."""
+        return {
+            "engine_version": self.version or "unknown",
+            "engine_version_source": self.source,
+            "engine_version_detail": self.detail,
+        }
+
+
+class EngineVersionKeeper:
+    """Resolves the box's release once, bounded in time, and applies it to configurations."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        budget_s: float = DETECT_BUDGET_S,
+        on_change: Callable[[EngineVersionInfo], None] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.budget_s = budget_s
+        self.on_change = on_change
+        self.info: EngineVersionInfo | None = None
+
+    async def ensure(self, config: ServerConfig | None) -> EngineVersionInfo | None:
+        """Resolve for ``config`` unless already resolved; never raises (but a cancel)."""
+        if self.info is not None or config is None:
+            return self.info
+        if config.engine_version:
+            info = EngineVersionInfo(config.engine_version, "declared", "[server] engine_version")
+        else:
+            try:
+                async with asyncio.timeout(self.budget_s + 1.0):
+                    version, detail = await probe_engine_version(
+                        self.transport, config, timeout=self.budget_s
+                    )
+            except TimeoutError:
+                version, detail = None, f"no answer within {self.budget_s:g} s"
+            except Exception as exc:  # never fails a sweep: the deploy reports the box itself
+                version, detail = None, f"{type(exc).__name__}: {exc}"
+            info = EngineVersionInfo(version, "detected" if version else "unknown", detail)
+        self._set(info)
+        return info
+
+    def from_server_info(self, body: Any) -> None:
+        """Take ``/server_info``'s ``version`` when the release is still unknown."""
+        if self.info is not None and self.info.version is not None:
+            return
+        version = version_from_server_info(body)
+        if version is not None:
+            self._set(EngineVersionInfo(version, "server_info", "/server_info version"))
+
+    def apply(self, config: ServerConfig) -> ServerConfig:
+        """``config`` in the names of the known release (its own ``engine_version`` wins)."""
+        info = self.info
+        if config.engine_version or info is None or info.version is None:
+            return config
+        return replace(config, engine_version=info.version)
+
+    def _set(self, info: EngineVersionInfo) -> None:
+        self.info = info
+        if self.on_change is not None:
+            self.on_change(info)

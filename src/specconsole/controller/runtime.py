@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
 from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
@@ -92,6 +93,8 @@ class Controller:
         exit_grace_s: float = 1.0,
         http_timeout_s: float = 10.0,
         stop_on_finish: bool = False,
+        detect_engine: bool = False,
+        on_engine_version: Callable[[EngineVersionInfo], None] | None = None,
     ) -> None:
         self.transport = transport
         self.backend = backend
@@ -127,6 +130,11 @@ class Controller:
         self.exit_code: int = 0
         self.halted: str = ""
         """Why the run stopped itself at once (a write error, a failure of reach), or ''."""
+        self._on_engine_version = on_engine_version
+        self.engine_versions: EngineVersionKeeper | None = None
+        """With ``detect_engine``: the box's release, asked before the first deploy."""
+        if detect_engine:
+            self.engine_versions = EngineVersionKeeper(transport, on_change=self._engine_known)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -161,6 +169,9 @@ class Controller:
         """Process events until a ``Quit`` (or, with ``stop_on_finish``, the sweep's end)."""
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.http_timeout_s))
         try:
+            if self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
+                plan, config = self._state.plan, self._state.current_config
+                await self.engine_versions.ensure(plan.base if plan is not None else config)
             while not self._stopping:
                 event = await self._inbox.get()
                 self._dispatch(event)
@@ -236,6 +247,24 @@ class Controller:
             return
         self._post(replace(outcome, epoch=epoch))
 
+    def _engine_known(self, info: EngineVersionInfo) -> None:
+        log.info("controller: engine version %s (%s)", info.version or "unknown", info.source)
+        if self._on_engine_version is not None:
+            try:
+                self._on_engine_version(info)
+            except Exception as exc:
+                log.exception("controller: recording the engine version failed")
+                self.halt(f"could not write session.toml: {exc}")
+
+    def _versioned(self, config: ServerConfig) -> ServerConfig:
+        """``config`` in the flag names of the box's release, once it is known."""
+        return config if self.engine_versions is None else self.engine_versions.apply(config)
+
+    async def _for_box(self, config: ServerConfig) -> ServerConfig:
+        if self.engine_versions is not None:  # resolved by run(); here if it had no config
+            await self.engine_versions.ensure(config)
+        return self._versioned(config)
+
     def halt(self, reason: str) -> None:
         """Stop the run at once (the first reason is kept): the session cannot be written or
         the box cannot be reached, so going on would lose records or blame a configuration.
@@ -251,7 +280,7 @@ class Controller:
         e = effect.epoch
         if isinstance(effect, fx.Validate):
             try:
-                outcome = self.validator(effect.config)
+                outcome = self.validator(self._versioned(effect.config))
             except Exception as exc:
                 outcome = ev.OperationFailed(operation="validate", message=str(exc))
             self._post(replace(outcome, epoch=e))
@@ -360,6 +389,7 @@ class Controller:
         return results.box_host(cfg)
 
     async def _deploy(self, config: ServerConfig) -> ev.Outcome:
+        config = await self._for_box(config)
         preview = await self.backend.preview(config)
         self._post(replace(results.deploy_previewed(config, preview.diff), epoch=self._state.epoch))
         receipt = await self.backend.deploy(config)
@@ -374,6 +404,7 @@ class Controller:
         return ev.Restarted()
 
     async def _check_reattach(self, config: ServerConfig) -> ev.Outcome:
+        config = await self._for_box(config)
         preview = await self.backend.preview(config)
         deployed = await self.backend.deployed_hash()
         if deployed != preview.artifact_hash:
@@ -404,7 +435,10 @@ class Controller:
         assert self._http is not None
         response = await self._http.get(f"{await self._url()}/server_info")
         response.raise_for_status()
-        return ev.ServerInfoFetched(items=results.server_info_items(response.json()))
+        body = response.json()
+        if self.engine_versions is not None:  # the fallback when the box could not be asked
+            self.engine_versions.from_server_info(body)
+        return ev.ServerInfoFetched(items=results.server_info_items(body))
 
     async def _flush(self) -> ev.Outcome:
         assert self._http is not None

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from specconsole.controller.engine_detect import EngineVersionInfo
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
 from specconsole.core.placeholders import resolve_placeholders
@@ -66,8 +67,10 @@ class Ports:
         *,
         recorder: SessionRecorder | None = None,
         stop_on_finish: bool = False,
+        on_engine_version: Callable[[EngineVersionInfo], None] | None = None,
     ) -> Controller:
-        """A controller talking through these ports, starting from ``state``."""
+        """A controller talking through these ports, starting from ``state``; it asks the box
+        for its engine release before the first deploy (``on_engine_version`` records it)."""
         return Controller(
             transport=self.transport,
             backend=self.backend,
@@ -75,6 +78,8 @@ class Ports:
             state=state,
             recorder=recorder,
             stop_on_finish=stop_on_finish,
+            detect_engine=True,
+            on_engine_version=on_engine_version,
         )
 
 
@@ -163,6 +168,11 @@ def wire_controller(
                 ("service", ports.backend.description),
             ),
         )
-    controller = ports.controller(state, recorder=recorder, stop_on_finish=stop_on_finish)
+    controller = ports.controller(
+        state,
+        recorder=recorder,
+        stop_on_finish=stop_on_finish,
+        on_engine_version=lambda info: session.write_meta(info.meta()),
+    )
     box.append(controller)
     return Wired(controller=controller, ports=ports, recorder=recorder)
