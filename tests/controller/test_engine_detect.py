@@ -23,7 +23,7 @@ from specconsole.controller.engine_detect import (
 from specconsole.controller.headless import run_headless
 from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.config import Engine, ServerConfig
-from specconsole.core.plan import loads_plan
+from specconsole.core.planparse import loads_plan
 from specconsole.core.profile import ServiceProfile
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend

@@ -13,6 +13,7 @@ lines that name something known are examined further.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from specconsole.core.config import Engine
@@ -38,7 +39,6 @@ from .groups import CONSEQUENCE_TEXTS, TracebackGroup
 from .prefixes import (
     json_record,
     sglang_bracket,
-    split_journal,
     strip_engine_header,
     strip_outer,
 )
@@ -51,6 +51,9 @@ _SYSTEMD_IDENTS = frozenset(("systemd",))
 _SYSTEMD_PREFIXES = ("Started ", "Starting ", "Stopping ", "Stopped ")
 _STATS_HEADS = frozenset(("Decode", "Prefill"))
 _TRACEBACK = "Traceback (most recent call last)"
+_SHORT_ISO_SGLANG = re.compile(r".{19}[^ ]* [^ ]+ ([^ \[]+)[^ ]*?: (?=\[)")
+"""``TS HOST IDENT[PID]: [`` (journal short-iso before SGLang's header), as
+:func:`.prefixes.split_journal` splits it: the identifier is group 1, the message follows."""
 
 
 def _merge_heads(*tables: dict[str, Handler]) -> dict[str, Handler]:
@@ -100,10 +103,11 @@ class LogParser:
                     if events is not None:
                         return events
                 elif c.isdigit() and line[10:11] == "T" and not line.startswith("Z", 19):
-                    # journalctl -o short-iso around SGLang's header (the console's own mode)
-                    split = split_journal(line, 19)
-                    if split is not None and split[0][:1] == "[" and split[2] != "systemd":
-                        events = self._fast(split[0], split[1])
+                    # journalctl -o short-iso around SGLang's header (the console's own mode):
+                    # split_journal's split in one match (anything else: the general path)
+                    m = _SHORT_ISO_SGLANG.match(line)
+                    if m is not None and m.group(1) != "systemd":
+                        events = self._fast(line[m.end() :], None)
                         if events is not None:
                             return events
             return self._feed_line(line)
@@ -132,6 +136,8 @@ class LogParser:
             handler: Handler = sglang.on_decode
         elif head == "Prefill":
             handler = sglang.on_prefill
+        elif head == "INFO:  " and _TRACEBACK not in body and vllm.UVICORN_READY not in body:
+            return []  # an HTTP access line: what _on_body's INFO: handler makes of it
         else:
             return self._on_body(body, msg[1:20], rank, True, False)
         events = handler(self._s, body, msg[1:20], rank)

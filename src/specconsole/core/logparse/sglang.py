@@ -77,7 +77,7 @@ PREFILL_KEYS: dict[str, tuple[str, int]] = {
 _DECODE_CANONICAL = re.compile(
     r"#running-req: (\d+), #token: (\d+), token usage: ([\d.]+), "
     r"(?:accept len: ([\d.]+), )?(?:accept rate: ([\d.]+), )?"
-    r"cuda graph: (True|False), gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)\Z"
+    r"cuda graph: (True|False), gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)[, ]*\Z"
 )
 """The Decode line as SGLang v0.5.9 and later print it (plain KV pool, with or without spec).
 
@@ -106,12 +106,36 @@ def decode_fast(rest: str) -> dict[str, object] | None:
         return None
 
 
+def _decode_event(m: re.Match[str], ts: str | None, rank: str | None) -> DecodeStats | None:
+    """The event of a canonical Decode line straight from its match (no dict, no ``**``: the
+    hot path of a busy log), ``None`` when a number does not convert."""
+    g = m.groups()
+    try:
+        return DecodeStats(
+            timestamp=ts,
+            rank=rank,
+            running_req=int(g[0]),
+            num_tokens=int(g[1]),
+            token_usage=float(g[2]),
+            accept_len=float(g[3]) if g[3] is not None else None,
+            accept_rate=float(g[4]) if g[4] is not None else None,
+            cuda_graph=g[5] == "True",
+            gen_throughput=float(g[6]),
+            queue_req=int(g[7]),
+        )
+    except ValueError:
+        return None
+
+
 def on_decode(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     if not body.startswith("Decode batch"):
         return []
     if body[12:14] == ", ":  # the common (v0.5.5+) form, without the iteration counter
-        rest = body[14:].rstrip(", ")
-        kv = decode_fast(rest) or key_values(rest, DECODE_KEYS)
+        m = _DECODE_CANONICAL.match(body, 14)
+        event = None if m is None else _decode_event(m, ts, rank)
+        if event is not None:
+            return [event]
+        kv = key_values(body[14:].rstrip(", "), DECODE_KEYS)
     else:
         split = stats_rest(body, 12)
         if split is None:
@@ -124,28 +148,28 @@ def on_decode(s: ParseState, body: str, ts: str | None, rank: str | None) -> lis
 _PREFILL_CANONICAL = re.compile(
     r"#new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+), token usage: ([\d.]+), "
     r"#running-req: (\d+), #queue-req: (\d+), #pending-token: (\d+), "
-    r"cuda graph: (True|False), input throughput \(token/s\): ([\d.]+)\Z"
+    r"cuda graph: (True|False), input throughput \(token/s\): ([\d.]+)[, ]*\Z"
 )
 """The Prefill line of the newest releases: a fast path only, like :data:`_DECODE_CANONICAL`."""
 
 
-def _prefill_fast(rest: str) -> dict[str, object] | None:
-    m = _PREFILL_CANONICAL.match(rest)
-    if m is None:
-        return None
+def _prefill_event(m: re.Match[str], ts: str | None, rank: str | None) -> PrefillStats | None:
+    """Like :func:`_decode_event`, for the canonical Prefill line."""
     g = m.groups()
     try:
-        return {
-            "new_seq": int(g[0]),
-            "new_token": int(g[1]),
-            "cached_token": int(g[2]),
-            "token_usage": float(g[3]),
-            "running_req": int(g[4]),
-            "queue_req": int(g[5]),
-            "pending_token": int(g[6]),
-            "cuda_graph": g[7] == "True",
-            "input_throughput": float(g[8]),
-        }
+        return PrefillStats(
+            timestamp=ts,
+            rank=rank,
+            new_seq=int(g[0]),
+            new_token=int(g[1]),
+            cached_token=int(g[2]),
+            token_usage=float(g[3]),
+            running_req=int(g[4]),
+            queue_req=int(g[5]),
+            pending_token=int(g[6]),
+            cuda_graph=g[7] == "True",
+            input_throughput=float(g[8]),
+        )
     except ValueError:
         return None
 
@@ -154,8 +178,11 @@ def on_prefill(s: ParseState, body: str, ts: str | None, rank: str | None) -> li
     if not body.startswith("Prefill batch"):
         return []
     if body[13:15] == ", ":
-        rest = body[15:].rstrip(", ")
-        kv = _prefill_fast(rest) or key_values(rest, PREFILL_KEYS)
+        m = _PREFILL_CANONICAL.match(body, 15)
+        event = None if m is None else _prefill_event(m, ts, rank)
+        if event is not None:
+            return [event]
+        kv = key_values(body[15:].rstrip(", "), PREFILL_KEYS)
     else:
         split = stats_rest(body, 13)
         if split is None:

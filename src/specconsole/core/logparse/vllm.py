@@ -134,8 +134,13 @@ def on_engine(s: ParseState, body: str, ts: str | None, rank: str | None) -> lis
     ]
 
 
+UVICORN_READY = "Application startup complete"
+"""uvicorn's ready line: vLLM's readiness (SGLang prints it before its warm-up). Every other
+``INFO:`` line yields nothing (the parser's fast path skips them on this text)."""
+
+
 def on_uvicorn(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if "Application startup complete" in body and (s.vllm or s.engine is Engine.VLLM):
+    if UVICORN_READY in body and (s.vllm or s.engine is Engine.VLLM):
         return [Ready(timestamp=ts, rank=rank)]
     return []
 
