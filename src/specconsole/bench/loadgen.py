@@ -1,12 +1,16 @@
-"""The console-side load generator: the ladder engine over an httpx connection pool.
+"""The console-side load generator: the ladder engine over a pool of c keep-alive connections.
 
-Why httpx and how it is used: streaming over HTTP/1.1 keep-alive with a pool of exactly c
+Which client: for ``http://`` URLs the standard-library client of
+:mod:`specconsole.bench.rawhttp` (the one the remote runner uses): measured with
+benchmarks/loadgen_overhead.py it spends less than half of httpx's CPU per streamed token
+(httpx's h11/httpcore layers cost more per chunk than parsing the tokens). ``https://`` URLs go
+through httpx (TLS verified). Either way: HTTP/1.1 keep-alive with a pool of exactly c
 connections per level (the warm-up opens them, so the measured phase never pays a TCP
-handshake), reading the raw body bytes as they arrive (``aiter_raw``: no decoding layer
-between the socket and the SSE parser). Everything about scheduling and metrics lives in
-:mod:`specconsole.bench.engine`, shared with the remote runner; this module only adapts httpx
-to its :class:`~specconsole.bench.ladder.StreamClient` protocol and turns a
-:class:`~specconsole.core.ports.BenchSpec` into a :class:`~specconsole.bench.ladder.LadderPlan`.
+handshake), raw body bytes handed to the SSE parser as they arrive. Everything about
+scheduling and metrics lives in :mod:`specconsole.bench.engine`, shared with the remote
+runner; this module adapts httpx to its :class:`~specconsole.bench.ladder.StreamClient`
+protocol, picks the client and turns a :class:`~specconsole.core.ports.BenchSpec` into a
+:class:`~specconsole.bench.ladder.LadderPlan`.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from specconsole.bench.api import RequestFailed
 from specconsole.bench.auth import header_names, request_headers
 from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderRun
-from specconsole.bench.ladder import LadderPlan, ProgressSink
+from specconsole.bench.ladder import LadderPlan, ProgressSink, StreamClient
+from specconsole.bench.rawhttp import RawStreamClient
 from specconsole.core.metrics import BenchResult, default_requests_per_level
 from specconsole.core.ports import BenchSpec
 
@@ -208,15 +213,15 @@ def _failure(exc: httpx.HTTPError) -> RequestFailed:
 def make_run(
     spec: BenchSpec, base_url: str, *, on_progress: ProgressSink | None = None
 ) -> LadderRun:
-    """A ready-to-run ladder against ``base_url`` over httpx (call ``run()`` on any loop)."""
+    """A ready-to-run ladder against ``base_url`` (call ``run()`` on any loop): the stdlib
+    client for ``http://``, httpx for ``https://``."""
     plan = plan_for(spec)
-    return LadderRun(
-        plan,
-        lambda c: HttpxStreamClient(
-            base_url, c, timeout_s=plan.request_timeout_s, headers=plan.headers
-        ),
-        on_progress=on_progress,
-    )
+    client = RawStreamClient if base_url.startswith("http://") else HttpxStreamClient
+
+    def connect(c: int) -> StreamClient:
+        return client(base_url, c, timeout_s=plan.request_timeout_s, headers=plan.headers)
+
+    return LadderRun(plan, connect, on_progress=on_progress)
 
 
 async def run_ladder(
