@@ -187,6 +187,9 @@ async def test_headless_pause_policy_exits_3_and_resume_finishes(tmp_path: Path)
     code = await asyncio.wait_for(run_headless(plan, session, out=out), 120)
     assert code == EXIT_PAUSED, out.getvalue()
     assert "specconsole resume" in out.getvalue()
+    # the crash message says the server is down and how to put the box back
+    assert "The server is down" in out.getvalue()
+    assert f"specconsole rollback {session.path}" in out.getvalue()
     assert [t.status for t in session.load_trials()] == [TrialStatus.OK, TrialStatus.CRASHED]
     out = io.StringIO()
     # what `specconsole resume` runs: the session's plan, on the port the session recorded

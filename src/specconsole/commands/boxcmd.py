@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -140,9 +139,7 @@ def _rollback_cmd(args: argparse.Namespace) -> int:
 
 
 async def _rollback(plan: Any, *, original: bool, wait: float) -> str:
-    import httpx
-
-    from specconsole.core.render import parse_unit
+    from specconsole.controller.finish import unit_port, wait_serving
     from specconsole.remote import make_backend, make_transport
     from specconsole.remote.systemd import SystemdBackend
 
@@ -158,21 +155,9 @@ async def _rollback(plan: Any, *, original: bool, wait: float) -> str:
         if restored is None:
             raise RuntimeError("there is no backup to restore on the box")
         await backend.start()
-        port = plan.base.port
-        if isinstance(backend, SystemdBackend):
-            main, dropins = await backend.cat()
-            if main is not None:
-                port = parse_unit(main + "\n" + dropins).port
-        forward = await transport.forward_local_port(port)
-        deadline = time.monotonic() + wait
-        async with httpx.AsyncClient(base_url=forward.url, timeout=5.0) as client:
-            while time.monotonic() < deadline:
-                try:
-                    if (await client.get("/health")).status_code == 200:
-                        return f"restored {restored.backup_path}; the server serves again"
-                except httpx.HTTPError:
-                    pass
-                await asyncio.sleep(1.0)
+        port = await unit_port(backend, plan.base.port)
+        if await wait_serving(transport, port, wait):
+            return f"restored {restored.backup_path}; the server serves again"
         raise TimeoutError(f"restored {restored.backup_path} but /health did not answer 200")
     finally:
         await transport.close()

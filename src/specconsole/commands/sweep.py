@@ -59,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="no console: print progress lines (scripts, CI); without it the sweep runs "
         "in the console (`specconsole tui PLAN --start`)",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="connect, print the diff every planned trial would make on the box, and change "
+        "nothing (no session is created)",
+    )
     add_session_option(p)
     add_on_crash_option(
         p,
@@ -123,7 +129,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         plan = load_plan_file(args.plan)
     except PlanError as exc:
         return error(str(exc))
-    if not args.headless:
+    if not args.headless and not args.dry_run:
         return _in_console(args)
     from specconsole.controller.headless import plan_problems
 
@@ -132,6 +138,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"specconsole: error: {args.plan}: {problem}", file=sys.stderr)
         return 1
+    if args.dry_run:
+        return _dry_run(plan)
     policy = CrashPolicy(args.on_crash) if args.on_crash else None
     from specconsole.session.lock import SessionLocked
 
@@ -143,11 +151,21 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from specconsole.controller.pool_headless import sweep_headless
 
     try:
-        return asyncio.run(sweep_headless(plan, session, policy=policy))
+        return asyncio.run(sweep_headless(plan, session, policy=policy, out=sys.stdout))
     except KeyboardInterrupt:
         return 130
     finally:
         lock.release()
+
+
+def _dry_run(plan: SweepPlan) -> int:
+    from specconsole.commands.dryrun import dry_run
+    from specconsole.core.ports import TransportError
+
+    try:
+        return asyncio.run(dry_run(plan, sys.stdout))
+    except TransportError as exc:
+        return error(f"dry run: {exc}")
 
 
 def _in_console(args: argparse.Namespace) -> int:
@@ -216,7 +234,9 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
     if policy is None and saved in {c.value for c in CrashPolicy}:
         policy = CrashPolicy(saved)
     try:
-        return asyncio.run(sweep_headless(plan, session, policy=policy, resume=True))
+        return asyncio.run(
+            sweep_headless(plan, session, policy=policy, resume=True, out=sys.stdout)
+        )
     except KeyboardInterrupt:
         return 130
 

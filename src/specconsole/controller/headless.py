@@ -27,7 +27,7 @@ import sys
 import time
 from typing import TextIO
 
-from specconsole.controller.wiring import wire_controller
+from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core import events as ev
 from specconsole.core.plan import CrashPolicy, StrategyKind, SweepPlan
 from specconsole.core.results import validate_config
@@ -207,7 +207,8 @@ async def run_headless(
         if state.phase is Phase.AWAITING_DECISION and not state.quitting:
             printer._print(
                 "paused after a crash (policy 'pause'): a headless run cannot wait for a "
-                f"decision. Resume with: specconsole resume {session.path}"
+                f"decision. The server is down. Resume with: specconsole resume {session.path}"
+                f" ; or put the box back as it was: specconsole rollback {session.path}"
             )
             controller.send(ev.Quit())
 
@@ -230,8 +231,12 @@ async def run_headless(
     else:
         printer._print(f"session {session.path}")
     controller.send(ev.StartSweep(plan=plan, policy=policy, resume=resume))
+    finish_failed = False
     try:
         await controller.run()
+        final = controller.state
+        if final.phase is Phase.DONE and not controller.halted and not interrupted:
+            finish_failed = await _leave_box(plan, final, wired.ports, printer, session)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -240,6 +245,8 @@ async def run_headless(
             await ports.transport.close()
     final = controller.state
     status, code = final_status(final, interrupted, controller.halted)
+    if finish_failed and code == EXIT_OK:
+        code = EXIT_FAILED
     if controller.halted:
         printer._print(
             f"error: {controller.halted}; the sweep stopped (the server is left as it is; "
@@ -257,6 +264,39 @@ async def run_headless(
     print("", file=out)
     print(render(final.trials, plan, "md"), file=out, flush=True)
     return code
+
+
+async def _leave_box(
+    plan: SweepPlan,
+    state: ControllerState,
+    ports: Ports,
+    printer: ProgressPrinter,
+    session: Session,
+) -> bool:
+    """``[sweep] finally`` after a finished sweep, reported line by line; True when it
+    changed the box and the box does not serve (the exit code says so)."""
+    from specconsole.controller.finish import apply_finally
+    from specconsole.core.ports import TransportError
+
+    try:
+        outcome = await apply_finally(
+            plan.finally_action,
+            trials=state.trials,
+            goal=plan.goal,
+            base=plan.base,
+            backend=ports.backend,
+            transport=ports.transport,
+            timeout_s=plan.load_timeout_s,
+            on_diff=printer._print_diff,
+        )
+    except (TransportError, OSError) as exc:
+        printer._print(
+            f"error: finally = {plan.finally_action}: {exc}; the box is left as the last trial "
+            f"left it. To put it back: specconsole rollback {session.path}"
+        )
+        return True
+    printer._print(outcome.message)
+    return outcome.failed
 
 
 def plan_problems(plan: SweepPlan) -> list[str]:

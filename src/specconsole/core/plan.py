@@ -60,6 +60,10 @@ AUTO_PORT = "auto"
 """``[server] port = "auto"``: a free loopback port, chosen once per session."""
 
 
+FINALLY_CHOICES = ("best", "original", "last", "stop")
+"""``[sweep] finally``: what the box serves once the sweep has finished (controller.finish)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SweepPlan:
     """A parsed plan. ``axes`` keep their order: the grid varies the last axis fastest."""
@@ -100,6 +104,8 @@ class SweepPlan:
     """Optimize: the sampler's seed (same seed and records, same proposal)."""
     goal: Goal = DEFAULT_GOAL
     """``[sweep] objective`` and ``constraints``: what "best" means (``core.objective``)."""
+    finally_action: str = "best"
+    """``[sweep] finally``: one of :data:`FINALLY_CHOICES` (``best`` by ``goal``)."""
     name: str = ""
     description: str = ""
     profile: Profile = field(default_factory=Profile)

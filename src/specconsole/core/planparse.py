@@ -64,7 +64,14 @@ from specconsole.core.config import ServerConfig
 from specconsole.core.goalparse import goal_document, parse_goal
 from specconsole.core.objective import DEFAULT_GOAL, ObjectiveError
 from specconsole.core.placeholders import port_in_run_dir
-from specconsole.core.plan import AUTO_PORT, CrashPolicy, PlanError, StrategyKind, SweepPlan
+from specconsole.core.plan import (
+    AUTO_PORT,
+    FINALLY_CHOICES,
+    CrashPolicy,
+    PlanError,
+    StrategyKind,
+    SweepPlan,
+)
 from specconsole.core.plantables import (
     check_keys,
     parse_axes,
@@ -110,6 +117,7 @@ _SWEEP_KEYS = {
     "noise_pct",
     "startup_trials",
     "seed",
+    "finally",
 }
 
 
@@ -211,6 +219,13 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     for key, minimum in (("patience", 0), ("startup_trials", -1), ("seed", -1)):
         if key in sweep:
             kw[key] = plan_number(sweep[key], f"[sweep] {key}", integer=True, minimum=minimum)
+    if "finally" in sweep:
+        if sweep["finally"] not in FINALLY_CHOICES:
+            raise PlanError(
+                f"[sweep] finally = {sweep['finally']!r} is not valid; use one of "
+                + ", ".join(repr(c) for c in FINALLY_CHOICES)
+            )
+        kw["finally_action"] = sweep["finally"]
     if "noise_pct" in sweep:
         kw["noise_pct"] = float(
             plan_number(sweep["noise_pct"], "[sweep] noise_pct", minimum=-1e-12)

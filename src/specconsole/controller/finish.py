@@ -1,0 +1,190 @@
+"""``[sweep] finally``: what the box is left serving once the sweep has finished.
+
+Why its own module: a sweep's last trial is rarely its best one, and a box left on whatever
+ran last (or with its service down) is the first thing a user of a production box notices.
+After a finished sweep the headless driver (and ``specconsole rollback``) come here:
+
+* ``best`` (the default): deploy the best trial's configuration by the plan's objective
+  (:func:`specconsole.core.objective.assess`), restart it and wait until ``/health`` answers.
+* ``original``: put back the unit as it was before specconsole's first deploy (systemd keeps
+  that backup forever) and wait until it serves.
+* ``last``: leave the box as the last trial left it.
+* ``stop``: stop the service.
+
+Every outcome is one sentence saying what the box now serves (or that it does not), never a
+silent change. Waiting is bounded by the plan's load timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from specconsole.core.config import ServerConfig
+from specconsole.core.objective import Goal, assess
+from specconsole.core.plan import FINALLY_CHOICES
+from specconsole.core.ports import LocatedService, ServiceBackend, Transport
+from specconsole.core.results import box_host, deploy_previewed
+from specconsole.core.secrets import missing_values, unredact_config
+from specconsole.core.state import TrialRecord
+
+HEALTH_POLL_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class FinalOutcome:
+    """What ``finally`` did: ``serving`` is True when ``/health`` answered 200 at the end."""
+
+    action: str
+    message: str
+    serving: bool
+    config: ServerConfig | None = None
+    """The configuration deployed (``best``), else None."""
+    failed: bool = False
+    """The box was changed but does not serve at the end (an honest exit code follows)."""
+
+
+async def wait_serving(
+    transport: Transport, port: int, timeout_s: float, host: str = "127.0.0.1"
+) -> bool:
+    """Poll ``/health`` on the box's ``host``:``port`` (through the transport) until it
+    answers 200 or ``timeout_s`` passes; True when it did."""
+    forward = await transport.forward_local_port(port, host)
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(base_url=forward.url, timeout=5.0) as client:
+        while True:
+            try:
+                if (await client.get("/health")).status_code == 200:
+                    return True
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() + HEALTH_POLL_S > deadline:
+                return False
+            await asyncio.sleep(HEALTH_POLL_S)
+
+
+async def _config_serving(
+    backend: ServiceBackend, transport: Transport, config: ServerConfig, timeout_s: float
+) -> bool:
+    """``config``'s server answers ``/health`` within ``timeout_s``; a batch job's node is
+    asked for (bounded by the same deadline) while the job is still queued."""
+    deadline = time.monotonic() + timeout_s
+    host: str | None = box_host(config)
+    if isinstance(backend, LocatedService):
+        host = await backend.server_host(config)
+        while host is None and time.monotonic() + HEALTH_POLL_S < deadline:
+            await asyncio.sleep(HEALTH_POLL_S)
+            host = await backend.server_host(config)
+        if host is None:
+            return False
+    return await wait_serving(transport, config.port, deadline - time.monotonic(), host)
+
+
+def best_config(
+    trials: Sequence[TrialRecord], goal: Goal, env: Sequence[tuple[str, str]]
+) -> tuple[TrialRecord | None, ServerConfig | None]:
+    """The best trial by ``goal`` and its configuration with the plan's secret values put
+    back (records keep only the names); (None, None) without a successful trial."""
+    top = assess(trials, goal).best
+    if top is None:
+        return None, None
+    return top, unredact_config(top.config, env)
+
+
+async def apply_finally(
+    action: str,
+    *,
+    trials: Sequence[TrialRecord],
+    goal: Goal,
+    base: ServerConfig,
+    backend: ServiceBackend,
+    transport: Transport,
+    timeout_s: float,
+    on_diff: Callable[[str], None] = lambda diff: None,
+) -> FinalOutcome:
+    """Carry out ``action`` (one of ``FINALLY_CHOICES``) on the box; raises
+    ``TransportError`` when the box cannot be reached (the caller reports it). ``on_diff``
+    is given the change ``best`` makes to the box (values redacted) before it is made."""
+    if action not in FINALLY_CHOICES:
+        raise ValueError(f"finally = {action!r}: use one of {', '.join(FINALLY_CHOICES)}")
+    if action == "last":
+        return FinalOutcome(action, "finally = last: the box is left on the last trial", False)
+    if action == "stop":
+        await backend.stop()
+        return FinalOutcome(action, "finally = stop: the service is stopped", False)
+    if action == "original":
+        return await _original(backend, transport, base, timeout_s)
+    top, config = best_config(trials, goal, base.env)
+    if top is None or config is None:
+        return FinalOutcome(
+            action, "finally = best: no successful trial; the box is left as it is", False
+        )
+    if missing := missing_values(config):
+        return FinalOutcome(
+            action,
+            f"finally = best: the values of {', '.join(missing)} are not known here; "
+            "the box is left as it is",
+            False,
+        )
+    on_diff(deploy_previewed(config, (await backend.preview(config)).diff).diff)
+    await backend.deploy(config)
+    await backend.start()
+    serving = await _config_serving(backend, transport, config, timeout_s)
+    state = "serves" if serving else "did not answer /health within the load timeout"
+    return FinalOutcome(
+        action,
+        f"finally = best: deployed trial {top.index + 1} ({goal.objective.describe}); "
+        f"the box {state}",
+        serving,
+        config,
+        failed=not serving,
+    )
+
+
+async def _original(
+    backend: ServiceBackend, transport: Transport, base: ServerConfig, timeout_s: float
+) -> FinalOutcome:
+    restore = getattr(backend, "restore_original", None)
+    if restore is None:
+        return FinalOutcome(
+            "original",
+            f"finally = original needs a systemd unit ({backend.description} keeps no "
+            "original); the box is left on the last trial",
+            False,
+        )
+    restored = await restore()
+    if restored is None:
+        return FinalOutcome(
+            "original", "finally = original: nothing was replaced; the box is left as is", False
+        )
+    await backend.start()
+    port = await unit_port(backend, base.port)
+    serving = await wait_serving(transport, port, timeout_s)
+    state = "serves" if serving else "did not answer /health within the load timeout"
+    return FinalOutcome(
+        "original",
+        f"finally = original: restored the box's own unit; it {state}",
+        serving,
+        failed=not serving,
+    )
+
+
+async def unit_port(backend: ServiceBackend, default: int) -> int:
+    """The port the unit on the box serves on (its ExecStart), else ``default``."""
+    cat = getattr(backend, "cat", None)
+    if cat is None:
+        return default
+    from specconsole.core.config import ConfigError
+    from specconsole.core.render import parse_unit
+
+    main, dropins = await cat()
+    if main is None:
+        return default
+    try:
+        return parse_unit(main + "\n" + dropins).port
+    except (ConfigError, ValueError):
+        return default
