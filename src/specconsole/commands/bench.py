@@ -15,11 +15,14 @@ import json
 import signal
 import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 from specconsole.core.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import BenchApi, BenchSpec
 from specconsole.core.slo import parse_slo
+
+T = TypeVar("T", int, float)
 
 DEFAULT_LADDER = "1,4,16,32,64"
 
@@ -36,24 +39,23 @@ def _ladder(text: str) -> tuple[int, ...]:
     return levels
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number >= 1")
-    return value
+def _positive(convert: Callable[[str], T], fix: str) -> Callable[[str], T]:
+    """An argparse ``type`` for numbers above 0: ``convert`` the text or say ``fix``."""
+
+    def parse(text: str) -> T:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = convert("0")
+        if not value > 0:  # type: ignore[operator]
+            raise argparse.ArgumentTypeError(f"{text!r}: {fix}")
+        return value
+
+    return parse
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number > 0")
-    return value
+_positive_int = _positive(int, "give a whole number >= 1")
+_positive_float = _positive(float, "give a number > 0")
 
 
 def _percentiles(text: str) -> tuple[float, ...]:

@@ -84,6 +84,13 @@ def form_values(config: ServerConfig) -> dict[str, str]:
     return {f.name: field_text(config, f.name) for f in FIELDS}
 
 
+_NUMBERS: dict[str, tuple[type[int] | type[float], str, str]] = {
+    "int": (int, "a whole number", "3"),
+    "float": (float, "a number", "0.85"),
+}
+"""Numeric field kinds: how to convert the text, what it must be, an example."""
+
+
 def _parse(field: FormField, text: str) -> object:
     raw = text.strip()
     if field.kind == "args":
@@ -93,19 +100,13 @@ def _parse(field: FormField, text: str) -> object:
             raise ValueError(f"{field.name}: {exc}; close the quote") from None
     if raw == "" or raw.lower() == "none":
         return None
-    if field.kind == "int":
+    if field.kind in _NUMBERS:
+        convert, what, example = _NUMBERS[field.kind]
         try:
-            return int(raw)
+            return convert(raw)
         except ValueError:
             raise ValueError(
-                f"{field.name}: {raw!r} is not a whole number; type e.g. 3, or leave it empty"
-            ) from None
-    if field.kind == "float":
-        try:
-            return float(raw)
-        except ValueError:
-            raise ValueError(
-                f"{field.name}: {raw!r} is not a number; type e.g. 0.85, or leave it empty"
+                f"{field.name}: {raw!r} is not {what}; type e.g. {example}, or leave it empty"
             ) from None
     if field.kind == "algorithm":
         upper = raw.upper()

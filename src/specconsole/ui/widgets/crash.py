@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.widgets import Static
 
 from specconsole.ui.viewmodels import CrashView
+from specconsole.ui.widgets.viewstatic import ViewStatic
 
 EXCERPT_LINES = 2
 FIX_LINES = 2
@@ -29,14 +29,10 @@ def choices_text(view: CrashView) -> str:
     return " · ".join(parts)
 
 
-class CrashBanner(Static):
+class CrashBanner(ViewStatic[CrashView]):
     """Renders a ``CrashView`` compactly; hidden when there is none."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"crash--title", "crash--keys", "crash--dim"}
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id, markup=False)
-        self._view: CrashView | None = None
 
     @property
     def view(self) -> CrashView | None:
@@ -67,9 +63,3 @@ class CrashBanner(Static):
             text.append("\n")
             text.append(f"→ {fix}")
         return text
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        if self._view is not None:
-            view, self._view = self._view, None
-            self.show(view)

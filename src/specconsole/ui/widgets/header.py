@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual.widgets import Static
 
 from specconsole.ui.viewmodels import HeaderView, Tone
+from specconsole.ui.widgets.viewstatic import ViewStatic
 
 
-class StatusHeader(Static):
+class StatusHeader(ViewStatic[HeaderView]):
     """Renders a ``HeaderView``; knows nothing about the controller."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
@@ -26,10 +26,6 @@ class StatusHeader(Static):
         "status--meta",
         "status--config",
     }
-
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id, markup=False)
-        self._view: HeaderView | None = None
 
     def show(self, view: HeaderView) -> None:
         """Draw ``view`` (no-op when unchanged, so per-second ticks are cheap)."""
@@ -58,9 +54,3 @@ class StatusHeader(Static):
         text.append("  │  ", style=meta_style)
         text.append(view.title, style=title_style)
         return text
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()
-        if self._view is not None:
-            view, self._view = self._view, None
-            self.show(view)
