@@ -806,6 +806,7 @@ def test_resumed_session_knows_its_rollback_target() -> None:
 SAMPLES: dict[type[ev.Event], ev.Event] = {
     ev.StartSweep: ev.StartSweep(plan=plan()),
     ev.Pause: ev.Pause(),
+    ev.FocusBox: ev.FocusBox(box="b"),
     ev.Cancel: ev.Cancel(),
     ev.DeployConfig: ev.DeployConfig(config=plan().base),
     ev.BenchmarkOnly: ev.BenchmarkOnly(),

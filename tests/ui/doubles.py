@@ -16,6 +16,7 @@ from specconsole.core.config import ServerConfig, SpecAlgorithm
 from specconsole.core.events import Event, Intent, LogLines
 from specconsole.core.log_events import LoadStage
 from specconsole.core.state import (
+    BoxLane,
     ConnectionState,
     ControllerState,
     CrashInfo,
@@ -24,6 +25,7 @@ from specconsole.core.state import (
     LevelSummary,
     PendingDecision,
     Phase,
+    PoolView,
     ResumeChoice,
     TrialRecord,
     TrialStatus,
@@ -234,4 +236,43 @@ def crashed_state() -> ControllerState:
         ),
         sweep_active=True,
         labels=LABELS,
+    )
+
+
+FLEET_TAILS = {
+    "gpu-a": "[2026-07-20 12:03:05 TP0] Decode batch, #running-req: 16, accept len: 3.18",
+    "gpu-b": "[2026-07-20 12:02:21 TP0] Load weight end. elapsed=41.20 s",
+}
+
+
+def fleet_state(focus: str = "gpu-a") -> ControllerState:
+    """The console on a pool of two boxes, as ``controller.pool_console`` composes it: the
+    focused box's snapshot (gpu-a benchmarking steps 4), the pool's trials (each naming its
+    box) and one lane per box (gpu-b loading steps 5)."""
+    state = benchmarking_state()
+    trials = tuple(
+        dataclasses.replace(t, box="gpu-a" if t.index % 2 == 0 else "gpu-b") for t in state.trials
+    )
+    lanes = (
+        BoxLane(
+            box="gpu-a",
+            phase=Phase.BENCHMARKING,
+            phase_since=NOW - 41,
+            trial_index=3,
+            trial_config=steps_config(4),
+            tail=FLEET_TAILS["gpu-a"],
+        ),
+        BoxLane(
+            box="gpu-b",
+            phase=Phase.LOADING,
+            phase_since=NOW - 72,
+            trial_index=4,
+            trial_config=steps_config(5),
+            tail=FLEET_TAILS["gpu-b"],
+        ),
+    )
+    labels = (("box", focus), *LABELS)
+    trial = dataclasses.replace(state.trial, box="gpu-a") if state.trial is not None else None
+    return dataclasses.replace(
+        state, trial=trial, trials=trials, fleet=lanes, pool=PoolView(box=focus), labels=labels
     )

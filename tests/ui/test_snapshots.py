@@ -21,6 +21,7 @@ from tests.ui.doubles import (
     RecordingController,
     benchmarking_state,
     crashed_state,
+    fleet_state,
     idle_state,
     loading_state,
 )
@@ -88,6 +89,7 @@ SCENES: dict[str, Scene] = {
     "crashed": (crashed_state, CRASH_JOURNAL, None),
     "editor_error": (idle_state, (), _type_invalid_tree),
     "help": (idle_state, (), _open_help),
+    "fleet": (fleet_state, JOURNAL, None),
 }
 
 

@@ -251,6 +251,18 @@ async def _run(
     from specconsole.core.state import ControllerState
     from specconsole.ui.app import make_app
 
+    if plan.boxes:  # a pool ([[hosts]]): one lane per box, n switches the box shown
+        from specconsole.controller.pool import Pool
+        from specconsole.controller.pool_console import PoolConsole
+
+        pool = Pool(plan, session, policy=policy)
+        console = PoolConsole(pool, autostart=autostart)
+        try:
+            await make_app(console, theme=theme, run_controller=console.run).run_async(mouse=mouse)
+        finally:
+            await pool.close(stop_server=stop_server_on_exit)
+        print(f"session: {session.path}")
+        return 0
     wired = wire_controller(plan, session, ControllerState(plan=plan, policy=policy))
     controller, ports, recorder = wired.controller, wired.ports, wired.recorder
     app = make_app(controller, theme=theme, run_controller=controller.run)

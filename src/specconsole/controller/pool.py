@@ -200,12 +200,22 @@ class Pool:
     async def run(self) -> None:
         """Start every box's sweep and return once nothing more can happen without a
         decision (every box done, paused, awaiting a decision or out of the pool)."""
+        self.start()
+        await self.finished.wait()
+
+    def start(self, *, sweep: bool = True) -> None:
+        """Start every box's controller (call from the event loop); ``sweep`` also starts
+        the sweep (the console waits for ``s`` instead)."""
         for run in self.runs.values():
             run.task = asyncio.ensure_future(run.controller.run())
         self._sync_now()  # every box knows the prior trials before it picks
-        for run in self.runs.values():
+        if sweep:
+            self.start_sweep()
+
+    def start_sweep(self) -> None:
+        """Start (or continue) the sweep on every box still in the pool."""
+        for run in self.alive():
             run.controller.send(ev.StartSweep(plan=run.plan, policy=run.state.policy))
-        await self.finished.wait()
 
     def send(self, name: str, event: ev.Event) -> None:
         """An intent for one box (the console's keys act on the selected box)."""

@@ -48,6 +48,14 @@ class Intent(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FocusBox(Intent):
+    """Show this box of the pool in the console (its journal, header and keys); handled by
+    the pool's console handle, never by a box's machine."""
+
+    box: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartSweep(Intent):
     """Start (or continue) the sweep: the strategy picks trial after trial."""
 
@@ -312,6 +320,7 @@ INTENT_TYPES: tuple[type[Intent], ...] = (
     BenchmarkOnly,
     Resume,
     SetPolicy,
+    FocusBox,
     Quit,
 )
 """Every intent, for documentation and exhaustive tests."""

@@ -174,6 +174,24 @@ class PoolView:
 
 
 @dataclass(frozen=True, slots=True)
+class BoxLane:
+    """One box of a pool as the console's fleet lanes show it (``controller.pool_console``)."""
+
+    box: str
+    phase: Phase = Phase.IDLE
+    phase_since: float = 0.0
+    trial_index: int | None = None
+    """The trial the box is running (None between trials)."""
+    trial_config: ServerConfig | None = None
+    tail: str = ""
+    """The box's last journal line."""
+    crashed: bool = False
+    """Awaiting a decision after a crash (paused under ``pause``)."""
+    removed: str = ""
+    """Why the box left the pool ('' while it is in it)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ControllerState:
     """The snapshot every view renders. Build new ones with ``dataclasses.replace``."""
 
@@ -200,6 +218,9 @@ class ControllerState:
     connection: ConnectionState = ConnectionState.UNKNOWN
     pool: PoolView | None = None
     """Set when this machine is one box of a pool (``controller.pool``)."""
+    fleet: tuple[BoxLane, ...] = ()
+    """Every box of the pool, for the console (set only on the snapshot the console shows,
+    which is the focused box's: ``pool.box``); never read by the machine."""
     sweep_active: bool = False
     """A sweep is in progress (possibly paused, cancelled or awaiting a decision); False
     before the first StartSweep, once it is DONE, and after it is abandoned."""

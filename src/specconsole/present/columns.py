@@ -47,6 +47,7 @@ def _capacity(record: TrialRecord) -> int | None:
 
 TRIAL: Column = Column("trial", "#", "trial", lambda r, _b, _p: str(r.index + 1))
 LABEL: Column = Column("label", "trial", "trial", lambda r, b, _p: trial_label(r, b), numeric=False)
+BOX: Column = Column("box", "box", "box", lambda r, _b, _p: r.box or "", numeric=False)
 CONFIG: Column = Column(
     "config", "config", "config", lambda r, b, _p: config_label(r.config, b), numeric=False
 )
@@ -83,8 +84,20 @@ ACCEPT: Column = Column(
 CONSOLE_COLUMNS: tuple[Column, ...] = (LABEL, STATUS, SINGLE, PEAK, CAPACITY, ACCEPT)
 """The console's trials pane, left to right."""
 
+POOL_CONSOLE_COLUMNS: tuple[Column, ...] = (LABEL, BOX, *CONSOLE_COLUMNS[1:])
+"""The console's trials pane on a pool of boxes: which box ran each trial, after the trial."""
+
+
+def console_columns(pool: bool) -> tuple[Column, ...]:
+    """The trials pane's columns: with the box column when the console shows a pool."""
+    return POOL_CONSOLE_COLUMNS if pool else CONSOLE_COLUMNS
+
+
 REPORT_COLUMNS: tuple[Column, ...] = (TRIAL, CONFIG, SINGLE, PEAK, CAPACITY, ACCEPT, STATUS)
 """The report's seed table (the seed's columns plus the trial number), left to right."""
+
+BY_ID: dict[str, Column] = {c.id: c for c in (*POOL_CONSOLE_COLUMNS, *REPORT_COLUMNS)}
+"""Every column by its id (the trials pane rebuilds its header from a row's ids)."""
 
 
 def cells(

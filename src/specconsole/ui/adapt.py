@@ -44,7 +44,7 @@ from specconsole.core.strategy import Proposal
 from specconsole.core.strategy import suggest_next as core_suggest_next
 from specconsole.core.validation import validate
 from specconsole.core.watch import is_fatal, looks_fatal
-from specconsole.present.columns import CONSOLE_COLUMNS, cells
+from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import DASH, format_elapsed, format_rate
 from specconsole.present.keys import COMMAND_CHOICES, choice_hints
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
@@ -316,10 +316,11 @@ def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
     records = all_trials(state)
     base = _label_base(state, records)
     marked = marks(records, _goal(state))
-    columns = tuple(c.id for c in CONSOLE_COLUMNS)
+    shown = console_columns(bool(state.fleet))
+    columns = tuple(c.id for c in shown)
     rows = []
     for record in records:
-        row = cells(CONSOLE_COLUMNS, record, base)
+        row = cells(shown, record, base)
         mark = TRIAL_MARKS.get(marked.get(record.index, ""), "")
         if mark and row:
             row = (f"{mark} {row[0]}", *row[1:])

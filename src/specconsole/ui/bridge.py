@@ -5,6 +5,9 @@ times a second while a server floods its log. The bridge turns that into at most
 messages a second: the newest state snapshot (older queued ones are replaced), and the log
 lines buffered since the last flush as one ``LogBatch``. The buffer is bounded, so a UI that
 falls behind drops the oldest lines (and says how many) instead of growing without limit.
+On a pool the lines are the focused box's: when the console switches to another box, lines
+of the old one still buffered are discarded (the pool's handle then publishes the new box's
+recent journal), so the pane never mixes two boxes.
 
 ``ControllerHandle`` is the UI's whole view of the controller: current state, subscribe, and
 send an intent. The real runtime (``specconsole.controller``) and the tests' recording
@@ -24,6 +27,7 @@ from textual.message import Message
 
 from specconsole.core.events import Event, LogLines
 from specconsole.core.state import ControllerState
+from specconsole.present.fleet import focused_box
 from specconsole.ui.messages import LogBatch, StateChanged
 
 FLUSH_INTERVAL_S = 0.1
@@ -73,6 +77,7 @@ class ControllerBridge:
         self._lock = threading.Lock()
         self._unsubscribe: Callable[[], None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._box = focused_box(controller.state)
 
     def start(self) -> None:
         """Subscribe and start the periodic flush (call from the app's event loop)."""
@@ -94,6 +99,12 @@ class ControllerBridge:
 
     def publish(self, state: ControllerState, event: Event | None = None) -> None:
         """The subscriber callback; safe to call from any thread."""
+        box = focused_box(state)
+        if box != self._box:
+            with self._lock:
+                self._box = box
+                self._flushed += len(self._lines)  # the old box's: discarded, not dropped
+                self._lines.clear()
         if isinstance(event, LogLines) and event.lines:
             self.feed(event.lines)
         self._post(StateChanged(state))

@@ -116,6 +116,12 @@ def _on_pool_changed(state: ControllerState, event: ev.Event) -> Result:
     return replace(state, pool=event.view), ()
 
 
+def _on_focus_box(state: ControllerState, event: ev.Event) -> Result:
+    """The pool's console handle switches its view; a box's own machine has nothing to do."""
+    assert isinstance(event, ev.FocusBox)
+    return state, ()
+
+
 def _on_connection(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.ConnectionChanged)
     new = replace(state, connection=event.state)
@@ -223,6 +229,7 @@ ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.LogLines: _on_log_lines,
     ev.ConnectionChanged: _on_connection,
     ev.PoolChanged: _on_pool_changed,
+    ev.FocusBox: _on_focus_box,
     ev.SetPolicy: _on_set_policy,
     ev.Quit: _on_quit,
 }

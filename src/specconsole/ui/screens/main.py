@@ -27,12 +27,14 @@ from specconsole.core.events import (
     BenchmarkOnly,
     Cancel,
     DeployConfig,
+    FocusBox,
     Intent,
     Pause,
     Resume,
     StartSweep,
 )
 from specconsole.core.state import ControllerState, ResumeChoice
+from specconsole.present.fleet import focused_box, lane_views, next_box
 from specconsole.present.keys import COMMANDS, available
 from specconsole.present.labels import config_summary, notice_text
 from specconsole.ui import adapt
@@ -47,6 +49,7 @@ from specconsole.ui.viewmodels import LineClassifier
 from specconsole.ui.widgets.bench import BenchPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
 from specconsole.ui.widgets.crash import CrashBanner
+from specconsole.ui.widgets.fleet import FleetLanes
 from specconsole.ui.widgets.header import StatusHeader
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.trials import TrialsPane
@@ -112,6 +115,13 @@ class MainScreen(Screen[None]):
             id="search",
             tooltip="show only log lines containing a word (esc clears)",
         ),
+        Binding(
+            "n",
+            "next_box",
+            "next box",
+            id="next-box",
+            tooltip="pool: show the next box (its journal, header and keys)",
+        ),
         Binding("question_mark", "help", "help", id="help", tooltip="this help"),
         Binding(
             "q",
@@ -160,6 +170,7 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
+        yield FleetLanes(id="fleet")
         yield CrashBanner(id="crash-banner")
         with Container(id="body"):
             yield JournalPane(self._classify, id="journal", classes="pane")
@@ -192,8 +203,11 @@ class MainScreen(Screen[None]):
             return  # a log flood republishes the same snapshot; nothing to redraw
         self._rendered = True
         previous, self._state = self._state, state
-        if available(state) != available(previous):
+        if available(state) != available(previous) or len(state.fleet) != len(previous.fleet):
             self.refresh_bindings()  # the footer shows exactly the keys that apply now
+        if focused_box(state) != focused_box(previous):
+            self.journal.reset()  # the pane now follows another box: its lines follow
+            self._trial_index = None if state.trial is None else state.trial.index
         notice = state.notice
         # Warnings and errors pop up; routine news ("trial 4: ...") is already on screen.
         if notice is not None and notice != previous.notice and notice.level in NOTIFY_LEVELS:
@@ -215,6 +229,7 @@ class MainScreen(Screen[None]):
 
     def refresh_header(self, now: float) -> None:
         self.query_one(StatusHeader).show(adapt.header_view(self._state, now))
+        self.query_one(FleetLanes).lanes = lane_views(self._state, now)
 
     def _mark_trial_start(self, state: ControllerState) -> None:
         """Put a separator in the journal when a new trial begins (its log follows)."""
@@ -269,6 +284,8 @@ class MainScreen(Screen[None]):
         """State-dependent commands are enabled (and in the footer) only while available."""
         if action == "command":
             return parameters[0] in available(self._state)
+        if action == "next_box":
+            return next_box(self._state) is not None  # a pool of more than one box
         return True
 
     def action_command(self, command: str) -> None:
@@ -342,6 +359,12 @@ class MainScreen(Screen[None]):
         if self.compact:
             self.current_pane = "journal"
         self.journal.open_search()
+
+    def action_next_box(self) -> None:
+        """Show the next box of the pool: its journal, header and keys."""
+        box = next_box(self._state)
+        if box is not None:
+            self._send(FocusBox(box=box))
 
     def action_help(self) -> None:
         self.post_message(OpenHelp())

@@ -124,6 +124,11 @@ class JournalLog(Log):
             self.write_lines(shown, scroll_end=False)
             self._keep_following()
 
+    def reset(self) -> None:
+        """Forget every line (the pane now shows another box of a pool)."""
+        self._history.clear()
+        self.clear()
+
     def _keep_following(self) -> None:
         # ``Log`` only follows while the view is exactly at the end; a resize (the crash
         # banner appearing) would silently stop it. Following is an explicit mode here.
@@ -212,6 +217,11 @@ class JournalPane(Vertical):
     def append(self, lines: Iterable[str]) -> None:
         """Add a batch of log lines (one UI update per batch)."""
         self.log_view.append(lines)
+        self._update_subtitle()
+
+    def reset(self) -> None:
+        """Empty the pane before another box's journal is written into it."""
+        self.log_view.reset()
         self._update_subtitle()
 
     def watch_follow(self, follow: bool) -> None:

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from specconsole.present.columns import CONSOLE_COLUMNS
+from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS
 from specconsole.ui.viewmodels import TrialDetails, TrialRow
 
 
@@ -38,6 +38,7 @@ class TrialsPane(Horizontal):
         self._rows: tuple[TrialRow, ...] = ()
         self._details: TrialDetails | None = None
         self._details_shown = False
+        self._columns: tuple[str, ...] = ()
         self.border_title = "Trials"
 
     def compose(self) -> ComposeResult:
@@ -47,9 +48,15 @@ class TrialsPane(Horizontal):
             yield Static("No trials yet.", id="trial-details", markup=False)
 
     def on_mount(self) -> None:
+        self._set_columns(tuple(c.id for c in CONSOLE_COLUMNS))
+
+    def _set_columns(self, ids: tuple[str, ...]) -> None:
+        """(Re)build the header (a pool's rows carry a box column)."""
         table = self.table
-        for column in CONSOLE_COLUMNS:
-            table.add_column(column.header, key=column.id)
+        table.clear(columns=True)
+        for column_id in ids:
+            table.add_column(BY_ID[column_id].header, key=column_id)
+        self._columns = ids
 
     @property
     def table(self) -> DataTable[str]:
@@ -74,6 +81,8 @@ class TrialsPane(Horizontal):
         previous = self.selected_key
         at_end = previous is None or (self._rows and previous == self._rows[-1].key)
         self._rows = rows
+        if rows and rows[0].columns != self._columns:
+            self._set_columns(rows[0].columns)
         table.clear()
         for row in rows:
             table.add_row(*row.cells, key=row.key)
