@@ -213,7 +213,7 @@ def _placements(url: str, sshd: dict[str, Any] | None, api: str) -> tuple[float,
     """Every placement and the reference on ``api``; returns (direct µs/token, ratio)."""
     direct = _report(f"{api}: direct (threaded runner)", _run_worker("direct", url, api=api))
     if sshd is not None and api == "generate":
-        _report(f"{api}: SSH forward (httpx via asyncssh)", _run_worker("ssh", url, sshd, api))
+        _report(f"{api}: SSH forward (via asyncssh)", _run_worker("ssh", url, sshd, api))
     _report(f"{api}: on the box (stdlib runner script)", _run_remote_script(url, api))
     reference = _report(
         f"{api}: reference (aiohttp, bench_serving loop)", _run_worker("reference", url, api=api)
