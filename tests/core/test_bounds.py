@@ -23,6 +23,13 @@ PLAN_CASES = {
     "requests": ("requests_per_level = 4", "requests_per_level = 10000000", "limit"),
     "load_timeout": ("load_timeout = 120", "load_timeout = inf", "[sweep] load_timeout"),
     "max_trials": ('on_crash = "pause"', 'on_crash = "pause"\nmax_trials = 10000000', "limit"),
+    "ladder levels": (
+        "ladder = [1, 4]",
+        f"ladder = {list(range(1, 2000))}",
+        "[bench] ladder has 1999 levels",
+    ),
+    "patience": ('on_crash = "pause"', 'on_crash = "pause"\npatience = 1000000000', "limit"),
+    "noise_pct": ('on_crash = "pause"', 'on_crash = "pause"\nnoise_pct = inf', "finite"),
 }
 
 

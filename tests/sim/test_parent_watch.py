@@ -102,3 +102,10 @@ def test_a_simulator_without_a_parent_to_watch_is_left_running(tmp_path: Path) -
     finally:
         for pid in _sims_on(kept) + _sims_on(gone):
             os.kill(pid, signal.SIGTERM)
+
+
+def test_the_demo_plan_stops_its_simulator_when_the_sweep_ends() -> None:
+    """Defect 9's other half: a demo sweep that finishes stops its server ([sweep] finally)."""
+    from specconsole.commands.tui import demo_plan
+
+    assert demo_plan().finally_action == "stop"

@@ -32,6 +32,7 @@ SERVER_LIMITS: dict[str, int] = {
 
 PLAN_LIMITS: dict[str, float] = {
     "[bench] ladder": 4096,
+    "[bench] ladder levels": 256,
     "[bench] requests_per_level": 100_000,
     "[bench] warmup_requests": 10_000,
     "[bench] input_len": 1_048_576,
@@ -49,6 +50,10 @@ PLAN_LIMITS: dict[str, float] = {
     "[sweep] load_timeout": 86_400.0,
     "[sweep] min_gain_pct": 10_000.0,
     "[sweep] min_kv_tokens": 2**40,
+    "[sweep] patience": 10_000,
+    "[sweep] startup_trials": 100_000,
+    "[sweep] seed": 2**63 - 1,
+    "[sweep] noise_pct": 10_000.0,
 }
 """Largest value of each plan number, by the name the error shows (``[table] key``)."""
 

@@ -296,6 +296,7 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         "on_crash": plan.on_crash.value,
         "load_timeout": plan.load_timeout_s,
         "skip_infeasible": plan.skip_infeasible,
+        "finally": plan.finally_action,
         "axes": {name: _plain(values) for name, values in plan.axes},
     }
     if plan.axis is not None:

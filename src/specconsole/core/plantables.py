@@ -154,6 +154,11 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
             ):
                 raise PlanError(f"{where} must be a non-empty list of positive integers")
+            if len(value) > (most := PLAN_LIMITS["[bench] ladder levels"]):
+                raise PlanError(
+                    f"{where} has {len(value)} levels, above the limit of {most:g}; fix: "
+                    "keep the concurrencies that matter (each level runs for duration_s)"
+                )
             for level in value:
                 if problem := limit_problem("[bench] ladder level", level, PLAN_LIMITS[where]):
                     raise PlanError(problem)
