@@ -29,6 +29,7 @@ import asyncio
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -225,6 +226,9 @@ def _placements(url: str, sshd: dict[str, Any] | None, api: str) -> tuple[float,
 
 def main() -> int:
     from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
+
+    # A SIGTERM (e.g. from ``timeout``) unwinds like Ctrl-C: the sshd and simulator are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from tests.fixtures.sshd import SshdServer, SshdUnavailable
 
     print(
@@ -233,7 +237,7 @@ def main() -> int:
         "each client pinned to one core"
     )
     worst, worst_ratio = 0.0, 0.0
-    with tempfile.TemporaryDirectory(prefix="specconsole-bench-sshd-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="specconsole-loadgen-sshd-") as tmp:
         server: SshdServer | None = None
         sshd: dict[str, Any] | None = None
         try:
