@@ -65,6 +65,16 @@ def test_the_units_own_configuration_changes_nothing() -> None:
     assert edit(single, parse_unit(single)) == single
 
 
+def test_a_detected_engine_release_does_not_stop_the_edit() -> None:
+    """The controller stamps the box's SGLang release on each configuration once it knows
+    it (engine_version is not on the command line): the edit still runs it."""
+    base = parse_unit(HAND_WRITTEN)
+    new = dataclasses.replace(base, speculative_num_steps=5, engine_version="0.5.4")
+    removed, added = changed_lines(HAND_WRITTEN, edit(HAND_WRITTEN, new))
+    assert removed == ["    --speculative-num-steps=3 \\"]
+    assert added == ["    --speculative-num-steps=5 \\"]
+
+
 def test_only_the_changed_flags_change_in_the_users_spelling() -> None:
     base = parse_unit(HAND_WRITTEN)
     new = dataclasses.replace(base, tp_size=4, speculative_num_steps=5, mem_fraction_static=0.8)

@@ -464,8 +464,11 @@ def _runs(text: str, dropins: str, config: ServerConfig, secret_env: tuple[str, 
         return False
 
     def shape(c: ServerConfig) -> ServerConfig:
+        # engine_version picks the flag names but is not on the command line: a unit
+        # never parses back with it, so a detected release must not fail the edit.
         return replace(
             c,
+            engine_version=None,
             env=(),
             user=None,
             working_directory=None,
