@@ -105,10 +105,13 @@ async def apply_finally(
     transport: Transport,
     timeout_s: float,
     on_diff: Callable[[str], None] = lambda diff: None,
+    for_box: Callable[[ServerConfig], ServerConfig] = lambda config: config,
 ) -> FinalOutcome:
     """Carry out ``action`` (one of ``FINALLY_CHOICES``) on the box; raises
     ``TransportError`` when the box cannot be reached (the caller reports it). ``on_diff``
-    is given the change ``best`` makes to the box (values redacted) before it is made."""
+    is given the change ``best`` makes to the box (values redacted) before it is made.
+    ``for_box`` turns a recorded configuration into the one deployed, as the trials were
+    (the flag names of the box's detected engine release)."""
     if action not in FINALLY_CHOICES:
         raise ValueError(f"finally = {action!r}: use one of {', '.join(FINALLY_CHOICES)}")
     if action == "last":
@@ -123,6 +126,7 @@ async def apply_finally(
         return FinalOutcome(
             action, "finally = best: no successful trial; the box is left as it is", False
         )
+    config = for_box(config)
     if missing := missing_values(config):
         return FinalOutcome(
             action,

@@ -25,10 +25,12 @@ import contextlib
 import signal
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core import events as ev
+from specconsole.core.config import ServerConfig
 from specconsole.core.plan import CrashPolicy, StrategyKind, SweepPlan
 from specconsole.core.results import validate_config
 from specconsole.core.state import (
@@ -236,7 +238,9 @@ async def run_headless(
         await controller.run()
         final = controller.state
         if final.phase is Phase.DONE and not controller.halted and not interrupted:
-            finish_failed = await _leave_box(plan, final, wired.ports, printer, session)
+            finish_failed = await _leave_box(
+                plan, final, wired.ports, printer, session, for_box=controller.versioned
+            )
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -272,6 +276,8 @@ async def _leave_box(
     ports: Ports,
     printer: ProgressPrinter,
     session: Session,
+    *,
+    for_box: Callable[[ServerConfig], ServerConfig],
 ) -> bool:
     """``[sweep] finally`` after a finished sweep, reported line by line; True when it
     changed the box and the box does not serve (the exit code says so)."""
@@ -288,6 +294,7 @@ async def _leave_box(
             transport=ports.transport,
             timeout_s=plan.load_timeout_s,
             on_diff=printer._print_diff,
+            for_box=for_box,
         )
     except (TransportError, OSError) as exc:
         printer._print(

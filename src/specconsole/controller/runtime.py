@@ -24,11 +24,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
-import httpx
-
+from specconsole.controller.endpoint import ServerEndpoint
 from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
+from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
@@ -40,33 +40,16 @@ from specconsole.core.ports import (
     REACH_FAILURES,
     BenchmarkRunner,
     BenchProgress,
-    LocatedService,
     ServiceBackend,
     ServiceState,
     ServiceStatus,
     Transport,
 )
-from specconsole.core.state import ControllerState, Notice, TrialRecord, close_open_stamp
+from specconsole.core.state import ControllerState, Notice, close_open_stamp
 
 log = logging.getLogger(__name__)
 
 Subscriber = Callable[[ControllerState, ev.Event], None]
-
-
-class TrialRecorder(Protocol):
-    """Where finished trials and captured logs go (``session.recorder.SessionRecorder``)."""
-
-    def record(self, record: TrialRecord, bench: dict[str, Any] | None) -> TrialRecord:
-        """Persist durably; may return the record with ``log_file`` filled in."""
-        ...
-
-    def save(self, state: ControllerState) -> None:
-        """Rewrite the session's progress."""
-        ...
-
-    def log_lines(self, trial_index: int | None, lines: tuple[str, ...]) -> None:
-        """Append captured server log lines for a trial."""
-        ...
 
 
 Validator = Callable[[ServerConfig], ev.Outcome]
@@ -121,8 +104,7 @@ class Controller:
         self._stopper: asyncio.Task[None] | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._bench_results: dict[int, dict[str, Any]] = {}
-        self._http: httpx.AsyncClient | None = None
-        self._urls: dict[tuple[str, int], str] = {}
+        self.endpoint = ServerEndpoint(transport, backend, timeout_s=http_timeout_s)
         self._stopping = False
         self._stop_on_exit = False
         self.finished: asyncio.Event = asyncio.Event()
@@ -167,7 +149,7 @@ class Controller:
 
     async def run(self) -> None:
         """Process events until a ``Quit`` (or, with ``stop_on_finish``, the sweep's end)."""
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.http_timeout_s))
+        self.endpoint.open()
         try:
             if self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
                 plan, config = self._state.plan, self._state.current_config
@@ -256,14 +238,14 @@ class Controller:
                 log.exception("controller: recording the engine version failed")
                 self.halt(f"could not write session.toml: {exc}")
 
-    def _versioned(self, config: ServerConfig) -> ServerConfig:
+    def versioned(self, config: ServerConfig) -> ServerConfig:
         """``config`` in the flag names of the box's release, once it is known."""
         return config if self.engine_versions is None else self.engine_versions.apply(config)
 
     async def _for_box(self, config: ServerConfig) -> ServerConfig:
         if self.engine_versions is not None:  # resolved by run(); here if it had no config
             await self.engine_versions.ensure(config)
-        return self._versioned(config)
+        return self.versioned(config)
 
     def halt(self, reason: str) -> None:
         """Stop the run at once (the first reason is kept): the session cannot be written or
@@ -280,7 +262,7 @@ class Controller:
         e = effect.epoch
         if isinstance(effect, fx.Validate):
             try:
-                outcome = self.validator(self._versioned(effect.config))
+                outcome = self.validator(self.versioned(effect.config))
             except Exception as exc:
                 outcome = ev.OperationFailed(operation="validate", message=str(exc))
             self._post(replace(outcome, epoch=e))
@@ -364,29 +346,15 @@ class Controller:
 
     # -- operations ---------------------------------------------------------------------------
 
-    async def _url(self, config: ServerConfig | None = None) -> str:
-        """A locally reachable URL of the deployed server (an SSH forward when remote)."""
+    def _serving_config(self, config: ServerConfig | None = None) -> ServerConfig:
         cfg = config or self._state.deployed_config or self._state.current_config
         if cfg is None:
             raise RuntimeError("no configuration is deployed")
-        host = await self._server_host(cfg)
-        key = (host, cfg.port)
-        url = self._urls.get(key)
-        if url is None:
-            forward = await self.transport.forward_local_port(cfg.port, host)
-            url = forward.url
-            self._urls[key] = url
-        return url
+        return cfg
 
-    async def _server_host(self, cfg: ServerConfig) -> str:
-        """Where the server listens as the box sees it: ``[server] host``, or the node of a
-        batch job (a :class:`LocatedService` backend knows it once the job runs)."""
-        if isinstance(self.backend, LocatedService):
-            host = await self.backend.server_host(cfg)
-            if host is None:
-                raise RuntimeError("the server's node is not known yet (the job is queued)")
-            return host
-        return results.box_host(cfg)
+    async def _url(self, config: ServerConfig | None = None) -> str:
+        """A locally reachable URL of the deployed server (an SSH forward when remote)."""
+        return await self.endpoint.url(self._serving_config(config))
 
     async def _deploy(self, config: ServerConfig) -> ev.Outcome:
         config = await self._for_box(config)
@@ -418,41 +386,25 @@ class Controller:
         status = await self.backend.status()
         if status.state is not ServiceState.RUNNING:
             return ev.ReattachChecked(attached=False, detail=f"the service is {status.state.value}")
-        assert self._http is not None
-        try:
-            response = await self._http.get(f"{await self._url(config)}/health", timeout=5.0)
-        except httpx.HTTPError as exc:
-            return ev.ReattachChecked(attached=False, detail=f"health check failed: {exc}")
-        if response.status_code != 200:
-            return ev.ReattachChecked(
-                attached=False, detail=f"health answered {response.status_code}"
-            )
+        problem = await self.endpoint.health_problem(config)
+        if problem is not None:
+            return ev.ReattachChecked(attached=False, detail=problem)
         return ev.ReattachChecked(
             attached=True, artifact_hash=preview.artifact_hash, detail="same configuration, healthy"
         )
 
     async def _server_info(self) -> ev.Outcome:
-        assert self._http is not None
-        response = await self._http.get(f"{await self._url()}/server_info")
-        response.raise_for_status()
-        body = response.json()
+        body = await self.endpoint.server_info(self._serving_config())
         if self.engine_versions is not None:  # the fallback when the box could not be asked
             self.engine_versions.from_server_info(body)
         return ev.ServerInfoFetched(items=results.server_info_items(body))
 
     async def _flush(self) -> ev.Outcome:
-        assert self._http is not None
-        response = await self._http.post(f"{await self._url()}/flush_cache")
-        if response.status_code >= 400:
-            raise RuntimeError(
-                f"/flush_cache answered {response.status_code}: {response.text[:200]}"
-            )
+        await self.endpoint.flush_cache(self._serving_config())
         return ev.CacheFlushed()
 
     async def _benchmark(self, spec: Any) -> ev.Outcome:
-        cfg = self._state.deployed_config or self._state.current_config
-        if cfg is None:
-            raise RuntimeError("no configuration is deployed")
+        cfg = self._serving_config()
         trial = self._state.trial
         epoch = self._state.epoch
 
@@ -467,7 +419,7 @@ class Controller:
                     )
                 )
 
-        url = f"http://{await self._server_host(cfg)}:{cfg.port}"
+        url = f"http://{await self.endpoint.host(cfg)}:{cfg.port}"
         result = await self.runner.run(spec, url, on_progress=progress)
         if not isinstance(result, BenchResult):
             raise TypeError(f"the benchmark runner returned {type(result).__name__}")
@@ -501,7 +453,6 @@ class Controller:
         previous = self._watcher
         after = previous.cursor if effect.continue_previous and previous is not None else None
         self._stop_watch()
-        assert self._http is not None
         cfg = self._state.current_config
         self._watcher = ServerWatch(
             epoch=effect.epoch,
@@ -509,10 +460,10 @@ class Controller:
             after=after,
             engine=cfg.engine if cfg is not None else None,
             backend=self.backend,
-            http=self._http,
+            http=self.endpoint.http,
             url=self._url,
             post=self._post,
-            sink=None if self.recorder is None else _HaltingSink(self.recorder, self.halt),
+            sink=None if self.recorder is None else HaltingSink(self.recorder, self.halt),
             timing=self.timing,
         )
         self._watch = self._spawn(self._watcher.run())
@@ -538,25 +489,7 @@ class Controller:
         if self._stop_on_exit:
             with contextlib.suppress(Exception):
                 await self.backend.stop()
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self.endpoint.close()
         if self.recorder is not None:
             with contextlib.suppress(Exception):
                 self.recorder.save(self._state)
-
-
-class _HaltingSink:
-    """The recorder as the watcher's log sink: a failed log write (a full disk) halts the run
-    instead of being logged once per batch while the sweep goes on unrecorded."""
-
-    def __init__(self, recorder: TrialRecorder, halt: Callable[[str], None]) -> None:
-        self._recorder = recorder
-        self._halt = halt
-
-    def log_lines(self, trial_index: int | None, lines: tuple[str, ...]) -> None:
-        try:
-            self._recorder.log_lines(trial_index, lines)
-        except OSError as exc:
-            self._halt(f"could not write the server log: {exc}")
-            raise

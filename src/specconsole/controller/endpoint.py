@@ -1,0 +1,90 @@
+"""The deployed server as the controller reaches it: its URL and its own HTTP endpoints.
+
+Why a module of its own: the runtime performs the machine's effects; *how* the server is
+reached is a separate concern with state of its own — one HTTP client for the run, one local
+URL per (host, port) (an SSH forward when the box is remote, made once and reused), and the
+node of a batch job, which is known only once the job runs. What the answers mean stays in
+the pure ``core.results``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from specconsole.core import results
+from specconsole.core.config import ServerConfig
+from specconsole.core.ports import LocatedService, ServiceBackend, Transport
+
+
+class ServerEndpoint:
+    """Open with :meth:`open` before the first request, :meth:`close` at the end of the run."""
+
+    def __init__(
+        self, transport: Transport, backend: ServiceBackend, *, timeout_s: float = 10.0
+    ) -> None:
+        self.transport = transport
+        self.backend = backend
+        self.timeout_s = timeout_s
+        self._http: httpx.AsyncClient | None = None
+        self._urls: dict[tuple[str, int], str] = {}
+
+    def open(self) -> None:
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s))
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """The run's HTTP client (the watcher's health polls share it)."""
+        if self._http is None:
+            raise RuntimeError("the server endpoint is not open")
+        return self._http
+
+    async def host(self, cfg: ServerConfig) -> str:
+        """Where the server listens as the box sees it: ``[server] host``, or the node of a
+        batch job (a :class:`LocatedService` backend knows it once the job runs)."""
+        if isinstance(self.backend, LocatedService):
+            host = await self.backend.server_host(cfg)
+            if host is None:
+                raise RuntimeError("the server's node is not known yet (the job is queued)")
+            return host
+        return results.box_host(cfg)
+
+    async def url(self, cfg: ServerConfig) -> str:
+        """A locally reachable URL of the server (an SSH forward when remote, made once)."""
+        host = await self.host(cfg)
+        key = (host, cfg.port)
+        url = self._urls.get(key)
+        if url is None:
+            forward = await self.transport.forward_local_port(cfg.port, host)
+            url = forward.url
+            self._urls[key] = url
+        return url
+
+    async def health_problem(self, cfg: ServerConfig) -> str | None:
+        """None when ``/health`` answers 200, else what went wrong."""
+        try:
+            response = await self.http.get(f"{await self.url(cfg)}/health", timeout=5.0)
+        except httpx.HTTPError as exc:
+            return f"health check failed: {exc}"
+        if response.status_code != 200:
+            return f"health answered {response.status_code}"
+        return None
+
+    async def server_info(self, cfg: ServerConfig) -> Any:
+        """``/server_info``'s JSON body."""
+        response = await self.http.get(f"{await self.url(cfg)}/server_info")
+        response.raise_for_status()
+        return response.json()
+
+    async def flush_cache(self, cfg: ServerConfig) -> None:
+        response = await self.http.post(f"{await self.url(cfg)}/flush_cache")
+        if response.status_code >= 400:
+            raise RuntimeError(
+                f"/flush_cache answered {response.status_code}: {response.text[:200]}"
+            )
