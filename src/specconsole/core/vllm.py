@@ -18,6 +18,7 @@ from typing import Any
 
 from specconsole.core.config import ConfigError, ServerConfig, SpecAlgorithm, parse_field
 from specconsole.core.flags import flag_field, flag_value, flag_words
+from specconsole.core.modelled_flags import VLLM_MODELLED_FLAGS
 
 __all__ = [
     "METHODS",
@@ -48,15 +49,9 @@ VLLM_DEFAULT_HOST = "0.0.0.0"
 VLLM_DEFAULT_PORT = 8000
 
 _FLAGS: dict[str, str] = {
-    "--model": "model_path",
-    "--gpu-memory-utilization": "mem_fraction_static",
-    "--max-num-seqs": "max_running_requests",
-    "--tensor-parallel-size": "tp_size",
-    "-tp": "tp_size",
-    "--max-model-len": "context_length",
-    "--host": "host",
-    "--port": "port",
+    flag: field for flag, field in VLLM_MODELLED_FLAGS.items() if flag != "--speculative-config"
 }
+"""The plain vLLM flags (``--speculative-config``'s JSON is read on its own below)."""
 
 
 def launcher_takes_positional_model(launcher_argv: Sequence[str]) -> bool:
