@@ -156,3 +156,20 @@ async def test_the_declared_release_overrides_detection(tmp_path: Path) -> None:
     assert code == 0, out
     assert meta["engine_version"] == "0.5.9" and meta["engine_version_source"] == "declared"
     assert "--cuda-graph-max-bs" in argv and "--cuda-graph-max-bs-decode" not in argv
+
+
+def test_a_resume_keeps_the_release_the_session_found() -> None:
+    from specconsole.controller.engine_detect import recorded_engine_version
+
+    found = recorded_engine_version(
+        {"engine_version": "0.5.23", "engine_version_source": "server_info"}
+    )
+    assert found is not None and (found.version, found.source) == ("0.5.23", "server_info")
+    assert "recorded in the session" in found.detail
+    # nothing found, or declared by the plan (the plan says it again): detect as usual
+    assert recorded_engine_version({"engine_version": "unknown"}) is None
+    assert (
+        recorded_engine_version({"engine_version": "0.5.9", "engine_version_source": "declared"})
+        is None
+    )
+    assert recorded_engine_version({}) is None and recorded_engine_version([]) is None

@@ -33,6 +33,7 @@ __all__ = [
     "detect_engine_version",
     "launcher_python",
     "probe_engine_version",
+    "recorded_engine_version",
     "version_from_server_info",
 ]
 
@@ -102,6 +103,22 @@ class EngineVersionInfo:
             "engine_version_source": self.source,
             "engine_version_detail": self.detail,
         }
+
+
+def recorded_engine_version(meta: Any) -> EngineVersionInfo | None:
+    """The release a session found earlier (its ``[session]`` table), or None when it found
+    none: a resumed sweep keeps deploying in the names its trials were deployed in, so the
+    server it left running is recognised and reattached (not redeployed)."""
+    if not isinstance(meta, dict):
+        return None
+    version = meta.get("engine_version")
+    source = meta.get("engine_version_source")
+    if not isinstance(version, str) or version in ("", "unknown"):
+        return None
+    if source not in ("detected", "server_info"):
+        return None  # declared versions come from the plan itself
+    detail = str(meta.get("engine_version_detail", ""))
+    return EngineVersionInfo(version, source, f"{detail} (recorded in the session)".strip())
 
 
 class EngineVersionKeeper:

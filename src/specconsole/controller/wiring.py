@@ -10,12 +10,13 @@ does that wiring; the adapters are built by their own factories
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from specconsole.controller.engine_detect import EngineVersionInfo
+from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
 from specconsole.core.placeholders import resolve_placeholders
@@ -174,5 +175,10 @@ def wire_controller(
         stop_on_finish=stop_on_finish,
         on_engine_version=lambda info: session.write_meta(info.meta()),
     )
+    if controller.engine_versions is not None and state.trials:  # a resume
+        with contextlib.suppress(Exception):  # an unreadable session.toml: detect again
+            known = recorded_engine_version(session.meta_section())
+            if known is not None:
+                controller.engine_versions.info = known
     box.append(controller)
     return Wired(controller=controller, ports=ports, recorder=recorder)
