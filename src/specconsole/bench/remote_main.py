@@ -85,7 +85,10 @@ def main(plan_json: str, base_url: str) -> int:
         loop.add_signal_handler(sig, run.cancel)
     try:
         result = loop.run_until_complete(run.run())
+        # Sent while the loop's handlers still turn a late stop signal into a no-op cancel:
+        # once the loop is closed, a second SIGINT would be a KeyboardInterrupt (and SIGTERM
+        # the default death) before the result is out, losing what was measured.
+        reporter.send({"type": "result", "result": result.to_dict()})
     finally:
         loop.close()
-    reporter.send({"type": "result", "result": result.to_dict()})
     return 0

@@ -123,7 +123,10 @@ class RemoteBenchmarkRunner:
         self.last_result: BenchResult | None = None
 
     def stop(self) -> None:
-        """Ask the remote run to stop (schedules a ``kill -INT`` on the box)."""
+        """Ask the remote run to stop (schedules one ``kill -INT`` on the box; asking again
+        does nothing more)."""
+        if self._stop_requested:
+            return
         self._stop_requested = True
         if self._pid is not None:
             asyncio.get_running_loop().create_task(self._interrupt(self._pid))
