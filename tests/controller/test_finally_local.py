@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import socket
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -44,7 +45,7 @@ async def test_finally_stop_leaves_no_server_and_last_leaves_it_serving(
         bench=BENCH,
         name=f"finally {action}",
     )
-    plan = resolve_placeholders(loads_plan(text), {"python": __import__("sys").executable})
+    plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
     plan = replace(plan, source=text)
     assert plan.finally_action == action
     out = io.StringIO()

@@ -92,7 +92,6 @@ class Controller:
             settle_after_s=settle_after_s,
             exit_grace_s=exit_grace_s,
         )
-        self.http_timeout_s = http_timeout_s
         self.stop_on_finish = stop_on_finish
         self._state = state or ControllerState()
         self._subscribers: list[Subscriber] = []

@@ -25,7 +25,7 @@ from specconsole.core.ports import BenchmarkRunner, Placement, ServiceBackend, T
 from specconsole.core.profile import Profile
 from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.session.recorder import SessionRecorder
-from specconsole.session.store import Session
+from specconsole.session.store import Session, SessionError
 
 
 def free_loopback_port() -> int:
@@ -176,7 +176,7 @@ def wire_controller(
         on_engine_version=lambda info: session.write_meta(info.meta()),
     )
     if controller.engine_versions is not None and state.trials:  # a resume
-        with contextlib.suppress(Exception):  # an unreadable session.toml: detect again
+        with contextlib.suppress(SessionError):  # an unreadable session.toml: detect again
             known = recorded_engine_version(session.meta_section())
             if known is not None:
                 controller.engine_versions.info = known
