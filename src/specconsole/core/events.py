@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config import ServerConfig
 from specconsole.core.log_events import LoadStage
 from specconsole.core.plan import CrashPolicy, SweepPlan
@@ -312,6 +313,15 @@ class ConnectionChanged(Outcome):
     detail: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoxProbed(Outcome):
+    """The box probe finished (``controller.boxprobe``): reachable or the exact error, engine
+    release, GPUs, the service's state, the configuration it runs now, serving or not. Holds
+    in every epoch (it is about the box, not a trial); ``ControllerState.box`` carries it."""
+
+    probe: BoxProbe
+
+
 INTENT_TYPES: tuple[type[Intent], ...] = (
     StartSweep,
     Pause,
@@ -349,5 +359,6 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     TrialRecorded,
     ServerStopped,
     ConnectionChanged,
+    BoxProbed,
 )
 """Every outcome, for documentation and exhaustive tests."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config import ServerConfig
 from specconsole.core.log_events import LoadStage
 from specconsole.core.plan import CrashPolicy, SweepPlan
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [  # the trial records are re-exported: views import the whole vocabulary here
     "BUSY_PHASES",
     "RESTING_PHASES",
+    "BoxProbe",
     "CapacityPrediction",
     "ConnectionState",
     "ControllerState",
@@ -216,6 +218,10 @@ class ControllerState:
     RECORDING), applied (or refused with a notice) once it leaves that phase
     (``core.deferral``): a key pressed as the crash banner appears is never lost."""
     connection: ConnectionState = ConnectionState.UNKNOWN
+    box: BoxProbe | None = None
+    """What the box probe found as the controller started (``core.boxprobe``): reachable or
+    the exact error, engine release, GPUs, the service's state and running configuration,
+    serving or not. None until the probe finished."""
     pool: PoolView | None = None
     """Set when this machine is one box of a pool (``controller.pool``)."""
     fleet: tuple[BoxLane, ...] = ()

@@ -73,7 +73,7 @@ def step(state: ControllerState, event: ev.Event) -> Result:
     if (
         isinstance(event, ev.Outcome)
         and event.epoch != state.epoch
-        and etype not in (ev.ConnectionChanged, ev.PoolChanged)
+        and etype not in (ev.ConnectionChanged, ev.PoolChanged, ev.BoxProbed)
         and not _current_trials_log(state, event)
     ):
         return state, ()  # an answer for an earlier trial, or a stage the trial has left
@@ -128,6 +128,20 @@ def _on_connection(state: ControllerState, event: ev.Event) -> Result:
     if event.state in (ConnectionState.LOST, ConnectionState.RECONNECTING) and event.detail:
         new = _notice(new, "warning", f"connection {event.state.value}: {event.detail}", event.at)
     return new, ()
+
+
+def _on_box_probed(state: ControllerState, event: ev.Event) -> Result:
+    """The box as the probe found it; an unreachable box is shown at once (a notice and the
+    connection state), not on the first deploy."""
+    assert isinstance(event, ev.BoxProbed)
+    probe = event.probe
+    new = replace(state, box=probe)
+    if probe.reachable:
+        if state.connection is ConnectionState.UNKNOWN:
+            new = replace(new, connection=ConnectionState.CONNECTED)
+        return new, ()
+    new = replace(new, connection=ConnectionState.LOST)
+    return _notice(new, "error", f"box unreachable: {probe.error}", event.at), ()
 
 
 def _ignore(state: ControllerState, event: ev.Event) -> Result:
@@ -228,6 +242,7 @@ _on(RESTING_PHASES, ev.FatalSeen, _observe_down)
 ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.LogLines: _on_log_lines,
     ev.ConnectionChanged: _on_connection,
+    ev.BoxProbed: _on_box_probed,
     ev.PoolChanged: _on_pool_changed,
     ev.FocusBox: _on_focus_box,
     ev.SetPolicy: _on_set_policy,
