@@ -9,6 +9,7 @@ import io
 import sys
 import time
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,12 @@ from specconsole.controller.engine_detect import (
     version_from_server_info,
 )
 from specconsole.controller.headless import run_headless
-from specconsole.controller.wiring import resolve_local_placeholders
+from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
+from specconsole.core import events as ev
 from specconsole.core.config import Engine, ServerConfig
 from specconsole.core.planparse import loads_plan
 from specconsole.core.profile import ServiceProfile
+from specconsole.core.state import ControllerState, TrialRecord
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session
@@ -173,3 +176,38 @@ def test_a_resume_keeps_the_release_the_session_found() -> None:
         is None
     )
     assert recorded_engine_version({}) is None and recorded_engine_version([]) is None
+
+
+async def _known_release(plan_text: str, session: Session, state: ControllerState) -> str | None:
+    """Run the wired controller until its state knows the release (the editor reads it)."""
+    plan = resolve_local_placeholders(loads_plan(plan_text))
+    wired = wire_controller(plan, session, replace(state, plan=plan))
+    controller = wired.controller
+    known = asyncio.Event()
+    controller.subscribe(lambda s, e: known.set() if isinstance(e, ev.EngineVersionKnown) else None)
+    task = asyncio.ensure_future(controller.run())
+    try:
+        await asyncio.wait_for(known.wait(), 30)
+    finally:
+        controller.send(ev.Quit())
+        await asyncio.wait_for(task, 30)
+        wired.recorder.close()
+        await wired.ports.transport.close()
+    assert controller.state.engine_version_source in ("detected", "server_info")
+    return controller.state.engine_version
+
+
+@pytest.mark.asyncio
+async def test_the_state_carries_the_release_detected_or_recorded(tmp_path: Path) -> None:
+    """The console's editor follows ``ControllerState.engine_version``: set when the box is
+    asked, and on a resume from what the session recorded (without asking again)."""
+    work = _stand_in(tmp_path / "box", '__version__ = "0.5.23"\n')
+    text = _sweep_text(tmp_path / "run", work, sim_version="0.5.23")
+    plan = resolve_local_placeholders(loads_plan(text))
+    session = Session.create(tmp_path / "sessions", plan)
+    assert await _known_release(text, session, ControllerState()) == "0.5.23"
+    # a resume: the session says 0.5.14 was found; the box is not asked again (it says 0.5.23)
+    session.write_meta({"engine_version": "0.5.14", "engine_version_source": "server_info"})
+    trial = TrialRecord(index=0, config=plan.base, started_at=1.0)
+    resumed = ControllerState(trials=(trial,))
+    assert await _known_release(text, session, resumed) == "0.5.14"

@@ -904,3 +904,15 @@ def test_every_table_row_is_handled(phase: Phase, etype: type[ev.Event]) -> None
     else:  # a handled row changes what is known or asks for work, for the current epoch
         assert d.state != before or effects, f"{handler.__name__} did nothing"
         assert all(e.epoch in (before.epoch, d.state.epoch) for e in effects), effects
+
+
+def test_the_engine_release_is_kept_in_every_phase_and_epoch() -> None:
+    d = Driver()
+    d.start()
+    assert d.state.phase is not Phase.IDLE
+    stale = ev.EngineVersionKnown(version="0.5.23", source="detected", epoch=d.state.epoch - 1)
+    state, effects = step(d.state, stale)
+    assert (state.engine_version, state.engine_version_source) == ("0.5.23", "detected")
+    assert effects == () and state.phase is d.state.phase
+    state, _ = step(ControllerState(), ev.EngineVersionKnown(version=None, source="unknown"))
+    assert state.engine_version is None and state.engine_version_source == "unknown"

@@ -230,6 +230,7 @@ class Controller:
 
     def _engine_known(self, info: EngineVersionInfo) -> None:
         log.info("controller: engine version %s (%s)", info.version or "unknown", info.source)
+        self._post(ev.EngineVersionKnown(version=info.version, source=info.source))
         if self._on_engine_version is not None:
             try:
                 self._on_engine_version(info)

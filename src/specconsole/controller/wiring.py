@@ -178,7 +178,8 @@ def wire_controller(
     if controller.engine_versions is not None and state.trials:  # a resume
         with contextlib.suppress(SessionError):  # an unreadable session.toml: detect again
             known = recorded_engine_version(session.meta_section())
-            if known is not None:
+            if known is not None:  # adopted, not recorded again; the console's editor follows it
                 controller.engine_versions.info = known
+                controller.send(ev.EngineVersionKnown(version=known.version, source=known.source))
     box.append(controller)
     return Wired(controller=controller, ports=ports, recorder=recorder)

@@ -322,6 +322,18 @@ class BoxProbed(Outcome):
     probe: BoxProbe
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineVersionKnown(Outcome):
+    """The engine release on the box became known (declared, detected, from ``/server_info``
+    or recorded by the session resumed); it holds in every epoch, like ConnectionChanged. The
+    editor shows that release's flag names and validates with its rules."""
+
+    version: str | None
+    """The release number, ``None`` when it could not be found."""
+    source: str = ""
+    """``declared``, ``detected``, ``server_info`` or ``unknown``."""
+
+
 INTENT_TYPES: tuple[type[Intent], ...] = (
     StartSweep,
     Pause,
@@ -360,5 +372,6 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     ServerStopped,
     ConnectionChanged,
     BoxProbed,
+    EngineVersionKnown,
 )
 """Every outcome, for documentation and exhaustive tests."""

@@ -248,6 +248,11 @@ class ControllerState:
     """The next trial may reattach to a server already up with the same configuration
     (set when a session is resumed)."""
     labels: tuple[tuple[str, str], ...] = ()
+    engine_version: str | None = None
+    """The engine release on the box once known (``EngineVersionKnown``): the editor's flag
+    names and rules follow it."""
+    engine_version_source: str = ""
+    """Where it came from: ``declared``, ``detected``, ``server_info``, ``unknown``."""
     """Free-form labels the runtime sets (host, engine, service); not used by the machine."""
 
     @property

@@ -24,9 +24,15 @@ from specconsole.core.config import ServerConfig
 from specconsole.core.events import DeployConfig, Intent, Quit, Resume
 from specconsole.core.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
+from specconsole.present.editor_fields import (
+    editing_release,
+    editor_fields,
+    release_line,
+    with_release,
+)
 from specconsole.ui import adapt
 from specconsole.ui.bridge import ControllerBridge, ControllerHandle
-from specconsole.ui.form import Validator
+from specconsole.ui.form import Problem, Validator
 from specconsole.ui.messages import (
     IntentSent,
     LogBatch,
@@ -236,14 +242,22 @@ class SpecConsoleApp(App[None]):
             else:
                 self.send_intent(DeployConfig(config=config))
 
+        release, source = editing_release(base, state.engine_version, state.engine_version_source)
+        validate = self._validate
+
+        def validate_for_release(config: ServerConfig) -> Sequence[Problem]:
+            return validate(with_release(config, release))
+
         self.push_screen(
             EditorScreen(
                 base,
                 state.deployed_config,
-                validate=self._validate,
+                validate=validate_for_release,
                 predict=self.predict_capacity,
                 suggest=self.suggest_next,
                 title=title,
+                fields=editor_fields(base.engine, release),
+                release=release_line(base.engine, release, source),
             ),
             applied,
         )

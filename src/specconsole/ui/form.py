@@ -1,10 +1,11 @@
 """The parameter editor's logic without widgets: fields, parsing, diff against the deployed.
 
-The editor binds one text box per launch parameter, named exactly as SGLang names it (the
-``ServerConfig`` field). Typing produces strings; this module turns them into a candidate
-``ServerConfig`` (or per-field parse errors that name the field and the fix), and lists what
-differs from the deployed configuration. Validation of the *values* against SGLang's rules
-is the core's job (``specconsole.core.validation``), injected by the app.
+The editor binds one text box per launch parameter, named by its ``ServerConfig`` field
+(which fields, and the flag each renders as for the box's release, is
+``specconsole.present.editor_fields``'s). Typing produces strings; this module turns them into
+a candidate ``ServerConfig`` (or per-field parse errors that name the field and the fix), and
+lists what differs from the deployed configuration. Validation of the *values* against the
+release's rules is the core's job (``specconsole.core.validation``), injected by the app.
 """
 
 from __future__ import annotations
@@ -15,38 +16,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from specconsole.core.config import ServerConfig, SpecAlgorithm
+from specconsole.present.editor_fields import FIELDS, FormField
 
-
-@dataclass(frozen=True, slots=True)
-class FormField:
-    """One editable ``ServerConfig`` field."""
-
-    name: str
-    """The ``ServerConfig`` attribute (SGLang's argument name with underscores)."""
-    kind: str
-    """``int``, ``float``, ``algorithm`` or ``args``."""
-    hint: str
-    """What the field does, one short line."""
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
-
-
-FIELDS: tuple[FormField, ...] = (
-    FormField(
-        "speculative_algorithm", "algorithm", "EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM or none"
-    ),
-    FormField("speculative_num_steps", "int", "draft depth per verify step"),
-    FormField("speculative_eagle_topk", "int", "branching factor of the draft tree"),
-    FormField("speculative_num_draft_tokens", "int", "verify width (tree nodes + root)"),
-    FormField("mem_fraction_static", "float", "share of GPU memory for weights + KV pool"),
-    FormField("cuda_graph_max_bs", "int", "largest decode batch captured as a CUDA graph"),
-    FormField("max_running_requests", "int", "cap on requests in flight (48 if unset with spec)"),
-    FormField("tp_size", "int", "tensor-parallel GPU count"),
-    FormField("extra_args", "args", "further flags, shell-quoted"),
-)
-"""The editor's fields, in display order."""
+__all__ = [
+    "FIELDS",
+    "FormField",
+    "Problem",
+    "Validator",
+    "config_diff",
+    "field_text",
+    "form_values",
+    "parse_form",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,15 +127,21 @@ def parse_form(
     return dataclasses.replace(base, **changes), {}
 
 
-def config_diff(deployed: ServerConfig | None, candidate: ServerConfig) -> list[str]:
-    """``--flag: old → new`` for every editable field that differs (all, if none deployed)."""
+def config_diff(
+    deployed: ServerConfig | None,
+    candidate: ServerConfig,
+    fields: Sequence[FormField] = FIELDS,
+) -> list[str]:
+    """``--flag: old → new`` for every editable field that differs (all, if none deployed),
+    each named by the flag the edited release renders (the key when it renders none)."""
     lines = []
-    for field in FIELDS:
+    for field in fields:
+        label = field.flag or field.name
         new = field_text(candidate, field.name) or "unset"
         old = "unset" if deployed is None else (field_text(deployed, field.name) or "unset")
         if deployed is None:
             if new != "unset":
-                lines.append(f"{field.flag}: {new}")
+                lines.append(f"{label}: {new}")
         elif old != new:
-            lines.append(f"{field.flag}: {old} → {new}")
+            lines.append(f"{label}: {old} → {new}")
     return lines

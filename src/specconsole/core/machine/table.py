@@ -66,6 +66,9 @@ from specconsole.core.state import (
     Phase,
 )
 
+_ANY_EPOCH = (ev.ConnectionChanged, ev.PoolChanged, ev.BoxProbed, ev.EngineVersionKnown)
+"""Outcomes about the box or the pool, not a trial: they hold in every epoch."""
+
 
 def step(state: ControllerState, event: ev.Event) -> Result:
     """Apply one event; return the new state and the effects the runtime must perform."""
@@ -73,7 +76,7 @@ def step(state: ControllerState, event: ev.Event) -> Result:
     if (
         isinstance(event, ev.Outcome)
         and event.epoch != state.epoch
-        and etype not in (ev.ConnectionChanged, ev.PoolChanged, ev.BoxProbed)
+        and etype not in _ANY_EPOCH
         and not _current_trials_log(state, event)
     ):
         return state, ()  # an answer for an earlier trial, or a stage the trial has left
@@ -114,6 +117,11 @@ def _on_log_lines(state: ControllerState, event: ev.Event) -> Result:
 def _on_pool_changed(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.PoolChanged)
     return replace(state, pool=event.view), ()
+
+
+def _on_engine_version(state: ControllerState, event: ev.Event) -> Result:
+    assert isinstance(event, ev.EngineVersionKnown)
+    return replace(state, engine_version=event.version, engine_version_source=event.source), ()
 
 
 def _on_focus_box(state: ControllerState, event: ev.Event) -> Result:
@@ -244,6 +252,7 @@ ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.ConnectionChanged: _on_connection,
     ev.BoxProbed: _on_box_probed,
     ev.PoolChanged: _on_pool_changed,
+    ev.EngineVersionKnown: _on_engine_version,
     ev.FocusBox: _on_focus_box,
     ev.SetPolicy: _on_set_policy,
     ev.Quit: _on_quit,

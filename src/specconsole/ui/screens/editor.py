@@ -13,7 +13,7 @@ caller turns it into a deploy-as-next-trial intent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from textual import on
@@ -26,8 +26,10 @@ from textual.widgets import Footer, Input, Label, Static
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.state import CapacityPrediction
+from specconsole.present.editor_fields import shown_fields
 from specconsole.ui.form import (
     FIELDS,
+    FormField,
     Problem,
     Validator,
     config_diff,
@@ -98,6 +100,8 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         predict: Predictor,
         suggest: Suggester | None = None,
         title: str = "Parameters",
+        fields: Sequence[FormField] = FIELDS,
+        release: str = "",
     ) -> None:
         super().__init__(id="editor")
         self._base = base
@@ -106,6 +110,11 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         self._predict = predict
         self._suggest = suggest
         self._title = title
+        self._all_fields = tuple(fields)
+        """Every field, in the edited release's flag names (the diff and parse use them)."""
+        self._fields = shown_fields(self._all_fields, base)
+        """The boxes shown: what the release renders, and anything else the base sets."""
+        self._release = release
         self._candidate: ServerConfig | None = base
         self._problems: tuple[Problem, ...] = ()
 
@@ -115,9 +124,11 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             with VerticalScroll(id="editor-form") as form:
                 form.border_title = self._title
                 form.border_subtitle = "ctrl+s apply · esc cancel"
-                for field in FIELDS:
+                if self._release:
+                    yield Static(self._release, id="editor-release", markup=False)
+                for field in self._fields:
                     with Vertical(classes="field-row", id=f"row-{field.name}"):
-                        yield Label(field.name, classes="field-label")
+                        yield Label(field.label, classes="field-label", markup=False)
                         yield Input(
                             value=values[field.name],
                             placeholder=f"{field.hint} (empty: server default)",
@@ -135,7 +146,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
 
     def on_mount(self) -> None:
         self.check()
-        self.query_one(f"#field-{FIELDS[0].name}", Input).focus()
+        self.query_one(f"#field-{self._fields[0].name}", Input).focus()
 
     # ----------------------------------------------------------------------------------------
 
@@ -149,7 +160,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         return self._problems
 
     def values(self) -> dict[str, str]:
-        return {f.name: self.query_one(f"#field-{f.name}", Input).value for f in FIELDS}
+        return {f.name: self.query_one(f"#field-{f.name}", Input).value for f in self._fields}
 
     def check(self) -> None:
         """Parse and validate the form; show messages, diff and predicted capacity."""
@@ -162,11 +173,11 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         by_field: dict[str, list[Problem]] = {}
         general: list[Problem] = []
         for problem in problems:
-            if problem.field is not None and problem.field in {f.name for f in FIELDS}:
+            if problem.field is not None and problem.field in {f.name for f in self._fields}:
                 by_field.setdefault(problem.field, []).append(problem)
             else:
                 general.append(problem)
-        for field in FIELDS:
+        for field in self._fields:
             found = by_field.get(field.name, [])
             box = self.query_one(f"#error-{field.name}", Static)
             box.update("\n".join(p.message for p in found))
@@ -176,7 +187,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
                 any(p.blocking for p in found), "-invalid"
             )
         if candidate is not None:
-            diff = config_diff(self._deployed, candidate)
+            diff = config_diff(self._deployed, candidate, self._all_fields)
             header = "nothing deployed yet; would deploy:" if self._deployed is None else ""
             lines = ([header] if header else []) + (diff or ["no change from deployed"])
             self.query_one("#editor-diff", Static).update("\n".join(lines))
@@ -225,6 +236,8 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
     def _fill(self, source: ServerConfig) -> None:
         with self.prevent(Input.Changed):
             for name, text in form_values(source).items():
+                if name not in {f.name for f in self._fields}:
+                    continue
                 self.query_one(f"#field-{name}", Input).value = text
         self.check()
 
