@@ -20,9 +20,8 @@ from specconsole.core.planparse import loads_plan
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session
-from tests.fixtures.plans import sim_plan_text
 from tests.fixtures.sshd import free_port
-from tests.session.sim_sessions import BENCH, SWEEP
+from tests.session.sim_sessions import finally_plan_text
 
 
 def _serves(port: int) -> bool:
@@ -36,15 +35,7 @@ async def test_finally_stop_leaves_no_server_and_last_leaves_it_serving(
     tmp_path: Path, action: str
 ) -> None:
     port = free_port()
-    sweep = SWEEP.replace("max_wall_minutes = 5", f'max_wall_minutes = 5\nfinally = "{action}"')
-    text = sim_plan_text(
-        tmp_path / "run",
-        port=port,
-        extra_args=["--sim-load-seconds", "0.2"],
-        sweep=sweep,
-        bench=BENCH,
-        name=f"finally {action}",
-    )
+    text = finally_plan_text(tmp_path / "run", port, action, name=f"finally {action}")
     plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
     plan = replace(plan, source=text)
     assert plan.finally_action == action

@@ -48,6 +48,18 @@ def test_inputs_are_recognised_as_toml_unit_or_command() -> None:
         read_server_text("what is this (")
 
 
+def test_a_launch_script_reads_as_its_lines_chained() -> None:
+    """The process backend's command.sh: cd, export and exec on lines of their own."""
+    script = (
+        "#!/bin/sh\n# Deployed by specconsole\ncd /srv/run\nexport HF_TOKEN=abc\n"
+        "exec python3 -m sglang.launch_server --model-path /m \\\n  --port 31000\n"
+    )
+    kind, config = read_server_text(script)
+    assert kind == InputKind.COMMAND
+    assert (config.model_path, config.port) == ("/m", 31000)
+    assert config.env == (("HF_TOKEN", "abc"),) and config.working_directory == "/srv/run"
+
+
 def test_validate_and_render_accept_a_unit_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from specconsole.session.store import Session
 from tests.controller.helpers import PLAN_TEXT, Driver, plan
-from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.plans import LOCAL_HOST, sim_plan_text
 
 SWEEP = """[sweep]
 strategy = "grid"
@@ -32,6 +32,23 @@ duration_s = 0.3
 warmup_requests = 0
 api = "generate"
 """
+
+
+def finally_plan_text(
+    run_dir: Path, port: int, action: str, *, name: str, host: str = LOCAL_HOST
+) -> str:
+    """The 2-trial simulated sweep (``SWEEP``/``BENCH``) ending on ``[sweep] finally =
+    action``, on a fixed ``port``, its simulator loading in 0.2 s."""
+    sweep = SWEEP.replace("max_wall_minutes = 5", f'max_wall_minutes = 5\nfinally = "{action}"')
+    return sim_plan_text(
+        run_dir,
+        port=port,
+        extra_args=["--sim-load-seconds", "0.2"],
+        sweep=sweep,
+        bench=BENCH,
+        name=name,
+        host=host,
+    )
 
 
 def write_plan(folder: Path, *, axes: str = "[1, 2]", extra: tuple[str, ...] = ()) -> Path:

@@ -42,6 +42,7 @@ from specconsole.core.state import (
     TrialStatus,
 )
 from specconsole.core.strategy import findings
+from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate, format_ratio, format_tok_s
 from specconsole.present.labels import config_label, load_stage_label, notice_text
 from specconsole.present.status import status_word
@@ -108,6 +109,9 @@ class ProgressPrinter:
                 )
         if isinstance(event, ev.DeployPreviewed):
             self._print_diff(event.diff)
+        if isinstance(event, ev.BoxProbed):
+            for line in probe_lines(event.probe):
+                self._print(line)
         if isinstance(event, ev.TrialRecorded) and state.trials:
             self._summarise(state.trials[-1])
         if (
@@ -201,6 +205,7 @@ async def run_headless(
     state = ControllerState(plan=plan, policy=policy, trials=trials)
     wired = wire_controller(plan, session, state, stop_on_finish=True)
     controller, ports, recorder = wired.controller, wired.ports, wired.recorder
+    controller.stop_if_unreachable = True  # the probe's failure of reach ends it before trial 1
     printer = ProgressPrinter(out, plan)
     controller.subscribe(printer)
     interrupted = False

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from specconsole.controller.boxprobe import probe_box
 from specconsole.controller.endpoint import ServerEndpoint
 from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
 from specconsole.controller.recording import HaltingSink, TrialRecorder
@@ -33,6 +34,7 @@ from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
 from specconsole.core import results
+from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config import ServerConfig
 from specconsole.core.machine import IllegalTransition, step
 from specconsole.core.metrics import BenchResult
@@ -78,6 +80,8 @@ class Controller:
         stop_on_finish: bool = False,
         detect_engine: bool = False,
         on_engine_version: Callable[[EngineVersionInfo], None] | None = None,
+        probe: bool = False,
+        on_probe: Callable[[BoxProbe], None] | None = None,
     ) -> None:
         self.transport = transport
         self.backend = backend
@@ -116,6 +120,10 @@ class Controller:
         """With ``detect_engine``: the box's release, asked before the first deploy."""
         if detect_engine:
             self.engine_versions = EngineVersionKeeper(transport, on_change=self._engine_known)
+        self.probe, self._on_probe = probe, on_probe
+        """Probe the box (``controller.boxprobe``) before the first event is handled."""
+        self.stop_if_unreachable = False
+        """A headless run: a box the probe cannot reach stops the run before any trial."""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -150,9 +158,12 @@ class Controller:
         """Process events until a ``Quit`` (or, with ``stop_on_finish``, the sweep's end)."""
         self.endpoint.open()
         try:
-            if self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
-                plan, config = self._state.plan, self._state.current_config
-                await self.engine_versions.ensure(plan.base if plan is not None else config)
+            plan = self._state.plan
+            config = plan.base if plan is not None else self._state.current_config
+            if self.probe and config is not None:
+                await self._probe_box(config)
+            elif self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
+                await self.engine_versions.ensure(config)
             while not self._stopping:
                 event = await self._inbox.get()
                 self._dispatch(event)
@@ -227,6 +238,23 @@ class Controller:
             self._post(ev.OperationFailed(operation=operation, message=message, epoch=epoch))
             return
         self._post(replace(outcome, epoch=epoch))
+
+    async def _probe_box(self, config: ServerConfig) -> None:
+        """Probe the box, deliver the result to the machine, record it; a box that cannot be
+        reached stops a headless run here, before its first trial (no trial is recorded)."""
+        probe = await probe_box(
+            self.transport, self.backend, config, self.endpoint.health_problem,
+            self.engine_versions, self.clock,
+        )  # fmt: skip
+        self._dispatch(ev.BoxProbed(probe=probe, at=probe.at))
+        try:
+            if self._on_probe is not None:
+                self._on_probe(probe)
+        except Exception as exc:
+            log.exception("controller: recording the box probe failed")
+            self.halted, self._stopping = f"could not write the session: {exc}", True
+        if not probe.reachable and self.stop_if_unreachable and not self.halted:
+            self.halted, self._stopping = f"the box cannot be reached: {probe.error}", True
 
     def _engine_known(self, info: EngineVersionInfo) -> None:
         log.info("controller: engine version %s (%s)", info.version or "unknown", info.source)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
+from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.placeholders import resolve_placeholders
 from specconsole.core.plan import PlanError, SweepPlan
 from specconsole.core.ports import BenchmarkRunner, Placement, ServiceBackend, Transport
@@ -69,9 +70,11 @@ class Ports:
         recorder: SessionRecorder | None = None,
         stop_on_finish: bool = False,
         on_engine_version: Callable[[EngineVersionInfo], None] | None = None,
+        on_probe: Callable[[BoxProbe], None] | None = None,
     ) -> Controller:
-        """A controller talking through these ports, starting from ``state``; it asks the box
-        for its engine release before the first deploy (``on_engine_version`` records it)."""
+        """A controller talking through these ports, starting from ``state``; it probes the
+        box (reach, engine release, GPUs, service, serving) before its first event
+        (``on_probe`` records it; ``on_engine_version`` records the release)."""
         return Controller(
             transport=self.transport,
             backend=self.backend,
@@ -81,6 +84,8 @@ class Ports:
             stop_on_finish=stop_on_finish,
             detect_engine=True,
             on_engine_version=on_engine_version,
+            probe=True,
+            on_probe=on_probe,
         )
 
 
@@ -174,6 +179,7 @@ def wire_controller(
         recorder=recorder,
         stop_on_finish=stop_on_finish,
         on_engine_version=lambda info: session.write_meta(info.meta()),
+        on_probe=recorder.record_probe,
     )
     if controller.engine_versions is not None and state.trials:  # a resume
         with contextlib.suppress(SessionError):  # an unreadable session.toml: detect again

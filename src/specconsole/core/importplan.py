@@ -52,8 +52,11 @@ def read_server_text(text: str, where: str = "input") -> tuple[str, ServerConfig
             line for line in text.splitlines() if line.strip() and not line.startswith("#")
         )
         if stripped:
+            lines = stripped.replace("\\\n", " ").splitlines()
+            # a launch script (cd, export, exec on lines of their own) reads as `sh -c`
+            command = ["sh", "-c", " && ".join(lines)] if len(lines) > 1 else stripped
             try:
-                return InputKind.COMMAND, parse_command(stripped)
+                return InputKind.COMMAND, parse_command(command)
             except ConfigError as command_error:
                 raise ConfigError(
                     where,

@@ -1,10 +1,10 @@
 """The session recorder: the controller's ``TrialRecorder`` backed by a session folder.
 
 Why a separate object: the runtime must not know about files, and the session folder must
-not know about asyncio. The recorder turns the three things the runtime reports (a finished
-trial, the progress snapshot, captured log lines) into durable writes: trials are appended and
-fsync'd before the controller moves on, progress is rewritten atomically, logs are appended
-per trial.
+not know about asyncio. The recorder turns what the runtime reports (a finished trial, the
+progress snapshot, captured log lines, the box probe) into durable writes: trials are appended
+and fsync'd before the controller moves on, progress and the probe (``box.toml``) are
+rewritten atomically, logs are appended per trial.
 """
 
 from __future__ import annotations
@@ -13,10 +13,16 @@ import contextlib
 from dataclasses import replace
 from typing import IO, Any
 
+import tomli_w
+
+from specconsole.core.boxprobe import BoxProbe, probe_table
 from specconsole.core.config import ServerConfig
 from specconsole.core.state import ControllerState, TrialRecord
 from specconsole.present.labels import config_label
-from specconsole.session.store import Session
+from specconsole.session.store import Session, atomic_write
+
+PROBE_FILE = "box.toml"
+"""What the box probe found as the session's controller started (``core.boxprobe``)."""
 
 
 class SessionRecorder:
@@ -62,6 +68,12 @@ class SessionRecorder:
                 "deployed_hash": None if state.deployed is None else state.deployed.artifact_hash,
             }
         )
+
+    def record_probe(self, probe: BoxProbe) -> None:
+        """What the box probe found, in the session's ``box.toml`` (rewritten atomically; no
+        secret values: the probe's running configuration was redacted when it was built)."""
+        data = tomli_w.dumps(probe_table(probe)).encode()
+        atomic_write(self.session.path / PROBE_FILE, data)
 
     def log_lines(self, trial_index: int | None, lines: tuple[str, ...]) -> None:
         if trial_index is None:

@@ -1,0 +1,204 @@
+"""Probe the box as the controller starts: reach, engine release, GPUs, service, serving.
+
+Why: a failure of reach (an alias that does not resolve, a refused host key, a failed
+login, sudo that prompts) must show the moment the console opens or before a headless
+sweep's first trial, not on the first deploy; and the user should see what the box is —
+the engine release, the GPUs, the service's state and the configuration it runs now, and
+whether it serves — before anything changes it. :func:`probe_box` gathers those facts
+through the ports, bounded in time, and returns a :class:`specconsole.core.boxprobe.BoxProbe`
+(pure data, no secret values); the controller delivers it to the machine as
+``events.BoxProbed``. It never raises (but a cancel): what cannot be told is said in the
+probe's ``*_detail`` fields; only a failure of reach makes the probe ``reachable=False``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import TypeVar
+
+from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
+from specconsole.core.boxprobe import NVIDIA_SMI_QUERY, BoxProbe, GpuInfo, parse_gpus
+from specconsole.core.config import ConfigError, ServerConfig
+from specconsole.core.importplan import read_server_text
+from specconsole.core.ports import (
+    REACH_FAILURES,
+    AuthenticationFailed,
+    HostKeyRejected,
+    LocatedService,
+    ServiceBackend,
+    SudoWouldPrompt,
+    Transport,
+    TransportError,
+)
+from specconsole.core.secrets import redact_config
+
+__all__ = ["PROBE_STEP_S", "probe_box", "running_artifact", "running_config"]
+
+PROBE_STEP_S = 20.0
+"""How long one step of the probe (a command, the health check) may take."""
+
+HealthCheck = Callable[[ServerConfig], Awaitable[str | None]]
+"""None when ``/health`` answers 200 for that configuration, else what went wrong."""
+
+T = TypeVar("T")
+
+
+def _kind(exc: Exception) -> str:
+    if isinstance(exc, HostKeyRejected):
+        return "host_key"
+    if isinstance(exc, AuthenticationFailed):
+        return "auth"
+    if isinstance(exc, SudoWouldPrompt):
+        return "sudo"
+    return "unreachable" if isinstance(exc, REACH_FAILURES) else "other"
+
+
+async def running_artifact(backend: ServiceBackend, config: ServerConfig) -> tuple[str | None, str]:
+    """(what the service runs from now — the unit with its drop-ins as ``systemctl cat``
+    shows them, or the deployed launch script — and where it was read). None when nothing is
+    deployed."""
+    cat = getattr(backend, "cat", None)  # a systemd unit: the user's own, drop-ins included
+    if cat is not None:
+        main, dropins = await cat()
+        unit = str(getattr(backend, "unit", "the unit"))
+        return (None if main is None else main + "\n" + dropins), unit
+    return (await backend.preview(config)).current, backend.description
+
+
+async def running_config(
+    backend: ServiceBackend, config: ServerConfig
+) -> tuple[ServerConfig | None, str]:
+    """(the configuration the service runs now, parsed from its unit or launch script, or
+    None; where it came from or why there is none). Environment values are kept: the caller
+    redacts what it shows or records."""
+    text, where = await running_artifact(backend, config)
+    if text is None:
+        return None, f"nothing is deployed ({where} not found)"
+    try:
+        parsed = read_server_text(text, where)[1]
+    except (ConfigError, ValueError) as exc:
+        return None, f"{where} could not be parsed: {exc}"
+    return parsed, f"parsed from {where}"
+
+
+async def _gpus(transport: Transport, backend: ServiceBackend) -> tuple[tuple[GpuInfo, ...], str]:
+    if isinstance(backend, LocatedService):
+        return (), "the GPUs are on the job's node (not probed from the login node)"
+    command = f"{shlex.join(NVIDIA_SMI_QUERY)} 2>&1 || echo __exit=$?"
+    result = await transport.run(command, timeout=PROBE_STEP_S)
+    out = result.stdout.strip()
+    body, failed, code = out.rpartition("__exit=")
+    if not failed:
+        body = out
+    elif code == "127" or ("nvidia-smi" in body and "not found" in body.lower()):
+        return (), "no nvidia-smi on the box (no GPUs listed)"
+    else:
+        last = body.strip().splitlines() or [f"exit status {code}"]
+        return (), f"nvidia-smi failed: {last[-1][:200]}"
+    out = body.strip()
+    gpus = parse_gpus(out)
+    return gpus, "" if gpus else f"nvidia-smi listed no GPU ({out[:80]!r})"
+
+
+async def _bounded(step: Awaitable[T], what: str) -> T:
+    try:
+        async with asyncio.timeout(PROBE_STEP_S + 5.0):
+            return await step
+    except TimeoutError:
+        raise TimeoutError(f"{what}: no answer within {PROBE_STEP_S:g} s") from None
+
+
+async def probe_box(
+    transport: Transport,
+    backend: ServiceBackend,
+    config: ServerConfig,
+    health: HealthCheck,
+    engine_versions: EngineVersionKeeper | None,
+    clock: Callable[[], float],
+) -> BoxProbe:
+    """The box as it is now, for ``config`` (the plan's base: its engine and port)."""
+    probe = BoxProbe(target=transport.description, engine=config.engine.value)
+    try:
+        probe = await _probe(probe, transport, backend, config, health, engine_versions)
+    except (TransportError, TimeoutError, OSError) as exc:  # only reaching it raises here
+        error = str(exc) or type(exc).__name__
+        probe = replace(probe, reachable=False, error=error, error_kind=_kind(exc))
+    return replace(probe, at=clock())
+
+
+async def _probe(
+    probe: BoxProbe,
+    transport: Transport,
+    backend: ServiceBackend,
+    config: ServerConfig,
+    health: HealthCheck,
+    engine_versions: EngineVersionKeeper | None,
+) -> BoxProbe:
+    # reach first: the transport connects (and verifies the host key) on its first command
+    await _bounded(transport.run("true", timeout=PROBE_STEP_S), "the box")
+    probe = replace(probe, service=backend.description)
+    try:
+        status = await _bounded(backend.status(), "the service's status")
+        detail = status.detail or status.state.value
+        if status.result and status.result not in detail:
+            detail += f", result {status.result}"
+        if status.restarts:
+            detail += f", {status.restarts} restarts"
+        probe = replace(probe, service_state=status.state.value, service_detail=detail)
+    except REACH_FAILURES:
+        raise
+    except (TransportError, TimeoutError, OSError) as exc:
+        probe = replace(probe, service_state="unknown", service_detail=str(exc))
+    running: ServerConfig | None = None
+    try:
+        running, where = await _bounded(running_config(backend, config), "the deployed unit")
+        shown = None if running is None else redact_config(running)
+        probe = replace(probe, running_config=shown, running_config_detail=where)
+    except REACH_FAILURES:
+        raise
+    except (TransportError, TimeoutError, OSError) as exc:
+        probe = replace(probe, running_config_detail=f"could not be read: {exc}")
+    try:
+        gpus, gpu_detail = await _bounded(_gpus(transport, backend), "nvidia-smi")
+        probe = replace(probe, gpus=gpus, gpu_detail=gpu_detail)
+    except REACH_FAILURES:
+        raise
+    except (TransportError, TimeoutError, OSError) as exc:
+        probe = replace(probe, gpu_detail=f"nvidia-smi could not be run: {exc}")
+    probe = replace(probe, **_engine_fields(await _engine(engine_versions, config)))
+    target = running if running is not None else config
+    if probe.service_state in ("running", "starting"):
+        try:
+            problem = await _bounded(health(target), "/health")
+        except REACH_FAILURES:
+            raise
+        except Exception as exc:  # the health check's own failure is its answer
+            problem = str(exc) or type(exc).__name__
+        answer = f"/health 200 on port {target.port}" if problem is None else problem
+        probe = replace(probe, serving=problem is None, serving_detail=answer)
+    else:
+        probe = replace(
+            probe, serving=False, serving_detail=f"not asked: the service is {probe.service_state}"
+        )
+    return probe
+
+
+async def _engine(keeper: EngineVersionKeeper | None, config: ServerConfig) -> EngineVersionInfo:
+    if keeper is not None:
+        info = await keeper.ensure(config)
+        if info is not None:
+            return info
+    if config.engine_version:
+        return EngineVersionInfo(config.engine_version, "declared", "[server] engine_version")
+    return EngineVersionInfo(None, "unknown", "not asked")
+
+
+def _engine_fields(info: EngineVersionInfo) -> dict[str, object]:
+    return {
+        "engine_version": info.version,
+        "engine_version_source": info.source,
+        "engine_version_detail": info.detail,
+    }
