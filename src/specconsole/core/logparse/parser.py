@@ -8,7 +8,9 @@ or vLLM handler (:mod:`.sglang`, :mod:`.vllm`) or the service manager's (:mod:`.
 
 How it stays fast (target ≥ 200,000 lines/s, ``benchmarks/log_parser.py``): a line pays for
 one first-character dispatch per prefix layer, one header split and one dict lookup; only
-lines that name something known are examined further.
+lines that name something known are examined further. The commonest lines (SGLang's header,
+bare or after a ``short-iso`` journal prefix) are read in place by :meth:`LogParser._fast`,
+and their statistics events are built by :mod:`.build`'s positional constructors.
 """
 
 from __future__ import annotations
@@ -86,6 +88,10 @@ class LogParser:
         self._s = ParseState(engine=engine, vllm=engine is Engine.VLLM)
         self._buffer = ""
         self._group: TracebackGroup | None = None
+        self._iso_tail = ""
+        """The `` HOST IDENT[PID]: `` of the last short-iso line :data:`_SHORT_ISO_SGLANG`
+        matched: the next lines of the same process carry it again, so a ``startswith`` at
+        the end of their timestamp replaces the regex (same split, by construction)."""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -99,48 +105,66 @@ class LogParser:
             if self._group is None and "\x1b" not in line:
                 c = line[:1]
                 if c == "[" and line[5:6] == "-":
-                    events = self._fast(line, None)
+                    events = self._fast(line, 0)
                     if events is not None:
                         return events
                 elif c.isdigit() and line[10:11] == "T" and not line.startswith("Z", 19):
                     # journalctl -o short-iso around SGLang's header (the console's own mode):
                     # split_journal's split in one match (anything else: the general path)
-                    m = _SHORT_ISO_SGLANG.match(line)
-                    if m is not None and m.group(1) != "systemd":
-                        events = self._fast(line[m.end() :], None)
+                    end = self._short_iso_end(line)
+                    if end > 0:
+                        events = self._fast(line, end)
                         if events is not None:
                             return events
             return self._feed_line(line)
         except Exception:  # pragma: no cover - last-resort guard; input must never crash us
             return []
 
-    def _fast(self, msg: str, jts: str | None) -> list[LogEvent] | None:
+    def _short_iso_end(self, line: str) -> int:
+        """Where the message starts after a short-iso journal prefix of a non-systemd
+        process followed by SGLang's ``[`` header, else 0."""
+        tail = self._iso_tail
+        if tail:
+            sp = line.find(" ", 19)
+            if line.startswith(tail, sp) and line.startswith("[", sp + len(tail)):
+                return sp + len(tail)
+        m = _SHORT_ISO_SGLANG.match(line)
+        if m is None or m.group(1) == "systemd":
+            return 0
+        self._iso_tail = line[line.find(" ", 19) : m.end()]
+        return m.end()
+
+    def _fast(self, line: str, at: int) -> list[LogEvent] | None:
         """The commonest lines — a statistics line under SGLang's ``[2026-07-20 10:27:57
-        TP0] `` header — straight to their handler; ``None``: take the general path."""
-        c20 = msg[20:21]
+        TP0] `` header starting at ``line[at]`` — straight to their handler, an HTTP access
+        line to nothing, without copying the line first; ``None``: take the general path."""
+        c20 = line[at + 20 : at + 21]
         if c20 == "]":
+            if line[at + 21 : at + 22] != " ":
+                return None
             rank = None
-            body = msg[22:]
+            start = at + 22
         elif c20 == " ":
-            j = msg.find("] ", 21, 64)
+            j = line.find("] ", at + 21, at + 64)
             if j < 0:
                 return None
-            rank = msg[21:j]
-            body = msg[j + 2 :]
+            rank = line[at + 21 : j]
+            start = j + 2
         else:
             return None
-        if msg[21:22] != " " and c20 == "]":
-            return None
-        head = body[:7]
-        if head == "Decode ":
+        if line.startswith("Decode ", start):
             handler: Handler = sglang.on_decode
-        elif head == "Prefill":
+        elif line.startswith("Prefill", start):
             handler = sglang.on_prefill
-        elif head == "INFO:  " and _TRACEBACK not in body and vllm.UVICORN_READY not in body:
+        elif (
+            line.startswith("INFO:  ", start)
+            and line.find(_TRACEBACK, start) < 0
+            and line.find(vllm.UVICORN_READY, start) < 0
+        ):
             return []  # an HTTP access line: what _on_body's INFO: handler makes of it
         else:
-            return self._on_body(body, msg[1:20], rank, True, False)
-        events = handler(self._s, body, msg[1:20], rank)
+            return self._on_body(line[start:], line[at + 1 : at + 20], rank, True, False)
+        events = handler(self._s, line[start:], line[at + 1 : at + 20], rank)
         if events:
             self._s.weights_started = True
         return events

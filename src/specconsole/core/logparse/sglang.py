@@ -32,6 +32,7 @@ from specconsole.core.log_events import (
     WeightsEnd,
 )
 
+from .build import decode_event, prefill_event
 from .fatal import fatal_signature, is_recoverable
 from .fields import (
     BOOL,
@@ -106,33 +107,12 @@ def decode_fast(rest: str) -> dict[str, object] | None:
         return None
 
 
-def _decode_event(m: re.Match[str], ts: str | None, rank: str | None) -> DecodeStats | None:
-    """The event of a canonical Decode line straight from its match (no dict, no ``**``: the
-    hot path of a busy log), ``None`` when a number does not convert."""
-    g = m.groups()
-    try:
-        return DecodeStats(
-            timestamp=ts,
-            rank=rank,
-            running_req=int(g[0]),
-            num_tokens=int(g[1]),
-            token_usage=float(g[2]),
-            accept_len=float(g[3]) if g[3] is not None else None,
-            accept_rate=float(g[4]) if g[4] is not None else None,
-            cuda_graph=g[5] == "True",
-            gen_throughput=float(g[6]),
-            queue_req=int(g[7]),
-        )
-    except ValueError:
-        return None
-
-
 def on_decode(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     if not body.startswith("Decode batch"):
         return []
     if body[12:14] == ", ":  # the common (v0.5.5+) form, without the iteration counter
         m = _DECODE_CANONICAL.match(body, 14)
-        event = None if m is None else _decode_event(m, ts, rank)
+        event = None if m is None else decode_event(m, ts, rank)
         if event is not None:
             return [event]
         kv = key_values(body[14:].rstrip(", "), DECODE_KEYS)
@@ -153,33 +133,12 @@ _PREFILL_CANONICAL = re.compile(
 """The Prefill line of the newest releases: a fast path only, like :data:`_DECODE_CANONICAL`."""
 
 
-def _prefill_event(m: re.Match[str], ts: str | None, rank: str | None) -> PrefillStats | None:
-    """Like :func:`_decode_event`, for the canonical Prefill line."""
-    g = m.groups()
-    try:
-        return PrefillStats(
-            timestamp=ts,
-            rank=rank,
-            new_seq=int(g[0]),
-            new_token=int(g[1]),
-            cached_token=int(g[2]),
-            token_usage=float(g[3]),
-            running_req=int(g[4]),
-            queue_req=int(g[5]),
-            pending_token=int(g[6]),
-            cuda_graph=g[7] == "True",
-            input_throughput=float(g[8]),
-        )
-    except ValueError:
-        return None
-
-
 def on_prefill(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     if not body.startswith("Prefill batch"):
         return []
     if body[13:15] == ", ":
         m = _PREFILL_CANONICAL.match(body, 15)
-        event = None if m is None else _prefill_event(m, ts, rank)
+        event = None if m is None else prefill_event(m, ts, rank)
         if event is not None:
             return [event]
         kv = key_values(body[15:].rstrip(", "), PREFILL_KEYS)
