@@ -537,7 +537,7 @@ async def test_footer_shows_exactly_the_keys_that_apply_and_banner_agrees() -> N
                 for key, active in app.screen.active_bindings.items()
                 if active.binding.show and active.enabled
             }
-            always = {"f", "slash", "question_mark", "q"}
+            always = {"f", "slash", "v", "question_mark", "q"}
             expected = {BY_ID[c].key for c in available(state)}
             assert shown == expected | always, state.phase
             banner = app.screen.query_one("#crash-banner")

@@ -200,6 +200,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         autostart=True,
         stop_server_on_exit=True,
         mouse=not args.no_mouse,
+        confirm_first_deploy=False,  # the demo's "box" is the simulator on this machine
     )
 
 
@@ -212,8 +213,11 @@ def run_console(
     autostart: bool,
     stop_server_on_exit: bool,
     mouse: bool = True,
+    confirm_first_deploy: bool = True,
 ) -> int:
-    """Create a session, wire the controller to the box and run the console until quit."""
+    """Create a session, wire the controller to the box and run the console until quit
+    (the session's first deploy is shown as a diff and confirmed unless
+    ``confirm_first_deploy`` is False)."""
     from specconsole.ui.theme import UnknownThemeError, choose_theme
 
     try:
@@ -229,7 +233,16 @@ def run_console(
         return error(str(exc))
     try:
         return asyncio.run(
-            _run(plan, session, theme_name, policy, autostart, stop_server_on_exit, mouse)
+            _run(
+                plan,
+                session,
+                theme_name,
+                policy,
+                autostart,
+                stop_server_on_exit,
+                mouse,
+                confirm_first_deploy,
+            )
         )
     except KeyboardInterrupt:
         return 130
@@ -245,8 +258,9 @@ async def _run(
     autostart: bool,
     stop_server_on_exit: bool,
     mouse: bool,
+    confirm_first_deploy: bool,
 ) -> int:
-    from specconsole.controller.wiring import wire_controller
+    from specconsole.controller.wiring import ConsoleBox, wire_controller
     from specconsole.core import events as ev
     from specconsole.core.state import ControllerState
     from specconsole.ui.app import make_app
@@ -265,9 +279,14 @@ async def _run(
         return 0
     wired = wire_controller(plan, session, ControllerState(plan=plan, policy=policy))
     controller, ports, recorder = wired.controller, wired.ports, wired.recorder
-    app = make_app(controller, theme=theme, run_controller=controller.run)
-    if autostart:
-        controller.send(ev.StartSweep(plan=plan, policy=policy))
+    app = make_app(
+        controller,
+        theme=theme,
+        run_controller=controller.run,
+        box=ConsoleBox(wired, plan, str(session.path)),
+        confirm_first_deploy=confirm_first_deploy,
+        initial_intents=[ev.StartSweep(plan=plan, policy=policy)] if autostart else [],
+    )
     try:
         await app.run_async(mouse=mouse)
     finally:
@@ -282,7 +301,11 @@ async def _run(
     status, code = console_status(controller.state, controller.halted)
     with contextlib.suppress(Exception):  # a full disk may refuse even this
         session.write_meta({"status": status})
+    if app.final_message:  # what [sweep] finally left serving, or that the server is down
+        print(app.final_message)
     print(f"session: {session.path} ({status})")
     if status in ("interrupted", "paused"):
         print(f"continue it with: specconsole resume {session.path}")
+    if app.final_failed and code == 0:
+        code = 1
     return code

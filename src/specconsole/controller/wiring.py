@@ -20,10 +20,18 @@ from specconsole.controller.engine_detect import EngineVersionInfo, recorded_eng
 from specconsole.controller.runtime import Controller
 from specconsole.core import events as ev
 from specconsole.core.boxprobe import BoxProbe
+from specconsole.core.config import ServerConfig
 from specconsole.core.placeholders import resolve_placeholders
 from specconsole.core.plan import PlanError, SweepPlan
-from specconsole.core.ports import BenchmarkRunner, Placement, ServiceBackend, Transport
+from specconsole.core.ports import (
+    BenchmarkRunner,
+    Placement,
+    ServiceBackend,
+    Transport,
+    TransportError,
+)
 from specconsole.core.profile import Profile
+from specconsole.core.results import deploy_previewed
 from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session, SessionError
@@ -189,3 +197,64 @@ def wire_controller(
                 controller.send(ev.EngineVersionKnown(version=known.version, source=known.source))
     box.append(controller)
     return Wired(controller=controller, ports=ports, recorder=recorder)
+
+
+@dataclass
+class ConsoleBox:
+    """The console's operations on the box outside the trials (``ui.bridge.BoxOps``): the
+    diff a deploy would make, shown before the session's first deploy, and ``[sweep]
+    finally`` when the user quits after a finished sweep (``controller.finish``)."""
+
+    wired: Wired
+    plan: SweepPlan
+    session_path: str
+
+    @property
+    def finally_action(self) -> str:
+        return self.plan.finally_action
+
+    @property
+    def rollback_command(self) -> str:
+        return f"specconsole rollback {self.session_path}"
+
+    async def preview(self, config: ServerConfig) -> str | None:
+        """The redacted diff the controller's deploy of ``config`` would make now: validated
+        and in the box's flag names as a deploy is (None when validation refuses it)."""
+        controller = self.wired.controller
+        if controller.engine_versions is not None:
+            await controller.engine_versions.ensure(config)
+        outcome = controller.validator(controller.versioned(config))
+        if not isinstance(outcome, ev.ConfigValidated):
+            return None
+        boxed = controller.versioned(outcome.config)
+        return deploy_previewed(boxed, (await self.wired.ports.backend.preview(boxed)).diff).diff
+
+    async def finish(self, progress: Callable[[str], None]) -> tuple[str, bool]:
+        """``[sweep] finally`` over the session's trials; ``progress`` gets the diff."""
+        from specconsole.controller.finish import apply_finally
+
+        controller, ports = self.wired.controller, self.wired.ports
+
+        def on_diff(diff: str) -> None:
+            changed = sum(1 for line in diff.splitlines() if line[:1] in "+-") - 2
+            progress(f"deploying ({max(changed, 0)} changed lines; v showed every diff)")
+
+        try:
+            outcome = await apply_finally(
+                self.plan.finally_action,
+                trials=controller.state.trials,
+                goal=self.plan.goal,
+                base=self.plan.base,
+                backend=ports.backend,
+                transport=ports.transport,
+                timeout_s=self.plan.load_timeout_s,
+                on_diff=on_diff,
+                for_box=controller.versioned,
+            )
+        except (TransportError, OSError) as exc:
+            return (
+                f"error: finally = {self.plan.finally_action}: {exc}; the box is left as the "
+                f"last trial left it. To put it back: {self.rollback_command}",
+                True,
+            )
+        return outcome.message, outcome.failed

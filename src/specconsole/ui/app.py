@@ -5,6 +5,10 @@ snapshot fixtures and the benchmarks all use, so what is tested is what users ru
 owns exactly three things: the bridge (controller → messages), the current theme, and the
 translation of UI decisions into intents (``send_intent``). Everything a pane shows is
 computed by ``ui.adapt`` from the latest ``ControllerState``.
+
+With a box (``BoxOps``) the app also guards the box: the session's first deploy is shown as
+a diff and confirmed before its intent is sent (``ui.deploy_gate``), and quitting after a
+finished sweep carries out ``[sweep] finally`` before leaving (``ui.leaving``).
 """
 
 from __future__ import annotations
@@ -24,19 +28,24 @@ from specconsole.core.config import ServerConfig
 from specconsole.core.events import DeployConfig, Intent, Quit, Resume
 from specconsole.core.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
+from specconsole.present.diffs import diff_entries
 from specconsole.present.editor_fields import (
     editing_release,
     editor_fields,
     release_line,
     with_release,
 )
+from specconsole.present.leaving import finally_due, server_down_message
 from specconsole.ui import adapt
-from specconsole.ui.bridge import ControllerBridge, ControllerHandle
+from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
+from specconsole.ui.deploy_gate import DeployGate
 from specconsole.ui.form import Problem, Validator
+from specconsole.ui.leaving import Leaving
 from specconsole.ui.messages import (
     IntentSent,
     LogBatch,
     OpenCrashDetails,
+    OpenDiff,
     OpenEditor,
     OpenHelp,
     RequestQuit,
@@ -44,10 +53,11 @@ from specconsole.ui.messages import (
     StateChanged,
 )
 from specconsole.ui.screens.crash import CrashScreen
+from specconsole.ui.screens.diff import DiffScreen
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.help import HelpScreen
 from specconsole.ui.screens.main import MainScreen
-from specconsole.ui.screens.quit import QuitChoice, QuitScreen
+from specconsole.ui.screens.quit import LeavingScreen, QuitChoice, QuitScreen
 from specconsole.ui.theme import THEMES, choose_theme
 from specconsole.ui.viewmodels import CrashView, LineClassifier
 
@@ -79,6 +89,9 @@ class SpecConsoleApp(App[None]):
         predict: Callable[[ServerConfig, ControllerState], CapacityPrediction | None] | None = None,
         run_controller: Callable[[], Awaitable[object]] | None = None,
         tick_interval: float | None = 1.0,
+        box: BoxOps | None = None,
+        confirm_first_deploy: bool = True,
+        initial_intents: Sequence[Intent] = (),
     ) -> None:
         super().__init__()
         if theme not in THEMES:
@@ -96,6 +109,14 @@ class SpecConsoleApp(App[None]):
         self._controller_worker: Worker[object] | None = None
         self.sent_intents: list[Intent] = []
         """Every intent this app sent, oldest first (observable in tests)."""
+        self._box = box
+        self._gate = DeployGate(self, box, self._send_now, confirm=confirm_first_deploy)
+        self._initial_intents = tuple(initial_intents)
+        self._leaving: Leaving | None = None
+        self.final_message = ""
+        """What the box was left in, for the launcher to print once the console has closed."""
+        self.final_failed = False
+        """``finally`` changed the box and it does not serve (the exit code says so)."""
 
     # ----------------------------------------------------------------------------------------
     # Lifecycle
@@ -118,6 +139,8 @@ class SpecConsoleApp(App[None]):
             )
         if self._tick_interval:
             self.set_interval(self._tick_interval, self._tick)
+        for intent in self._initial_intents:  # e.g. --start: through the first-deploy gate
+            self.send_intent(intent)
 
     async def on_unmount(self) -> None:
         await self._bridge.stop()
@@ -194,12 +217,27 @@ class SpecConsoleApp(App[None]):
     def _help_requested(self) -> None:
         self.open_help()
 
+    @on(OpenDiff)
+    def _diff_requested(self, message: OpenDiff) -> None:
+        self.push_screen(DiffScreen(diff_entries(self._state), message.selected))
+
     @on(RequestQuit)
     def _quit_requested(self) -> None:
         self.request_quit()
 
+    @on(LeavingScreen.ForceQuit)
+    def _force_quit(self) -> None:
+        if self._leaving is not None:
+            self._leaving.force()
+
     def send_intent(self, intent: Intent) -> None:
-        """Stamp ``intent`` with the clock, hand it to the controller and announce it."""
+        """Stamp ``intent`` with the clock, hand it to the controller and announce it; the
+        session's first deploy is confirmed first (``DeployGate``)."""
+        if not intent.at:
+            intent = dataclasses.replace(intent, at=self._clock())
+        self._gate.submit(self._state, intent)
+
+    def _send_now(self, intent: Intent) -> None:
         self._controller.send(self._stamp(intent))
 
     def _stamp(self, intent: Intent) -> Intent:
@@ -277,8 +315,20 @@ class SpecConsoleApp(App[None]):
         self.push_screen(HelpScreen())
 
     def request_quit(self) -> None:
-        """Quit; asks first while a trial runs. The server is stopped only if chosen."""
-        if not self._state.busy:
+        """Quit; asks first while a trial runs. The server is stopped only if chosen. After a
+        finished sweep ``[sweep] finally`` is carried out first; after a crash the message
+        says the server is down and how to roll back."""
+        if self._leaving is not None:
+            self._leaving.force()
+            return
+        state = self._state
+        if not state.busy and self._box is not None and finally_due(state):
+            self._leaving = Leaving(self, self._box, self._left)
+            self._leaving.start()
+            return
+        if not state.busy:
+            if self._box is not None:
+                self.final_message = server_down_message(state, self._box.rollback_command) or ""
             self._quit(stop_server=False)
             return
 
@@ -308,8 +358,16 @@ class SpecConsoleApp(App[None]):
 
         self.run_worker(wait_then_exit(), group="quit", exit_on_error=False)
 
+    def _left(self, message: str, failed: bool) -> None:
+        """``finally`` is done (or given up): leave with its outcome."""
+        self.final_message, self.final_failed = message, failed
+        self._quit(stop_server=False)
+
     def action_quit_now(self) -> None:
         """ctrl+c: leave at once; the server is left as it is."""
+        if self._leaving is not None:
+            self._leaving.force()
+            return
         self._quit(stop_server=False)
 
 
@@ -322,6 +380,9 @@ def make_app(
     predict: Callable[[ServerConfig, ControllerState], CapacityPrediction | None] | None = None,
     run_controller: Callable[[], Awaitable[object]] | None = None,
     tick_interval: float | None = 1.0,
+    box: BoxOps | None = None,
+    confirm_first_deploy: bool = True,
+    initial_intents: Sequence[Intent] = (),
 ) -> SpecConsoleApp:
     """Build the console for ``controller``.
 
@@ -334,6 +395,11 @@ def make_app(
         run_controller: coroutine function run as the app's controller worker, if the
             controller is not already running elsewhere.
         tick_interval: header refresh period in seconds (None: only on state changes).
+        box: the box's own operations (first-deploy diff, ``finally`` on quit); None leaves
+            both out (test doubles, the pool).
+        confirm_first_deploy: with a box, show the session's first deploy as a diff and ask
+            before sending it (off only for the demo's simulated box on this machine).
+        initial_intents: sent once the console runs (``--start``), through the same gate.
     """
     return SpecConsoleApp(
         controller,
@@ -343,6 +409,9 @@ def make_app(
         predict=predict if predict is not None else default_predictor(),
         run_controller=run_controller,
         tick_interval=tick_interval,
+        box=box,
+        confirm_first_deploy=confirm_first_deploy,
+        initial_intents=initial_intents,
     )
 
 

@@ -11,7 +11,10 @@ recent journal), so the pane never mixes two boxes.
 
 ``ControllerHandle`` is the UI's whole view of the controller: current state, subscribe, and
 send an intent. The real runtime (``specconsole.controller``) and the tests' recording
-controller both satisfy it.
+controller both satisfy it. ``BoxOps`` is what the console asks of the box outside the
+trials: the diff a deploy would make (shown before the session's first deploy) and
+``[sweep] finally`` when the user quits after a finished sweep
+(``specconsole.controller.wiring.ConsoleBox``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.message import Message
 
@@ -29,6 +32,9 @@ from specconsole.core.events import Event, LogLines
 from specconsole.core.state import ControllerState
 from specconsole.present.fleet import focused_box
 from specconsole.ui.messages import LogBatch, StateChanged
+
+if TYPE_CHECKING:
+    from specconsole.core.config import ServerConfig
 
 FLUSH_INTERVAL_S = 0.1
 """How often buffered log lines are handed to the journal pane."""
@@ -54,6 +60,33 @@ class ControllerHandle(Protocol):
 
     def send(self, event: Event) -> None:
         """Queue a user intent for the state machine (never blocks)."""
+        ...
+
+
+class BoxOps(Protocol):
+    """What the console does on the box besides running trials."""
+
+    @property
+    def finally_action(self) -> str:
+        """The plan's ``[sweep] finally`` (best, original, last or stop)."""
+        ...
+
+    @property
+    def rollback_command(self) -> str:
+        """The shell command that puts back a configuration that served
+        (``specconsole rollback SESSION``)."""
+        ...
+
+    async def preview(self, config: ServerConfig) -> str | None:
+        """The unified diff deploying ``config`` would make on the box now (values of
+        environment variables redacted), or None when the controller would not deploy it
+        (it fails validation). Raises ``TransportError`` when the box cannot be reached."""
+        ...
+
+    async def finish(self, progress: Callable[[str], None]) -> tuple[str, bool]:
+        """Carry out ``[sweep] finally`` and wait until the box serves; ``progress`` gets a
+        line per step. Returns the sentence saying what the box serves now, and whether it
+        failed (the box was changed but does not serve, or could not be reached)."""
         ...
 
 

@@ -65,6 +65,13 @@ class OpenCrashDetails(Message):
 
 
 @dataclass
+class OpenDiff(Message):
+    """Open the diff pane at the trial whose row key is ``selected`` (None: the newest)."""
+
+    selected: str | None = None
+
+
+@dataclass
 class OpenHelp(Message):
     """Open the key help."""
 

@@ -40,6 +40,7 @@ from specconsole.present.labels import config_summary, notice_text
 from specconsole.ui import adapt
 from specconsole.ui.messages import (
     OpenCrashDetails,
+    OpenDiff,
     OpenEditor,
     OpenHelp,
     RequestQuit,
@@ -121,6 +122,14 @@ class MainScreen(Screen[None]):
             "next box",
             id="next-box",
             tooltip="pool: show the next box (its journal, header and keys)",
+        ),
+        Binding(
+            "v",
+            "diff",
+            "diff",
+            id="diff",
+            tooltip="what each deploy changed on the box: the unit/command diff of the deploy "
+            "in progress and of each trial (the one selected in the trials table)",
         ),
         Binding("question_mark", "help", "help", id="help", tooltip="this help"),
         Binding(
@@ -365,6 +374,12 @@ class MainScreen(Screen[None]):
         box = next_box(self._state)
         if box is not None:
             self._send(FocusBox(box=box))
+
+    def action_diff(self) -> None:
+        """Open the diff pane: at the selected trial when the trials table has the focus."""
+        trials = self.query_one(TrialsPane)
+        selected = trials.selected_key if trials.table.has_focus else None
+        self.post_message(OpenDiff(selected))
 
     def action_help(self) -> None:
         self.post_message(OpenHelp())

@@ -1,8 +1,10 @@
-"""Quit confirmation, shown when a trial is in progress.
+"""Quit confirmation, shown when a trial is in progress, and the leaving screen.
 
 Leaving the console never stops the remote server by default: the choices are to leave it
 running (the normal case: a 100-second load is not thrown away by a mistyped ``q``), to stop
-it explicitly, or to stay.
+it explicitly, or to stay. Quitting after a finished sweep carries out ``[sweep] finally``
+(default: deploy the best trial) and waits until the box serves: ``LeavingScreen`` shows
+each step; a second ``q`` (or ctrl+c) leaves at once, saying the box may be mid-change.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
@@ -59,3 +62,44 @@ class QuitScreen(ModalScreen[QuitChoice]):
     def _pressed(self, event: Button.Pressed) -> None:
         if event.button.id is not None:
             self.dismiss(QuitChoice(event.button.id))
+
+
+class LeavingScreen(ModalScreen[None]):
+    """Progress of ``[sweep] finally`` while quitting; q/ctrl+c forces the quit."""
+
+    class ForceQuit(Message):
+        """The user pressed quit again: leave now."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q,ctrl+c", "force", "quit now", show=False, priority=True),
+    ]
+
+    def __init__(self, action: str) -> None:
+        super().__init__()
+        self._action = action
+        self._lines: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="quit-box") as box:
+            box.border_title = f"Leaving: finally = {self._action}"
+            box.border_subtitle = "q again quits now"
+            yield Static("", id="leaving-progress", markup=False)
+
+    def on_mount(self) -> None:
+        self._draw()
+
+    def progress(self, line: str) -> None:
+        """Add one step to what the screen shows (kept until it is mounted)."""
+        self._lines.append(line)
+        if self.is_mounted:
+            self._draw()
+
+    def _draw(self) -> None:
+        self.query_one("#leaving-progress", Static).update("\n".join(self._lines))
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(self._lines)
+
+    def action_force(self) -> None:
+        self.post_message(self.ForceQuit())

@@ -1,0 +1,96 @@
+"""What each deploy changes on the box, as the console shows it: the diff pane's entries,
+the kind of every diff line, and which configuration an intent would deploy.
+
+Why here: the console's diff pane (``v``) and its first-deploy confirmation show the same
+unified diffs the headless driver prints and the trial records keep (``deploy_diff``,
+already redacted). Picking the entries (the deploy in progress, then every recorded trial)
+and classifying lines (added, removed, hunk, file header) is presentation, not Textual, so
+it is tested without an app. ``deploying_config`` asks the pure state machine which
+configuration an intent would deploy next (a sweep's first trial, ``d``, a retry), so the
+confirmation previews exactly what the controller is about to do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specconsole.core import effects as fx
+from specconsole.core import events as ev
+from specconsole.core.config import ServerConfig
+from specconsole.core.machine import IllegalTransition, step
+from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.present.labels import config_label
+
+PENDING_KEY = "pending"
+"""The entry key of the deploy in progress (trial entries are keyed by their row key)."""
+
+NO_CHANGE = "(no change: the box already has exactly this)"
+"""Shown for an empty diff."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiffEntry:
+    """One diff the pane can show."""
+
+    key: str
+    """``PENDING_KEY`` or the trial's row key (its index)."""
+    title: str
+    diff: str
+    """Unified diff, values of environment variables already redacted ("" = no change)."""
+
+
+def line_kind(line: str) -> str:
+    """``header`` (---/+++), ``hunk`` (@@), ``add``, ``remove`` or ``context``."""
+    if line.startswith(("--- ", "+++ ")):
+        return "header"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "add"
+    if line.startswith("-"):
+        return "remove"
+    return "context"
+
+
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """``(kind, line)`` for every line of ``diff`` (one ``NO_CHANGE`` line when empty). The
+    ``+``/``-`` prefixes stay, so the diff reads the same without colour."""
+    if not diff.strip():
+        return [("context", NO_CHANGE)]
+    return [(line_kind(line), line) for line in diff.rstrip("\n").splitlines()]
+
+
+def _title(record: TrialRecord, state: ControllerState, *, pending: bool) -> str:
+    base = state.plan.base if state.plan is not None else None
+    label = config_label(record.config, base)
+    what = "deploying now" if pending else record.status.value
+    return f"trial {record.index + 1}: {label} ({what})"
+
+
+def diff_entries(state: ControllerState) -> list[DiffEntry]:
+    """The deploy in progress (once its diff is known), then every recorded trial that
+    deployed, newest first."""
+    out: list[DiffEntry] = []
+    recorded = {t.index for t in state.trials}
+    trial = state.trial
+    if trial is not None and trial.index not in recorded and trial.deploy_diff:
+        out.append(DiffEntry(PENDING_KEY, _title(trial, state, pending=True), trial.deploy_diff))
+    for record in reversed(state.trials):
+        if record.deploy_diff or record.artifact_hash:
+            title = _title(record, state, pending=False)
+            out.append(DiffEntry(str(record.index), title, record.deploy_diff))
+    return out
+
+
+def deploying_config(state: ControllerState, intent: ev.Intent) -> ServerConfig | None:
+    """The configuration ``intent`` would deploy as its next step in ``state``, or None when
+    it deploys nothing now (a benchmark, a pause, a reattach, or an intent the controller
+    would refuse or queue)."""
+    try:
+        _new, effects = step(state, intent)
+    except IllegalTransition:
+        return None
+    for effect in effects:
+        if isinstance(effect, fx.Validate | fx.Deploy):
+            return effect.config
+    return None

@@ -1,0 +1,93 @@
+"""The session's first deploy waits for the user: its diff is shown and confirmed first.
+
+Why: on a production box the first deploy edits the user's unit and restarts their server.
+Before sending an intent that would deploy (``s`` starting the sweep, ``d``, an applied
+edit, a retry), the gate asks the pure machine which configuration it would deploy
+(``present.diffs.deploying_config``), has the box render the diff (``BoxOps.preview``, the
+same path a deploy takes) and pushes ``ConfirmDeployScreen``. Deploy sends the intent and
+opens the gate for the rest of the session; cancel sends nothing, so the box is untouched
+and the sweep not started, and says so. Intents that deploy nothing pass straight through,
+and so does everything once the gate is open. Headless runs have no gate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from textual.app import App
+
+from specconsole.core import events as ev
+from specconsole.core.config import ServerConfig
+from specconsole.core.ports import TransportError
+from specconsole.core.state import ControllerState
+from specconsole.present.diffs import deploying_config
+from specconsole.present.labels import config_label
+from specconsole.ui.bridge import BoxOps
+from specconsole.ui.screens.confirm import ConfirmDeployScreen
+
+PREVIEW_TIMEOUT_S = 60.0
+"""How long rendering the first deploy's diff on the box may take (it reads the unit)."""
+
+
+class DeployGate:
+    """Holds back the first deploying intent until its diff is confirmed."""
+
+    def __init__(
+        self,
+        app: App[None],
+        box: BoxOps | None,
+        send: Callable[[ev.Intent], None],
+        *,
+        confirm: bool,
+    ) -> None:
+        self._app = app
+        self._box = box
+        self._send = send
+        self.open = box is None or not confirm
+        """True once the first deploy was confirmed (or when nothing is asked)."""
+
+    def submit(self, state: ControllerState, intent: ev.Intent) -> None:
+        """Send ``intent`` now, or (the session's first deploy) after the user confirms."""
+        config = None if self.open else deploying_config(state, intent)
+        if config is None:
+            self._send(intent)
+            return
+        self._app.run_worker(
+            self._confirm(state, intent, config),
+            name="confirm-deploy",
+            group="confirm-deploy",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _confirm(
+        self, state: ControllerState, intent: ev.Intent, config: ServerConfig
+    ) -> None:
+        assert self._box is not None
+        starting = isinstance(intent, ev.StartSweep)
+        nothing = "nothing was changed on the box" + (
+            "; the sweep was not started" if starting else ""
+        )
+        try:
+            async with asyncio.timeout(PREVIEW_TIMEOUT_S):
+                diff = await self._box.preview(config)
+        except (TransportError, OSError, TimeoutError) as exc:
+            reason = str(exc) or f"no answer within {PREVIEW_TIMEOUT_S:g} s"
+            self._app.notify(
+                f"Cannot show the first deploy's diff: {reason}; {nothing}.",
+                severity="error",
+                timeout=30,
+            )
+            return
+        if diff is None:  # the controller will refuse it and say why; nothing deploys
+            self._send(intent)
+            return
+        base = state.plan.base if state.plan is not None else None
+        verb = "Start the sweep with" if starting else "Deploy"
+        what = f"{verb} {config_label(config, base)} on the box."
+        if await self._app.push_screen_wait(ConfirmDeployScreen(what, diff)):
+            self.open = True
+            self._send(intent)
+        else:
+            self._app.notify(f"Deploy cancelled: {nothing}.", severity="warning", timeout=15)
