@@ -35,6 +35,7 @@ from specconsole.ui.widgets.diffview import DiffView
 from specconsole.ui.widgets.trials import TrialsPane
 from tests.fixtures.plans import sim_plan_text
 from tests.fixtures.sshd import free_port
+from tests.session.sim_sessions import BENCH
 
 SWEEP = """[sweep]
 strategy = "grid"
@@ -45,14 +46,6 @@ finally = "best"
 
 [sweep.axes]
 speculative_num_steps = {axes}
-"""
-BENCH = """[bench]
-ladder = [1, 2]
-input_len = 16
-output_len = 8
-duration_s = 0.3
-warmup_requests = 0
-api = "generate"
 """
 SWEEP_WAIT_S = 120.0
 """Bound on a two-trial sweep of the simulator (a few seconds on an idle machine)."""
@@ -102,6 +95,13 @@ class Box:
     def state(self) -> ControllerState:
         return self.wired.controller.state
 
+    async def start_sweep(self, pilot: Pilot[None]) -> None:
+        """Press s; the first deploy's confirmation must come up."""
+        await pilot.press("s")
+        await _until(
+            pilot, lambda: isinstance(self.app.screen, ConfirmDeployScreen), 30, "the confirm"
+        )
+
     async def close(self) -> None:
         self.wired.recorder.close()
         await ProcessBackend(LocalTransport(), self.plan.profile.service).stop()
@@ -129,10 +129,7 @@ async def test_cancelling_the_first_deploy_changes_nothing(
     box = Box(tmp_path)
     try:
         async with box.app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("s")
-            await _until(
-                pilot, lambda: isinstance(box.app.screen, ConfirmDeployScreen), 30, "the confirm"
-            )
+            await box.start_sweep(pilot)
             shown = box.app.screen.query_one(DiffView).plain
             # the process backend's artifact is the command line: steps=1 is added
             assert "+" in shown and "--speculative-num-steps 1" in shown, shown
@@ -157,10 +154,7 @@ async def test_confirmed_sweep_shows_every_diff_then_quit_leaves_the_best_servin
     box = Box(tmp_path)
     try:
         async with box.app.run_test(size=(120, 40)) as pilot:
-            await pilot.press("s")
-            await _until(
-                pilot, lambda: isinstance(box.app.screen, ConfirmDeployScreen), 30, "the confirm"
-            )
+            await box.start_sweep(pilot)
             first_diff = box.app.screen.query_one(DiffView).plain
             await pilot.press("enter")
             # the diff pane shows the deploy in progress as soon as its diff is known
