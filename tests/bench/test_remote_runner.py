@@ -28,10 +28,9 @@ def url() -> Iterator[str]:
         yield base
 
 
-def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
-    """`python3 -I -S -`: no site-packages (no httpx, no specconsole), script on stdin."""
-    spec = BenchSpec(ladder=(1, 3), requests_per_level=6, output_len=12, input_len=40)
-    script = build_script(plan_for(spec), url)
+def run_on_bare_python(script: str) -> list[dict]:
+    """Run a runner script as `python3 -I -S -` (no site-packages: no httpx, no
+    specconsole; the script on stdin); it must succeed. Returns its JSON lines."""
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-"],
         input=script,
@@ -41,7 +40,13 @@ def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_script_runs_on_a_bare_python_from_stdin(url: str) -> None:
+    """`python3 -I -S -`: no site-packages (no httpx, no specconsole), script on stdin."""
+    spec = BenchSpec(ladder=(1, 3), requests_per_level=6, output_len=12, input_len=40)
+    messages = run_on_bare_python(build_script(plan_for(spec), url))
     assert messages[0]["type"] == "hello" and messages[0]["pid"] > 0
     assert any(m["type"] == "progress" for m in messages)
     result = messages[-1]

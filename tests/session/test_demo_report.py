@@ -5,7 +5,8 @@ one runs ``specconsole sweep examples/demo-sweep.toml --headless`` for real (the
 the plain-process backend and local transport, the simulator as a real HTTP server process),
 so the finding comes from the boundary walk itself: steps 10 does not load, and the report of
 what ran names 9 as the largest value that does. The JSON report of that session is checked
-against docs/report-schema.json.
+against docs/report-schema.json, and its table against the seed's story: single-request tok/s
+rising over steps 1-5, the peak aggregate at steps 3, both within 3 % of the simulator's model.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import jsonschema
 import pytest
 
 from specconsole.cli import main
+from specconsole.session.store import Session
+from specconsole.sim.model import DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN, peak_aggregate, predict
 from tests.session.test_report_resolved import DEMO, REPO
 
 pytestmark = pytest.mark.slow
@@ -27,7 +30,7 @@ SWEEP_TIMEOUT_S = 600.0
 """Bound on the whole demo (about 3 minutes on a loaded 2-core machine)."""
 
 
-def test_the_demo_sweeps_report_names_9_and_matches_the_schema(
+def test_the_demo_sweeps_report_names_9_matches_the_schema_and_tells_the_seeds_story(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sessions = tmp_path / "sessions"
@@ -55,3 +58,25 @@ def test_the_demo_sweeps_report_names_9_and_matches_the_schema(
 
     assert main(["report", str(session)]) == 0
     assert "the largest value that loads is 9 (10 fails)" in capsys.readouterr().out
+
+    # The seed's story, at the model's calibration shape (1,024 in / 512 out), measured over
+    # steady windows: single-request tok/s rises over steps 1-5 and the peak aggregate is at
+    # steps 3, each within 3 % of the simulator's model for the configuration that ran.
+    records = {t.config.speculative_num_steps: t for t in Session.open(session).load_trials()}
+    assert all(lv.measurement == "steady" for s in range(1, 6) for lv in records[s].levels), (
+        "the demo measures steady windows"
+    )
+    single = {s: by_steps[s]["single_request_tok_s"] for s in range(1, 6)}
+    peak = {s: by_steps[s]["peak_aggregate_tok_s"] for s in range(1, 6)}
+    table = "\n".join(f"steps {s}: single {single[s]:.1f}, peak {peak[s]:.1f}" for s in single)
+    assert [single[s] for s in range(1, 6)] == sorted(single.values()), table
+    assert len(set(single.values())) == 5, table
+    assert max(peak, key=lambda s: peak[s]) == 3, table
+    for steps in range(1, 6):
+        config = records[steps].config
+        model_single = predict(config, 1, DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN)
+        _, model_peak = peak_aggregate(config)
+        assert single[steps] == pytest.approx(model_single.decode_tok_s_per_request, rel=0.03), (
+            table
+        )
+        assert peak[steps] == pytest.approx(model_peak, rel=0.03), table

@@ -40,6 +40,7 @@ from specconsole.bench.api import (
 from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.phase import Phase
 from specconsole.bench.prompts import Prompt
+from specconsole.bench.steady import WINDOW_STEADY, SteadyPhase
 from specconsole.core.metrics import (
     BenchResult,
     LevelMetrics,
@@ -181,11 +182,19 @@ class LadderRun:
                 await self._phase(client, index, concurrency, warmup_total, None, warmup=True)
             if self._cancel is not None and self._cancel.is_set():
                 return None
+            if plan.window == WINDOW_STEADY:
+                await self._connect(client, concurrency)
             if plan.flush_cache:
                 await self._flush(client)
             count = plan.requests_for(concurrency)
             measured, duration, partial = await self._phase(
-                client, index, concurrency, count, plan.duration_s, warmup=False
+                client,
+                index,
+                concurrency,
+                count,
+                plan.duration_s,
+                warmup=False,
+                steady=plan.window == WINDOW_STEADY,
             )
             accept = None if partial else await self._accept_length(client)
             metrics = compute_level_metrics(
@@ -200,10 +209,22 @@ class LadderRun:
                 slo=self._slo,
                 details=plan.details,
             )
+            if isinstance(measured, SteadyPhase):
+                metrics = measured.metrics(metrics, plan.percentiles)
             self._emit(measured, level_result=metrics)  # the level's numbers, live
             return metrics
         finally:
             await client.aclose()
+
+    async def _connect(self, client: StreamClient, concurrency: int) -> None:
+        """Open the level's c connections before its ramp-up is timed (a steady window
+        projects one ramp onto every request, so connection setup must not be in it)."""
+        results = await asyncio.gather(
+            *(client.get_json("/v1/models") for _ in range(concurrency)), return_exceptions=True
+        )
+        for outcome in results:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, RequestFailed):
+                raise outcome
 
     async def _flush(self, client: StreamClient) -> None:
         for _ in range(FLUSH_ATTEMPTS):
@@ -230,12 +251,24 @@ class LadderRun:
         duration_s: float | None,
         *,
         warmup: bool,
+        steady: bool = False,
     ) -> tuple[Phase, float, bool]:
         """Run one phase; returns its state, its duration and whether it was cut short."""
-        phase = Phase(index, concurrency, count or 0, warmup, self._clock, duration_s)
-        if self.plan.request_rate is not None and not warmup:
+        phase: Phase
+        if steady:
+            phase = SteadyPhase(
+                index,
+                concurrency,
+                self._clock,
+                window_s=self.plan.window_s,
+                window_tokens=self.plan.window_tokens,
+            )
+            load = asyncio.ensure_future(self._steady_loop(client, phase))
+        elif self.plan.request_rate is not None and not warmup:
+            phase = Phase(index, concurrency, count or 0, warmup, self._clock, duration_s)
             load = asyncio.ensure_future(self._poisson(client, phase, count, duration_s))
         else:
+            phase = Phase(index, concurrency, count or 0, warmup, self._clock, duration_s)
             load = asyncio.ensure_future(self._closed_loop(client, phase, count, duration_s))
         ticker = asyncio.ensure_future(self._tick(phase))
         assert self._cancel is not None
@@ -280,6 +313,35 @@ class LadderRun:
                 await self._one(client, phase, self._next_prompt())
 
         await asyncio.gather(*(slot() for _ in range(phase.concurrency)))
+
+    async def _steady_loop(self, client: StreamClient, phase: SteadyPhase) -> None:
+        """c slots in flight until the steady window is complete; then every in-flight
+        request is cancelled (its connection closed, so the server aborts it)."""
+        plan = self.plan
+
+        async def slot(number: int) -> None:
+            phase.enter(number)
+            while True:
+                prompt = self._next_prompt()
+                phase.issued += 1
+                phase.begin(prompt.output_len or plan.output_len, prompt.est_tokens)
+                await self._one(client, phase, prompt)
+
+        slots = [asyncio.ensure_future(slot(i)) for i in range(phase.concurrency)]
+        assert self._cancel is not None
+        window = asyncio.ensure_future(
+            phase.settle(self._cancel, plan.request_timeout_s + phase.bound_s)
+        )
+        try:
+            # A slot only ends by raising: then the window ends with it.
+            await asyncio.wait([window, *slots], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (window, *slots):
+                task.cancel()
+            outcomes = await asyncio.gather(window, *slots, return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, Exception):
+                raise outcome
 
     async def _poisson(
         self, client: StreamClient, phase: Phase, count: int | None, duration_s: float | None

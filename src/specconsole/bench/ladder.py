@@ -86,6 +86,13 @@ class LadderPlan:
     records only carry the header names)."""
     extra_body: dict[str, Any] | None = None
     """Merged into every request body (bench_serving's ``--extra-request-body``)."""
+    window: str = "completed"
+    """``completed`` (bench_serving's metrics over finished requests) or ``steady`` (a
+    steady-state window of streamed tokens per level, :mod:`specconsole.bench.steady`)."""
+    window_s: float | None = None
+    """Steady window: its length in seconds (2 s when neither bound is given)."""
+    window_tokens: int | None = None
+    """Steady window: end it once this many output tokens streamed (whichever bound first)."""
 
     def requests_for(self, concurrency: int) -> int | None:
         """Measured requests at a level (None in duration mode)."""
@@ -119,6 +126,24 @@ class LadderPlan:
             raise ValueError("percentiles: give percentiles between 0 and 100, e.g. 50,90,99.9")
         if self.slo is not None:
             Slo.from_mapping(self.slo)
+        self._check_window()
+
+    def _check_window(self) -> None:
+        if self.window not in ("completed", "steady"):
+            raise ValueError(f'window: must be "completed" or "steady", got {self.window!r}')
+        if self.window != "steady":
+            if self.window_s is not None or self.window_tokens is not None:
+                raise ValueError('window_s / window_tokens: only with window = "steady"')
+            return
+        if self.request_rate is not None:
+            raise ValueError(
+                'window = "steady" keeps c streams in flight; drop request_rate (Poisson '
+                'arrivals need window = "completed")'
+            )
+        if self.window_s is not None and self.window_s <= 0:
+            raise ValueError("window_s: give a positive number of seconds, e.g. 2")
+        if self.window_tokens is not None and self.window_tokens < 1:
+            raise ValueError("window_tokens: give at least 1 output token, e.g. 2000")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -144,6 +169,9 @@ class LadderPlan:
             "details": self.details,
             "headers": [list(h) for h in self.headers],
             "extra_body": self.extra_body,
+            "window": self.window,
+            "window_s": self.window_s,
+            "window_tokens": self.window_tokens,
         }
 
     @classmethod

@@ -90,6 +90,9 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         details=spec.output_details,
         headers=headers,
         extra_body=None if not spec.extra_body else dict(spec.extra_body),
+        window=spec.window,
+        window_s=spec.window_s,
+        window_tokens=spec.window_tokens,
     )
 
 

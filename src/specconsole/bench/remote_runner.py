@@ -4,9 +4,9 @@ Why: at high concurrency the SSH tunnel or the console host can limit the measur
 throughput; generating the load on the box removes both. The box cannot be assumed to have
 specconsole, httpx or even pip, so :func:`build_script` bundles the *same* standard-library
 modules the console uses (``core.metrics``, ``bench.api``, ``bench.prompts``, ``bench.ladder``,
-``bench.phase``, ``bench.engine``, ``bench.rawhttp``, ``bench.remote_main``) into one Python
-file whose tiny import hook serves them from memory. Nothing is re-implemented for the remote
-side, so both placements schedule, parse and compute identically.
+``bench.phase``, ``bench.steady``, ``bench.engine``, ``bench.rawhttp``, ``bench.remote_main``)
+into one Python file whose tiny import hook serves them from memory. Nothing is re-implemented
+for the remote side, so both placements schedule, parse and compute identically.
 
 The script is uploaded (a heredoc through ``sh -c`` would hit Linux's 128 KiB limit on one
 argument once the prompt pool is included), run with ``python3 -u``, and reports JSON lines
@@ -41,6 +41,7 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.bench.prompts",
     "specconsole.bench.ladder",
     "specconsole.bench.phase",
+    "specconsole.bench.steady",
     "specconsole.bench.engine",
     "specconsole.bench.rawhttp",
     "specconsole.bench.remote_main",

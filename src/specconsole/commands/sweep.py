@@ -120,7 +120,7 @@ def load_plan_file(path: Path) -> SweepPlan:
         raise PlanError(f"{path}: {exc}") from None
     from specconsole.controller.wiring import resolve_local_placeholders
 
-    return resolve_local_placeholders(plan)
+    return resolve_local_placeholders(plan, plan_dir=path.parent)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

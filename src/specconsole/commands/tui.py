@@ -138,7 +138,7 @@ def read_console_file(path: Path, *, port: int | None = None) -> tuple[SweepPlan
         raise PlanError(f"{path}: {exc}") from None
     from specconsole.controller.wiring import resolve_local_placeholders  # + port = "auto"
 
-    return resolve_local_placeholders(plan, port=port), theme
+    return resolve_local_placeholders(plan, port=port, plan_dir=path.parent), theme
 
 
 def _cmd_tui(args: argparse.Namespace) -> int:

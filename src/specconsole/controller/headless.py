@@ -105,7 +105,11 @@ class ProgressPrinter:
                 self._print(
                     f"  c={lv.concurrency:<3} aggregate {format_rate(lv.output_tok_s, 1):>8} tok/s"
                     f"   per request {format_rate(lv.per_request_tok_s, 1):>7} tok/s   "
-                    f"completed {lv.completed} failed {lv.failed}"
+                    + (
+                        f"streams {lv.completed} (steady window) failed {lv.failed}"
+                        if lv.measurement == "steady"
+                        else f"completed {lv.completed} failed {lv.failed}"
+                    )
                 )
         if isinstance(event, ev.DeployPreviewed):
             self._print_diff(event.diff)

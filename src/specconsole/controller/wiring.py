@@ -15,6 +15,7 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.runtime import Controller
@@ -44,11 +45,16 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def resolve_local_placeholders(plan: SweepPlan, *, port: int | None = None) -> SweepPlan:
+def resolve_local_placeholders(
+    plan: SweepPlan, *, port: int | None = None, plan_dir: Path | None = None
+) -> SweepPlan:
     """``plan`` ready to run from this machine: ``{python}`` is this interpreter and an
     ``"auto"`` port ``port`` if given, else a free loopback port (chosen here, before the
     session is created, which records it so ``resume`` reuses it; a port already chosen is
-    kept)."""
+    kept). A relative ``[bench] dataset`` file found next to the plan (``plan_dir``) becomes
+    that file's absolute path, so a plan and its prompts travel together."""
+    if plan_dir is not None:
+        plan = _dataset_beside(plan, plan_dir)
     values = {"python": sys.executable}
     auto = plan.auto_port
     if auto:
@@ -61,6 +67,18 @@ def resolve_local_placeholders(plan: SweepPlan, *, port: int | None = None) -> S
         )
         plan = replace(plan, boxes=boxes)
     return plan
+
+
+def _dataset_beside(plan: SweepPlan, plan_dir: Path) -> SweepPlan:
+    source = plan.bench.prompts
+    kind, sep, rest = source.partition(":")
+    prefix, path = (kind + sep, rest) if sep and kind in ("jsonl", "sharegpt") else ("", source)
+    if source in ("builtin", "random") or not path or Path(path).expanduser().is_absolute():
+        return plan
+    beside = plan_dir / path
+    if not beside.is_file():
+        return plan  # relative to the working folder, as before
+    return replace(plan, bench=replace(plan.bench, prompts=prefix + str(beside.resolve())))
 
 
 @dataclass

@@ -39,6 +39,8 @@ PLAN_LIMITS: dict[str, float] = {
     "[bench] output_len": 1_048_576,
     "[bench] seed": 2**63 - 1,
     "[bench] duration_s": 86_400.0,
+    "[bench] window_s": 86_400.0,
+    "[bench] window_tokens": 1_000_000_000,
     "[bench] request_rate": 100_000.0,
     "[bench] request_timeout_s": 86_400.0,
     "[bench] stall_timeout_s": 86_400.0,

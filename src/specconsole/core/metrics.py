@@ -150,6 +150,13 @@ class LevelMetrics:
     """Per-request lists as bench_serving's ``--output-details`` writes them (``input_lens``,
     ``output_lens``, ``ttfts``, ``itls``, ``errors``, plus ``starts``, ``e2e_latencies``,
     ``chunk_times``, ``chunk_tokens``), when asked for."""
+    measurement: str = "completed"
+    """How the level was measured: ``completed`` (bench_serving's completed-request metrics)
+    or ``steady`` (a steady-state window of streamed tokens, :mod:`specconsole.bench.steady`;
+    ``completed`` then counts the streams measured in the window)."""
+    window: dict[str, Any] | None = None
+    """The steady window's own figures (``ramp_s``, ``window_s``, ``window_tokens``,
+    ``streams``, ``window_output_throughput``...); None for completed-request levels."""
 
     def __getitem__(self, key: str) -> Any:
         """Record-style access: ``level["median_ttft_ms"]``, ``level["output_throughput"]``."""
@@ -181,7 +188,10 @@ class LevelMetrics:
             "median_request_tok_s": self.median_request_tok_s,
             "partial": self.partial,
             "warmup_requests": self.warmup_requests,
+            "measurement": self.measurement,
         }
+        if self.window is not None:
+            record["window"] = dict(self.window)
         if self.slo is not None:
             record["slo"] = dict(self.slo)
             record["good_requests"] = self.good_requests
@@ -244,6 +254,8 @@ class LevelMetrics:
                 None if record.get("good_requests") is None else int(record["good_requests"])
             ),
             request_goodput=opt_float("request_goodput"),
+            measurement=str(record.get("measurement") or "completed"),
+            window=dict(record["window"]) if isinstance(record.get("window"), Mapping) else None,
         )
 
 

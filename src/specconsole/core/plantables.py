@@ -217,6 +217,18 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
             if not isinstance(value, Mapping):
                 raise PlanError(f"{where} must be a table, e.g. extra_body = {{ top_k = 1 }}")
             kw[key] = dict(value)
+        elif key == "window":
+            if value not in ("completed", "steady"):
+                raise PlanError(
+                    f'{where} must be "completed" (bench_serving\'s metrics over finished '
+                    'requests) or "steady" (a steady-state window of streamed tokens), got '
+                    f"{value!r}"
+                )
+            kw[key] = value
+        elif key == "window_s":
+            kw[key] = float(plan_number(value, where))
+        elif key == "window_tokens":
+            kw[key] = plan_number(value, where, integer=True, minimum=0)
         elif key == "output_details":
             if not isinstance(value, bool):
                 raise PlanError(f"{where} must be true or false")
@@ -224,7 +236,30 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
         else:  # pragma: no cover - every BenchSpec field is handled above
             default = known[key].default
             kw[key] = value if default is MISSING else type(default)(value)
-    return BenchSpec(**kw)
+    return _checked_window(BenchSpec(**kw))
+
+
+def _checked_window(spec: BenchSpec) -> BenchSpec:
+    """Refuse ``[bench]`` keys that contradict the measurement window."""
+    if spec.window != "steady":
+        if spec.window_s is not None or spec.window_tokens is not None:
+            raise PlanError(
+                '[bench] window_s / window_tokens only apply with window = "steady"; add '
+                'window = "steady" or remove them'
+            )
+        return spec
+    clashes = [
+        key
+        for key in ("request_rate", "duration_s", "requests_per_level")
+        if getattr(spec, key) is not None
+    ]
+    if clashes:
+        raise PlanError(
+            f'[bench] {", ".join(clashes)} cannot be combined with window = "steady" (each '
+            "level keeps c streams in flight and ends with its window: window_s, "
+            'window_tokens); remove them or use window = "completed"'
+        )
+    return spec
 
 
 def parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, ...]], ...]:

@@ -360,6 +360,13 @@ class BenchSpec:
     """Extra request headers (values may be ``env:VAR``); records keep the names only."""
     extra_body: dict[str, Any] | None = None
     """Merged into every request body (bench_serving's ``--extra-request-body``)."""
+    window: str = "completed"
+    """How each level is measured: ``completed`` (bench_serving's metrics over finished
+    requests) or ``steady`` (a steady-state window of streamed tokens; docs/benchmark.md)."""
+    window_s: float | None = None
+    """Steady window length in seconds (2 s when neither bound is given)."""
+    window_tokens: int | None = None
+    """Steady window: end once this many output tokens streamed (whichever bound first)."""
 
     def requests_at(self, concurrency: int) -> int | None:
         """Measured requests the level at ``concurrency`` sends: ``requests_per_level``,
@@ -367,7 +374,7 @@ class BenchSpec:
         ``duration_s`` instead (the count is then not known up front)."""
         if self.requests_per_level is not None:
             return self.requests_per_level
-        if self.duration_s is not None:
+        if self.duration_s is not None or self.window == "steady":
             return None
         return default_requests_per_level(concurrency)
 

@@ -84,6 +84,7 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
         tpot_p50_ms=lv.latency_ms.get("median_tpot_ms"),
         tpot_p99_ms=lv.latency_ms.get("p99_tpot_ms"),
         request_goodput=lv.request_goodput,
+        measurement=lv.measurement,
     )
 
 

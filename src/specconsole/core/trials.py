@@ -167,6 +167,10 @@ class LevelSummary:
     """95 % confidence interval of ``output_tok_s`` over the repeats (None for one run)."""
     per_request_tok_s_ci: tuple[float, float] | None = None
     """95 % confidence interval of ``per_request_tok_s`` over the repeats."""
+    measurement: str = "completed"
+    """How the level was measured: ``completed`` (bench_serving's metrics over finished
+    requests) or ``steady`` (a steady-state window of streamed tokens; ``completed`` then
+    counts the streams measured). docs/benchmark.md defines both."""
 
 
 @dataclass(frozen=True, slots=True)

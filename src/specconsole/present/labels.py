@@ -10,6 +10,7 @@ variables' names do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import fields
 from enum import Enum
 from typing import Any
@@ -125,3 +126,19 @@ def notice_text(notice: Notice, base: ServerConfig | None) -> str:
     if notice.config is None:
         return notice.text
     return f"{notice.text} ({config_label(notice.config, base)})"
+
+
+MEASUREMENT_TEXT: dict[str, str] = {
+    "completed": "bench_serving's completed-request metrics",
+    "steady": "a steady-state window of streamed tokens (docs/benchmark.md, “Steady-state window”)",
+}
+"""How a level's figures were measured (``LevelSummary.measurement``), in words."""
+
+
+def measurement_note(trials: Sequence[TrialRecord]) -> str:
+    """One sentence saying how the recorded levels were measured ("" when none were)."""
+    kinds = sorted({lv.measurement for t in trials for lv in t.levels})
+    if not kinds:
+        return ""
+    words = " and ".join(MEASUREMENT_TEXT.get(k, k) for k in kinds)
+    return f"Levels measured with {words}."

@@ -56,6 +56,7 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
         "per_request_tok_s_ci": (
             None if level.per_request_tok_s_ci is None else list(level.per_request_tok_s_ci)
         ),
+        "measurement": level.measurement,
     }
 
 
@@ -78,6 +79,7 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
         repeats=int(data.get("repeats", 1)),
         output_tok_s_ci=_opt_pair(data.get("output_tok_s_ci")),
         per_request_tok_s_ci=_opt_pair(data.get("per_request_tok_s_ci")),
+        measurement=str(data.get("measurement") or "completed"),
     )
 
 

@@ -23,7 +23,7 @@ from specconsole.core.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
 from specconsole.present.formats import format_rate
-from specconsole.present.labels import config_label
+from specconsole.present.labels import config_label, measurement_note
 from specconsole.present.series import (
     aggregate_series,
     axis_title,
@@ -137,6 +137,8 @@ def to_markdown(
         f"# {title or (plan.name if plan else '') or 'specconsole session report'}",
         "",
     ]
+    if note := measurement_note(trials):
+        out += [note, ""]
     out.append("| " + " | ".join(TABLE_COLUMNS) + " |")
     out.append("|" + "|".join("---:" if c.numeric else "---" for c in REPORT_COLUMNS) + "|")
     base = plan.base if plan is not None else None

@@ -23,7 +23,7 @@ from specconsole.core.plantables import server_config_to_table
 from specconsole.core.secrets import redact_config
 from specconsole.core.state import TrialRecord
 from specconsole.core.strategy import findings
-from specconsole.present.labels import config_label
+from specconsole.present.labels import config_label, measurement_note
 from specconsole.present.status import status_detail, status_word
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -113,6 +113,7 @@ def report_document(
             "ladder": list(plan.bench.ladder),
             "base": config_document(plan.base),
         },
+        "measurement": measurement_note(report_trials(trials)),
         "trials": [trial_document(t, base) for t in report_trials(trials)],
         "findings": list(findings(plan, trials)) if plan is not None else [],
         "pareto": [

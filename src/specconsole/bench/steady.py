@@ -1,0 +1,247 @@
+"""The steady-state window of one level (``[bench] window = "steady"``) and its numbers.
+
+Why its own module: bench_serving's completed-request metrics wait for every request to
+finish, which at 512-token outputs and 64 streams takes tens of seconds per level. A steady
+window measures the same server in a few seconds: keep c streams in flight, wait until every
+stream has produced its first token (the ramp-up), measure the streamed tokens over a window
+of ``window_s`` seconds (or ``window_tokens`` tokens), then stop and cancel what is in flight.
+The definitions live here, next to the recording, so docs/benchmark.md ("Steady-state
+window") has one place to point at. Standard library only (bundled into the remote runner).
+
+Definitions (``ws``/``we``: window start/end on the level's clock, ``t0``: first send):
+
+* ``ramp_s`` = ``ws − t0``: the window starts at the arrival of the last stream's first token;
+  if some streams are still queued when no new stream has started for ``window_s`` seconds,
+  it starts at the last first token seen and ``ramp_complete`` is false.
+* ``we``: ``ws + window_s``, or the arrival that brings the window's streamed tokens to
+  ``window_tokens`` if that comes first — but never before every stream running at ``ws``
+  has had three token arrivals in the window (slow decode steps stretch it).
+* A stream's rate ``r_i`` = tokens it received after its first arrival in the window, over
+  the time from that arrival to its last arrival in the window (whole decode steps, so no
+  partial-step error); ``window_output_throughput`` ``R`` = Σ ``r_i`` over the ``n`` streams
+  with two or more arrivals in the window (``completed`` counts those streams).
+* ``mean_decode_tok_s`` / ``median_decode_tok_s``: mean / median of the ``r_i``.
+* Per-request figures for a whole request of ``L`` output tokens (the mean requested
+  length): ``e2e*`` = ``ramp_s + (L − 1) / mean(r_i)``; ``output_throughput`` = ``n·L / e2e*``,
+  ``request_throughput`` = ``n / e2e*``, ``input_throughput`` likewise — what
+  bench_serving reports for a closed loop of fixed-length requests whose decode runs at the
+  window's rate, since each wave of c requests is prefilled together and then decodes in step.
+* Latencies: TTFT of each slot's first request; ITL from the gaps inside the window; TPOT
+  ``1 / r_i``; E2E ``e2e*_i`` = ``ramp_s + (L − 1) / r_i`` (projected, no request completes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import dataclasses
+import math
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Any
+
+from specconsole.bench.phase import Phase
+from specconsole.core.metrics import DEFAULT_PERCENTILES, LevelMetrics, _summary_ms, median
+
+WINDOW_COMPLETED = "completed"
+"""bench_serving's completed-request metrics (the default)."""
+WINDOW_STEADY = "steady"
+"""A steady-state window of streamed tokens (this module)."""
+WINDOWS: tuple[str, ...] = (WINDOW_COMPLETED, WINDOW_STEADY)
+DEFAULT_WINDOW_S = 2.0
+"""The window's length when a plan gives neither ``window_s`` nor ``window_tokens``."""
+MIN_ARRIVALS = 3
+"""Token arrivals every running stream must have inside the window (two whole decode
+steps to time); a window whose time bound comes first is stretched until they have."""
+POLL_S = 0.02
+"""How often the window's bounds are checked (the bounds use arrival times, not polls)."""
+
+_SLOT: ContextVar[int] = ContextVar("specconsole_steady_slot", default=-1)
+"""The closed-loop slot the running task serves (set once per slot task)."""
+
+
+class SteadyPhase(Phase):
+    """A measured phase that also records every slot's token arrivals for the window."""
+
+    def __init__(
+        self,
+        level_index: int,
+        concurrency: int,
+        clock: Callable[[], float],
+        *,
+        window_s: float | None,
+        window_tokens: int | None,
+    ) -> None:
+        super().__init__(level_index, concurrency, 0, False, clock, window_s)
+        self.bound_s = window_s if window_s is not None else DEFAULT_WINDOW_S
+        self.token_bound = window_tokens
+        self.times: list[list[float]] = [[] for _ in range(concurrency)]
+        self.counts: list[list[int]] = [[] for _ in range(concurrency)]
+        self.sent: list[float | None] = [None] * concurrency
+        self.first: list[float | None] = [None] * concurrency
+        self.started = 0
+        self.last_first = 0.0
+        self.all_times: list[float] = []
+        self.cumulative: list[int] = []
+        self.output_lens: list[int] = []
+        self.prompt_lens: list[int] = []
+        self._last_needed = 0.0
+        self.ws: float | None = None
+        self.we: float | None = None
+
+    @staticmethod
+    def enter(slot: int) -> None:
+        """Mark the calling task as serving ``slot`` (call at the top of the slot's task)."""
+        _SLOT.set(slot)
+
+    def begin(self, output_len: int, prompt_len: int) -> None:
+        """The calling slot sends a request of these lengths."""
+        slot = _SLOT.get()
+        if 0 <= slot < self.concurrency and self.sent[slot] is None:
+            self.sent[slot] = self.clock()
+        self.output_lens.append(output_len)
+        self.prompt_lens.append(prompt_len)
+
+    def add_tokens(self, now: float, tokens: int) -> None:
+        super().add_tokens(now, tokens)
+        slot = _SLOT.get()
+        if not 0 <= slot < self.concurrency:
+            return
+        self.times[slot].append(now)
+        self.counts[slot].append(tokens)
+        self.all_times.append(now)
+        self.cumulative.append((self.cumulative[-1] if self.cumulative else 0) + tokens)
+        if self.first[slot] is None:
+            self.first[slot] = now
+            self.started += 1
+            self.last_first = now
+
+    def _every_stream_measured(self, start: float, now: float) -> bool:
+        """Whether every stream that was running at ``start`` has had MIN_ARRIVALS token
+        arrivals since (slow decode steps stretch the window; the last of those arrivals
+        is kept in ``_last_needed``)."""
+        latest = start
+        for first, times in zip(self.first, self.times, strict=True):
+            if first is None or first > start:
+                continue  # queued at the window's start, or a later request
+            index = bisect.bisect_left(times, start) + MIN_ARRIVALS - 1
+            if index >= len(times) or times[index] > now:
+                return False
+            latest = max(latest, times[index])
+        self._last_needed = latest
+        return True
+
+    def _streamed_since(self, start: float) -> int:
+        index = bisect.bisect_right(self.all_times, start)
+        before = self.cumulative[index - 1] if index else 0
+        return (self.cumulative[-1] if self.cumulative else 0) - before
+
+    async def settle(self, cancel: asyncio.Event, limit_s: float) -> bool:
+        """Return once the window is complete (True), or False when no window could be
+        measured within ``limit_s`` seconds of the first send (or the run was cancelled)."""
+        clock = self.clock
+        deadline = self.t0 + limit_s
+        polls = math.ceil(limit_s / POLL_S) + 1
+        for _ in range(polls):
+            if cancel.is_set():
+                return False
+            now = clock()
+            if self.ws is None and (
+                self.started >= self.concurrency
+                or (self.started and now - self.last_first >= self.bound_s)
+            ):
+                self.ws = self.last_first
+            if self.ws is not None:
+                ws, tokens = self.ws, self.token_bound
+                by_tokens = tokens is not None and self._streamed_since(ws) >= tokens
+                if (by_tokens or now >= ws + self.bound_s) and self._every_stream_measured(ws, now):
+                    self.we = now if by_tokens else max(ws + self.bound_s, self._last_needed)
+                    return True
+            if now >= deadline or (not self.started and self.failed >= 4 * self.concurrency + 4):
+                return False  # nothing streams: the level's failures say why
+            await asyncio.sleep(POLL_S)
+        return False
+
+    def metrics(self, base: LevelMetrics, percentiles: tuple[float, ...]) -> LevelMetrics:
+        """``base`` (the phase's finished and failed requests, computed as bench_serving
+        does) with the window's figures in place of the completed-request ones."""
+        ws, we = self.ws, self.we
+        if ws is None or we is None:
+            return dataclasses.replace(base, measurement=WINDOW_STEADY)
+        rates: list[float] = []
+        gaps: list[float] = []
+        tokens_in = 0
+        for times, counts in zip(self.times, self.counts, strict=True):
+            lo = bisect.bisect_left(times, ws)
+            hi = bisect.bisect_right(times, we)
+            if hi - lo < 2:
+                continue
+            got = sum(counts[lo + 1 : hi])
+            span = times[hi - 1] - times[lo]
+            if span <= 0 or got <= 0:
+                continue
+            rates.append(got / span)
+            tokens_in += got
+            for i in range(lo + 1, hi):
+                k = counts[i]
+                if k > 0:
+                    gaps.extend([(times[i] - times[i - 1]) / k] * k)
+        n = len(rates)
+        if n == 0:
+            return dataclasses.replace(base, measurement=WINDOW_STEADY)
+        ramp = ws - self.t0
+        out_len = sum(self.output_lens) / len(self.output_lens)
+        in_len = sum(self.prompt_lens) / len(self.prompt_lens)
+        mean_rate = sum(rates) / n
+        e2e = ramp + (out_len - 1.0) / mean_rate
+        pairs = zip(self.first, self.sent, strict=True)
+        ttfts = [f - s for f, s in pairs if f is not None and s is not None]
+        pcts = tuple(dict.fromkeys((*DEFAULT_PERCENTILES, *percentiles)))
+        latency = dict(base.latency_ms)
+        latency.update(_summary_ms("ttft", ttfts, pcts))
+        latency.update(_summary_ms("itl", gaps, pcts))
+        latency.update(_summary_ms("tpot", [1.0 / r for r in rates], pcts))
+        e2es = [ramp + (out_len - 1.0) / r for r in rates]
+        latency.update(_summary_ms("e2e_latency", e2es, pcts))
+        latency["max_itl_ms"] = max(gaps) * 1000.0 if gaps else 0.0
+        window: dict[str, Any] = {
+            "ramp_s": ramp,
+            "ramp_complete": self.started >= self.concurrency,
+            "window_s": we - ws,
+            "window_tokens": tokens_in,
+            "streams": n,
+            "window_output_throughput": sum(rates),
+            "output_len": out_len,
+            "requests_finished": self.completed,
+        }
+        return dataclasses.replace(
+            base,
+            measurement=WINDOW_STEADY,
+            window=window,
+            duration=we - self.t0,
+            completed=n,
+            total_input_tokens=round(in_len * n),
+            total_output_tokens=tokens_in,
+            request_throughput=n / e2e,
+            input_throughput=n * in_len / e2e,
+            output_throughput=n * out_len / e2e,
+            total_throughput=n * (in_len + out_len) / e2e,
+            max_output_tokens_per_s=max(base.max_output_tokens_per_s, self._peak_second()),
+            max_concurrent_requests=max(base.max_concurrent_requests, n),
+            concurrency=float(n),
+            mean_decode_tok_s=mean_rate,
+            median_decode_tok_s=median(rates),
+            mean_request_tok_s=out_len / e2e,
+            median_request_tok_s=median([out_len / e for e in e2es]),
+            latency_ms=latency,
+        )
+
+    def _peak_second(self) -> float:
+        """Output tokens in the busiest one-second bucket since the first send."""
+        buckets: dict[int, int] = {}
+        previous = 0
+        for t, total in zip(self.all_times, self.cumulative, strict=True):
+            key = int(t - self.t0)
+            buckets[key] = buckets.get(key, 0) + total - previous
+            previous = total
+        return float(max(buckets.values())) if buckets else 0.0

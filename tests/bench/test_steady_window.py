@@ -1,0 +1,104 @@
+"""``[bench] window = "steady"`` against the simulator (a real HTTP process): the window's
+figures match the simulator's model, the cancelled streams leave the server idle, and the
+self-contained remote runner carries the same code."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from specconsole.bench.loadgen import plan_for
+from specconsole.bench.remote_runner import build_script
+from specconsole.bench.runner import ThreadedBenchmarkRunner
+from specconsole.core.metrics import LevelMetrics
+from specconsole.core.ports import BenchSpec
+from specconsole.sim.args import parse_argv, resolve
+from specconsole.sim.model import Prediction, predict
+from specconsole.sim.profile import load_default_profile
+from specconsole.sim.textkind import TextKind
+from tests.bench.test_remote_runner import run_on_bare_python
+from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
+
+pytestmark = pytest.mark.slow
+
+INPUT_LEN = 256
+OUTPUT_LEN = 512
+"""Requests far longer than the window: no request finishes while it is measured."""
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimProcess]:
+    with running_simulator("--enable-metrics") as process:
+        yield process
+
+
+def prediction(concurrency: int) -> Prediction:
+    profile = load_default_profile()
+    args = resolve(parse_argv(list(DEFAULT_FLAGS)), profile)
+    # Random word prompts: exactly INPUT_LEN tokens to the simulator, drafting as "random".
+    return predict(args, concurrency, INPUT_LEN, OUTPUT_LEN, profile, kind=TextKind.RANDOM)
+
+
+def spec(ladder: tuple[int, ...], window_s: float) -> BenchSpec:
+    return BenchSpec(
+        ladder=ladder,
+        input_len=INPUT_LEN,
+        output_len=OUTPUT_LEN,
+        prompts="random",
+        warmup_requests=0,
+        window="steady",
+        window_s=window_s,
+    )
+
+
+def running_requests(sim: SimProcess) -> float:
+    text = httpx.get(f"{sim.base_url}/metrics", timeout=5).text
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("sglang:num_running_reqs")]
+    return float(line.rsplit(" ", 1)[1])
+
+
+async def test_the_window_matches_the_model_and_leaves_the_server_idle(sim: SimProcess) -> None:
+    result = await ThreadedBenchmarkRunner().run(spec((1, 16), 1.0), sim.base_url)
+    assert not result.partial and result.error is None
+    for concurrency in (1, 16):
+        level = result.level(concurrency)
+        assert level is not None and level.measurement == "steady" and level.window is not None
+        window, expected = level.window, prediction(concurrency)
+        assert window["streams"] == concurrency == level.completed and level.failed == 0
+        assert window["ramp_complete"] and window["requests_finished"] == 0
+        assert window["window_s"] >= 1.0 and window["window_tokens"] > 0
+        # The ramp is the wave's prefill; every stream then decodes at the model's rate, and
+        # a whole request (ramp + 511 tokens at that rate) gives the model's throughput.
+        assert window["ramp_s"] >= expected.ttft_s * 0.9
+        per_stream = expected.decode_tok_s_per_request
+        assert level.mean_decode_tok_s == pytest.approx(per_stream, rel=0.03)
+        assert window["window_output_throughput"] == pytest.approx(
+            per_stream * concurrency, rel=0.03
+        )
+        assert level.output_throughput == pytest.approx(expected.aggregate_tok_s, rel=0.03)
+        assert level.latency_ms["median_ttft_ms"] > 0 and level.latency_ms["median_itl_ms"] > 0
+        back = LevelMetrics.from_record(level.to_record())
+        assert back.measurement == "steady" and back.window == window
+        print(
+            f"c={concurrency}: decode {level.mean_decode_tok_s:.1f} vs {per_stream:.1f}, "
+            f"aggregate {level.output_throughput:.1f} vs {expected.aggregate_tok_s:.1f}"
+        )
+    assert result.single_request_tok_s == result.level(1).mean_decode_tok_s  # type: ignore[union-attr]
+    # The window's streams were cancelled, not left decoding 512 tokens each.
+    deadline = time.monotonic() + 5.0
+    while running_requests(sim) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert running_requests(sim) == 0
+
+
+def test_the_remote_runner_script_measures_the_same_window(sim: SimProcess) -> None:
+    """The bare-stdlib script (``python -I -S``) bundles the steady window too."""
+    messages = run_on_bare_python(build_script(plan_for(spec((4,), 0.5)), sim.base_url))
+    (result,) = [m for m in messages if m["type"] == "result"]
+    (level,) = result["result"]["levels"]
+    assert level["measurement"] == "steady" and level["window"]["streams"] == 4
+    assert level["output_throughput"] == pytest.approx(prediction(4).aggregate_tok_s, rel=0.05)
