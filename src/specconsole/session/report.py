@@ -137,8 +137,6 @@ def to_markdown(
         f"# {title or (plan.name if plan else '') or 'specconsole session report'}",
         "",
     ]
-    if note := measurement_note(trials):
-        out += [note, ""]
     out.append("| " + " | ".join(TABLE_COLUMNS) + " |")
     out.append("|" + "|".join("---:" if c.numeric else "---" for c in REPORT_COLUMNS) + "|")
     base = plan.base if plan is not None else None
@@ -146,6 +144,8 @@ def to_markdown(
         out.append(
             "| " + " | ".join(row_cells(REPORT_COLUMNS, r.record, base, precise=True)) + " |"
         )
+    if note := measurement_note(trials):
+        out += ["", note]
     if plan is not None:
         found = findings(plan, trials)
         if found:
