@@ -46,5 +46,7 @@ async def test_busy_ui_loop_does_not_distort_threaded_runner(url: str) -> None:
     assert busy.levels[0].output_throughput == pytest.approx(
         quiet.levels[0].output_throughput, rel=0.1
     )
-    # On the UI's own loop, 40 ms stalls show up as inter-token gaps.
-    assert o["p99_itl_ms"] > 30.0
+    # On the UI's own loop, 40 ms stalls show up: the first token waits for the loop (the
+    # tokens that piled up meanwhile are read together, share that read's timestamp and split
+    # its gap evenly, bench_serving's rule for a multi-token chunk, so ITL hides it).
+    assert o["median_ttft_ms"] > q["median_ttft_ms"] + 15.0

@@ -25,12 +25,15 @@ async def _ttft(client: RawStreamClient, prompt: str) -> float:
     body = {"text": prompt, "sampling_params": {"max_new_tokens": 8}, "stream": True}
     payload = json.dumps(body).encode()
     start = time.perf_counter()
-    first = None
-    async for piece in client.stream("/generate", payload):
-        if first is None and b"data: {" in piece:
-            first = time.perf_counter() - start
-    assert first is not None
-    return first
+    first: list[float] = []
+
+    def sink(piece: bytes) -> None:
+        if not first and b"data: {" in piece:
+            first.append(time.perf_counter() - start)
+
+    await client.stream_into("/generate", payload, sink, 30.0)
+    assert first
+    return first[0]
 
 
 async def test_ttft_on_a_reused_keep_alive_connection_is_the_models() -> None:

@@ -48,6 +48,13 @@ class RequestFailed(Exception):
         self.detail = detail
 
 
+def stall_failure(stall_s: float) -> RequestFailed:
+    """The failure of a stream that sent no bytes for ``stall_s`` seconds (either client)."""
+    return RequestFailed(
+        "stall", f"no token for {stall_s:g} s (stall_timeout_s); {stall_s:g} s lost"
+    )
+
+
 def build_request(
     api: str,
     *,
@@ -106,22 +113,29 @@ class SSEDecoder:
     def __init__(self) -> None:
         self._buf = b""
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def block(self, data: bytes) -> bytes:
+        """The complete lines received so far (b"" if none); keeps the partial last line."""
         buf = self._buf + data if self._buf else data
-        out: list[bytes] = []
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            line = buf[start:nl]
-            start = nl + 1
-            if line.startswith(b"data:"):
-                payload = line[5:].strip()
-                if payload:
-                    out.append(payload)
-        self._buf = buf[start:]
-        return out
+        cut = buf.rfind(b"\n") + 1
+        if cut == len(buf):
+            self._buf = b""
+            return buf
+        self._buf = buf[cut:]
+        return buf[:cut]
+
+    def feed(self, data: bytes) -> list[bytes]:
+        return payloads(self.block(data))
+
+
+def payloads(block: bytes) -> list[bytes]:
+    """The non-empty ``data:`` payloads of complete SSE lines."""
+    out: list[bytes] = []
+    for line in block.split(b"\n"):
+        if line[:5] == b"data:":
+            payload = line[5:].strip()
+            if payload:
+                out.append(payload)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,6 +155,15 @@ class StreamOutcome:
 
 
 _COMPLETION_RE = re.compile(rb'"completion_tokens":\s*(\d+)')
+"""A count in an event: in JSON text a raw ``"`` cannot occur inside a string, so this never
+matches generated text (which is escaped)."""
+_COMPLETION_KEY = b'"completion_tokens":'
+
+_PIECE_RES = {
+    True: re.compile(rb'"content":\s*"((?:[^"\\]|\\.)*)"'),
+    False: re.compile(rb'"text":\s*"((?:[^"\\]|\\.)*)"'),
+}
+"""A chunk's text (chat ``delta.content`` / completions ``text``), still JSON-escaped."""
 
 
 class StreamParser:
@@ -160,8 +183,13 @@ class StreamParser:
     def feed(self, data: bytes, now: float) -> int:
         """Consume bytes received at ``now``; returns the new tokens seen (for the live rate
         only: an OpenAI chunk without per-chunk usage counts as one until ``finish``)."""
+        block = self._sse.block(data)
+        return self._block(block, now) if block else 0
+
+    def _block(self, block: bytes, now: float) -> int:
+        """Every event of a block of complete lines, one by one."""
         new = 0
-        for payload in self._sse.feed(data):
+        for payload in payloads(block):
             if payload == b"[DONE]":
                 self.done = True
                 continue
@@ -189,6 +217,14 @@ class StreamParser:
             raise RequestFailed("server_error", str(message)[:300])
 
 
+def _payload_of(event: bytes) -> bytes:
+    """A bare payload as is; a one-event block (``data: ...\\n\\n``) without its field name."""
+    if event[:5] != b"data:":
+        return event
+    found = payloads(event)
+    return found[0] if found else b""
+
+
 def _loads(payload: bytes) -> Any:
     try:
         return json.loads(payload)
@@ -197,20 +233,44 @@ def _loads(payload: bytes) -> Any:
 
 
 class GenerateParser(StreamParser):
-    """SGLang ``/generate``: every chunk carries the text so far and cumulative meta_info."""
+    """SGLang ``/generate``: every chunk carries the text so far and cumulative meta_info.
+
+    The count is cumulative, so a block of events received together needs only its last
+    count: when every ``data:`` line of the block is a counted event it is read with one
+    search from the end and no JSON; any other block (``[DONE]``, an error event, a count
+    missing) is taken event by event. The last counted event is JSON-decoded once, in ``finish``.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self._count = 0
         self._last: bytes = b""
 
+    def _block(self, block: bytes, now: float) -> int:
+        events = block.count(b"data:")
+        if events == 1:
+            at = block.rfind(_COMPLETION_KEY)
+            match = _COMPLETION_RE.match(block, at) if at >= 0 else None
+            if match is None:
+                return super()._block(block, now)
+            count = int(match.group(1))
+        else:
+            counts = _COMPLETION_RE.findall(block)
+            if not counts or len(counts) != events:  # [DONE], an error, an uncounted event
+                return super()._block(block, now)
+            count = int(counts[-1])
+        return self._counted(block, count, now)
+
     def _event(self, payload: bytes, now: float) -> int:
         match = _COMPLETION_RE.search(payload)
         if match is None:
             self._check_error(_loads(payload))
             return 0
-        self._last = payload
-        count = int(match.group(1))
+        return self._counted(payload, int(match.group(1)), now)
+
+    def _counted(self, event: bytes, count: int, now: float) -> int:
+        """A cumulative ``count`` seen at ``now``; returns the tokens it adds."""
+        self._last = event
         new = count - self._count
         if new > 0:
             self._count = count
@@ -221,9 +281,10 @@ class GenerateParser(StreamParser):
     def finish(self) -> StreamOutcome:
         if not self.done:
             raise RequestFailed("incomplete", "stream ended before [DONE]")
-        if not self._last:
+        last = [p for p in payloads(self._last) or [self._last] if _COMPLETION_RE.search(p)]
+        if not last:
             raise RequestFailed("empty", "stream carried no meta_info")
-        meta = _loads(self._last).get("meta_info") or {}
+        meta = _loads(last[-1]).get("meta_info") or {}
         verify = meta.get("spec_verify_ct")
         prompt = meta.get("prompt_tokens")
         return StreamOutcome(
@@ -236,21 +297,50 @@ class GenerateParser(StreamParser):
 
 
 class OpenAIParser(StreamParser):
-    """``/v1/completions`` and ``/v1/chat/completions`` with ``include_usage``."""
+    """``/v1/completions`` and ``/v1/chat/completions`` with ``include_usage``.
+
+    An event with a cumulative ``usage.completion_tokens`` (``continuous_usage_stats``) is
+    read with two regex searches (its count, its text piece); only other events (no usage,
+    an error) are JSON-decoded. The last usage is decoded once, in ``finish``.
+    """
 
     def __init__(self, chat: bool) -> None:
         super().__init__()
         self._chat = chat
+        self._piece_re = _PIECE_RES[chat]
         self._chars: list[int] = []
         self._cumulative: list[int | None] = []
         self._usage: dict[str, Any] | None = None
+        self._usage_payload: bytes = b""
+        self._count = 0
+
+    def _block(self, block: bytes, now: float) -> int:
+        if block.count(b"data:") == 1:  # the usual block: one event, read in place
+            return self._event(block, now)
+        return super()._block(block, now)
 
     def _event(self, payload: bytes, now: float) -> int:
+        """One event (a bare payload, or a block holding exactly one ``data:`` line)."""
+        at = payload.rfind(_COMPLETION_KEY)
+        match = _COMPLETION_RE.match(payload, at) if at >= 0 else None
+        if match is None or b'"error"' in payload:
+            payload = _payload_of(payload)
+            if payload == b"[DONE]":
+                self.done = True
+                return 0
+            return self._decoded(payload, now) if payload else 0
+        self._usage_payload = payload
+        piece = self._piece_re.search(payload)
+        if piece is None or not piece.group(1):
+            return 0
+        return self._record(now, len(piece.group(1)), int(match.group(1)))
+
+    def _decoded(self, payload: bytes, now: float) -> int:
         obj = _loads(payload)
         self._check_error(obj)
         usage = obj.get("usage") if isinstance(obj, dict) else None
         if isinstance(usage, dict):
-            self._usage = usage
+            self._usage, self._usage_payload = usage, b""
         choices = obj.get("choices") if isinstance(obj, dict) else None
         if not choices:
             return 0
@@ -259,18 +349,28 @@ class OpenAIParser(StreamParser):
         if not piece:
             return 0
         cumulative = usage.get("completion_tokens") if isinstance(usage, dict) else None
+        return self._record(now, len(piece), cumulative)
+
+    def _record(self, now: float, chars: int, cumulative: int | None) -> int:
         if self.times and self.times[-1] == now:
-            self._chars[-1] += len(piece)
+            self._chars[-1] += chars
             self._cumulative[-1] = cumulative
         else:
             self.times.append(now)
-            self._chars.append(len(piece))
+            self._chars.append(chars)
             self._cumulative.append(cumulative)
-        return 1 if cumulative is None else 0
+        if cumulative is None:
+            return 1
+        new = int(cumulative) - self._count
+        self._count = max(self._count, int(cumulative))
+        return max(new, 0)
 
     def finish(self) -> StreamOutcome:
         if not self.done:
             raise RequestFailed("incomplete", "stream ended before [DONE]")
+        if self._usage_payload:
+            usage = _loads(_payload_of(self._usage_payload)).get("usage")
+            self._usage = usage if isinstance(usage, dict) else self._usage
         if self._usage is None or self._usage.get("completion_tokens") is None:
             raise RequestFailed(
                 "no_usage",

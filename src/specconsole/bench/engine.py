@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 from specconsole.bench.api import (
     API_CHAT,
@@ -379,14 +379,19 @@ class LadderRun:
         )
         parser = make_parser(plan.api)
         clock = self._clock
+        add_tokens = phase.add_tokens
+        feed = parser.feed
+
+        def on_data(data: bytes) -> None:
+            now = clock()
+            new = feed(data, now - start)
+            if new:
+                add_tokens(now, new)
+
         phase.running += 1
         start = clock()
         try:
-            async for data in _watched(client.stream(path, body), plan.stall_timeout_s):
-                now = clock()
-                new = parser.feed(data, now - start)
-                if new:
-                    phase.add_tokens(now, new)
+            await client.stream_into(path, body, on_data, plan.stall_timeout_s)
             latency = clock() - start
             outcome = parser.finish()
         except RequestFailed as exc:
@@ -437,25 +442,3 @@ class LadderRun:
                 )
             )
         self._emit(phase)
-
-
-async def _watched(chunks: AsyncIterator[bytes], stall_s: float) -> AsyncIterator[bytes]:
-    """``chunks``, failing with ``RequestFailed("stall", ...)`` when none arrives for
-    ``stall_s`` seconds (a stream that stopped while the connection stays open)."""
-    iterator = aiter(chunks)
-    try:
-        while True:
-            try:
-                async with asyncio.timeout(stall_s):
-                    data = await anext(iterator)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                raise RequestFailed(
-                    "stall", f"no token for {stall_s:g} s (stall_timeout_s); {stall_s:g} s lost"
-                ) from None
-            yield data
-    finally:
-        close = getattr(iterator, "aclose", None)
-        if close is not None:
-            await close()

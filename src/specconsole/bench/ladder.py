@@ -10,7 +10,7 @@ remote runner script.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,12 +23,17 @@ from specconsole.core.slo import Slo
 class StreamClient(Protocol):
     """The HTTP operations the engine needs; one client per level, pooled for c connections."""
 
-    def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
-        """POST ``body`` and yield the response body's bytes as they arrive.
+    async def stream_into(
+        self, path: str, body: bytes, sink: Callable[[bytes], None], stall_s: float
+    ) -> None:
+        """POST ``body`` and hand the response body's bytes to ``sink`` as they arrive.
 
-        Raises :class:`~specconsole.bench.api.RequestFailed` for a non-200 status (kind
-        ``http_<status>``), a refused connection (``connect``), a stall longer than the
-        request timeout (``timeout``) or a dropped connection (``disconnect``).
+        ``sink`` is called once per received piece (every SSE event in it arrived together,
+        so one timestamp per call is exact) and may raise
+        :class:`~specconsole.bench.api.RequestFailed`, which fails the request. Raises
+        RequestFailed for a non-200 status (kind ``http_<status>``), a refused connection
+        (``connect``), no bytes for ``stall_s`` (``stall``) or for the request timeout
+        (``timeout``), or a dropped connection (``disconnect``).
         """
         ...
 

@@ -20,12 +20,12 @@ import contextlib
 import functools
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 
-from specconsole.bench.api import RequestFailed
+from specconsole.bench.api import RequestFailed, stall_failure
 from specconsole.bench.auth import header_names, request_headers
 from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderRun
@@ -158,7 +158,9 @@ class HttpxStreamClient:
             finally:
                 self._free.append(client)
 
-    async def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
+    async def stream_into(
+        self, path: str, body: bytes, sink: Callable[[bytes], None], stall_s: float
+    ) -> None:
         try:
             async with (
                 self._client() as client,
@@ -167,8 +169,16 @@ class HttpxStreamClient:
                 if response.status_code != 200:
                     text = (await response.aread()).decode("utf-8", "replace")
                     raise RequestFailed(f"http_{response.status_code}", text[:300])
-                async for data in response.aiter_raw():
-                    yield data
+                chunks = aiter(response.aiter_raw())
+                while True:
+                    try:
+                        async with asyncio.timeout(stall_s):
+                            data = await anext(chunks)
+                    except StopAsyncIteration:
+                        return
+                    except TimeoutError:
+                        raise stall_failure(stall_s) from None
+                    sink(data)
         except httpx.HTTPError as exc:
             raise _failure(exc) from exc
 

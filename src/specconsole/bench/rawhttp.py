@@ -1,10 +1,19 @@
-"""A minimal HTTP/1.1 keep-alive client on asyncio streams, for the remote runner.
+"""A minimal HTTP/1.1 keep-alive client on an ``asyncio.Protocol``, for both load generators.
 
 Why not httpx here: this client runs on the GPU box inside the self-contained runner script,
-where nothing but the Python standard library can be assumed. It implements only what the
-benchmark needs — POST with a JSON body, GET, chunked or Content-Length responses, a pool of
-at most c keep-alive connections, TCP_NODELAY, and a stall timeout — and maps failures to the
-same error kinds as the httpx client so results from both placements read the same.
+where nothing but the Python standard library can be assumed, and it is the console's client
+for ``http://`` too. It implements only what the benchmark needs — POST with a JSON body, GET,
+chunked or Content-Length responses, a pool of at most c keep-alive connections, TCP_NODELAY,
+and an idle watchdog — and maps failures to the same error kinds as the httpx client so
+results from every placement read the same.
+
+Why a Protocol and not asyncio streams: the response body is de-chunked inside
+``data_received`` and handed to the caller's sink once per received buffer, so a streamed
+token costs no coroutine resumption, no future and no timer (profiled in docs/benchmark.md:
+the streams version spent most of its per-chunk CPU in ``readline``/``readexactly``, the
+async-generator chain and a per-chunk ``asyncio.timeout``). Every SSE event in one buffer
+arrived with that buffer, so the sink's timestamp for it is exact. The idle watchdog is one
+timer per connection that re-arms itself from the time of the last received bytes.
 
 Standard library only, Python 3.10+.
 """
@@ -14,60 +23,288 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.bench.api import RequestFailed
+from specconsole.bench.api import RequestFailed, stall_failure
 
-_READ_LIMIT = 1 << 20
+BodySink = Callable[[bytes], None]
+"""Receives the de-chunked body bytes of one received buffer (may raise RequestFailed)."""
+
+_HEAD_LIMIT = 64 * 1024
+_READ_SIZE = 64 * 1024
+"""Bytes per socket read (one buffer per client, shared by its connections)."""
+_HEAD, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_END, _TRAILER, _LENGTH, _UNTIL_CLOSE, _IDLE = range(8)
 
 
-class _Conn:
-    """One keep-alive connection with a stall watchdog (no per-read timer allocation)."""
+def _chunk_size(line: bytes) -> int:
+    """A chunk-size line's value (``1a3\\r``; chunk extensions after ``;`` ignored)."""
+    semi = line.find(b";")
+    return int(line if semi < 0 else line[:semi], 16)
 
-    def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, timeout_s: float
-    ) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.timeout_s = timeout_s
-        self.loop = asyncio.get_running_loop()
-        self.last = self.loop.time()
-        self.busy = False
-        self.timed_out = False
+
+class _Stale(Exception):
+    """A reused keep-alive connection closed before any response byte (retry once)."""
+
+
+class _Conn(asyncio.BufferedProtocol):
+    """One keep-alive connection: parses the response in place as bytes arrive.
+
+    A :class:`asyncio.BufferedProtocol` so the transport ``recv_into``-s a buffer shared by
+    the client's connections (each read is consumed before the next): the plain Protocol's
+    ``recv(256 KiB)`` allocates and frees 256 KiB per read, which measured ~20 µs per read
+    here — more than parsing the read.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, buffer: memoryview) -> None:
+        self.loop = loop
+        self._rbuf = buffer
+        self.transport: asyncio.Transport | None = None
         self.reused = False
+        self.lost = False
+        self._state = _IDLE
+        self._buf = b""
+        self._remaining = 0
+        self._sink: BodySink | None = None
+        self._error_body: list[bytes] = []
+        self._done: asyncio.Future[tuple[int, bool]] | None = None
+        self._status = 0
+        self._keep_alive = False
+        self._got_bytes = False
+        self._last = 0.0
+        self._limit = 0.0
+        self._failure: Callable[[], RequestFailed] | None = None
+        self._on_idle: Callable[[], RequestFailed] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
-    def start_watch(self) -> None:
-        self.busy = True
-        self.last = self.loop.time()
-        if self._timer is None:
-            self._timer = self.loop.call_later(self.timeout_s, self._check)
+    # ------------------------------------------------------------------ asyncio.Protocol
 
-    def stop_watch(self) -> None:
-        self.busy = False
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self._cancel_timer()
+        if self._done is None or self._done.done():
+            return
+        if self._state == _UNTIL_CLOSE:
+            self._complete(keep_alive=False)
+        elif self._failure is not None:
+            self._fail(self._failure())
+        elif self.reused and not self._got_bytes:
+            self._fail(_Stale())
+        else:
+            detail = str(exc) if exc else "connection closed before the response ended"
+            self._fail(RequestFailed("disconnect", detail))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._rbuf
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._rbuf[:nbytes].tobytes())
+
+    def data_received(self, data: bytes) -> None:
+        if self._done is None or self._done.done():
+            return  # bytes after the response (or after a failure): dropped with the conn
+        self._got_bytes = True
+        self._last = self.loop.time()
+        if self._buf:
+            data, self._buf = self._buf + data, b""
+        try:
+            if self._state == _HEAD:
+                data = self._head(data)
+                if self._state == _HEAD or self._done.done():
+                    return
+            if self._state == _LENGTH:
+                self._length_body(data)
+            elif self._state == _UNTIL_CLOSE:
+                if data:
+                    assert self._sink is not None
+                    self._sink(data)
+            else:
+                self._chunked_body(data)
+        except RequestFailed as exc:
+            self._fail(exc)
+        except (ValueError, IndexError) as exc:
+            self._fail(RequestFailed("protocol", f"bad HTTP response ({exc})"))
+
+    # ------------------------------------------------------------------ parsing
+
+    def _head(self, data: bytes) -> bytes:
+        """Parse the status line and headers; returns the bytes after them."""
+        end = data.find(b"\r\n\r\n")
+        if end < 0:
+            if len(data) > _HEAD_LIMIT:
+                raise RequestFailed("protocol", "response head over 64 KiB")
+            self._buf = data
+            return b""
+        lines = data[:end].decode("latin-1").split("\r\n")
+        self._status = int(lines[0].split()[1])
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        if self._status != 200:
+            self._sink = self._error_body.append
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        self._keep_alive = headers.get("connection", "").lower() != "close" and (
+            chunked or "content-length" in headers
+        )
+        if chunked:
+            self._state = _CHUNK_SIZE
+        elif "content-length" in headers:
+            self._state = _LENGTH
+            self._remaining = int(headers["content-length"])
+            if self._remaining == 0:
+                self._complete(self._keep_alive)
+        else:
+            self._state = _UNTIL_CLOSE
+        return data[end + 4 :]
+
+    def _length_body(self, data: bytes) -> None:
+        piece = data[: self._remaining]
+        self._remaining -= len(piece)
+        if piece:
+            assert self._sink is not None
+            self._sink(piece)
+        if self._remaining == 0:
+            self._complete(self._keep_alive)
+
+    def _chunked_body(self, data: bytes) -> None:
+        """De-chunk one received buffer and hand its payload to the sink in one call.
+
+        The common case — the buffer holds whole chunks — is one ``find`` and one slice per
+        chunk; a chunk, CRLF or trailer cut by the buffer's end resumes in :meth:`_resume`.
+        """
+        pieces: list[bytes] = []
+        pos, size = 0, len(data)
+        if self._state != _CHUNK_SIZE:
+            pos = self._resume(data, pieces)
+        find = data.find
+        while pos < size and self._state == _CHUNK_SIZE:
+            nl = find(b"\n", pos)
+            if nl < 0:
+                self._buf = data[pos:]
+                break
+            length = _chunk_size(data[pos:nl])
+            start = nl + 1
+            if length == 0:
+                self._state = _TRAILER
+                pos = self._resume(data, pieces, start)
+                break
+            end = start + length
+            if end + 2 <= size:
+                pieces.append(data[start:end])
+                pos = end + 2
+            elif end <= size:
+                pieces.append(data[start:end])
+                self._state, self._remaining, pos = _CHUNK_END, end + 2 - size, size
+            else:
+                pieces.append(data[start:])
+                self._state, self._remaining, pos = _CHUNK_DATA, end - size, size
+        if pieces:
+            assert self._sink is not None
+            self._sink(pieces[0] if len(pieces) == 1 else b"".join(pieces))
+        if self._state == _IDLE:
+            self._complete(self._keep_alive)
+
+    def _resume(self, data: bytes, pieces: list[bytes], pos: int = 0) -> int:
+        """Continue a chunk, its CRLF or the trailer from ``pos``; returns where the next
+        chunk-size line starts (state ``_CHUNK_SIZE``), or the buffer's end."""
+        size = len(data)
+        while pos < size:
+            state = self._state
+            if state == _CHUNK_DATA:
+                end = min(size, pos + self._remaining)
+                pieces.append(data[pos:end])
+                self._remaining -= end - pos
+                pos = end
+                if self._remaining == 0:
+                    self._state, self._remaining = _CHUNK_END, 2
+            elif state == _CHUNK_END:  # the CRLF after a chunk's data
+                skip = min(self._remaining, size - pos)
+                pos += skip
+                self._remaining -= skip
+                if self._remaining == 0:
+                    self._state = _CHUNK_SIZE
+                    return pos
+            elif state == _TRAILER:  # trailer lines up to an empty one
+                nl = data.find(b"\n", pos)
+                if nl < 0:
+                    self._buf = data[pos:]
+                    return size
+                line, pos = data[pos:nl], nl + 1
+                if line in (b"\r", b""):
+                    self._state = _IDLE
+                    return size
+            else:
+                return pos
+        return pos
+
+    # ------------------------------------------------------------------ one exchange
+
+    def begin(
+        self, data: bytes, sink: BodySink, limit: float, failure: Callable[[], RequestFailed]
+    ) -> asyncio.Future[tuple[int, bool]]:
+        """Send a request; the future gives (status, keep-alive) once the body has been
+        handed to ``sink`` (non-200 bodies go to :meth:`error_text` instead)."""
+        assert self.transport is not None
+        self._done = self.loop.create_future()
+        self._state, self._buf, self._remaining = _HEAD, b"", 0
+        self._sink, self._error_body = sink, []
+        self._status, self._keep_alive, self._got_bytes = 0, False, False
+        self._limit, self._failure = limit, None
+        self._on_idle = failure
+        self._last = self.loop.time()
+        self._cancel_timer()  # one timer per exchange, re-armed from the last bytes
+        self._timer = self.loop.call_later(limit, self._check)
+        self.transport.write(data)
+        return self._done
+
+    def error_text(self) -> str:
+        return b"".join(self._error_body).decode("utf-8", "replace")[:300]
 
     def _check(self) -> None:
+        """The watchdog: abort when no bytes came for the exchange's idle limit."""
         self._timer = None
-        if not self.busy:
+        if self._done is None or self._done.done():
             return
-        idle = self.loop.time() - self.last
-        if idle >= self.timeout_s:
-            self.timed_out = True
-            self.writer.transport.abort()
+        idle = self.loop.time() - self._last
+        if idle >= self._limit:
+            self._failure = self._on_idle
+            self.abort()
         else:
-            self._timer = self.loop.call_later(self.timeout_s - idle, self._check)
+            self._timer = self.loop.call_later(self._limit - idle, self._check)
 
-    def close(self) -> None:
+    def _complete(self, keep_alive: bool) -> None:
+        self._state = _IDLE
+        if self._done is not None and not self._done.done():
+            self._done.set_result((self._status, keep_alive))
+
+    def _fail(self, exc: Exception) -> None:
+        self._state = _IDLE
+        if self._done is not None and not self._done.done():
+            self._done.set_exception(exc)
+        self.abort()
+
+    def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self.writer.transport.abort()
+
+    def abort(self) -> None:
+        self._cancel_timer()
+        if self.transport is not None:
+            self.transport.abort()
 
 
 class RawStreamClient:
-    """:class:`specconsole.bench.ladder.StreamClient` over asyncio streams."""
+    """:class:`specconsole.bench.ladder.StreamClient` over :class:`asyncio.Protocol`."""
 
     def __init__(
         self,
@@ -88,32 +325,38 @@ class RawStreamClient:
         self._idle: list[_Conn] = []
         self._all: set[_Conn] = set()
         self._gate = asyncio.Semaphore(max(1, concurrency))
+        self._rbuf = memoryview(bytearray(_READ_SIZE))
 
     # ---------------------------------------------------------------- connections
 
     async def _open(self) -> _Conn:
+        loop = asyncio.get_running_loop()
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self._host, self._port, limit=_READ_LIMIT), 10.0
+            _, conn = await asyncio.wait_for(
+                loop.create_connection(lambda: _Conn(loop, self._rbuf), self._host, self._port),
+                10.0,
             )
         except (OSError, asyncio.TimeoutError) as exc:  # noqa: UP041 - distinct on 3.10
             raise RequestFailed("connect", f"{self._host}:{self._port}: {exc}") from exc
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Conn(reader, writer, self._timeout_s)
         self._all.add(conn)
         return conn
 
     def _discard(self, conn: _Conn) -> None:
-        conn.close()
+        conn.abort()
         self._all.discard(conn)
 
-    async def _exchange(
-        self, method: str, path: str, body: bytes | None
-    ) -> tuple[_Conn, int, dict[str, str]]:
-        """Send a request and read the status line and headers (one retry on a stale
-        keep-alive connection that the server closed while idle)."""
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        sink: BodySink,
+        limit: float,
+        failure: Callable[[], RequestFailed],
+    ) -> tuple[_Conn, int]:
+        """One exchange on a pooled connection (one retry on a stale keep-alive connection
+        that the server closed while idle); returns the connection (already back in the
+        pool or discarded) and the status."""
         head = (
             f"{method} {self._prefix}{path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
             "Accept: text/event-stream\r\n" + self._extra_head
@@ -123,114 +366,51 @@ class RawStreamClient:
         elif method == "POST":
             head += "Content-Length: 0\r\n"
         data = head.encode("latin-1") + b"\r\n" + (body or b"")
-        for attempt in range(2):
-            if self._idle:
-                conn = self._idle.pop()
-                conn.reused = True
-            else:
-                conn = await self._open()
-            conn.start_watch()
-            try:
-                conn.writer.write(data)
-                status_line = await conn.reader.readline()
-                if not status_line:
-                    raise ConnectionResetError("connection closed before the response")
-                conn.last = conn.loop.time()
-                headers: dict[str, str] = {}
-                while True:
-                    line = await conn.reader.readline()
-                    if line in (b"\r\n", b"\n", b""):
-                        break
-                    name, _, value = line.decode("latin-1").partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                return conn, int(status_line.split()[1]), headers
-            except (OSError, asyncio.IncompleteReadError, IndexError, ValueError) as exc:
-                timed_out = conn.timed_out
-                stale = conn.reused and attempt == 0 and not timed_out
-                self._discard(conn)
-                if stale:
-                    continue
-                if timed_out:
-                    raise RequestFailed("timeout", f"no response in {self._timeout_s:g} s") from exc
-                raise RequestFailed("disconnect", str(exc) or type(exc).__name__) from exc
-        raise RequestFailed("disconnect", "connection closed before the response")
-
-    async def _body(self, conn: _Conn, headers: dict[str, str]) -> AsyncIterator[bytes]:
-        reader = conn.reader
-        loop = conn.loop
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            while True:
-                size_line = await reader.readline()
-                if not size_line:
-                    raise ConnectionResetError("connection closed inside a chunked body")
-                size = int(size_line.split(b";", 1)[0].strip() or b"0", 16)
-                if size == 0:
-                    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                        pass
-                    return
-                data = await reader.readexactly(size)
-                await reader.readexactly(2)
-                conn.last = loop.time()
-                yield data
-        elif "content-length" in headers:
-            remaining = int(headers["content-length"])
-            while remaining > 0:
-                data = await reader.read(min(remaining, 65536))
-                if not data:
-                    raise ConnectionResetError("connection closed inside the body")
-                remaining -= len(data)
-                conn.last = loop.time()
-                yield data
-        else:
-            while True:
-                data = await reader.read(65536)
-                if not data:
-                    return
-                conn.last = loop.time()
-                yield data
-
-    async def _request(
-        self, method: str, path: str, body: bytes | None
-    ) -> AsyncIterator[tuple[int, bytes]]:
-        """Yield (status, b"") once the head is in, then (status, body piece) pairs; the
-        connection goes back to the pool when the body was read cleanly."""
         async with self._gate:
-            conn, status, headers = await self._exchange(method, path, body)
-            clean = False
-            try:
-                yield status, b""
-                async for piece in self._body(conn, headers):
-                    yield status, piece
-                clean = headers.get("connection", "").lower() != "close" and (
-                    "chunked" in headers.get("transfer-encoding", "").lower()
-                    or "content-length" in headers
-                )
-            except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
-                if conn.timed_out:
-                    raise RequestFailed("timeout", f"stalled for {self._timeout_s:g} s") from exc
-                raise RequestFailed("disconnect", str(exc) or type(exc).__name__) from exc
-            finally:
-                conn.stop_watch()
-                if clean:
-                    conn.reused = False
-                    self._idle.append(conn)
+            for attempt in range(2):
+                conn = None
+                while self._idle and conn is None:
+                    conn = self._idle.pop()
+                    if conn.lost:
+                        self._discard(conn)
+                        conn = None
+                if conn is None:
+                    conn = await self._open()
                 else:
-                    self._discard(conn)
+                    conn.reused = True
+                keep = False
+                try:
+                    status, keep = await conn.begin(data, sink, limit, failure)
+                    return conn, status
+                except _Stale:
+                    if attempt == 0:
+                        continue
+                    raise RequestFailed(
+                        "disconnect", "connection closed before the response"
+                    ) from None
+                finally:
+                    if keep and not conn.lost:
+                        self._idle.append(conn)
+                    else:
+                        self._discard(conn)
+        raise RequestFailed("disconnect", "connection closed before the response")
 
     # ---------------------------------------------------------------- StreamClient
 
-    async def stream(self, path: str, body: bytes) -> AsyncIterator[bytes]:
-        error: list[bytes] = []
-        status = 200
-        async for status, piece in self._request("POST", path, body):
-            if not piece:
-                continue
-            if status != 200:
-                error.append(piece)
-                continue
-            yield piece
+    async def stream_into(self, path: str, body: bytes, sink: BodySink, stall_s: float) -> None:
+        limit = min(stall_s, self._timeout_s)
+        if stall_s <= self._timeout_s:
+
+            def failure() -> RequestFailed:
+                return stall_failure(stall_s)
+        else:
+
+            def failure() -> RequestFailed:
+                return RequestFailed("timeout", f"stalled for {self._timeout_s:g} s")
+
+        conn, status = await self._request("POST", path, body, sink, limit, failure)
         if status != 200:
-            raise RequestFailed(f"http_{status}", b"".join(error).decode("utf-8", "replace")[:300])
+            raise RequestFailed(f"http_{status}", conn.error_text())
 
     async def get_json(self, path: str) -> Any:
         status, data = await self._status_and_body("GET", path)
@@ -246,8 +426,15 @@ class RawStreamClient:
         return status
 
     async def _status_and_body(self, method: str, path: str) -> tuple[int, bytes]:
-        pieces = [item async for item in self._request(method, path, None)]
-        return pieces[0][0], b"".join(piece for _, piece in pieces)
+        pieces: list[bytes] = []
+
+        def failure() -> RequestFailed:
+            return RequestFailed("timeout", f"no response in {self._timeout_s:g} s")
+
+        conn, status = await self._request(
+            method, path, None, pieces.append, self._timeout_s, failure
+        )
+        return status, b"".join(pieces) if status == 200 else conn.error_text().encode()
 
     async def aclose(self) -> None:
         for conn in list(self._all):
