@@ -70,3 +70,81 @@ def test_a_failure_of_reach_stops_the_sweep_with_no_trial(
     assert meta["status"] == "error" and meta["trials"] == 0, meta
     assert "nothing smaller was tried" not in printed and "finally =" not in printed
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").rglob("log"))
+
+
+def _connection_processes(sshd: SshdServer) -> list[int]:
+    """PIDs of the per-connection processes the test sshd forked (its direct children)."""
+    assert sshd.process is not None
+    parent = str(sshd.process.pid)
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if fields[1] == parent:
+                children.append(int(stat.parent.name))
+    return children
+
+
+async def test_a_host_key_that_changes_mid_sweep_stops_it_and_leaves_it_inactive(
+    sshd: SshdServer, tmp_path: Path
+) -> None:
+    """The box is reinstalled mid-sweep: its connection drops and the key it comes back with
+    is not the trusted one. The sweep stops at once (status ``error``, exit 1), keeps the
+    trials recorded before, records none for the failure, and session.toml does not say the
+    sweep is still active."""
+    import asyncio
+    import os
+    import shutil
+    import signal
+    import sys
+
+    from specconsole.controller.headless import run_headless
+    from specconsole.core.placeholders import resolve_placeholders
+    from specconsole.core.planparse import loads_plan
+    from specconsole.session.store import Session
+
+    trusted = tmp_path / "known_hosts"
+    shutil.copy(sshd.known_hosts, trusted)
+    document = tomllib.loads(
+        plan_text(sshd, tmp_path / "run", steps=[1, 2, 3], ladder=[1], requests=2)
+    )
+    document["host"].update({"known_hosts": str(trusted), "reconnect_attempts": 2})
+    document["sweep"]["finally"] = "last"
+    text = tomli_w.dumps(document)
+    plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
+    session = Session.create(tmp_path / "s", plan)
+    out = io.StringIO()
+    run = asyncio.ensure_future(run_headless(plan, session, out=out))
+    try:
+        async with asyncio.timeout(120):
+            while not session.load_trials():
+                assert not run.done(), out.getvalue()
+                await asyncio.sleep(0.1)
+        shutil.copy(sshd.wrong_known_hosts, trusted)
+        for pid in _connection_processes(sshd):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        code = await asyncio.wait_for(run, 120)
+    finally:
+        if not run.done():
+            run.cancel()
+            with contextlib.suppress(BaseException):
+                await run
+        shutil.copy(sshd.known_hosts, trusted)
+        from specconsole.remote.process import ProcessBackend
+        from specconsole.remote.ssh import SshTransport
+
+        ssh = SshTransport(plan.profile.host)
+        with contextlib.suppress(Exception):
+            await ProcessBackend(ssh, plan.profile.service).stop()
+        await ssh.close()
+    printed = out.getvalue()
+    assert code == 1, printed
+    assert "host key" in printed.lower(), printed
+    recorded = session.load_trials()
+    assert 1 <= len(recorded) < 3, printed
+    assert [t.status.value for t in recorded] == ["ok"] * len(recorded), printed  # none blamed
+    meta = tomllib.loads((session.path / "session.toml").read_text())["session"]
+    assert meta["status"] == "error" and meta["trials"] == len(recorded), meta
+    assert meta["sweep_active"] is False, meta
+    assert "finally =" not in printed and "nothing smaller was tried" not in printed

@@ -212,6 +212,18 @@ def test_import_dry_run_and_sweeps_leave_the_users_unit_and_serve(
         sessions = tmp_path / "sessions"
         code, shown = cli("sweep", str(plan), "--headless", "--session", str(sessions / "a"))
         assert code == 0, shown
+        # Before trial 1 the probe showed the user's unit running, what it runs, and serving.
+        probed = shown[: shown.index("trial 1/3")]
+        assert f"  service: systemd unit {UNIT} on " in probed, probed
+        assert ": running (active/running)" in probed, probed
+        assert f"on port {port}: " in probed and f"(parsed from {UNIT})" in probed, probed
+        assert f"  serving: /health 200 on port {port}" in probed, probed
+        assert "  gpus: no nvidia-smi on the box" in probed, probed
+        (session_a,) = (sessions / "a").iterdir()
+        box = tomllib.loads((session_a / "box.toml").read_text())
+        assert box["reachable"] is True and box["serving"] is True, box
+        assert box["running_config"]["speculative_num_steps"] == 3, box
+        assert set(box["running_config"].get("env", {}).values()) <= {"<redacted>"}, box
         check_every_deploy(nspawn_box, original, sessions / "a", shown)
         assert "finally = original: restored the box's own unit; it serves" in shown
         assert nspawn_box.ssh(f"cat {UNIT_PATH}") == original
@@ -271,5 +283,9 @@ def test_sudo_that_prompts_stops_the_sweep_with_no_trial(
     (session,) = (tmp_path / "s").iterdir()
     meta = tomllib.loads((session / "session.toml").read_text())["session"]
     assert meta["status"] == "error" and meta["trials"] == 0, meta
-    assert not (session / "trials.jsonl").read_text().strip()
+    assert meta["sweep_active"] is False, meta
+    assert "UNREACHABLE (sudo)" in shown and "trial 1/" not in shown, shown
+    box = tomllib.loads((session / "box.toml").read_text())
+    assert box["reachable"] is False and box["error_kind"] == "sudo", box
+    assert not (session / "trials.jsonl").exists() or not (session / "trials.jsonl").read_text()
     assert nspawn_box.ssh(f"cat {UNIT_PATH}") == original

@@ -296,15 +296,15 @@ async def _run(
                 await asyncio.wait_for(ports.backend.stop(), 30.0)
         with contextlib.suppress(Exception):
             await ports.transport.close()
-    from specconsole.controller.headless import console_status
+    from specconsole.controller.headless import RESUMABLE_STATUSES, closing_meta, console_status
 
     status, code = console_status(controller.state, controller.halted)
     with contextlib.suppress(Exception):  # a full disk may refuse even this
-        session.write_meta({"status": status})
+        session.write_meta(closing_meta(status))
     if app.final_message:  # what [sweep] finally left serving, or that the server is down
         print(app.final_message)
     print(f"session: {session.path} ({status})")
-    if status in ("interrupted", "paused"):
+    if status in RESUMABLE_STATUSES:
         print(f"continue it with: specconsole resume {session.path}")
     if app.final_failed and code == 0:
         code = 1

@@ -76,7 +76,7 @@ async def running_config(
     redacts what it shows or records."""
     text, where = await running_artifact(backend, config)
     if text is None:
-        return None, f"nothing is deployed ({where} not found)"
+        return None, f"nothing is deployed for {where}"
     try:
         parsed = read_server_text(text, where)[1]
     except (ConfigError, ValueError) as exc:
@@ -143,7 +143,7 @@ async def _probe(
     try:
         status = await _bounded(backend.status(), "the service's status")
         detail = status.detail or status.state.value
-        if status.result and status.result not in detail:
+        if status.result and status.result != "success" and status.result not in detail:
             detail += f", result {status.result}"
         if status.restarts:
             detail += f", {status.restarts} restarts"

@@ -184,6 +184,17 @@ def final_status(
     return "done", EXIT_OK
 
 
+RESUMABLE_STATUSES = ("paused", "interrupted")
+"""Final statuses of a sweep still under way (``resume`` continues it)."""
+
+
+def closing_meta(status: str) -> dict[str, object]:
+    """What ``session.toml`` says once a run ends: its status, and ``sweep_active`` only for
+    a sweep still under way (paused or interrupted) — a sweep that stopped for an error (a
+    failure of reach, a write error) or finished is not active."""
+    return {"status": status, "sweep_active": status in RESUMABLE_STATUSES}
+
+
 def console_status(state: ControllerState, halted: str = "") -> tuple[str, int]:
     """(session status, exit code) when the console quits: the headless rules, where a quit
     before the sweep finished is an interruption (``paused`` when the user paused it or a crash
@@ -269,7 +280,7 @@ async def run_headless(
         printer._print(f"error: the sweep stopped before finishing its plan ({final.phase.value})")
     with contextlib.suppress(Exception):  # a full disk may refuse even this
         session.write_meta(
-            {"status": status, "finished_reason": final.finished_reason or controller.halted}
+            {**closing_meta(status), "finished_reason": final.finished_reason or controller.halted}
         )
     if final.phase is Phase.DONE:
         for line in findings(plan, final.trials):

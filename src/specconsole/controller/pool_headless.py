@@ -23,6 +23,7 @@ from specconsole.controller.headless import (
     EXIT_OK,
     EXIT_PAUSED,
     ProgressPrinter,
+    closing_meta,
     run_headless,
 )
 from specconsole.controller.pool import Pool
@@ -102,7 +103,7 @@ async def run_pool_headless(
         await pool.close()
     status, code = pool_final_status(pool, interrupted)
     with contextlib.suppress(Exception):  # a full disk may refuse even this
-        session.write_meta({"status": status})
+        session.write_meta(closing_meta(status))
     paused = [r.name for r in pool.alive() if r.state.phase is Phase.AWAITING_DECISION]
     if paused:
         general._print(

@@ -9,10 +9,12 @@ Why it looks like this:
   asyncssh applies itself.
 * A long trial outlives flaky links: keepalives notice a dead link, and the next operation
   reconnects with capped exponential backoff (after the first successful connect). One-shot
-  commands are retried once on a fresh connection; :class:`ConnectionLost` reaches the
-  caller only when reconnecting fails. Streams raise :class:`ConnectionLost` when their
-  channel dies so the backend can resume them from its cursor on the new connection. Port
-  forwards are re-established on the same local port, so URLs handed out stay valid.
+  commands are retried once on a fresh connection (also when the channel closed without an
+  exit status because the link died under it); when reconnecting fails the caller gets
+  :class:`BoxUnreachable` (a failure of reach: the sweep stops, no trial is blamed).
+  Streams raise :class:`ConnectionLost` when their channel dies so the backend can resume
+  them from its cursor on the new connection. Port forwards are re-established on the same
+  local port, so URLs handed out stay valid.
 * Listeners (the controller) learn about drops and recoveries through ``on_event``.
 """
 
@@ -193,7 +195,7 @@ class SshTransport(ShellFiles):
             except ConnectionLost as exc:
                 last = str(exc)
         self._emit(ConnectionEvent.FAILED, last)
-        raise ConnectionLost(
+        raise BoxUnreachable(  # a failure of reach: the sweep stops, no trial is blamed
             f"lost the connection to {self.description} and {p.reconnect_attempts} reconnect "
             f"attempts failed: {last}"
         )
@@ -249,6 +251,16 @@ class SshTransport(ShellFiles):
                         f"connection to {self.description} dropped while running a command: "
                         f"{exc or type(exc).__name__}"
                     ) from None
+                continue
+            if (
+                completed.exit_status in (None, -1)
+                and not completed.exit_signal
+                and (_is_closed(conn))
+            ):  # the connection died under the command: a drop, not the command's answer
+                if attempt:
+                    raise ConnectionLost(
+                        f"connection to {self.description} dropped while running a command"
+                    )
                 continue
             exit_status = None if completed.exit_signal else completed.exit_status
             result = CommandResult(
