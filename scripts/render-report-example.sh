@@ -25,7 +25,7 @@ trap 'rm -rf "$work"' EXIT
 if [ $# -ge 1 ]; then
     session=$1
 else
-    echo "render-report-example: running the demo sweep (about 3 minutes)" >&2
+    echo "render-report-example: running the demo sweep (about 2-3 minutes)" >&2
     "$SPEC" sweep examples/demo-sweep.toml --headless --session "$work/sessions" >"$work/sweep.log" \
         || { tail -20 "$work/sweep.log" >&2; exit 1; }
     session=$(find "$work/sessions" -mindepth 1 -maxdepth 1 -type d | head -1)
