@@ -74,6 +74,7 @@ setup_venv() {
 
 [ $want_system -eq 1 ] && install_system_packages
 setup_venv
-# The real SGLang releases the oracle tests read (cached outside the repo; off-line they skip).
+# The real SGLang wheels and vLLM sdists the oracle tests read (cached outside the repo;
+# off-line they skip).
 scripts/fetch-engine-wheels.sh || true
 echo "bootstrap: ready ($ROOT/.venv)" >&2

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Fetch the real SGLang releases the oracle tests read (tests/oracle): `pip download --no-deps`
 # of each release in ORACLE_SGLANG_VERSIONS into a cache OUTSIDE the repository
-# (${SPECCONSOLE_WHEEL_CACHE:-~/.cache/specconsole/wheels}). Idempotent: a cached wheel is kept.
+# (${SPECCONSOLE_WHEEL_CACHE:-~/.cache/specconsole/wheels}), and the vLLM source distributions
+# of tests/oracle/vllm-versions.txt (scripts/fetch-vllm-sdists.py). Idempotent: a cached file
+# is kept.
 # Off-line it says so and exits 0; the oracle tests then skip (or fail under CI=true).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,5 +23,7 @@ for v in $VERSIONS; do
         status=1
     fi
 done
+# vLLM: its source distributions, fetched by URL (pip would build their metadata with torch).
+"$PY" "$ROOT/scripts/fetch-vllm-sdists.py" || status=1
 [ "${CI:-}" = "true" ] && exit $status
 exit 0
