@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import os
 import re
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from specconsole.core.modelled_flags import MODELLED_FLAGS
 from specconsole.core.render import parse_command, sglang_flags
 from specconsole.sim.args import sglang_parser
 from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
+from tests.oracle.offline import unavailable
 from tests.oracle.wheel import Release, flags, oracle_versions, release
 
 VERSIONS = oracle_versions()
@@ -58,9 +58,7 @@ def need(version: str) -> Release:
             f"sglang {version} wheel not cached (run scripts/fetch-engine-wheels.sh; needs the "
             "package registry)"
         )
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(reason)
     return rel
 
 
