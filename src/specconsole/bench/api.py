@@ -164,6 +164,8 @@ _PIECE_RES = {
     False: re.compile(rb'"text":\s*"((?:[^"\\]|\\.)*)"'),
 }
 """A chunk's text (chat ``delta.content`` / completions ``text``), still JSON-escaped."""
+_ERROR_SPAN = 48
+"""An error event names ``"error"`` at its start (``{"error": ...}``, ``{"object": "error"``)."""
 
 
 class StreamParser:
@@ -308,6 +310,7 @@ class OpenAIParser(StreamParser):
         super().__init__()
         self._chat = chat
         self._piece_re = _PIECE_RES[chat]
+        self._piece_key = b'"content":' if chat else b'"text":'
         self._chars: list[int] = []
         self._cumulative: list[int | None] = []
         self._usage: dict[str, Any] | None = None
@@ -323,17 +326,32 @@ class OpenAIParser(StreamParser):
         """One event (a bare payload, or a block holding exactly one ``data:`` line)."""
         at = payload.rfind(_COMPLETION_KEY)
         match = _COMPLETION_RE.match(payload, at) if at >= 0 else None
-        if match is None or b'"error"' in payload:
+        if match is None or payload.find(b'"error"', 0, _ERROR_SPAN) >= 0:
             payload = _payload_of(payload)
             if payload == b"[DONE]":
                 self.done = True
                 return 0
             return self._decoded(payload, now) if payload else 0
         self._usage_payload = payload
-        piece = self._piece_re.search(payload)
-        if piece is None or not piece.group(1):
+        chars = self._piece_chars(payload)
+        return self._record(now, chars, int(match.group(1))) if chars else 0
+
+    def _piece_chars(self, payload: bytes) -> int:
+        """Length of the first ``"content"`` (chat) / ``"text"`` value, still escaped; 0 when
+        absent, empty or not a string (``null``) — as ``choices[0]`` would read."""
+        key = self._piece_key
+        at = payload.find(key)
+        if at < 0:
             return 0
-        return self._record(now, len(piece.group(1)), int(match.group(1)))
+        start = at + len(key)
+        if payload[start : start + 1] != b'"':  # spaced JSON, null: the exact regex decides
+            piece = self._piece_re.match(payload, at)
+            return len(piece.group(1)) if piece else 0
+        end = payload.find(b'"', start + 1)
+        if payload[end - 1] == 0x5C:  # an escaped quote inside: the exact regex decides
+            piece = self._piece_re.match(payload, at)
+            return len(piece.group(1)) if piece else 0
+        return end - start - 1
 
     def _decoded(self, payload: bytes, now: float) -> int:
         obj = _loads(payload)
@@ -349,21 +367,24 @@ class OpenAIParser(StreamParser):
         if not piece:
             return 0
         cumulative = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        return self._record(now, len(piece), cumulative)
+        return self._record(now, len(piece), None if cumulative is None else int(cumulative))
 
     def _record(self, now: float, chars: int, cumulative: int | None) -> int:
-        if self.times and self.times[-1] == now:
+        times = self.times
+        if times and times[-1] == now:
             self._chars[-1] += chars
             self._cumulative[-1] = cumulative
         else:
-            self.times.append(now)
+            times.append(now)
             self._chars.append(chars)
             self._cumulative.append(cumulative)
         if cumulative is None:
             return 1
-        new = int(cumulative) - self._count
-        self._count = max(self._count, int(cumulative))
-        return max(new, 0)
+        new = cumulative - self._count
+        if new <= 0:
+            return 0
+        self._count = cumulative
+        return new
 
     def finish(self) -> StreamOutcome:
         if not self.done:
