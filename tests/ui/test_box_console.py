@@ -1,7 +1,9 @@
-"""The console guarding a real box: the first deploy's diff is confirmed (or cancelled, which
-changes nothing), every deploy's diff is in the diff pane, and quitting after the finished
-sweep carries out ``[sweep] finally = "best"`` and waits until the box serves; quitting after
-a crash says the server is down and how to roll back.
+"""The console guarding a real box: it probes the box as it opens (an alias that does not
+resolve is on screen at once, a reachable box's facts are in the box panel), the first
+deploy's diff is confirmed (or cancelled, which changes nothing), every deploy's diff is in
+the diff pane, and quitting after the finished sweep carries out ``[sweep] finally = "best"``
+and waits until the box serves; quitting after a crash says the server is down and how to
+roll back.
 
 The real app (``make_app`` with the CLI's ``ConsoleBox``) drives the real controller, the
 plain-process backend and the simulator as a real HTTP process, over the local transport.
@@ -19,10 +21,13 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from specconsole.commands.tui import read_console_file
 from specconsole.controller.wiring import ConsoleBox, Wired, wire_controller
 from specconsole.core.placeholders import resolve_placeholders
+from specconsole.core.plan import SweepPlan
 from specconsole.core.planparse import loads_plan
 from specconsole.core.state import ControllerState, Phase, TrialStatus
+from specconsole.paths import examples_dir
 from specconsole.present.diffs import PENDING_KEY
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
@@ -31,7 +36,9 @@ from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.screens.confirm import ConfirmDeployScreen
 from specconsole.ui.screens.diff import DiffScreen
 from specconsole.ui.screens.quit import LeavingScreen
+from specconsole.ui.widgets.box import BoxPanel
 from specconsole.ui.widgets.diffview import DiffView
+from specconsole.ui.widgets.header import StatusHeader
 from specconsole.ui.widgets.trials import TrialsPane
 from tests.fixtures.plans import sim_plan_text
 from tests.fixtures.sshd import free_port
@@ -66,6 +73,24 @@ async def _until(pilot: Pilot[None], done: Callable[[], object], timeout: float,
     raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
 
 
+def console(plan: SweepPlan, tmp_path: Path) -> tuple[Session, Wired, SpecConsoleApp]:
+    """The console ``specconsole tui`` opens for ``plan`` (``commands.tui._run``)."""
+    session = Session.create(tmp_path / "sessions", plan)
+    wired = wire_controller(plan, session, ControllerState(plan=plan, policy=plan.on_crash))
+    controller = wired.controller
+    app = make_app(
+        controller,
+        run_controller=controller.run,
+        box=ConsoleBox(wired, plan, str(session.path)),
+        tick_interval=None,
+    )
+    return session, wired, app
+
+
+def _header(app: SpecConsoleApp) -> str:
+    return str(app.screen.query_one(StatusHeader).render())
+
+
 class Box:
     """A simulated box on loopback, its session and the console wired to it."""
 
@@ -82,14 +107,7 @@ class Box:
         )
         plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
         self.plan = replace(plan, source=text)
-        self.session = Session.create(tmp_path / "sessions", self.plan)
-        state = ControllerState(plan=self.plan, policy=self.plan.on_crash)
-        self.wired: Wired = wire_controller(self.plan, self.session, state)
-        self.console = ConsoleBox(self.wired, self.plan, str(self.session.path))
-        controller = self.wired.controller
-        self.app: SpecConsoleApp = make_app(
-            controller, run_controller=controller.run, box=self.console, tick_interval=None
-        )
+        self.session, self.wired, self.app = console(self.plan, tmp_path)
 
     @property
     def state(self) -> ControllerState:
@@ -129,6 +147,12 @@ async def test_cancelling_the_first_deploy_changes_nothing(
     box = Box(tmp_path)
     try:
         async with box.app.run_test(size=(120, 40)) as pilot:
+            panel = box.app.screen.query_one(BoxPanel)
+            await _until(pilot, lambda: "reachable" in panel.plain, 30, "the box probe")
+            facts = panel.plain
+            assert facts.startswith("box local: reachable"), facts
+            assert "service: process" in facts and "not serving" in facts, facts
+            assert "connected" in _header(box.app)
             await box.start_sweep(pilot)
             shown = box.app.screen.query_one(DiffView).plain
             # the process backend's artifact is the command line: steps=1 is added
@@ -229,3 +253,37 @@ async def test_quit_after_a_crash_says_the_server_is_down_and_how_to_roll_back(
         assert "o (roll back)" in message and f"specconsole rollback {box.session.path}" in message
     finally:
         await box.close()
+
+
+async def test_an_alias_that_does_not_resolve_shows_at_once_without_a_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, notices: list[str]
+) -> None:
+    """``specconsole tui examples/seed-box.toml`` with an alias no resolver knows."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))  # no ~/.ssh/config entry names the alias
+    text = (examples_dir() / "seed-box.toml").read_text()
+    assert 'alias = "gpu-box"' in text
+    path = tmp_path / "seed-box.toml"
+    path.write_text(text.replace('alias = "gpu-box"', 'alias = "no-such-host.invalid"'))
+    plan, _theme = read_console_file(path)
+    session, wired, app = console(plan, tmp_path)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            opened = time.monotonic()
+            panel = app.screen.query_one(BoxPanel)
+            assert "connecting" in panel.plain or "UNREACHABLE" in panel.plain
+            await _until(pilot, lambda: "UNREACHABLE" in panel.plain, 30, "the probe's error")
+            took = time.monotonic() - opened
+            assert "no-such-host.invalid" in panel.plain, panel.plain
+            assert panel.display, "the error must be on screen"
+            await pilot.pause(0.2)
+            assert "unreachable" in _header(app), _header(app)
+            assert any("box unreachable" in n and "no-such-host.invalid" in n for n in notices)
+            assert app.sent_intents == [], "nothing was pressed"
+            assert took < 20, f"the unreachable box took {took:.1f} s to show"
+            await pilot.press("q")
+        assert not session.load_trials()
+    finally:
+        wired.recorder.close()
+        await wired.ports.transport.close()

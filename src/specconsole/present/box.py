@@ -1,15 +1,20 @@
-"""The box probe as lines of text, for the headless output (and any plain-text view).
+"""The box probe as lines of text, for the headless output and the console's box panel.
 
 Why here: what a probe found (``core.boxprobe.BoxProbe``) is shown the same way wherever it
-is printed; formatting belongs to ``present``, never to the core or the controller.
+is printed; formatting belongs to ``present``, never to the core or the controller. The
+console's panel (``box_panel``) adds the moment before the probe answers (connecting) and
+the header's word for the live connection (``connection_word``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from specconsole.core.boxprobe import BoxProbe, GpuInfo
+from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.present.labels import config_summary
 
-__all__ = ["gpu_text", "probe_lines"]
+__all__ = ["BoxPanelView", "box_panel", "box_shown", "connection_word", "gpu_text", "probe_lines"]
 
 
 def gpu_text(gpu: GpuInfo) -> str:
@@ -44,3 +49,49 @@ def probe_lines(probe: BoxProbe) -> list[str]:
     word = {True: "serving", False: "not serving", None: "not asked"}[probe.serving]
     lines.append(f"  {word}: {probe.serving_detail}")
     return lines
+
+
+CONNECTION_WORDS: dict[ConnectionState, str] = {
+    ConnectionState.UNKNOWN: "connecting…",
+    ConnectionState.CONNECTED: "connected",
+    ConnectionState.RECONNECTING: "reconnecting",
+    ConnectionState.LOST: "unreachable",
+}
+"""The header's word for the live connection (``LOST``: the probe or the last reconnect
+attempt failed)."""
+
+
+def connection_word(state: ControllerState) -> str:
+    """``connecting…`` until the box answered or refused, then ``connected`` /
+    ``reconnecting`` / ``unreachable``."""
+    return CONNECTION_WORDS[state.connection]
+
+
+@dataclass(frozen=True, slots=True)
+class BoxPanelView:
+    """The console's box panel: a headline and the probe's facts."""
+
+    headline: str
+    lines: tuple[str, ...] = ()
+    ok: bool | None = None
+    """Reachable (True), not (False), not known yet (None)."""
+
+
+def box_panel(state: ControllerState) -> BoxPanelView:
+    """What the console knows about the box: connecting, or what the probe found."""
+    probe = state.box
+    host = dict(state.labels).get("host", "the box")
+    if probe is None:
+        if state.connection is ConnectionState.UNKNOWN:
+            return BoxPanelView(f"box {host}: connecting… (probing the box)")
+        return BoxPanelView(f"box {host}: {connection_word(state)} (not probed)")
+    first, *rest = probe_lines(probe)
+    return BoxPanelView(first, tuple(line.strip() for line in rest), probe.reachable)
+
+
+def box_shown(state: ControllerState) -> bool:
+    """The panel is on screen while no trial runs and no crash awaits a decision (a pool's
+    lanes say it per box), and always when the box cannot be reached."""
+    if state.box is not None and not state.box.reachable:
+        return True
+    return state.trial is None and state.pending is None and not state.fleet

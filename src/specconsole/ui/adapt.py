@@ -32,7 +32,6 @@ from specconsole.core.plan import StrategyKind
 from specconsole.core.state import (
     BUSY_PHASES,
     CapacityPrediction,
-    ConnectionState,
     ControllerState,
     CrashInfo,
     LevelProgress,
@@ -44,6 +43,7 @@ from specconsole.core.strategy import Proposal
 from specconsole.core.strategy import suggest_next as core_suggest_next
 from specconsole.core.validation import validate
 from specconsole.core.watch import is_fatal, looks_fatal
+from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import DASH, format_elapsed, format_rate
 from specconsole.present.keys import COMMAND_CHOICES, choice_hints
@@ -144,12 +144,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
         sweep = "sweep: on"
     else:
         sweep = ""
-    connection = {
-        ConnectionState.UNKNOWN: "",
-        ConnectionState.CONNECTED: "connected",
-        ConnectionState.RECONNECTING: "reconnecting",
-        ConnectionState.LOST: "connection lost",
-    }[state.connection]
+    connection = connection_word(state)
     return HeaderView(
         title=title or "specconsole",
         phase=phase_label(state),

@@ -34,6 +34,7 @@ from specconsole.core.events import (
     StartSweep,
 )
 from specconsole.core.state import ControllerState, ResumeChoice
+from specconsole.present.box import box_panel, box_shown
 from specconsole.present.fleet import focused_box, lane_views, next_box
 from specconsole.present.keys import COMMANDS, available
 from specconsole.present.labels import config_summary, notice_text
@@ -48,6 +49,7 @@ from specconsole.ui.messages import (
 )
 from specconsole.ui.viewmodels import LineClassifier
 from specconsole.ui.widgets.bench import BenchPanel
+from specconsole.ui.widgets.box import BoxPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
 from specconsole.ui.widgets.crash import CrashBanner
 from specconsole.ui.widgets.fleet import FleetLanes
@@ -185,6 +187,7 @@ class MainScreen(Screen[None]):
             yield JournalPane(self._classify, id="journal", classes="pane")
             with Vertical(id="side", classes="pane") as side:
                 side.border_title = "Benchmark"
+                yield BoxPanel(id="box-panel")
                 yield BenchPanel(id="bench")
                 with Horizontal(id="charts"):
                     yield ThroughputChart(id="chart-aggregate")
@@ -228,6 +231,9 @@ class MainScreen(Screen[None]):
             banner = adapt.crash_view(state)
             self.query_one(CrashBanner).show(banner)
             self.set_class(banner is not None, "-banner")
+            box = self.query_one(BoxPanel)
+            box.show(box_panel(state))
+            box.display = box_shown(state)
             self.query_one(BenchPanel).show(adapt.bench_view(state))
             chart = adapt.chart_view(state)
             self.query_one(ThroughputChart).show(chart)
