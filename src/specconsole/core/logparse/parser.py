@@ -72,6 +72,20 @@ _HEADS = _merge_heads(sglang.HEADS, vllm.HEADS)
 """First word of a message -> its handler: one dict lookup routes every line."""
 
 
+def _access(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    raise AssertionError("a marker, never called")  # pragma: no cover
+
+
+_ACCESS: Handler = _access
+"""In :data:`_FAST_HEADS`: an HTTP access line (``INFO:     127.0.0.1:...``), dropped."""
+_FAST_HEADS: dict[str, Handler] = {
+    "Decode ": sglang.on_decode,
+    "Prefill": sglang.on_prefill,
+    "INFO:  ": _ACCESS,
+}
+"""The message's first 7 characters -> the fast path's handler (one slice, one lookup)."""
+
+
 class LogParser:
     """Turns log lines into events, one line (or chunk) at a time.
 
@@ -108,10 +122,15 @@ class LogParser:
                     events = self._fast(line, 0)
                     if events is not None:
                         return events
-                elif c.isdigit() and line[10:11] == "T" and not line.startswith("Z", 19):
+                elif "0" <= c <= "9" and line[10:11] == "T" and not line.startswith("Z", 19):
                     # journalctl -o short-iso around SGLang's header (the console's own mode):
-                    # split_journal's split in one match (anything else: the general path)
-                    end = self._short_iso_end(line)
+                    # the previous line's HOST IDENT[PID] tail, else split_journal's split in
+                    # one match (anything else: the general path)
+                    tail = self._iso_tail
+                    sp = line.find(" ", 19)
+                    end = sp + len(tail)
+                    if not (tail and line.startswith(tail, sp) and line.startswith("[", end)):
+                        end = self._short_iso_end(line)
                     if end > 0:
                         events = self._fast(line, end)
                         if events is not None:
@@ -122,12 +141,8 @@ class LogParser:
 
     def _short_iso_end(self, line: str) -> int:
         """Where the message starts after a short-iso journal prefix of a non-systemd
-        process followed by SGLang's ``[`` header, else 0."""
-        tail = self._iso_tail
-        if tail:
-            sp = line.find(" ", 19)
-            if line.startswith(tail, sp) and line.startswith("[", sp + len(tail)):
-                return sp + len(tail)
+        process followed by SGLang's ``[`` header, else 0; remembers the prefix's
+        `` HOST IDENT[PID]: `` tail for the next lines (:attr:`_iso_tail`)."""
         m = _SHORT_ISO_SGLANG.match(line)
         if m is None or m.group(1) == "systemd":
             return 0
@@ -138,13 +153,10 @@ class LogParser:
         """The commonest lines — a statistics line under SGLang's ``[2026-07-20 10:27:57
         TP0] `` header starting at ``line[at]`` — straight to their handler, an HTTP access
         line to nothing, without copying the line first; ``None``: take the general path."""
-        c20 = line[at + 20 : at + 21]
-        if c20 == "]":
-            if line[at + 21 : at + 22] != " ":
-                return None
+        if line.startswith("] ", at + 20):
             rank = None
             start = at + 22
-        elif c20 == " ":
+        elif line.startswith(" ", at + 20):
             j = line.find("] ", at + 21, at + 64)
             if j < 0:
                 return None
@@ -152,17 +164,12 @@ class LogParser:
             start = j + 2
         else:
             return None
-        if line.startswith("Decode ", start):
-            handler: Handler = sglang.on_decode
-        elif line.startswith("Prefill", start):
-            handler = sglang.on_prefill
-        elif (
-            line.startswith("INFO:  ", start)
-            and line.find(_TRACEBACK, start) < 0
-            and line.find(vllm.UVICORN_READY, start) < 0
-        ):
-            return []  # an HTTP access line: what _on_body's INFO: handler makes of it
-        else:
+        handler = _FAST_HEADS.get(line[start : start + 7])
+        if handler is _ACCESS:
+            if line.find(_TRACEBACK, start) < 0 and line.find(vllm.UVICORN_READY, start) < 0:
+                return []  # an HTTP access line: what _on_body's INFO: handler makes of it
+            handler = None
+        if handler is None:
             return self._on_body(line[start:], line[at + 1 : at + 20], rank, True, False)
         events = handler(self._s, line[start:], line[at + 1 : at + 20], rank)
         if events:
