@@ -11,10 +11,11 @@ import pytest
 
 from specconsole.core import validation
 from specconsole.core.config import ServerConfig
+from specconsole.core.focus import single_request_goal
 from specconsole.core.objective import best
 from specconsole.core.optimize import converged, encode, observations, space, space_size
 from specconsole.core.plan import PlanError, StrategyKind, SweepPlan
-from specconsole.core.planparse import loads_plan
+from specconsole.core.planparse import loads_plan, parse_plan, plan_document
 from specconsole.core.state import LevelSummary, TrialKind, TrialRecord, TrialStatus
 from specconsole.core.strategy import findings, next_trial, stop_reason
 from specconsole.sim.model import predict
@@ -253,3 +254,75 @@ def test_configurations_running_elsewhere_are_never_proposed() -> None:
     pooled = next_trial(p, trials, pending=[alone.config])
     assert pooled is not None and pooled.config != alone.config
     assert pooled.config not in {t.config for t in trials}
+
+
+# ----------------------------------------------------------------------------- start and focus
+
+
+def with_tree(p: SweepPlan) -> SweepPlan:
+    """The plan with a base that names its tree (steps 3, topk 1, draft tokens 4)."""
+    tree = {"speculative_num_steps": 3, "speculative_num_draft_tokens": 4}
+    return replace(p, base=replace(p.base, **tree))
+
+
+def test_the_first_proposal_is_the_base_configuration() -> None:
+    p = with_tree(plan("seed = 5", WIDE_AXES))
+    first = next_trial(p, [])
+    assert first is not None and "the base configuration first" in first.reason
+    # the base (steps 3, topk 1, mem 0.88 on the seed box) projected onto SGLang's tie
+    assert (first.config.speculative_num_steps, first.config.speculative_eagle_topk) == (3, 1)
+    assert first.config.speculative_num_draft_tokens == 4
+    assert first.config.mem_fraction_static == p.base.mem_fraction_static
+    # the base is the whole start-up: TPE from the second proposal on
+    second = run(p, 3)[1:]
+    assert all(t.note.startswith("optimize (TPE") for t in second), [t.note for t in second]
+    # start_at_base = false: the sampler's own start, for every seed a point of its own
+    off = [with_tree(plan(f"seed = {s}\nstart_at_base = false", WIDE_AXES)) for s in range(4)]
+    randoms = [next_trial(q, []) for q in off]
+    assert all(r is not None and "random start" in r.reason for r in randoms)
+    notes = [t.note for t in run(off[0], 5)]
+    assert all("random start" in n for n in notes[:4]) and "(TPE" in notes[4], notes
+    assert len({r.config for r in randoms if r is not None}) > 1
+    # a base that leaves an axis to SGLang (no steps) is no point of the space: no base start
+    assert "random start" in (next_trial(plan("seed = 5", WIDE_AXES), []) or first).reason
+    back = parse_plan(plan_document(plan("start_at_base = false\nstartup_trials = 2", WIDE_AXES)))
+    assert (back.start_at_base, back.startup_trials) == (False, 2)
+    assert parse_plan(plan_document(plan("", WIDE_AXES))).startup_trials is None
+    with pytest.raises(PlanError, match=r"\[sweep\] start_at_base must be true or false"):
+        plan('start_at_base = "yes"', WIDE_AXES)
+
+
+CAPACITY_AXES = """
+speculative_num_steps = { min = 1, max = 8 }
+mem_fraction_static = { min = 0.80, max = 0.92, step = 0.04 }
+cuda_graph_max_bs = [32, 64, 128]
+"""
+
+
+def test_a_single_request_goal_holds_the_capacity_axes_at_the_base_then_releases_them() -> None:
+    p = plan('objective = "single_request"\npatience = 6\nseed = 2', CAPACITY_AXES)
+    held = run(replace(p, patience=1000), 8)
+    assert {(t.config.mem_fraction_static, t.config.cuda_graph_max_bs) for t in held} == {
+        (0.88, 64)
+    }
+    assert all("cg_bs=64 mem=0.88 held at the base" in t.note for t in held), held[1].note
+    # released after half the patience without an improvement: the rest search them too
+    trials = run(p, 8)
+    later = [t for t in trials if "held at the base" not in t.note]
+    assert later and any(t.config.mem_fraction_static != 0.88 for t in later[:4] + trials[-4:])
+    # a goal that reads batched levels holds nothing
+    peak = run(plan("seed = 2\npatience = 1000", CAPACITY_AXES), 6)
+    assert not any("held at the base" in t.note for t in peak)
+    assert len({(t.config.mem_fraction_static, t.config.cuda_graph_max_bs) for t in peak}) > 1
+
+
+def test_which_goals_read_single_requests_only() -> None:
+    def goal(sweep: str) -> bool:
+        p = plan(sweep, CAPACITY_AXES)
+        return single_request_goal(p.goal, p.bench.ladder)
+
+    assert goal('objective = "single_request"')
+    assert goal('objective = "per_request_at_1"\nconstraints = ["accept_length >= 2"]')
+    assert not goal('objective = "peak_aggregate"')
+    assert not goal('objective = "single_request"\nconstraints = ["ttft_p99_ms_at_64 <= 2000"]')
+    assert not goal('objective = "capacity"')

@@ -18,9 +18,14 @@ How a proposal is made:
    earlier strategies included) becomes an observation: ``ok`` → the objective's score with
    the constraints' violation; ``crashed`` / ``load_timeout`` / ``failed`` / ``infeasible``
    / ``invalid`` → infeasible (violation 1). Numeric axes are encoded as the index into
-   their sorted values (so TPE sees their order), others as categories.
-2. TPE samples a point. It is *projected* onto SGLang's rules (topk 1 ties draft tokens to
-   steps + 1) and checked before it is proposed: a point that ``core.validation`` rejects,
+   their sorted values (so TPE sees their order), others as categories
+   (``core.searchspace``).
+2. Without observations the first point is the plan's base configuration (Optuna's
+   ``enqueue_trial``; ``start_at_base = false`` leaves it to the sampler), then TPE samples
+   a point. For a goal that reads single requests only, the capacity axes are held at the
+   base's values until the tree search stalls (``core.focus``): TPE sees the other axes.
+   The point is *projected* onto SGLang's rules (topk 1 ties draft tokens to steps + 1)
+   and checked before it is proposed: a point that ``core.validation`` rejects,
    that was already tried or skipped, or that ``core.capacity`` predicts will not load
    (unless ``skip_infeasible = false``) is told to the sampler as infeasible and another
    point is sampled. The proposal's reason names what was passed over, with the numbers.
@@ -37,7 +42,7 @@ import math
 import random
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -54,8 +59,11 @@ from specconsole.core.capacity import predict_capacity
 from specconsole.core.config import ServerConfig
 from specconsole.core.contenders import contender
 from specconsole.core.contenders import identity as _identity
+from specconsole.core.focus import held_axes
 from specconsole.core.objective import Goal, ObjectiveKind, best, improves, pareto_front
 from specconsole.core.plan import SweepPlan
+from specconsole.core.searchspace import SHORT as _SHORT
+from specconsole.core.searchspace import Axis, decode, encode, point_label, project, space
 from specconsole.core.state import TrialRecord, TrialStatus
 
 LOADS: frozenset[TrialStatus] = frozenset(
@@ -88,89 +96,6 @@ than multivariate TPE, and a quarter-sized good group fewer than the default ten
 _VIOLATION = "violation"
 _CONSTRAINTS_KEY = "constraints"
 """Where Optuna's samplers read a trial's constraint values (``optuna.samplers._base``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Axis:
-    name: str
-    values: tuple[Any, ...]
-    """Sorted ascending for a numeric axis, as listed otherwise."""
-    numeric: bool
-
-    def distribution(self) -> BaseDistribution:
-        if self.numeric:
-            return IntDistribution(0, len(self.values) - 1)
-        return CategoricalDistribution(tuple(range(len(self.values))))
-
-    def index_of(self, value: Any) -> int | None:
-        """The index of ``value`` (a numeric value off the list snaps to the nearest)."""
-        if value in self.values:
-            return self.values.index(value)
-        if not self.numeric or not _is_number(value):
-            return None
-        return min(range(len(self.values)), key=lambda i: abs(self.values[i] - value))
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def space(plan: SweepPlan) -> tuple[Axis, ...]:
-    out: list[Axis] = []
-    for name, values in plan.axes:
-        numeric = all(_is_number(v) for v in values)
-        out.append(Axis(name, tuple(sorted(values)) if numeric else tuple(values), numeric))
-    return tuple(out)
-
-
-def project(plan: SweepPlan, config: ServerConfig) -> ServerConfig:
-    """SGLang's own tie applied up front: with topk 1 the draft tokens are steps + 1 (so two
-    points that differ only in draft tokens at topk 1 are one configuration)."""
-    config = plan.derive(config)
-    steps = config.speculative_num_steps
-    if config.speculative_eagle_topk == 1 and steps is not None:
-        return replace(config, speculative_num_draft_tokens=steps + 1)
-    return config
-
-
-def decode(plan: SweepPlan, axes: Sequence[Axis], params: dict[str, int]) -> ServerConfig:
-    values = {a.name: a.values[params[a.name]] for a in axes}
-    return project(plan, plan.at(plan.base, **values))
-
-
-def encode(plan: SweepPlan, axes: Sequence[Axis], config: ServerConfig) -> dict[str, int] | None:
-    """The point of a recorded configuration, or None when it lies outside the space
-    (another base, or a value a categorical axis does not list)."""
-    params: dict[str, int] = {}
-    for a in axes:
-        i = a.index_of(getattr(config, a.name))
-        if i is None:
-            return None
-        params[a.name] = i
-    outside = [a.name for a in axes]
-    if "speculative_num_steps" in outside or "speculative_eagle_topk" in outside:
-        outside.append("speculative_num_draft_tokens")  # derived from the tree axes
-    mine = replace(project(plan, config), **{n: None for n in outside})
-    base = replace(project(plan, plan.base), **{n: None for n in outside})
-    return params if _identity(mine) == _identity(base) else None
-
-
-_SHORT = {
-    "speculative_num_steps": "steps",
-    "speculative_eagle_topk": "topk",
-    "speculative_num_draft_tokens": "draft",
-    "mem_fraction_static": "mem",
-    "cuda_graph_max_bs": "cg_bs",
-    "max_running_requests": "max_req",
-}
-
-
-def point_label(plan: SweepPlan, config: ServerConfig) -> str:
-    """The configuration's values on the plan's axes, e.g. ``steps=10 topk=1 mem=0.88``."""
-    names = [name for name, _values in plan.axes]
-    if "speculative_num_draft_tokens" not in names and config.speculative_eagle_topk != 1:
-        names.append("speculative_num_draft_tokens")
-    return " ".join(f"{_SHORT.get(n, n)}={getattr(config, n)}" for n in names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,9 +163,23 @@ def stale_trials(plan: SweepPlan, trials: Sequence[TrialRecord]) -> int:
     return since
 
 
+RANDOM_STARTUP = 4
+"""Random start-up points when the search does not start at the base."""
+
+
+def startup(plan: SweepPlan) -> int:
+    """Proposals before TPE's: ``startup_trials``, or by default the base alone when the
+    search starts at it (TPE's next guesses go to the space's far corners, which brackets
+    it) and ``RANDOM_STARTUP`` random points when it does not."""
+    if plan.startup_trials is not None:
+        return plan.startup_trials
+    at_base = plan.start_at_base and encode(plan, space(plan), plan.base) is not None
+    return 1 if at_base else RANDOM_STARTUP
+
+
 def converged(plan: SweepPlan, trials: Sequence[TrialRecord]) -> bool:
     loads = sum(1 for t in trials if t.status in LOADS)
-    return loads > plan.startup_trials and stale_trials(plan, trials) >= plan.patience
+    return loads > startup(plan) and stale_trials(plan, trials) >= plan.patience
 
 
 # --------------------------------------------------------------------------------------------
@@ -261,7 +200,10 @@ def _constraints(trial: optuna.trial.FrozenTrial) -> tuple[float]:
 
 
 def _study(
-    plan: SweepPlan, obs: Sequence[Observation], running: Sequence[dict[str, int]] = ()
+    plan: SweepPlan,
+    obs: Sequence[Observation],
+    running: Sequence[dict[str, int]],
+    free: Sequence[Axis],
 ) -> optuna.Study:
     pareto = plan.goal.objective.kind is ObjectiveKind.PARETO
     directions = ["maximize", "maximize"] if pareto else ["maximize"]
@@ -269,20 +211,20 @@ def _study(
         warnings.simplefilter("ignore")  # ExperimentalWarning for multivariate / constraints
         sampler = TPESampler(
             seed=plan.seed,
-            n_startup_trials=plan.startup_trials,
+            n_startup_trials=startup(plan),
             constraints_func=_constraints,
             warn_independent_sampling=False,
             **TPE_OPTIONS,
         )
         study = optuna.create_study(directions=directions, sampler=sampler)
-    distributions = {a.name: a.distribution() for a in space(plan)}
+    distributions = {a.name: _distribution(a) for a in free}
     floor = _floor(obs, len(directions))
     for o in obs:
         values = o.values if o.values is not None else floor
         study.add_trial(
             create_trial(
                 state=TrialState.COMPLETE,
-                params=dict(o.params),
+                params={n: o.params[n] for n in distributions},
                 distributions=distributions,
                 values=list(values),
                 user_attrs={_VIOLATION: o.violation},
@@ -291,9 +233,29 @@ def _study(
         )
     for params in running:  # constant liar: TPE counts running points as bad ones
         study.add_trial(
-            create_trial(state=TrialState.RUNNING, params=dict(params), distributions=distributions)
+            create_trial(
+                state=TrialState.RUNNING,
+                params={n: params[n] for n in distributions},
+                distributions=distributions,
+            )
         )
     return study
+
+
+def _ask(trial: optuna.Trial, free: Sequence[Axis]) -> dict[str, int]:
+    return {
+        a.name: trial.suggest_int(a.name, 0, len(a.values) - 1)
+        if a.numeric
+        else trial.suggest_categorical(a.name, tuple(range(len(a.values))))
+        for a in free
+    }
+
+
+def _distribution(axis: Axis) -> BaseDistribution:
+    """Numeric axes as the index into their sorted values (so TPE sees their order)."""
+    if axis.numeric:
+        return IntDistribution(0, len(axis.values) - 1)
+    return CategoricalDistribution(tuple(range(len(axis.values))))
 
 
 def _floor(obs: Sequence[Observation], n: int) -> tuple[float, ...]:
@@ -337,7 +299,19 @@ def suggest(
     tried |= {_identity(c) for c in skipped}
     tried |= {_identity(c) for c in pending}
     running = [p for p in (encode(plan, axes, c) for c in pending) if p is not None]
-    study = _study(plan, obs, running)
+    stale = stale_trials(plan, trials)
+    at_base = {a.name: a.index_of(getattr(plan.base, a.name)) for a in axes}
+    hold = {
+        n: i
+        for n in held_axes(plan.goal, plan.bench.ladder, list(at_base), stale, plan.patience)
+        if (i := at_base[n]) is not None
+    }
+    free = [a for a in axes if a.name not in hold]
+    study = _study(plan, obs, running, free)
+    start = encode(plan, axes, plan.base) if plan.start_at_base else None
+    first = start is not None and not obs
+    if first and start is not None:  # the launch the user knows, then what TPE makes of it
+        study.enqueue_trial({a.name: start[a.name] for a in free})
     floor = _floor(obs, len(study.directions))
     passed: list[str] = []
     invalid = duplicate = 0
@@ -346,12 +320,7 @@ def suggest(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trial = study.ask()
-            params = {
-                a.name: trial.suggest_int(a.name, 0, len(a.values) - 1)
-                if a.numeric
-                else trial.suggest_categorical(a.name, tuple(range(len(a.values))))
-                for a in axes
-            }
+            params = _ask(trial, free) | hold
         config = decode(plan, axes, params)  # type: ignore[arg-type]
         if _identity(config) in tried:
             duplicate += 1
@@ -374,7 +343,11 @@ def suggest(
             )
             _tell(study, trial, floor, 1.0)
             continue
-        how = "random start" if len(obs) < plan.startup_trials else "TPE"
+        how = "TPE" if len(obs) >= startup(plan) else "random start"
+        how = "the base configuration first" if first and trial.number == len(running) else how
+        if hold:
+            shown = " ".join(f"{_SHORT.get(n, n)}={getattr(config, n)}" for n in sorted(hold))
+            how += f"; {shown} held at the base while the goal reads single requests"
         return Suggestion(
             config, _explain(plan, trials, obs, config, how, prediction.reason, passed, invalid)
         )

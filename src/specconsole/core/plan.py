@@ -98,8 +98,12 @@ class SweepPlan:
     noise_pct: float = 1.0
     """Optimize: an improvement must clear the incumbent by this percentage (on top of the
     confidence intervals, when levels are repeated)."""
-    startup_trials: int = 4
-    """Optimize: space-filling proposals before the model-guided ones."""
+    startup_trials: int | None = None
+    """Optimize: proposals before the model-guided ones (default: the base alone when the
+    search starts at it, else 4 random points)."""
+    start_at_base: bool = True
+    """Optimize: the first proposal of a search without observations is the base
+    configuration (the launch the user knows), not a random point."""
     seed: int = 0
     """Optimize: the sampler's seed (same seed and records, same proposal)."""
     goal: Goal = DEFAULT_GOAL

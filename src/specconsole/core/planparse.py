@@ -116,6 +116,7 @@ _SWEEP_KEYS = {
     "patience",
     "noise_pct",
     "startup_trials",
+    "start_at_base",
     "seed",
     "finally",
 }
@@ -202,10 +203,11 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         kw["max_wall_s"] = float(plan_number(sweep["max_wall_s"], "[sweep] max_wall_s"))
     if "load_timeout" in sweep:
         kw["load_timeout_s"] = float(plan_number(sweep["load_timeout"], "[sweep] load_timeout"))
-    if "skip_infeasible" in sweep:
-        if not isinstance(sweep["skip_infeasible"], bool):
-            raise PlanError("[sweep] skip_infeasible must be true or false")
-        kw["skip_infeasible"] = sweep["skip_infeasible"]
+    for key in ("skip_infeasible", "start_at_base"):
+        if key in sweep:
+            if not isinstance(sweep[key], bool):
+                raise PlanError(f"[sweep] {key} must be true or false")
+            kw[key] = sweep[key]
     if "min_kv_tokens" in sweep:
         kw["min_kv_tokens"] = plan_number(
             sweep["min_kv_tokens"], "[sweep] min_kv_tokens", integer=True
@@ -311,9 +313,11 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         sweep.update(
             patience=plan.patience,
             noise_pct=plan.noise_pct,
-            startup_trials=plan.startup_trials,
+            start_at_base=plan.start_at_base,
             seed=plan.seed,
         )
+        if plan.startup_trials is not None:
+            sweep["startup_trials"] = plan.startup_trials
     if plan.goal != DEFAULT_GOAL:
         sweep.update(goal_document(plan.goal))
     return {
