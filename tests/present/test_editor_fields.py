@@ -93,6 +93,9 @@ def test_vllm_flags_fields_it_does_not_render_and_hides_them_unless_set() -> Non
     assert "extra_args" in shown and "mem_fraction_static" in shown
     set_topk = dataclasses.replace(config, speculative_eagle_topk=4)
     assert "speculative_eagle_topk" in {f.name for f in shown_fields(fields, set_topk)}
+    # set only in the deployed configuration: shown too, so revert can put it back
+    assert "speculative_eagle_topk" in {f.name for f in shown_fields(fields, config, set_topk)}
+    assert "speculative_eagle_topk" not in {f.name for f in shown_fields(fields, config, None)}
 
 
 def test_validation_sees_the_release_and_the_declared_one_wins() -> None:

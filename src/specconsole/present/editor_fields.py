@@ -126,10 +126,17 @@ FIELDS: tuple[FormField, ...] = editor_fields(Engine.SGLANG, None)
 """The fields when the release is unknown (SGLang, :data:`DEFAULT_VERSION`'s names)."""
 
 
-def shown_fields(fields: tuple[FormField, ...], config: ServerConfig) -> tuple[FormField, ...]:
-    """The fields the editor shows: those the engine renders, and any other that ``config``
-    sets (flagged, so its value can be seen and cleared rather than silently kept)."""
-    return tuple(f for f in fields if f.rendered or getattr(config, f.name) is not None)
+def shown_fields(
+    fields: tuple[FormField, ...], *configs: ServerConfig | None
+) -> tuple[FormField, ...]:
+    """The fields the editor shows: those the engine renders, and any other that one of
+    ``configs`` (the edited one, the deployed one) sets — flagged, so its value can be seen,
+    reverted and cleared rather than silently kept."""
+    return tuple(
+        f
+        for f in fields
+        if f.rendered or any(c is not None and getattr(c, f.name) is not None for c in configs)
+    )
 
 
 def editing_release(

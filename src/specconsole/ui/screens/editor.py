@@ -112,8 +112,9 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         self._title = title
         self._all_fields = tuple(fields)
         """Every field, in the edited release's flag names (the diff and parse use them)."""
-        self._fields = shown_fields(self._all_fields, base)
-        """The boxes shown: what the release renders, and anything else the base sets."""
+        self._fields = shown_fields(self._all_fields, base, deployed)
+        """The boxes shown: what the release renders, and anything else base or deployed
+        sets."""
         self._release = release
         self._candidate: ServerConfig | None = base
         self._problems: tuple[Problem, ...] = ()
