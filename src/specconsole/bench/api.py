@@ -2,7 +2,7 @@
 
 Why a module of its own, and why stdlib-only: the same request shapes and the same SSE
 parsing must run in the console (over httpx) and on the GPU box (inside the self-contained
-remote runner, over a tiny asyncio-streams client). Keeping them free of any HTTP library
+remote runner, over a tiny stdlib asyncio client). Keeping them free of any HTTP library
 means both paths measure identically and no parsing logic is duplicated.
 
 Token counts always come from the server: ``meta_info.completion_tokens`` (cumulative on every

@@ -2,7 +2,7 @@
 
 Why it is separate from any HTTP library: the exact same scheduling code must run in the
 console (over httpx, in :mod:`specconsole.bench.loadgen`) and on the GPU box (over a stdlib
-asyncio-streams client, in the self-contained remote runner). So this module is standard
+asyncio client, in the self-contained remote runner). So this module is standard
 library only (Python 3.10+) and speaks to the server through the small
 :class:`~specconsole.bench.ladder.StreamClient` protocol; what to run is a
 :class:`~specconsole.bench.ladder.LadderPlan`, and each phase's counters and live rate are a

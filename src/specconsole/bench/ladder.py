@@ -3,7 +3,7 @@
 Why its own module: the plan is plain JSON-able data that crosses SSH to the remote runner
 and is built by :mod:`specconsole.bench.loadgen` from a ``BenchSpec``, and the
 :class:`StreamClient` protocol is what the two HTTP clients (httpx in ``bench.loadgen``, asyncio
-streams in ``bench.rawhttp``) implement; neither needs the scheduling code in
+Protocol in ``bench.rawhttp``) implement; neither needs the scheduling code in
 :mod:`specconsole.bench.engine`. Standard library only (Python 3.10+): it is bundled into the
 remote runner script.
 """
