@@ -101,3 +101,19 @@ def test_two_sessions_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"a", "b", "rows"} and len(doc["rows"]) == 9
     assert main(["report", str(a.path), str(b.path), "--format", "csv"]) == 1
+
+
+def test_the_demo_sessions_prompt_file_resolves_as_it_ran(tmp_path: Path) -> None:
+    """``{plan_dir}`` in ``[bench] dataset`` is the plan's folder when the session is created,
+    and the session re-resolves it from its record (``resume`` from any folder finds it)."""
+    text = DEMO.read_text()
+    parsed = dataclasses.replace(loads_plan(text), source=text)
+    assert parsed.bench.prompts == "jsonl:{plan_dir}/demo-prompts.jsonl"
+    plan = resolve_local_placeholders(parsed, plan_dir=DEMO.parent)
+    expected = f"jsonl:{DEMO.parent.resolve()}/demo-prompts.jsonl"
+    assert plan.bench.prompts == expected
+    session = Session.create(tmp_path, plan)
+    assert "{plan_dir}" in session.plan_text()
+    reopened = Session.open(session.path).load_plan()
+    assert reopened.bench.prompts == expected
+    assert Path(expected.split(":", 1)[1]).is_file()

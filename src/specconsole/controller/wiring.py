@@ -51,11 +51,11 @@ def resolve_local_placeholders(
     """``plan`` ready to run from this machine: ``{python}`` is this interpreter and an
     ``"auto"`` port ``port`` if given, else a free loopback port (chosen here, before the
     session is created, which records it so ``resume`` reuses it; a port already chosen is
-    kept). A relative ``[bench] dataset`` file found next to the plan (``plan_dir``) becomes
-    that file's absolute path, so a plan and its prompts travel together."""
-    if plan_dir is not None:
-        plan = _dataset_beside(plan, plan_dir)
+    kept). ``{plan_dir}`` (in ``[bench] dataset``) is ``plan_dir``, the plan file's folder,
+    so a plan and its prompt file travel together."""
     values = {"python": sys.executable}
+    if plan_dir is not None:
+        values["plan_dir"] = str(plan_dir.resolve())
     auto = plan.auto_port
     if auto:
         values["port"] = str(port if port is not None else free_loopback_port())
@@ -67,18 +67,6 @@ def resolve_local_placeholders(
         )
         plan = replace(plan, boxes=boxes)
     return plan
-
-
-def _dataset_beside(plan: SweepPlan, plan_dir: Path) -> SweepPlan:
-    source = plan.bench.prompts
-    kind, sep, rest = source.partition(":")
-    prefix, path = (kind + sep, rest) if sep and kind in ("jsonl", "sharegpt") else ("", source)
-    if source in ("builtin", "random") or not path or Path(path).expanduser().is_absolute():
-        return plan
-    beside = plan_dir / path
-    if not beside.is_file():
-        return plan  # relative to the working folder, as before
-    return replace(plan, bench=replace(plan.bench, prompts=prefix + str(beside.resolve())))
 
 
 @dataclass

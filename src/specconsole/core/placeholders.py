@@ -7,7 +7,9 @@ plan text into exactly what ran; neither needs the TOML parser for that.
 ``{python}`` in ``launcher``, ``extra_args``, ``env`` values and ``working_directory`` stands
 for "the Python interpreter running specconsole"; ``[server] port = "auto"`` for "a free
 loopback port" (local transport only); ``{port}`` in ``[service] run_dir`` is the server's
-port, so two such sweeps never share a run folder.
+port, so two such sweeps never share a run folder. ``{plan_dir}`` in ``[bench] dataset`` is
+the folder holding the plan file (so a plan names the prompt file beside it); like
+``{python}``, the value used is recorded in the session and reused by ``resume``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def resolve_placeholders(plan: SweepPlan, values: Mapping[str, str]) -> SweepPla
         for name, vals in plan.axes
     )
     base = resolve_config_placeholders(plan.base, values)
+    if "{" in plan.bench.prompts:
+        plan = replace(plan, bench=replace(plan.bench, prompts=_subst(plan.bench.prompts, values)))
     used = dict(plan.placeholders)
     used.update(values)
     placeholders = tuple(sorted(used.items()))
