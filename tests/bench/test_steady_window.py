@@ -33,6 +33,10 @@ OUTPUT_LEN = 512
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimProcess]:
     with running_simulator("--enable-metrics") as process:
+        # A fresh server's first request takes its lazy paths (~0.1 s on a busy machine);
+        # one small request first, so c = 1's ramp is the model's prefill, not start-up.
+        body = {"text": "warm up", "sampling_params": {"max_new_tokens": 4}}
+        httpx.post(f"{process.base_url}/generate", json=body, timeout=30).raise_for_status()
         yield process
 
 
@@ -79,7 +83,10 @@ async def test_the_window_matches_the_model_and_leaves_the_server_idle(sim: SimP
         assert window["window_output_throughput"] == pytest.approx(
             per_stream * concurrency, rel=0.03
         )
-        assert level.output_throughput == pytest.approx(expected.aggregate_tok_s, rel=0.03)
+        assert level.output_throughput == pytest.approx(expected.aggregate_tok_s, rel=0.03), (
+            window,
+            level.latency_ms["median_ttft_ms"],
+        )
         assert level.latency_ms["median_ttft_ms"] > 0 and level.latency_ms["median_itl_ms"] > 0
         back = LevelMetrics.from_record(level.to_record())
         assert back.measurement == "steady" and back.window == window
@@ -102,3 +109,29 @@ def test_the_remote_runner_script_measures_the_same_window(sim: SimProcess) -> N
     (level,) = result["result"]["levels"]
     assert level["measurement"] == "steady" and level["window"]["streams"] == 4
     assert level["output_throughput"] == pytest.approx(prediction(4).aggregate_tok_s, rel=0.05)
+
+
+async def test_streams_that_stall_mid_window_are_failures_in_bounded_time() -> None:
+    """The simulator stops every stream after 3 tokens: the window ends within
+    ``stall_timeout_s`` (not the 600 s request timeout), and each level records the stalled
+    requests as failures (the trial is then degraded, not a clean result)."""
+    stalled = BenchSpec(
+        ladder=(2, 4),
+        input_len=64,
+        output_len=64,
+        prompts="random",
+        warmup_requests=0,
+        window="steady",
+        window_s=0.5,
+        stall_timeout_s=1.0,
+    )
+    with running_simulator("--sim-stall-after-tokens", "3") as process:
+        started = time.monotonic()
+        result = await ThreadedBenchmarkRunner().run(stalled, process.base_url)
+        elapsed = time.monotonic() - started
+    assert [lv.max_concurrency for lv in result.levels] == [2, 4]
+    for level in result.levels:
+        assert level.measurement == "steady" and level.window is not None
+        assert level.failed >= level.max_concurrency and set(level.errors) == {"stall"}
+        assert level.window["requests_finished"] == 0
+    assert elapsed < 30.0, elapsed  # stall_timeout_s bounds each window

@@ -320,17 +320,16 @@ class LadderRun:
         plan = self.plan
 
         async def slot(number: int) -> None:
-            phase.enter(number)
             while True:
                 prompt = self._next_prompt()
                 phase.issued += 1
-                phase.begin(prompt.output_len or plan.output_len, prompt.est_tokens)
-                await self._one(client, phase, prompt)
+                sink = phase.begin(number, prompt.output_len or plan.output_len, prompt.est_tokens)
+                await self._one(client, phase, prompt, sink)
 
         slots = [asyncio.ensure_future(slot(i)) for i in range(phase.concurrency)]
         assert self._cancel is not None
         window = asyncio.ensure_future(
-            phase.settle(self._cancel, plan.request_timeout_s + phase.bound_s)
+            phase.settle(self._cancel, plan.request_timeout_s + phase.bound_s, plan.stall_timeout_s)
         )
         try:
             # A slot only ends by raising: then the window ends with it.
@@ -342,6 +341,13 @@ class LadderRun:
         for outcome in outcomes:
             if isinstance(outcome, Exception):
                 raise outcome
+        if outcomes[0] is False and not self._cancel.is_set():
+            kinds = ", ".join(sorted({r.error_kind for r in phase.records if r.error_kind}))
+            raise RequestFailed(
+                "no_window",
+                f"steady window: {phase.started} of {phase.concurrency} streams produced a "
+                f"token, {phase.failed} requests failed{f' ({kinds})' if kinds else ''}",
+            )
 
     async def _poisson(
         self, client: StreamClient, phase: Phase, count: int | None, duration_s: float | None
@@ -366,7 +372,15 @@ class LadderRun:
             for task in tasks:
                 task.cancel()
 
-    async def _one(self, client: StreamClient, phase: Phase, prompt: Prompt) -> None:
+    async def _one(
+        self,
+        client: StreamClient,
+        phase: Phase,
+        prompt: Prompt,
+        sink: Callable[[float, int], None] | None = None,
+    ) -> None:
+        """One request; each token-carrying chunk goes to ``sink`` (default
+        ``phase.add_tokens``; a steady window's slot passes its own)."""
         plan = self.plan
         path, body = build_request(
             plan.api,
@@ -379,7 +393,7 @@ class LadderRun:
         )
         parser = make_parser(plan.api)
         clock = self._clock
-        add_tokens = phase.add_tokens
+        add_tokens = sink or phase.add_tokens
         feed = parser.feed
 
         def on_data(data: bytes) -> None:

@@ -15,7 +15,8 @@ Definitions (``ws``/``we``: window start/end on the level's clock, ``t0``: first
   it starts at the last first token seen and ``ramp_complete`` is false.
 * ``we``: ``ws + window_s``, or the arrival that brings the window's streamed tokens to
   ``window_tokens`` if that comes first — but never before every stream running at ``ws``
-  has had three token arrivals in the window (slow decode steps stretch it).
+  has had three token arrivals in the window (slow decode steps stretch it), unless
+  ``stall_timeout_s`` more pass (streams that stopped are then left out).
 * A stream's rate ``r_i`` = tokens it received after its first arrival in the window, over
   the time from that arrival to its last arrival in the window (whole decode steps, so no
   partial-step error); ``window_output_throughput`` ``R`` = Σ ``r_i`` over the ``n`` streams
@@ -37,7 +38,6 @@ import bisect
 import dataclasses
 import math
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any
 
 from specconsole.bench.phase import Phase
@@ -55,9 +55,6 @@ MIN_ARRIVALS = 3
 steps to time); a window whose time bound comes first is stretched until they have."""
 POLL_S = 0.02
 """How often the window's bounds are checked (the bounds use arrival times, not polls)."""
-
-_SLOT: ContextVar[int] = ContextVar("specconsole_steady_slot", default=-1)
-"""The closed-loop slot the running task serves (set once per slot task)."""
 
 
 class SteadyPhase(Phase):
@@ -89,24 +86,22 @@ class SteadyPhase(Phase):
         self.ws: float | None = None
         self.we: float | None = None
 
-    @staticmethod
-    def enter(slot: int) -> None:
-        """Mark the calling task as serving ``slot`` (call at the top of the slot's task)."""
-        _SLOT.set(slot)
-
-    def begin(self, output_len: int, prompt_len: int) -> None:
-        """The calling slot sends a request of these lengths."""
-        slot = _SLOT.get()
-        if 0 <= slot < self.concurrency and self.sent[slot] is None:
+    def begin(self, slot: int, output_len: int, prompt_len: int) -> Callable[[float, int], None]:
+        """``slot`` sends a request of these lengths; returns the request's token sink
+        (``sink(now, tokens)`` for each token-carrying chunk, in place of ``add_tokens``)."""
+        if self.sent[slot] is None:
             self.sent[slot] = self.clock()
         self.output_lens.append(output_len)
         self.prompt_lens.append(prompt_len)
 
-    def add_tokens(self, now: float, tokens: int) -> None:
-        super().add_tokens(now, tokens)
-        slot = _SLOT.get()
-        if not 0 <= slot < self.concurrency:
-            return
+        def sink(now: float, tokens: int) -> None:
+            self.add_slot_tokens(slot, now, tokens)
+
+        return sink
+
+    def add_slot_tokens(self, slot: int, now: float, tokens: int) -> None:
+        """``tokens`` new output tokens arrived at ``now`` on ``slot``'s stream."""
+        self.add_tokens(now, tokens)
         self.times[slot].append(now)
         self.counts[slot].append(tokens)
         self.all_times.append(now)
@@ -136,9 +131,10 @@ class SteadyPhase(Phase):
         before = self.cumulative[index - 1] if index else 0
         return (self.cumulative[-1] if self.cumulative else 0) - before
 
-    async def settle(self, cancel: asyncio.Event, limit_s: float) -> bool:
+    async def settle(self, cancel: asyncio.Event, limit_s: float, first_token_s: float) -> bool:
         """Return once the window is complete (True), or False when no window could be
-        measured within ``limit_s`` seconds of the first send (or the run was cancelled)."""
+        measured within ``limit_s`` seconds of the first send, no stream produced a token
+        within ``first_token_s`` (the server does not stream), or the run was cancelled."""
         clock = self.clock
         deadline = self.t0 + limit_s
         polls = math.ceil(limit_s / POLL_S) + 1
@@ -157,7 +153,13 @@ class SteadyPhase(Phase):
                 if (by_tokens or now >= ws + self.bound_s) and self._every_stream_measured(ws, now):
                     self.we = now if by_tokens else max(ws + self.bound_s, self._last_needed)
                     return True
-            if now >= deadline or (not self.started and self.failed >= 4 * self.concurrency + 4):
+                if now >= ws + self.bound_s + first_token_s:
+                    self.we = now  # streams stopped mid-window: measure those that streamed
+                    return True
+            silent = not self.started and (
+                now - self.t0 >= first_token_s or self.failed >= 4 * self.concurrency + 4
+            )
+            if now >= deadline or silent:
                 return False  # nothing streams: the level's failures say why
             await asyncio.sleep(POLL_S)
         return False
