@@ -52,8 +52,10 @@ def help_text() -> str:
         [
             "After a crash: r resumes with the next planned configuration; t retries the",
             "same one, e edits then deploys, k skips the next one, o rolls back to the",
-            "last configuration that loaded. Quitting never stops the server unless you",
-            "choose to in the quit dialog.",
+            "last configuration that loaded. Quitting during a trial never stops the server",
+            "unless you choose to in the quit dialog; quitting after a finished sweep first",
+            "carries out [sweep] finally (default: serve the best trial; q again skips it).",
+            "The session's first deploy shows its diff and asks: enter deploys, esc cancels.",
         ]
     )
     return "\n".join(lines)
