@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from textual.widgets import Input
+
+from tests.ui.tmuxdriver import Tmux
 
 
 @pytest.fixture(autouse=True)
@@ -12,3 +16,13 @@ def _no_blink(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Input, "cursor_blink", False)
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
     monkeypatch.delenv("NO_COLOR", raising=False)
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    """A private tmux server, killed after the test."""
+    server = Tmux()
+    try:
+        yield server
+    finally:
+        server.kill()

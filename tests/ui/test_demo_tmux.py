@@ -9,19 +9,15 @@ stopped by the demo on quit, and by PID as a last resort.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
-import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.lifecycle import free_port
+from tests.ui.tmuxdriver import Tmux, sim_pids, stop_sims
 
 pytestmark = [
     pytest.mark.tmux,
@@ -33,57 +29,6 @@ CRASH_WAIT_S = 150.0
 """Bound on reaching the steps=10 crash (about 80 s on an idle 2-core machine)."""
 NEXT_TRIAL_WAIT_S = 40.0
 EXIT_WAIT_S = 40.0
-
-
-class Tmux:
-    """One private tmux server."""
-
-    def __init__(self) -> None:
-        self.socket = f"specconsole-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-
-    def run(self, *args: str, check: bool = True) -> str:
-        result = subprocess.run(
-            ["tmux", "-L", self.socket, "-f", "/dev/null", *args],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"tmux {' '.join(args)} failed: {result.stderr}")
-        return result.stdout
-
-    def screen(self) -> str:
-        return self.run("capture-pane", "-p", "-t", "demo", check=False)
-
-    def wait_for(self, pattern: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        text = ""
-        while time.monotonic() < deadline:
-            text = self.screen()
-            if re.search(pattern, text):
-                return text
-            time.sleep(0.5)
-        raise AssertionError(f"{pattern!r} did not appear within {timeout:.0f} s; screen:\n{text}")
-
-    def kill(self) -> None:
-        self.run("kill-server", check=False)
-
-
-def _sim_pids(port: int) -> list[int]:
-    """PIDs of simulator processes listening on our unique port (ours by construction)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        args = [a.decode(errors="replace") for a in cmdline]
-        if "specconsole.sim" in args and f"{port}" in args:
-            pids.append(int(entry.name))
-    return pids
 
 
 BANNER_POLL_S = 0.02
@@ -107,15 +52,6 @@ def _watch_banner(tmux: Tmux, timeout: float) -> tuple[float, str]:
 
 def _fatal_line_shown(screen: str) -> bool:
     return any(line.startswith("│") and "Not enough memory" in line for line in screen.splitlines())
-
-
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
-    server = Tmux()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) -> None:
@@ -155,14 +91,10 @@ def test_demo_crash_banner_then_r_starts_next_trial(tmux: Tmux, tmp_path: Path) 
         assert "DEMO-EXIT=130" in screen and "(interrupted)" in screen, screen
         assert "specconsole resume" in screen
     finally:
-        for pid in _sim_pids(port):
-            try:
-                os.kill(pid, 15)
-            except ProcessLookupError:
-                pass
+        stop_sims(port)
     sessions = list((tmp_path / "sessions").iterdir())
     assert len(sessions) == 1
     lines = (sessions[0] / "trials.jsonl").read_text().splitlines()
     assert len(lines) >= 6  # steps 1-5 and the crashed 10 at least
     assert 'status = "interrupted"' in (sessions[0] / "session.toml").read_text()
-    assert not _sim_pids(port), "the demo must stop its simulated server on exit"
+    assert not sim_pids(port), "the demo must stop its simulated server on exit"

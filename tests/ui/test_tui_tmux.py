@@ -9,11 +9,9 @@ The real launcher (``commands.tui``), console, controller, process backend and s
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ import pytest
 from tests.fixtures.lifecycle import free_port
 from tests.fixtures.plans import sim_plan_text
 from tests.session.sim_sessions import BENCH, SWEEP
-from tests.ui.test_demo_tmux import Tmux, _sim_pids
+from tests.ui.tmuxdriver import Tmux, stop_sims
 
 pytestmark = [
     pytest.mark.tmux,
@@ -32,15 +30,6 @@ pytestmark = [
 CONFIRM_WAIT_S = 40.0
 SWEEP_WAIT_S = 120.0
 FINALLY_WAIT_S = 90.0
-
-
-@pytest.fixture
-def tmux() -> Iterator[Tmux]:
-    server = Tmux()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def _serves(port: int) -> bool:
@@ -86,11 +75,7 @@ def test_tui_confirms_the_first_deploy_then_quit_leaves_the_best_serving(
         # (the simulator then follows the console out: it watches the process that started it
         # on the local transport; the pilot test checks the port while the app still runs)
     finally:
-        for pid in _sim_pids(port):
-            try:
-                os.kill(pid, 15)
-            except ProcessLookupError:
-                pass
+        stop_sims(port)
     sessions = list((tmp_path / "sessions").iterdir())
     assert len(sessions) == 1
     assert len((sessions[0] / "trials.jsonl").read_text().splitlines()) == 2
