@@ -66,6 +66,29 @@ def test_json_prints_one_bench_serving_record_per_level(url: str, tmp_path: Path
     assert "c=2" in done.stderr  # the progress display
 
 
+def test_a_steady_window_per_level(url: str) -> None:
+    done = bench(
+        url,
+        "--ladder",
+        "1,3",
+        "--output-len",
+        "400",
+        "--window",
+        "steady",
+        "--window-s",
+        "0.3",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["max_concurrency"] for r in records] == [1, 3]
+    for record in records:
+        assert record["measurement"] == "steady"
+        assert record["completed"] == record["max_concurrency"]  # streams measured
+        assert record["window"]["window_s"] >= 0.3 and record["window"]["requests_finished"] == 0
+        assert record["output_throughput"] > 0 and record["mean_decode_tok_s"] > 0
+
+
 def test_table_and_headlines(url: str) -> None:
     done = bench(url, "--ladder", "1,3", "--requests", "3", "--output-len", "8", "--api", "chat")
     assert done.returncode == 0, done.stderr
@@ -81,6 +104,8 @@ def test_table_and_headlines(url: str) -> None:
         (["--requests", "0"], "--requests"),
         (["--api", "grpc"], "--api"),
         (["--prompts", "/nonexistent.jsonl"], "--dataset: cannot read"),  # --prompts is its alias
+        (["--window", "steady", "--requests", "4"], "--window steady"),
+        (["--window-s", "1"], "--window-s / --window-tokens: only with --window steady"),
     ],
 )
 def test_bad_arguments_name_the_option(url: str, args: list[str], needle: str) -> None:

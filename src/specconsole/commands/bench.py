@@ -109,6 +109,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run each level for S seconds instead of a request count",
     )
     p.add_argument(
+        "--window",
+        choices=("completed", "steady"),
+        default="completed",
+        help="completed (default): bench_serving's metrics over finished requests; steady: "
+        "measure each level over a steady-state window of streamed tokens (docs/benchmark.md)",
+    )
+    p.add_argument(
+        "--window-s",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="steady window length in seconds (default 2)",
+    )
+    p.add_argument(
+        "--window-tokens",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="end a steady window once N output tokens streamed (whichever bound first)",
+    )
+    p.add_argument(
         "--warmup",
         type=int,
         default=1,
@@ -237,7 +258,17 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
 
     if args.warmup < 0:
         raise ValueError("--warmup: give 0 or more")
+    if args.window == "steady" and (args.requests is not None or args.duration is not None):
+        raise ValueError(
+            "--window steady: each level ends with its window (--window-s, --window-tokens); "
+            "drop --requests / --duration"
+        )
+    if args.window != "steady" and (args.window_s is not None or args.window_tokens is not None):
+        raise ValueError("--window-s / --window-tokens: only with --window steady")
     return BenchSpec(
+        window=args.window,
+        window_s=args.window_s,
+        window_tokens=args.window_tokens,
         ladder=args.ladder,
         requests_per_level=args.requests,
         duration_s=args.duration,
