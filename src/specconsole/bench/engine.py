@@ -24,6 +24,7 @@ finished is kept, and the level and the result are marked partial/cancelled.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import time
 from collections.abc import Callable
@@ -395,12 +396,15 @@ class LadderRun:
         clock = self._clock
         add_tokens = sink or phase.add_tokens
         feed = parser.feed
+        # The client calls the sink from its protocol callback, outside this task: progress
+        # goes through this task's context (a steady window reads its slot from it).
+        in_task = contextvars.copy_context().run
 
         def on_data(data: bytes) -> None:
             now = clock()
             new = feed(data, now - start)
             if new:
-                add_tokens(now, new)
+                in_task(add_tokens, now, new)
 
         phase.running += 1
         start = clock()
