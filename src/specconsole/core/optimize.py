@@ -169,7 +169,7 @@ RANDOM_STARTUP = 4
 
 def startup(plan: SweepPlan) -> int:
     """Proposals before TPE's: ``startup_trials``, or by default the base alone when the
-    search starts at it (TPE's next guesses go to the space's far corners, which brackets
+    search starts at it (TPE's next guesses then tend to the far corners, which bracket
     it) and ``RANDOM_STARTUP`` random points when it does not."""
     if plan.startup_trials is not None:
         return plan.startup_trials
