@@ -10,9 +10,11 @@ from specconsole.core.state import ControllerState, Deployed, Phase, TrialStatus
 from specconsole.present.diffs import (
     NO_CHANGE,
     PENDING_KEY,
+    deploy_target,
     deploying_config,
     diff_entries,
     diff_lines,
+    next_deploy,
 )
 from specconsole.present.leaving import finally_due, server_down_message
 from tests.controller.helpers import Driver, plan
@@ -46,6 +48,11 @@ def test_start_sweep_would_deploy_the_plans_first_configuration() -> None:
     assert config == p.grid()[0]
     assert deploying_config(state, ev.BenchmarkOnly(at=1.0)) is None  # nothing deployed: refused
     assert deploying_config(state, ev.DeployConfig(config=p.base, at=1.0)) == p.base
+    upcoming = next_deploy(state, 1.0)
+    assert upcoming is not None and upcoming[1] == p.grid()[0]
+    assert upcoming[0].startswith("next deploy (s starts the sweep with it): ")
+    profile_only = ControllerState()
+    assert next_deploy(profile_only, 1.0) is None and deploy_target(profile_only) is None
 
 
 def test_entries_are_the_deploy_in_progress_then_recorded_trials_newest_first() -> None:

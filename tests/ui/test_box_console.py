@@ -28,7 +28,7 @@ from specconsole.core.plan import SweepPlan
 from specconsole.core.planparse import loads_plan
 from specconsole.core.state import ControllerState, Phase, TrialStatus
 from specconsole.paths import examples_dir
-from specconsole.present.diffs import PENDING_KEY
+from specconsole.present.diffs import NEXT_KEY, PENDING_KEY
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session
@@ -153,6 +153,13 @@ async def test_cancelling_the_first_deploy_changes_nothing(
             assert facts.startswith("box local: reachable"), facts
             assert "service: process" in facts and "not serving" in facts, facts
             assert "connected" in _header(box.app)
+            await pilot.press("v")  # before anything deployed: the preview of the next deploy
+            await _until(pilot, lambda: isinstance(box.app.screen, DiffScreen), 30, "diff pane")
+            preview = box.app.screen
+            assert isinstance(preview, DiffScreen) and preview.entry is not None
+            assert preview.entry.key == NEXT_KEY and "s starts the sweep" in preview.entry.title
+            assert "--speculative-num-steps 1" in preview.query_one(DiffView).plain
+            await pilot.press("escape")
             await box.start_sweep(pilot)
             shown = box.app.screen.query_one(DiffView).plain
             # the process backend's artifact is the command line: steps=1 is added

@@ -3,7 +3,8 @@ the kind of every diff line, and which configuration an intent would deploy.
 
 Why here: the console's diff pane (``v``) and its first-deploy confirmation show the same
 unified diffs the headless driver prints and the trial records keep (``deploy_diff``,
-already redacted). Picking the entries (the deploy in progress, then every recorded trial)
+already redacted). Picking the entries (the deploy in progress, or before any the next one,
+then every recorded trial)
 and classifying lines (added, removed, hunk, file header) is presentation, not Textual, so
 it is tested without an app. ``deploying_config`` asks the pure state machine which
 configuration an intent would deploy next (a sweep's first trial, ``d``, a retry), so the
@@ -23,6 +24,8 @@ from specconsole.present.labels import config_label
 
 PENDING_KEY = "pending"
 """The entry key of the deploy in progress (trial entries are keyed by their row key)."""
+NEXT_KEY = "next"
+"""The entry key of the preview of the next deploy (``s`` or ``d``), before it happens."""
 
 NO_CHANGE = "(no change: the box already has exactly this)"
 """Shown for an empty diff."""
@@ -94,3 +97,29 @@ def deploying_config(state: ControllerState, intent: ev.Intent) -> ServerConfig 
         if isinstance(effect, fx.Validate | fx.Deploy):
             return effect.config
     return None
+
+
+def deploy_target(state: ControllerState) -> ServerConfig | None:
+    """What ``d`` deploys: the configuration being tried or deployed, else (nothing tried
+    yet) the plan's first configuration (its base alone may leave the swept fields unset)."""
+    config = state.current_config
+    if config is None and state.plan is not None:
+        grid = state.plan.grid()
+        config = grid[0] if grid else state.plan.base
+    return config
+
+
+def next_deploy(state: ControllerState, at: float) -> tuple[str, ServerConfig] | None:
+    """What the next deploy would be while none is in progress: the sweep's first trial
+    (``s``), else ``d``'s configuration; ``(title, config)`` or None."""
+    base = state.plan.base if state.plan is not None else None
+    config = deploying_config(state, ev.StartSweep(at=at))
+    if config is not None:
+        return f"next deploy (s starts the sweep with it): {config_label(config, base)}", config
+    target = deploy_target(state)
+    if target is None:
+        return None
+    config = deploying_config(state, ev.DeployConfig(config=target, at=at))
+    if config is None:
+        return None
+    return f"next deploy (d): {config_label(config, base)}", config

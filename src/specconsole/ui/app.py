@@ -26,9 +26,10 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.events import DeployConfig, Intent, Quit, Resume
+from specconsole.core.ports import TransportError
 from specconsole.core.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
-from specconsole.present.diffs import diff_entries
+from specconsole.present.diffs import NEXT_KEY, DiffEntry, diff_entries, next_deploy
 from specconsole.present.editor_fields import (
     editing_release,
     editor_fields,
@@ -38,7 +39,7 @@ from specconsole.present.editor_fields import (
 from specconsole.present.leaving import finally_due, server_down_message
 from specconsole.ui import adapt
 from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
-from specconsole.ui.deploy_gate import DeployGate
+from specconsole.ui.deploy_gate import PREVIEW_TIMEOUT_S, DeployGate
 from specconsole.ui.form import Problem, Validator
 from specconsole.ui.leaving import Leaving
 from specconsole.ui.messages import (
@@ -219,7 +220,35 @@ class SpecConsoleApp(App[None]):
 
     @on(OpenDiff)
     def _diff_requested(self, message: OpenDiff) -> None:
-        self.push_screen(DiffScreen(diff_entries(self._state), message.selected))
+        entries = diff_entries(self._state)
+        upcoming = None
+        if self._box is not None and not entries:  # nothing deployed yet: what will be
+            upcoming = next_deploy(self._state, self._clock())
+        if upcoming is None:
+            self.push_screen(DiffScreen(entries, message.selected))
+            return
+        self.run_worker(
+            self._open_diff_with_preview(entries, message.selected, *upcoming),
+            group="diff-preview",
+            exclusive=True,
+            exit_on_error=False,
+        )
+
+    async def _open_diff_with_preview(
+        self, entries: list[DiffEntry], selected: str | None, title: str, config: ServerConfig
+    ) -> None:
+        """The diff pane with the next deploy's diff first (rendered on the box, as the
+        deploy will write it); without it when the box cannot render it now."""
+        assert self._box is not None
+        try:
+            async with asyncio.timeout(PREVIEW_TIMEOUT_S):
+                diff = await self._box.preview(config)
+        except (TransportError, OSError, TimeoutError) as exc:
+            self.notify(f"Cannot preview the next deploy: {exc}", severity="warning")
+            diff = None
+        if diff is not None:
+            entries = [DiffEntry(NEXT_KEY, title, diff), *entries]
+        self.push_screen(DiffScreen(entries, selected))
 
     @on(RequestQuit)
     def _quit_requested(self) -> None:

@@ -2,8 +2,9 @@
 
 Every deploy's unified diff of the unit (or command line, or ``docker run``) against what
 was on the box is kept in the trial's record (values of environment variables redacted).
-This screen shows the deploy in progress and every recorded trial's diff, starting at the
-trial selected in the trials table; ``←``/``→`` step through them. It only renders entries
+This screen shows the deploy in progress (or, before the session's first, the preview of
+it: what ``s`` or ``d`` would change) and every recorded trial's diff, starting at the trial
+selected in the trials table; ``←``/``→`` step through them. It only renders entries
 built by ``present.diffs`` from the state: it changes nothing.
 """
 

@@ -35,6 +35,7 @@ from specconsole.core.events import (
 )
 from specconsole.core.state import ControllerState, ResumeChoice
 from specconsole.present.box import box_panel, box_shown
+from specconsole.present.diffs import deploy_target
 from specconsole.present.fleet import focused_box, lane_views, next_box
 from specconsole.present.keys import COMMANDS, available
 from specconsole.present.labels import config_summary, notice_text
@@ -317,12 +318,7 @@ class MainScreen(Screen[None]):
         self.post_message(SendIntent(intent))
 
     def _do_deploy(self) -> None:
-        config = self._state.current_config
-        if config is None and self._state.plan is not None:
-            # Nothing tried or deployed yet: the plan's first configuration (its base alone
-            # may leave the swept fields unset).
-            grid = self._state.plan.grid()
-            config = grid[0] if grid else self._state.plan.base
+        config = deploy_target(self._state)
         if config is not None:
             self._send(DeployConfig(config=config))
 
