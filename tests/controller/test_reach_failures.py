@@ -72,19 +72,6 @@ def test_a_failure_of_reach_stops_the_sweep_with_no_trial(
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").rglob("log"))
 
 
-def _connection_processes(sshd: SshdServer) -> list[int]:
-    """PIDs of the per-connection processes the test sshd forked (its direct children)."""
-    assert sshd.process is not None
-    parent = str(sshd.process.pid)
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if fields[1] == parent:
-                children.append(int(stat.parent.name))
-    return children
-
-
 async def test_a_host_key_that_changes_mid_sweep_stops_it_and_leaves_it_inactive(
     sshd: SshdServer, tmp_path: Path
 ) -> None:
@@ -93,15 +80,13 @@ async def test_a_host_key_that_changes_mid_sweep_stops_it_and_leaves_it_inactive
     trials recorded before, records none for the failure, and session.toml does not say the
     sweep is still active."""
     import asyncio
-    import os
     import shutil
-    import signal
     import sys
 
-    from specconsole.controller.headless import run_headless
     from specconsole.core.placeholders import resolve_placeholders
     from specconsole.core.planparse import loads_plan
     from specconsole.session.store import Session
+    from tests.controller.background import headless_in_background
 
     trusted = tmp_path / "known_hosts"
     shutil.copy(sshd.known_hosts, trusted)
@@ -114,30 +99,15 @@ async def test_a_host_key_that_changes_mid_sweep_stops_it_and_leaves_it_inactive
     plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
     session = Session.create(tmp_path / "s", plan)
     out = io.StringIO()
-    run = asyncio.ensure_future(run_headless(plan, session, out=out))
-    try:
+    restore = lambda: shutil.copy(sshd.known_hosts, trusted)  # noqa: E731
+    async with headless_in_background(plan, session, out, before_cleanup=restore) as run:
         async with asyncio.timeout(120):
             while not session.load_trials():
                 assert not run.done(), out.getvalue()
                 await asyncio.sleep(0.1)
         shutil.copy(sshd.wrong_known_hosts, trusted)
-        for pid in _connection_processes(sshd):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+        assert sshd.cut_connections() > 0
         code = await asyncio.wait_for(run, 120)
-    finally:
-        if not run.done():
-            run.cancel()
-            with contextlib.suppress(BaseException):
-                await run
-        shutil.copy(sshd.known_hosts, trusted)
-        from specconsole.remote.process import ProcessBackend
-        from specconsole.remote.ssh import SshTransport
-
-        ssh = SshTransport(plan.profile.host)
-        with contextlib.suppress(Exception):
-            await ProcessBackend(ssh, plan.profile.service).stop()
-        await ssh.close()
     printed = out.getvalue()
     assert code == 1, printed
     assert "host key" in printed.lower(), printed

@@ -19,6 +19,13 @@ over the last second) and on a 250 ms tick in between; when a level ends, one mo
 carries its computed metrics (``level_result``) so consumers see each level's numbers live.
 :meth:`LadderRun.cancel` stops the load promptly: in-flight requests are abandoned, what
 finished is kept, and the level and the result are marked partial/cancelled.
+
+A level whose requests failed because the connection was lost (``connect``/``disconnect``:
+an SSH forward or the HTTP link dropped mid-level) is re-run once, as soon as the server
+answers again (bounded by :data:`RERUN_WAIT_S`): the re-run's figures replace the level's, and
+``BenchResult.reruns`` says what happened, so a clean re-run is an ``ok`` trial that notes it
+and a re-run that still fails leaves the trial ``degraded``. Failures of any other kind (HTTP
+errors, stalls, timeouts) are the server's answer and are kept as measured.
 """
 
 from __future__ import annotations
@@ -56,6 +63,14 @@ PROGRESS_TICK_S = 0.25
 FLUSH_ATTEMPTS = 10
 """``/flush_cache`` refuses while requests are still draining; retry this many times."""
 
+LOST_CONNECTION_KINDS = ("connect", "disconnect")
+"""Request failures that mean the link was lost, not that the server answered badly."""
+
+RERUN_WAIT_S = 30.0
+"""How long a level with lost-connection failures waits for the server to answer again."""
+
+RERUN_POLL_S = 0.5
+
 
 class LadderRun:
     """One run of a ladder; create, ``await run()``, optionally ``cancel()`` from its loop."""
@@ -80,6 +95,8 @@ class LadderRun:
         self._rng = random.Random(plan.seed)
         self._slo = Slo.from_mapping(plan.slo) if plan.slo else None
         self._repeat = 0
+        self.reruns: list[str] = []
+        """What happened to each level re-run after a lost connection (``BenchResult.reruns``)."""
 
     @property
     def cancelled(self) -> bool:
@@ -126,6 +143,7 @@ class LadderRun:
             planned_levels=tuple(self.plan.ladder),
             extra_repeats=tuple(runs[1:]),
             planned_repeats=self.plan.repeats,
+            reruns=tuple(self.reruns),
         )
 
     async def _ladder(self) -> tuple[list[LevelMetrics], str | None]:
@@ -139,12 +157,60 @@ class LadderRun:
                 level = await self._level(index, concurrency)
             except RequestFailed as exc:
                 return levels, f"level c={concurrency}: {exc}"
+            if level is not None and self._lost(level) and not self._cancel.is_set():
+                try:
+                    level = await self._rerun(index, concurrency, level)
+                except RequestFailed as exc:
+                    return levels, f"level c={concurrency} (re-run): {exc}"
             if level is not None:
                 levels.append(level)
                 if level.completed == 0 and level.failed > 0 and not level.partial:
                     kinds = ", ".join(f"{k} x{n}" for k, n in sorted(level.errors.items()))
                     return levels, f"level c={concurrency}: every request failed ({kinds})"
         return levels, None
+
+    @staticmethod
+    def _lost(level: LevelMetrics) -> int:
+        """How many of the level's failures were a lost connection."""
+        return sum(level.errors.get(kind, 0) for kind in LOST_CONNECTION_KINDS)
+
+    async def _rerun(self, index: int, concurrency: int, first: LevelMetrics) -> LevelMetrics:
+        """Re-run a level whose connection was lost, once, when the server answers again;
+        the note in ``reruns`` says why and how the re-run went."""
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(first.errors.items()))
+        why = (
+            f"c={concurrency}: {first.failed} of {first.completed + first.failed} requests "
+            f"failed ({kinds}), the connection was lost"
+        )
+        if not await self._answers_again():
+            self.reruns.append(f"{why}; not re-run: no answer within {RERUN_WAIT_S:g} s")
+            return first
+        again = await self._level(index, concurrency)
+        if again is None:  # cancelled while re-running: the measured level stands
+            self.reruns.append(f"{why}; the re-run was cancelled")
+            return first
+        outcome = "clean" if not again.failed else f"{again.failed} failed again"
+        self.reruns.append(f"{why}; re-run once after the reconnect: {outcome}")
+        return again
+
+    async def _answers_again(self) -> bool:
+        """True once the server answers any HTTP request (bounded in time and count)."""
+        assert self._cancel is not None
+        client = self._factory(1)
+        try:
+            for _ in range(int(RERUN_WAIT_S / RERUN_POLL_S)):
+                if self._cancel.is_set():
+                    return False
+                try:
+                    await client.get_json("/health")
+                    return True
+                except RequestFailed as exc:
+                    if exc.kind not in (*LOST_CONNECTION_KINDS, "timeout"):
+                        return True  # an HTTP answer (even an error): the link is back
+                await asyncio.sleep(RERUN_POLL_S)
+            return False
+        finally:
+            await client.aclose()
 
     # ---------------------------------------------------------------------------- internals
 

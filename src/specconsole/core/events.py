@@ -276,6 +276,8 @@ class BenchFinished(Outcome):
     accept_length: float | None = None
     partial: bool = False
     error: str | None = None
+    reruns: tuple[str, ...] = ()
+    """Levels re-run once after a lost connection, with why and how it went."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -412,6 +412,8 @@ class BenchResult:
     extra_repeats: tuple[tuple[LevelMetrics, ...], ...] = ()
     """Runs 2..N of the ladder (``[bench] repeats``); empty for one run."""
     planned_repeats: int = 1
+    reruns: tuple[str, ...] = ()
+    """Levels re-run once after a lost connection, each with why and how it went."""
 
     @property
     def repeats(self) -> tuple[tuple[LevelMetrics, ...], ...]:
@@ -508,6 +510,7 @@ class BenchResult:
             "planned_repeats": self.planned_repeats,
             "extra_repeats": [[lv.to_record() for lv in run] for run in self.extra_repeats],
             "repeat_stats": {k: v.to_dict() for k, v in self.repeat_stats().items()},
+            "reruns": list(self.reruns),
         }
 
     @classmethod
@@ -524,4 +527,5 @@ class BenchResult:
                 for run in data.get("extra_repeats", ())
             ),
             planned_repeats=int(data.get("planned_repeats", 1)),
+            reruns=tuple(str(note) for note in data.get("reruns", ())),
         )

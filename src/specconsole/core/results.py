@@ -130,6 +130,7 @@ def bench_finished(result: BenchResult) -> ev.BenchFinished:
         accept_length=mean_accept_length(levels),
         partial=result.partial,
         error=result.error,
+        reruns=result.reruns,
     )
 
 

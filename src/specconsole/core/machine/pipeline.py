@@ -326,6 +326,7 @@ def _on_bench_finished(state: ControllerState, event: ev.Event) -> Result:
             new, TrialStatus.FAILED, event.at, errors=(f"benchmark: {event.error}",)
         )
     note = f"partial benchmark: {event.error}" if event.partial or event.error else ""
+    note = "; ".join(x for x in (note, *(f"re-run: {r}" for r in event.reruns)) if x)
     failed = sum(lv.failed for lv in event.levels)
     if event.levels and not any(lv.completed for lv in event.levels):
         text = f"benchmark: every request failed or timed out ({failed} failed)"
