@@ -106,6 +106,8 @@ async def test_unreachable_server_stops_the_ladder_with_a_reason() -> None:
     result = await run_ladder(spec, "http://127.0.0.1:9")
     assert result.error is not None and "connect" in result.error
     assert result.partial and len(result.levels) == 1
+    # refused from the first request: unreachable, not a lost link, so no wait for a re-run
+    assert result.reruns == ()
 
 
 async def test_poisson_and_duration_modes(url: str) -> None:

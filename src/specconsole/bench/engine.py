@@ -157,7 +157,7 @@ class LadderRun:
                 level = await self._level(index, concurrency)
             except RequestFailed as exc:
                 return levels, f"level c={concurrency}: {exc}"
-            if level is not None and self._lost(level) and not self._cancel.is_set():
+            if level is not None and self._lost_midway(level, levels) and not self._cancel.is_set():
                 try:
                     level = await self._rerun(index, concurrency, level)
                 except RequestFailed as exc:
@@ -173,6 +173,17 @@ class LadderRun:
     def _lost(level: LevelMetrics) -> int:
         """How many of the level's failures were a lost connection."""
         return sum(level.errors.get(kind, 0) for kind in LOST_CONNECTION_KINDS)
+
+    @classmethod
+    def _lost_midway(cls, level: LevelMetrics, before: list[LevelMetrics]) -> bool:
+        """True when the level lost a link the benchmark had: some of its failures were a lost
+        connection and the server was reached (a request of this level or an earlier one
+        completed, or a connection dropped after it was made). A server refused from the first
+        request is unreachable, not lost: that fails at once instead of waiting for an answer."""
+        if not cls._lost(level):
+            return False
+        reached = level.completed > 0 or any(lv.completed for lv in before)
+        return reached or level.errors.get("disconnect", 0) > 0
 
     async def _rerun(self, index: int, concurrency: int, first: LevelMetrics) -> LevelMetrics:
         """Re-run a level whose connection was lost, once, when the server answers again;
