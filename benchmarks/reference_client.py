@@ -16,6 +16,8 @@ request, written for this project from its published behaviour:
 * chat (backend ``sglang-oai-chat``): ``choices[0].delta.content``; with
   ``continuous_usage_stats`` the cumulative ``usage.completion_tokens`` splits a chunk's gap
   the same way; the final usage chunk gives the output length;
+* (optionally, :func:`run_level`'s ``session``: one keep-alive session for every request —
+  not what bench_serving does, but it separates the per-request connect from the client);
 * an ``asyncio.Semaphore(c)`` around every request, all requests created up front
   (``--request-rate inf`` with ``--max-concurrency c``), and bench_serving's metric
   definitions computed from the outputs (:func:`metrics`).
@@ -76,58 +78,77 @@ def _payload(api: str, prompt: str, output_len: int) -> tuple[str, dict[str, Any
     raise ValueError(f"api must be 'generate' or 'chat', got {api!r}")
 
 
-async def request_one(base_url: str, api: str, prompt: str, output_len: int) -> RequestOutput:
-    """One streaming request on a session of its own (bench_serving's request function)."""
+def _session() -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(timeout=AIOHTTP_TIMEOUT, read_bufsize=10 * 1024**2)
+
+
+async def request_one(
+    base_url: str,
+    api: str,
+    prompt: str,
+    output_len: int,
+    session: aiohttp.ClientSession | None = None,
+) -> RequestOutput:
+    """One streaming request — on a session of its own, as bench_serving's request function
+    does, unless ``session`` is given (then its keep-alive pool is reused)."""
+    if session is None:
+        async with _session() as own:
+            return await request_one(base_url, api, prompt, output_len, own)
+    return await _stream(session, base_url, api, prompt, output_len)
+
+
+async def _stream(
+    s: aiohttp.ClientSession, base_url: str, api: str, prompt: str, output_len: int
+) -> RequestOutput:
     path, payload = _payload(api, prompt, output_len)
     out = RequestOutput()
-    async with aiohttp.ClientSession(timeout=AIOHTTP_TIMEOUT, read_bufsize=10 * 1024**2) as s:
-        st = time.perf_counter()
-        most_recent = st
-        last_len = 0
-        try:
-            async with s.post(url=base_url + path, json=payload) as response:
-                if response.status != 200:
-                    out.error = f"HTTP {response.status}: {(await response.text())[:200]}"
-                    return out
-                async for chunk_bytes in response.content:
-                    chunk_bytes = chunk_bytes.strip()
-                    if not chunk_bytes:
+    st = time.perf_counter()
+    most_recent = st
+    last_len = 0
+    try:
+        async with s.post(url=base_url + path, json=payload) as response:
+            if response.status != 200:
+                out.error = f"HTTP {response.status}: {(await response.text())[:200]}"
+                return out
+            async for chunk_bytes in response.content:
+                chunk_bytes = chunk_bytes.strip()
+                if not chunk_bytes:
+                    continue
+                chunk = chunk_bytes.decode("utf-8").removeprefix("data: ")
+                if chunk == "[DONE]":
+                    continue
+                data = json.loads(chunk)
+                now = time.perf_counter()
+                if api == "generate":
+                    if not data.get("text"):
                         continue
-                    chunk = chunk_bytes.decode("utf-8").removeprefix("data: ")
-                    if chunk == "[DONE]":
+                    new_len = data["meta_info"]["completion_tokens"]
+                    out.prompt_len = data["meta_info"].get("prompt_tokens", 0)
+                else:
+                    usage = data.get("usage") or {}
+                    if usage:
+                        out.prompt_len = usage.get("prompt_tokens", 0)
+                    choices = data.get("choices") or []
+                    if not choices or not choices[0]["delta"].get("content"):
+                        if usage.get("completion_tokens"):
+                            last_len = usage["completion_tokens"]
                         continue
-                    data = json.loads(chunk)
-                    now = time.perf_counter()
-                    if api == "generate":
-                        if not data.get("text"):
-                            continue
-                        new_len = data["meta_info"]["completion_tokens"]
-                        out.prompt_len = data["meta_info"].get("prompt_tokens", 0)
-                    else:
-                        usage = data.get("usage") or {}
-                        if usage:
-                            out.prompt_len = usage.get("prompt_tokens", 0)
-                        choices = data.get("choices") or []
-                        if not choices or not choices[0]["delta"].get("content"):
-                            if usage.get("completion_tokens"):
-                                last_len = usage["completion_tokens"]
-                            continue
-                        new_len = usage.get("completion_tokens", last_len + 1)
-                    out.chunk_times += 1
-                    if out.ttft == 0.0:
-                        out.ttft = now - st
-                    else:
-                        n_new = new_len - last_len
-                        if n_new <= 0:
-                            continue
-                        out.itl.extend([(now - most_recent) / n_new] * n_new)
-                    most_recent = now
-                    last_len = new_len
-            out.latency = time.perf_counter() - st
-            out.output_len = last_len
-            out.success = out.output_len > 0
-        except (aiohttp.ClientError, ValueError, KeyError) as exc:
-            out.error = f"{type(exc).__name__}: {exc}"
+                    new_len = usage.get("completion_tokens", last_len + 1)
+                out.chunk_times += 1
+                if out.ttft == 0.0:
+                    out.ttft = now - st
+                else:
+                    n_new = new_len - last_len
+                    if n_new <= 0:
+                        continue
+                    out.itl.extend([(now - most_recent) / n_new] * n_new)
+                most_recent = now
+                last_len = new_len
+        out.latency = time.perf_counter() - st
+        out.output_len = last_len
+        out.success = out.output_len > 0
+    except (aiohttp.ClientError, ValueError, KeyError) as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
     return out
 
 
@@ -138,15 +159,20 @@ async def run_level(
     concurrency: int,
     *,
     warmup: bool = True,
+    session: aiohttp.ClientSession | None = None,
 ) -> tuple[list[RequestOutput], float]:
     """Every ``(prompt, output_len)`` with at most ``concurrency`` in flight; returns the
     outputs and the benchmark duration (warm-up excluded: ``concurrency`` requests first,
-    then ``POST /flush_cache`` as bench_serving does before it starts the clock)."""
+    then ``POST /flush_cache`` as bench_serving does before it starts the clock).
+
+    ``session`` (not bench_serving's way) sends every request on that one session's
+    keep-alive pool: the same loop without a TCP connect per request, so a comparison can
+    tell the connection's cost from the client's."""
     gate = asyncio.Semaphore(concurrency)
 
     async def limited(prompt: str, output_len: int) -> RequestOutput:
         async with gate:
-            return await request_one(base_url, api, prompt, output_len)
+            return await request_one(base_url, api, prompt, output_len, session)
 
     if warmup:
         await asyncio.gather(*(limited(p, n) for p, n in prompts[:concurrency]))

@@ -47,13 +47,15 @@ async def test_ttft_on_a_reused_keep_alive_connection_is_the_models() -> None:
     # The benchmark's own stdlib client (the on-box runner's): one keep-alive connection, the
     # request written in one send, so what is measured is the server's first-chunk latency
     # (httpx adds ~5 ms of its own per request here, which is not the server's).
-    async with async_running_simulator(load_seconds=0.2) as sim:
+    async with async_running_simulator("--enable-metrics", load_seconds=0.2) as sim:
         client = RawStreamClient(sim.base_url, 1, timeout_s=30)
         try:
-            await _ttft(client, prompt)  # opens the one connection; every later request reuses it
+            first = await _ttft(client, prompt)  # opens the one connection; the rest reuse it
             ttfts = [await _ttft(client, prompt) for _ in range(7)]
         finally:
             await client.aclose()
+        async with httpx.AsyncClient(base_url=sim.base_url, timeout=30) as http:
+            exposition = (await http.get("/metrics")).text
     # The delayed-ACK floor hits every request on the reused connection, while a busy machine
     # (other suites on the same two cores) can only add delay: the fastest of the seven must
     # be the model's, within 5 ms (with Nagle on it reads ~45 ms against a 14 ms model).
@@ -62,6 +64,29 @@ async def test_ttft_on_a_reused_keep_alive_connection_is_the_models() -> None:
         f"fastest TTFT {best * 1000:.1f} ms (median {statistics.median(ttfts) * 1000:.1f}) "
         f"vs model {expected * 1000:.1f} ms ({ttfts})"
     )
+    # The server's own TTFT (SGLang's histogram, from the request's arrival) counts the eight
+    # requests and is the client's less the client's path: never more, and within 5 ms each.
+    server = _histogram(exposition, "sglang:time_to_first_token_seconds")
+    client_sum = first + sum(ttfts)
+    assert server["count"] == 8 and server["buckets"][-1] == ("+Inf", 8.0)
+    assert 0 < client_sum - server["sum"] < 8 * 0.005, (server["sum"], client_sum)
+    counts = [n for _, n in server["buckets"]]
+    assert counts == sorted(counts)  # cumulative
+    assert _histogram(exposition, "sglang:e2e_request_latency_seconds")["count"] == 8
+
+
+def _histogram(exposition: str, name: str) -> dict:
+    """One Prometheus histogram's ``_bucket`` rows, ``_sum`` and ``_count`` from /metrics."""
+    out: dict = {"buckets": []}
+    for line in exposition.splitlines():
+        series, _, value = line.rpartition(" ")
+        if series.startswith(f"{name}_bucket{{"):
+            out["buckets"].append((series.split('le="', 1)[1].split('"', 1)[0], float(value)))
+        elif series.startswith(f"{name}_sum{{"):
+            out["sum"] = float(value)
+        elif series.startswith(f"{name}_count{{"):
+            out["count"] = float(value)
+    return out
 
 
 async def _chat_chunks(client: httpx.AsyncClient, options: dict) -> list[dict]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from specconsole.sim import logfmt
 from specconsole.sim.args import ResolvedArgs
+from specconsole.sim.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
 from specconsole.sim.model import (
     MemoryPlan,
     args_accept_distribution,
@@ -160,6 +161,9 @@ class Scheduler:
         self.total_prompt_tokens = 0
         self.total_generated_tokens = 0
         self.total_requests = 0
+        self.ttft = LatencyHistogram(TTFT_BUCKETS)
+        self.e2e = LatencyHistogram(E2E_BUCKETS)
+        """Server-side latencies from a request's arrival (``/metrics`` histograms)."""
         self.crashed = False
         self.stalled = False
         """Every running request is stalled (fault injection): the loop waits for news."""
@@ -277,6 +281,7 @@ class Scheduler:
         self.total_generated_tokens += n
         if req.first_token_at is None:
             req.first_token_at = time.monotonic()
+            self.ttft.observe(req.first_token_at - req.created)
         req.event.set()
 
     def _draw(self, req: SimRequest) -> int:
@@ -336,6 +341,7 @@ class Scheduler:
         if r.generated >= r.max_new_tokens and not r.finished:
             r.finished = True
             r.finished_at = time.monotonic()
+            self.e2e.observe(r.finished_at - r.created)
             self.kv_used -= r.reserve
             self.finished_count += 1
             r.event.set()

@@ -411,4 +411,14 @@ class SimServer:
             out.append(f"# HELP {name} {name.split(':', 1)[1].replace('_', ' ')}.")
             out.append(f"# TYPE {name} {kind}")
             out.append(f"{name}{{{labels}}} {float(value)}")
+        out += s.ttft.exposition(
+            "sglang:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            labels,
+        )
+        out += s.e2e.exposition(
+            "sglang:e2e_request_latency_seconds",
+            "Histogram of End-to-end request latency in seconds",
+            labels,
+        )
         return "\n".join(out) + "\n"
