@@ -37,9 +37,11 @@ gives the server's mean TTFT for exactly the requests that client sent (no clien
 warm-up here, so the server counts nothing else). Two rows per level follow from it:
 ``server_mean_ttft_ms`` (what the server did: when clients send their requests differently —
 all at once, or spread by a per-request connect — the server batches their prefills
-differently and really answers them sooner or later) and ``client_ttft_path_ms`` (the
-client's mean TTFT less the server's: its own send/receive path, the part that is
-measurement).
+differently and really answers them sooner or later) and ``http_path_ttft_ms`` (the
+client's mean TTFT less the server's: the HTTP path both ways — the request's send, the
+server's writing of the first chunk, loopback and the client's read — the part of TTFT that
+is not the scheduler's; the server's share of it is the same for every client at one c, so
+the differences between the clients in this row are theirs).
 
 Run: ``.venv/bin/python benchmarks/fidelity.py`` (about seven minutes; ``--api chat`` for the
 OpenAI chat endpoint, ``--scale 0.5`` for fewer requests, ``--rounds 1`` for one pass).
@@ -250,7 +252,7 @@ METRICS: tuple[tuple[str, float | None], ...] = (
     ("mean_e2e_latency_ms", None),
     ("concurrency", None),
     ("server_mean_ttft_ms", None),
-    ("client_ttft_path_ms", None),
+    ("http_path_ttft_ms", None),
 )
 """Every metric both clients report, with its target |Δ%| against the reference (or none)."""
 
@@ -304,7 +306,7 @@ def _run_client(
 ) -> dict[str, Any]:
     """One client's run of ``n`` requests at ``c`` (no warm-up, so the server's histogram
     counts exactly the requests measured), with the server's mean TTFT for them and the
-    client's own path: its mean TTFT less the server's."""
+    HTTP path: the client's mean TTFT less the server's."""
     sum0, count0 = server_ttft(url)
     if client == "specconsole":
         result = run_specconsole(url, api, dataset, c, n, output_len)
@@ -320,7 +322,7 @@ def _run_client(
             f"{sent} requests"
         )
     result["server_mean_ttft_ms"] = (sum1 - sum0) / max(1, count1 - count0) * 1000
-    result["client_ttft_path_ms"] = float(result["mean_ttft_ms"]) - result["server_mean_ttft_ms"]
+    result["http_path_ttft_ms"] = float(result["mean_ttft_ms"]) - result["server_mean_ttft_ms"]
     return result
 
 
@@ -452,6 +454,9 @@ def main() -> int:
         "= the same loop on one session, as specconsole bench keeps its connections; noise% = "
         "the largest round-to-round standard deviation of the metric over the three clients; "
         "ours/ref Δ% = against predict (predict's ITL is its mean per-token gap, = TPOT); "
+        "server_mean_ttft_ms = the server's own mean TTFT (sglang:time_to_first_token_seconds) "
+        "for exactly the client's requests, http_path_ttft_ms = the client's mean TTFT less "
+        "it; "
         "target cells: ≤ met, ~ outside the target by no more than twice the noise (more "
         "rounds needed to tell), > missed"
     )
