@@ -3,26 +3,23 @@
 The first tests drive the real app against the recording controller publishing the snapshots
 ``controller.pool_console`` composes (``tests.ui.doubles.fleet_state``); the last runs the
 real pool of two process-backend boxes (the simulator on two loopback ports) behind the
-console's pool handle, started with ``s`` and switched with ``n``.
+console's pool handle, started with ``s``, switched with ``n`` and quit with ``q``, which
+carries out ``[sweep] finally`` on both boxes (``controller.pool_box``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
 
 from specconsole.controller.pool import Pool, box_plan
+from specconsole.controller.pool_box import PoolBox
 from specconsole.controller.pool_console import PoolConsole
-from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.events import FocusBox, LogLines, StartSweep
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.planparse import loads_plan
 from specconsole.core.state import Phase, TrialStatus
 from specconsole.present.labels import config_label
 from specconsole.remote.local import LocalTransport
@@ -32,7 +29,7 @@ from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.widgets.fleet import FleetLanes
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.trials import TrialsPane
-from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.plans import assert_pool_serves_its_best, local_pool_plan
 from tests.ui.doubles import (
     FLEET_TAILS,
     NOW,
@@ -117,7 +114,6 @@ input_len = 32
 output_len = 8
 warmup_requests = 0
 """
-LOCAL_BOX = 'name = "{name}"\ntransport = "local"\n'
 
 
 async def _until(pilot: Pilot[None], done: object, timeout: float, what: str) -> None:
@@ -131,21 +127,16 @@ async def _until(pilot: Pilot[None], done: object, timeout: float, what: str) ->
 
 @pytest.mark.slow
 async def test_console_on_a_real_pool_of_two_boxes(tmp_path: Path) -> None:
-    host = "".join(f"[[hosts]]\n{LOCAL_BOX.format(name=n)}" for n in ("box-a", "box-b"))
-    text = sim_plan_text(
-        tmp_path / "run-{port}",
-        host=host,
-        extra_args=["--sim-load-seconds", "0.5"],
-        sweep=SWEEP,
-        bench=BENCH,
-        name="fleet",
-    )
-    plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
-    plan = replace(resolve_local_placeholders(plan), source=text)
+    plan = local_pool_plan(tmp_path, sweep=SWEEP, bench=BENCH, name="fleet", load_seconds=0.5)
     session = Session.create(tmp_path / "sessions", plan)
     pool = Pool(plan, session)
     console = PoolConsole(pool)
-    app = _app(console, run_controller=console.run)
+    app = _app(
+        console,
+        run_controller=console.run,
+        box=PoolBox(pool, console),
+        confirm_first_deploy=False,
+    )
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause(0.25)
@@ -177,8 +168,13 @@ async def test_console_on_a_real_pool_of_two_boxes(tmp_path: Path) -> None:
             assert dict(app.state.labels)["box"] == "box-b"
             assert _lanes_text(app).splitlines()[1].startswith("▶ box-b")
             assert app.state.phase is Phase.DONE
+            # q after the finished sweep: [sweep] finally (default best) on both boxes, each
+            # left serving the pool's best trial — also the box whose own last trial was not.
             await pilot.press("q")
-            await _until(pilot, lambda: all(r.task.done() for r in pool.runs.values()), 30, "quit")  # type: ignore[union-attr]
+            await _until(pilot, lambda: all(r.task.done() for r in pool.runs.values()), 60, "quit")  # type: ignore[union-attr]
+            ports = {name: run.port for name, run in pool.runs.items()}
+            assert_pool_serves_its_best(plan, pool.trials, ports, app.final_message)
+            assert not app.final_failed
     finally:
         await pool.close()
         for box in plan.boxes:

@@ -49,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument("session", type=Path, help="the session folder")
     r.add_argument("--original", action="store_true", help="restore the very first backup")
     r.add_argument("--wait", type=float, default=900.0, help="seconds to wait for /health")
+    r.add_argument(
+        "--box", metavar="NAME", help="the box to restore, for a session run on a pool ([[hosts]])"
+    )
     r.set_defaults(handler=_rollback_cmd)
 
 
@@ -131,11 +134,35 @@ def _rollback_cmd(args: argparse.Namespace) -> int:
     except (SessionError, PlanError) as exc:
         return error(str(exc))
     try:
+        plan = _rollback_target(plan, args.box)
+    except ValueError as exc:
+        return error(f"rollback: {exc}")
+    try:
         message = asyncio.run(_rollback(plan, original=args.original, wait=args.wait))
     except (TransportError, TimeoutError, RuntimeError) as exc:
         return error(f"rollback: {exc}")
     print(message)
     return 0
+
+
+def _rollback_target(plan: Any, box: str | None) -> Any:
+    """The one-box plan ``rollback`` acts on: the session's own, or for a pool the named
+    box's (a pool session without ``--box`` is refused rather than guessed)."""
+    names = [b.name for b in plan.boxes]
+    if not names:
+        if box is not None:
+            raise ValueError(f"--box {box}: this session ran on one box, not a pool; drop --box")
+        return plan
+    if box is None:
+        raise ValueError(
+            f"this session ran on a pool ({', '.join(names)}): name the box to restore with "
+            "--box NAME"
+        )
+    if box not in names:
+        raise ValueError(f"--box {box}: not a box of this session; use one of {', '.join(names)}")
+    from specconsole.controller.pool import box_plan
+
+    return box_plan(plan, plan.boxes[names.index(box)])
 
 
 async def _rollback(plan: Any, *, original: bool, wait: float) -> str:

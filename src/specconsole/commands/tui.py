@@ -267,16 +267,28 @@ async def _run(
 
     if plan.boxes:  # a pool ([[hosts]]): one lane per box, n switches the box shown
         from specconsole.controller.pool import Pool
+        from specconsole.controller.pool_box import PoolBox
         from specconsole.controller.pool_console import PoolConsole
 
         pool = Pool(plan, session, policy=policy)
         console = PoolConsole(pool, autostart=autostart)
+        # The pool does not ask before its first deploys yet (docs/console.md); quitting
+        # after the finished sweep carries out [sweep] finally on every box.
+        pool_app = make_app(
+            console,
+            theme=theme,
+            run_controller=console.run,
+            box=PoolBox(pool, console),
+            confirm_first_deploy=False,
+        )
         try:
-            await make_app(console, theme=theme, run_controller=console.run).run_async(mouse=mouse)
+            await pool_app.run_async(mouse=mouse)
         finally:
             await pool.close(stop_server=stop_server_on_exit)
+        if pool_app.final_message:  # each box's finally outcome, or that a server is down
+            print(pool_app.final_message)
         print(f"session: {session.path}")
-        return 0
+        return 1 if pool_app.final_failed else 0
     wired = wire_controller(plan, session, ControllerState(plan=plan, policy=policy))
     controller, ports, recorder = wired.controller, wired.ports, wired.recorder
     app = make_app(

@@ -26,8 +26,8 @@ import httpx
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.objective import Goal, assess
-from specconsole.core.plan import FINALLY_CHOICES
-from specconsole.core.ports import LocatedService, ServiceBackend, Transport
+from specconsole.core.plan import FINALLY_CHOICES, SweepPlan
+from specconsole.core.ports import LocatedService, ServiceBackend, Transport, TransportError
 from specconsole.core.results import box_host, deploy_previewed
 from specconsole.core.secrets import missing_values, unredact_config
 from specconsole.core.state import TrialRecord
@@ -147,6 +147,42 @@ async def apply_finally(
         config,
         failed=not serving,
     )
+
+
+async def finish_box(
+    plan: SweepPlan,
+    trials: Sequence[TrialRecord],
+    backend: ServiceBackend,
+    transport: Transport,
+    *,
+    rollback_command: str,
+    on_diff: Callable[[str], None] = lambda diff: None,
+    for_box: Callable[[ServerConfig], ServerConfig] = lambda config: config,
+) -> FinalOutcome:
+    """The plan's ``[sweep] finally`` on one box, as every way out of a finished sweep
+    carries it out (the headless driver, the console's quit, each box of a pool): a box that
+    cannot be reached is an outcome too — left as it is, ``failed``, with the command that
+    puts a configuration that served back."""
+    try:
+        return await apply_finally(
+            plan.finally_action,
+            trials=trials,
+            goal=plan.goal,
+            base=plan.base,
+            backend=backend,
+            transport=transport,
+            timeout_s=plan.load_timeout_s,
+            on_diff=on_diff,
+            for_box=for_box,
+        )
+    except (TransportError, OSError) as exc:
+        return FinalOutcome(
+            plan.finally_action,
+            f"error: finally = {plan.finally_action}: {exc}; the box is left as the last "
+            f"trial left it. To put it back: {rollback_command}",
+            serving=False,
+            failed=True,
+        )
 
 
 async def _original(

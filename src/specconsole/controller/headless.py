@@ -25,7 +25,7 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from specconsole.controller.wiring import Ports, wire_controller
@@ -45,6 +45,7 @@ from specconsole.core.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate, format_ratio, format_tok_s
 from specconsole.present.labels import config_label, load_stage_label, notice_text
+from specconsole.present.leaving import rollback_command
 from specconsole.present.status import status_word
 from specconsole.session.report import render
 from specconsole.session.store import Session
@@ -230,7 +231,7 @@ async def run_headless(
             printer._print(
                 "paused after a crash (policy 'pause'): a headless run cannot wait for a "
                 f"decision. The server is down. Resume with: specconsole resume {session.path}"
-                f" ; or put the box back as it was: specconsole rollback {session.path}"
+                f" ; or put the box back as it was: {rollback_command(session.path)}"
             )
             controller.send(ev.Quit())
 
@@ -258,8 +259,13 @@ async def run_headless(
         await controller.run()
         final = controller.state
         if final.phase is Phase.DONE and not controller.halted and not interrupted:
-            finish_failed = await _leave_box(
-                plan, final, wired.ports, printer, session, for_box=controller.versioned
+            finish_failed = await leave_box(
+                plan,
+                final.trials,
+                wired.ports,
+                printer,
+                rollback_command=rollback_command(session.path),
+                for_box=controller.versioned,
             )
     finally:
         for sig in installed:
@@ -290,38 +296,29 @@ async def run_headless(
     return code
 
 
-async def _leave_box(
+async def leave_box(
     plan: SweepPlan,
-    state: ControllerState,
+    trials: Sequence[TrialRecord],
     ports: Ports,
     printer: ProgressPrinter,
-    session: Session,
     *,
+    rollback_command: str,
     for_box: Callable[[ServerConfig], ServerConfig],
 ) -> bool:
     """``[sweep] finally`` after a finished sweep, reported line by line; True when it
-    changed the box and the box does not serve (the exit code says so)."""
-    from specconsole.controller.finish import apply_finally
-    from specconsole.core.ports import TransportError
+    changed the box and the box does not serve (the exit code says so). ``trials`` are the
+    sweep's (a pool's: every box's, so each box is left on the pool's best)."""
+    from specconsole.controller.finish import finish_box
 
-    try:
-        outcome = await apply_finally(
-            plan.finally_action,
-            trials=state.trials,
-            goal=plan.goal,
-            base=plan.base,
-            backend=ports.backend,
-            transport=ports.transport,
-            timeout_s=plan.load_timeout_s,
-            on_diff=printer._print_diff,
-            for_box=for_box,
-        )
-    except (TransportError, OSError) as exc:
-        printer._print(
-            f"error: finally = {plan.finally_action}: {exc}; the box is left as the last trial "
-            f"left it. To put it back: specconsole rollback {session.path}"
-        )
-        return True
+    outcome = await finish_box(
+        plan,
+        trials,
+        ports.backend,
+        ports.transport,
+        rollback_command=rollback_command,
+        on_diff=printer._print_diff,
+        for_box=for_box,
+    )
     printer._print(outcome.message)
     return outcome.failed
 

@@ -3,20 +3,25 @@
 Why its own module: the pool runs one controller per box (``controller.pool``), so the
 headless driver subscribes one :class:`ProgressPrinter` per box (each line starts with
 ``[BOX]``), prints the pool's own notices (a box leaving the pool, boxes that are not alike),
-waits until nothing more can happen without a decision, and turns the outcome into the same
-exit codes as a one-box sweep: ``0`` finished, ``1`` a trial could not run or every box left
-the pool, ``3`` a box paused after a crash (``specconsole resume`` continues), ``130``
-interrupted.
+waits until nothing more can happen without a decision, carries out ``[sweep] finally`` on
+every box still in the pool once all of them finished (``best``: the pool's best trial, so
+every box ends on the same winner), and turns the outcome into the same exit codes as a
+one-box sweep: ``0`` finished, ``1`` a trial could not run, every box left the pool or a box
+changed by ``finally`` does not serve, ``3`` a box paused after a crash (``specconsole
+resume`` continues), ``130`` interrupted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
+from specconsole.controller.finish import FinalOutcome, finish_box
 from specconsole.controller.headless import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -26,11 +31,14 @@ from specconsole.controller.headless import (
     closing_meta,
     run_headless,
 )
-from specconsole.controller.pool import Pool
+from specconsole.controller.pool import BoxRun, Pool
 from specconsole.core import events as ev
+from specconsole.core.config import ServerConfig
+from specconsole.core.fleet import as_port
 from specconsole.core.plan import SweepPlan
 from specconsole.core.state import ControllerState, CrashPolicy, Phase, TrialStatus
 from specconsole.core.strategy import findings
+from specconsole.present.leaving import rollback_command
 from specconsole.session.report import render
 from specconsole.session.store import Session
 
@@ -95,13 +103,21 @@ async def run_pool_headless(
             installed.append(sig)
     what = f"resuming {session.path} ({len(prior)} trials recorded)" if resume else session.path
     general._print(f"session {what} on {len(pool.runs)} boxes: {', '.join(pool.runs)}")
+    finish_failed = False
     try:
         await pool.run()
+        if pool_final_status(pool, interrupted)[0] == "done":
+            finished = await finish_pool(pool, lambda box, diff: printers[box]._print_diff(diff))
+            for box, outcome in finished:
+                printers[box]._print(outcome.message)
+            finish_failed = any(outcome.failed for _, outcome in finished)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
         await pool.close()
     status, code = pool_final_status(pool, interrupted)
+    if finish_failed and code == EXIT_OK:
+        code = EXIT_FAILED
     with contextlib.suppress(Exception):  # a full disk may refuse even this
         session.write_meta(closing_meta(status))
     paused = [r.name for r in pool.alive() if r.state.phase is Phase.AWAITING_DECISION]
@@ -117,6 +133,35 @@ async def run_pool_headless(
     print("", file=out)
     print(render(trials, plan, "md"), file=out, flush=True)
     return code
+
+
+async def finish_pool(
+    pool: Pool, on_diff: Callable[[str, str], None]
+) -> list[tuple[str, FinalOutcome]]:
+    """``[sweep] finally`` on every box still in the pool, side by side (each waits for its
+    own server, bounded by the load timeout): ``best`` is the best of the whole pool's
+    trials, deployed on each box's own port and in its engine release's flag names.
+    ``on_diff(box, diff)`` gets each change before it is made; returns (box, outcome) pairs."""
+    runs = pool.alive()
+
+    def for_box(run: BoxRun) -> Callable[[ServerConfig], ServerConfig]:
+        return lambda config: run.controller.versioned(as_port(config, run.port))
+
+    outcomes = await asyncio.gather(
+        *(
+            finish_box(
+                run.plan,
+                pool.trials,
+                run.ports.backend,
+                run.ports.transport,
+                rollback_command=rollback_command(pool.session.path, run.name),
+                on_diff=functools.partial(on_diff, run.name),
+                for_box=for_box(run),
+            )
+            for run in runs
+        )
+    )
+    return [(run.name, outcome) for run, outcome in zip(runs, outcomes, strict=True)]
 
 
 async def sweep_headless(

@@ -29,11 +29,11 @@ from specconsole.core.ports import (
     Placement,
     ServiceBackend,
     Transport,
-    TransportError,
 )
 from specconsole.core.profile import Profile
 from specconsole.core.results import deploy_previewed
 from specconsole.core.state import ConnectionState, ControllerState
+from specconsole.present.leaving import deploying_line, rollback_command
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session, SessionError
 
@@ -205,6 +205,20 @@ def wire_controller(
     return Wired(controller=controller, ports=ports, recorder=recorder)
 
 
+async def preview_deploy(
+    controller: Controller, backend: ServiceBackend, config: ServerConfig
+) -> str | None:
+    """The redacted diff ``controller``'s deploy of ``config`` would make on its box now:
+    validated and in the box's flag names as a deploy is (None when validation refuses it)."""
+    if controller.engine_versions is not None:
+        await controller.engine_versions.ensure(config)
+    outcome = controller.validator(controller.versioned(config))
+    if not isinstance(outcome, ev.ConfigValidated):
+        return None
+    boxed = controller.versioned(outcome.config)
+    return deploy_previewed(boxed, (await backend.preview(boxed)).diff).diff
+
+
 @dataclass
 class ConsoleBox:
     """The console's operations on the box outside the trials (``ui.bridge.BoxOps``): the
@@ -221,46 +235,25 @@ class ConsoleBox:
 
     @property
     def rollback_command(self) -> str:
-        return f"specconsole rollback {self.session_path}"
+        return rollback_command(self.session_path)
 
     async def preview(self, config: ServerConfig) -> str | None:
         """The redacted diff the controller's deploy of ``config`` would make now: validated
         and in the box's flag names as a deploy is (None when validation refuses it)."""
-        controller = self.wired.controller
-        if controller.engine_versions is not None:
-            await controller.engine_versions.ensure(config)
-        outcome = controller.validator(controller.versioned(config))
-        if not isinstance(outcome, ev.ConfigValidated):
-            return None
-        boxed = controller.versioned(outcome.config)
-        return deploy_previewed(boxed, (await self.wired.ports.backend.preview(boxed)).diff).diff
+        return await preview_deploy(self.wired.controller, self.wired.ports.backend, config)
 
     async def finish(self, progress: Callable[[str], None]) -> tuple[str, bool]:
         """``[sweep] finally`` over the session's trials; ``progress`` gets the diff."""
-        from specconsole.controller.finish import apply_finally
+        from specconsole.controller.finish import finish_box
 
         controller, ports = self.wired.controller, self.wired.ports
-
-        def on_diff(diff: str) -> None:
-            changed = sum(1 for line in diff.splitlines() if line[:1] in "+-") - 2
-            progress(f"deploying ({max(changed, 0)} changed lines; v showed every diff)")
-
-        try:
-            outcome = await apply_finally(
-                self.plan.finally_action,
-                trials=controller.state.trials,
-                goal=self.plan.goal,
-                base=self.plan.base,
-                backend=ports.backend,
-                transport=ports.transport,
-                timeout_s=self.plan.load_timeout_s,
-                on_diff=on_diff,
-                for_box=controller.versioned,
-            )
-        except (TransportError, OSError) as exc:
-            return (
-                f"error: finally = {self.plan.finally_action}: {exc}; the box is left as the "
-                f"last trial left it. To put it back: {self.rollback_command}",
-                True,
-            )
+        outcome = await finish_box(
+            self.plan,
+            controller.state.trials,
+            ports.backend,
+            ports.transport,
+            rollback_command=self.rollback_command,
+            on_diff=lambda diff: progress(deploying_line(diff)),
+            for_box=controller.versioned,
+        )
         return outcome.message, outcome.failed

@@ -43,3 +43,16 @@ def server_down_message(state: ControllerState, rollback_command: str) -> str | 
         f"To put back the last configuration that served: o (roll back) in the console, or "
         f"{rollback_command}"
     )
+
+
+def deploying_line(diff: str) -> str:
+    """The progress line while ``finally = best`` deploys: how much of the unit changes (the
+    diff itself was on screen before, ``v``)."""
+    changed = sum(1 for line in diff.splitlines() if line[:1] in "+-") - 2
+    return f"deploying ({max(changed, 0)} changed lines; v showed every diff)"
+
+
+def rollback_command(session_path: object, box: str | None = None) -> str:
+    """The command that puts back a configuration that served: ``specconsole rollback
+    SESSION``, naming the box for a session that ran on a pool."""
+    return f"specconsole rollback {session_path}" + (f" --box {box}" if box else "")
