@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,8 +89,17 @@ async def test_the_engine_repeats_the_ladder_on_the_same_workload() -> None:
             percentiles=(50.0, 99.9),
             slo={"ttft_ms": 10_000.0},
         )
-        result = await run_ladder(spec, url)
+        ticks: list[dict[str, Any]] = []  # the engine's raw progress (runners wrap it)
+        result = await run_ladder(spec, url, on_progress=ticks.append)
     assert len(result.repeats) == 3 and not result.partial
+    # every run's finished level arrives live, saying which run it was (the console's panel
+    # combines them as they come)
+    finished = [p for p in ticks if p.get("level_result") is not None]
+    assert [(p["repeat"], p["concurrency"]) for p in finished] == [
+        (r, c) for r in range(3) for c in (1, 2)
+    ]
+    assert all(p["repeat_count"] == 3 for p in ticks)
+    assert [p["level_result"] for p in finished][2::2] == [run[0] for run in result.extra_repeats]
     assert all([lv.max_concurrency for lv in run] == [1, 2] for run in result.repeats)
     level = result.levels[0]
     assert level.good_requests == 3 and level.request_goodput == pytest.approx(3 / level.duration)
@@ -163,3 +173,14 @@ def test_the_star_footnote_only_appears_when_a_row_has_a_star() -> None:
     text = format_table(cut)
     assert "(* marks a level cut short)" in text
     assert any(line.split()[0] == "1*" for line in text.splitlines() if line.strip())
+    # repeats: the table shows run 1; a level cut short in run 2 puts no star in it
+    later = BenchResult(
+        levels=(level,),
+        extra_repeats=((replace(level, partial=True),),),
+        planned_levels=(1,),
+        planned_repeats=3,
+        cancelled=True,
+    )
+    text = format_table(later)
+    assert "PARTIAL: cancelled" in text and "*" not in text
+    assert "over 2 runs (the table above is run 1" in text

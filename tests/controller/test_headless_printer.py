@@ -46,3 +46,43 @@ def test_the_deploy_diff_prints_before_the_deploy_and_lands_in_the_record() -> N
     d.send(unchanged)
     printer(d.state, unchanged)
     assert "no change" in out.getvalue().splitlines()[-1]
+
+
+def test_repeated_runs_print_each_run_then_the_means_with_intervals() -> None:
+    from dataclasses import replace
+
+    from specconsole.core.results import combine_runs
+
+    out = io.StringIO()
+    printer = ProgressPrinter(out, plan())
+    d = Driver()
+    d.to_phase(Phase.BENCHMARKING)
+    one = levels()
+    two = tuple(replace(lv, output_tok_s=lv.output_tok_s * 1.1) for lv in one)
+    for repeat, run in enumerate((one, two)):
+        for index, lv in enumerate(run):
+            event = ev.BenchLevelFinished(level_index=index, level=lv, repeat=repeat)
+            d.send(event)
+            printer(d.state, event)
+    combined = tuple(combine_runs([a, b]) for a, b in zip(one, two, strict=True))
+    finished = ev.BenchFinished(levels=combined)
+    d.send(finished)
+    printer(d.state, finished)
+    d.send(ev.TrialRecorded(index=0))
+    printer(d.state, ev.TrialRecorded(index=0))
+    # each line starts with a [hh:mm:ss] stamp
+    lines = [line[11:].strip() for line in out.getvalue().splitlines() if "aggregate" in line]
+    assert [line.split("aggregate")[0].strip() for line in lines] == [
+        "c=1",
+        "c=4",
+        "run 2 c=1",
+        "run 2 c=4",
+        "mean of 2 runs: c=1",
+        "mean of 2 runs: c=4",
+    ]
+    agg = combined[1].output_tok_s_spread
+    assert agg is not None
+    assert f"{agg.mean:,.1f} ± {agg.ci_half_width:,.1f} tok/s" in lines[-1]
+    summary = out.getvalue().splitlines()[-1]
+    assert "single 100.0 ± 0.0 tok/s, peak 1,050.0 ± " in summary
+    assert summary.endswith("mean ± 95% CI over 2 runs")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from specconsole.core.config import ServerConfig, SpecAlgorithm
 from specconsole.core.events import Event, Intent, LogLines
 from specconsole.core.log_events import LoadStage
+from specconsole.core.results import combine_runs
 from specconsole.core.state import (
     BoxLane,
     ConnectionState,
@@ -184,6 +185,41 @@ def benchmarking_state() -> ControllerState:
         sweep_active=True,
         labels=LABELS,
     )
+
+
+def repeated_bench_state() -> ControllerState:
+    """``[bench] repeats = 3``, run 2 at c=16: c=1 and c=4 combine two runs (mean ± 95 %
+    CI), c=16 runs again with its run-1 figure kept, c=32 and c=64 have run 1's."""
+    state = benchmarking_state()
+    first = levels_for(4)
+    second = tuple(
+        dataclasses.replace(
+            lv, output_tok_s=lv.output_tok_s * 1.02, per_request_tok_s=lv.per_request_tok_s * 1.02
+        )
+        for lv in first
+    )
+    bench = []
+    for i, lv in enumerate(first):
+        runs = (lv, second[i]) if i < 2 else (lv,)
+        bench.append(
+            LevelProgress(
+                concurrency=lv.concurrency,
+                total=lv.completed,
+                completed=lv.completed if i != 2 else 23,
+                running=16 if i == 2 else 0,
+                current_tok_s=1843.0 if i == 2 else 0.0,
+                done=i != 2,
+                result=combine_runs(runs),
+                runs=runs,
+                repeat=1 if i <= 2 else 0,
+                repeat_count=3,
+            )
+        )
+    assert state.trial is not None
+    trial = dataclasses.replace(
+        state.trial, levels=tuple(p.result for p in bench if p.result is not None)
+    )
+    return dataclasses.replace(state, bench=tuple(bench), trial=trial)
 
 
 CRASH_EXCERPT = (

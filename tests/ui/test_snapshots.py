@@ -24,6 +24,7 @@ from tests.ui.doubles import (
     fleet_state,
     idle_state,
     loading_state,
+    repeated_bench_state,
 )
 
 JOURNAL = (
@@ -86,6 +87,7 @@ SCENES: dict[str, Scene] = {
     "idle": (idle_state, (), None),
     "loading": (loading_state, JOURNAL[:6], None),
     "benchmarking": (benchmarking_state, JOURNAL, _show_bench_pane),
+    "repeats": (repeated_bench_state, JOURNAL, _show_bench_pane),
     "crashed": (crashed_state, CRASH_JOURNAL, None),
     "editor_error": (idle_state, (), _type_invalid_tree),
     "help": (idle_state, (), _open_help),

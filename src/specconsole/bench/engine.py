@@ -229,8 +229,8 @@ class LadderRun:
         if self._on_progress is not None:
             event = phase.snapshot(len(self.plan.ladder))
             event["repeat"], event["repeat_count"] = self._repeat, self.plan.repeats
-            if level_result is not None and self._repeat == 0:
-                event["level_result"] = level_result  # live levels: the first run's
+            if level_result is not None:  # live levels, every run's (``repeat`` says which)
+                event["level_result"] = level_result
             self._on_progress(event)
 
     def _next_prompt(self) -> Prompt:

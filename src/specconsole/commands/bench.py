@@ -403,7 +403,7 @@ def format_table(result: BenchResult) -> str:
     lines.extend(format_repeat_stats(result))
     if result.partial:
         why = "cancelled" if result.cancelled else (result.error or "not every level ran")
-        cut = any(level.partial for run in result.repeats for level in run)
+        cut = any(level.partial for level in result.levels)  # the rows shown (run 1's)
         lines.append(f"PARTIAL: {why}" + (" (* marks a level cut short)" if cut else ""))
     return "\n".join(lines)
 
@@ -434,7 +434,10 @@ def format_repeat_stats(result: BenchResult) -> list[str]:
     ladder ran more than once."""
     if len(result.repeats) < 2:
         return []
-    lines = [f"over {len(result.repeats)} runs: mean ± 95% CI half-width (sample std)"]
+    lines = [
+        f"over {len(result.repeats)} runs (the table above is run 1; --json prints every run): "
+        "mean ± 95% CI half-width (sample std)"
+    ]
     for name, sp in result.repeat_stats().items():
         lines.append(f"  {name:<28} {sp.mean:10.2f} ± {sp.ci_half_width:8.2f} (std {sp.std:.2f})")
     return lines

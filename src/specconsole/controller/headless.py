@@ -43,7 +43,7 @@ from specconsole.core.state import (
 )
 from specconsole.core.strategy import findings
 from specconsole.present.box import probe_lines
-from specconsole.present.formats import format_int, format_rate, format_ratio, format_tok_s
+from specconsole.present.formats import format_int, format_rate_ci, format_ratio
 from specconsole.present.labels import config_label, load_stage_label, notice_text
 from specconsole.present.leaving import rollback_command
 from specconsole.present.status import status_word
@@ -67,7 +67,7 @@ class ProgressPrinter:
         self._last: tuple[object, ...] = ()
         self._notice: Notice | None = None
         self._crash_reported: tuple[int, float] | None = None
-        self._levels_printed: set[tuple[int, int]] = set()
+        self._levels_printed: set[tuple[int, int, int]] = set()
         """(trial index, concurrency) of the level lines already printed."""
 
     def _print(self, text: str) -> None:
@@ -93,25 +93,7 @@ class ProgressPrinter:
             base = self.plan.base if self.plan else None
             self._print(f"{state.notice.level}: {notice_text(state.notice, base)}")
         if trial is not None:
-            # a level's line as soon as it finishes; the ladder's result adds any not seen
-            finished: tuple[LevelSummary, ...] = ()
-            if isinstance(event, ev.BenchLevelFinished):
-                finished = (event.level,)
-            elif isinstance(event, ev.BenchFinished):
-                finished = event.levels
-            for lv in finished:
-                if (trial.index, lv.concurrency) in self._levels_printed:
-                    continue
-                self._levels_printed.add((trial.index, lv.concurrency))
-                self._print(
-                    f"  c={lv.concurrency:<3} aggregate {format_rate(lv.output_tok_s, 1):>8} tok/s"
-                    f"   per request {format_rate(lv.per_request_tok_s, 1):>7} tok/s   "
-                    + (
-                        f"streams {lv.completed} (steady window) failed {lv.failed}"
-                        if lv.measurement == "steady"
-                        else f"completed {lv.completed} failed {lv.failed}"
-                    )
-                )
+            self._print_levels(trial.index, event)
         if isinstance(event, ev.DeployPreviewed):
             self._print_diff(event.diff)
         if isinstance(event, ev.BoxProbed):
@@ -142,15 +124,53 @@ class ProgressPrinter:
         for line in diff.rstrip("\n").splitlines():
             print(f"    {line}", file=self.out, flush=True)
 
+    def _print_levels(self, trial: int, event: ev.Event) -> None:
+        """A level's line as soon as it finishes (each run's, with ``[bench] repeats``); the
+        ladder's result adds any not seen and, for repeated runs, each level's mean ± 95 %
+        CI over them."""
+        if isinstance(event, ev.BenchLevelFinished):
+            lv, repeat = event.level, event.repeat
+            if (trial, lv.concurrency, repeat) not in self._levels_printed:
+                self._levels_printed.add((trial, lv.concurrency, repeat))
+                run = f"run {repeat + 1} " if repeat else ""
+                self._print(f"  {run}{self._level_line(lv)}")
+        elif isinstance(event, ev.BenchFinished):
+            for lv in event.levels:
+                if lv.repeats > 1:
+                    self._print(f"  mean of {lv.repeats} runs: {self._level_line(lv)}")
+                elif (trial, lv.concurrency, 0) not in self._levels_printed:
+                    self._levels_printed.add((trial, lv.concurrency, 0))
+                    self._print(f"  {self._level_line(lv)}")
+
+    @staticmethod
+    def _level_line(lv: LevelSummary) -> str:
+        agg, per = lv.output_tok_s_spread, lv.per_request_tok_s_spread
+        aggregate = format_rate_ci(lv.output_tok_s, agg.ci_half_width if agg else None, 1)
+        per_request = format_rate_ci(lv.per_request_tok_s, per.ci_half_width if per else None, 1)
+        counts = (
+            f"streams {lv.completed} (steady window) failed {lv.failed}"
+            if lv.measurement == "steady"
+            else f"completed {lv.completed} failed {lv.failed}"
+        )
+        return (
+            f"c={lv.concurrency:<3} aggregate {aggregate:>8} tok/s"
+            f"   per request {per_request:>7} tok/s   {counts}"
+        )
+
     def _summarise(self, record: TrialRecord) -> None:
         parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
         if record.capacity is not None:
             parts.append(f"capacity {format_int(record.capacity)}")
+        single, peak = record.single_request_spread, record.peak_aggregate_spread
         if record.single_request_tok_s is not None:
-            parts.append(f"single {format_tok_s(record.single_request_tok_s, 1)}")
+            ci = single.ci_half_width if single else None
+            parts.append(f"single {format_rate_ci(record.single_request_tok_s, ci, 1)} tok/s")
         if record.peak_aggregate_tok_s is not None:
-            peak = format_tok_s(record.peak_aggregate_tok_s, 1)
-            parts.append(f"peak {peak} (c={record.peak_concurrency})")
+            ci = peak.ci_half_width if peak else None
+            text = format_rate_ci(record.peak_aggregate_tok_s, ci, 1)
+            parts.append(f"peak {text} tok/s (c={record.peak_concurrency})")
+        if record.repeats > 1:
+            parts.append(f"mean ± 95% CI over {record.repeats} runs")
         if record.accept_length is not None:
             parts.append(f"accept {format_ratio(record.accept_length)}")
         if record.predicted is not None and not record.predicted.feasible:

@@ -443,6 +443,7 @@ class Controller:
                     ev.BenchLevelFinished(
                         level_index=p.level_index,
                         level=results.level_summary(p.level_result),
+                        repeat=p.repeat,
                         epoch=epoch,
                     )
                 )

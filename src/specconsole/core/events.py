@@ -266,6 +266,8 @@ class BenchLevelFinished(Outcome):
 
     level_index: int
     level: LevelSummary
+    repeat: int = 0
+    """Which run of the ladder measured it (0-based; ``[bench] repeats``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,7 @@ server is reached at) is pure and lives in the core, tested without I/O.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from specconsole.core.normalize import normalize
 from specconsole.core.render import to_argv
 from specconsole.core.secrets import redact_text
 from specconsole.core.state import LevelSummary
-from specconsole.core.stats import Spread
+from specconsole.core.stats import spread
 
 SERVER_INFO_KEYS: tuple[str, ...] = (
     "version",
@@ -92,27 +92,42 @@ def level_summaries(result: BenchResult) -> tuple[LevelSummary, ...]:
     """The recorded figures of every level; with ``[bench] repeats`` the throughputs are
     the means over the repeats with their 95 % confidence intervals, so "best", "tied" and
     "converged" compare intervals (``core.objective``)."""
-    levels = tuple(level_summary(lv) for lv in result.levels)
-    if len(result.repeats) < 2:
-        return levels
-    stats = result.repeat_stats()
-    return tuple(_repeated(lv, stats) for lv in levels)
+    runs = [tuple(level_summary(lv) for lv in run) for run in result.repeats]
+    out: list[LevelSummary] = []
+    for first in runs[0]:
+        same = [
+            next((lv for lv in run if lv.concurrency == first.concurrency), None) for run in runs
+        ]
+        out.append(
+            combine_runs([lv for lv in same if lv is not None]) if None not in same else first
+        )
+    return tuple(out)
 
 
-def _repeated(level: LevelSummary, stats: dict[str, Spread]) -> LevelSummary:
-    c = level.concurrency
-    agg, per = stats.get(f"output_throughput@{c}"), stats.get(f"mean_decode_tok_s@{c}")
-    if agg is None or per is None:
-        return level
-    ttft = stats.get(f"p99_ttft_ms@{c}")
+def combine_runs(runs: Sequence[LevelSummary]) -> LevelSummary:
+    """One level measured in several runs of the ladder (``[bench] repeats``), as one
+    summary: the first run's counts and latencies, the throughputs' means with their sample
+    std and 95 % CI (``core.stats.spread``) and the mean p99 TTFT. A level that completed
+    nothing in some run has no interval: the first run's figures stand. The console combines
+    the runs finished so far with this, the trial record all of them."""
+    first = runs[0]
+    if len(runs) < 2 or any(lv.completed == 0 for lv in runs):
+        return first
+    agg = spread([lv.output_tok_s for lv in runs])
+    per = spread([lv.per_request_tok_s for lv in runs])
+    ttfts = [lv.ttft_p99_ms for lv in runs]
     return replace(
-        level,
+        first,
         repeats=agg.n,
         output_tok_s=agg.mean,
         output_tok_s_ci=(agg.ci_low, agg.ci_high),
         per_request_tok_s=per.mean,
         per_request_tok_s_ci=(per.ci_low, per.ci_high),
-        ttft_p99_ms=level.ttft_p99_ms if ttft is None else ttft.mean,
+        ttft_p99_ms=(
+            first.ttft_p99_ms
+            if any(t is None for t in ttfts)
+            else spread([t for t in ttfts if t is not None]).mean
+        ),
     )
 
 

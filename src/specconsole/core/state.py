@@ -105,9 +105,16 @@ class LevelProgress:
     warmup: bool = False
     done: bool = False
     result: LevelSummary | None = None
-    """Set when the level finished."""
+    """Set when the level finished: with ``[bench] repeats``, the runs finished so far
+    combined (``core.results.combine_runs``: means with their 95 % CI)."""
     planned_duration_s: float | None = None
     """Duration mode: how long the level's measured phase runs."""
+    runs: tuple[LevelSummary, ...] = ()
+    """Each finished run's own figures, in run order (``[bench] repeats``)."""
+    repeat: int = 0
+    """The run of the ladder this progress is about (0-based)."""
+    repeat_count: int = 1
+    """Runs of the ladder planned (``[bench] repeats``)."""
 
     @property
     def fraction(self) -> float:

@@ -127,6 +127,16 @@ class Spread:
         }
 
     @classmethod
+    def from_interval(cls, n: int, mean: float, ci_low: float, ci_high: float) -> Spread:
+        """The spread a recorded mean and 95 % CI over ``n`` runs imply: the interval is
+        ``mean ± t(0.975, n − 1) · s / √n``, so the sample std ``s`` follows exactly (records
+        keep the interval, not the std)."""
+        std = 0.0
+        if n >= 2:
+            std = (ci_high - ci_low) / 2.0 * math.sqrt(n) / t_975(n - 1)
+        return cls(n, mean, std, ci_low, ci_high)
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Spread:
         return cls(
             n=int(data["n"]),

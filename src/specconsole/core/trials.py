@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.log_events import LoadStage
+from specconsole.core.stats import Spread
 
 
 class Phase(StrEnum):
@@ -172,6 +173,22 @@ class LevelSummary:
     requests) or ``steady`` (a steady-state window of streamed tokens; ``completed`` then
     counts the streams measured). docs/benchmark.md defines both."""
 
+    @property
+    def output_tok_s_spread(self) -> Spread | None:
+        """Mean, sample std and 95 % CI of ``output_tok_s`` over the repeats (None: one run)."""
+        return _spread(self.repeats, self.output_tok_s, self.output_tok_s_ci)
+
+    @property
+    def per_request_tok_s_spread(self) -> Spread | None:
+        """Mean, sample std and 95 % CI of ``per_request_tok_s`` over the repeats."""
+        return _spread(self.repeats, self.per_request_tok_s, self.per_request_tok_s_ci)
+
+
+def _spread(n: int, mean: float, ci: tuple[float, float] | None) -> Spread | None:
+    if n < 2 or ci is None:
+        return None
+    return Spread.from_interval(n, mean, ci[0], ci[1])
+
 
 @dataclass(frozen=True, slots=True)
 class CrashInfo:
@@ -270,18 +287,43 @@ class TrialRecord:
         return lowest.per_request_tok_s
 
     @property
-    def peak_aggregate_tok_s(self) -> float | None:
-        """Headline 2: the best aggregate output tok/s over the ladder."""
+    def single_request_spread(self) -> Spread | None:
+        """Headline 1's mean, sample std and 95 % CI over ``[bench] repeats`` (None: one
+        run)."""
         if not self.levels:
             return None
-        return max(lv.output_tok_s for lv in self.levels)
+        return min(self.levels, key=lambda lv: lv.concurrency).per_request_tok_s_spread
+
+    @property
+    def peak_aggregate_tok_s(self) -> float | None:
+        """Headline 2: the best aggregate output tok/s over the ladder."""
+        level = self.peak_level
+        return None if level is None else level.output_tok_s
+
+    @property
+    def peak_aggregate_spread(self) -> Spread | None:
+        """Headline 2's mean, sample std and 95 % CI over the repeats (None: one run)."""
+        level = self.peak_level
+        return None if level is None else level.output_tok_s_spread
+
+    @property
+    def peak_level(self) -> LevelSummary | None:
+        """The level whose (mean) aggregate output tok/s is the highest."""
+        if not self.levels:
+            return None
+        return max(self.levels, key=lambda lv: lv.output_tok_s)
 
     @property
     def peak_concurrency(self) -> int | None:
         """The concurrency at which the aggregate peaked."""
-        if not self.levels:
-            return None
-        return max(self.levels, key=lambda lv: lv.output_tok_s).concurrency
+        level = self.peak_level
+        return None if level is None else level.concurrency
+
+    @property
+    def repeats(self) -> int:
+        """Runs of the ladder the figures average (``[bench] repeats``; 1 when not repeated
+        or not benchmarked)."""
+        return max((lv.repeats for lv in self.levels), default=1)
 
     @property
     def loaded(self) -> bool:

@@ -12,5 +12,6 @@ contract enforces it), so every rendering is a plain function unit-tested on its
 * ``columns``: the trials table's columns (console and report; new columns plug in here).
 * ``keys``: which keys apply now, derived from ``core.machine.legal_intents`` and the pending
   decision's choices.
+* ``repeats``: repeated benchmarks' means, standard deviations and confidence intervals.
 * ``series``: chart series, colours and markers shared by the console and report charts.
 """

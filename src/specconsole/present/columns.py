@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.state import TrialRecord
-from specconsole.present.formats import format_int, format_peak, format_rate, format_ratio
+from specconsole.core.stats import Spread
+from specconsole.present.formats import (
+    format_int,
+    format_peak,
+    format_rate,
+    format_rate_ci,
+    format_ratio,
+)
 from specconsole.present.labels import config_label, trial_label
 from specconsole.present.status import status_detail, status_word
 
@@ -58,22 +65,29 @@ STATUS: Column = Column(
     lambda r, _b, p: status_detail(r) if p else status_word(r.status),
     numeric=False,
 )
-SINGLE: Column = Column(
-    "single",
-    "single",
-    "single-request tok/s",
-    lambda r, _b, p: format_rate(r.single_request_tok_s, _digits(p)),
-)
-PEAK: Column = Column(
-    "peak",
-    "peak",
-    "peak aggregate tok/s",
-    lambda r, _b, p: (
-        format_peak(r.peak_aggregate_tok_s, r.peak_concurrency, 1)
-        if p
-        else format_rate(r.peak_aggregate_tok_s)
-    ),
-)
+
+
+def _half(spread: Spread | None) -> float | None:
+    return None if spread is None else spread.ci_half_width
+
+
+def _single(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> str:
+    """The report's single-request figure is the mean ± 95 % CI half-width when the ladder
+    ran more than once (``[bench] repeats``); the console's is the figure alone."""
+    if precise:
+        return format_rate_ci(record.single_request_tok_s, _half(record.single_request_spread), 1)
+    return format_rate(record.single_request_tok_s)
+
+
+def _peak(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> str:
+    if not precise:
+        return format_rate(record.peak_aggregate_tok_s)
+    half = _half(record.peak_aggregate_spread)
+    return format_peak(record.peak_aggregate_tok_s, record.peak_concurrency, 1, half)
+
+
+SINGLE: Column = Column("single", "single", "single-request tok/s", _single)
+PEAK: Column = Column("peak", "peak", "peak aggregate tok/s", _peak)
 CAPACITY: Column = Column(
     "capacity", "capacity", "capacity", lambda r, _b, _p: format_int(_capacity(r))
 )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from specconsole.core.stats import Spread
+
 DASH = "—"
 """What an unknown figure shows as."""
 
@@ -29,6 +31,28 @@ def format_rate(value: float | None, digits: int = 0) -> str:
 def format_tok_s(value: float | None, digits: int = 0) -> str:
     """``1,730 tok/s``; a dash when unknown."""
     return DASH if _unknown(value) else f"{format_rate(value, digits)} tok/s"
+
+
+def format_rate_ci(
+    value: float | None, half_width: float | None, digits: int = 0, *, sep: str = " ± "
+) -> str:
+    """``1,979 ± 12``: a mean over repeated runs and its 95 % CI half-width (the figure
+    alone when it was measured once); a dash when unknown."""
+    text = format_rate(value, digits)
+    if half_width is None or _unknown(value) or _unknown(half_width):
+        return text
+    return f"{text}{sep}{format_rate(half_width, digits)}"
+
+
+def format_spread(spread: Spread, digits: int = 1) -> str:
+    """``1,979.4 ± 12.3 (sd 8.1, 95% CI 1,967.1–1,991.7, n=3)``: everything a repeated
+    figure's record says."""
+    return (
+        f"{format_rate_ci(spread.mean, spread.ci_half_width, digits)} "
+        f"(sd {format_rate(spread.std, digits)}, 95% CI "
+        f"{format_rate(spread.ci_low, digits)}–{format_rate(spread.ci_high, digits)}, "
+        f"n={spread.n})"
+    )
 
 
 def format_ms(value: float | None) -> str:
@@ -64,9 +88,15 @@ def format_elapsed(seconds: float | None) -> str:
     return f"{minutes}:{secs:02d}"
 
 
-def format_peak(value: float | None, concurrency: int | None, digits: int = 0) -> str:
-    """``1,730 (c=32)``: a peak aggregate and where it was reached; a dash when unknown."""
+def format_peak(
+    value: float | None,
+    concurrency: int | None,
+    digits: int = 0,
+    half_width: float | None = None,
+) -> str:
+    """``1,730 (c=32)``: a peak aggregate and where it was reached (``1,730 ± 12 (c=32)``
+    with its 95 % CI half-width over repeated runs); a dash when unknown."""
     if _unknown(value):
         return DASH
     where = f" (c={concurrency})" if concurrency is not None else ""
-    return f"{format_rate(value, digits)}{where}"
+    return f"{format_rate_ci(value, half_width, digits)}{where}"

@@ -18,12 +18,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specconsole.core.plan import SweepPlan
-from specconsole.core.state import TrialRecord, TrialStatus
+from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.stats import Spread
 from specconsole.core.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
-from specconsole.present.formats import format_rate
+from specconsole.present.formats import format_rate, format_rate_ci
 from specconsole.present.labels import config_label, measurement_note
+from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.present.series import (
     aggregate_series,
     axis_title,
@@ -129,6 +131,14 @@ def _fmt(value: float | None, digits: int = 1) -> str:
     return format_rate(value, digits)
 
 
+def _level_cell(level: LevelSummary | None) -> str:
+    """A level's aggregate tok/s; ``mean ± CI half-width`` when it averages repeated runs."""
+    if level is None:
+        return _fmt(None)
+    spread = level.output_tok_s_spread
+    return format_rate_ci(level.output_tok_s, spread.ci_half_width if spread else None, 1)
+
+
 def to_markdown(
     trials: Sequence[TrialRecord], plan: SweepPlan | None = None, title: str = ""
 ) -> str:
@@ -146,6 +156,11 @@ def to_markdown(
         )
     if note := measurement_note(trials):
         out += ["", note]
+    if repeats := repeat_rows(report_trials(trials), base):
+        out += ["", "## Repeated runs", "", repeats_note(report_trials(trials)), ""]
+        out.append("| " + " | ".join(REPEAT_HEADERS) + " |")
+        out.append("|" + "|".join("---" if h == "config" else "---:" for h in REPEAT_HEADERS) + "|")
+        out += ["| " + " | ".join(row) + " |" for row in repeats]
     if plan is not None:
         found = findings(plan, trials)
         if found:
@@ -178,10 +193,10 @@ def to_markdown(
         out.append("| trial | config | " + " | ".join(f"c={c}" for c in ladder) + " |")
         out.append("|---:|---|" + "---:|" * len(ladder))
         for r in table:
-            by_c = {lv.concurrency: lv.output_tok_s for lv in r.record.levels}
+            by_c = {lv.concurrency: lv for lv in r.record.levels}
             if not by_c:
                 continue
-            cells = [_fmt(by_c.get(c)) for c in ladder]
+            cells = [_level_cell(by_c.get(c)) for c in ladder]
             out.append(f"| {r.trial} | {r.label} | " + " | ".join(cells) + " |")
     crashed = [t for t in report_trials(trials) if t.crash is not None]
     if crashed:
@@ -201,7 +216,8 @@ def to_markdown(
 
 
 def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
-    """The seed table plus one ``c=N tok/s`` column per concurrency level."""
+    """The seed table, the runs each figure averages with the headlines' std and 95 % CI
+    (``[bench] repeats``; empty for one run), then one ``c=N tok/s`` column per level."""
     table = rows(trials, plan)
     ladder = sorted({lv.concurrency for r in table for lv in r.record.levels})
     buf = io.StringIO()
@@ -216,11 +232,14 @@ def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
             "capacity",
             "accept_length",
             "status",
+            "repeats",
+            *(f"{name}_{part}" for name in CSV_SPREADS for part in SPREAD_PARTS),
             *(f"c{c}_tok_s" for c in ladder),
         ]
     )
     for r in table:
         by_c = {lv.concurrency: lv.output_tok_s for lv in r.record.levels}
+        spreads = (r.record.single_request_spread, r.record.peak_aggregate_spread)
         writer.writerow(
             [
                 r.trial,
@@ -231,10 +250,24 @@ def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
                 "" if r.capacity is None else r.capacity,
                 "" if r.accept_length is None else f"{r.accept_length:.3f}",
                 r.record.status.value,
+                r.record.repeats if r.record.levels else "",
+                *(part for sp in spreads for part in _spread_parts(sp)),
                 *("" if c not in by_c else f"{by_c[c]:.2f}" for c in ladder),
             ]
         )
     return buf.getvalue()
+
+
+CSV_SPREADS: tuple[str, ...] = ("single_request_tok_s", "peak_aggregate_tok_s")
+"""The headline figures whose spread over ``[bench] repeats`` the CSV carries."""
+SPREAD_PARTS: tuple[str, ...] = ("std", "ci95_low", "ci95_high")
+
+
+def _spread_parts(spread: Spread | None) -> list[str]:
+    """std and the 95 % CI's bounds (empty cells for a figure measured once)."""
+    if spread is None:
+        return [""] * len(SPREAD_PARTS)
+    return [f"{spread.std:.2f}", f"{spread.ci_low:.2f}", f"{spread.ci_high:.2f}"]
 
 
 def render(

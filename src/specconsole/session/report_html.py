@@ -6,10 +6,12 @@ by matplotlib (``session.charts``) — with no script, font, image or link to fe
 page renders the same anywhere (a test renders it in headless Chromium and checks that it
 loads without console errors, that the charts are there and that the picture is not blank).
 
-The page follows the seed's notes: the seed table, what the sweep found, the charts
-(aggregate vs concurrency, single-request vs the swept axis, the Pareto trade-off), the best
-configuration per concurrency, the crashes with their log excerpt and suggested fixes, and
-every trial's full configuration with the unit diff it deployed (when recorded).
+The page follows the seed's notes: the seed table (with the repeated runs' means, standard
+deviations and confidence intervals under it when ``[bench] repeats`` was set), what the
+sweep found, the charts (aggregate vs concurrency, single-request vs the swept axis, the
+Pareto trade-off), the best configuration per concurrency, the crashes with their log
+excerpt and suggested fixes, and every trial's full configuration with the unit diff it
+deployed (when recorded).
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from collections.abc import Sequence
 
 from specconsole.core.plan import SweepPlan
 from specconsole.core.state import TrialRecord
+from specconsole.core.stats import Spread
 from specconsole.core.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
-from specconsole.present.formats import format_ms, format_rate
+from specconsole.present.formats import format_ms, format_rate, format_rate_ci
 from specconsole.present.labels import config_label, measurement_note
+from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.session.charts import chart_svg
 from specconsole.session.report_json import config_document, unit_diff
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
@@ -91,12 +95,16 @@ def _figure(chart: str, caption: str, trials: Sequence[TrialRecord], plan: Sweep
     )
 
 
+def _half(spread: Spread | None) -> float | None:
+    return None if spread is None else spread.ci_half_width
+
+
 def _levels_table(record: TrialRecord) -> str:
     rows = [
         (
             str(lv.concurrency),
-            format_rate(lv.output_tok_s, 1),
-            format_rate(lv.per_request_tok_s, 1),
+            format_rate_ci(lv.output_tok_s, _half(lv.output_tok_s_spread), 1),
+            format_rate_ci(lv.per_request_tok_s, _half(lv.per_request_tok_s_spread), 1),
             format_ms(lv.ttft_p50_ms),
             format_ms(lv.ttft_p99_ms),
             format_ms(lv.itl_p50_ms),
@@ -141,6 +149,9 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
         "<h2>Trials</h2>",
         _seed_table(trials, plan),
     ]
+    if repeats := repeat_rows(shown, base):
+        out.append(f"<h2>Repeated runs</h2><p>{_e(repeats_note(shown))}</p>")
+        out.append(_table(REPEAT_HEADERS, repeats, tuple(h != "config" for h in REPEAT_HEADERS)))
     found = findings(plan, trials) if plan is not None else ()
     out.append("<h2>Findings</h2>")
     out.append(

@@ -22,6 +22,7 @@ from specconsole.core.plan import SweepPlan
 from specconsole.core.plantables import server_config_to_table
 from specconsole.core.secrets import redact_config
 from specconsole.core.state import TrialRecord
+from specconsole.core.stats import Spread
 from specconsole.core.strategy import findings
 from specconsole.present.labels import config_label, measurement_note
 from specconsole.present.status import status_detail, status_word
@@ -37,6 +38,13 @@ def config_document(config: ServerConfig) -> dict[str, Any]:
     """The ``[server]`` table of ``config``, environment values redacted
     (``core.secrets``)."""
     return server_config_to_table(redact_config(config))
+
+
+def _spread(spread: Spread | None) -> dict[str, Any] | None:
+    """A headline's mean, sample std and 95 % CI over ``[bench] repeats`` (None: one run)."""
+    if spread is None:
+        return None
+    return {k: v for k, v in spread.to_dict().items() if k != "values"}  # records keep no runs
 
 
 def _level(level: Any) -> dict[str, Any]:
@@ -82,6 +90,9 @@ def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, 
         "single_request_tok_s": record.single_request_tok_s,
         "peak_aggregate_tok_s": record.peak_aggregate_tok_s,
         "peak_concurrency": record.peak_concurrency,
+        "repeats": record.repeats,
+        "single_request_spread": _spread(record.single_request_spread),
+        "peak_aggregate_spread": _spread(record.peak_aggregate_spread),
         "capacity": record.capacity,
         "accept_length": record.accept_length,
         "levels": [_level(lv) for lv in sorted(record.levels, key=lambda lv: lv.concurrency)],

@@ -45,7 +45,7 @@ from specconsole.core.validation import validate
 from specconsole.core.watch import is_fatal, looks_fatal
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
-from specconsole.present.formats import DASH, format_elapsed, format_rate
+from specconsole.present.formats import DASH, format_elapsed, format_rate, format_rate_ci
 from specconsole.present.keys import COMMAND_CHOICES, choice_hints
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.series import (
@@ -87,7 +87,11 @@ def phase_label(state: ControllerState) -> str:
     if state.phase is Phase.BENCHMARKING:
         running = [lv for lv in state.bench if not lv.done]
         if running:
-            return f"{label} · c={running[0].concurrency}"
+            level = running[0]
+            run = (
+                f" · run {level.repeat + 1}/{level.repeat_count}" if level.repeat_count > 1 else ""
+            )
+            return f"{label} · c={level.concurrency}{run}"
     return label
 
 
@@ -159,7 +163,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
 
 def _level_from_progress(progress: LevelProgress, duration_s: float | None) -> LevelView:
     result = progress.result
-    if result is not None:
+    if result is not None and progress.done:
         return _level_from_summary(result)
     started = bool(progress.completed or progress.failed or progress.running)
     if progress.done:
@@ -190,6 +194,7 @@ def _level_from_progress(progress: LevelProgress, duration_s: float | None) -> L
 
 def _level_from_summary(summary: LevelSummary) -> LevelView:
     total = summary.completed + summary.failed
+    agg = summary.output_tok_s_spread
     return LevelView(
         concurrency=summary.concurrency,
         completed=total,
@@ -198,6 +203,8 @@ def _level_from_summary(summary: LevelSummary) -> LevelView:
         tok_s=summary.output_tok_s,
         ttft_p50_ms=summary.ttft_p50_ms,
         state="failed" if summary.failed and not summary.completed else "done",
+        tok_s_ci=None if agg is None else agg.ci_half_width,
+        runs=summary.repeats,
     )
 
 
@@ -209,33 +216,47 @@ def _latest_benchmarked(state: ControllerState) -> TrialRecord | None:
 
 
 def bench_view(state: ControllerState) -> BenchView:
-    """The live ladder of the current trial, else the last benchmarked trial's results."""
+    """The live ladder of the current trial, else the last benchmarked trial's results.
+    With ``[bench] repeats`` a finished level shows the mean of its runs so far with the 95 %
+    CI's half-width, and the headlines their spread."""
     if state.bench:
         duration = state.plan.bench.duration_s if state.plan is not None else None
         levels = tuple(_level_from_progress(p, duration) for p in state.bench)
         finished = [p.result for p in state.bench if p.result is not None]
-        single = next((r.per_request_tok_s for r in finished if r.concurrency == 1), None)
-        done = bool(levels) and all(lv.state in ("done", "failed") for lv in levels)
-        peak = max(finished, key=lambda r: r.output_tok_s) if (finished and done) else None
+        single = next((r for r in finished if r.concurrency == 1), None)
+        # the peak once every level has a figure (in a repeated ladder's later runs: the runs
+        # finished so far, combined)
+        measured = all(p.result is not None for p in state.bench)
+        peak = max(finished, key=lambda r: r.output_tok_s) if measured else None
+        status = summarise_levels(levels)
+        runs = max(p.repeat_count for p in state.bench)
+        if runs > 1:
+            current = max(p.repeat for p in state.bench) + 1
+            status = f"run {current}/{runs} · {status}"
         return BenchView(
             levels=levels,
-            single_tok_s=single,
+            single_tok_s=None if single is None else single.per_request_tok_s,
             peak_tok_s=None if peak is None else peak.output_tok_s,
             peak_concurrency=None if peak is None else peak.concurrency,
             accept_length=None,
-            status=summarise_levels(levels),
+            status=status,
+            single_spread=None if single is None else single.per_request_tok_s_spread,
+            peak_spread=None if peak is None else peak.output_tok_s_spread,
         )
     record = _latest_benchmarked(state)
     if record is None:
         return BenchView()
     levels = tuple(_level_from_summary(lv) for lv in record.levels)
+    runs = f" · {record.repeats} runs" if record.repeats > 1 else ""
     return BenchView(
         levels=levels,
         single_tok_s=record.single_request_tok_s,
         peak_tok_s=record.peak_aggregate_tok_s,
         peak_concurrency=record.peak_concurrency,
         accept_length=record.accept_length,
-        status=f"trial {record.index + 1} · done",
+        status=f"trial {record.index + 1} · done{runs}",
+        single_spread=record.single_request_spread,
+        peak_spread=record.peak_aggregate_spread,
     )
 
 
@@ -341,10 +362,15 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         verdict = "" if predicted.feasible else " (predicted not to load)"
         lines.append(f"predicted capacity: {predicted.predicted_tokens:,} tokens{verdict}")
     for level in sorted(record.levels, key=lambda lv: lv.concurrency):
+        agg, per = level.output_tok_s_spread, level.per_request_tok_s_spread
         lines.append(
-            f"c={level.concurrency}: {format_rate(level.output_tok_s)} tok/s aggregate, "
-            f"{format_rate(level.per_request_tok_s)} tok/s per request"
+            f"c={level.concurrency}: "
+            f"{format_rate_ci(level.output_tok_s, agg.ci_half_width if agg else None)} "
+            "tok/s aggregate, "
+            f"{format_rate_ci(level.per_request_tok_s, per.ci_half_width if per else None)} "
+            "tok/s per request"
             + (f", {level.failed} failed" if level.failed else "")
+            + (f" (mean ± 95% CI of {level.repeats} runs)" if level.repeats > 1 else "")
         )
     if record.accept_length is not None:
         lines.append(f"accept length: {record.accept_length:.2f}")

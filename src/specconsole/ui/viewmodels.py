@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from specconsole.core.stats import Spread
 from specconsole.present.series import Series
 
 LINE_KINDS: tuple[str, ...] = ("fatal", "warning", "capacity", "ready", "progress")
@@ -68,6 +69,10 @@ class LevelView:
     """``pending``, ``running``, ``done`` or ``failed``."""
     fraction: float | None = None
     """Share done when the request count is not known up front (duration mode: time)."""
+    tok_s_ci: float | None = None
+    """Half-width of the 95 % CI of ``tok_s`` over the runs combined (``[bench] repeats``)."""
+    runs: int = 1
+    """Runs of the ladder ``tok_s`` averages."""
 
     @property
     def done_fraction(self) -> float:
@@ -92,6 +97,10 @@ class BenchView:
     accept_length: float | None = None
     status: str = "idle"
     """Short phrase shown as the panel subtitle (``idle``, ``level 3/5``, ``done``)."""
+    single_spread: Spread | None = None
+    """Headline 1 over ``[bench] repeats``: mean, sample std, 95 % CI (None: one run)."""
+    peak_spread: Spread | None = None
+    """Headline 2 over the repeats (None: one run)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from specconsole.core import effects as fx
 from specconsole.core import events as ev
+from specconsole.core import results
 from specconsole.core.capacity import predict_capacity
 from specconsole.core.log_events import LoadStage
 from specconsole.core.machine.common import (
@@ -263,8 +264,12 @@ def _on_bench_progress(state: ControllerState, event: ev.Event) -> Result:
     if not 0 <= p.level_index < len(bench):
         return state, ()
     level = bench[p.level_index]
+    if p.repeat > level.repeat:  # the next run of the ladder reached this level
+        level = replace(level, done=False)
     bench[p.level_index] = replace(
         level,
+        repeat=max(level.repeat, p.repeat),
+        repeat_count=max(1, p.repeat_count),
         concurrency=p.concurrency,
         # a runner reports 0 when it cannot know the count (duration mode): keep the plan's
         total=p.total if p.total > 0 else level.total,
@@ -301,12 +306,20 @@ def _on_bench_level_finished(state: ControllerState, event: ev.Event) -> Result:
     bench = list(state.bench)
     if not 0 <= event.level_index < len(bench):
         return state, ()
+    level = bench[event.level_index]
+    runs = list(level.runs)
+    if event.repeat < len(runs):  # the same run again (a level re-run after a lost link)
+        runs[event.repeat] = event.level
+    else:
+        runs.append(event.level)
     bench[event.level_index] = replace(
-        bench[event.level_index],
+        level,
         concurrency=event.level.concurrency,
         done=True,
         running=0,
-        result=event.level,
+        runs=tuple(runs),
+        repeat=max(level.repeat, event.repeat),
+        result=results.combine_runs(runs),
     )
     levels = tuple(p.result for p in bench if p.result is not None)
     return replace(state, bench=tuple(bench), trial=replace(trial, levels=levels)), ()

@@ -1,7 +1,9 @@
 """The benchmark panel: the concurrency ladder with a bar per level, and the headline numbers.
 
 The panel is a function of a ``BenchView``; the bar width follows the widget's width so the
-same view reads at 80 columns (narrow bars, no TTFT column) and on a wide terminal.
+same view reads at 80 columns (narrow bars, no TTFT column) and on a wide terminal. With
+``[bench] repeats`` a finished level's tok/s is the mean of its runs ± the 95 % CI's
+half-width, and a line under the headlines gives the runs and the standard deviations.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from specconsole.present.formats import format_ms, format_rate, format_ratio
+from specconsole.present.formats import format_ms, format_rate, format_rate_ci, format_ratio
 from specconsole.ui.viewmodels import BenchView, LevelView, fraction_bar
 
 _STATE_CLASS = {
@@ -50,7 +52,7 @@ class BenchPanel(Widget):
 
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
         levels = max(1, len(self._view.levels))
-        return levels + 2
+        return levels + 2 + (1 if self._spread_line(self._view) else 0)
 
     def render(self) -> RenderableType:
         view = self._view
@@ -60,22 +62,27 @@ class BenchPanel(Widget):
             text.append("No benchmark yet: press b to benchmark what is deployed, s to sweep.")
             return text
         wide = width >= 62
-        fixed = 5 + 2 + 7 + 2 + 11 + (13 if wide else 0) + 6
+        rate_width = 12 if any(lv.tok_s_ci is not None for lv in view.levels) else 7
+        fixed = 5 + 2 + 7 + 2 + rate_width + 4 + (13 if wide else 0) + 6
         bar_width = max(4, min(30, width - fixed))
         for i, level in enumerate(view.levels):
             if i:
                 text.append("\n")
-            self._append_level(text, level, bar_width, wide)
+            self._append_level(text, level, bar_width, wide, rate_width)
         text.append("\n\n")
         headline = self.get_component_rich_style("bench--headline", partial=True)
-        text.append(self._headline(view), style=headline)
+        text.append(self._headline(view, width), style=headline)
+        if spread := self._spread_line(view, width):
+            text.append("\n" + spread)
         return text
 
     def _style(self, level: LevelView) -> Style:
         name = _STATE_CLASS.get(level.state, "bench--pending")
         return self.get_component_rich_style(name, partial=True)
 
-    def _append_level(self, text: Text, level: LevelView, bar_width: int, wide: bool) -> None:
+    def _append_level(
+        self, text: Text, level: LevelView, bar_width: int, wide: bool, rate_width: int
+    ) -> None:
         style = self._style(level)
         if level.total:
             count = f"{level.completed}/{level.total}"
@@ -84,7 +91,8 @@ class BenchPanel(Widget):
         text.append(f"c={level.concurrency:<3} ", style=style)
         text.append(fraction_bar(level.done_fraction, bar_width), style=style)
         text.append(f" {count:>7}")
-        text.append(f" {format_rate(level.tok_s):>7} tok/s")
+        rate = format_rate_ci(level.tok_s, level.tok_s_ci, sep="±")
+        text.append(f" {rate:>{rate_width}} tok/s")
         if wide:
             text.append(f"  ttft {format_ms(level.ttft_p50_ms):>8}")
         if level.failed:
@@ -92,12 +100,39 @@ class BenchPanel(Widget):
             text.append(f"  {level.failed} err", style=failed)
 
     @staticmethod
-    def _headline(view: BenchView) -> str:
+    def _headline(view: BenchView, width: int) -> str:
+        """The two headline numbers (means ± 95 % CI half-width over repeated runs): the
+        spaced form when it fits the panel, else a compact one."""
         if view.single_tok_s is None and view.peak_tok_s is None:
             return "single —   peak —"
+        single_ci = view.single_spread.ci_half_width if view.single_spread else None
+        peak_ci = view.peak_spread.ci_half_width if view.peak_spread else None
         peak_at = f" @ c={view.peak_concurrency}" if view.peak_concurrency else ""
         accept = f"   accept {format_ratio(view.accept_length)}" if view.accept_length else ""
-        return (
-            f"single {format_rate(view.single_tok_s)} tok/s   "
-            f"peak {format_rate(view.peak_tok_s)} tok/s{peak_at}{accept}"
+        spaced = (
+            f"single {format_rate_ci(view.single_tok_s, single_ci)} tok/s   "
+            f"peak {format_rate_ci(view.peak_tok_s, peak_ci)} tok/s{peak_at}{accept}"
         )
+        if len(spaced) <= width:
+            return spaced
+        at = f" @c={view.peak_concurrency}" if view.peak_concurrency else ""
+        short_accept = f" · accept {format_ratio(view.accept_length)}" if view.accept_length else ""
+        return (
+            f"single {format_rate_ci(view.single_tok_s, single_ci, sep='±')} · "
+            f"peak {format_rate_ci(view.peak_tok_s, peak_ci, sep='±')}{at} tok/s{short_accept}"
+        )
+
+    @staticmethod
+    def _spread_line(view: BenchView, width: int = 200) -> str:
+        """``± 95% CI over 3 runs · sd single 2.1, peak 8.4`` when the headlines are means
+        over repeated runs (compact when the panel is narrow); empty otherwise."""
+        named = [("single", view.single_spread), ("peak", view.peak_spread)]
+        known = [(name, sp) for name, sp in named if sp is not None]
+        if not known:
+            return ""
+        runs = max(sp.n for _name, sp in known)
+        sds = ", ".join(f"{name} {format_rate(sp.std, 1)}" for name, sp in known)
+        spaced = f"± 95% CI over {runs} runs · sd {sds}"
+        if len(spaced) <= width:
+            return spaced
+        return f"±95% CI, {runs} runs · sd " + "/".join(format_rate(sp.std, 1) for _n, sp in known)
