@@ -137,3 +137,19 @@ async def test_streams_that_stall_mid_window_are_failures_in_bounded_time() -> N
         assert level.failed >= level.max_concurrency and set(level.errors) == {"stall"}
         assert level.window["requests_finished"] == 0
     assert elapsed < 30.0, elapsed  # stall_timeout_s bounds each window
+
+
+async def test_a_full_window_reports_exactly_its_length_on_any_clock() -> None:
+    """A window that ran its ``window_s`` reports that length, not ``(ws + w) − ws``, which
+    on a clock reading 12,345.678 is 0.2999999999992724 (a steady level seemed to fall short
+    of its own window)."""
+    from specconsole.bench.steady import SteadyPhase
+
+    now = [12_345.678]
+    phase = SteadyPhase(0, 1, lambda: now[0], window_s=0.3, window_tokens=None)
+    sink = phase.begin(0, output_len=64, prompt_len=8)
+    for step in range(8):  # first token at ws, then one every 10 ms: well inside the window
+        sink(12_345.678 + 0.01 * step, 2)
+    now[0] = 12_345.678 + 0.5
+    assert await phase.settle(asyncio.Event(), limit_s=5.0, first_token_s=5.0)
+    assert phase.ws == 12_345.678 and phase.window_len == 0.3

@@ -85,6 +85,9 @@ class SteadyPhase(Phase):
         self._last_needed = 0.0
         self.ws: float | None = None
         self.we: float | None = None
+        self.window_len: float | None = None
+        """``we − ws``, kept as decided: a window that ran its full ``window_s`` reports
+        exactly that (``(ws + 0.3) − ws`` on a clock in the thousands reads 0.29999…)."""
 
     def begin(self, slot: int, output_len: int, prompt_len: int) -> Callable[[float, int], None]:
         """``slot`` sends a request of these lengths; returns the request's token sink
@@ -151,10 +154,15 @@ class SteadyPhase(Phase):
                 ws, tokens = self.ws, self.token_bound
                 by_tokens = tokens is not None and self._streamed_since(ws) >= tokens
                 if (by_tokens or now >= ws + self.bound_s) and self._every_stream_measured(ws, now):
-                    self.we = now if by_tokens else max(ws + self.bound_s, self._last_needed)
+                    if by_tokens:
+                        self.we, self.window_len = now, now - ws
+                    else:
+                        self.we = max(ws + self.bound_s, self._last_needed)
+                        self.window_len = max(self.bound_s, self._last_needed - ws)
                     return True
                 if now >= ws + self.bound_s + first_token_s:
-                    self.we = now  # streams stopped mid-window: measure those that streamed
+                    # streams stopped mid-window: measure those that streamed
+                    self.we, self.window_len = now, now - ws
                     return True
             silent = not self.started and (
                 now - self.t0 >= first_token_s or self.failed >= 4 * self.concurrency + 4
@@ -209,7 +217,7 @@ class SteadyPhase(Phase):
         window: dict[str, Any] = {
             "ramp_s": ramp,
             "ramp_complete": self.started >= self.concurrency,
-            "window_s": we - ws,
+            "window_s": self.window_len if self.window_len is not None else we - ws,
             "window_tokens": tokens_in,
             "streams": n,
             "window_output_throughput": sum(rates),
