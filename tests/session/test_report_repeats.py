@@ -117,3 +117,28 @@ def test_a_session_without_repeats_has_no_repeats_section() -> None:
     assert "Repeated runs" not in render(trials, plan(), "md")
     assert "Repeated runs" not in to_html(trials, plan())
     assert "±" not in render(trials, plan(), "md")
+
+
+def test_comparing_two_repeated_sessions_says_when_the_change_is_noise() -> None:
+    from dataclasses import replace
+
+    from specconsole.session.compare import Side, rows, to_markdown
+
+    a_trials = _trials()
+    b_first = a_trials[0]
+    b_close = replace(
+        b_first,
+        levels=tuple(replace(lv, output_tok_s=lv.output_tok_s * 1.01) for lv in b_first.levels),
+    )
+    a = Side("a", tuple(a_trials), plan())
+    b = Side("b", (b_close, a_trials[1]), plan())
+    text = to_markdown(a, b)
+    row = next(line for line in text.splitlines() if line.startswith("| steps=3 "))
+    peak = spread(PEAK_RUNS)
+    assert f"| {peak.mean:,.1f} ± {peak.ci_half_width:,.1f} |" in row
+    assert "+1.0% (CIs overlap) |" in row  # the peak moved by less than its noise
+    other = next(line for line in text.splitlines() if line.startswith("| steps=4 "))
+    assert "CIs overlap" not in other and "±" not in other  # measured once
+    (first, _second) = rows(a, b)
+    assert first["a_peak_aggregate_ci95"] == [peak.ci_low, peak.ci_high]
+    assert first["b_single_request_ci95"] is not None

@@ -3,8 +3,10 @@
 Why: the question after a second sweep is "what changed?" — a new SGLang release, another
 box, a different prompt shape. Trials are matched by their configuration label (how each
 differs from its plan's base, so the same ``steps=3 draft=4`` lines up across sessions) and
-each headline figure is shown for A and B with B's change in percent. The findings of both
-sessions follow, so a moved boundary ("9 loads" → "7 loads") is seen at once.
+each headline figure is shown for A and B with B's change in percent (with ``[bench]
+repeats`` on both sides: mean ± 95 % CI half-width, and "CIs overlap" when the change is
+within the noise). The findings of both sessions follow, so a moved boundary ("9 loads" →
+"7 loads") is seen at once.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from typing import Any
 
 from specconsole.core.plan import SweepPlan
 from specconsole.core.state import TrialRecord, TrialStatus
+from specconsole.core.stats import Spread
 from specconsole.core.strategy import findings
-from specconsole.present.formats import DASH, format_rate
+from specconsole.present.formats import DASH, format_rate_ci
 from specconsole.present.labels import config_label
 from specconsole.present.status import status_word
 from specconsole.session.report_json import report_document
@@ -53,6 +56,31 @@ def _cell(record: TrialRecord | None, figure: str) -> float | None:
     return value
 
 
+def _interval(record: TrialRecord | None, figure: str) -> list[float] | None:
+    """The figure's 95 % CI over ``[bench] repeats`` (``single_request`` or
+    ``peak_aggregate``), or None when it was measured once."""
+    if record is None or record.status is not TrialStatus.OK:
+        return None
+    spread: Spread | None = getattr(record, f"{figure}_spread")
+    return None if spread is None else [spread.ci_low, spread.ci_high]
+
+
+def _figure(value: float | None, interval: list[float] | None) -> str:
+    half = None if interval is None else (interval[1] - interval[0]) / 2.0
+    return format_rate_ci(value, half, 1)
+
+
+def _change_text(
+    a: float | None, b: float | None, ia: list[float] | None, ib: list[float] | None
+) -> str:
+    """B's change in percent; "(CIs overlap)" when both were repeated and their 95 %
+    intervals overlap, so the change is not shown to be real."""
+    text = _change(a, b)
+    if ia is not None and ib is not None and ia[0] <= ib[1] and ib[0] <= ia[1]:
+        return f"{text} (CIs overlap)"
+    return text
+
+
 def rows(a: Side, b: Side) -> list[dict[str, Any]]:
     """One row per configuration label in either session (A's order, then B's new ones)."""
     left, right = _latest_by_label(a), _latest_by_label(b)
@@ -66,6 +94,8 @@ def rows(a: Side, b: Side) -> list[dict[str, Any]]:
             row[f"{side}_status"] = None if record is None else record.status.value
             row[f"{side}_single_request_tok_s"] = _cell(record, "single_request_tok_s")
             row[f"{side}_peak_aggregate_tok_s"] = _cell(record, "peak_aggregate_tok_s")
+            row[f"{side}_single_request_ci95"] = _interval(record, "single_request")
+            row[f"{side}_peak_aggregate_ci95"] = _interval(record, "peak_aggregate")
         out.append(row)
     return out
 
@@ -88,10 +118,12 @@ def to_markdown(a: Side, b: Side) -> str:
 
         sa, sb = row["a_single_request_tok_s"], row["b_single_request_tok_s"]
         pa, pb = row["a_peak_aggregate_tok_s"], row["b_peak_aggregate_tok_s"]
+        isa, isb = row["a_single_request_ci95"], row["b_single_request_ci95"]
+        ipa, ipb = row["a_peak_aggregate_ci95"], row["b_peak_aggregate_ci95"]
         out.append(
             f"| {row['config']} | {trial('a')} | {trial('b')} | "
-            f"{format_rate(sa, 1)} | {format_rate(sb, 1)} | {_change(sa, sb)} | "
-            f"{format_rate(pa, 1)} | {format_rate(pb, 1)} | {_change(pa, pb)} |"
+            f"{_figure(sa, isa)} | {_figure(sb, isb)} | {_change_text(sa, sb, isa, isb)} | "
+            f"{_figure(pa, ipa)} | {_figure(pb, ipb)} | {_change_text(pa, pb, ipa, ipb)} |"
         )
     for tag, side in (("A", a), ("B", b)):
         found = findings(side.plan, side.trials) if side.plan is not None else ()
