@@ -119,3 +119,22 @@ def test_bad_url_and_unreachable_server() -> None:
     assert done.returncode == 2 and "base URL" in done.stderr
     done = bench("http://127.0.0.1:9", "--ladder", "1", "--requests", "1", "--no-flush")
     assert done.returncode == 1 and "connect" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_sharegpt_answers_set_the_lengths_unless_output_len_is_given(
+    url: str, tmp_path: Path
+) -> None:
+    from tests.bench.test_datasets import _answer_lens, _sharegpt
+
+    data = _sharegpt(tmp_path / "sg.json", 10)
+    answers = set(_answer_lens(data).values())
+    own, fixed = tmp_path / "own.jsonl", tmp_path / "fixed.jsonl"
+    common = ("--ladder", "2", "--requests", "6", "--warmup", "0", "--dataset", f"sharegpt:{data}")
+    first = bench(url, *common, "--output-file", str(own), "--json")
+    second = bench(url, *common, "--output-len", "8", "--output-file", str(fixed), "--json")
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    (record,) = [json.loads(line) for line in own.read_text().splitlines()]
+    assert record["output_lens"] and set(record["output_lens"]) <= answers
+    assert len(set(record["output_lens"])) > 1 and record["output_len_source"] == "dataset"
+    (record,) = [json.loads(line) for line in fixed.read_text().splitlines()]
+    assert record["output_lens"] == [8] * 6

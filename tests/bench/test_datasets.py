@@ -124,3 +124,121 @@ def test_plan_takes_dataset_and_range_ratio() -> None:
         }
     ).bench
     assert (spec.prompts, spec.range_ratio, spec.seed) == ("sharegpt:/data/sg.json", 0.25, 7)
+
+
+def _answer_lens(path: Path) -> dict[str, int]:
+    """Each ShareGPT question → its answer's estimated tokens (~4 characters a token)."""
+    from specconsole.bench.prompts import estimate_tokens
+
+    entries = json.loads(path.read_text())
+    return {
+        e["conversations"][0]["value"]: estimate_tokens(e["conversations"][1]["value"])
+        for e in entries
+        if len(e["conversations"]) > 1
+    }
+
+
+def test_sharegpt_answers_set_the_output_lengths_as_bench_serving_samples_them(
+    tmp_path: Path,
+) -> None:
+    path = _sharegpt(tmp_path / "sg.json", 30)
+    entries = json.loads(path.read_text())
+    entries.insert(3, {"conversations": [{"from": "human", "value": "What is a lunar tide?"}]})
+    entries.insert(
+        5, {"conversations": [{"from": "human", "value": "Why?"}, {"from": "gpt", "value": "No"}]}
+    )
+    path.write_text(json.dumps(entries))
+    answers = _answer_lens(path)
+    prompts, settings = load_dataset(
+        f"sharegpt:{path}", 24, input_len=64, output_len=32, range_ratio=0.5, reply_lengths=True
+    )
+    assert settings["output_len_source"] == "dataset"
+    # every request generates its conversation's answer length (no range drawn); entries
+    # without an answer, or with one under 2 tokens, are pruned as bench_serving does
+    assert all(p.output_len == answers[p.text] for p in prompts)
+    assert {p.text for p in prompts} <= {t for t, n in answers.items() if n >= 2}
+    assert len({p.output_len for p in prompts}) > 10  # the dataset's own spread of lengths
+    fixed, fixed_settings = load_dataset(f"sharegpt:{path}", 24, input_len=64, output_len=32)
+    assert {p.output_len for p in fixed} == {32} and "output_len_source" not in fixed_settings
+    assert any(p.text == "What is a lunar tide?" for p in fixed)  # usable without an answer
+
+
+def test_custom_lines_carry_their_answers(tmp_path: Path) -> None:
+    path = tmp_path / "custom.jsonl"
+    lines = [
+        # bench_serving's custom format: role/content (or from/value) conversations
+        {
+            "conversations": [
+                {"role": "user", "content": "Summarise the plot of Hamlet."},
+                {"role": "assistant", "content": "A prince avenges his father. " * 8},
+            ]
+        },
+        # OpenAI messages whose last turn is the recorded answer: not part of the prompt
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Name three prime numbers."},
+                {"role": "assistant", "content": "Two, three and five."},
+            ]
+        },
+        # an explicit output_len wins over the recorded answer
+        {
+            "messages": [
+                {"role": "user", "content": "Count to ten, please."},
+                {"role": "assistant", "content": "one two three four five six seven"},
+            ],
+            "output_len": 5,
+        },
+        {"prompt": "Write a haiku about tides."},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    prompts, _settings = load_dataset(
+        f"jsonl:{path}", 4, input_len=64, output_len=40, reply_lengths=True, seed=3
+    )
+    by_start = {p.text.split()[0]: p for p in prompts}
+    hamlet = by_start["Summarise"]
+    assert hamlet.output_len == round(len("A prince avenges his father. " * 8) / 4)
+    primes = by_start["system:"]
+    assert primes.chat_messages()[-1] == {"role": "user", "content": "Name three prime numbers."}
+    assert primes.output_len == round(len("Two, three and five.") / 4)
+    assert by_start["user:"].output_len == 5
+    assert by_start["Write"].output_len == 40  # no answer recorded: the plan's length
+    with pytest.raises(PromptError, match="each turn must be an object"):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text('{"conversations": ["hello"]}\n')
+        load_dataset(f"jsonl:{bad}", 1, input_len=8, output_len=8)
+
+
+def test_the_plan_and_the_cli_take_the_datasets_lengths_unless_one_is_given(
+    tmp_path: Path,
+) -> None:
+    from specconsole.core.plan import PlanError
+
+    def bench(**more: object) -> BenchSpec:
+        table = {"dataset": "sharegpt:/data/sg.json", **more}
+        return parse_plan({"server": {"model_path": "m"}, "bench": table}).bench
+
+    assert bench().output_len_from_dataset and bench().output_len == 256
+    given = bench(output_len=128)
+    assert not given.output_len_from_dataset and given.output_len == 128
+    with pytest.raises(PlanError, match="output_len_from_dataset"):
+        bench(output_len_from_dataset=True)
+    from specconsole.core.planparse import plan_document
+
+    for table in (
+        {"dataset": "sharegpt:/d.json"},
+        {"dataset": "sharegpt:/d.json", "output_len": 9},
+    ):
+        plan = parse_plan({"server": {"model_path": "m"}, "bench": table})
+        assert parse_plan(plan_document(plan)).bench == plan.bench  # a plan written back
+    path = _sharegpt(tmp_path / "sg.json", 12)
+    answers = _answer_lens(path)
+    spec = BenchSpec(
+        ladder=(1,),
+        requests_per_level=4,
+        prompts=f"sharegpt:{path}",
+        output_len_from_dataset=True,
+        warmup_requests=0,
+    )
+    plan = plan_for(spec)
+    assert [p.output_len for p in plan.prompts] == [answers[p.text] for p in plan.prompts]

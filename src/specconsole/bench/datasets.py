@@ -15,10 +15,14 @@ prompt file for ``builtin``; of the generating parameters for ``random``).
 
 * ``sharegpt:FILE``: bench_serving's ShareGPT format — objects with ``conversations``:
   ``[{"from": "human", "value": ...}, {"from": "gpt", "value": ...}, ...]``; the first human
-  turn is the prompt (entries without one, or shorter than 4 estimated tokens, are skipped).
-  The output length is ``--output-len`` (like bench_serving's ``--sharegpt-output-len``).
-* ``jsonl:FILE`` (or a bare path): ``{"prompt": ...}`` or ``{"messages": [...]}`` per line;
-  an optional ``"output_len"`` sets that request's output length.
+  turn is the prompt (entries without one, or under 2 estimated tokens, are skipped). Its
+  output length is the answer's (the turn after it, ~4 characters a token), as bench_serving
+  samples ShareGPT — unless ``--output-len`` / ``[bench] output_len`` is given, which fixes
+  it (bench_serving's ``--sharegpt-output-len``).
+* ``jsonl:FILE`` (or a bare path): ``{"prompt": ...}``, ``{"messages": [...]}`` (a last
+  ``assistant`` message is the recorded answer, not part of the prompt) or bench_serving's
+  custom ``{"conversations": [...]}`` per line; an optional ``"output_len"`` sets that
+  request's output length, a recorded answer sets it as for ShareGPT.
 * ``builtin``, ``random``: see :mod:`specconsole.bench.prompts`.
 """
 
@@ -35,11 +39,13 @@ from typing import Any
 
 from specconsole.bench.prompts import (
     BUILTIN,
+    MIN_TOKENS,
     RANDOM,
     Prompt,
     PromptError,
     _fit_to_length,
     builtin_texts,
+    conversation_prompt,
     estimate_tokens,
     load_jsonl_lines,
     random_text,
@@ -113,7 +119,10 @@ def iter_json_entries(path: str) -> Iterator[tuple[int, Any]]:
         f.close()
 
 
-def _sharegpt_prompts(path: str, limit: int) -> list[Prompt]:
+def _sharegpt_prompts(path: str, limit: int, *, need_reply: bool) -> list[Prompt]:
+    """The first ``limit`` usable conversations: a first human turn of 2 or more estimated
+    tokens and, when the lengths come from the dataset (``need_reply``), an answer of 2 or
+    more (bench_serving prunes shorter ones)."""
     out: list[Prompt] = []
     for number, entry in iter_json_entries(path):
         turns = entry.get("conversations") if isinstance(entry, dict) else None
@@ -122,17 +131,12 @@ def _sharegpt_prompts(path: str, limit: int) -> list[Prompt]:
                 f'{path}: entry {number} has no "conversations" list; ShareGPT entries look '
                 'like {"conversations": [{"from": "human", "value": "..."}, ...]}'
             )
-        first = next(
-            (
-                t.get("value")
-                for t in turns
-                if isinstance(t, dict) and t.get("from") in ("human", "user")
-            ),
-            None,
-        )
-        if not isinstance(first, str) or estimate_tokens(first) < 4:
-            continue  # bench_serving also drops prompts shorter than 4 tokens
-        out.append(Prompt(text=first, est_tokens=estimate_tokens(first)))
+        prompt = conversation_prompt(turns, f"{path}: entry {number}")
+        if prompt is None:
+            continue
+        if need_reply and (prompt.reply_tokens or 0) < MIN_TOKENS:
+            continue
+        out.append(prompt)
         if len(out) >= limit:
             break
     if not out:
@@ -153,9 +157,16 @@ def load_dataset(
     output_len: int,
     range_ratio: float = 1.0,
     seed: int = 42,
+    reply_lengths: bool = False,
 ) -> tuple[list[Prompt], dict[str, Any]]:
     """``count`` prompts (each with its output length) and the settings that identify the
-    workload in records: ``dataset_name``, ``dataset_path``, ``dataset_sha256``."""
+    workload in records: ``dataset_name``, ``dataset_path``, ``dataset_sha256``.
+
+    ``reply_lengths``: a request whose entry recorded an answer (a ShareGPT conversation, a
+    custom line's assistant turn) generates that answer's estimated token count, as
+    bench_serving does without ``--sharegpt-output-len``; otherwise (and for entries without
+    one) ``output_len``, drawn with ``range_ratio``. A line's own ``output_len`` always wins.
+    """
     if not 0 < range_ratio <= 1:
         raise PromptError("--range-ratio: give a number in (0, 1]; 1 means fixed lengths")
     if input_len <= 0 or output_len <= 0:
@@ -191,12 +202,18 @@ def load_dataset(
         settings["dataset_path"] = path
         settings["dataset_sha256"] = file_sha256(path)
         if kind == SHAREGPT:
-            pool = _sharegpt_prompts(path, count)
+            pool = _sharegpt_prompts(path, count, need_reply=reply_lengths)
         else:
             pool = load_jsonl_lines(path, limit=count)
         order = list(range(len(pool)))
         rng.shuffle(order)
         prompts = [pool[order[i % len(order)]] for i in range(count)]
+    if reply_lengths and any(p.reply_tokens for p in prompts):
+        settings["output_len_source"] = "dataset"  # bench_serving without --sharegpt-output-len
+        prompts = [
+            replace(p, output_len=p.reply_tokens) if p.output_len is None and p.reply_tokens else p
+            for p in prompts
+        ]
     if range_ratio < 1 or kind in (SHAREGPT, JSONL):
         prompts = [
             p

@@ -61,6 +61,7 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         output_len=spec.output_len,
         range_ratio=spec.range_ratio,
         seed=spec.seed,
+        reply_lengths=spec.output_len_from_dataset,
     )
     headers = request_headers(spec)
     if headers:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,10 @@ class Prompt:
     """Estimated prompt tokens (the server's count is used for metrics)."""
     output_len: int | None = None
     """This request's output tokens (datasets, ``--range-ratio``); None: the plan's."""
+    reply_tokens: int | None = None
+    """Estimated tokens of the reply the dataset recorded for this prompt (a ShareGPT
+    conversation's answer, a custom line's assistant turn): the request's output length
+    when lengths come from the dataset, as bench_serving's ShareGPT sampling does."""
 
     def chat_messages(self) -> list[dict[str, str]]:
         if self.messages is not None:
@@ -76,6 +80,7 @@ class Prompt:
             "messages": None if self.messages is None else [dict(m) for m in self.messages],
             "est_tokens": self.est_tokens,
             "output_len": self.output_len,
+            "reply_tokens": self.reply_tokens,
         }
 
     @classmethod
@@ -86,6 +91,7 @@ class Prompt:
             messages=None if messages is None else tuple(dict(m) for m in messages),
             est_tokens=int(data.get("est_tokens", 0)),
             output_len=None if data.get("output_len") is None else int(data["output_len"]),
+            reply_tokens=None if data.get("reply_tokens") is None else int(data["reply_tokens"]),
         )
 
 
@@ -129,6 +135,38 @@ def _fit_to_length(core: str, others: Sequence[str], input_len: int, rng: random
 def random_text(n_tokens: int, rng: random.Random) -> str:
     """``n_tokens`` random common words (about one token each)."""
     return " ".join(rng.choice(_WORDS) for _ in range(max(1, n_tokens)))
+
+
+MIN_TOKENS = 2
+"""bench_serving prunes a ShareGPT/custom entry whose prompt or answer is under 2 tokens."""
+
+HUMAN_ROLES: frozenset[str] = frozenset({"human", "user"})
+"""Who asks in a ShareGPT-style conversation (``from`` or ``role``)."""
+
+
+def conversation_prompt(turns: list[Any], where: str) -> Prompt | None:
+    """A ShareGPT-style conversation (``[{"from": "human", "value": ...}, {"from": "gpt",
+    ...}]``; bench_serving's custom JSONL spells them ``role`` / ``content``) as a prompt:
+    its first human turn, with the estimated tokens of the answer that follows it as
+    ``reply_tokens``. None when the conversation asks nothing (no human turn) or the question
+    is under 2 estimated tokens (bench_serving prunes prompts shorter than 2 tokens)."""
+    texts: list[tuple[str, str]] = []
+    for turn in turns:
+        if not isinstance(turn, dict):
+            raise PromptError(f'{where}: each turn must be an object like {{"from": "human", ...}}')
+        who = turn.get("from", turn.get("role"))
+        said = turn.get("value", turn.get("content"))
+        texts.append((who if isinstance(who, str) else "", said if isinstance(said, str) else ""))
+    ask = next((i for i, (who, said) in enumerate(texts) if who in HUMAN_ROLES and said), None)
+    if ask is None or estimate_tokens(texts[ask][1]) < MIN_TOKENS:
+        return None
+    question = texts[ask][1]
+    answer = texts[ask + 1][1] if ask + 1 < len(texts) else ""
+    return Prompt(
+        text=question,
+        est_tokens=estimate_tokens(question),
+        reply_tokens=estimate_tokens(answer) if answer else None,
+    )
 
 
 def load_jsonl(path: str | Path) -> list[Prompt]:
@@ -186,6 +224,9 @@ def load_jsonl_lines(path: str | Path, limit: int | None = None) -> list[Prompt]
                         '"content", e.g. {"role": "user", "content": "Hi"}'
                     )
                 clean.append({"role": m["role"], "content": m["content"]})
+            reply: int | None = None
+            if len(clean) > 1 and clean[-1]["role"] == "assistant":  # the answer it got
+                reply = estimate_tokens(clean.pop()["content"])
             text = "\n".join(f"{m['role']}: {m['content']}" for m in clean)
             prompts.append(
                 Prompt(
@@ -193,10 +234,20 @@ def load_jsonl_lines(path: str | Path, limit: int | None = None) -> list[Prompt]
                     messages=tuple(clean),
                     est_tokens=estimate_tokens(text),
                     output_len=out_len,
+                    reply_tokens=reply,
                 )
             )
             continue
-        raise PromptError(f'{where}: needs a non-empty "prompt" string or a "messages" list')
+        turns = obj.get("conversations", obj.get("conversation"))
+        if isinstance(turns, list) and turns:
+            prompt = conversation_prompt(turns, where)
+            if prompt is not None:
+                prompts.append(replace(prompt, output_len=out_len))
+            continue
+        raise PromptError(
+            f'{where}: needs a non-empty "prompt" string, a "messages" list or a '
+            '"conversations" list'
+        )
     if not prompts:
         raise PromptError(
             f'--prompts: {file} holds no prompts; add lines like {{"prompt": "Explain ..."}}'

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, TextIO, TypeVar
 
 from specconsole.core.metrics import BenchResult, LevelMetrics
-from specconsole.core.ports import BenchApi, BenchSpec
+from specconsole.core.ports import DEFAULT_OUTPUT_LEN, BenchApi, BenchSpec
 from specconsole.core.slo import parse_slo
 
 T = TypeVar("T", int, float)
@@ -146,9 +146,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--output-len",
         type=_positive_int,
-        default=256,
+        default=None,
         metavar="N",
-        help="output tokens per request, with ignore_eos (default 256)",
+        help="output tokens per request, with ignore_eos (default 256; a ShareGPT or custom "
+        "dataset's recorded answers set their own unless this is given)",
     )
     p.add_argument(
         "--dataset",
@@ -274,7 +275,8 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         duration_s=args.duration,
         warmup_requests=args.warmup,
         input_len=args.input_len,
-        output_len=args.output_len,
+        output_len=DEFAULT_OUTPUT_LEN if args.output_len is None else args.output_len,
+        output_len_from_dataset=args.output_len is None,
         api=BenchApi(args.api),
         prompts=args.prompts,
         range_ratio=args.range_ratio,

@@ -289,6 +289,16 @@ def _table(obj: Any) -> dict[str, Any]:
     }
 
 
+def _bench_keys_left_out(plan: SweepPlan) -> set[str]:
+    """``[bench]`` fields the document leaves out: the headers (written as a table), the
+    derived ``output_len_from_dataset``, and ``output_len`` when a dataset's answers set it
+    (a plan without ``output_len`` reads back as the same spec)."""
+    out = {"headers", "output_len_from_dataset"}
+    if plan.bench.output_len_from_dataset:
+        out.add("output_len")
+    return out
+
+
 def plan_document(plan: SweepPlan) -> dict[str, Any]:
     """The plan as a TOML document that :func:`parse_plan` reads back to an equal plan
     (used when a plan was built in code and has no ``source`` text to keep)."""
@@ -331,7 +341,7 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         },
         "sweep": sweep,
         "bench": {
-            **{k: v for k, v in _table(plan.bench).items() if k != "headers"},
+            **{k: v for k, v in _table(plan.bench).items() if k not in _bench_keys_left_out(plan)},
             **({"headers": dict(plan.bench.headers)} if plan.bench.headers else {}),
             "placement": plan.bench_placement.value,
             **({} if plan.bench_url is None else {"url": plan.bench_url}),

@@ -138,10 +138,14 @@ def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
     return placement, url.rstrip("/")
 
 
+_DERIVED_BENCH_FIELDS: frozenset[str] = frozenset({"output_len_from_dataset"})
+"""BenchSpec fields a plan does not write: they follow from the keys it does."""
+
+
 def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
     if not isinstance(table, Mapping):
         raise PlanError("[bench] must be a table, e.g. [bench] then ladder = [1, 4, 16]")
-    known = {f.name: f for f in fields(BenchSpec)}
+    known = {f.name: f for f in fields(BenchSpec) if f.name not in _DERIVED_BENCH_FIELDS}
     check_keys(table, set(known) | _BENCH_PLACEMENT_KEYS | {"dataset"}, "[bench]")
     table = {k: v for k, v in table.items() if k not in _BENCH_PLACEMENT_KEYS}
     kw: dict[str, Any] = {}
@@ -236,6 +240,9 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
         else:  # pragma: no cover - every BenchSpec field is handled above
             default = known[key].default
             kw[key] = value if default is MISSING else type(default)(value)
+    # no output_len: a dataset's recorded answers set each request's (bench_serving's ShareGPT
+    # default); an explicit one fixes them all
+    kw["output_len_from_dataset"] = "output_len" not in table
     return _checked_window(BenchSpec(**kw))
 
 

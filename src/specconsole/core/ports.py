@@ -310,6 +310,11 @@ class Placement(StrEnum):
     """On the GPU box, by the self-contained runner script."""
 
 
+DEFAULT_OUTPUT_LEN = 256
+"""Output tokens per request when neither the user nor the dataset says (bench_serving's
+``--random-output-len`` default is 1024; 256 keeps a ladder of five levels short)."""
+
+
 @dataclass(frozen=True, slots=True)
 class BenchSpec:
     """What to measure: the concurrency ladder and the request shape."""
@@ -324,7 +329,7 @@ class BenchSpec:
     """Requests per level that are sent and discarded before measuring (per slot: c)."""
     input_len: int = 256
     """Prompt length in tokens (approximate for built-in prompts)."""
-    output_len: int = 256
+    output_len: int = DEFAULT_OUTPUT_LEN
     """Fixed output length (``max_tokens`` with ``ignore_eos``)."""
     api: BenchApi = BenchApi.GENERATE
     prompts: str = "builtin"
@@ -332,6 +337,11 @@ class BenchSpec:
     ``jsonl:FILE`` or a JSONL path (bench/datasets.py)."""
     range_ratio: float = 1.0
     """Lengths drawn uniformly from ``[max(1, int(len × ratio)), len]`` (1: fixed)."""
+    output_len_from_dataset: bool = False
+    """A dataset entry that recorded its answer (a ShareGPT conversation, a custom line's
+    assistant turn) generates that answer's length, as bench_serving samples ShareGPT; the
+    CLI and the plan set it when no output length is given (an explicit one fixes every
+    request's length, bench_serving's ``--sharegpt-output-len``)."""
     temperature: float = 0.0
     request_rate: float | None = None
     """Poisson arrivals at this many req/s instead of closed-loop concurrency."""
