@@ -101,26 +101,32 @@ class BenchPanel(Widget):
 
     @staticmethod
     def _headline(view: BenchView, width: int) -> str:
-        """The two headline numbers (means ± 95 % CI half-width over repeated runs): the
-        spaced form when it fits the panel, else a compact one."""
+        """The two headline numbers (means ± 95 % CI half-width over repeated runs) and the
+        accept length: the first of these forms that fits the panel — spaced, spaced without
+        the accept length, compact, compact without it."""
         if view.single_tok_s is None and view.peak_tok_s is None:
             return "single —   peak —"
         single_ci = view.single_spread.ci_half_width if view.single_spread else None
         peak_ci = view.peak_spread.ci_half_width if view.peak_spread else None
-        peak_at = f" @ c={view.peak_concurrency}" if view.peak_concurrency else ""
-        accept = f"   accept {format_ratio(view.accept_length)}" if view.accept_length else ""
+        accept = format_ratio(view.accept_length) if view.accept_length else ""
+        c = view.peak_concurrency
         spaced = (
             f"single {format_rate_ci(view.single_tok_s, single_ci)} tok/s   "
-            f"peak {format_rate_ci(view.peak_tok_s, peak_ci)} tok/s{peak_at}{accept}"
+            f"peak {format_rate_ci(view.peak_tok_s, peak_ci)} tok/s" + (f" @ c={c}" if c else "")
         )
-        if len(spaced) <= width:
-            return spaced
-        at = f" @c={view.peak_concurrency}" if view.peak_concurrency else ""
-        short_accept = f" · accept {format_ratio(view.accept_length)}" if view.accept_length else ""
-        return (
+        compact = (
             f"single {format_rate_ci(view.single_tok_s, single_ci, sep='±')} · "
-            f"peak {format_rate_ci(view.peak_tok_s, peak_ci, sep='±')}{at} tok/s{short_accept}"
+            f"peak {format_rate_ci(view.peak_tok_s, peak_ci, sep='±')}"
+            + (f" @c={c}" if c else "")
+            + " tok/s"
         )
+        forms = [
+            *([f"{spaced}   accept {accept}"] if accept else []),
+            spaced,
+            *([f"{compact} · accept {accept}"] if accept else []),
+            compact,
+        ]
+        return next((form for form in forms if len(form) <= width), forms[-1])
 
     @staticmethod
     def _spread_line(view: BenchView, width: int = 200) -> str:
