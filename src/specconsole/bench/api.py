@@ -113,6 +113,11 @@ class SSEDecoder:
     def __init__(self) -> None:
         self._buf = b""
 
+    @property
+    def pending(self) -> bool:
+        """Whether a partial line waits for the rest of its bytes."""
+        return bool(self._buf)
+
     def block(self, data: bytes) -> bytes:
         """The complete lines received so far (b"" if none); keeps the partial last line."""
         buf = self._buf + data if self._buf else data
@@ -185,6 +190,8 @@ class StreamParser:
     def feed(self, data: bytes, now: float) -> int:
         """Consume bytes received at ``now``; returns the new tokens seen (for the live rate
         only: an OpenAI chunk without per-chunk usage counts as one until ``finish``)."""
+        if data[-1:] == b"\n" and not self._sse.pending:  # whole lines: the common case
+            return self._block(data, now)
         block = self._sse.block(data)
         return self._block(block, now) if block else 0
 
@@ -274,11 +281,16 @@ class GenerateParser(StreamParser):
         """A cumulative ``count`` seen at ``now``; returns the tokens it adds."""
         self._last = event
         new = count - self._count
-        if new > 0:
-            self._count = count
-            self._add(now, new)
-            return new
-        return 0
+        if new <= 0:
+            return 0
+        self._count = count
+        times = self.times
+        if times and times[-1] == now:  # _add, inlined: once per read on the hot path
+            self.tokens[-1] += new
+        else:
+            times.append(now)
+            self.tokens.append(new)
+        return new
 
     def finish(self) -> StreamOutcome:
         if not self.done:

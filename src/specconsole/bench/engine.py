@@ -31,7 +31,6 @@ errors, stalls, timeouts) are the server's answer and are kept as measured.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import random
 import time
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from specconsole.bench.api import (
     build_request,
     make_parser,
 )
+from specconsole.bench.eventloop import loop_name
 from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.phase import Phase
 from specconsole.bench.prompts import Prompt
@@ -120,6 +120,7 @@ class LadderRun:
             "api": self.plan.api,
             "random_input_len": self.plan.input_len,
             "random_output_len": self.plan.output_len,
+            "event_loop": loop_name(asyncio.get_running_loop()),
             **self.plan.settings,
         }
         if self.plan.slo:
@@ -471,17 +472,16 @@ class LadderRun:
         )
         parser = make_parser(plan.api)
         clock = self._clock
+        # the steady window's slot sink, or the phase's: the client calls it from its protocol
+        # callback, outside this task, so the slot is passed in, never read from a context
         add_tokens = sink or phase.add_tokens
         feed = parser.feed
-        # The client calls the sink from its protocol callback, outside this task: progress
-        # goes through this task's context (a steady window reads its slot from it).
-        in_task = contextvars.copy_context().run
 
         def on_data(data: bytes) -> None:
             now = clock()
             new = feed(data, now - start)
             if new:
-                in_task(add_tokens, now, new)
+                add_tokens(now, new)
 
         phase.running += 1
         start = clock()

@@ -134,7 +134,7 @@ def _fit_to_length(core: str, others: Sequence[str], input_len: int, rng: random
 
 def random_text(n_tokens: int, rng: random.Random) -> str:
     """``n_tokens`` random common words (about one token each)."""
-    return " ".join(rng.choice(_WORDS) for _ in range(max(1, n_tokens)))
+    return " ".join(rng.choices(_WORDS, k=max(1, n_tokens)))
 
 
 MIN_TOKENS = 2

@@ -24,7 +24,7 @@ import asyncio
 import json
 import socket
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from specconsole.bench.api import RequestFailed, stall_failure
@@ -81,8 +81,8 @@ class _Conn(asyncio.BufferedProtocol):
     # ------------------------------------------------------------------ asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # a stream transport (uvloop's are not asyncio.Transport subclasses: no isinstance)
+        self.transport = cast(asyncio.Transport, transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -109,13 +109,16 @@ class _Conn(asyncio.BufferedProtocol):
         self.data_received(self._rbuf[:nbytes].tobytes())
 
     def data_received(self, data: bytes) -> None:
-        if self._done is None or self._done.done():
+        done = self._done
+        if done is None or done.done():
             return  # bytes after the response (or after a failure): dropped with the conn
         self._got_bytes = True
         self._last = self.loop.time()
         if self._buf:
             data, self._buf = self._buf + data, b""
         try:
+            if self._state == _CHUNK_SIZE and self._one_chunk(data):
+                return
             if self._state == _HEAD:
                 data = self._head(data)
                 if self._state == _HEAD or self._done.done():
@@ -174,6 +177,22 @@ class _Conn(asyncio.BufferedProtocol):
             self._sink(piece)
         if self._remaining == 0:
             self._complete(self._keep_alive)
+
+    def _one_chunk(self, data: bytes) -> bool:
+        """The streaming common case: the read is exactly one whole chunk (size line, data,
+        CRLF), handed to the sink with no parsing loop. False (nothing consumed) otherwise."""
+        nl = data.find(b"\n")
+        if nl <= 0:
+            return False
+        try:
+            length = int(data[:nl], 16)  # a chunk extension (";") fails here: the slow path
+        except ValueError:
+            return False
+        if length == 0 or len(data) != nl + length + 3:
+            return False
+        assert self._sink is not None
+        self._sink(data[nl + 1 : nl + 1 + length])
+        return True
 
     def _chunked_body(self, data: bytes) -> None:
         """De-chunk one received buffer and hand its payload to the sink in one call.

@@ -18,7 +18,6 @@ Standard library only, Python 3.10+.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -27,6 +26,7 @@ import time
 from typing import Any
 
 from specconsole.bench.engine import LadderRun
+from specconsole.bench.eventloop import new_event_loop
 from specconsole.bench.ladder import LadderPlan
 from specconsole.bench.rawhttp import RawStreamClient
 
@@ -80,7 +80,7 @@ def main(plan_json: str, base_url: str) -> int:
         reporter.send({"type": "error", "message": f"bad plan: {exc}"})
         return 2
     reporter.run = run
-    loop = asyncio.new_event_loop()
+    loop = new_event_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, run.cancel)
     try:

@@ -44,6 +44,7 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.bench.steady",
     "specconsole.bench.engine",
     "specconsole.bench.rawhttp",
+    "specconsole.bench.eventloop",
     "specconsole.bench.remote_main",
 )
 """Modules shipped in the script (all standard-library only, Python 3.10+)."""

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from specconsole.bench.engine import LadderRun
+from specconsole.bench.eventloop import new_event_loop
 from specconsole.bench.loadgen import make_run
 from specconsole.core.metrics import BenchResult
 from specconsole.core.ports import (
@@ -132,7 +133,7 @@ class ThreadedBenchmarkRunner:
         outcome: list[BenchResult] = []
 
         def main() -> None:
-            loop = asyncio.new_event_loop()
+            loop = new_event_loop()
             with self._lock:
                 self._active = (ladder, loop)
             try:

@@ -52,6 +52,7 @@ from specconsole.core.stats import (  # re-exported: the metrics' statistics are
     median,
     percentile,
     percentile_label,
+    percentile_of_sorted,
     spread,
     std,
 )
@@ -89,13 +90,14 @@ def default_requests_per_level(concurrency: int) -> int:
 def _summary_ms(
     name: str, values_s: Sequence[float], percentiles: Sequence[float]
 ) -> dict[str, float]:
+    ordered = sorted(values_s)  # once for the median and every percentile
     out = {
         f"mean_{name}_ms": mean(values_s) * 1000.0,
-        f"median_{name}_ms": median(values_s) * 1000.0,
+        f"median_{name}_ms": percentile_of_sorted(ordered, 50.0) * 1000.0,
         f"std_{name}_ms": std(values_s) * 1000.0,
     }
     for q in percentiles:
-        out[f"{percentile_label(q)}_{name}_ms"] = percentile(values_s, q) * 1000.0
+        out[f"{percentile_label(q)}_{name}_ms"] = percentile_of_sorted(ordered, q) * 1000.0
     return out
 
 
@@ -288,9 +290,8 @@ def compute_level_metrics(
     e2es = [r.latency for r in ok]
     tpots = [r.tpot for r in ok if r.output_len > 1]
     ttsts = [t for t in (r.ttst for r in ok) if t is not None]
-    itls: list[float] = []
-    for r in ok:
-        itls.extend(r.itl())
+    per_request_itls = [r.itl() for r in ok]
+    itls = [gap for each in per_request_itls for gap in each]
     decode = [
         (r.output_len - 1) / (r.latency - r.ttft)
         for r in ok
@@ -311,7 +312,7 @@ def compute_level_metrics(
     latency.update(_summary_ms("e2e_latency", e2es, pcts))
     latency.update(_summary_ms("ttst", ttsts, pcts))
     latency["max_itl_ms"] = max(itls) * 1000.0 if itls else 0.0
-    peak_tok_s, peak_active = peak_buckets(ok)
+    peak_tok_s, peak_active = peak_buckets(ok, per_request_itls)
     verified = [r for r in ok if r.spec_verify_ct]
     verify_total = sum(r.spec_verify_ct or 0 for r in verified)
     request_accept = (

@@ -79,14 +79,19 @@ def std(values: Sequence[float]) -> float:
     if not values:
         return 0.0
     m = mean(values)
-    return math.sqrt(math.fsum((v - m) ** 2 for v in values) / len(values))
+    return math.sqrt(math.fsum([(v - m) ** 2 for v in values]) / len(values))
 
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile with linear interpolation (numpy's default method)."""
-    if not values:
+    return percentile_of_sorted(sorted(values), q)
+
+
+def percentile_of_sorted(ordered: Sequence[float], q: float) -> float:
+    """:func:`percentile` of values already in ascending order (a level's summary sorts
+    each metric once for all its percentiles)."""
+    if not ordered:
         return 0.0
-    ordered = sorted(values)
     pos = (len(ordered) - 1) * q / 100.0
     lo = math.floor(pos)
     hi = min(lo + 1, len(ordered) - 1)

@@ -65,13 +65,16 @@ class RequestTimeline:
     def itl(self) -> list[float]:
         """Inter-token latencies: a gap before a chunk of k tokens counts as k gaps of gap/k."""
         out: list[float] = []
-        times = self.chunk_times
-        for i in range(1, len(times)):
-            k = self.chunk_tokens[i] if i < len(self.chunk_tokens) else 1
-            if k <= 0:
-                continue
-            gap = times[i] - times[i - 1]
-            out.extend([gap / k] * k)
+        append, extend = out.append, out.extend
+        times, counts = self.chunk_times, self.chunk_tokens
+        if len(counts) < len(times):  # a chunk without a count carries one token
+            counts = (*counts, *(1,) * (len(times) - len(counts)))
+        # counts beyond the last chunk are ignored (strict=False)
+        for prev, now, k in zip(times, times[1:], counts[1:], strict=False):
+            if k == 1:
+                append(now - prev)
+            elif k > 1:
+                extend([(now - prev) / k] * k)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -105,21 +108,28 @@ class RequestTimeline:
         )
 
 
-def peak_buckets(successful: Sequence[RequestTimeline]) -> tuple[float, int]:
-    """bench_serving's per-second buckets: (max output tokens/s, max concurrent requests)."""
+def peak_buckets(
+    successful: Sequence[RequestTimeline], itls: Sequence[Sequence[float]] | None = None
+) -> tuple[float, int]:
+    """bench_serving's per-second buckets: (max output tokens/s, max concurrent requests).
+
+    ``itls``: each request's :meth:`RequestTimeline.itl`, when the caller has them already.
+    """
     if not successful:
         return 0.0, 0
     min_start = min(r.start for r in successful)
     max_end = max(r.start + r.latency for r in successful)
     n = math.ceil(max_end - min_start) + 1
+    last_bucket = n - 1
     tokens = [0] * n
     active = [0] * n
-    for r in successful:
+    for index, r in enumerate(successful):
         t = r.start + r.ttft
-        tokens[min(int(t - min_start), n - 1)] += 1
-        for gap in r.itl():
-            t += gap
-            tokens[min(int(t - min_start), n - 1)] += 1
+        tokens[min(int(t - min_start), last_bucket)] += 1
+        for gap in r.itl() if itls is None else itls[index]:
+            t += gap  # accumulated token by token, as bench_serving does
+            bucket = int(t - min_start)
+            tokens[bucket if bucket < last_bucket else last_bucket] += 1
         first = int(r.start - min_start)
         last = min(int(r.start + r.latency - min_start), n - 1)
         for second in range(first, last + 1):
