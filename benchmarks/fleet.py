@@ -45,8 +45,8 @@ def pool_text(text: str, boxes: int, run_dir: Path) -> str:
     return text
 
 
-async def one(text: str, boxes: int, folder: Path) -> tuple[float, int, str]:
-    plan = resolve_local_placeholders(loads_plan(pool_text(text, boxes, folder)))
+async def one(text: str, boxes: int, folder: Path, plan_dir: Path) -> tuple[float, int, str]:
+    plan = resolve_local_placeholders(loads_plan(pool_text(text, boxes, folder)), plan_dir=plan_dir)
     plan = replace(plan, source=pool_text(text, boxes, folder))
     session = Session.create(folder / "sessions", plan)
     started = time.perf_counter()
@@ -75,7 +75,7 @@ async def main() -> None:
     base: float | None = None
     for n in counts:
         with tempfile.TemporaryDirectory(prefix="specconsole-fleet-") as tmp:
-            wall, trials, found = await one(text, n, Path(tmp))
+            wall, trials, found = await one(text, n, Path(tmp), Path(args.plan).parent)
         base = wall if base is None else base  # the first count is the reference
         speedup = base / wall
         print(f"{n:>5}  {wall:7.1f}  {speedup:7.2f}x  {trials:>6}  {found}", flush=True)
