@@ -25,6 +25,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,7 +41,7 @@ DEMO = ROOT / "examples" / "demo-sweep.toml"
 
 def quick_plan(text: str, run_dir: Path) -> str:
     text = text.replace("ladder = [1, 4, 16, 32, 64]", "ladder = [1, 4, 16]")
-    text = text.replace("duration_s = 1.0", "duration_s = 0.3")
+    text = text.replace("window_s = 1.5", "window_s = 0.3")
     text = text.replace('"--sim-load-seconds", "1.0"', '"--sim-load-seconds", "0.3"')
     return re.sub(r'run_dir = "[^"]*"', f'run_dir = "{run_dir}/run-{{port}}"', text)
 
@@ -124,6 +125,8 @@ def main() -> int:
     text = DEMO.read_text()
     plan = work / "plan.toml"
     plan.write_text(text if opts.full else quick_plan(text, work))
+    # the plan's dataset is "jsonl:{plan_dir}/demo-prompts.jsonl": it travels with the plan
+    shutil.copy(DEMO.parent / "demo-prompts.jsonl", work)
 
     base_parent = work / "baseline"
     t0 = time.monotonic()
