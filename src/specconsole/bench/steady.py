@@ -175,8 +175,8 @@ class SteadyPhase(Phase):
     def metrics(self, base: LevelMetrics, percentiles: tuple[float, ...]) -> LevelMetrics:
         """``base`` (the phase's finished and failed requests, computed as bench_serving
         does) with the window's figures in place of the completed-request ones."""
-        ws, we = self.ws, self.we
-        if ws is None or we is None:
+        ws, we, length = self.ws, self.we, self.window_len
+        if ws is None or we is None or length is None:
             return dataclasses.replace(base, measurement=WINDOW_STEADY)
         rates: list[float] = []
         gaps: list[float] = []
@@ -217,7 +217,7 @@ class SteadyPhase(Phase):
         window: dict[str, Any] = {
             "ramp_s": ramp,
             "ramp_complete": self.started >= self.concurrency,
-            "window_s": self.window_len if self.window_len is not None else we - ws,
+            "window_s": length,
             "window_tokens": tokens_in,
             "streams": n,
             "window_output_throughput": sum(rates),

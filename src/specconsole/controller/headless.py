@@ -41,6 +41,7 @@ from specconsole.core.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.core.stats import half_width
 from specconsole.core.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
@@ -68,7 +69,7 @@ class ProgressPrinter:
         self._notice: Notice | None = None
         self._crash_reported: tuple[int, float] | None = None
         self._levels_printed: set[tuple[int, int, int]] = set()
-        """(trial index, concurrency) of the level lines already printed."""
+        """(trial index, concurrency, run) of the level lines already printed."""
 
     def _print(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -144,9 +145,10 @@ class ProgressPrinter:
 
     @staticmethod
     def _level_line(lv: LevelSummary) -> str:
-        agg, per = lv.output_tok_s_spread, lv.per_request_tok_s_spread
-        aggregate = format_rate_ci(lv.output_tok_s, agg.ci_half_width if agg else None, 1)
-        per_request = format_rate_ci(lv.per_request_tok_s, per.ci_half_width if per else None, 1)
+        aggregate = format_rate_ci(lv.output_tok_s, half_width(lv.output_tok_s_spread), 1)
+        per_request = format_rate_ci(
+            lv.per_request_tok_s, half_width(lv.per_request_tok_s_spread), 1
+        )
         counts = (
             f"streams {lv.completed} (steady window) failed {lv.failed}"
             if lv.measurement == "steady"
@@ -161,12 +163,11 @@ class ProgressPrinter:
         parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
         if record.capacity is not None:
             parts.append(f"capacity {format_int(record.capacity)}")
-        single, peak = record.single_request_spread, record.peak_aggregate_spread
         if record.single_request_tok_s is not None:
-            ci = single.ci_half_width if single else None
+            ci = half_width(record.single_request_spread)
             parts.append(f"single {format_rate_ci(record.single_request_tok_s, ci, 1)} tok/s")
         if record.peak_aggregate_tok_s is not None:
-            ci = peak.ci_half_width if peak else None
+            ci = half_width(record.peak_aggregate_spread)
             text = format_rate_ci(record.peak_aggregate_tok_s, ci, 1)
             parts.append(f"peak {text} tok/s (c={record.peak_concurrency})")
         if record.repeats > 1:

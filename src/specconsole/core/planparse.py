@@ -330,6 +330,7 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
             sweep["startup_trials"] = plan.startup_trials
     if plan.goal != DEFAULT_GOAL:
         sweep.update(goal_document(plan.goal))
+    left_out = _bench_keys_left_out(plan)
     return {
         "name": plan.name,
         "description": plan.description,
@@ -341,7 +342,7 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         },
         "sweep": sweep,
         "bench": {
-            **{k: v for k, v in _table(plan.bench).items() if k not in _bench_keys_left_out(plan)},
+            **{k: v for k, v in _table(plan.bench).items() if k not in left_out},
             **({"headers": dict(plan.bench.headers)} if plan.bench.headers else {}),
             "placement": plan.bench_placement.value,
             **({} if plan.bench_url is None else {"url": plan.bench_url}),

@@ -22,7 +22,7 @@ from specconsole.core.normalize import normalize
 from specconsole.core.render import to_argv
 from specconsole.core.secrets import redact_text
 from specconsole.core.state import LevelSummary
-from specconsole.core.stats import spread
+from specconsole.core.stats import mean, spread
 
 SERVER_INFO_KEYS: tuple[str, ...] = (
     "version",
@@ -98,9 +98,9 @@ def level_summaries(result: BenchResult) -> tuple[LevelSummary, ...]:
         same = [
             next((lv for lv in run if lv.concurrency == first.concurrency), None) for run in runs
         ]
-        out.append(
-            combine_runs([lv for lv in same if lv is not None]) if None not in same else first
-        )
+        found = [lv for lv in same if lv is not None]
+        # a level missing from some run has no interval: the first run's figures stand
+        out.append(combine_runs(found) if len(found) == len(runs) else first)
     return tuple(out)
 
 
@@ -126,7 +126,7 @@ def combine_runs(runs: Sequence[LevelSummary]) -> LevelSummary:
         ttft_p99_ms=(
             first.ttft_p99_ms
             if any(t is None for t in ttfts)
-            else spread([t for t in ttfts if t is not None]).mean
+            else mean([t for t in ttfts if t is not None])
         ),
     )
 

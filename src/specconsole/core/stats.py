@@ -153,6 +153,12 @@ class Spread:
         )
 
 
+def half_width(spread: Spread | None) -> float | None:
+    """The 95 % CI's half-width of a repeated figure (the ``±`` every surface prints), or
+    None for a figure measured once."""
+    return None if spread is None else spread.ci_half_width
+
+
 def spread(values: Sequence[float]) -> Spread:
     """Mean, sample standard deviation and Student-t 95 % CI of ``values`` (n ≥ 1)."""
     n = len(values)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from specconsole.core.config import ServerConfig
 from specconsole.core.state import TrialRecord
-from specconsole.core.stats import Spread
+from specconsole.core.stats import half_width
 from specconsole.present.formats import (
     format_int,
     format_peak,
@@ -67,22 +67,20 @@ STATUS: Column = Column(
 )
 
 
-def _half(spread: Spread | None) -> float | None:
-    return None if spread is None else spread.ci_half_width
-
-
 def _single(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> str:
     """The report's single-request figure is the mean ± 95 % CI half-width when the ladder
     ran more than once (``[bench] repeats``); the console's is the figure alone."""
     if precise:
-        return format_rate_ci(record.single_request_tok_s, _half(record.single_request_spread), 1)
+        return format_rate_ci(
+            record.single_request_tok_s, half_width(record.single_request_spread), 1
+        )
     return format_rate(record.single_request_tok_s)
 
 
 def _peak(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> str:
     if not precise:
         return format_rate(record.peak_aggregate_tok_s)
-    half = _half(record.peak_aggregate_spread)
+    half = half_width(record.peak_aggregate_spread)
     return format_peak(record.peak_aggregate_tok_s, record.peak_concurrency, 1, half)
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-from specconsole.core.stats import Spread
-
 DASH = "—"
 """What an unknown figure shows as."""
 
@@ -42,17 +40,6 @@ def format_rate_ci(
     if half_width is None or _unknown(value) or _unknown(half_width):
         return text
     return f"{text}{sep}{format_rate(half_width, digits)}"
-
-
-def format_spread(spread: Spread, digits: int = 1) -> str:
-    """``1,979.4 ± 12.3 (sd 8.1, 95% CI 1,967.1–1,991.7, n=3)``: everything a repeated
-    figure's record says."""
-    return (
-        f"{format_rate_ci(spread.mean, spread.ci_half_width, digits)} "
-        f"(sd {format_rate(spread.std, digits)}, 95% CI "
-        f"{format_rate(spread.ci_low, digits)}–{format_rate(spread.ci_high, digits)}, "
-        f"n={spread.n})"
-    )
 
 
 def format_ms(value: float | None) -> str:

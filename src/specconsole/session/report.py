@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from specconsole.core.plan import SweepPlan
 from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.stats import Spread
+from specconsole.core.stats import Spread, half_width
 from specconsole.core.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
@@ -135,8 +135,7 @@ def _level_cell(level: LevelSummary | None) -> str:
     """A level's aggregate tok/s; ``mean ± CI half-width`` when it averages repeated runs."""
     if level is None:
         return _fmt(None)
-    spread = level.output_tok_s_spread
-    return format_rate_ci(level.output_tok_s, spread.ci_half_width if spread else None, 1)
+    return format_rate_ci(level.output_tok_s, half_width(level.output_tok_s_spread), 1)
 
 
 def to_markdown(

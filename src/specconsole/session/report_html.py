@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from specconsole.core.plan import SweepPlan
 from specconsole.core.state import TrialRecord
-from specconsole.core.stats import Spread
+from specconsole.core.stats import half_width
 from specconsole.core.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
@@ -95,16 +95,12 @@ def _figure(chart: str, caption: str, trials: Sequence[TrialRecord], plan: Sweep
     )
 
 
-def _half(spread: Spread | None) -> float | None:
-    return None if spread is None else spread.ci_half_width
-
-
 def _levels_table(record: TrialRecord) -> str:
     rows = [
         (
             str(lv.concurrency),
-            format_rate_ci(lv.output_tok_s, _half(lv.output_tok_s_spread), 1),
-            format_rate_ci(lv.per_request_tok_s, _half(lv.per_request_tok_s_spread), 1),
+            format_rate_ci(lv.output_tok_s, half_width(lv.output_tok_s_spread), 1),
+            format_rate_ci(lv.per_request_tok_s, half_width(lv.per_request_tok_s_spread), 1),
             format_ms(lv.ttft_p50_ms),
             format_ms(lv.ttft_p99_ms),
             format_ms(lv.itl_p50_ms),

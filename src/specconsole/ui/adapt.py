@@ -39,6 +39,7 @@ from specconsole.core.state import (
     Phase,
     TrialRecord,
 )
+from specconsole.core.stats import half_width
 from specconsole.core.strategy import Proposal
 from specconsole.core.strategy import suggest_next as core_suggest_next
 from specconsole.core.validation import validate
@@ -194,7 +195,6 @@ def _level_from_progress(progress: LevelProgress, duration_s: float | None) -> L
 
 def _level_from_summary(summary: LevelSummary) -> LevelView:
     total = summary.completed + summary.failed
-    agg = summary.output_tok_s_spread
     return LevelView(
         concurrency=summary.concurrency,
         completed=total,
@@ -203,7 +203,7 @@ def _level_from_summary(summary: LevelSummary) -> LevelView:
         tok_s=summary.output_tok_s,
         ttft_p50_ms=summary.ttft_p50_ms,
         state="failed" if summary.failed and not summary.completed else "done",
-        tok_s_ci=None if agg is None else agg.ci_half_width,
+        tok_s_ci=half_width(summary.output_tok_s_spread),
         runs=summary.repeats,
     )
 
@@ -362,13 +362,12 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         verdict = "" if predicted.feasible else " (predicted not to load)"
         lines.append(f"predicted capacity: {predicted.predicted_tokens:,} tokens{verdict}")
     for level in sorted(record.levels, key=lambda lv: lv.concurrency):
-        agg, per = level.output_tok_s_spread, level.per_request_tok_s_spread
+        aggregate = format_rate_ci(level.output_tok_s, half_width(level.output_tok_s_spread))
+        per_request = format_rate_ci(
+            level.per_request_tok_s, half_width(level.per_request_tok_s_spread)
+        )
         lines.append(
-            f"c={level.concurrency}: "
-            f"{format_rate_ci(level.output_tok_s, agg.ci_half_width if agg else None)} "
-            "tok/s aggregate, "
-            f"{format_rate_ci(level.per_request_tok_s, per.ci_half_width if per else None)} "
-            "tok/s per request"
+            f"c={level.concurrency}: {aggregate} tok/s aggregate, {per_request} tok/s per request"
             + (f", {level.failed} failed" if level.failed else "")
             + (f" (mean ± 95% CI of {level.repeats} runs)" if level.repeats > 1 else "")
         )

@@ -15,6 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
+from specconsole.core.stats import half_width
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci, format_ratio
 from specconsole.ui.viewmodels import BenchView, LevelView, fraction_bar
 
@@ -106,8 +107,7 @@ class BenchPanel(Widget):
         the accept length, compact, compact without it."""
         if view.single_tok_s is None and view.peak_tok_s is None:
             return "single —   peak —"
-        single_ci = view.single_spread.ci_half_width if view.single_spread else None
-        peak_ci = view.peak_spread.ci_half_width if view.peak_spread else None
+        single_ci, peak_ci = half_width(view.single_spread), half_width(view.peak_spread)
         accept = format_ratio(view.accept_length) if view.accept_length else ""
         c = view.peak_concurrency
         spaced = (
