@@ -30,12 +30,12 @@ from tests.controller.helpers import Driver  # noqa: E402
 from tests.fixtures.plans import sim_plan_text  # noqa: E402
 
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
-from specconsole.core import events as ev  # noqa: E402
+from specconsole.core.machine import events as ev  # noqa: E402
 from specconsole.core.machine import step  # noqa: E402
-from specconsole.core.plan import SweepPlan  # noqa: E402
-from specconsole.core.planparse import loads_plan  # noqa: E402
+from specconsole.core.machine.state import ControllerState, Phase  # noqa: E402
+from specconsole.core.plans.parse import loads_plan  # noqa: E402
+from specconsole.core.plans.plan import SweepPlan  # noqa: E402
 from specconsole.core.ports import BenchProgress  # noqa: E402
-from specconsole.core.state import ControllerState, Phase  # noqa: E402
 
 RUNS = 3
 FATAL = b"Not enough memory"

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 from specconsole.controller.pool import box_plan  # noqa: E402
 from specconsole.controller.pool_headless import sweep_headless as run_headless  # noqa: E402
 from specconsole.controller.wiring import resolve_local_placeholders  # noqa: E402
-from specconsole.core.planparse import loads_plan  # noqa: E402
-from specconsole.core.strategy import findings  # noqa: E402
+from specconsole.core.plans.parse import loads_plan  # noqa: E402
+from specconsole.core.search.strategy import findings  # noqa: E402
 from specconsole.remote.local import LocalTransport  # noqa: E402
 from specconsole.remote.process import ProcessBackend  # noqa: E402
 from specconsole.session.store import Session  # noqa: E402

@@ -22,8 +22,8 @@ from collections.abc import Callable
 
 import psutil
 
-from specconsole.core.events import Event, LogLines
-from specconsole.core.state import ControllerState, Phase
+from specconsole.core.machine.events import Event, LogLines
+from specconsole.core.machine.state import ControllerState, Phase
 from specconsole.ui.app import make_app
 from specconsole.ui.widgets.journal import DEFAULT_MAX_LINES, JournalPane
 

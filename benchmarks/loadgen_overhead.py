@@ -121,7 +121,7 @@ async def _worker(
     transport = None
     if mode == "ssh":
         assert sshd is not None
-        from specconsole.core.profile import HostProfile, TransportKind
+        from specconsole.core.plans.profile import HostProfile, TransportKind
         from specconsole.remote.ssh import SshTransport
 
         transport = SshTransport(
@@ -168,7 +168,7 @@ def _run_remote_script(url: str, api: str = "generate") -> dict[str, Any]:
     """The stdlib runner script as the box would run it, pinned to one core."""
     from specconsole.bench.loadgen import plan_for
     from specconsole.bench.remote_runner import build_script
-    from specconsole.core.metrics import BenchResult
+    from specconsole.core.measure.metrics import BenchResult
 
     script = build_script(plan_for(_spec(api)), url)
     cpus = sorted(os.sched_getaffinity(0))

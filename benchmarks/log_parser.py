@@ -7,7 +7,7 @@ The mix is built from the real-format fixtures in tests/data/logs: a full start-
 then steady state under a benchmark (HTTP access, Prefill and Decode statistics lines; see
 :func:`realistic_mix`), then a crash with its traceback, in the journal format the console
 reads (``journalctl -o cat``) and, separately, ``-o short-iso`` and ``docker compose logs -t``
-(the prefix layer of ``core.logparse.prefixes`` is always on: every line pays for it). The
+(the prefix layer of ``core.logs.prefixes`` is always on: every line pays for it). The
 worst case (statistics lines only) is printed too.
 
 Run: ``.venv/bin/python benchmarks/log_parser.py [--lines N] [--repeat R]``
@@ -19,7 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
-from specconsole.core.logparse import LogParser
+from specconsole.core.logs import LogParser
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "data" / "logs"

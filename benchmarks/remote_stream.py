@@ -29,9 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.sshd import SshdServer  # noqa: E402
 
-from specconsole.core.config import ServerConfig  # noqa: E402
+from specconsole.core.config.model import ServerConfig  # noqa: E402
+from specconsole.core.plans.profile import HostProfile, ServiceProfile, TransportKind  # noqa: E402
 from specconsole.core.ports import Transport  # noqa: E402
-from specconsole.core.profile import HostProfile, ServiceProfile, TransportKind  # noqa: E402
 from specconsole.remote.local import LocalTransport  # noqa: E402
 from specconsole.remote.process import ProcessBackend  # noqa: E402
 from specconsole.remote.ssh import SshTransport  # noqa: E402

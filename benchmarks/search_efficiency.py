@@ -5,7 +5,7 @@ space is steps 1-10 x topk 1/2/4/8 x draft tokens (the valid ones for each tree)
 ``mem_fraction_static`` 0.80-0.92 x ``cuda_graph_max_bs`` 32/64/128. The exhaustive optimum
 of the objective comes from the pure model (``sim.model.predict`` over the ladder, no
 servers). Each search then runs offline: a proposal from the real strategy code
-(``core.strategy.next_trial``, rebuilt from the records each time as in a session), its
+(``core.search.strategy.next_trial``, rebuilt from the records each time as in a session), its
 outcome from the model (a load failure becomes a crashed record; capacities are recorded as
 the server logs them), until a trial lands within 2% of the optimum or the cap is reached.
 
@@ -49,14 +49,14 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.plans import sim_plan_text  # noqa: E402
 
-from specconsole.core import validation  # noqa: E402
-from specconsole.core.config import ServerConfig  # noqa: E402
-from specconsole.core.contenders import identity  # noqa: E402
-from specconsole.core.optimize import project  # noqa: E402
-from specconsole.core.plan import SweepPlan  # noqa: E402
-from specconsole.core.planparse import loads_plan  # noqa: E402
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus  # noqa: E402
-from specconsole.core.strategy import next_trial  # noqa: E402
+from specconsole.core.config import validation  # noqa: E402
+from specconsole.core.config.model import ServerConfig  # noqa: E402
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus  # noqa: E402
+from specconsole.core.plans.parse import loads_plan  # noqa: E402
+from specconsole.core.plans.plan import SweepPlan  # noqa: E402
+from specconsole.core.search.contenders import identity  # noqa: E402
+from specconsole.core.search.optimize import project  # noqa: E402
+from specconsole.core.search.strategy import next_trial  # noqa: E402
 from specconsole.session.store import Session  # noqa: E402
 from specconsole.sim.model import predict  # noqa: E402
 from specconsole.sim.profile import Profile, default_profile_path, load_profile  # noqa: E402

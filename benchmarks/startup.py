@@ -20,7 +20,7 @@ import time
 CHILD = r"""
 import sys, time
 t0 = float(sys.argv[1])
-from specconsole.core.state import ControllerState
+from specconsole.core.machine.state import ControllerState
 from specconsole.ui.app import make_app
 
 class Idle:

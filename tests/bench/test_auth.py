@@ -17,8 +17,8 @@ from specconsole.bench.auth import parse_header, request_headers
 from specconsole.bench.loadgen import plan_for
 from specconsole.bench.remote_runner import RemoteBenchmarkRunner
 from specconsole.bench.runner import ThreadedBenchmarkRunner
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import parse_plan
+from specconsole.core.plans.parse import parse_plan
+from specconsole.core.plans.plan import PlanError
 from specconsole.core.ports import BenchSpec
 from specconsole.remote.local import LocalTransport
 from tests.bench.servers import ROOT

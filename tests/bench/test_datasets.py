@@ -13,7 +13,7 @@ from specconsole.bench import datasets
 from specconsole.bench.datasets import iter_json_entries, load_dataset
 from specconsole.bench.loadgen import plan_for, run_ladder
 from specconsole.bench.prompts import PromptError
-from specconsole.core.planparse import parse_plan
+from specconsole.core.plans.parse import parse_plan
 from specconsole.core.ports import BenchSpec
 from specconsole.sim.textkind import classify
 from tests.bench.servers import mini_server
@@ -212,7 +212,7 @@ def test_custom_lines_carry_their_answers(tmp_path: Path) -> None:
 def test_the_plan_and_the_cli_take_the_datasets_lengths_unless_one_is_given(
     tmp_path: Path,
 ) -> None:
-    from specconsole.core.plan import PlanError
+    from specconsole.core.plans.plan import PlanError
 
     def bench(**more: object) -> BenchSpec:
         table = {"dataset": "sharegpt:/data/sg.json", **more}
@@ -223,7 +223,7 @@ def test_the_plan_and_the_cli_take_the_datasets_lengths_unless_one_is_given(
     assert not given.output_len_from_dataset and given.output_len == 128
     with pytest.raises(PlanError, match="output_len_from_dataset"):
         bench(output_len_from_dataset=True)
-    from specconsole.core.planparse import plan_document
+    from specconsole.core.plans.parse import plan_document
 
     for table in (
         {"dataset": "sharegpt:/d.json"},

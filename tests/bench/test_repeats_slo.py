@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from specconsole.bench.loadgen import run_ladder
-from specconsole.core.metrics import BenchResult, RequestTimeline, compute_level_metrics
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import parse_plan
+from specconsole.core.measure.metrics import BenchResult, RequestTimeline, compute_level_metrics
+from specconsole.core.measure.slo import Slo, parse_slo
+from specconsole.core.measure.stats import percentile_label, spread, t_975
+from specconsole.core.plans.parse import parse_plan
+from specconsole.core.plans.plan import PlanError
 from specconsole.core.ports import BenchSpec
-from specconsole.core.slo import Slo, parse_slo
-from specconsole.core.stats import percentile_label, spread, t_975
 from tests.bench.servers import mini_server
 from tests.bench.test_cli import bench
 

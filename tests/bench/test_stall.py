@@ -9,8 +9,8 @@ import time
 import pytest
 
 from specconsole.bench.runner import ThreadedBenchmarkRunner
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import loads_plan
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import PlanError
 from specconsole.core.ports import BenchSpec
 from tests.controller.helpers import PLAN_TEXT
 from tests.fixtures.sim import running_simulator

@@ -14,7 +14,7 @@ import pytest
 from specconsole.bench.loadgen import plan_for
 from specconsole.bench.remote_runner import build_script
 from specconsole.bench.runner import ThreadedBenchmarkRunner
-from specconsole.core.metrics import LevelMetrics
+from specconsole.core.measure.metrics import LevelMetrics
 from specconsole.core.ports import BenchSpec
 from specconsole.sim.args import parse_argv, resolve
 from specconsole.sim.model import Prediction, predict

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.log_events import LoadStage
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
 from specconsole.core.machine import step
-from specconsole.core.plan import SweepPlan
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import ControllerState, LevelSummary, Phase
+from specconsole.core.machine.state import ControllerState, LevelSummary, Phase
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import SweepPlan
 
 PLAN_TEXT = """
 name = "unit"

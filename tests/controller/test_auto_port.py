@@ -11,10 +11,10 @@ import pytest
 import tomli_w
 
 from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import loads_plan, plan_document
-from specconsole.core.state import ControllerState
+from specconsole.core.machine.state import ControllerState
+from specconsole.core.plans.parse import loads_plan, plan_document
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.plan import PlanError
 from specconsole.session.store import Session
 from tests.controller.helpers import PLAN_TEXT
 

@@ -24,9 +24,9 @@ import httpx
 from specconsole.cli import main as cli_main
 from specconsole.controller.boxprobe import probe_box
 from specconsole.controller.pool_headless import sweep_headless
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.planparse import loads_plan
-from specconsole.core.secrets import REDACTED
+from specconsole.core.config.secrets import REDACTED
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session

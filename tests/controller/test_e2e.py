@@ -31,11 +31,11 @@ from pathlib import Path
 import pytest
 
 from specconsole.controller.headless import run_headless
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.planparse import loads_plan
-from specconsole.core.profile import ServiceProfile
-from specconsole.core.state import Phase, TrialKind, TrialStatus
-from specconsole.core.strategy import boundary_result
+from specconsole.core.machine.state import Phase, TrialKind, TrialStatus
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.profile import ServiceProfile
+from specconsole.core.search.strategy import boundary_result
 from specconsole.session.report import render
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text

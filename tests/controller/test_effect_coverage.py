@@ -1,6 +1,6 @@
 """Every effect type the machine can emit is emitted somewhere and performed by the runtime.
 
-The effect classes are enumerated from ``core.effects.Effect``'s subclasses, so a new effect
+The effect classes are enumerated from ``core.machine.effects.Effect``'s subclasses, so a new effect
 cannot escape: it fails here until ``core/machine`` emits it and ``Controller._perform``
 handles it (the runtime's fallback branch would raise ``TypeError`` at run time).
 """
@@ -12,8 +12,8 @@ import inspect
 import pathlib
 
 from specconsole.controller.runtime import Controller
-from specconsole.core import effects as fx
 from specconsole.core import machine
+from specconsole.core.machine import effects as fx
 
 
 def _effect_types() -> set[str]:

@@ -23,11 +23,11 @@ from specconsole.controller.engine_detect import (
 )
 from specconsole.controller.headless import run_headless
 from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
-from specconsole.core import events as ev
-from specconsole.core.config import Engine, ServerConfig
-from specconsole.core.planparse import loads_plan
-from specconsole.core.profile import ServiceProfile
-from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.core.config.model import Engine, ServerConfig
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState, TrialRecord
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.profile import ServiceProfile
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session

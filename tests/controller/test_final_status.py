@@ -17,8 +17,8 @@ from specconsole.controller.headless import (
     console_status,
     final_status,
 )
-from specconsole.core import events as ev
-from specconsole.core.state import CrashPolicy, Phase
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import CrashPolicy, Phase
 from tests.controller.helpers import Driver, plan
 from tests.fixtures.plans import sim_plan_text
 from tests.session.sim_sessions import BENCH, SWEEP, cli, only_session, popen, write_plan

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.controller.pool_headless import sweep_headless
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.planparse import loads_plan
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session

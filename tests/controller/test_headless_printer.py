@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from specconsole.controller.headless import ProgressPrinter
-from specconsole.core import events as ev
-from specconsole.core.state import Phase
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import Phase
 from tests.controller.helpers import Driver, levels, plan
 
 
@@ -51,7 +51,7 @@ def test_the_deploy_diff_prints_before_the_deploy_and_lands_in_the_record() -> N
 def test_repeated_runs_print_each_run_then_the_means_with_intervals() -> None:
     from dataclasses import replace
 
-    from specconsole.core.results import combine_runs
+    from specconsole.core.machine.results import combine_runs
 
     out = io.StringIO()
     printer = ProgressPrinter(out, plan())

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import TrialStatus
+from specconsole.core.machine.state import TrialStatus
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.session.store import Session
 from tests.controller.background import headless_in_background
 from tests.controller.test_e2e import plan_text

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from specconsole.controller.wiring import resolve_local_placeholders
-from specconsole.core.objective import best
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import TrialStatus
-from specconsole.core.strategy import next_trial
+from specconsole.core.machine.state import TrialStatus
+from specconsole.core.plans.objective import best
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.strategy import next_trial
 from specconsole.session.store import Session
 from specconsole.sim.model import predict
 from tests.fixtures.plans import sim_plan_text

@@ -24,11 +24,11 @@ import pytest
 
 from specconsole.controller.pool import box_plan
 from specconsole.controller.pool_headless import sweep_headless as run_headless
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.plan import SweepPlan
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import TrialStatus
-from specconsole.core.strategy import boundary_result
+from specconsole.core.machine.state import TrialStatus
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.strategy import boundary_result
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.ssh import SshTransport
 from specconsole.session.store import Session

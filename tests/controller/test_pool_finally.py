@@ -14,7 +14,7 @@ from pathlib import Path
 
 from specconsole.controller.pool import box_plan
 from specconsole.controller.pool_headless import sweep_headless
-from specconsole.core.state import TrialStatus
+from specconsole.core.machine.state import TrialStatus
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session

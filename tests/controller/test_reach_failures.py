@@ -83,8 +83,8 @@ async def test_a_host_key_that_changes_mid_sweep_stops_it_and_leaves_it_inactive
     import shutil
     import sys
 
-    from specconsole.core.placeholders import resolve_placeholders
-    from specconsole.core.planparse import loads_plan
+    from specconsole.core.plans.parse import loads_plan
+    from specconsole.core.plans.placeholders import resolve_placeholders
     from specconsole.session.store import Session
     from tests.controller.background import headless_in_background
 

@@ -20,11 +20,17 @@ from specconsole.bench.remote_runner import RemoteBenchmarkRunner
 from specconsole.controller.headless import EXIT_OK, EXIT_PAUSED, run_headless
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders
-from specconsole.core import events as ev
-from specconsole.core.plan import CrashPolicy, SweepPlan
-from specconsole.core.planparse import loads_plan
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import (
+    ControllerState,
+    Phase,
+    ResumeChoice,
+    TrialKind,
+    TrialStatus,
+)
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.ports import ServiceState
-from specconsole.core.state import ControllerState, Phase, ResumeChoice, TrialKind, TrialStatus
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
 

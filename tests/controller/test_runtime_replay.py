@@ -19,10 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from specconsole.controller.runtime import Controller
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
-from specconsole.core.log_events import LoadStage
-from specconsole.core.metrics import BenchResult, RequestTimeline, compute_level_metrics
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
+from specconsole.core.measure.metrics import BenchResult, RequestTimeline, compute_level_metrics
 from specconsole.core.ports import (
     BenchProgress,
     BenchSpec,
@@ -33,7 +34,6 @@ from specconsole.core.ports import (
     ServiceState,
     ServiceStatus,
 )
-from specconsole.core.state import ControllerState, Phase, TrialStatus
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
 from tests.controller.helpers import plan
@@ -118,7 +118,7 @@ class ReplayBackend:
 
 
 class FakeRunner:
-    """Returns a measured-looking result computed by core.metrics from fixed timelines,
+    """Returns a measured-looking result computed by core.measure.metrics from fixed timelines,
     reporting progress and each finished level's metrics as the real runners do."""
 
     async def run(

@@ -20,8 +20,8 @@ import pytest
 
 from specconsole.controller.headless import EXIT_OK, run_headless
 from specconsole.controller.wiring import resolve_local_placeholders
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import TrialStatus
+from specconsole.core.machine.state import TrialStatus
+from specconsole.core.plans.parse import loads_plan
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.slurm import SlurmBackend
 from specconsole.session.store import Session

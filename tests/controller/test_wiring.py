@@ -10,11 +10,11 @@ import pytest
 from specconsole.bench.remote_runner import RemoteBenchmarkRunner
 from specconsole.bench.runner import ForwardedBenchmarkRunner, ThreadedBenchmarkRunner
 from specconsole.controller.wiring import open_ports, wire_controller
-from specconsole.core import events as ev
-from specconsole.core.planparse import loads_plan
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ConnectionState, ControllerState
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.profile import HostProfile, Profile, TransportKind
 from specconsole.core.ports import BenchSpec, Placement
-from specconsole.core.profile import HostProfile, Profile, TransportKind
-from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.ssh import ConnectionEvent, SshTransport

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.state import LevelSummary, Phase, TrialStatus
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import LevelSummary, Phase, TrialStatus
 from tests.controller.helpers import Driver
 
 

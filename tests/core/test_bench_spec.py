@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specconsole.bench.ladder import LadderPlan
-from specconsole.core.metrics import default_requests_per_level
+from specconsole.core.measure.metrics import default_requests_per_level
 from specconsole.core.ports import BenchSpec
 
 

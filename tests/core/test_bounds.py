@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.cli import main
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import loads_plan
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import PlanError
 from tests.controller.helpers import PLAN_TEXT
 
 PLAN_CASES = {

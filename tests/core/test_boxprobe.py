@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import tomli_w
 
-from specconsole.core import events as ev
 from specconsole.core.boxprobe import BoxProbe, GpuInfo, parse_gpus, probe_table
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import events as ev
 from specconsole.core.machine import step
-from specconsole.core.state import ConnectionState, ControllerState, Phase
+from specconsole.core.machine.state import ConnectionState, ControllerState, Phase
 from tests.controller.helpers import Driver
 
 

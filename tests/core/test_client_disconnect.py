@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.log_events import FatalError
-from specconsole.core.logparse import parse_lines
+from specconsole.core.logs import parse_lines
+from specconsole.core.logs.events import FatalError
 
 FRAMES = [
     "Traceback (most recent call last):",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from specconsole.core.config import (
+from specconsole.core.config.model import (
     DEFAULT_VLLM_LAUNCHER,
     FIELD_KINDS,
     ConfigError,
@@ -208,7 +208,7 @@ def test_from_table_only_raises_config_error(table: dict) -> None:
 
 
 def test_config_from_toml() -> None:
-    from specconsole.core.config import config_from_toml
+    from specconsole.core.config.model import config_from_toml
 
     assert config_from_toml(FULL_TOML).speculative_num_steps == 3
     with pytest.raises(ConfigError) as info:

@@ -1,16 +1,17 @@
-"""The optimiser's repeat of a close contender (core.contenders): when, what, and when not."""
+"""The optimiser's repeat of a close contender (core.search.contenders): when, what, and when
+not."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from specconsole.core.contenders import MAX_MEASUREMENTS, contender, measurements
-from specconsole.core.objective import assess
-from specconsole.core.optimize import observations
-from specconsole.core.plan import SweepPlan
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.strategy import next_trial
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.plans.objective import assess
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.contenders import MAX_MEASUREMENTS, contender, measurements
+from specconsole.core.search.optimize import observations
+from specconsole.core.search.strategy import next_trial
 from tests.fixtures.plans import SEED_SERVER
 
 BASE = f"""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
 from specconsole.core.machine import IllegalTransition, legal_intents
-from specconsole.core.state import CrashPolicy, Phase, ResumeChoice
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import CrashPolicy, Phase, ResumeChoice
 from tests.controller.helpers import Driver, plan
 
 

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config import ServerConfig, SpecAlgorithm
-from specconsole.core.engine_versions import (
+from specconsole.core.config.engine_versions import (
     detect_command,
     flag_for,
     parse_detected,
     parse_version,
     removed_flags,
 )
-from specconsole.core.render import parse_command, to_argv
-from specconsole.core.validation import errors, validate
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.render import parse_command, to_argv
+from specconsole.core.config.validation import errors, validate
 from specconsole.sim.args import SimArgError, parse_argv
 
 ROOT = Path(__file__).resolve().parents[2]

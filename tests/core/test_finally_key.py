@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.plan import FINALLY_CHOICES, PlanError
-from specconsole.core.planparse import loads_plan
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import FINALLY_CHOICES, PlanError
 from tests.controller.helpers import PLAN_TEXT
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from specconsole.cli import main
-from specconsole.core.config import ConfigError
-from specconsole.core.importplan import InputKind, plan_from_unit, read_server_text
-from specconsole.core.planparse import loads_plan
-from specconsole.core.render import parse_unit
+from specconsole.core.config.importplan import InputKind, plan_from_unit, read_server_text
+from specconsole.core.config.model import ConfigError
+from specconsole.core.config.render import parse_unit
+from specconsole.core.plans.parse import loads_plan
 from tests.core.test_unit import HAND_WRITTEN
 
 DROP_IN = "[Service]\nEnvironment=HF_TOKEN=hf_never_copied NCCL_DEBUG=WARN\n"

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config import Engine
-from specconsole.core.load_summary import summarize
-from specconsole.core.log_events import (
+from specconsole.core.config.model import Engine
+from specconsole.core.logs import FIXES, LogParser, classify_fatal, parse_lines
+from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
     CudaGraphEnd,
@@ -33,10 +33,10 @@ from specconsole.core.log_events import (
     WeightsBegin,
     WeightsEnd,
 )
-from specconsole.core.logparse import FIXES, LogParser, classify_fatal, parse_lines
-from specconsole.core.logparse.fields import key_values as _key_values
-from specconsole.core.logparse.sglang import DECODE_KEYS as _DECODE_KEYS
-from specconsole.core.logparse.sglang import decode_fast as _decode_fast
+from specconsole.core.logs.fields import key_values as _key_values
+from specconsole.core.logs.load_summary import summarize
+from specconsole.core.logs.sglang import DECODE_KEYS as _DECODE_KEYS
+from specconsole.core.logs.sglang import decode_fast as _decode_fast
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -973,7 +973,7 @@ def test_decode_fast_path_matches_key_parsing() -> None:
 
 
 def test_fix_changes_apply_with_replace_config() -> None:
-    from specconsole.core.config import ServerConfig, SpecAlgorithm, replace_config
+    from specconsole.core.config.model import ServerConfig, SpecAlgorithm, replace_config
 
     config = ServerConfig(
         model_path="m",

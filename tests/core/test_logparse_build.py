@@ -10,14 +10,14 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.log_events import (
+from specconsole.core.logs import LogParser
+from specconsole.core.logs.build import positional_builder
+from specconsole.core.logs.events import (
     DecodeStats,
     PrefillStats,
     SuggestedFix,
 )
-from specconsole.core.logparse import LogParser
-from specconsole.core.logparse.build import positional_builder
-from specconsole.core.logparse.prefixes import strip_outer
+from specconsole.core.logs.prefixes import strip_outer
 
 DECODE = (
     "[2026-07-20 10:27:57 TP0] Decode batch, #running-req: 7, #token: 1234, token usage: 0.05, "

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.load_summary import summarize
-from specconsole.core.log_events import (
+from specconsole.core.logs import parse_lines
+from specconsole.core.logs.events import (
     DecodeStats,
     FatalCause,
     KVCacheAllocated,
     PrefillStats,
     SpecStats,
 )
-from specconsole.core.logparse import parse_lines
+from specconsole.core.logs.load_summary import summarize
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "logs" / "corpus"
 

@@ -1,6 +1,6 @@
 """The prefix layer: every collector prefix and engine header, alone and in combination.
 
-Each row of ``core.logparse.prefixes`` carries a real-shaped example (written for this project);
+Each row of ``core.logs.prefixes`` carries a real-shaped example (written for this project);
 these tests check that its message comes out intact, wrapped around every engine header, and
 that the parser then finds the event the message holds.
 """
@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from specconsole.core.log_events import Capacity, DecodeStats, FatalCause, FatalError, Ready
-from specconsole.core.logparse import LogParser, parse_lines
-from specconsole.core.logparse.prefixes import (
+from specconsole.core.logs import LogParser, parse_lines
+from specconsole.core.logs.events import Capacity, DecodeStats, FatalCause, FatalError, Ready
+from specconsole.core.logs.prefixes import (
     ENGINE_HEADERS,
     OUTER,
     strip_engine_header,

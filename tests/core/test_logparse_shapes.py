@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.log_events import (
+from specconsole.core.logs import classify_fatal, parse_lines
+from specconsole.core.logs.events import (
     Capacity,
     DecodeStats,
     FatalCause,
@@ -17,8 +18,7 @@ from specconsole.core.log_events import (
     PrefillStats,
     SpecStats,
 )
-from specconsole.core.logparse import classify_fatal, parse_lines
-from specconsole.core.logparse.fatal import PRECEDENCE
+from specconsole.core.logs.fatal import PRECEDENCE
 
 
 def one(lines: list[str], cls: type):

@@ -11,9 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.log_events import LoadStage
+from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import (
     ANYWHERE,
     TRANSITIONS,
@@ -21,11 +19,10 @@ from specconsole.core.machine import (
     legal_intents,
     step,
 )
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
 from specconsole.core.machine.crash import _observe_down, _on_crashed_exit_seen
-from specconsole.core.machine.table import _ignore, _observe_capacity, _observe_ready
-from specconsole.core.plan import CrashPolicy
-from specconsole.core.ports import BenchProgress, ServiceState, ServiceStatus
-from specconsole.core.state import (
+from specconsole.core.machine.state import (
     ControllerState,
     LevelSummary,
     Phase,
@@ -33,6 +30,9 @@ from specconsole.core.state import (
     TrialKind,
     TrialStatus,
 )
+from specconsole.core.machine.table import _ignore, _observe_capacity, _observe_ready
+from specconsole.core.plans.plan import CrashPolicy
+from specconsole.core.ports import BenchProgress, ServiceState, ServiceStatus
 from tests.controller.helpers import Driver, levels, plan
 
 PIPELINE = [
@@ -732,7 +732,7 @@ def test_log_tail_is_bounded_and_connection_tracked() -> None:
     d = Driver()
     d.send(ev.LogLines(lines=tuple(str(i) for i in range(100))))
     assert len(d.state.log_tail) == 60 and d.state.log_tail[-1] == "99"
-    from specconsole.core.state import ConnectionState
+    from specconsole.core.machine.state import ConnectionState
 
     d.send(ev.ConnectionChanged(state=ConnectionState.LOST, detail="timeout", epoch=99))
     assert d.state.connection is ConnectionState.LOST

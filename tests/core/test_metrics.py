@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specconsole.core.metrics import (
+from specconsole.core.measure.metrics import (
     LATENCY_KEYS,
     BenchResult,
     LevelMetrics,

@@ -1,4 +1,5 @@
-"""core.objective: parsing objectives/constraints with field-and-fix errors, judging trials."""
+"""core.plans.objective: parsing objectives/constraints with field-and-fix errors, judging
+trials."""
 
 from __future__ import annotations
 
@@ -6,15 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.goalparse import (
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.plans.goalparse import (
     goal_document,
     parse_constraint,
     parse_goal,
     parse_metric,
     parse_objective,
 )
-from specconsole.core.objective import (
+from specconsole.core.plans.objective import (
     DEFAULT_GOAL,
     Goal,
     ObjectiveError,
@@ -25,9 +27,8 @@ from specconsole.core.objective import (
     pareto_front,
     tied,
 )
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import loads_plan, parse_plan, plan_document
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.plans.parse import loads_plan, parse_plan, plan_document
+from specconsole.core.plans.plan import PlanError
 
 
 def trial(

@@ -9,15 +9,15 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core import validation
-from specconsole.core.config import ServerConfig
-from specconsole.core.focus import single_request_goal
-from specconsole.core.objective import best
-from specconsole.core.optimize import converged, encode, observations, space, space_size
-from specconsole.core.plan import PlanError, StrategyKind, SweepPlan
-from specconsole.core.planparse import loads_plan, parse_plan, plan_document
-from specconsole.core.state import LevelSummary, TrialKind, TrialRecord, TrialStatus
-from specconsole.core.strategy import findings, next_trial, stop_reason
+from specconsole.core.config import validation
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import LevelSummary, TrialKind, TrialRecord, TrialStatus
+from specconsole.core.plans.objective import best
+from specconsole.core.plans.parse import loads_plan, parse_plan, plan_document
+from specconsole.core.plans.plan import PlanError, StrategyKind, SweepPlan
+from specconsole.core.search.focus import single_request_goal
+from specconsole.core.search.optimize import converged, encode, observations, space, space_size
+from specconsole.core.search.strategy import findings, next_trial, stop_reason
 from specconsole.sim.model import predict
 from tests.fixtures.plans import SEED_SERVER
 

@@ -3,7 +3,7 @@
 The fixture (tests/core/data/parity_streams.json) holds per-request timings that
 ``specconsole bench`` recorded against the simulator: EAGLE-3 streams whose chunks carry
 several tokens each, for /generate and chat. Each expected value below is computed here,
-independently of specconsole.core.metrics (``statistics`` instead of its percentile code),
+independently of specconsole.core.measure.metrics (``statistics`` instead of its percentile code),
 from the formula quoted beside it — bench_serving's ``calculate_metrics`` (SGLang 0.5.x,
 ``python/sglang/benchmark/serving.py``) and vLLM's goodput, which it follows.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.metrics import RequestTimeline, compute_level_metrics
-from specconsole.core.slo import Slo
+from specconsole.core.measure.metrics import RequestTimeline, compute_level_metrics
+from specconsole.core.measure.slo import Slo
 
 DATA = json.loads((Path(__file__).parent / "data" / "parity_streams.json").read_text())
 

@@ -6,15 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core.capacity import draft_tokens, fit_line, predict_capacity
-from specconsole.core.config import SpecAlgorithm
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.plan import CrashPolicy, PlanError, StrategyKind
-from specconsole.core.planparse import loads_plan
-from specconsole.core.plantables import server_config_from_table, server_config_to_table
+from specconsole.core.config.model import SpecAlgorithm
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.plan import CrashPolicy, PlanError, StrategyKind
+from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
 from specconsole.core.ports import BenchApi
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.strategy import boundary_result, findings, next_trial
+from specconsole.core.search.capacity import draft_tokens, fit_line, predict_capacity
+from specconsole.core.search.strategy import boundary_result, findings, next_trial
 from specconsole.paths import examples_dir
 from tests.controller.helpers import PLAN_TEXT, plan
 
@@ -328,7 +328,7 @@ def test_example_configurations_are_valid(name: str) -> None:
 def test_plan_document_round_trip(name: str) -> None:
     import tomli_w
 
-    from specconsole.core.planparse import plan_document
+    from specconsole.core.plans.parse import plan_document
 
     p = loads_plan((examples_dir() / name).read_text())
     again = loads_plan(tomli_w.dumps(plan_document(p)))
@@ -385,7 +385,7 @@ def test_bench_placement_errors_name_the_key(lines: str, message: str) -> None:
 def test_bench_placement_round_trips_through_the_plan_document() -> None:
     import tomli_w
 
-    from specconsole.core.planparse import plan_document
+    from specconsole.core.plans.parse import plan_document
 
     p = loads_plan(
         PLAN_TEXT.replace("[bench]\n", '[bench]\nplacement = "direct"\nurl = "http://h:1"\n', 1)
@@ -395,7 +395,7 @@ def test_bench_placement_round_trips_through_the_plan_document() -> None:
 
 
 def test_the_server_table_is_read_by_core_config() -> None:
-    """Plans read [server] with ``core.config`` (aliases, shell-split strings), keeping
+    """Plans read [server] with ``core.config.model`` (aliases, shell-split strings), keeping
     TOML-typed numbers and errors that name the plan's key."""
     text = PLAN_TEXT.replace(
         "max_running_requests = 64",

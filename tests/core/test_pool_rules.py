@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core.fleet import as_port, records_on_port, unlike_boxes
-from specconsole.core.plan import PlanError
-from specconsole.core.planparse import loads_plan
-from specconsole.core.pool import box_port
-from specconsole.core.profile import ServiceKind, TransportKind
-from specconsole.core.state import TrialRecord, TrialStatus
-from specconsole.core.strategy import findings, next_trial
+from specconsole.core.machine.state import TrialRecord, TrialStatus
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import PlanError
+from specconsole.core.plans.pool import box_port
+from specconsole.core.plans.profile import ServiceKind, TransportKind
+from specconsole.core.search.fleet import as_port, records_on_port, unlike_boxes
+from specconsole.core.search.strategy import findings, next_trial
 from tests.controller.helpers import PLAN_TEXT
 
 SERVER = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.profile import (
+from specconsole.core.plans.profile import (
     ProfileError,
     ServiceKind,
     TransportKind,

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config import ConfigError, Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
-from specconsole.core.render import (
+from specconsole.core.config.model import ConfigError, Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.config.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
+from specconsole.core.config.render import (
     UnitOptions,
     parse_command,
     parse_unit,
@@ -353,7 +353,7 @@ def test_parse_command_errors(command: str, key: str) -> None:
     "word", ["plain", "", "a b", 'q"uote', "back\\slash", "100%", "$HOME", "tab\there", "new\nline"]
 )
 def test_systemd_quote_round_trip(word: str) -> None:
-    from specconsole.core.render import _unescape_exec
+    from specconsole.core.config.render import _unescape_exec
 
     (back,) = systemd_split(systemd_quote(word))
     assert _unescape_exec(back, {}) == word

@@ -1,16 +1,16 @@
 """``[bench] repeats`` reach the trial: each level's throughputs are the means over the
-repeats with 95 % intervals, recorded in trials.jsonl, and ``core.objective`` compares the
+repeats with 95 % intervals, recorded in trials.jsonl, and ``core.plans.objective`` compares the
 intervals (two trials whose intervals overlap are statistically tied)."""
 
 from __future__ import annotations
 
 import pytest
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.metrics import BenchResult, RequestTimeline, compute_level_metrics
-from specconsole.core.objective import assess, tied
-from specconsole.core.results import level_summaries
-from specconsole.core.state import TrialRecord, TrialStatus
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.results import level_summaries
+from specconsole.core.machine.state import TrialRecord, TrialStatus
+from specconsole.core.measure.metrics import BenchResult, RequestTimeline, compute_level_metrics
+from specconsole.core.plans.objective import assess, tied
 from specconsole.session.records import record_from_dict, record_to_dict
 
 
@@ -69,8 +69,8 @@ def test_overlapping_intervals_tie_and_the_report_sentence_says_so() -> None:
 
 
 def test_findings_of_any_strategy_say_when_the_best_is_tied() -> None:
-    from specconsole.core.planparse import loads_plan
-    from specconsole.core.strategy import findings
+    from specconsole.core.plans.parse import loads_plan
+    from specconsole.core.search.strategy import findings
 
     grid = loads_plan('[server]\nmodel_path = "m"\n[sweep.axes]\nspeculative_num_steps = [3, 4]\n')
     a, b = _trial(0, 3, 0.010, 0.0104, 0.0098), _trial(1, 4, 0.0101, 0.0099, 0.0103)

@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core import events as ev
-from specconsole.core.metrics import BenchResult
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.results import combine_runs, level_summaries
+from specconsole.core.machine.state import LevelSummary, Phase
+from specconsole.core.measure.metrics import BenchResult
+from specconsole.core.measure.stats import Spread, spread, t_975
 from specconsole.core.ports import BenchProgress
-from specconsole.core.results import combine_runs, level_summaries
-from specconsole.core.state import LevelSummary, Phase
-from specconsole.core.stats import Spread, spread, t_975
 from tests.controller.helpers import Driver
 from tests.core.test_repeats_ci import _level, _result
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.log_events import FatalCause
+from specconsole.core.logs.events import FatalCause
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
 from specconsole.core.machine import step
-from specconsole.core.state import Phase, TrialStatus
+from specconsole.core.machine.state import Phase, TrialStatus
 from tests.controller.helpers import Driver, levels
 
 STALE = {

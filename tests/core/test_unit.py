@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config import ConfigError, Engine, ServerConfig
-from specconsole.core.render import parse_unit, to_argv, to_unit
-from specconsole.core.secrets import REDACTED, env_file_text, is_secret_name, redact_env
-from specconsole.core.unit import edit_unit, split_cat, word_spans
+from specconsole.core.config.model import ConfigError, Engine, ServerConfig
+from specconsole.core.config.render import parse_unit, to_argv, to_unit
+from specconsole.core.config.secrets import REDACTED, env_file_text, is_secret_name, redact_env
+from specconsole.core.config.unit import edit_unit, split_cat, word_spans
 from tests.core.test_render import configs
 
 ENV_FILE = "/var/backups/specconsole/sglang.service-env"

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specconsole.core.config import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.issues import Issue, Severity
-from specconsole.core.normalize import MSG_MAX_RUNNING_RESET, normalize
-from specconsole.core.spec_rules import MSG_DRAFT_ADJUSTED
-from specconsole.core.validation import errors, validate
+from specconsole.core.config.issues import Issue, Severity
+from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.config.normalize import MSG_MAX_RUNNING_RESET, normalize
+from specconsole.core.config.spec_rules import MSG_DRAFT_ADJUSTED
+from specconsole.core.config.validation import errors, validate
 
 EAGLE3 = ServerConfig(
     model_path="/models/Llama-3.1-8B-Instruct",

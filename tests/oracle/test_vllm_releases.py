@@ -1,4 +1,5 @@
-"""The real vLLM releases as oracle: what ``core.vllm`` renders and parses, checked against the
+"""The real vLLM releases as oracle: what ``core.config.vllm`` renders and parses, checked against
+the
 release's own source (read from its sdist, never imported; ``tests/oracle/vllm_sdist.py``).
 
 For each release in ``tests/oracle/vllm-versions.txt`` (0.11.0, the first with every
@@ -18,10 +19,10 @@ import json
 
 import pytest
 
-from specconsole.core.config import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.modelled_flags import VLLM_MODELLED_FLAGS
-from specconsole.core.render import to_argv
-from specconsole.core.vllm import METHODS, speculative_config
+from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.config.modelled_flags import VLLM_MODELLED_FLAGS
+from specconsole.core.config.render import to_argv
+from specconsole.core.config.vllm import METHODS, speculative_config
 from tests.oracle.offline import unavailable
 from tests.oracle.vllm_sdist import (
     VllmRelease,
@@ -51,7 +52,7 @@ FULL = ServerConfig(
     host="127.0.0.1",
     port=8000,
 )
-"""A vLLM configuration with every field ``core.vllm`` renders set."""
+"""A vLLM configuration with every field ``core.config.vllm`` renders set."""
 
 LAUNCHERS = ("vllm serve", "python3 -m vllm.entrypoints.openai.api_server")
 """The model is positional after ``vllm serve``, ``--model`` after the api_server module."""

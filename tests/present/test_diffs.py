@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from specconsole.core import events as ev
-from specconsole.core.state import ControllerState, Deployed, Phase, TrialStatus
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState, Deployed, Phase, TrialStatus
 from specconsole.present.diffs import (
     NO_CHANGE,
     PENDING_KEY,

@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.config import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.engine_versions import KNOWN_RELEASES
-from specconsole.core.render import sglang_flags, to_argv
-from specconsole.core.validation import validate
+from specconsole.core.config.engine_versions import KNOWN_RELEASES
+from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.config.render import sglang_flags, to_argv
+from specconsole.core.config.validation import validate
 from specconsole.present.editor_fields import (
     FIELDS,
     editing_release,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from specconsole.core import events as ev
+from specconsole.core.machine import events as ev
 from specconsole.core.machine import legal_intents
-from specconsole.core.state import (
+from specconsole.core.machine.state import (
     CrashInfo,
     Notice,
     Phase,

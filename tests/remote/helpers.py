@@ -12,9 +12,9 @@ import shlex
 import sys
 from collections.abc import AsyncIterator
 
-from specconsole.core.config import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.plans.profile import HostProfile, TransportKind
 from specconsole.core.ports import LogRecord
-from specconsole.core.profile import HostProfile, TransportKind
 from tests.fixtures.sshd import SshdServer, free_port
 
 READY = "The server is fired up and ready to roll!"

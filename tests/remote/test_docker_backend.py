@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.plans.profile import DEFAULT_DOCKER_IMAGE, ServiceKind, ServiceProfile
 from specconsole.core.ports import CommandResult, LogRecord, PortForward, ServiceState
-from specconsole.core.profile import DEFAULT_DOCKER_IMAGE, ServiceKind, ServiceProfile
 from specconsole.remote.docker import (
     DockerBackend,
     docker_run_argv,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from specconsole.core.plans.profile import loads_profile
 from specconsole.core.ports import ServiceBackend, Transport
-from specconsole.core.profile import loads_profile
 from specconsole.remote import make_backend, make_transport
 from specconsole.remote.docker import DockerBackend
 from specconsole.remote.local import LocalTransport

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.jobscript import SlurmJob, gpus_needed, job_script
+from specconsole.core.config.jobscript import SlurmJob, gpus_needed, job_script
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.plans.profile import ProfileError, ServiceKind, parse_service
 from specconsole.core.ports import ServiceState
-from specconsole.core.profile import ProfileError, ServiceKind, parse_service
 from specconsole.remote.process import launch_script
 from specconsole.remote.slurm import JobInfo, job_status, parse_exit_code
 

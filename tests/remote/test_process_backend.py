@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.core.plans.profile import ServiceKind, ServiceProfile
 from specconsole.core.ports import ServiceBackend, ServiceState, Transport
-from specconsole.core.profile import ServiceKind, ServiceProfile
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.ssh import SshTransport
 from tests.fixtures.sshd import SshdServer

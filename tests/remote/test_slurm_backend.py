@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from specconsole.core.plans.profile import ServiceKind, ServiceProfile
 from specconsole.core.ports import LocatedService, ServiceBackend, ServiceState
-from specconsole.core.profile import ServiceKind, ServiceProfile
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.slurm import SlurmBackend
 from tests.fixtures.slurm import SlurmCluster

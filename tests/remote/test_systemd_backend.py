@@ -13,6 +13,13 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from specconsole.core.plans.profile import (
+    HostProfile,
+    ServiceKind,
+    ServiceProfile,
+    TransportKind,
+    UnitScope,
+)
 from specconsole.core.ports import (
     HostKeyRejected,
     LogRecord,
@@ -20,13 +27,6 @@ from specconsole.core.ports import (
     ServiceStatus,
     SudoWouldPrompt,
     TransportError,
-)
-from specconsole.core.profile import (
-    HostProfile,
-    ServiceKind,
-    ServiceProfile,
-    TransportKind,
-    UnitScope,
 )
 from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend

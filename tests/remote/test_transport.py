@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.core.plans.profile import HostProfile, TransportKind
 from specconsole.core.ports import ConnectionLost, HostKeyRejected, Transport, TransportError
-from specconsole.core.profile import HostProfile, TransportKind
 from specconsole.remote.ssh import ConnectionEvent, SshTransport
 from tests.fixtures.lifecycle import free_port
 from tests.fixtures.sshd import SshdServer

@@ -28,10 +28,10 @@ from hypothesis import strategies as st
 
 from specconsole.cli import main
 from specconsole.commands.sweep import load_plan_file, prepare_resume
-from specconsole.core import events as ev
+from specconsole.core.machine import events as ev
 from specconsole.core.machine import step
-from specconsole.core.plan import PlanError
-from specconsole.core.state import ControllerState, Phase
+from specconsole.core.machine.state import ControllerState, Phase
+from specconsole.core.plans.plan import PlanError
 from specconsole.paths import examples_dir
 from specconsole.session.store import Session, SessionError, parse_trial_lines
 from tests.controller.helpers import Driver, plan

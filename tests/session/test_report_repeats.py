@@ -13,9 +13,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from specconsole.core.results import combine_runs
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.stats import spread
+from specconsole.core.machine.results import combine_runs
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.measure.stats import spread
 from specconsole.session.report import render
 from specconsole.session.report_html import to_html
 from tests.controller.helpers import plan

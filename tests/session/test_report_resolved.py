@@ -17,8 +17,8 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.controller.wiring import resolve_local_placeholders
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import CrashInfo, LevelSummary, Phase, TrialRecord, TrialStatus
+from specconsole.core.machine.state import CrashInfo, LevelSummary, Phase, TrialRecord, TrialStatus
+from specconsole.core.plans.parse import loads_plan
 from specconsole.session.store import Session
 
 REPO = Path(__file__).resolve().parents[2]

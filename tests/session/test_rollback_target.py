@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.cli import main
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.planparse import loads_plan
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
 from tests.session.sim_sessions import BENCH, SWEEP

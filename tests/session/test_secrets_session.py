@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.planparse import loads_plan
-from specconsole.core.secrets import REDACTED
-from specconsole.core.state import TrialRecord, TrialStatus
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.secrets import REDACTED
+from specconsole.core.machine.state import TrialRecord, TrialStatus
+from specconsole.core.plans.parse import loads_plan
 from specconsole.session.store import Session
 from tests.controller.helpers import PLAN_TEXT
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core import events as ev
-from specconsole.core.log_events import LoadStage
-from specconsole.core.state import (
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import (
     CapacityPrediction,
     CrashInfo,
     LevelSummary,

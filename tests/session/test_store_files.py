@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.cli import main
-from specconsole.core.decoding import DecodeError, decode_text
+from specconsole.core.plans.decoding import DecodeError, decode_text
 from specconsole.session.store import Session, SessionError, parse_trial_lines
 from tests.controller.helpers import PLAN_TEXT, Driver, plan
 from tests.session.sim_sessions import unit_session

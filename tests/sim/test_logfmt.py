@@ -1,5 +1,5 @@
 """Every log text the simulator can print, in both dialects, read back by the console's parser
-(``specconsole.core.logparse``) and, where SGLang's reference gives one, its regex."""
+(``specconsole.core.logs``) and, where SGLang's reference gives one, its regex."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from specconsole.core.log_events import (
+from specconsole.core.logs import parse_lines
+from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
     CudaGraphEnd,
@@ -20,7 +21,6 @@ from specconsole.core.log_events import (
     WeightsBegin,
     WeightsEnd,
 )
-from specconsole.core.logparse import parse_lines
 from specconsole.sim import logfmt
 
 DIALECTS = (logfmt.LATEST, logfmt.V059)

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.sim.args import (
     MSG_MAX_RUNNING_48,
     MSG_TOPK1_DRAFT,

@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.log_events import (
+from specconsole.core.logs import parse_lines
+from specconsole.core.logs.events import (
     Capacity,
     DecodeStats,
     FatalCause,
@@ -25,7 +26,6 @@ from specconsole.core.log_events import (
     TuningWarning,
     WeightsEnd,
 )
-from specconsole.core.logparse import parse_lines
 from specconsole.sim.args import parse_argv, resolve
 from specconsole.sim.model import plan_memory, predict
 from specconsole.sim.profile import load_default_profile

@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from specconsole.core.config import ServerConfig, SpecAlgorithm
-from specconsole.core.events import Event, Intent, LogLines
-from specconsole.core.log_events import LoadStage
-from specconsole.core.results import combine_runs
-from specconsole.core.state import (
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine.events import Event, Intent, LogLines
+from specconsole.core.machine.results import combine_runs
+from specconsole.core.machine.state import (
     BoxLane,
     ConnectionState,
     ControllerState,

@@ -23,10 +23,10 @@ from textual.pilot import Pilot
 
 from specconsole.commands.tui import read_console_file
 from specconsole.controller.wiring import ConsoleBox, Wired, wire_controller
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.plan import SweepPlan
-from specconsole.core.planparse import loads_plan
-from specconsole.core.state import ControllerState, Phase, TrialStatus
+from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.plan import SweepPlan
 from specconsole.paths import examples_dir
 from specconsole.present.diffs import NEXT_KEY, PENDING_KEY
 from specconsole.remote.local import LocalTransport

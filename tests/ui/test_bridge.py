@@ -6,7 +6,7 @@ import asyncio
 
 from textual.message import Message
 
-from specconsole.core.events import LogLines
+from specconsole.core.machine.events import LogLines
 from specconsole.ui.bridge import ControllerBridge
 from specconsole.ui.messages import LogBatch, StateChanged
 from tests.ui.doubles import NOW, RecordingController, idle_state

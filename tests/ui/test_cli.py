@@ -8,7 +8,7 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.commands.tui import demo_plan, read_console_file
-from specconsole.core.plan import PlanError
+from specconsole.core.plans.plan import PlanError
 
 PROFILE = """
 [host]

@@ -8,8 +8,8 @@ import dataclasses
 
 from textual.widgets import Input, Label, Static
 
-from specconsole.core.events import DeployConfig
-from specconsole.core.state import ControllerState
+from specconsole.core.machine.events import DeployConfig
+from specconsole.core.machine.state import ControllerState
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.screens.editor import EditorScreen
 from tests.ui.doubles import NOW, RecordingController, idle_state

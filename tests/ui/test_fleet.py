@@ -19,8 +19,8 @@ from textual.pilot import Pilot
 from specconsole.controller.pool import Pool, box_plan
 from specconsole.controller.pool_box import PoolBox
 from specconsole.controller.pool_console import PoolConsole
-from specconsole.core.events import FocusBox, LogLines, StartSweep
-from specconsole.core.state import Phase, TrialStatus
+from specconsole.core.machine.events import FocusBox, LogLines, StartSweep
+from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.present.labels import config_label
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend

@@ -12,8 +12,8 @@ import pytest
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from specconsole.core.events import DeployConfig, Quit, Resume, StartSweep
-from specconsole.core.state import ResumeChoice
+from specconsole.core.machine.events import DeployConfig, Quit, Resume, StartSweep
+from specconsole.core.machine.state import ResumeChoice
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.messages import IntentSent, LogBatch
 from specconsole.ui.screens.editor import EditorScreen
@@ -363,7 +363,7 @@ async def test_following_survives_the_crash_banner_and_scrolling_back_pauses() -
 
 
 async def test_controller_notices_become_notifications() -> None:
-    from specconsole.core.state import Notice
+    from specconsole.core.machine.state import Notice
 
     controller = RecordingController(idle_state())
     app = _app(controller)
@@ -379,7 +379,7 @@ async def test_controller_notices_become_notifications() -> None:
 
 
 async def test_routine_notices_do_not_pop_up() -> None:
-    from specconsole.core.state import Notice
+    from specconsole.core.machine.state import Notice
 
     controller = RecordingController(idle_state())
     app = _app(controller)
@@ -455,7 +455,7 @@ async def test_editor_revert_and_cancel_send_nothing() -> None:
 
 
 async def test_cancel_and_bench_keys() -> None:
-    from specconsole.core.events import BenchmarkOnly, Cancel
+    from specconsole.core.machine.events import BenchmarkOnly, Cancel
 
     controller = RecordingController(benchmarking_state())
     app = _app(controller)
@@ -510,7 +510,7 @@ async def test_resizing_switches_between_side_by_side_and_stacked() -> None:
 
 async def test_d_before_anything_runs_deploys_the_plans_first_configuration() -> None:
     from specconsole.commands.tui import demo_plan
-    from specconsole.core.state import ControllerState
+    from specconsole.core.machine.state import ControllerState
 
     plan = demo_plan()
     controller = RecordingController(ControllerState(plan=plan))

@@ -8,8 +8,8 @@ import dataclasses
 
 from textual.app import App, ComposeResult
 
-from specconsole.core.results import combine_runs
-from specconsole.core.state import Phase, TrialStatus
+from specconsole.core.machine.results import combine_runs
+from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.ui import adapt
 from specconsole.ui.viewmodels import BenchView
 from specconsole.ui.widgets.bench import BenchPanel

@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from specconsole.core.state import ControllerState
+from specconsole.core.machine.state import ControllerState
 from specconsole.ui.app import make_app
 from tests.ui.doubles import (
     NOW,

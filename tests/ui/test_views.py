@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.config import SpecAlgorithm
-from specconsole.core.state import ControllerState, LevelProgress, Phase, ResumeChoice
+from specconsole.core.config.model import SpecAlgorithm
+from specconsole.core.machine.state import ControllerState, LevelProgress, Phase, ResumeChoice
 from specconsole.present.formats import format_elapsed
 from specconsole.ui import adapt
 from specconsole.ui.form import config_diff, form_values, parse_form
@@ -271,7 +271,7 @@ def test_bench_levels_without_a_known_total_still_progress() -> None:
 
 
 def test_a_failed_trial_awaiting_a_decision_gets_a_banner_too() -> None:
-    from specconsole.core.state import PendingDecision, TrialRecord, TrialStatus
+    from specconsole.core.machine.state import PendingDecision, TrialRecord, TrialStatus
 
     record = TrialRecord(
         index=0,
@@ -299,9 +299,9 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
     """While the ladder runs: the level the machine just stored (``BenchLevelFinished``)
     gives the bench panel its single-request number and TTFT p50, the chart a partial
     aggregate curve for the running trial, and the trials table its single-request cell."""
-    from specconsole.core import events as ev
+    from specconsole.core.machine import events as ev
     from specconsole.core.machine import step
-    from specconsole.core.state import LevelSummary
+    from specconsole.core.machine.state import LevelSummary
     from specconsole.present.formats import format_rate
 
     running = benchmarking_state()
@@ -342,7 +342,7 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
 
 def _optimizing(state: ControllerState) -> ControllerState:
     """The state with a plan that searches steps with ``strategy = "optimize"``."""
-    from specconsole.core.planparse import loads_plan
+    from specconsole.core.plans.parse import loads_plan
 
     text = (
         '[server]\nmodel_path = "Qwen/Qwen3.5-122B-A10B"\nspeculative_algorithm = "EAGLE3"\n'

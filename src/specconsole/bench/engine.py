@@ -49,13 +49,13 @@ from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, St
 from specconsole.bench.phase import Phase
 from specconsole.bench.prompts import Prompt
 from specconsole.bench.steady import WINDOW_STEADY, SteadyPhase
-from specconsole.core.metrics import (
+from specconsole.core.measure.metrics import (
     BenchResult,
     LevelMetrics,
     RequestTimeline,
     compute_level_metrics,
 )
-from specconsole.core.slo import Slo
+from specconsole.core.measure.slo import Slo
 
 PROGRESS_TICK_S = 0.25
 """Interval of the rate-update progress events between request completions."""

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from specconsole.bench.api import API_GENERATE, APIS
 from specconsole.bench.prompts import Prompt
-from specconsole.core.metrics import DEFAULT_PERCENTILES, default_requests_per_level
-from specconsole.core.slo import Slo
+from specconsole.core.measure.metrics import DEFAULT_PERCENTILES, default_requests_per_level
+from specconsole.core.measure.slo import Slo
 
 
 class StreamClient(Protocol):

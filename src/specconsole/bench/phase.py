@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from specconsole.core.metrics import RequestTimeline
+from specconsole.core.measure.metrics import RequestTimeline
 
 RATE_WINDOW_S = 1.0
 """The live rate is output tokens received over this trailing window."""

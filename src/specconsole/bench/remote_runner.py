@@ -3,7 +3,8 @@
 Why: at high concurrency the SSH tunnel or the console host can limit the measured
 throughput; generating the load on the box removes both. The box cannot be assumed to have
 specconsole, httpx or even pip, so :func:`build_script` bundles the *same* standard-library
-modules the console uses (``core.metrics``, ``bench.api``, ``bench.prompts``, ``bench.ladder``,
+modules the console uses (``core.measure.metrics``, ``bench.api``, ``bench.prompts``,
+``bench.ladder``,
 ``bench.phase``, ``bench.steady``, ``bench.engine``, ``bench.rawhttp``, ``bench.remote_main``)
 into one Python file whose tiny import hook serves them from memory. Nothing is re-implemented
 for the remote side, so both placements schedule, parse and compute identically.
@@ -12,7 +13,7 @@ The script is uploaded (a heredoc through ``sh -c`` would hit Linux's 128 KiB li
 argument once the prompt pool is included), run with ``python3 -u``, and reports JSON lines
 (see :mod:`specconsole.bench.remote_main`) that :class:`RemoteBenchmarkRunner` turns into
 :class:`~specconsole.core.ports.BenchProgress` callbacks and the final
-:class:`~specconsole.core.metrics.BenchResult`.
+:class:`~specconsole.core.measure.metrics.BenchResult`.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from pathlib import Path
 
 from specconsole.bench.ladder import LadderPlan
 from specconsole.bench.loadgen import plan_for
-from specconsole.core.metrics import BenchResult, LevelMetrics
+from specconsole.core.measure.metrics import BenchResult, LevelMetrics
 from specconsole.core.ports import BenchProgress, BenchSpec, Transport, TransportError
 
 BUNDLED_MODULES: tuple[str, ...] = (
-    "specconsole.core.stats",
-    "specconsole.core.slo",
-    "specconsole.core.timeline",
-    "specconsole.core.metrics",
+    "specconsole.core.measure.stats",
+    "specconsole.core.measure.slo",
+    "specconsole.core.measure.timeline",
+    "specconsole.core.measure.metrics",
     "specconsole.bench.api",
     "specconsole.bench.prompts",
     "specconsole.bench.ladder",
@@ -49,7 +50,12 @@ BUNDLED_MODULES: tuple[str, ...] = (
 )
 """Modules shipped in the script (all standard-library only, Python 3.10+)."""
 
-BUNDLED_PACKAGES: tuple[str, ...] = ("specconsole", "specconsole.core", "specconsole.bench")
+BUNDLED_PACKAGES: tuple[str, ...] = (
+    "specconsole",
+    "specconsole.core",
+    "specconsole.core.measure",
+    "specconsole.bench",
+)
 """Packages the script provides as empty shells (their real ``__init__`` is not needed)."""
 
 _BOOTSTRAP = '''\

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from specconsole.bench.phase import Phase
-from specconsole.core.metrics import DEFAULT_PERCENTILES, LevelMetrics, _summary_ms, median
+from specconsole.core.measure.metrics import DEFAULT_PERCENTILES, LevelMetrics, _summary_ms, median
 
 WINDOW_COMPLETED = "completed"
 """bench_serving's completed-request metrics (the default)."""

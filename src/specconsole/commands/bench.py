@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO, TypeVar
 
-from specconsole.core.metrics import BenchResult, LevelMetrics
+from specconsole.core.measure.metrics import BenchResult, LevelMetrics
+from specconsole.core.measure.slo import parse_slo
 from specconsole.core.ports import DEFAULT_OUTPUT_LEN, BenchApi, BenchSpec
-from specconsole.core.slo import parse_slo
 
 T = TypeVar("T", int, float)
 

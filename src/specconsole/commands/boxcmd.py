@@ -4,7 +4,7 @@ Why: a sweep should start from what already runs (``import`` reads the unit with
 ``systemctl cat`` and writes a plan whose base is exactly that), and a sweep that ends on a
 crash leaves the server down — ``rollback SESSION`` restores the unit that was there before
 the last deploy (``--original``: the one before specconsole's first deploy), starts it and
-waits until it serves. Thin: the parsing is :mod:`specconsole.core.importplan`'s, the box
+waits until it serves. Thin: the parsing is :mod:`specconsole.core.config.importplan`'s, the box
 work the systemd backend's.
 """
 
@@ -73,10 +73,10 @@ def _profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict
 
 
 def _import_cmd(args: argparse.Namespace) -> int:
-    from specconsole.core.config import ConfigError
-    from specconsole.core.importplan import plan_from_unit
+    from specconsole.core.config.importplan import plan_from_unit
+    from specconsole.core.config.model import ConfigError
+    from specconsole.core.plans.profile import ProfileError, parse_profile
     from specconsole.core.ports import TransportError
-    from specconsole.core.profile import ProfileError, parse_profile
 
     try:
         host, service = _profile_tables(args.target, args.unit)
@@ -125,7 +125,7 @@ async def _read_unit(profile: Any) -> str | None:
 
 
 def _rollback_cmd(args: argparse.Namespace) -> int:
-    from specconsole.core.plan import PlanError
+    from specconsole.core.plans.plan import PlanError
     from specconsole.core.ports import TransportError
     from specconsole.session.store import Session, SessionError
 

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from specconsole.core.plan import CrashPolicy
+from specconsole.core.plans.plan import CrashPolicy
 
 if TYPE_CHECKING:
-    from specconsole.core.plan import SweepPlan
+    from specconsole.core.plans.plan import SweepPlan
     from specconsole.session.lock import SessionLock
     from specconsole.session.store import Session
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from specconsole.core.plan import StrategyKind, SweepPlan
-from specconsole.core.results import deploy_previewed
+from specconsole.core.machine.results import deploy_previewed
+from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.present.labels import config_label
 
 DRY_RUN_LIMIT = 200

@@ -3,8 +3,8 @@
 Why: users want to check a configuration before a ~100 s load, see exactly what would be
 deployed (argv, command line or systemd unit), and make sense of logs they already have
 (``journalctl -u sglang > crash.log``). These commands are thin: reading files and printing
-is all they add to :mod:`specconsole.core.config`, :mod:`~specconsole.core.validation`,
-:mod:`~specconsole.core.render` and :mod:`~specconsole.core.logparse`.
+is all they add to :mod:`specconsole.core.config.model`, :mod:`~specconsole.core.config.validation`,
+:mod:`~specconsole.core.config.render` and :mod:`~specconsole.core.logs`.
 
 ``render`` and ``validate`` read a file the same way and print errors through one function,
 so ``render`` renders exactly what ``validate`` accepts (a plan: its base, or ``--trial N``).
@@ -23,7 +23,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
-from specconsole.core.config import (
+from specconsole.core.config.issues import Issue, Severity
+from specconsole.core.config.model import (
     ConfigError,
     Engine,
     ServerConfig,
@@ -31,14 +32,13 @@ from specconsole.core.config import (
     config_to_table,
     replace_config,
 )
-from specconsole.core.decoding import DecodeError, decode_text
-from specconsole.core.issues import Issue, Severity
-from specconsole.core.load_summary import LoadSummary, summarize
-from specconsole.core.logparse import LogParser
-from specconsole.core.normalize import normalize
-from specconsole.core.plan import SweepPlan
-from specconsole.core.render import UnitOptions, to_argv, to_command, to_unit
-from specconsole.core.validation import errors, validate
+from specconsole.core.config.normalize import normalize
+from specconsole.core.config.render import UnitOptions, to_argv, to_command, to_unit
+from specconsole.core.config.validation import errors, validate
+from specconsole.core.logs import LogParser
+from specconsole.core.logs.load_summary import LoadSummary, summarize
+from specconsole.core.plans.decoding import DecodeError, decode_text
+from specconsole.core.plans.plan import SweepPlan
 
 MAX_PLAN_TRIALS = 500
 """validate checks at most this many trial configurations of a sweep plan."""
@@ -140,7 +140,7 @@ def _read_document(path: str) -> tuple[dict[str, Any], str]:
         pass
     # Not TOML: a systemd unit (or `systemctl cat` output) or a command line also names a
     # configuration; read it as the [server] table it stands for.
-    from specconsole.core.importplan import read_server_text
+    from specconsole.core.config.importplan import read_server_text
 
     try:
         _kind, config = read_server_text(text, path)
@@ -189,7 +189,7 @@ def _trial_configs(
 def _load_plan(text: str, path: str) -> SweepPlan:
     """A sweep plan with ``{python}`` and ``port = "auto"`` resolved as ``sweep`` would."""
     from specconsole.controller.wiring import resolve_local_placeholders
-    from specconsole.core.planparse import loads_plan
+    from specconsole.core.plans.parse import loads_plan
 
     try:
         return resolve_local_placeholders(loads_plan(text))

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 from specconsole.commands.common import error
-from specconsole.core.plan import PlanError, SweepPlan
-from specconsole.core.state import TrialRecord
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.plans.plan import PlanError, SweepPlan
 
 TEXT_FORMATS = ("md", "csv", "json", "html")
 IMAGE_FORMATS = ("png", "svg")

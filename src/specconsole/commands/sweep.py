@@ -32,8 +32,8 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
-from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan
-from specconsole.core.planparse import loads_plan
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import CrashPolicy, PlanError, SweepPlan
 
 if TYPE_CHECKING:
     from specconsole.session.store import Session
@@ -106,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def load_plan_file(path: Path) -> SweepPlan:
     """Read and parse a plan file, resolving ``{python}`` and ``port = "auto"``; raises
     PlanError with the path."""
-    from specconsole.core.decoding import DecodeError, decode_text
+    from specconsole.core.plans.decoding import DecodeError, decode_text
 
     try:
         text = decode_text(path.read_bytes(), str(path))
@@ -215,7 +215,7 @@ def prepare_resume(session: Session) -> tuple[SweepPlan, list[str], object]:
 def _resume_locked(session: Session, on_crash: str | None) -> int:
     """Resume under the session lock: :func:`prepare_resume`, then run."""
     from specconsole.controller.pool_headless import sweep_headless
-    from specconsole.core.secrets import missing_values
+    from specconsole.core.config.secrets import missing_values
     from specconsole.session.store import SessionError
 
     try:

@@ -33,8 +33,8 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
-from specconsole.core.plan import CrashPolicy, PlanError, SweepPlan
-from specconsole.core.planparse import parse_plan
+from specconsole.core.plans.parse import parse_plan
+from specconsole.core.plans.plan import CrashPolicy, PlanError, SweepPlan
 
 THEME_CHOICES = ("dark", "light", "mono")
 DEMO_PLAN = "demo-sweep.toml"
@@ -261,8 +261,8 @@ async def _run(
     confirm_first_deploy: bool,
 ) -> int:
     from specconsole.controller.wiring import ConsoleBox, wire_controller
-    from specconsole.core import events as ev
-    from specconsole.core.state import ControllerState
+    from specconsole.core.machine import events as ev
+    from specconsole.core.machine.state import ControllerState
     from specconsole.ui.app import make_app
 
     if plan.boxes:  # a pool ([[hosts]]): one lane per box, n switches the box shown

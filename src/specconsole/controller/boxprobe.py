@@ -21,8 +21,9 @@ from typing import TypeVar
 
 from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
 from specconsole.core.boxprobe import NVIDIA_SMI_QUERY, BoxProbe, GpuInfo, parse_gpus
-from specconsole.core.config import ConfigError, ServerConfig
-from specconsole.core.importplan import read_server_text
+from specconsole.core.config.importplan import read_server_text
+from specconsole.core.config.model import ConfigError, ServerConfig
+from specconsole.core.config.secrets import redact_config
 from specconsole.core.ports import (
     REACH_FAILURES,
     AuthenticationFailed,
@@ -33,7 +34,6 @@ from specconsole.core.ports import (
     Transport,
     TransportError,
 )
-from specconsole.core.secrets import redact_config
 
 __all__ = ["PROBE_STEP_S", "probe_box", "running_artifact", "running_config"]
 

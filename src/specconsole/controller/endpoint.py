@@ -4,7 +4,7 @@ Why a module of its own: the runtime performs the machine's effects; *how* the s
 reached is a separate concern with state of its own — one HTTP client for the run, one local
 URL per (host, port) (an SSH forward when the box is remote, made once and reused), and the
 node of a batch job, which is known only once the job runs. What the answers mean stays in
-the pure ``core.results``.
+the pure ``core.machine.results``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from specconsole.core import results
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import results
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport
 
 

@@ -1,6 +1,6 @@
 """Ask the box which SGLang release it runs, before the first deploy.
 
-Why: flag names change between releases (:mod:`specconsole.core.engine_versions`); a
+Why: flag names change between releases (:mod:`specconsole.core.config.engine_versions`); a
 configuration without ``[server] engine_version`` is rendered in the names of the release the
 box actually has. The launcher's own interpreter is asked (``python -c "import sglang;
 print(sglang.__version__)"``, in the configuration's working directory), so a virtualenv
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specconsole.core.config import Engine, ServerConfig, effective_launcher
-from specconsole.core.engine_versions import detect_command, parse_detected
+from specconsole.core.config.engine_versions import detect_command, parse_detected
+from specconsole.core.config.model import Engine, ServerConfig, effective_launcher
 from specconsole.core.ports import Transport, TransportError
 
 __all__ = [

@@ -5,7 +5,7 @@ ran last (or with its service down) is the first thing a user of a production bo
 After a finished sweep the headless driver (and ``specconsole rollback``) come here:
 
 * ``best`` (the default): deploy the best trial's configuration by the plan's objective
-  (:func:`specconsole.core.objective.assess`), restart it and wait until ``/health`` answers.
+  (:func:`specconsole.core.plans.objective.assess`), restart it and wait until ``/health`` answers.
 * ``original``: put back the unit as it was before specconsole's first deploy (systemd keeps
   that backup forever) and wait until it serves.
 * ``last``: leave the box as the last trial left it.
@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import httpx
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.objective import Goal, assess
-from specconsole.core.plan import FINALLY_CHOICES, SweepPlan
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.secrets import missing_values, unredact_config
+from specconsole.core.machine.results import box_host, deploy_previewed
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.plans.objective import Goal, assess
+from specconsole.core.plans.plan import FINALLY_CHOICES, SweepPlan
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport, TransportError
-from specconsole.core.results import box_host, deploy_previewed
-from specconsole.core.secrets import missing_values, unredact_config
-from specconsole.core.state import TrialRecord
 
 HEALTH_POLL_S = 1.0
 
@@ -218,8 +218,8 @@ async def unit_port(backend: ServiceBackend, default: int) -> int:
     cat = getattr(backend, "cat", None)
     if cat is None:
         return default
-    from specconsole.core.config import ConfigError
-    from specconsole.core.render import parse_unit
+    from specconsole.core.config.model import ConfigError
+    from specconsole.core.config.render import parse_unit
 
     main, dropins = await cat()
     if main is None:

@@ -29,11 +29,10 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from specconsole.controller.wiring import Ports, wire_controller
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
-from specconsole.core.plan import CrashPolicy, StrategyKind, SweepPlan
-from specconsole.core.results import validate_config
-from specconsole.core.state import (
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.results import validate_config
+from specconsole.core.machine.state import (
     ControllerState,
     LevelSummary,
     Notice,
@@ -41,8 +40,9 @@ from specconsole.core.state import (
     TrialRecord,
     TrialStatus,
 )
-from specconsole.core.stats import half_width
-from specconsole.core.strategy import findings
+from specconsole.core.measure.stats import half_width
+from specconsole.core.plans.plan import CrashPolicy, StrategyKind, SweepPlan
+from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
 from specconsole.present.labels import config_label, load_stage_label, notice_text

@@ -9,7 +9,7 @@ view consistent:
   applied synchronously with :meth:`Controller.apply`, so no box can pick its next trial
   before it knows what the others just took): the trials of its group and the
   configurations running elsewhere. Each machine's strategy then proposes with those as
-  *pending* (the constant liar of ``core.strategy.next_trial``), trial indices stay unique
+  *pending* (the constant liar of ``core.search.strategy.next_trial``), trial indices stay unique
   across the pool, and ``[sweep] max_trials`` counts the whole pool.
 * A box whose strategy had nothing left ("plan complete") while others still ran is started
   again when their results open new work (a crash above it opens a bisection).
@@ -18,7 +18,7 @@ view consistent:
   ``cancelled`` ("box unreachable: re-queued") — a failure of reach is not a result — so
   another box runs it.
 * Boxes are assumed alike; if a box's first capacity line differs by more than 1% from what
-  another box's trials say for the same configuration (``core.fleet.unlike_boxes``), the pool
+  another box's trials say for the same configuration (``core.search.fleet.unlike_boxes``), the pool
   says so and moves that box into a group of its own, so their results are kept apart.
 * Every record says which box ran it (``TrialRecord.box``); the session is written once
   (trials appended by each box's :class:`BoxRecorder`, one ``session.toml`` for the pool).
@@ -34,12 +34,9 @@ from typing import Any
 
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import Ports, open_ports
-from specconsole.core import events as ev
-from specconsole.core.fleet import as_port, records_on_port, unlike_boxes
 from specconsole.core.machine import COUNTED_KINDS
-from specconsole.core.plan import SweepPlan
-from specconsole.core.pool import Box, box_port
-from specconsole.core.state import (
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import (
     ConnectionState,
     ControllerState,
     CrashPolicy,
@@ -48,7 +45,10 @@ from specconsole.core.state import (
     TrialRecord,
     TrialStatus,
 )
-from specconsole.core.strategy import next_trial
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.pool import Box, box_port
+from specconsole.core.search.fleet import as_port, records_on_port, unlike_boxes
+from specconsole.core.search.strategy import next_trial
 from specconsole.present.labels import config_label
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session

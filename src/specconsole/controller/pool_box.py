@@ -16,8 +16,8 @@ from specconsole.controller.pool import Pool
 from specconsole.controller.pool_console import PoolConsole
 from specconsole.controller.pool_headless import finish_pool, pool_final_status
 from specconsole.controller.wiring import preview_deploy
-from specconsole.core.config import ServerConfig
-from specconsole.core.fleet import as_port
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.search.fleet import as_port
 from specconsole.present.leaving import deploying_line, rollback_command
 
 

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from specconsole.controller.pool import Pool
-from specconsole.core import events as ev
-from specconsole.core.state import BoxLane, ControllerState, Notice, Phase, TrialRecord
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import BoxLane, ControllerState, Notice, Phase, TrialRecord
 
 TAIL_LINES = 2_000
 """Journal lines kept per box for when the console switches to it."""

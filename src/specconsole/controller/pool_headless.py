@@ -32,12 +32,12 @@ from specconsole.controller.headless import (
     run_headless,
 )
 from specconsole.controller.pool import BoxRun, Pool
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
-from specconsole.core.fleet import as_port
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import ControllerState, CrashPolicy, Phase, TrialStatus
-from specconsole.core.strategy import findings
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState, CrashPolicy, Phase, TrialStatus
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.fleet import as_port
+from specconsole.core.search.strategy import findings
 from specconsole.present.leaving import rollback_command
 from specconsole.session.report import render
 from specconsole.session.store import Session

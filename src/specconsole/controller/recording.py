@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.core.machine.state import ControllerState, TrialRecord
 
 
 class TrialRecorder(Protocol):

@@ -9,9 +9,9 @@ transition is published, in order, to subscribers (the console, the headless pri
 session recorder, tests) as ``callback(state, event)``.
 
 What the watch over a loading server sees (log, status, health) is turned into events by
-the pure ``core.watch`` (the one home of crash detection); its I/O is in
+the pure ``core.machine.watch`` (the one home of crash detection); its I/O is in
 ``controller.watcher``. What an operation's raw result means (validation, benchmark figures,
-``/server_info``) is decided by the pure ``core.results``.
+``/server_info``) is decided by the pure ``core.machine.results``.
 
 There is never a fixed sleep: the load timeout is a timer the machine asks for.
 """
@@ -31,13 +31,13 @@ from specconsole.controller.endpoint import ServerEndpoint
 from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
 from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.watcher import ServerWatch, WatchTiming
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core import results
 from specconsole.core.boxprobe import BoxProbe
-from specconsole.core.config import ServerConfig
-from specconsole.core.machine import IllegalTransition, step
-from specconsole.core.metrics import BenchResult
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import IllegalTransition, results, step
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState, Notice, close_open_stamp
+from specconsole.core.measure.metrics import BenchResult
 from specconsole.core.ports import (
     REACH_FAILURES,
     BenchmarkRunner,
@@ -47,7 +47,6 @@ from specconsole.core.ports import (
     ServiceStatus,
     Transport,
 )
-from specconsole.core.state import ControllerState, Notice, close_open_stamp
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +54,7 @@ Subscriber = Callable[[ControllerState, ev.Event], None]
 
 
 Validator = Callable[[ServerConfig], ev.Outcome]
-"""Checks a configuration: ``ConfigValidated`` or ``ConfigInvalid`` (``core.results``)."""
+"""Checks a configuration: ``ConfigValidated`` or ``ConfigInvalid`` (``core.machine.results``)."""
 
 
 class Controller:

@@ -1,11 +1,11 @@
 """The watch's I/O: follow the server's log, poll its status and ``GET /health`` while it
-loads or serves, and post what the pure watch (``core.watch``) makes of it.
+loads or serves, and post what the pure watch (``core.machine.watch``) makes of it.
 
 Why a module of its own: the three pollers, their batching and their timing are the
 runtime's most intricate I/O, and none of it decides anything — the rules (what is fatal,
-which load stage comes next, when an exit is an exit) are in ``core.watch``:
+which load stage comes next, when an exit is an exit) are in ``core.machine.watch``:
 
-* the log stream, parsed line by line (``core.logparse``): a fatal line is reported the
+* the log stream, parsed line by line (``core.logs``): a fatal line is reported the
   moment it is read; a traceback ends at the next ordinary line or when the stream ends,
   and as a fallback after ``settle_after_s`` of silence — long enough for a log delivered
   in bursts not to cut a traceback before the line that classifies it. Lines are posted in
@@ -29,11 +29,11 @@ from typing import Protocol
 
 import httpx
 
-from specconsole.core import events as ev
-from specconsole.core import watch as core_watch
-from specconsole.core.config import Engine
-from specconsole.core.log_events import LogEvent
-from specconsole.core.logparse import LogParser
+from specconsole.core.config.model import Engine
+from specconsole.core.logs import LogParser
+from specconsole.core.logs.events import LogEvent
+from specconsole.core.machine import events as ev
+from specconsole.core.machine import watch as core_watch
 from specconsole.core.ports import ServiceBackend
 
 log = logging.getLogger(__name__)

@@ -19,20 +19,20 @@ from pathlib import Path
 
 from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.runtime import Controller
-from specconsole.core import events as ev
 from specconsole.core.boxprobe import BoxProbe
-from specconsole.core.config import ServerConfig
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.plan import PlanError, SweepPlan
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.results import deploy_previewed
+from specconsole.core.machine.state import ConnectionState, ControllerState
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.plan import PlanError, SweepPlan
+from specconsole.core.plans.profile import Profile
 from specconsole.core.ports import (
     BenchmarkRunner,
     Placement,
     ServiceBackend,
     Transport,
 )
-from specconsole.core.profile import Profile
-from specconsole.core.results import deploy_previewed
-from specconsole.core.state import ConnectionState, ControllerState
 from specconsole.present.leaving import deploying_line, rollback_command
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session, SessionError

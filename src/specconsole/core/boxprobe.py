@@ -10,7 +10,7 @@ carries it, so every view renders the same facts and the session records them. P
 the box printed (``nvidia-smi --query-gpu``) is pure and lives here, tested without I/O.
 
 A probe never holds a secret: the running configuration's environment values are redacted
-when it is built (:func:`specconsole.core.secrets.redact_config`).
+when it is built (:func:`specconsole.core.config.secrets.redact_config`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.core.config import ServerConfig, config_to_table
+from specconsole.core.config.model import ServerConfig, config_to_table
 
 __all__ = [
     "NVIDIA_SMI_QUERY",

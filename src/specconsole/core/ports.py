@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.metrics import BenchResult, LevelMetrics, default_requests_per_level
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.measure.metrics import BenchResult, LevelMetrics, default_requests_per_level
 
 # --------------------------------------------------------------------------------------------
 # Transport
@@ -360,7 +360,7 @@ class BenchSpec:
     percentiles: tuple[float, ...] = (90.0, 95.0, 99.0)
     """Latency percentiles recorded (p90/p95/p99 always; e.g. 50, 99.9 in addition)."""
     slo: dict[str, float] | None = None
-    """Goodput objectives in ms: ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` (core/slo.py)."""
+    """Goodput objectives in ms: ``ttft_ms``, ``tpot_ms``, ``e2e_ms`` (core/measure/slo.py)."""
     output_details: bool = False
     """Keep per-request lists in the level records (``--output-file``)."""
     api_key: str | None = field(default=None, repr=False)
@@ -428,7 +428,7 @@ class BenchmarkRunner(Protocol):
         *,
         on_progress: Callable[[BenchProgress], None] | None = None,
     ) -> BenchResult:
-        """Run every level; returns the trial's benchmark result (see core.metrics).
+        """Run every level; returns the trial's benchmark result (see core.measure.metrics).
 
         ``stop()`` ends the load promptly and makes ``run`` return what was measured so
         far, marked partial. Cancelling the awaiting task also stops the load; the partial

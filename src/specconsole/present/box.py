@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specconsole.core.boxprobe import BoxProbe, GpuInfo
-from specconsole.core.state import ConnectionState, ControllerState
+from specconsole.core.machine.state import ConnectionState, ControllerState
 from specconsole.present.labels import config_summary
 
 __all__ = ["BoxPanelView", "box_panel", "box_shown", "connection_word", "gpu_text", "probe_lines"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.state import TrialRecord
-from specconsole.core.stats import half_width
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.measure.stats import half_width
 from specconsole.present.formats import (
     format_int,
     format_peak,

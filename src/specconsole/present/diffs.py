@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import IllegalTransition, step
-from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.present.labels import config_label
 
 PENDING_KEY = "pending"

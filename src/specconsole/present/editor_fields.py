@@ -1,14 +1,14 @@
 """The parameter editor's field list for the engine and release that run on the box.
 
-Why it exists: flags change between releases (``core.engine_versions``): SGLang 0.5.23 spells
+Why it exists: flags change between releases (``core.config.engine_versions``): SGLang 0.5.23 spells
 ``cuda_graph_max_bs`` as ``--cuda-graph-max-bs-decode`` and refuses the old flag, and vLLM has
 no flag at all for some fields (``speculative_eagle_topk``). The editor labels each box with
 the ``[server]`` key users know, shows the flag it will render as *for that release*, flags or
 hides what the engine does not render, and validates the candidate with that release's rules.
 The widget only lays this out; every decision is here, as plain functions.
 
-Flag names come from the same places the renderer asks (``core.engine_versions.flag_for`` for
-SGLang, ``core.modelled_flags.VLLM_MODELLED_FLAGS`` for vLLM), so the editor cannot show a
+Flag names come from the same places the renderer asks (``core.config.engine_versions.flag_for`` for
+SGLang, ``core.config.modelled_flags.VLLM_MODELLED_FLAGS`` for vLLM), so the editor cannot show a
 flag the command line does not use (``tests/present/test_editor_fields.py`` renders each).
 """
 
@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from specconsole.core.config import Engine, ServerConfig
-from specconsole.core.engine_versions import (
+from specconsole.core.config.engine_versions import (
     DEFAULT_VERSION,
     KNOWN_RELEASES,
     flag_for,
     parse_version,
 )
-from specconsole.core.modelled_flags import VLLM_MODELLED_FLAGS
+from specconsole.core.config.model import Engine, ServerConfig
+from specconsole.core.config.modelled_flags import VLLM_MODELLED_FLAGS
 
 __all__ = [
     "FIELDS",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specconsole.core.state import BoxLane, ControllerState, Phase
+from specconsole.core.machine.state import BoxLane, ControllerState, Phase
 from specconsole.present.formats import format_elapsed
 from specconsole.present.labels import config_label
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specconsole.core import events as ev
+from specconsole.core.machine import events as ev
 from specconsole.core.machine import legal_intents
-from specconsole.core.state import ControllerState, Phase, ResumeChoice
+from specconsole.core.machine.state import ControllerState, Phase, ResumeChoice
 
 
 @dataclass(frozen=True, slots=True)

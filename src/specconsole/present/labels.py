@@ -15,9 +15,9 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.log_events import LoadStage
-from specconsole.core.state import Notice, TrialRecord
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine.state import Notice, TrialRecord
 
 FIELD_ABBREVIATIONS: dict[str, str] = {
     "speculative_algorithm": "algo",

@@ -10,7 +10,7 @@ Pure rules over ``ControllerState``, shared by the quit flow and its tests.
 
 from __future__ import annotations
 
-from specconsole.core.state import ControllerState, Phase, TrialStatus
+from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
 
 DOWN_STATUSES: frozenset[TrialStatus] = frozenset(
     {TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED}

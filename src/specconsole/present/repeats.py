@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.state import TrialRecord
-from specconsole.core.stats import Spread
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.measure.stats import Spread
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import config_label
 

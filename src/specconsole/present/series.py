@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.plans.plan import SweepPlan
 from specconsole.present.labels import short_name, trial_label
 
 PALETTE: tuple[tuple[int, int, int], ...] = (

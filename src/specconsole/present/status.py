@@ -9,7 +9,7 @@ sentence, a branch in ``status_detail``; until then it reads as its enum value w
 
 from __future__ import annotations
 
-from specconsole.core.state import TrialRecord, TrialStatus
+from specconsole.core.machine.state import TrialRecord, TrialStatus
 from specconsole.present.formats import format_int
 from specconsole.present.labels import load_stage_label
 

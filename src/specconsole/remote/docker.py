@@ -3,7 +3,7 @@
 The deployed artifact is the exact ``docker run`` command, kept on the box as a script next
 to its sha256 (so it can be diffed, backed up, rolled back and recognised after a console
 restart, like the other backends). The server's own flags come from
-:func:`specconsole.core.render.to_argv`; this module adds only docker's: ``-d``, the name,
+:func:`specconsole.core.config.render.to_argv`; this module adds only docker's: ``-d``, the name,
 the profile's ``docker_args`` (default ``--gpus all --ipc=host``), ``-e`` per environment
 variable and ``-p`` publishing the server port on the box's loopback. Inside the container
 the server must listen on all its interfaces for the published port to reach it, so the
@@ -27,7 +27,9 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.render import to_argv
+from specconsole.core.plans.profile import ServiceProfile
 from specconsole.core.ports import (
     ConnectionLost,
     Deployment,
@@ -38,8 +40,6 @@ from specconsole.core.ports import (
     Transport,
     TransportError,
 )
-from specconsole.core.profile import ServiceProfile
-from specconsole.core.render import to_argv
 from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import clean_line, expand_home
 

@@ -1,20 +1,21 @@
 """Build the transport and service backend a host profile describes.
 
-The controller and the CLI hold a :class:`specconsole.core.profile.Profile` and ask this module
+The controller and the CLI hold a :class:`specconsole.core.plans.profile.Profile` and ask this
+module
 for the matching adapters, so no caller ever branches on "ssh or local", "systemd, process,
 docker or slurm" itself.
 """
 
 from __future__ import annotations
 
-from specconsole.core.ports import ServiceBackend, Transport
-from specconsole.core.profile import (
+from specconsole.core.plans.profile import (
     HostProfile,
     Profile,
     ServiceKind,
     ServiceProfile,
     TransportKind,
 )
+from specconsole.core.ports import ServiceBackend, Transport
 from specconsole.remote.docker import DockerBackend
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend

@@ -4,7 +4,7 @@ one log file per run.
 For boxes without systemd or root, for the demo and for the tests. Why it is built this way:
 
 * The deployed artifact is a small launch script (``command.sh``: working directory,
-  environment, then ``exec`` of the command line rendered by :mod:`specconsole.core.render`).
+  environment, then ``exec`` of the command line rendered by :mod:`specconsole.core.config.render`).
   Its sha256 is the deployed configuration's identity; each run keeps a copy of the script
   it started from, so "is what runs the configuration I deployed?" survives a console
   restart.
@@ -27,8 +27,8 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.jobscript import launch_lines
+from specconsole.core.config.jobscript import launch_lines
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.ports import LogRecord, ServiceState, ServiceStatus
 from specconsole.remote.scripted import ScriptedBackend, parse_cursor
 

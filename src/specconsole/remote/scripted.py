@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import ClassVar
 
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.plans.profile import ServiceProfile
 from specconsole.core.ports import (
     ConnectionLost,
     Deployment,
@@ -22,7 +23,6 @@ from specconsole.core.ports import (
     Transport,
     TransportError,
 )
-from specconsole.core.profile import ServiceProfile
 from specconsole.remote.artifact import ArtifactStore, sha256_text
 from specconsole.remote.shell import clean_line, expand_home
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import asyncssh
 
+from specconsole.core.plans.profile import HostProfile
 from specconsole.core.ports import (
     AuthenticationFailed,
     BoxUnreachable,
@@ -39,7 +40,6 @@ from specconsole.core.ports import (
     PortForward,
     TransportError,
 )
-from specconsole.core.profile import HostProfile
 from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
 
 _DROP_ERRORS: tuple[type[BaseException], ...] = (

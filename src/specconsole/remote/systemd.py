@@ -24,7 +24,16 @@ import shlex
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.render import UnitOptions, parse_unit, to_unit
+from specconsole.core.config.unit import (
+    UnitEdit,
+    edit_unit,
+    generate_unit,
+    is_generated,
+    split_cat,
+)
+from specconsole.core.plans.profile import ServiceProfile, UnitScope, UnitTemplate
 from specconsole.core.ports import (
     ConnectionLost,
     Deployment,
@@ -34,15 +43,6 @@ from specconsole.core.ports import (
     ServiceStatus,
     Transport,
     TransportError,
-)
-from specconsole.core.profile import ServiceProfile, UnitScope, UnitTemplate
-from specconsole.core.render import UnitOptions, parse_unit, to_unit
-from specconsole.core.unit import (
-    UnitEdit,
-    edit_unit,
-    generate_unit,
-    is_generated,
-    split_cat,
 )
 from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import expand_home

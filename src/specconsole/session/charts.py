@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import Phase, TrialRecord, TrialStatus
+from specconsole.core.machine.state import Phase, TrialRecord, TrialStatus
+from specconsole.core.plans.plan import SweepPlan
 from specconsole.present.labels import trial_label
 from specconsole.present.series import (
     aggregate_series,

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import TrialRecord, TrialStatus
-from specconsole.core.stats import Spread
-from specconsole.core.strategy import findings
+from specconsole.core.machine.state import TrialRecord, TrialStatus
+from specconsole.core.measure.stats import Spread
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.strategy import findings
 from specconsole.present.formats import DASH, format_rate_ci
 from specconsole.present.labels import config_label
 from specconsole.present.status import status_word

@@ -16,8 +16,8 @@ from typing import IO, Any
 import tomli_w
 
 from specconsole.core.boxprobe import BoxProbe, probe_table
-from specconsole.core.config import ServerConfig
-from specconsole.core.state import ControllerState, TrialRecord
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.present.labels import config_label
 from specconsole.session.store import Session, atomic_write
 

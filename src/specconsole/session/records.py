@@ -13,10 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from specconsole.core.log_events import LoadStage
-from specconsole.core.plantables import server_config_from_table, server_config_to_table
-from specconsole.core.secrets import redact_config
-from specconsole.core.state import (
+from specconsole.core.config.secrets import redact_config
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine.state import (
     CapacityPrediction,
     CrashInfo,
     LevelSummary,
@@ -26,6 +25,7 @@ from specconsole.core.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
 from specconsole.present.labels import config_label
 
 RECORD_VERSION = 1

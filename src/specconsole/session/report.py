@@ -17,10 +17,10 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.stats import Spread, half_width
-from specconsole.core.strategy import findings
+from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.measure.stats import Spread, half_width
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
 from specconsole.present.formats import format_rate, format_rate_ci

@@ -19,10 +19,10 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from specconsole.core.plan import SweepPlan
-from specconsole.core.state import TrialRecord
-from specconsole.core.stats import half_width
-from specconsole.core.strategy import findings
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.measure.stats import half_width
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
 from specconsole.present.labels import config_label, measurement_note

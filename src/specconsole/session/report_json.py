@@ -17,13 +17,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.plan import SweepPlan
-from specconsole.core.plantables import server_config_to_table
-from specconsole.core.secrets import redact_config
-from specconsole.core.state import TrialRecord
-from specconsole.core.stats import Spread
-from specconsole.core.strategy import findings
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.secrets import redact_config
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.measure.stats import Spread
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.tables import server_config_to_table
+from specconsole.core.search.strategy import findings
 from specconsole.present.labels import config_label, measurement_note
 from specconsole.present.status import status_detail, status_word
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
@@ -36,7 +36,7 @@ SCHEMA_VERSION = 1
 
 def config_document(config: ServerConfig) -> dict[str, Any]:
     """The ``[server]`` table of ``config``, environment values redacted
-    (``core.secrets``)."""
+    (``core.config.secrets``)."""
     return server_config_to_table(redact_config(config))
 
 

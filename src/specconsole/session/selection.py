@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specconsole.core.state import TrialKind, TrialRecord, TrialStatus
+from specconsole.core.machine.state import TrialKind, TrialRecord, TrialStatus
 
 
 def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:

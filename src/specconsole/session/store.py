@@ -21,7 +21,7 @@ byte offset, never skipped (a skipped record would be re-run as a duplicate).
 with temp-file + fsync + rename; ``reconcile`` checks it against the records and rebuilds it
 when it is empty, corrupt, wrongly typed or disagrees. A failed write removes its temp file
 and leaves the earlier bytes as they were. Every file is read as bytes and decoded with
-``core.decoding`` (an error names the file and byte offset). Both are plain text a person can
+``core.plans.decoding`` (an error names the file and byte offset). Both are plain text a person can
 read.
 """
 
@@ -39,18 +39,18 @@ from typing import IO, Any
 
 import tomli_w
 
-from specconsole.core.decoding import DecodeError, decode_text
-from specconsole.core.placeholders import resolve_placeholders
-from specconsole.core.plan import PlanError, SweepPlan
-from specconsole.core.planparse import loads_plan, plan_document
-from specconsole.core.secrets import (
+from specconsole.core.config.secrets import (
     REDACTED,
     is_secret_name,
     missing_values,
     redact_plan_source,
     unredact_config,
 )
-from specconsole.core.state import TrialRecord
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.plans.decoding import DecodeError, decode_text
+from specconsole.core.plans.parse import loads_plan, plan_document
+from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.plan import PlanError, SweepPlan
 from specconsole.session.records import RecordError, dumps_record, record_from_dict
 
 SESSION_FILE = "session.toml"

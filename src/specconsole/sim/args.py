@@ -6,7 +6,7 @@ auto-adjusts, logging SGLang's warning texts. Unknown ``--flags`` are kept and r
 than refused, because real configurations carry many flags the simulator has no physics for.
 
 This module is pure: :func:`parse_argv` and :func:`resolve` do no I/O, so the performance model
-and the tests can resolve a :class:`~specconsole.core.config.ServerConfig` without a process.
+and the tests can resolve a :class:`~specconsole.core.config.model.ServerConfig` without a process.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.engine_versions import (
+from specconsole.core.config.engine_versions import (
     FLAG_CHANGES,
     has_new_name,
     parse_version,
     removed_flags,
 )
-from specconsole.core.render import sglang_flags
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.render import sglang_flags
 from specconsole.sim.profile import Profile
 
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
@@ -76,7 +76,7 @@ def _int_or_human(text: str) -> int:
 
 def _cuda_graph_flags(engine_version: str | None) -> list[str]:
     """``--cuda-graph-max-bs`` and its successors as release ``engine_version`` spells them
-    (:data:`specconsole.core.engine_versions.FLAG_CHANGES`); both names when unknown."""
+    (:data:`specconsole.core.config.engine_versions.FLAG_CHANGES`); both names when unknown."""
     (change,) = [c for c in FLAG_CHANGES if c.key == "cuda_graph_max_bs"]
     if engine_version is None:
         return [change.old, change.new]
@@ -91,7 +91,7 @@ def sglang_parser(
     """Parser for the SGLang flags the simulator models, plus its own ``--sim-*`` flags.
 
     With ``engine_version`` it accepts that release's flag names only (the rows of
-    :mod:`specconsole.core.engine_versions`); without, every release's."""
+    :mod:`specconsole.core.config.engine_versions`); without, every release's."""
     p = _RaisingParser(
         prog=prog,
         add_help=True,
@@ -271,7 +271,7 @@ def _engine_version(argv: Sequence[str]) -> str | None:
 
 def argv_from_server_config(config: ServerConfig) -> list[str]:
     """The SGLang flags a :class:`ServerConfig` stands for (no launcher), in field order:
-    exactly what the console deploys (``core.render.sglang_flags``)."""
+    exactly what the console deploys (``core.config.render.sglang_flags``)."""
     return sglang_flags(config)
 
 

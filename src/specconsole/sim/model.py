@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
 from specconsole.sim.args import ResolvedArgs, argv_from_server_config, parse_argv, resolve_config
 from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
 from specconsole.sim.textkind import TextKind, perf_for
@@ -470,7 +470,7 @@ def calibration_config(profile: Profile, steps: int, **overrides: object) -> Ser
     """The configuration the calibration sweep launched at ``steps`` (topk/tp/memory flags
     from the profile's ``[reference_launch]``)."""
     ref = profile.reference_launch
-    from specconsole.core.config import SpecAlgorithm
+    from specconsole.core.config.model import SpecAlgorithm
 
     values: dict[str, object] = {
         "model_path": profile.model.name,

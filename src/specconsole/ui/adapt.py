@@ -1,6 +1,7 @@
 """From the controller's state snapshot to the panes' view models, as pure functions.
 
-``ControllerState`` (``specconsole.core.state``) is the single source of truth; each function
+``ControllerState`` (``specconsole.core.machine.state``) is the single source of truth; each
+function
 here selects and formats one pane's slice of it. They take the clock reading as an argument
 (``now``) so the header's elapsed time is deterministic in tests and snapshots, and they never
 import Textual, so they are unit-tested directly.
@@ -10,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specconsole.core.capacity import predict_capacity as core_predict_capacity
-from specconsole.core.config import ServerConfig
-from specconsole.core.events import Resume
-from specconsole.core.log_events import (
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.validation import validate
+from specconsole.core.logs import LogParser
+from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
     CudaGraphEnd,
@@ -25,11 +26,9 @@ from specconsole.core.log_events import (
     WeightsBegin,
     WeightsEnd,
 )
-from specconsole.core.log_events import ServiceExited as LogServiceExited
-from specconsole.core.logparse import LogParser
-from specconsole.core.objective import DEFAULT_GOAL, Goal, marks, progress
-from specconsole.core.plan import StrategyKind
-from specconsole.core.state import (
+from specconsole.core.logs.events import ServiceExited as LogServiceExited
+from specconsole.core.machine.events import Resume
+from specconsole.core.machine.state import (
     BUSY_PHASES,
     CapacityPrediction,
     ControllerState,
@@ -39,11 +38,13 @@ from specconsole.core.state import (
     Phase,
     TrialRecord,
 )
-from specconsole.core.stats import half_width
-from specconsole.core.strategy import Proposal
-from specconsole.core.strategy import suggest_next as core_suggest_next
-from specconsole.core.validation import validate
-from specconsole.core.watch import is_fatal, looks_fatal
+from specconsole.core.machine.watch import is_fatal, looks_fatal
+from specconsole.core.measure.stats import half_width
+from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, marks, progress
+from specconsole.core.plans.plan import StrategyKind
+from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
+from specconsole.core.search.strategy import Proposal
+from specconsole.core.search.strategy import suggest_next as core_suggest_next
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import DASH, format_elapsed, format_rate, format_rate_ci
@@ -324,7 +325,7 @@ def _objective_chart(
 
 TRIAL_MARKS = {"best": "★", "tied": "≈", "pareto": "◆"}
 """How the trials table marks the best trial, those statistically tied with it, and the
-rest of the Pareto front (``core.objective.marks``)."""
+rest of the Pareto front (``core.plans.objective.marks``)."""
 
 
 def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:

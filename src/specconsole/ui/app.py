@@ -24,10 +24,10 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.events import DeployConfig, Intent, Quit, Resume
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.events import DeployConfig, Intent, Quit, Resume
+from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.core.ports import TransportError
-from specconsole.core.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
 from specconsole.present.diffs import NEXT_KEY, DiffEntry, diff_entries, next_deploy
 from specconsole.present.editor_fields import (

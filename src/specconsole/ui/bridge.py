@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.message import Message
 
-from specconsole.core.events import Event, LogLines
-from specconsole.core.state import ControllerState
+from specconsole.core.machine.events import Event, LogLines
+from specconsole.core.machine.state import ControllerState
 from specconsole.present.fleet import focused_box
 from specconsole.ui.messages import LogBatch, StateChanged
 
 if TYPE_CHECKING:
-    from specconsole.core.config import ServerConfig
+    from specconsole.core.config.model import ServerConfig
 
 FLUSH_INTERVAL_S = 0.1
 """How often buffered log lines are handed to the journal pane."""

@@ -17,10 +17,10 @@ from collections.abc import Callable
 
 from textual.app import App
 
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import ControllerState
 from specconsole.core.ports import TransportError
-from specconsole.core.state import ControllerState
 from specconsole.present.diffs import deploying_config
 from specconsole.present.labels import config_label
 from specconsole.ui.bridge import BoxOps

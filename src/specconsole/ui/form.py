@@ -5,7 +5,7 @@ The editor binds one text box per launch parameter, named by its ``ServerConfig`
 ``specconsole.present.editor_fields``'s). Typing produces strings; this module turns them into
 a candidate ``ServerConfig`` (or per-field parse errors that name the field and the fix), and
 lists what differs from the deployed configuration. Validation of the *values* against the
-release's rules is the core's job (``specconsole.core.validation``), injected by the app.
+release's rules is the core's job (``specconsole.core.config.validation``), injected by the app.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from specconsole.core.config import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.present.editor_fields import FIELDS, FormField
 
 __all__ = [

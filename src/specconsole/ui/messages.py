@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from specconsole.core.events import Intent
-from specconsole.core.state import ControllerState
+from specconsole.core.machine.events import Intent
+from specconsole.core.machine.state import ControllerState
 from specconsole.ui.viewmodels import CrashView
 
 

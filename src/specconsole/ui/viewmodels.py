@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from specconsole.core.stats import Spread
+from specconsole.core.measure.stats import Spread
 from specconsole.present.series import Series
 
 LINE_KINDS: tuple[str, ...] = ("fatal", "warning", "capacity", "ready", "progress")

@@ -8,12 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
-from specconsole.core.plan import DEFAULT_LOAD_TIMEOUT_S
-from specconsole.core.ports import BenchSpec
-from specconsole.core.state import (
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.state import (
     ControllerState,
     Notice,
     Phase,
@@ -23,6 +21,8 @@ from specconsole.core.state import (
     TrialStatus,
     close_open_stamp,
 )
+from specconsole.core.plans.plan import DEFAULT_LOAD_TIMEOUT_S
+from specconsole.core.ports import BenchSpec
 
 Effects = tuple[fx.Effect, ...]
 

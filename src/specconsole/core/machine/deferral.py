@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import IllegalTransition
-from specconsole.core.state import ControllerState, Notice, Phase
+from specconsole.core.machine.state import ControllerState, Notice, Phase
 
 Result = tuple[ControllerState, tuple[fx.Effect, ...]]
 Step = Callable[[ControllerState, ev.Event], Result]

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import (
     IllegalTransition,
     Result,
@@ -17,19 +17,19 @@ from specconsole.core.machine.common import (
     _require_trial,
     _rest,
 )
+from specconsole.core.machine.state import (
+    ControllerState,
+    Phase,
+    ResumeChoice,
+    TrialKind,
+    TrialStatus,
+)
 from specconsole.core.machine.trial import (
     _available_choices,
     _begin_trial,
     _continue_sweep,
     _finish_trial,
     _peek_next,
-)
-from specconsole.core.state import (
-    ControllerState,
-    Phase,
-    ResumeChoice,
-    TrialKind,
-    TrialStatus,
 )
 
 

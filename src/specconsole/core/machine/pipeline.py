@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core import results
-from specconsole.core.capacity import predict_capacity
-from specconsole.core.log_events import LoadStage
+from specconsole.core.logs.events import LoadStage
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.machine import results
 from specconsole.core.machine.common import (
     Effects,
     Result,
@@ -22,9 +21,7 @@ from specconsole.core.machine.common import (
     _notice,
     _require_trial,
 )
-from specconsole.core.machine.trial import _after_recorded, _finish_trial
-from specconsole.core.ports import BenchSpec
-from specconsole.core.state import (
+from specconsole.core.machine.state import (
     RESTING_PHASES,
     ControllerState,
     Deployed,
@@ -35,6 +32,9 @@ from specconsole.core.state import (
     TrialStatus,
     close_open_stamp,
 )
+from specconsole.core.machine.trial import _after_recorded, _finish_trial
+from specconsole.core.ports import BenchSpec
+from specconsole.core.search.capacity import predict_capacity
 
 
 def _on_validated(state: ControllerState, event: ev.Event) -> Result:

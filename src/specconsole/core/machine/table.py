@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specconsole.core import events as ev
+from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import (
     LOG_TAIL_LINES,
     WATCHED_PHASES,
@@ -58,7 +58,7 @@ from specconsole.core.machine.pipeline import (
     _on_server_info,
     _on_validated,
 )
-from specconsole.core.state import (
+from specconsole.core.machine.state import (
     BUSY_PHASES,
     RESTING_PHASES,
     ConnectionState,

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from specconsole.core import effects as fx
-from specconsole.core import events as ev
-from specconsole.core.config import ServerConfig
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import (
     COUNTED_KINDS,
     NEEDS_DECISION,
@@ -20,8 +20,7 @@ from specconsole.core.machine.common import (
     _notice,
     _rest,
 )
-from specconsole.core.plan import CrashPolicy
-from specconsole.core.state import (
+from specconsole.core.machine.state import (
     ControllerState,
     PendingDecision,
     Phase,
@@ -32,7 +31,8 @@ from specconsole.core.state import (
     TrialStatus,
     close_open_stamp,
 )
-from specconsole.core.strategy import Proposal, next_trial, stop_reason
+from specconsole.core.plans.plan import CrashPolicy
+from specconsole.core.search.strategy import Proposal, next_trial, stop_reason
 
 
 def _begin_trial(
@@ -81,7 +81,7 @@ def _counted(state: ControllerState) -> int:
 
 def _propose(state: ControllerState) -> Proposal | None:
     """The strategy's next configuration; in a pool, from the whole pool's trials with the
-    configurations running on other boxes as pending (see core.strategy.next_trial)."""
+    configurations running on other boxes as pending (see core.search.strategy.next_trial)."""
     assert state.plan is not None
     if state.pool is None:
         return next_trial(state.plan, state.trials, state.skipped_configs)

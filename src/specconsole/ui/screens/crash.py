@@ -14,7 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from specconsole.core.state import ResumeChoice
+from specconsole.core.machine.state import ResumeChoice
 from specconsole.present.keys import BY_ID, CHOICE_COMMANDS
 from specconsole.ui.viewmodels import CrashView
 

@@ -6,7 +6,7 @@ the word the user knows from ``--help``). On every change the form is parsed
 messages appear under the box they are about, the side panel shows what differs from the
 deployed configuration and the KV capacity predicted from the trials so far. "Suggest next"
 (``ctrl+n``) fills the form with the optimiser's proposal over the plan's axes
-(``core.strategy.suggest_next``) and shows its one-line reason. Apply
+(``core.search.strategy.suggest_next``) and shows its one-line reason. Apply
 (``ctrl+s``) is refused while an error stands; it dismisses with the new configuration and the
 caller turns it into a deploy-as-next-trial intent.
 """
@@ -24,8 +24,8 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
-from specconsole.core.config import ServerConfig
-from specconsole.core.state import CapacityPrediction
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import CapacityPrediction
 from specconsole.present.editor_fields import shown_fields
 from specconsole.ui.form import (
     FIELDS,

@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from specconsole.core.events import (
+from specconsole.core.machine.events import (
     BenchmarkOnly,
     Cancel,
     DeployConfig,
@@ -33,7 +33,7 @@ from specconsole.core.events import (
     Resume,
     StartSweep,
 )
-from specconsole.core.state import ControllerState, ResumeChoice
+from specconsole.core.machine.state import ControllerState, ResumeChoice
 from specconsole.present.box import box_panel, box_shown
 from specconsole.present.diffs import deploy_target
 from specconsole.present.fleet import focused_box, lane_views, next_box

@@ -15,7 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.widget import Widget
 
-from specconsole.core.stats import half_width
+from specconsole.core.measure.stats import half_width
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci, format_ratio
 from specconsole.ui.viewmodels import BenchView, LevelView, fraction_bar
 

@@ -1,0 +1,156 @@
+"""Which SGLang release runs on the box, and how its command line differs from the others'.
+
+Why it exists: flags change between releases, and the newest release refuses what an older one
+needed. Read from the real wheels (``tests/oracle``): SGLang 0.5.9 accepts
+``--cuda-graph-max-bs``; 0.5.14 has ``--cuda-graph-max-bs-decode`` /
+``--cuda-graph-max-bs-prefill`` and keeps the old name only as a deprecated alias; 0.5.23 has
+dropped it, so ``--cuda-graph-max-bs`` is an *ambiguous prefix* for its argparse and the server
+refuses to start. The ``[server]`` keys stay stable for users (``cuda_graph_max_bs``); this
+module says which flag spells each key for a given release, and which words of a command line a
+release no longer accepts. Rendering (:mod:`specconsole.core.config.render`), validation and the
+simulator (``--sim-engine-version``) all ask it; every row is checked against the release's
+own source by the oracle tests.
+
+A version is SGLang's ``__version__`` text (``0.5.23``, ``0.5.15.post1``, ``0.5.10rc0``);
+``None`` means unknown: the renderer then uses the names of :data:`DEFAULT_VERSION`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "FLAG_CHANGES",
+    "KNOWN_RELEASES",
+    "FlagChange",
+    "detect_command",
+    "flag_for",
+    "has_new_name",
+    "parse_detected",
+    "parse_version",
+    "removed_flags",
+    "rule_applies",
+]
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FlagChange:
+    """One flag renamed in a release: ``key`` renders as ``new`` from ``since`` on."""
+
+    key: str
+    """The stable ``[server]`` key (``None`` for a flag the model does not name)."""
+    old: str
+    new: str
+    since: str
+    """First release (of those checked) with ``new``; older ones get ``old``."""
+    removed: str | None = None
+    """First checked release that no longer accepts ``old`` at all (``None``: still an alias)."""
+    note: str = ""
+
+
+FLAG_CHANGES: tuple[FlagChange, ...] = (
+    FlagChange(
+        key="cuda_graph_max_bs",
+        old="--cuda-graph-max-bs",
+        new="--cuda-graph-max-bs-decode",
+        since="0.5.14",
+        removed="0.5.23",
+        note="split into --cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill",
+    ),
+    FlagChange(
+        key="",
+        old="--disable-cuda-graph",
+        new="--cuda-graph-backend-decode=disabled",
+        since="0.5.14",
+        note="deprecated alias of --cuda-graph-backend-{decode,prefill}=disabled",
+    ),
+)
+"""Flag changes by release, each row tested against the real wheels (tests/oracle)."""
+
+RULES_UNTIL: dict[str, str] = {
+    "pp_speculative": "0.5.23",
+}
+"""SGLang checks that later releases dropped: rule -> first checked release without it.
+``pp_speculative``: up to 0.5.2x ``assert ... "Pipeline parallelism is not compatible with
+overlap schedule, speculative decoding"``; 0.5.23 only asserts the overlap schedule is off."""
+
+
+def rule_applies(rule: str, version: str | None) -> bool:
+    """Whether release ``version`` (unknown: assume it does) still enforces ``rule``."""
+    until = RULES_UNTIL[rule]
+    return version is None or not _at_least(version, until)
+
+
+KNOWN_RELEASES: tuple[str, ...] = ("0.5.9", "0.5.14", "0.5.23")
+"""Releases the oracle tests read (tests/oracle/sglang-versions.txt): the ones we vouch for."""
+
+DEFAULT_VERSION = "0.5.9"
+"""Names used when the release is unknown: the oldest checked spelling, which every release up
+to the one that removes it still accepts (the detected version replaces it before a deploy)."""
+
+_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post|rc|dev|a|b)(\d*))?\Z")
+
+
+def parse_version(text: str) -> Version:
+    """``0.5.23`` -> ``(0, 5, 23, 0)``; post-releases sort after, pre-releases before.
+
+    Raises ValueError for anything that is not a release number.
+    """
+    m = _VERSION_RE.match(text.strip())
+    if m is None:
+        raise ValueError(f"not a release number: {text!r}")
+    major, minor, patch, tag, num = m.groups()
+    base = (int(major), int(minor), int(patch or 0))
+    if tag is None:
+        return (*base, 0)
+    n = int(num or 0)
+    return (*base, 1 + n) if tag == "post" else (*base, -1000 + n)
+
+
+def _at_least(version: str | None, since: str) -> bool:
+    v = parse_version(version or DEFAULT_VERSION)
+    return v >= parse_version(since)
+
+
+def has_new_name(change: FlagChange, version: str | None) -> bool:
+    """Whether release ``version`` (unknown: :data:`DEFAULT_VERSION`) has ``change.new``."""
+    return _at_least(version, change.since)
+
+
+def flag_for(key: str, default: str, version: str | None) -> str:
+    """The flag that spells ``[server]`` key ``key`` for ``version`` (``default`` if unchanged)."""
+    for change in FLAG_CHANGES:
+        if change.key == key:
+            return change.new if has_new_name(change, version) else change.old
+    return default
+
+
+def removed_flags(version: str | None) -> dict[str, FlagChange]:
+    """Flags release ``version`` no longer accepts at all: old name -> the change."""
+    if version is None:
+        return {}
+    return {
+        c.old: c for c in FLAG_CHANGES if c.removed is not None and _at_least(version, c.removed)
+    }
+
+
+def detect_command(python: str = "python3") -> list[str]:
+    """The argv that prints the box's SGLang version through the launcher's interpreter."""
+    return [python, "-c", "import sglang; print(sglang.__version__)"]
+
+
+def parse_detected(output: str) -> str | None:
+    """The version from :func:`detect_command`'s output or ``/server_info``'s ``version``;
+    ``None`` when it is not a release number (an import error, an empty reply)."""
+    for line in reversed(output.strip().splitlines()):
+        word = line.strip()
+        try:
+            parse_version(word)
+        except ValueError:
+            continue
+        return word.removeprefix("v")
+    return None

@@ -1,0 +1,48 @@
+"""``--flag value`` words of a server's command line, written and read back, shared by the
+SGLang and vLLM renderers and parsers.
+
+Why one place: both engines render modelled fields the same way — a field left unset
+(``None``) is left out so the server's own default applies, and a float is written with
+``repr`` (the shortest text that reads back to the same float) — and read them back the same
+way (``--flag=value`` or ``--flag value``; a bad value is reported under the flag the user
+wrote), which the render → parse round trip relies on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from specconsole.core.config.model import ConfigError, parse_field
+
+
+def format_value(value: object) -> str:
+    """A flag value as one argv word (``repr`` for floats, ``str`` otherwise)."""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def flag_words(pairs: Iterable[tuple[str, object | None]]) -> list[str]:
+    """``[flag, value, ...]`` for the pairs whose value is set, in order."""
+    out: list[str] = []
+    for flag, value in pairs:
+        if value is not None:
+            out += [flag, format_value(value)]
+    return out
+
+
+def flag_value(name: str, inline: str | None, tokens: Sequence[str], i: int) -> tuple[str, int]:
+    """The value of flag ``name`` and the index after it: ``inline`` (``--flag=value``) when
+    given, else the next word; raises ConfigError when there is none."""
+    if inline is not None:
+        return inline, i
+    if i < len(tokens) and not tokens[i].startswith("--"):
+        return tokens[i], i + 1
+    raise ConfigError(name, "needs a value.", f"write {name} VALUE.")
+
+
+def flag_field(flag: str, field_name: str, value: Any) -> Any:
+    """``parse_field`` for a flag's value, with errors naming the flag as written."""
+    try:
+        return parse_field(field_name, value)
+    except ConfigError as exc:
+        raise ConfigError(flag, exc.message, exc.fix) from None

@@ -1,0 +1,134 @@
+"""Start from the box: a plan whose base is exactly the service that runs there today, and
+reading a configuration from whatever the user has (TOML, a unit file, a command line).
+
+Why: users already have a working ``sglang.service``; typing its flags into a new TOML file
+by hand is where drift starts, and ``validate sglang.service`` used to answer "not valid
+TOML". :func:`plan_from_unit` turns the unit (as ``systemctl cat`` shows it, drop-ins
+included) into a commented plan: ``[host]``/``[service]`` to reach it again, ``[server]``
+with every flag and variable it runs with — except secret values, which stay in the unit
+(a deploy leaves variables the configuration does not name alone) — and an example sweep
+around the current values. :func:`read_server_text` is the one place that recognises which
+of the three forms a text is.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import tomli_w
+
+from specconsole.core.config.model import (
+    ConfigError,
+    ServerConfig,
+    config_from_table,
+    config_to_table,
+)
+from specconsole.core.config.render import parse_command, parse_unit
+from specconsole.core.config.secrets import split_secrets
+
+__all__ = ["InputKind", "plan_from_unit", "read_server_text"]
+
+
+class InputKind:
+    """What :func:`read_server_text` recognised."""
+
+    TOML = "toml"
+    UNIT = "unit"
+    COMMAND = "command"
+
+
+def _looks_like_unit(text: str) -> bool:
+    lines = {line.strip() for line in text.splitlines()}
+    return "[Service]" in lines or any(line.startswith("ExecStart=") for line in lines)
+
+
+def read_server_text(text: str, where: str = "input") -> tuple[str, ServerConfig]:
+    """(kind, configuration) of a TOML file's ``[server]`` table, a systemd unit (or
+    ``systemctl cat`` output) or a command line. Raises :class:`ConfigError` naming what
+    is wrong; a text that is none of the three says which forms are accepted."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        if _looks_like_unit(text):
+            return InputKind.UNIT, parse_unit(text)
+        stripped = "\n".join(
+            line for line in text.splitlines() if line.strip() and not line.startswith("#")
+        )
+        if stripped:
+            lines = stripped.replace("\\\n", " ").splitlines()
+            # a launch script (cd, export, exec on lines of their own) reads as `sh -c`
+            command = ["sh", "-c", " && ".join(lines)] if len(lines) > 1 else stripped
+            try:
+                return InputKind.COMMAND, parse_command(command)
+            except ConfigError as command_error:
+                raise ConfigError(
+                    where,
+                    f"is not valid TOML ({exc}), not a systemd unit (no [Service]/ExecStart=)"
+                    f" and not a server command line ({command_error.message})",
+                    "give a TOML file with a [server] table, a unit file, or the command "
+                    "that starts the server.",
+                ) from None
+        raise ConfigError(
+            where, "is empty.", "give a [server] table, a unit or a command."
+        ) from None
+    table = document.get("server")
+    if not isinstance(table, dict):
+        raise ConfigError(
+            "server", "no [server] table.", 'add [server] with at least model_path = "...".'
+        )
+    return InputKind.TOML, config_from_table(table)
+
+
+def _example_sweep(config: ServerConfig) -> str:
+    steps = config.speculative_num_steps or 3
+    values = sorted({max(1, steps - 1), steps, steps + 1, steps + 2})
+    return (
+        "# A first sweep around what runs today (uncomment to use; see docs/plans.md):\n"
+        "# [sweep]\n"
+        '# strategy = "boundary"\n'
+        '# finally = "best"          # leave the box serving the best trial (or "original")\n'
+        "# [sweep.axes]\n"
+        f"# speculative_num_steps = {values}\n"
+    )
+
+
+def plan_from_unit(
+    unit_text: str,
+    *,
+    host: Mapping[str, Any],
+    service: Mapping[str, Any],
+    source: str,
+    secret_env: tuple[str, ...] = (),
+) -> str:
+    """A commented plan (TOML) whose ``[server]`` base is what ``unit_text`` runs.
+
+    ``host``/``service`` are the tables that reach the box again; ``source`` names where the
+    unit came from (for the header). The result reads back with the same configuration
+    (checked), secret values left out.
+    """
+    config = parse_unit(unit_text)
+    public, secret = split_secrets(config.env, secret_env)
+    base = ServerConfig(**{**_fields(config), "env": public})
+    server = config_to_table(base)
+    header = [
+        f"# Imported by `specconsole import` from {source}.",
+        "# [server] is exactly what the unit runs today: deploys change only the flags and",
+        "# Environment= lines this plan names; every other line of the unit stays as it is.",
+    ]
+    if secret:
+        names = ", ".join(name for name, _ in secret)
+        header.append(
+            f"# Secret variables set by the unit ({names}) are not copied here: the unit keeps"
+            " them."
+        )
+    body = tomli_w.dumps({"host": dict(host), "service": dict(service), "server": server})
+    text = "\n".join(header) + "\n\n" + body + "\n" + _example_sweep(base)
+    if config_from_table(tomllib.loads(text)["server"]) != base:
+        raise ConfigError("server", "the imported plan does not read back.", "report this bug.")
+    return text
+
+
+def _fields(config: ServerConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__dataclass_fields__}

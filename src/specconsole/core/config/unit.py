@@ -1,0 +1,541 @@
+"""Edit the user's own systemd unit instead of replacing it.
+
+Why: a GPU box's ``sglang.service`` carries things the console knows nothing about —
+``User=``, ``EnvironmentFile=``, limits, ordering, comments, drop-ins. Regenerating the whole
+file on the first deploy silently loses them (issue 19). So a deploy changes only what the
+configuration manages:
+
+* the words of ``ExecStart=`` that differ — the launcher when it changed, and each flag whose
+  value changed (in place, in the user's spelling: ``--tp 2`` stays ``--tp``, ``--port=1``
+  stays inline), flags the configuration dropped, and new flags appended; untouched flags keep
+  their exact bytes, continuation lines and indentation included;
+* the ``Environment=`` assignments of the variables the configuration names (a variable only
+  the unit sets is the user's and stays);
+* secret variables (:func:`specconsole.core.config.secrets.is_secret_name`, or listed in
+  ``[service] secret_env``): never inline; their values go to a separate
+  ``EnvironmentFile=`` the backend writes with mode 0600, and an inline assignment of the
+  same name is removed.
+
+Every other line stays byte for byte. The result is parsed back (:func:`parse_unit`) and must
+give the configuration's command line and environment, else the whole ``ExecStart`` block is
+re-rendered (still leaving every other line alone); this module never returns a unit that
+runs something else than the configuration. Pure text in, text out: the systemd backend reads
+and writes the files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from specconsole.core.config.model import ConfigError, Engine, ServerConfig, parse_field
+from specconsole.core.config.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
+from specconsole.core.config.render import (
+    _HEADER,
+    UnitOptions,
+    _exec_lines,
+    _unescape_exec,
+    _unit_entries,
+    exec_words,
+    launcher_argv,
+    parse_command,
+    parse_unit,
+    systemd_quote,
+    systemd_split,
+    to_argv,
+    to_unit,
+)
+from specconsole.core.config.secrets import env_file_text, split_secrets
+
+__all__ = ["UnitEdit", "edit_unit", "generate_unit", "is_generated", "split_cat", "word_spans"]
+
+
+def split_cat(text: str) -> tuple[str | None, str]:
+    """``systemctl cat UNIT`` output → (main unit text, drop-ins text).
+
+    Each file starts with a ``# /path`` comment line; a ``.conf`` file under a ``UNIT.d``
+    folder is a drop-in, the first other file is the main unit. systemd separates files with
+    an empty line, which is dropped again.
+    """
+    parts: list[tuple[str, list[str]]] = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("# /"):
+            parts.append((line[2:].strip(), []))
+        elif parts:
+            parts[-1][1].append(line)
+    main: str | None = None
+    dropins: list[str] = []
+    for index, (path, lines) in enumerate(parts):
+        if index + 1 < len(parts) and lines and not lines[-1].strip():
+            lines = lines[:-1]
+        body = "".join(lines)
+        if ".d/" in path and path.endswith(".conf"):
+            dropins.append(body)
+        elif main is None:
+            main = body
+    return main, "\n".join(dropins)
+
+
+# ---------------------------------------------------------------------------------------------
+# Words with their places in the text
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_break(text: str, i: int) -> int:
+    """Length of a separator at ``i`` (blank, tab, newline, backslash-newline), else 0."""
+    c = text[i]
+    if c in " \t\r\n":
+        return 1
+    if c == "\\" and text[i + 1 : i + 2] == "\n":
+        return 2
+    if c == "\\" and text[i + 1 : i + 3] == "\r\n":
+        return 3
+    return 0
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each word of a unit value, split the way systemd splits (quotes and
+    escapes keep a word together; a backslash-newline continuation separates)."""
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        step = _is_break(text, i)
+        if step:
+            i += step
+            continue
+        start = i
+        while i < n and not _is_break(text, i):
+            c = text[i]
+            if c in "\"'":
+                i += 1
+                while i < n and text[i] != c:
+                    i += 2 if text[i] == "\\" else 1
+                i += 1
+            elif c == "\\":
+                i += 2
+            else:
+                i += 1
+        spans.append((start, min(i, n)))
+    return spans
+
+
+def _decode(raw: str) -> str:
+    words = systemd_split(raw)
+    return words[0] if words else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# ExecStart
+# ---------------------------------------------------------------------------------------------
+
+
+class _Rerender(Exception):
+    """The ExecStart block cannot be edited word by word; render it whole instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """A flag with its value (``--tp 2``, ``--port=1``), a bare flag, or a positional word."""
+
+    key: tuple[str, str]
+    name: str
+    values: tuple[str, ...]
+    inline: bool = False
+    span: tuple[int, int] = (0, 0)
+
+
+def _groups(
+    words: list[str], spans: list[tuple[int, int]] | None, modelled: dict[str, str]
+) -> list[_Group]:
+    out: list[_Group] = []
+    positional = 0
+    i = 0
+    while i < len(words):
+        word = words[i]
+        start = spans[i][0] if spans else 0
+        if word.startswith("-") and len(word) > 1:
+            name, eq, inline = word.partition("=")
+            field = modelled.get(name)
+            key = ("field", field) if field else ("flag", name)
+            if eq and name.startswith("--"):
+                out.append(_Group(key, name, (inline,), True, (start, spans[i][1] if spans else 0)))
+                i += 1
+                continue
+            if i + 1 < len(words) and not words[i + 1].startswith("-"):
+                end = spans[i + 1][1] if spans else 0
+                out.append(_Group(key, word, (words[i + 1],), False, (start, end)))
+                i += 2
+                continue
+            out.append(_Group(key, word, (), False, (start, spans[i][1] if spans else 0)))
+        else:
+            out.append(
+                _Group(("pos", str(positional)), word, (), False, spans[i] if spans else (0, 0))
+            )
+            positional += 1
+        i += 1
+    return out
+
+
+def _same(old: _Group, new: _Group) -> bool:
+    if old.values == new.values:
+        return True
+    if old.key[0] == "field" and len(old.values) == len(new.values) == 1:
+        try:
+            return parse_field(old.key[1], old.values[0]) == parse_field(new.key[1], new.values[0])
+        except ConfigError:
+            return False
+    return False
+
+
+def _render_group(old: _Group | None, new: _Group) -> str:
+    """``new``'s words in ``old``'s spelling (flag alias, ``=`` or not) when there is one."""
+    name = old.name if old is not None and old.key[0] != "pos" else new.name
+    if new.key[0] == "pos":
+        return systemd_quote(new.name)
+    if old is not None and old.inline and len(new.values) == 1:
+        return systemd_quote(f"{name}={new.values[0]}")
+    return " ".join(systemd_quote(w) for w in (name, *new.values))
+
+
+_SGLANG_DEFAULTS = {"host": "127.0.0.1", "port": "30000"}
+"""Fields a configuration always has whose values are also SGLang's defaults."""
+
+
+def _is_server_default(group: _Group) -> bool:
+    return group.key[0] == "field" and group.values == (_SGLANG_DEFAULTS.get(group.key[1]),)
+
+
+def _edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
+    """The ExecStart block (its lines, continuation included) edited to run ``config``."""
+    lines = block.splitlines(keepends=True)
+    if any(line.lstrip().startswith(("#", ";")) for line in lines[1:]):
+        raise _Rerender  # a comment inside the continuation: no word places to keep
+    body = block.rstrip("\r\n")
+    newline = block[len(body) :]
+    eq = body.index("=") + 1
+    value = body[eq:]
+    spans = word_spans(value)
+    if not spans:
+        raise _Rerender
+    raw_words = [value[s:e] for s, e in spans]
+    first = raw_words[0]
+    prefix = ""
+    while first[:1] in ("-", "@", "+", "!", ":") and first:
+        prefix += first[0]
+        first = first[1:]
+    decoded = [_unescape_exec(_decode(w), env) for w in [first, *raw_words[1:]]]
+    try:
+        old = parse_command(decoded)
+    except ConfigError:
+        raise _Rerender from None
+    launcher = old.launcher.split()
+    head_end = next(
+        (
+            k + len(launcher)
+            for k in range(len(decoded))
+            if decoded[k : k + len(launcher)] == launcher
+        ),
+        None,
+    )
+    if head_end is None or old.engine is not config.engine:
+        raise _Rerender
+    modelled = VLLM_MODELLED_FLAGS if config.engine is Engine.VLLM else MODELLED_FLAGS
+    launcher_words = launcher_argv(config)
+    new_flags = to_argv(config)[len(launcher_words) :]
+    new_head = launcher_words
+    if not new_head[0].startswith("/"):
+        new_head = ["/usr/bin/env", *new_head]
+    if old.launcher == config.launcher:
+        head_text = value[spans[0][0] : spans[head_end - 1][1]]
+    else:
+        head_text = prefix + " ".join(systemd_quote(w) for w in new_head)
+    old_groups = _groups(decoded[head_end:], spans[head_end:], modelled)
+    new_groups = _groups(new_flags, None, modelled)
+    used: dict[int, _Group] = {}
+    unmatched: list[_Group] = []
+    for group in new_groups:
+        match = next(
+            (i for i, o in enumerate(old_groups) if i not in used and o.key == group.key),
+            None,
+        )
+        if match is None:
+            unmatched.append(group)
+        else:
+            used[match] = group
+    out = value[: spans[0][0]] + head_text
+    last_end = spans[head_end - 1][1]
+    separator = " "
+    for i, o in enumerate(old_groups):
+        sep = value[last_end : o.span[0]]
+        last_end = o.span[1]
+        if i not in used:
+            continue
+        separator = sep
+        new = used[i]
+        out += sep + (value[o.span[0] : o.span[1]] if _same(o, new) else _render_group(o, new))
+    for group in unmatched:
+        if config.engine is Engine.SGLANG and _is_server_default(group):
+            continue  # the unit leaves it to SGLang's own default, which is the same value
+        out += separator + _render_group(None, group)
+    out += value[spans[-1][1] :]
+    return body[:eq] + out + newline
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole unit
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UnitEdit:
+    """A unit edited to run a configuration, and the secret ``EnvironmentFile=`` it reads."""
+
+    text: str
+    env_file: str | None
+    """Body of the 0600 environment file with the secret values; None when there are none."""
+
+
+def _key(line: str) -> str:
+    return line.partition("=")[0].strip() if "=" in line else ""
+
+
+def _sections(lines: list[str]) -> list[str]:
+    out: list[str] = []
+    section = ""
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            section = stripped[1:-1]
+        out.append(section)
+    return out
+
+
+def _exec_block(lines: list[str], sections: list[str]) -> tuple[int, int]:
+    """[start, end) of the last ``ExecStart=`` setting in ``[Service]`` (continuations too)."""
+    found: tuple[int, int] | None = None
+    i = 0
+    while i < len(lines):
+        if (
+            sections[i] == "Service"
+            and _key(lines[i]) == "ExecStart"
+            and lines[i].split("=", 1)[1].strip()
+        ):
+            start = i
+            while lines[i].rstrip("\r\n").endswith("\\") and i + 1 < len(lines):
+                i += 1
+            found = (start, i + 1)
+        i += 1
+    if found is None:
+        raise ConfigError(
+            "ExecStart", "the unit has no ExecStart= in [Service].", "point at the service's unit."
+        )
+    return found
+
+
+def _env_words(line: str) -> list[tuple[tuple[int, int], str, str]]:
+    """(span, name, value) of each assignment in one ``Environment=`` line."""
+    body = line.rstrip("\r\n")
+    eq = body.index("=") + 1
+    out = []
+    for s, e in word_spans(body[eq:]):
+        name, sep, val = _decode(body[eq + s : eq + e]).partition("=")
+        if sep and name:
+            out.append(((eq + s, eq + e), name, val.replace("%%", "%")))
+    return out
+
+
+def _edit_env_line(line: str, changes: dict[str, str | None]) -> str | None:
+    """``line`` with assignments replaced (str) or removed (None); None if none is left."""
+    body = line.rstrip("\r\n")
+    newline = line[len(body) :]
+    words = _env_words(line)
+    kept = [w for w in words if changes.get(w[1], "") is not None]
+    if not kept:
+        return None
+    out, pos = "", 0
+    for (s, e), name, _value in words:
+        if name not in changes:
+            continue
+        new = changes[name]
+        if new is None:
+            out += body[pos:s].rstrip(" \t") if out or pos else body[pos:s]
+        else:
+            out += body[pos:s] + systemd_quote(f"{name}={new}", dollar=False)
+        pos = e
+    out += body[pos:]
+    return out + newline
+
+
+def _dropin_env(dropins: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for section, key, value in _unit_entries(dropins):
+        if section == "Service" and key == "Environment":
+            if not value:
+                env.clear()
+            for word in systemd_split(value):
+                name, sep, val = word.partition("=")
+                if sep and name:
+                    env[name] = val.replace("%%", "%")
+    return env
+
+
+def _assemble(
+    lines: list[str],
+    config: ServerConfig,
+    block: tuple[int, int],
+    exec_text: str,
+    env_file_path: str,
+    secret_env: tuple[str, ...],
+    dropins: str,
+) -> tuple[str, str | None]:
+    sections = _sections(lines)
+    public, secret = split_secrets(config.env, secret_env)
+    secret_names = {name for name, _ in secret}
+    wanted = dict(public)
+    service_env = [
+        i
+        for i in range(len(lines))
+        if sections[i] == "Service"
+        and not block[0] <= i < block[1]
+        and _key(lines[i]) == "Environment"
+        and not lines[i].rstrip("\r\n").endswith("\\")
+    ]
+    last_seen: dict[str, int] = {}
+    for i in service_env:
+        for _span, name, _value in _env_words(lines[i]):
+            last_seen[name] = i
+    per_line: dict[int, dict[str, str | None]] = {}
+    for i in service_env:
+        for _span, name, value in _env_words(lines[i]):
+            if name in secret_names:
+                per_line.setdefault(i, {})[name] = None
+            elif name in wanted and last_seen[name] == i and value != wanted[name]:
+                per_line.setdefault(i, {})[name] = wanted[name]
+    from_dropins = _dropin_env(dropins)
+    added = [
+        f"Environment={systemd_quote(f'{name}={value}', dollar=False)}\n"
+        for name, value in public
+        if name not in last_seen and from_dropins.get(name) != value
+    ]
+    ours = [
+        i
+        for i in range(len(lines))
+        if sections[i] == "Service"
+        and _key(lines[i]) == "EnvironmentFile"
+        and lines[i].split("=", 1)[1].strip().lstrip("-") == env_file_path
+    ]
+    if secret and not ours:
+        added.append(f"EnvironmentFile={env_file_path}\n")
+    drop = set(ours) if not secret else set()
+    anchors = [
+        i
+        for i in range(len(lines))
+        if sections[i] == "Service"
+        and not block[0] <= i < block[1]
+        and _key(lines[i]) in ("Environment", "EnvironmentFile")
+    ]
+    anchor = max(anchors) if anchors else None
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        if anchor is None and i == block[0]:
+            out += added
+        if i == block[0]:
+            out.append(exec_text)
+        if block[0] <= i < block[1] or i in drop:
+            continue
+        if i in per_line:
+            edited = _edit_env_line(line, per_line[i])
+            if edited is not None:
+                out.append(edited)
+        else:
+            out.append(line)
+        if i == anchor:
+            if added and not out[-1].endswith("\n"):
+                out[-1] += "\n"
+            out += added
+    return "".join(out), env_file_text(secret) if secret else None
+
+
+def _runs(text: str, dropins: str, config: ServerConfig, secret_env: tuple[str, ...]) -> bool:
+    """Whether ``text`` (with the drop-ins) runs ``config``: the same command line (flag
+    order aside) and the configuration's public environment."""
+    try:
+        parsed = parse_unit(text + "\n" + dropins)
+    except ConfigError:
+        return False
+
+    def shape(c: ServerConfig) -> ServerConfig:
+        # engine_version picks the flag names but is not on the command line: a unit
+        # never parses back with it, so a detected release must not fail the edit.
+        return replace(
+            c,
+            engine_version=None,
+            env=(),
+            user=None,
+            working_directory=None,
+            description="",
+            extra_args=tuple(sorted(c.extra_args)),
+        )
+
+    if shape(parsed) != shape(config):
+        return False
+    env = dict(parsed.env)
+    public, _secret = split_secrets(config.env, secret_env)
+    return all(env.get(name) == value for name, value in public)
+
+
+def edit_unit(
+    current: str,
+    config: ServerConfig,
+    *,
+    env_file_path: str,
+    secret_env: tuple[str, ...] = (),
+    dropins: str = "",
+) -> UnitEdit:
+    """``current`` changed only where ``config`` manages it (see the module docstring).
+
+    ``dropins`` is the text of the unit's drop-ins (``systemctl cat``): variables they set to
+    the wanted value are not added again. Raises :class:`ConfigError` when no unit running
+    ``config`` can be made from ``current`` (no ExecStart; a drop-in replacing ExecStart).
+    """
+    lines = current.splitlines(keepends=True)
+    block = _exec_block(lines, _sections(lines))
+    block_text = "".join(lines[block[0] : block[1]])
+    env = dict(parse_unit(current).env) if current else {}
+    try:
+        exec_text = _edit_exec(block_text, config, env)
+    except _Rerender:
+        exec_text = None
+    for attempt in (exec_text, None):
+        if attempt is None:
+            head, flags = exec_words(config)
+            attempt = "\n".join(_exec_lines(head, flags)) + "\n"
+        text, env_file = _assemble(
+            lines, config, block, attempt, env_file_path, secret_env, dropins
+        )
+        if _runs(text, dropins, config, secret_env):
+            return UnitEdit(text, env_file)
+    raise ConfigError(
+        "ExecStart",
+        "the unit cannot be edited to run this configuration (a drop-in may set ExecStart=).",
+        'remove the drop-in\'s ExecStart=, or set [service] template = "generate".',
+    )
+
+
+def is_generated(text: str) -> bool:
+    """Whether specconsole generated this unit (its header line): it is replaced whole."""
+    return text.startswith(_HEADER)
+
+
+def generate_unit(
+    config: ServerConfig,
+    options: UnitOptions | None = None,
+    *,
+    env_file_path: str,
+    secret_env: tuple[str, ...] = (),
+) -> UnitEdit:
+    """A whole unit for ``config`` (:func:`to_unit`), its secrets in ``env_file_path``."""
+    public, secret = split_secrets(config.env, secret_env)
+    text = to_unit(replace(config, env=public), options)
+    if secret:
+        text = text.replace("\nExecStart=", f"\nEnvironmentFile={env_file_path}\nExecStart=", 1)
+    return UnitEdit(text, env_file_text(secret) if secret else None)

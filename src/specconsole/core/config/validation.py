@@ -1,0 +1,237 @@
+"""SGLang's (and vLLM's) launch-argument rules, checked before anything is deployed.
+
+Why: a bad configuration costs a ~100 s model load before the server refuses it, or worse,
+loads and then crashes with an illegal memory access under load (SGLang does not check
+``draft tokens <= steps x topk + 1``). Checking here turns that into an instant message in
+the editor, naming the field and the fix.
+
+:func:`validate` lists every problem (errors block a deploy; warnings and notices inform) and
+never raises on any input, however malformed (wrong types included). This module holds the
+entry point and the engine-independent rules (types, ranges, bounds, env, modelled flags in
+``extra_args``); the speculative-decoding rules of each engine are in
+:mod:`specconsole.core.config.spec_rules`, the findings' shape in
+:mod:`specconsole.core.config.issues`, and
+the server's own adjustments (``normalize``) in :mod:`specconsole.core.config.normalize`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from specconsole.core.config.bounds import SERVER_LIMITS, control_char_problem, is_int
+from specconsole.core.config.issues import Issue, IssueReport, Severity
+from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
+from specconsole.core.config.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS, extra_flags
+from specconsole.core.config.spec_rules import (
+    TREE_FIELDS,
+    check_engine_version,
+    validate_sglang,
+    validate_vllm,
+)
+
+_POSITIVE_INTS = (
+    *TREE_FIELDS,
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "tp_size",
+    "context_length",
+)
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?\Z")
+
+
+def validate(config: ServerConfig) -> list[Issue]:
+    """Every problem with ``config``, errors first; never raises."""
+    try:
+        issues = _validate(config)
+    except Exception as exc:  # pragma: no cover - defensive: malformed objects of any shape
+        issues = [
+            Issue(
+                None,
+                Severity.ERROR,
+                f"the configuration cannot be checked ({exc!r}).",
+                "rebuild it from a [server] table.",
+            )
+        ]
+    order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTICE: 2}
+    return sorted(issues, key=lambda i: order[i.severity])
+
+
+def errors(issues: list[Issue]) -> list[Issue]:
+    """Only the blocking issues."""
+    return [i for i in issues if i.blocking]
+
+
+def _validate(config: ServerConfig) -> list[Issue]:
+    r = IssueReport()
+    err = r.err
+
+    engine = config.engine if isinstance(config.engine, Engine) else None
+    if engine is None:
+        err("engine", f"unknown engine {config.engine!r}.", 'set engine = "sglang" or "vllm".')
+        engine = Engine.SGLANG
+    algo = config.speculative_algorithm
+    if algo is not None and not isinstance(algo, SpecAlgorithm):
+        err(
+            "speculative_algorithm",
+            f"unknown algorithm {algo!r}.",
+            "use EAGLE, EAGLE3, NEXTN, STANDALONE or NGRAM, or unset it.",
+        )
+        algo = None
+
+    # --- types and ranges -----------------------------------------------------------------
+    if not isinstance(config.model_path, str):
+        err(
+            "model_path",
+            f"must be a string, got {config.model_path!r}.",
+            'set model_path = "/path/to/model" (or a hub id).',
+        )
+    elif not config.model_path.strip():
+        err("model_path", "no model is set.", 'set model_path = "/path/to/model" (or a hub id).')
+    elif config.model_path.startswith("-"):
+        err("model_path", "looks like a flag.", "set the model's directory or hub id.")
+    bad_ints: set[str] = set()
+    for name in _POSITIVE_INTS:
+        value = getattr(config, name)
+        if value is None:
+            continue
+        if not is_int(value):
+            err(name, f"must be an integer, got {value!r}.", f"set {name} to a whole number.")
+            bad_ints.add(name)
+        elif value < 1:
+            err(
+                name,
+                f"must be a positive integer, got {value}.",
+                f"set {name} to 1 or more, or remove it to let the server choose.",
+            )
+            bad_ints.add(name)
+    _check_bounds(config, bad_ints, r)
+    mem = config.mem_fraction_static
+    mem_key = "mem_fraction_static"
+    if mem is not None:
+        if isinstance(mem, bool) or not isinstance(mem, int | float):
+            err(mem_key, f"must be a number, got {mem!r}.", "set it to e.g. 0.85.")
+        elif not 0.0 < float(mem) < 1.0 or mem != mem:
+            what = "gpu_memory_utilization (vLLM)" if engine is Engine.VLLM else "the share"
+            err(
+                mem_key,
+                f"{what} must be between 0 and 1 (exclusive), got {mem}.",
+                "set it to e.g. 0.85 (lower it if the server runs out of memory).",
+            )
+    if not is_int(config.port) or not 1 <= config.port <= 65535:
+        err("port", f"must be a TCP port 1-65535, got {config.port!r}.", "set port = 30000.")
+    if not isinstance(config.host, str) or not config.host.strip():
+        err("host", "no host is set.", 'set host = "127.0.0.1" (or "0.0.0.0" to listen on all).')
+    if not isinstance(config.launcher, str) or not config.launcher.strip():
+        err("launcher", "no launcher is set.", 'set launcher = "python3 -m sglang.launch_server".')
+    for name in ("speculative_draft_model_path", "attention_backend", "working_directory", "user"):
+        value = getattr(config, name)
+        if value is not None and not isinstance(value, str):
+            err(name, f"must be a string, got {value!r}.", f"set {name} to text or remove it.")
+    wd = config.working_directory
+    if isinstance(wd, str) and wd and not wd.startswith("/"):
+        err(
+            "working_directory",
+            f"must be an absolute path, got {wd!r}.",
+            "write the full path, e.g. /opt/sglang (systemd requires it).",
+        )
+    if isinstance(wd, str) and (wd.endswith("\\") or any(c in wd for c in "\n\r\x00")):
+        err(
+            "working_directory",
+            "must not end with a backslash or contain line breaks (a unit file cannot hold it).",
+            "rename the directory or use another path to it.",
+        )
+    if isinstance(config.user, str) and not _USER_NAME.match(config.user):
+        err("user", f"{config.user!r} is not an account name.", "set the service's user name.")
+    if not isinstance(config.env, tuple | list):
+        err("env", "must be a table of NAME = value.", 'write env = { NAME = "value" }.')
+    else:
+        seen: set[str] = set()
+        for entry in config.env:
+            if not (isinstance(entry, tuple | list) and len(entry) == 2):
+                err("env", f"bad entry {entry!r}.", 'write env = { NAME = "value" }.')
+                continue
+            name, value = entry
+            if not isinstance(name, str) or not _ENV_NAME.match(name):
+                err(
+                    "env",
+                    f"{name!r} is not a valid variable name.",
+                    "use letters, digits and underscores, not starting with a digit.",
+                )
+            elif name in seen:
+                err("env", f"{name} is set twice.", "keep one of them.")
+            else:
+                seen.add(name)
+            if not isinstance(value, str):
+                err("env", f"{name}'s value must be a string, got {value!r}.", "quote it.")
+            elif "\n" in value or "\x00" in value:
+                err("env", f"{name}'s value contains a newline or NUL.", "remove it.")
+    if not isinstance(config.extra_args, tuple | list) or not all(
+        isinstance(t, str) for t in config.extra_args
+    ):
+        err("extra_args", "must be a list of strings.", 'write extra_args = ["--flag", "value"].')
+
+    # --- flags given twice ------------------------------------------------------------------
+    modelled = VLLM_MODELLED_FLAGS if engine is Engine.VLLM else MODELLED_FLAGS
+    for flag in extra_flags(config):
+        if engine is Engine.VLLM and flag.startswith("--"):
+            flag = "--" + flag[2:].replace("_", "-")  # vLLM accepts --max_num_seqs too
+        if flag in modelled:
+            name = modelled[flag]
+            err(
+                "extra_args",
+                f"{flag} is a modelled setting and must not be in extra_args.",
+                f"set {name} instead and remove {flag} from extra_args.",
+            )
+
+    if engine is Engine.VLLM:
+        validate_vllm(config, algo, bad_ints, r)
+    else:
+        check_engine_version(config, r)
+        validate_sglang(config, algo, bad_ints, r)
+    return r.issues
+
+
+# --- bounds: every number capped, no control characters in what reaches argv or a unit -----
+
+_COMMAND_STRINGS = (
+    "model_path",
+    "speculative_draft_model_path",
+    "attention_backend",
+    "host",
+    "launcher",
+    "working_directory",
+    "user",
+    "description",
+)
+"""String fields that end up on the server's command line or in its unit."""
+
+
+def _check_bounds(config: ServerConfig, bad_ints: set[str], r: IssueReport) -> None:
+    for name, limit in SERVER_LIMITS.items():
+        value = getattr(config, name)
+        if name in bad_ints or not is_int(value) or value <= limit:
+            continue
+        r.err(
+            name,
+            f"{value:,} is above the limit of {limit:,}.",
+            f"set {name} to at most {limit:,} (a larger value is a typo).",
+        )
+        bad_ints.add(name)
+    for name in _COMMAND_STRINGS:
+        value = getattr(config, name)
+        if isinstance(value, str) and (problem := control_char_problem(value)):
+            r.err(name, f"{problem}.", "remove it: it cannot go on a command line or in a unit.")
+    words = config.extra_args if isinstance(config.extra_args, tuple | list) else ()
+    for word in words:
+        if isinstance(word, str) and (problem := control_char_problem(word)):
+            r.err("extra_args", f"{word!r} {problem}.", "remove the control character.")
+    pairs = config.env if isinstance(config.env, tuple | list) else ()
+    for entry in pairs:
+        if not (isinstance(entry, tuple | list) and len(entry) == 2):
+            continue
+        name, value = entry
+        if not isinstance(value, str) or "\n" in value or "\x00" in value:
+            continue  # reported with the env rules
+        if problem := control_char_problem(value):
+            r.err("env", f"{name}'s value {problem}.", "remove the control character.")

@@ -1,0 +1,207 @@
+"""vLLM's log lines (V0 and V1): load progress, KV capacity, statistics, speculative metrics.
+
+Why it exists: what the parser knows about vLLM's output, apart from SGLang's. Handlers get
+the message with vLLM's ``INFO 07-20 10:27:57 [file.py:123]`` header (and any process
+prefix) already stripped and are routed by the message's first word (:data:`HEADS`).
+"""
+
+from __future__ import annotations
+
+from specconsole.core.config.model import Engine
+from specconsole.core.logs.events import (
+    Capacity,
+    CudaGraphBegin,
+    CudaGraphEnd,
+    DecodeStats,
+    KVCacheAllocated,
+    LogEvent,
+    Ready,
+    Role,
+    SpecStats,
+    WeightsBegin,
+    WeightsEnd,
+)
+
+from .fields import int_after, num_after
+from .state import Handler, ParseState
+
+__all__ = ["HEADS"]
+
+
+def on_kv(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    if body.startswith("GPU KV cache size:"):
+        return [
+            KVCacheAllocated(
+                timestamp=ts, rank=rank, num_tokens=int_after(body, "GPU KV cache size:")
+            )
+        ]
+    return []
+
+
+def on_concurrency(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    if body.startswith("Maximum concurrency for"):
+        return [
+            Capacity(
+                timestamp=ts,
+                rank=rank,
+                context_len=int_after(body, "Maximum concurrency for"),
+                max_concurrency=num_after(body, "per request:"),
+            )
+        ]
+    return []
+
+
+def on_spec_v0(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """V0: ``Speculative metrics: Draft acceptance rate: 0.651, System efficiency: 0.564,
+    Number of speculative tokens: 4, Number of accepted tokens: 1234, Number of draft tokens:
+    1896, Number of emitted tokens: 1500.`` (the rate is a fraction here, not a percentage)."""
+    if not body.startswith("Speculative metrics"):
+        return []
+    accepted = int_after(body, "Number of accepted tokens:")
+    drafted = int_after(body, "Number of draft tokens:")
+    emitted = int_after(body, "Number of emitted tokens:")
+    k = int_after(body, "Number of speculative tokens:")
+    accept_len: float | None = None
+    efficiency = num_after(body, "System efficiency:")
+    if efficiency is not None and k is not None:
+        accept_len = round(efficiency * (k + 1), 4)  # emitted per step / (k + 1) possible
+    del emitted
+    return [
+        SpecStats(
+            timestamp=ts,
+            rank=rank,
+            accept_len=accept_len,
+            accept_rate=num_after(body, "Draft acceptance rate:"),
+            accepted_tokens=accepted,
+            drafted_tokens=drafted,
+        )
+    ]
+
+
+def on_spec(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    if not body.startswith("SpecDecoding metrics"):
+        return []
+    # "Avg Draft acceptance rate: 56.4%" (newer) / "Draft acceptance rate: 56.4%" (older)
+    rate = num_after(body, "Draft acceptance rate:")
+    if rate is not None:
+        rate = rate / 100.0
+    per_pos: tuple[float, ...] = ()
+    i = body.find("Per-position acceptance rate:")
+    if i >= 0:
+        tail = body[i + 29 :]
+        end = tail.find(", Avg")
+        if end >= 0:
+            tail = tail[:end]
+        vals: list[float] = []
+        for piece in tail.split(","):
+            try:
+                vals.append(float(piece.strip()))
+            except ValueError:
+                break
+        per_pos = tuple(vals)
+    return [
+        SpecStats(
+            timestamp=ts,
+            rank=rank,
+            accept_len=num_after(body, "Mean acceptance length:"),
+            accept_rate=rate,
+            accepted_tokens=int_after(body, "Accepted:"),
+            drafted_tokens=int_after(body, "Drafted:"),
+            per_position=per_pos,
+        )
+    ]
+
+
+def on_engine(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """Periodic statistics: V1 ``Engine 000: Avg prompt throughput: ..., Running: N reqs,
+    Waiting: N reqs, GPU KV cache usage: X%`` and V0 ``Avg prompt throughput: ..., Running: N
+    reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: X%``."""
+    if "Avg generation throughput" not in body:
+        return []
+    usage = num_after(body, "GPU KV cache usage:")
+    waiting = int_after(body, "Waiting:")
+    if waiting is None:
+        waiting = int_after(body, "Pending:")
+    return [
+        DecodeStats(
+            timestamp=ts,
+            rank=rank,
+            running_req=int_after(body, "Running:"),
+            queue_req=waiting,
+            token_usage=usage / 100.0 if usage is not None else None,
+            gen_throughput=num_after(body, "Avg generation throughput:"),
+        )
+    ]
+
+
+UVICORN_READY = "Application startup complete"
+"""uvicorn's ready line: vLLM's readiness (SGLang prints it before its warm-up). Every other
+``INFO:`` line yields nothing (the parser's fast path skips them on this text)."""
+
+
+def on_uvicorn(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    if UVICORN_READY in body and (s.vllm or s.engine is Engine.VLLM):
+        return [Ready(timestamp=ts, rank=rank)]
+    return []
+
+
+def on_starting(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    if body.startswith("Starting to load model"):
+        key = rank or ""
+        n = s.weights_begin.get(key, 0)
+        s.weights_begin[key] = n + 1
+        s.weights_started = True
+        return [WeightsBegin(timestamp=ts, rank=rank, role=Role.TARGET if n == 0 else Role.DRAFT)]
+    return []
+
+
+def on_model_loading(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    # "Model loading took 15.23 GiB and 5.31 seconds" (the summed target + draft load).
+    if body.startswith("Model loading took"):
+        key = rank or ""
+        n = s.weights_end.get(key, 0)
+        s.weights_end[key] = n + 1
+        s.weights_started = True
+        return [
+            WeightsEnd(
+                timestamp=ts,
+                rank=rank,
+                role=Role.TARGET,
+                mem_usage_gb=num_after(body, "took"),
+                elapsed_s=num_after(body, "GiB and"),
+            )
+        ]
+    return []
+
+
+def on_graph(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    if body.startswith("Graph capturing finished"):
+        return [
+            CudaGraphEnd(
+                timestamp=ts,
+                rank=rank,
+                elapsed_s=num_after(body, "finished in"),
+                mem_usage_gb=num_after(body, "took"),
+            )
+        ]
+    if body.startswith("Capturing CUDA graph"):
+        return [CudaGraphBegin(timestamp=ts, rank=rank)]
+    return []
+
+
+HEADS: dict[str, Handler] = {
+    "GPU": on_kv,
+    "Maximum": on_concurrency,
+    "SpecDecoding": on_spec,
+    "Engine": on_engine,
+    "Avg": on_engine,
+    "Speculative": on_spec_v0,
+    "INFO:": on_uvicorn,
+    "Application": on_uvicorn,
+    "Starting": on_starting,
+    "Model": on_model_loading,
+    "Loading": on_model_loading,
+    "Graph": on_graph,
+    "Capturing": on_graph,
+}
+"""First word of a vLLM message -> its handler."""

@@ -1,0 +1,199 @@
+"""The sweep plan as data: what to try, how to measure it and when to stop.
+
+Why its own module: nearly every package (the machine, strategies, the runtime, sessions,
+reports, the console) needs :class:`SweepPlan` and its enums, while only the front ends read
+plan files. Keeping the model apart from the TOML reader (:mod:`specconsole.core.plans.parse`,
+which documents the file format), the per-section table parsers
+(:mod:`specconsole.core.plans.tables`) and placeholder resolution
+(:mod:`specconsole.core.plans.placeholders`) keeps each concern small and lets the model be imported
+without the parser's dependencies.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any
+
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
+from specconsole.core.plans.pool import Box
+from specconsole.core.plans.profile import Profile
+from specconsole.core.ports import BenchSpec, Placement
+
+
+class CrashPolicy(StrEnum):
+    """What happens after a crash."""
+
+    PAUSE = "pause"
+    """Wait for the user's decision (``ResumeChoice``)."""
+    AUTO = "auto"
+    """Record it and continue with the next planned trial."""
+
+
+class PlanError(ValueError):
+    """The plan is wrong; the message names the key and how to fix it."""
+
+
+class StrategyKind(StrEnum):
+    """How the next trial is chosen (see ``core.search.strategy``)."""
+
+    GRID = "grid"
+    """Every combination of the axes, in order."""
+    BOUNDARY = "boundary"
+    """Walk an integer axis upwards; after a crash at b with success at a, bisect (a, b) to
+    find the largest value that loads; values above a crash are not tried."""
+    PLATEAU = "plateau"
+    """Walk an axis upwards while single-request tok/s gains at least ``min_gain_pct`` and
+    peak aggregate tok/s does not fall; stop at the plateau."""
+    OPTIMIZE = "optimize"
+    """Sample-efficient constrained search over every axis (``core.search.optimize``): learns where
+    loads crash, skips configurations predicted not to load, stops on convergence."""
+
+
+DEFAULT_LOAD_TIMEOUT_S = 15 * 60.0
+"""Generous: a 122B model with CUDA graph capture can take minutes to load."""
+
+
+AUTO_PORT = "auto"
+"""``[server] port = "auto"``: a free loopback port, chosen once per session."""
+
+
+FINALLY_CHOICES = ("best", "original", "last", "stop")
+"""``[sweep] finally``: what the box serves once the sweep has finished (controller.finish)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """A parsed plan. ``axes`` keep their order: the grid varies the last axis fastest."""
+
+    base: ServerConfig
+    axes: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    """(ServerConfig field name, values to try), in file order."""
+    bench: BenchSpec = field(default_factory=BenchSpec)
+    bench_placement: Placement = Placement.FORWARD
+    """``[bench] placement``: where the load is generated (docs/benchmark.md)."""
+    bench_url: str | None = None
+    """``[bench] url`` (direct only): the server as the console host reaches it; default the
+    ``[server]`` host and port."""
+    strategy: StrategyKind = StrategyKind.GRID
+    axis: str | None = None
+    """The axis boundary/plateau walk (default: the first axis)."""
+    min_gain_pct: float = 3.0
+    """Plateau: the smallest single-request gain (percent) worth another step."""
+    on_crash: CrashPolicy = CrashPolicy.PAUSE
+    max_trials: int | None = None
+    max_wall_s: float | None = None
+    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S
+    skip_infeasible: bool = False
+    """Skip (record as infeasible) configurations the capacity predictor says will not load;
+    otherwise only warn."""
+    min_kv_tokens: int | None = None
+    """Capacity below which a configuration counts as not loading (default: one full-length
+    request, ``bench.input_len + bench.output_len``)."""
+    patience: int = 8
+    """Optimize: stop after this many loaded (or crashed) trials without an improvement
+    beyond the noise."""
+    noise_pct: float = 1.0
+    """Optimize: an improvement must clear the incumbent by this percentage (on top of the
+    confidence intervals, when levels are repeated)."""
+    startup_trials: int | None = None
+    """Optimize: proposals before the model-guided ones (default: the base alone when the
+    search starts at it, else 4 random points)."""
+    start_at_base: bool = True
+    """Optimize: the first proposal of a search without observations is the base
+    configuration (the launch the user knows), not a random point."""
+    seed: int = 0
+    """Optimize: the sampler's seed (same seed and records, same proposal)."""
+    goal: Goal = DEFAULT_GOAL
+    """``[sweep] objective`` and ``constraints``: what "best" means (``core.plans.objective``)."""
+    finally_action: str = "best"
+    """``[sweep] finally``: one of :data:`FINALLY_CHOICES` (``best`` by ``goal``)."""
+    name: str = ""
+    description: str = ""
+    profile: Profile = field(default_factory=Profile)
+    auto_port: bool = False
+    """``[server] port = "auto"`` not resolved yet: ``base.port`` is only the default until
+    :func:`resolve_placeholders` is given a ``port`` (a free loopback port of this machine)."""
+    source: str = ""
+    """The TOML text the plan was parsed from (kept with the session for resume)."""
+    placeholders: tuple[tuple[str, str], ...] = ()
+    """The ``{name}`` values :func:`resolve_placeholders` substituted (``python``…), so a
+    session can re-resolve its plan text into exactly what ran (reports, resume)."""
+    boxes: tuple[Box, ...] = ()
+    """A pool of boxes (``[[hosts]]`` or ``[pool]``, see core.plans.pool); ``()``: one box, the
+    ``[host]``/``[service]`` of ``profile``."""
+
+    @property
+    def walk_axis(self) -> str | None:
+        """The axis boundary/plateau strategies walk."""
+        if self.axis is not None:
+            return self.axis
+        return self.axes[0][0] if self.axes else None
+
+    @property
+    def grid_size(self) -> int:
+        size = 1
+        for _name, values in self.axes:
+            size *= len(values)
+        return size
+
+    @property
+    def estimated_trials(self) -> int:
+        """The *n* of "trial i of n": the grid size, capped by ``max_trials``."""
+        n = self.grid_size
+        if self.max_trials is not None:
+            n = min(n, self.max_trials)
+        return n
+
+    @property
+    def minimum_capacity(self) -> int:
+        """KV tokens below which a configuration is predicted not to load."""
+        if self.min_kv_tokens is not None:
+            return self.min_kv_tokens
+        return self.bench.input_len + self.bench.output_len
+
+    @property
+    def derives_draft_tokens(self) -> bool:
+        """True when draft tokens follow the steps (``topk == 1``, draft tokens not given).
+
+        SGLang insists on all three tree sizes or none, and with ``topk == 1`` it forces
+        ``draft tokens = steps + 1`` anyway; so a plan that sweeps steps at topk 1 without
+        naming draft tokens gets them derived per trial.
+        """
+        names = {name for name, _values in self.axes}
+        return (
+            "speculative_num_draft_tokens" not in names
+            and self.base.speculative_num_draft_tokens is None
+        )
+
+    def derive(self, config: ServerConfig) -> ServerConfig:
+        """Fill in derived fields (draft tokens = steps + 1 at topk 1, see above)."""
+        if (
+            self.derives_draft_tokens
+            and config.speculative_eagle_topk == 1
+            and config.speculative_num_steps is not None
+        ):
+            return replace(config, speculative_num_draft_tokens=config.speculative_num_steps + 1)
+        return config
+
+    def at(self, config: ServerConfig, **values: Any) -> ServerConfig:
+        """``config`` with ``values`` applied and derived fields recomputed."""
+        return self.derive(replace(config, **values))
+
+    def underived(self, config: ServerConfig) -> ServerConfig:
+        """``config`` with derived fields blanked (to compare trials on the axes only)."""
+        if self.derives_draft_tokens:
+            return replace(config, speculative_num_draft_tokens=None)
+        return config
+
+    def grid(self) -> list[ServerConfig]:
+        """Every combination of the axes applied to the base, in order."""
+        if not self.axes:
+            return [self.derive(self.base)]
+        names = [name for name, _values in self.axes]
+        out: list[ServerConfig] = []
+        for combo in itertools.product(*(values for _name, values in self.axes)):
+            out.append(self.at(self.base, **dict(zip(names, combo, strict=True))))
+        return out

@@ -1,0 +1,356 @@
+"""The typed host profile: where the GPU box is (``[host]``) and how the server runs there
+(``[service]``).
+
+A profile is the part of a plan or settings file that the remote adapters need; it is parsed
+here, in the pure core, so every front end (console, headless sweep, tests) reports a bad
+profile the same way: a :class:`ProfileError` naming the TOML key and how to fix it, never a
+``KeyError`` from deep inside an SSH call. The adapters (``specconsole.remote``) build their
+transport and backend from these dataclasses and nothing else.
+
+Example::
+
+    [host]
+    transport = "ssh"          # "ssh" or "local"
+    alias = "gpu-box"          # a Host alias from ~/.ssh/config, or a hostname
+    user = "ubuntu"            # optional; ssh config / local user otherwise
+
+    [service]
+    kind = "systemd"           # "systemd", "process", "docker" or "slurm"
+    unit = "sglang.service"
+    scope = "system"           # or "user" (systemctl --user)
+    sudo = true                # systemctl through `sudo -n` (the default for system units)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any
+
+from specconsole.core.config.bounds import parse_choice
+from specconsole.core.config.jobscript import JobScriptError, check_time_limit, sbatch_option
+
+
+class ProfileError(ValueError):
+    """A profile value is missing or wrong; the message names the key and the fix."""
+
+
+class TransportKind(StrEnum):
+    """How commands reach the box."""
+
+    SSH = "ssh"
+    LOCAL = "local"
+
+
+class ServiceKind(StrEnum):
+    """How the inference server is run on the box."""
+
+    SYSTEMD = "systemd"
+    PROCESS = "process"
+    DOCKER = "docker"
+    SLURM = "slurm"
+
+
+class UnitScope(StrEnum):
+    """systemd manager the unit belongs to."""
+
+    SYSTEM = "system"
+    USER = "user"
+
+
+class UnitTemplate(StrEnum):
+    """How a systemd deploy treats the unit already on the box."""
+
+    EDIT = "edit"
+    GENERATE = "generate"
+
+
+DEFAULT_DOCKER_IMAGE = "lmsysorg/sglang:latest"
+"""The SGLang project's published image."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostProfile:
+    """The ``[host]`` table: how to reach the box."""
+
+    transport: TransportKind = TransportKind.LOCAL
+    """``ssh`` (asyncssh) or ``local`` (subprocesses on this machine)."""
+    alias: str | None = None
+    """A ``Host`` alias from the ssh config file, or a plain hostname/IP (ssh only)."""
+    hostname: str | None = None
+    """Overrides the config's ``HostName`` (defaults to ``alias``)."""
+    user: str | None = None
+    """Login user; the ssh config's ``User`` or the local user otherwise."""
+    port: int | None = None
+    """SSH port; the ssh config's ``Port`` or 22 otherwise."""
+    identity_files: tuple[str, ...] = ()
+    """Private keys to offer (``IdentityFile``); the agent and config keys are used too."""
+    proxy_jump: str | None = None
+    """``ProxyJump`` host(s), e.g. ``bastion`` or ``user@bastion:2222``."""
+    known_hosts: str | None = None
+    """known_hosts file to verify the host key against (default ``~/.ssh/known_hosts``)."""
+    ssh_config: str | None = None
+    """ssh config file to read aliases from (default ``~/.ssh/config`` when it exists;
+    ``""`` reads none)."""
+    use_agent: bool = True
+    """Offer keys held by the SSH agent (``SSH_AUTH_SOCK``)."""
+    connect_timeout: float = 15.0
+    """Seconds to wait for the TCP connect plus SSH handshake."""
+    keepalive_interval: float = 15.0
+    """Seconds between SSH keepalives; a dead link is noticed after ``count_max`` misses."""
+    keepalive_count_max: int = 3
+    reconnect_attempts: int = 6
+    """Reconnect attempts after a drop before the operation fails with ConnectionLost."""
+    reconnect_max_delay: float = 10.0
+    """Cap of the exponential backoff between reconnect attempts, in seconds."""
+
+    def target(self) -> str:
+        """The host to connect to, as given (alias or hostname)."""
+        return self.hostname or self.alias or "localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceProfile:
+    """The ``[service]`` table: how the inference server runs on the box."""
+
+    kind: ServiceKind = ServiceKind.PROCESS
+    """``systemd``, ``process`` or ``docker``."""
+    unit: str = "sglang.service"
+    """systemd unit name (systemd only)."""
+    scope: UnitScope = UnitScope.SYSTEM
+    """``system`` (``/etc/systemd/system``, with sudo) or ``user`` (``systemctl --user``)."""
+    unit_dir: str | None = None
+    """Where the unit file goes; default ``/etc/systemd/system`` or
+    ``~/.config/systemd/user``."""
+    backup_dir: str | None = None
+    """Where timestamped backups go; default ``/var/backups/specconsole`` (system) or
+    ``~/.local/state/specconsole/backups`` (user, process)."""
+    run_dir: str = "~/.local/state/specconsole/run"
+    """Process backend: folder for the deployed command, PID files and per-run logs."""
+    stop_timeout: float = 20.0
+    """Seconds between TERM and KILL when stopping (process and docker)."""
+    image: str = DEFAULT_DOCKER_IMAGE
+    """Docker image that holds the server."""
+    container: str = "specconsole-sglang"
+    """Docker container name."""
+    docker_args: tuple[str, ...] = ("--gpus", "all", "--ipc=host")
+    """Extra ``docker run`` arguments before the image."""
+    partition: str | None = None
+    """Slurm: the partition the job is submitted to (``#SBATCH --partition``)."""
+    account: str | None = None
+    """Slurm: the account charged (``#SBATCH --account``)."""
+    time_limit: str | None = None
+    """Slurm: the job's time limit in Slurm's format, e.g. ``"02:00:00"``."""
+    sbatch: tuple[str, ...] = ()
+    """Slurm: the user's own ``#SBATCH`` lines, e.g. ``["--qos=high"]``."""
+    gpus: int | None = None
+    """Slurm: GPUs to request (``--gres=gpu:N``) instead of ``tp_size`` × ``pp_size``."""
+    job_name: str = "specconsole-sglang"
+    """Slurm: the job's name (``squeue`` shows it)."""
+    slurm_conf: str | None = None
+    """Slurm: ``SLURM_CONF`` for the login node's commands (default: the cluster's own)."""
+    template: UnitTemplate = UnitTemplate.EDIT
+    """systemd: ``edit`` changes only what the configuration manages in the unit already on
+    the box (its flags and environment; every other line stays); ``generate`` writes a whole
+    unit rendered by specconsole. A box without the unit gets a generated one either way."""
+    secret_env: tuple[str, ...] = ()
+    """Environment names whose values are secrets besides the obvious ones (``*TOKEN*``,
+    ``*SECRET*``, ``*API_KEY*``, ``*PASSWORD*``...): never inline in the unit, only in the
+    0600 ``EnvironmentFile=`` next to the backups."""
+    keep_backups: int = 20
+    """Backups of the artifact kept: the newest N plus the very first (the user's original),
+    which is never pruned."""
+    sudo: bool | None = None
+    """Run the manager's commands through ``sudo -n`` (never when logged in as root).
+    ``None`` means: yes for system units, no for ``--user`` units, processes and docker."""
+
+    def uses_sudo(self) -> bool:
+        if self.sudo is not None:
+            return self.sudo
+        return self.kind is ServiceKind.SYSTEMD and self.scope is UnitScope.SYSTEM
+
+    def resolved_unit_dir(self) -> str:
+        if self.unit_dir:
+            return self.unit_dir
+        return "/etc/systemd/system" if self.scope is UnitScope.SYSTEM else "~/.config/systemd/user"
+
+    def resolved_backup_dir(self) -> str:
+        if self.backup_dir:
+            return self.backup_dir
+        if self.kind is ServiceKind.SYSTEMD and self.scope is UnitScope.SYSTEM:
+            return "/var/backups/specconsole"
+        return "~/.local/state/specconsole/backups"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """A whole host profile: both tables."""
+
+    host: HostProfile = field(default_factory=HostProfile)
+    service: ServiceProfile = field(default_factory=ServiceProfile)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+
+def _check_keys(table: Mapping[str, Any], cls: type, section: str) -> None:
+    known = {f.name for f in fields(cls)}
+    for key in table:
+        if key not in known:
+            raise ProfileError(
+                f"[{section}] unknown key {key!r}; known keys: {', '.join(sorted(known))}"
+            )
+
+
+def _enum(value: Any, enum: type[StrEnum], where: str) -> Any:
+    return parse_choice(enum, value, where, ProfileError)
+
+
+def _typed(value: Any, kind: type | tuple[type, ...], where: str, hint: str) -> Any:
+    if isinstance(value, bool) and kind in (int, float, (int, float)):
+        raise ProfileError(f"{where} must be {hint}, not a boolean")
+    if not isinstance(value, kind):
+        raise ProfileError(f"{where} must be {hint}, got {value!r}")
+    return value
+
+
+def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ProfileError(f"{where} must be a string or a list of strings, got {value!r}")
+
+
+def _positive(value: float, where: str) -> None:
+    if value <= 0:
+        raise ProfileError(f"{where} must be greater than 0, got {value!r}")
+
+
+def parse_host(table: Mapping[str, Any]) -> HostProfile:
+    """Build a :class:`HostProfile` from a ``[host]`` table."""
+    _check_keys(table, HostProfile, "host")
+    kw: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"[host] {key}"
+        if key == "transport":
+            kw[key] = _enum(value, TransportKind, where)
+        elif key in ("alias", "hostname", "user", "proxy_jump", "known_hosts", "ssh_config"):
+            kw[key] = _typed(value, str, where, "a string")
+        elif key == "port":
+            port = _typed(value, int, where, "an integer")
+            if not 0 < port < 65536:
+                raise ProfileError(f"{where} must be between 1 and 65535, got {port}")
+            kw[key] = port
+        elif key == "identity_files":
+            kw[key] = _str_tuple(value, where)
+        elif key == "use_agent":
+            kw[key] = _typed(value, bool, where, "true or false")
+        elif key in ("connect_timeout", "keepalive_interval", "reconnect_max_delay"):
+            kw[key] = float(_typed(value, (int, float), where, "a number of seconds"))
+            _positive(kw[key], where)
+        elif key in ("keepalive_count_max", "reconnect_attempts"):
+            kw[key] = _typed(value, int, where, "an integer")
+            if kw[key] < 0:
+                raise ProfileError(f"{where} must be 0 or more, got {kw[key]}")
+    profile = HostProfile(**kw)
+    if profile.transport is TransportKind.SSH and not (profile.alias or profile.hostname):
+        raise ProfileError(
+            '[host] transport = "ssh" needs alias (an ~/.ssh/config Host or a hostname) or hostname'
+        )
+    return profile
+
+
+def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
+    """Build a :class:`ServiceProfile` from a ``[service]`` table."""
+    _check_keys(table, ServiceProfile, "service")
+    kw: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"[service] {key}"
+        if key == "kind":
+            kw[key] = _enum(value, ServiceKind, where)
+        elif key == "scope":
+            kw[key] = _enum(value, UnitScope, where)
+        elif key == "template":
+            kw[key] = _enum(value, UnitTemplate, where)
+        elif key == "secret_env":
+            kw[key] = _str_tuple(value, where)
+        elif key == "keep_backups":
+            kw[key] = _typed(value, int, where, "an integer")
+            if kw[key] < 1:
+                raise ProfileError(f"{where} must be 1 or more, got {kw[key]}")
+        elif key in (
+            "unit",
+            "unit_dir",
+            "backup_dir",
+            "run_dir",
+            "image",
+            "container",
+            "partition",
+            "account",
+            "job_name",
+            "slurm_conf",
+        ):
+            text = _typed(value, str, where, "a string")
+            if not text.strip():
+                raise ProfileError(f"{where} must not be empty")
+            kw[key] = text
+        elif key == "stop_timeout":
+            kw[key] = float(_typed(value, (int, float), where, "a number of seconds"))
+            _positive(kw[key], where)
+        elif key == "docker_args":
+            kw[key] = _str_tuple(value, where)
+        elif key == "sbatch":
+            kw[key] = _slurm_checked(sbatch_option, _str_tuple(value, where), where)
+        elif key == "time_limit":
+            kw[key] = _slurm_checked(
+                check_time_limit, (_typed(value, str, where, "a string"),), where
+            )[0]
+        elif key == "gpus":
+            kw[key] = _typed(value, int, where, "an integer")
+            if kw[key] < 1:
+                raise ProfileError(f"{where} must be 1 or more, got {kw[key]}")
+        elif key == "sudo":
+            kw[key] = _typed(value, bool, where, "true or false")
+    profile = ServiceProfile(**kw)
+    unit = profile.unit
+    if "/" in unit or not unit.endswith(".service"):
+        raise ProfileError(
+            f"[service] unit = {unit!r} must be a unit name ending in .service, "
+            'e.g. "sglang.service" (the folder is unit_dir)'
+        )
+    return profile
+
+
+def _slurm_checked(check: Any, values: tuple[str, ...], where: str) -> tuple[str, ...]:
+    try:
+        return tuple(check(value, where) for value in values)
+    except JobScriptError as exc:
+        raise ProfileError(str(exc)) from None
+
+
+def parse_profile(document: Mapping[str, Any]) -> Profile:
+    """Build a :class:`Profile` from a parsed TOML document's ``[host]`` and ``[service]``.
+
+    Missing tables mean defaults (the local transport and the process backend).
+    """
+    host = document.get("host", {})
+    service = document.get("service", {})
+    if not isinstance(host, Mapping):
+        raise ProfileError('[host] must be a table, e.g. [host] followed by transport = "ssh"')
+    if not isinstance(service, Mapping):
+        raise ProfileError("[service] must be a table, e.g. [service] followed by kind = ...")
+    return Profile(host=parse_host(host), service=parse_service(service))
+
+
+def loads_profile(text: str) -> Profile:
+    """Parse TOML text holding ``[host]``/``[service]`` tables (other tables are ignored)."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProfileError(f"profile is not valid TOML: {exc}") from None
+    return parse_profile(document)

@@ -1,0 +1,331 @@
+"""The TOML tables of a plan file: ``[server]``, ``[bench]`` and ``[sweep.axes]``.
+
+Why its own module: each section has its own strict rules (TOML-typed numbers, ranges
+expanded with a cap, ``[bench]`` placement and URL), and they are reused outside plan files:
+session records store a ``ServerConfig`` as a ``[server]`` table
+(:func:`server_config_from_table` / :func:`server_config_to_table`). Every error is a
+``PlanError`` naming the TOML key and the fix. :mod:`specconsole.core.plans.parse` assembles
+these into a :class:`~specconsole.core.plans.plan.SweepPlan`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import MISSING, fields
+from typing import Any
+from urllib.parse import urlsplit
+
+from specconsole.core.config.bounds import PLAN_LIMITS, limit_problem, parse_choice
+from specconsole.core.config.model import (
+    FIELD_KINDS,
+    KEY_ALIASES,
+    ConfigError,
+    FieldKind,
+    ServerConfig,
+    config_from_table,
+    config_to_table,
+    parse_field,
+)
+from specconsole.core.measure.slo import Slo
+from specconsole.core.plans.plan import PlanError
+from specconsole.core.ports import BenchApi, BenchSpec, Placement
+
+# --------------------------------------------------------------------------------------------
+# ServerConfig <-> TOML table
+# --------------------------------------------------------------------------------------------
+
+_NUMERIC_KINDS = {FieldKind.INT: "an integer", FieldKind.FLOAT: "a number"}
+
+
+def _plan_error(where: str, exc: ConfigError) -> PlanError:
+    return PlanError(f"{where}: {exc.message} Fix: {exc.fix}")
+
+
+def _check_toml_typed(name: str, value: Any, where: str) -> None:
+    """A plan is a file, not editor text: a quoted number is a mistake to report, not to
+    guess at (``core.config.model.parse_field`` also accepts ``"4"`` for the editor's sake)."""
+    kind = FIELD_KINDS.get(KEY_ALIASES.get(name, name))
+    if kind in _NUMERIC_KINDS and isinstance(value, str):
+        raise PlanError(f"{where} must be {_NUMERIC_KINDS[kind]}, got {value!r}")
+
+
+def coerce_config_value(name: str, value: Any, where: str) -> Any:
+    """One TOML value for ``ServerConfig.<name>`` (an axis value), converted by
+    ``core.config.model.parse_field``; raises PlanError naming ``where``."""
+    if name not in FIELD_KINDS:
+        known = ", ".join(sorted(FIELD_KINDS))
+        raise PlanError(f"{where}: unknown server argument {name!r}; known: {known}")
+    _check_toml_typed(name, value, where)
+    try:
+        return parse_field(name, value)
+    except ConfigError as exc:
+        raise _plan_error(where, exc) from None
+
+
+def server_config_from_table(table: Mapping[str, Any], section: str = "server") -> ServerConfig:
+    """A ``ServerConfig`` from a TOML table of SGLang argument names (``core.config.model``'s
+    ``config_from_table``, with TOML-typed numbers and errors naming ``[section] key``)."""
+    if not isinstance(table, Mapping):
+        raise PlanError(f"[{section}] must be a table")
+    if "model_path" not in table:
+        raise PlanError(
+            f'[{section}] model_path is required, e.g. model_path = "Qwen/Qwen3.5-122B-A10B"'
+        )
+    for key, value in table.items():
+        _check_toml_typed(key, value, f"[{section}] {key}")
+    try:
+        return config_from_table(table)
+    except ConfigError as exc:
+        key = exc.key.removeprefix("server.")
+        raise _plan_error(f"[{section}] {key}", exc) from None
+
+
+server_config_to_table = config_to_table
+"""The inverse of :func:`server_config_from_table` (``core.config.model.config_to_table``)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Plan parsing
+
+
+def check_keys(table: Mapping[str, Any], allowed: set[str], section: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise PlanError(
+                f"{section}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}"
+            )
+
+
+def plan_number(value: Any, where: str, *, integer: bool = False, minimum: float = 0.0) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlanError(f"{where} must be a number, got {value!r}")
+    if integer and not isinstance(value, int):
+        raise PlanError(f"{where} must be an integer, got {value!r}")
+    if problem := limit_problem(where, value, PLAN_LIMITS.get(where, math.inf)):
+        raise PlanError(problem)  # inf, NaN, or above core.config.bounds' limit
+    if value <= minimum:
+        raise PlanError(f"{where} must be greater than {minimum:g}, got {value!r}")
+    return value
+
+
+_BENCH_PLACEMENT_KEYS = {"placement", "url"}
+"""``[bench]`` keys that say where the load runs (the rest are ``BenchSpec`` fields)."""
+
+
+def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
+    placement = Placement.FORWARD
+    if "placement" in table:
+        placement = parse_choice(Placement, table["placement"], "[bench] placement", PlanError)
+    url = table.get("url")
+    if url is None:
+        return placement, None
+    if placement is not Placement.DIRECT:
+        raise PlanError(
+            f'[bench] url is only used with placement = "direct" (placement is '
+            f'"{placement.value}"); remove url or set placement = "direct"'
+        )
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PlanError(
+            f"[bench] url = {url!r} is not a server URL; write it as "
+            '"http://HOST:PORT", the server as this machine reaches it'
+        )
+    try:
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError:
+        raise PlanError(f"[bench] url = {url!r} has an invalid port") from None
+    return placement, url.rstrip("/")
+
+
+_DERIVED_BENCH_FIELDS: frozenset[str] = frozenset({"output_len_from_dataset"})
+"""BenchSpec fields a plan does not write: they follow from the keys it does."""
+
+
+def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
+    if not isinstance(table, Mapping):
+        raise PlanError("[bench] must be a table, e.g. [bench] then ladder = [1, 4, 16]")
+    known = {f.name: f for f in fields(BenchSpec) if f.name not in _DERIVED_BENCH_FIELDS}
+    check_keys(table, set(known) | _BENCH_PLACEMENT_KEYS | {"dataset"}, "[bench]")
+    table = {k: v for k, v in table.items() if k not in _BENCH_PLACEMENT_KEYS}
+    kw: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"[bench] {key}"
+        if key == "ladder":
+            if (
+                not isinstance(value, list)
+                or not value
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+            ):
+                raise PlanError(f"{where} must be a non-empty list of positive integers")
+            if len(value) > (most := PLAN_LIMITS["[bench] ladder levels"]):
+                raise PlanError(
+                    f"{where} has {len(value)} levels, above the limit of {most:g}; fix: "
+                    "keep the concurrencies that matter (each level runs for duration_s)"
+                )
+            for level in value:
+                if problem := limit_problem("[bench] ladder level", level, PLAN_LIMITS[where]):
+                    raise PlanError(problem)
+            kw[key] = tuple(value)
+        elif key == "api":
+            kw[key] = parse_choice(BenchApi, value, where, PlanError)
+        elif key in ("requests_per_level", "input_len", "output_len", "seed"):
+            kw[key] = plan_number(value, where, integer=True, minimum=0 if key != "seed" else -1)
+        elif key == "warmup_requests":
+            kw[key] = plan_number(value, where, integer=True, minimum=-1)
+        elif key in ("duration_s", "request_rate", "request_timeout_s", "stall_timeout_s"):
+            kw[key] = float(plan_number(value, where))
+        elif key == "temperature":
+            kw[key] = float(plan_number(value, where, minimum=-1e-12))
+        elif key == "flush_cache":
+            if not isinstance(value, bool):
+                raise PlanError(f"{where} must be true or false")
+            kw[key] = value
+        elif key in ("prompts", "model", "dataset"):
+            if not isinstance(value, str) or not value:
+                raise PlanError(f"{where} must be a non-empty string")
+            kw["prompts" if key == "dataset" else key] = value
+        elif key == "range_ratio":
+            kw[key] = float(plan_number(value, where))
+            if kw[key] > 1:
+                raise PlanError(f"{where} must be in (0, 1]; 1 means fixed lengths")
+        elif key == "repeats":
+            kw[key] = plan_number(value, where, integer=True, minimum=0)
+        elif key == "percentiles":
+            if not isinstance(value, list) or not value:
+                raise PlanError(f"{where} must be a list of percentiles, e.g. [50, 90, 99, 99.9]")
+            kw[key] = tuple(float(plan_number(q, where)) for q in value)
+            if any(q >= 100 for q in kw[key]):
+                raise PlanError(f"{where}: each percentile must be below 100")
+        elif key == "slo":
+            if not isinstance(value, Mapping):
+                raise PlanError(f"{where} must be a table, e.g. slo = {{ ttft_ms = 500 }}")
+            try:
+                kw[key] = Slo.from_mapping(value, where=where).to_dict()
+            except ValueError as exc:
+                raise PlanError(str(exc)) from None
+        elif key == "api_key":
+            if not isinstance(value, str) or not value.startswith("env:") or len(value) < 5:
+                raise PlanError(
+                    f"{where}: write the environment variable that holds the key, e.g. "
+                    f'api_key = "env:SGLANG_API_KEY" (a plan never holds the key itself)'
+                )
+            kw[key] = value
+        elif key == "headers":
+            if not isinstance(value, Mapping) or not all(
+                isinstance(k, str) and k and isinstance(v, str) for k, v in value.items()
+            ):
+                raise PlanError(f'{where} must be a table of strings, e.g. {{ X-Team = "a" }}')
+            kw[key] = tuple(value.items())
+        elif key == "extra_body":
+            if not isinstance(value, Mapping):
+                raise PlanError(f"{where} must be a table, e.g. extra_body = {{ top_k = 1 }}")
+            kw[key] = dict(value)
+        elif key == "window":
+            if value not in ("completed", "steady"):
+                raise PlanError(
+                    f'{where} must be "completed" (bench_serving\'s metrics over finished '
+                    'requests) or "steady" (a steady-state window of streamed tokens), got '
+                    f"{value!r}"
+                )
+            kw[key] = value
+        elif key == "window_s":
+            kw[key] = float(plan_number(value, where))
+        elif key == "window_tokens":
+            kw[key] = plan_number(value, where, integer=True, minimum=0)
+        elif key == "output_details":
+            if not isinstance(value, bool):
+                raise PlanError(f"{where} must be true or false")
+            kw[key] = value
+        else:  # pragma: no cover - every BenchSpec field is handled above
+            default = known[key].default
+            kw[key] = value if default is MISSING else type(default)(value)
+    # no output_len: a dataset's recorded answers set each request's (bench_serving's ShareGPT
+    # default); an explicit one fixes them all
+    kw["output_len_from_dataset"] = "output_len" not in table
+    return _checked_window(BenchSpec(**kw))
+
+
+def _checked_window(spec: BenchSpec) -> BenchSpec:
+    """Refuse ``[bench]`` keys that contradict the measurement window."""
+    if spec.window != "steady":
+        if spec.window_s is not None or spec.window_tokens is not None:
+            raise PlanError(
+                '[bench] window_s / window_tokens only apply with window = "steady"; add '
+                'window = "steady" or remove them'
+            )
+        return spec
+    clashes = [
+        key
+        for key in ("request_rate", "duration_s", "requests_per_level")
+        if getattr(spec, key) is not None
+    ]
+    if clashes:
+        raise PlanError(
+            f'[bench] {", ".join(clashes)} cannot be combined with window = "steady" (each '
+            "level keeps c streams in flight and ends with its window: window_s, "
+            'window_tokens); remove them or use window = "completed"'
+        )
+    return spec
+
+
+def parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(table, Mapping):
+        raise PlanError("[sweep.axes] must be a table: speculative_num_steps = [1, 2, 3]")
+    axes: list[tuple[str, tuple[Any, ...]]] = []
+    for name, values in table.items():
+        where = f"[sweep.axes] {name}"
+        if name in ("model_path", "description"):
+            raise PlanError(f"{where}: {name} cannot be swept; put it in [server]")
+        if isinstance(values, Mapping):
+            values = _axis_range(values, where)
+        if not isinstance(values, list) or not values:
+            raise PlanError(
+                f"{where} must be a non-empty list of values, e.g. [1, 2, 3], or a range, "
+                "e.g. { min = 0.80, max = 0.92, step = 0.02 }"
+            )
+        coerced = tuple(coerce_config_value(name, v, f"{where}[{i}]") for i, v in enumerate(values))
+        if len(set(coerced)) != len(coerced):
+            raise PlanError(f"{where} lists a value twice")
+        axes.append((name, coerced))
+    del base
+    return tuple(axes)
+
+
+MAX_AXIS_VALUES = 1000
+"""A range expands to at most this many values (a typo'd step must not eat the memory)."""
+
+
+def _axis_range(table: Mapping[str, Any], where: str) -> list[Any]:
+    """``{ min = 1, max = 10 }`` (integers, step 1) or ``{ min = 0.80, max = 0.92, step =
+    0.02 }`` (floats need a step) → the listed values, both ends included."""
+    unknown = set(table) - {"min", "max", "step"}
+    if unknown or "min" not in table or "max" not in table:
+        raise PlanError(
+            f"{where}: a range is {{ min = LOW, max = HIGH, step = STEP }} (step optional for "
+            f"integers); got keys {', '.join(sorted(table)) or 'none'}"
+        )
+    lo, hi = table["min"], table["max"]
+    step = table.get("step", 1 if isinstance(lo, int) and isinstance(hi, int) else None)
+    for key, value in (("min", lo), ("max", hi), ("step", step)):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            fix = " (floats need one, e.g. step = 0.02)" if key == "step" else ""
+            raise PlanError(f"{where}.{key} must be a number{fix}, got {value!r}")
+    if step <= 0 or hi < lo:
+        raise PlanError(f"{where}: need min <= max and step > 0 (got {lo}, {hi}, {step})")
+    count = round((hi - lo) / step + 1e-9) + 1
+    if count > MAX_AXIS_VALUES:
+        raise PlanError(
+            f"{where}: the range has {count} values (more than {MAX_AXIS_VALUES}); "
+            "use a larger step"
+        )
+    integer = all(isinstance(v, int) for v in (lo, hi, step))
+    if integer:
+        return [lo + i * step for i in range(count)]
+    digits = max(_decimals(lo), _decimals(step))
+    return [round(lo + i * step, digits) for i in range(count)]
+
+
+def _decimals(value: float) -> int:
+    text = repr(float(value))
+    return len(text.split(".")[1]) if "." in text and "e" not in text else 6
