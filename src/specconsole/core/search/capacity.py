@@ -29,7 +29,10 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import CapacityPrediction, TrialRecord
 
 AUTO_DRAFT_TOKENS = 4
-"""SGLang's auto-chosen (steps, topk, draft) is (3, 1, 4) for most models (sglang.md 1.2)."""
+"""SGLang's auto-chosen (steps, topk, draft) is (3, 1, 4) for most models.
+
+See ``auto_choose_speculative_params`` in SGLang's ``python/sglang/srt/server_args.py`` (v0.5.9).
+"""
 
 
 def draft_tokens(config: ServerConfig) -> int:
