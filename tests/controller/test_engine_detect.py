@@ -23,7 +23,7 @@ from specconsole.controller.engine_detect import (
 )
 from specconsole.controller.headless import run_headless
 from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
-from specconsole.core.config.model import Engine, ServerConfig
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.core.plans.parse import loads_plan
@@ -57,7 +57,7 @@ async def test_detects_the_installed_release(tmp_path: Path) -> None:
     # no sglang importable there: unknown, not an error
     elsewhere = ServerConfig(model_path="m", launcher=config.launcher, working_directory="/")
     assert await detect_engine_version(transport, elsewhere) is None
-    vllm = ServerConfig(model_path="m", engine=Engine.VLLM)
+    vllm = ServerConfig(model_path="m", engine="vllm")
     assert await detect_engine_version(transport, vllm) is None
 
 

@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config.engine_versions import (
+from specconsole.core.config.command import parse_command
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.render import to_argv
+from specconsole.core.config.validation import errors, validate
+from specconsole.engines.sglang.releases import (
     detect_command,
     flag_for,
     parse_detected,
     parse_version,
     removed_flags,
 )
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.render import parse_command, to_argv
-from specconsole.core.config.validation import errors, validate
 from specconsole.sim.args import SimArgError, parse_argv
 
 ROOT = Path(__file__).resolve().parents[2]

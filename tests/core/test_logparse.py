@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config.model import Engine
 from specconsole.core.logs import FIXES, LogParser, classify_fatal, parse_lines
 from specconsole.core.logs.events import (
     Capacity,
@@ -41,7 +40,7 @@ from specconsole.core.logs.sglang import decode_fast as _decode_fast
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
 
-def parse_file(name: str, engine: Engine | None = None) -> list[LogEvent]:
+def parse_file(name: str, engine: str | None = None) -> list[LogEvent]:
     return parse_lines((LOGS / name).read_text().splitlines(), engine)
 
 
@@ -429,7 +428,7 @@ VLLM_CASES: list[tuple[str, LogEvent]] = [
 
 @pytest.mark.parametrize(("line", "expected"), VLLM_CASES, ids=lambda v: getattr(v, "kind", ""))
 def test_vllm_single_line_events(line: str, expected: LogEvent) -> None:
-    assert LogParser(Engine.VLLM).feed(line) == [expected]
+    assert LogParser("vllm").feed(line) == [expected]
 
 
 @pytest.mark.parametrize(("line", "expected"), LINE_CASES, ids=lambda v: getattr(v, "kind", ""))
@@ -451,7 +450,7 @@ def test_single_line_events(line: str, expected: LogEvent) -> None:
     ],
 )
 def test_lines_without_events(line: str) -> None:
-    assert LogParser(Engine.SGLANG).feed(line) == []
+    assert LogParser("sglang").feed(line) == []
 
 
 def test_sglang_uvicorn_startup_is_not_ready() -> None:
@@ -926,8 +925,8 @@ def test_json_multiline_message() -> None:
 
 def test_vllm_ready_needs_vllm() -> None:
     line = "INFO:     Application startup complete."
-    assert LogParser(Engine.VLLM).feed(line) == [Ready()]
-    assert LogParser(Engine.SGLANG).feed(line) == []
+    assert LogParser("vllm").feed(line) == [Ready()]
+    assert LogParser("sglang").feed(line) == []
     auto = LogParser()
     assert auto.feed(line) == []  # no vLLM line seen yet
     auto.feed("INFO 07-20 10:30:01 [api_server.py:1885] vLLM API server version 0.11.0")

@@ -11,18 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config.model import ConfigError, Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.config.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
-from specconsole.core.config.render import (
+from specconsole.core.config.command import parse_command
+from specconsole.core.config.model import ConfigError, ServerConfig, SpecAlgorithm
+from specconsole.core.config.render import to_argv, to_command
+from specconsole.core.config.systemd import (
     UnitOptions,
-    parse_command,
     parse_unit,
     systemd_quote,
     systemd_split,
-    to_argv,
-    to_command,
     to_unit,
 )
+from specconsole.engines.sglang.flags import MODELLED_FLAGS
+from specconsole.engines.vllm.flags import MODELLED_FLAGS as VLLM_MODELLED_FLAGS
 
 EAGLE3 = ServerConfig(
     model_path="/models/Llama-3.1-8B-Instruct",
@@ -86,7 +86,7 @@ def test_command_is_shell_quoted() -> None:
 def test_vllm_rendering() -> None:
     config = ServerConfig(
         model_path="/models/Llama-3.1-8B-Instruct",
-        engine=Engine.VLLM,
+        engine="vllm",
         launcher="vllm serve",
         speculative_algorithm=SpecAlgorithm.EAGLE3,
         speculative_draft_model_path="/models/EAGLE3",
@@ -116,15 +116,15 @@ def test_vllm_rendering() -> None:
         'vllm serve /models/Llama-3.1-8B-Instruct --speculative-config \'{"method": "eagle3"'
     )
     # The default SGLang launcher on a vLLM config becomes `vllm serve`.
-    assert to_argv(ServerConfig(model_path="m", engine=Engine.VLLM))[:3] == ["vllm", "serve", "m"]
+    assert to_argv(ServerConfig(model_path="m", engine="vllm"))[:3] == ["vllm", "serve", "m"]
     # The api_server module takes --model.
     api = ServerConfig(
-        model_path="m", engine=Engine.VLLM, launcher="python3 -m vllm.entrypoints.openai.api_server"
+        model_path="m", engine="vllm", launcher="python3 -m vllm.entrypoints.openai.api_server"
     )
     assert to_argv(api)[3:5] == ["--model", "m"]
     ngram = ServerConfig(
         model_path="m",
-        engine=Engine.VLLM,
+        engine="vllm",
         speculative_algorithm=SpecAlgorithm.NGRAM,
         speculative_num_steps=4,
     )
@@ -286,7 +286,7 @@ def test_parse_unit_drop_in_reset() -> None:
             "--max-num-seqs=32 --enforce-eager",
             ServerConfig(
                 model_path="/models/x",
-                engine=Engine.VLLM,
+                engine="vllm",
                 launcher="vllm serve",
                 speculative_algorithm=SpecAlgorithm.EAGLE,
                 speculative_draft_model_path="/d",
@@ -304,7 +304,7 @@ def test_parse_unit_drop_in_reset() -> None:
             '\'{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}\'',
             ServerConfig(
                 model_path="m",
-                engine=Engine.VLLM,
+                engine="vllm",
                 launcher="python3 -m vllm.entrypoints.openai.api_server",
                 host="0.0.0.0",
                 port=8000,
@@ -353,7 +353,7 @@ def test_parse_command_errors(command: str, key: str) -> None:
     "word", ["plain", "", "a b", 'q"uote', "back\\slash", "100%", "$HOME", "tab\there", "new\nline"]
 )
 def test_systemd_quote_round_trip(word: str) -> None:
-    from specconsole.core.config.render import _unescape_exec
+    from specconsole.core.config.systemd import _unescape_exec
 
     (back,) = systemd_split(systemd_quote(word))
     assert _unescape_exec(back, {}) == word
@@ -394,11 +394,11 @@ _opt_int = st.one_of(st.none(), st.integers(1, 100_000))
 
 
 @st.composite
-def configs(draw: st.DrawFn, engine: Engine) -> ServerConfig:
+def configs(draw: st.DrawFn, engine: str) -> ServerConfig:
     algo = draw(st.one_of(st.none(), st.sampled_from(list(SpecAlgorithm))))
     launchers = (
         ["vllm serve", "python3 -m vllm.entrypoints.openai.api_server"]
-        if engine is Engine.VLLM
+        if engine == "vllm"
         else [
             "python3 -m sglang.launch_server",
             "sglang serve",
@@ -407,7 +407,7 @@ def configs(draw: st.DrawFn, engine: Engine) -> ServerConfig:
         ]
     )
     spec = algo is not None
-    if engine is Engine.VLLM:
+    if engine == "vllm":
         draft_model = (
             draw(st.one_of(st.none(), _path)) if spec and algo is not SpecAlgorithm.NGRAM else None
         )
@@ -428,8 +428,8 @@ def configs(draw: st.DrawFn, engine: Engine) -> ServerConfig:
         max_running_requests=draw(_opt_int),
         tp_size=draw(_opt_int),
         context_length=draw(_opt_int),
-        cuda_graph_max_bs=None if engine is Engine.VLLM else draw(_opt_int),
-        attention_backend=None if engine is Engine.VLLM else draw(st.one_of(st.none(), _path)),
+        cuda_graph_max_bs=None if engine == "vllm" else draw(_opt_int),
+        attention_backend=None if engine == "vllm" else draw(st.one_of(st.none(), _path)),
         host=draw(st.sampled_from(["127.0.0.1", "0.0.0.0", "::1"])),
         port=draw(st.integers(1, 65535)),
         extra_args=draw(_extra),
@@ -445,7 +445,7 @@ def configs(draw: st.DrawFn, engine: Engine) -> ServerConfig:
     )
 
 
-_any_config = st.one_of(configs(Engine.SGLANG), configs(Engine.VLLM))
+_any_config = st.one_of(configs("sglang"), configs("vllm"))
 
 
 @settings(max_examples=200, deadline=None)
@@ -455,7 +455,7 @@ def test_argv_round_trip(config: ServerConfig) -> None:
     parsed = parse_command(argv)
     assert to_argv(parsed) == argv
     assert parse_command(to_command(config)) == parsed
-    if config.engine is Engine.SGLANG:
+    if config.engine == "sglang":
         assert parsed == dataclasses.replace(config, env=(), working_directory=None, user=None)
 
 
@@ -465,7 +465,7 @@ def test_unit_round_trip(config: ServerConfig) -> None:
     unit = to_unit(config)
     parsed = parse_unit(unit)
     assert to_unit(parsed) == unit
-    if config.engine is Engine.SGLANG:
+    if config.engine == "sglang":
         assert parsed == config
 
 

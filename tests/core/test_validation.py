@@ -9,10 +9,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.core.config.issues import Issue, Severity
-from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.config.normalize import MSG_MAX_RUNNING_RESET, normalize
-from specconsole.core.config.spec_rules import MSG_DRAFT_ADJUSTED
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.validation import errors, validate
+from specconsole.core.engine.registry import engine_for, engine_names
+from specconsole.engines.sglang.normalize import MSG_MAX_RUNNING_RESET
+from specconsole.engines.sglang.rules import MSG_DRAFT_ADJUSTED
+
+
+def normalize(config: ServerConfig) -> tuple[ServerConfig, list[Issue]]:
+    """The configuration as its engine will run it (what a trial records)."""
+    return engine_for(config).normalize(config)
+
 
 EAGLE3 = ServerConfig(
     model_path="/models/Llama-3.1-8B-Instruct",
@@ -239,10 +246,10 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
         "dp-attention",
     ),
     # vLLM rules
-    ({"engine": Engine.VLLM}, "speculative_eagle_topk", Severity.ERROR, "chain", "topk = 1"),
+    ({"engine": "vllm"}, "speculative_eagle_topk", Severity.ERROR, "chain", "topk = 1"),
     (
         {
-            "engine": Engine.VLLM,
+            "engine": "vllm",
             "speculative_num_steps": None,
             "speculative_eagle_topk": None,
             "speculative_num_draft_tokens": None,
@@ -253,28 +260,28 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
         "speculative_num_steps",
     ),
     (
-        {"engine": Engine.VLLM, "speculative_eagle_topk": 1},
+        {"engine": "vllm", "speculative_eagle_topk": 1},
         "speculative_num_draft_tokens",
         Severity.WARNING,
         "ignores",
         "remove",
     ),
     (
-        {"engine": Engine.VLLM, "attention_backend": "fa3"},
+        {"engine": "vllm", "attention_backend": "fa3"},
         "attention_backend",
         Severity.WARNING,
         "not rendered",
         "VLLM_ATTENTION_BACKEND",
     ),
     (
-        {"engine": Engine.VLLM, "cuda_graph_max_bs": 8},
+        {"engine": "vllm", "cuda_graph_max_bs": 8},
         "cuda_graph_max_bs",
         Severity.WARNING,
         "ignored",
         "extra_args",
     ),
     (
-        {"engine": Engine.VLLM, "mem_fraction_static": 1.5},
+        {"engine": "vllm", "mem_fraction_static": 1.5},
         "mem_fraction_static",
         Severity.ERROR,
         "gpu_memory_utilization",
@@ -282,7 +289,7 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
     ),
     (
         {
-            "engine": Engine.VLLM,
+            "engine": "vllm",
             "speculative_eagle_topk": 1,
             "speculative_num_draft_tokens": 4,
             "extra_args": ("--max-num-seqs", "8"),
@@ -294,7 +301,7 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
     ),
     (
         {
-            "engine": Engine.VLLM,
+            "engine": "vllm",
             "speculative_eagle_topk": 1,
             "speculative_num_draft_tokens": 4,
             "extra_args": ("--gpu_memory_utilization=0.5",),
@@ -326,7 +333,7 @@ def test_rule(changes: dict, field: str | None, severity: Severity, message: str
 def test_sglang_has_no_48_warning_for_vllm() -> None:
     issues = validate(
         cfg(
-            engine=Engine.VLLM,
+            engine="vllm",
             speculative_eagle_topk=1,
             speculative_num_draft_tokens=None,
             max_running_requests=None,
@@ -417,7 +424,7 @@ def test_normalize_ngram_default_draft_tokens() -> None:
 def test_normalize_leaves_plain_and_vllm_alone() -> None:
     plain = ServerConfig(model_path="m")
     assert normalize(plain) == (plain, [])
-    vllm = cfg(engine=Engine.VLLM, max_running_requests=None)
+    vllm = cfg(engine="vllm", max_running_requests=None)
     assert normalize(vllm) == (vllm, [])
     assert normalize(EAGLE3) == (EAGLE3, [])
 
@@ -434,7 +441,7 @@ _values = st.one_of(
     st.text(max_size=8),
     st.booleans(),
     st.sampled_from(list(SpecAlgorithm)),
-    st.sampled_from(list(Engine)),
+    st.sampled_from(engine_names()),
     st.lists(st.text(max_size=4), max_size=3).map(tuple),
 )
 

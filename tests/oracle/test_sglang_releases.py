@@ -21,15 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.config.engine_versions import (
-    FLAG_CHANGES,
-    KNOWN_RELEASES,
-    has_new_name,
-    rule_applies,
-)
+from specconsole.core.config.command import parse_command
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, replace_config
-from specconsole.core.config.modelled_flags import MODELLED_FLAGS
-from specconsole.core.config.render import parse_command, sglang_flags
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import (
     Capacity,
@@ -43,6 +36,14 @@ from specconsole.core.logs.events import (
     Ready,
 )
 from specconsole.core.logs.sglang import DECODE_KEYS, PREFILL_KEYS
+from specconsole.engines.sglang.flags import MODELLED_FLAGS
+from specconsole.engines.sglang.flags import render_flags as sglang_flags
+from specconsole.engines.sglang.releases import (
+    FLAG_CHANGES,
+    KNOWN_RELEASES,
+    has_new_name,
+    rule_applies,
+)
 from specconsole.sim.args import sglang_parser
 from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 from tests.oracle.offline import unavailable
@@ -194,7 +195,7 @@ def test_flag_change_rows_match_the_release(version: str, change) -> None:
     assert (new in known) is has_new_name(change, version), (version, new)
     gone = change.removed is not None and change.old not in known
     if change.removed is not None and has_new_name(change, version):
-        from specconsole.core.config.engine_versions import removed_flags
+        from specconsole.engines.sglang.releases import removed_flags
 
         assert gone is (change.old in removed_flags(version)), (version, change.old)
     elif not has_new_name(change, version):
@@ -207,7 +208,7 @@ def test_flag_change_rows_match_the_release(version: str, change) -> None:
 
 SPEC_RULES: tuple[tuple[str | None, str], ...] = (
     # server_args.py: "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1
-    # when speculative_eagle_topk == 1" (core.config.spec_rules MSG_DRAFT_ADJUSTED)
+    # when speculative_eagle_topk == 1" (engines.sglang.rules MSG_DRAFT_ADJUSTED)
     (
         None,
         "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
@@ -221,7 +222,7 @@ SPEC_RULES: tuple[tuple[str | None, str], ...] = (
     # "Currently ngram speculative decoding does not support dp attention."
     (None, "ngram speculative decoding does not support dp attention"),
     # assert ..., "Pipeline parallelism is not compatible with overlap schedule, speculative
-    # decoding, ..." — gone in 0.5.23 (core.config.engine_versions.RULES_UNTIL)
+    # decoding, ..." — gone in 0.5.23 (engines.sglang.releases.RULES_UNTIL)
     (
         "pp_speculative",
         "Pipeline parallelism is not compatible with overlap schedule, speculative decoding",
@@ -242,14 +243,15 @@ def _flat_source(version: str) -> str:
 @pytest.mark.parametrize(("rule", "text"), SPEC_RULES, ids=[t[:40] for _, t in SPEC_RULES])
 def test_speculative_rules_are_the_releases_own(version: str, rule: str | None, text: str) -> None:
     need(version)
-    from specconsole.core.config import normalize, spec_rules, validation
+    from specconsole.core.config import validation
+    from specconsole.engines.sglang import normalize, rules
 
     applies = rule is None or rule_applies(rule, version)
     said = text.lower() in _flat_source(version)
     assert said is applies, f"sglang {version} {'no longer says' if applies else 'says'}: {text}"
-    ours = "".join(inspect_source(m) for m in (validation, spec_rules, normalize)).lower()
+    ours = "".join(inspect_source(m) for m in (validation, rules, normalize)).lower()
     assert text.lower()[:48] in ours, (
-        f"core.config.validation/spec_rules/normalize lost the rule: {text}"
+        f"core.config.validation / engines.sglang.rules / normalize lost the rule: {text}"
     )
 
 

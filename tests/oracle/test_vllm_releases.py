@@ -1,4 +1,4 @@
-"""The real vLLM releases as oracle: what ``core.config.vllm`` renders and parses, checked against
+"""The real vLLM releases as oracle: what ``engines.vllm.flags`` renders and parses, checked against
 the
 release's own source (read from its sdist, never imported; ``tests/oracle/vllm_sdist.py``).
 
@@ -19,10 +19,10 @@ import json
 
 import pytest
 
-from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.config.modelled_flags import VLLM_MODELLED_FLAGS
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.render import to_argv
-from specconsole.core.config.vllm import METHODS, speculative_config
+from specconsole.engines.vllm.flags import METHODS, speculative_config
+from specconsole.engines.vllm.flags import MODELLED_FLAGS as VLLM_MODELLED_FLAGS
 from tests.oracle.offline import unavailable
 from tests.oracle.vllm_sdist import (
     VllmRelease,
@@ -41,7 +41,7 @@ VERSIONS = oracle_versions()
 
 FULL = ServerConfig(
     model_path="/models/target",
-    engine=Engine.VLLM,
+    engine="vllm",
     speculative_algorithm=SpecAlgorithm.EAGLE3,
     speculative_draft_model_path="/models/draft",
     speculative_num_steps=3,
@@ -52,7 +52,7 @@ FULL = ServerConfig(
     host="127.0.0.1",
     port=8000,
 )
-"""A vLLM configuration with every field ``core.config.vllm`` renders set."""
+"""A vLLM configuration with every field ``engines.vllm.flags`` renders set."""
 
 LAUNCHERS = ("vllm serve", "python3 -m vllm.entrypoints.openai.api_server")
 """The model is positional after ``vllm serve``, ``--model`` after the api_server module."""

@@ -6,10 +6,11 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.config.engine_versions import KNOWN_RELEASES
-from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.config.render import sglang_flags, to_argv
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.render import to_argv
 from specconsole.core.config.validation import validate
+from specconsole.engines.sglang.flags import render_flags as sglang_flags
+from specconsole.engines.sglang.releases import KNOWN_RELEASES
 from specconsole.present.editor_fields import (
     FIELDS,
     editing_release,
@@ -29,7 +30,7 @@ SAMPLES: dict[str, object] = {"int": 7, "float": 0.5, "algorithm": SpecAlgorithm
 
 @pytest.mark.parametrize("version", [None, *KNOWN_RELEASES])
 def test_every_shown_flag_is_the_one_the_renderer_emits(version: str | None) -> None:
-    for field in editor_fields(Engine.SGLANG, version):
+    for field in editor_fields("sglang", version):
         if field.kind == "args":
             continue
         config = dataclasses.replace(
@@ -53,7 +54,7 @@ def test_every_shown_flag_is_the_one_the_renderer_emits(version: str | None) -> 
 def test_cuda_graph_max_bs_is_labelled_with_the_releases_flag(
     version: str | None, flag: str
 ) -> None:
-    (field,) = [f for f in editor_fields(Engine.SGLANG, version) if f.name == "cuda_graph_max_bs"]
+    (field,) = [f for f in editor_fields("sglang", version) if f.name == "cuda_graph_max_bs"]
     assert field.flag == flag
     if flag == "--cuda-graph-max-bs":
         assert field.label == "cuda_graph_max_bs" and not field.note
@@ -64,16 +65,16 @@ def test_cuda_graph_max_bs_is_labelled_with_the_releases_flag(
 
 
 def test_the_default_field_list_is_the_unknown_releases() -> None:
-    assert editor_fields(Engine.SGLANG, None) == FIELDS
+    assert editor_fields("sglang", None) == FIELDS
     assert [f.flag for f in FIELDS][:2] == ["--speculative-algorithm", "--speculative-num-steps"]
 
 
 def test_vllm_flags_fields_it_does_not_render_and_hides_them_unless_set() -> None:
-    fields = editor_fields(Engine.VLLM, None)
+    fields = editor_fields("vllm", None)
     by_name = {f.name: f for f in fields}
     config = dataclasses.replace(
         BASE,
-        engine=Engine.VLLM,
+        engine="vllm",
         mem_fraction_static=0.8,
         speculative_num_steps=3,
         max_running_requests=32,
@@ -120,16 +121,16 @@ def test_validation_sees_the_release_and_the_declared_one_wins() -> None:
     assert editing_release(BASE, "0.5.23", "detected") == ("0.5.23", "detected")
     assert editing_release(BASE, None, "unknown") == (None, "")
     assert with_release(BASE, None) == BASE
-    vllm = dataclasses.replace(BASE, engine=Engine.VLLM)
+    vllm = dataclasses.replace(BASE, engine="vllm")
     assert with_release(vllm, "0.5.23") == vllm  # an SGLang release says nothing about vLLM
 
 
 def test_release_line_says_what_the_editor_follows() -> None:
-    assert release_line(Engine.SGLANG, None) == ""
-    assert release_line(Engine.SGLANG, "0.5.23", "detected") == (
+    assert release_line("sglang", None) == ""
+    assert release_line("sglang", "0.5.23", "detected") == (
         "SGLang 0.5.23 (detected): its flag names and rules"
     )
-    assert "newer than the releases checked" in release_line(Engine.SGLANG, "0.6.1")
-    assert "not one of the releases checked" in release_line(Engine.SGLANG, "0.5.11")
-    assert "engine_version" in release_line(Engine.SGLANG, "five")
-    assert release_line(Engine.VLLM, "0.5.23").startswith("vLLM")
+    assert "newer than the releases checked" in release_line("sglang", "0.6.1")
+    assert "not one of the releases checked" in release_line("sglang", "0.5.11")
+    assert "engine_version" in release_line("sglang", "five")
+    assert release_line("vllm", "0.5.23").startswith("vLLM")

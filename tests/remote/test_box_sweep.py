@@ -24,8 +24,8 @@ import pytest
 import tomli_w
 
 from specconsole.cli import main as cli_main
-from specconsole.core.config.render import parse_unit
 from specconsole.core.config.secrets import redact_text
+from specconsole.core.config.systemd import parse_unit
 from tests.fixtures.nspawn import REPO, NspawnBox
 from tests.fixtures.sshd import free_port
 from tests.remote.test_systemd_edit import DROP_IN, hand_written_unit, install_hand_written

@@ -26,15 +26,15 @@ from typing import Any, TextIO
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import (
     ConfigError,
-    Engine,
     ServerConfig,
     config_from_table,
     config_to_table,
     replace_config,
 )
-from specconsole.core.config.normalize import normalize
-from specconsole.core.config.render import UnitOptions, to_argv, to_command, to_unit
+from specconsole.core.config.render import to_argv, to_command
+from specconsole.core.config.systemd import UnitOptions, to_unit
 from specconsole.core.config.validation import errors, validate
+from specconsole.core.engine.registry import engine_for, engine_names
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.load_summary import LoadSummary, summarize
 from specconsole.core.plans.decoding import DecodeError, decode_text
@@ -106,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     p.add_argument("file", nargs="?", default="-", help="log file ('-' or nothing for stdin)")
-    p.add_argument("--engine", choices=("sglang", "vllm"), default=None, help="default: detect")
+    p.add_argument("--engine", choices=engine_names(), default=None, help="default: detect")
     p.add_argument("--summary-only", action="store_true", help="print only the summary line")
     p.set_defaults(handler=_parse_log_cmd)
 
@@ -235,7 +235,7 @@ def _check(trials: list[tuple[str, ServerConfig]], out: TextIO, *, quiet: bool) 
             mentioned = {i.field for i in issues}
             issues += [
                 i
-                for i in normalize(config)[1]
+                for i in engine_for(config).normalize(config)[1]
                 if i.severity is Severity.NOTICE and i.field not in mentioned
             ]
         for issue in issues:
@@ -318,8 +318,7 @@ def _render_cmd(args: argparse.Namespace) -> int:
 
 def _parse_log_cmd(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
-    engine = Engine(args.engine) if args.engine else None
-    parser = LogParser(engine)
+    parser = LogParser(args.engine or None)
     summary = LoadSummary()
     try:
         if args.file == "-":

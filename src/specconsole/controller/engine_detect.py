@@ -1,12 +1,13 @@
-"""Ask the box which SGLang release it runs, before the first deploy.
+"""Ask the box which engine release it runs, before the first deploy.
 
-Why: flag names change between releases (:mod:`specconsole.core.config.engine_versions`); a
-configuration without ``[server] engine_version`` is rendered in the names of the release the
-box actually has. The launcher's own interpreter is asked (``python -c "import sglang;
-print(sglang.__version__)"``, in the configuration's working directory), so a virtualenv
-launcher answers for its own install; when that fails (a container image, ``sglang serve``
-without a Python path) the version is unknown and the default names are used until the
-server's ``/server_info`` reports its ``version`` (:func:`version_from_server_info`).
+Why: flag names change between releases (each engine's release table); a configuration
+without ``[server] engine_version`` is rendered in the names of the release the box actually
+has. The launcher's own interpreter is asked what the engine says it should be
+(``Engine.detect_command``: for SGLang ``python -c "import sglang; print(sglang.__version__)"``,
+in the configuration's working directory), so a virtualenv launcher answers for its own
+install; when that fails (a container image, ``sglang serve`` without a Python path) the
+version is unknown and the default names are used until the running server reports its
+release (``Engine.release_from_server_info``).
 
 :class:`EngineVersionKeeper` is what the controller holds: it asks once, within a time budget,
 never raises (an impossible detection is ``unknown`` with the reason, and the sweep goes on
@@ -23,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specconsole.core.config.engine_versions import detect_command, parse_detected
-from specconsole.core.config.model import Engine, ServerConfig, effective_launcher
+from specconsole.core.config.model import ServerConfig, effective_launcher
+from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
 from specconsole.core.ports import Transport, TransportError
 
 __all__ = [
@@ -54,11 +55,13 @@ def launcher_python(config: ServerConfig) -> str:
 async def probe_engine_version(
     transport: Transport, config: ServerConfig, *, timeout: float = DETECT_BUDGET_S
 ) -> tuple[str | None, str]:
-    """(the SGLang release on the box, how it was told or why it could not be)."""
-    if config.engine is not Engine.SGLANG:
-        return None, f"not detected for engine {config.engine.value}"
+    """(the engine's release on the box, how it was told or why it could not be)."""
+    engine = engine_for(config)
     python = launcher_python(config)
-    command = shlex.join(detect_command(python))
+    argv = engine.detect_command(python)
+    if argv is None:
+        return None, f"not detected for engine {engine.name}"
+    command = shlex.join(argv)
     if config.working_directory:
         command = f"cd {shlex.quote(config.working_directory)} && {command}"
     try:
@@ -67,23 +70,30 @@ async def probe_engine_version(
         return None, f"the box could not be asked: {exc}"
     if not result.ok:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        return None, f"{python} -c 'import sglang' failed: {last}"
-    version = parse_detected(result.stdout)
+        return None, f"{_shown(argv)} failed: {last}"
+    version = engine.parse_release(result.stdout)
     if version is None:
         return None, f"{python} printed no release number: {result.stdout.strip()[:80]!r}"
-    return version, f"{python} -c 'import sglang'"
+    return version, _shown(argv)
+
+
+def _shown(argv: list[str]) -> str:
+    """How a detection command is named in messages: ``PYTHON -c 'import sglang'``."""
+    if len(argv) >= 3 and argv[1] == "-c":
+        return f"{argv[0]} -c '{argv[2].split(';', 1)[0].strip()}'"
+    return shlex.join(argv)
 
 
 async def detect_engine_version(transport: Transport, config: ServerConfig) -> str | None:
-    """The SGLang release on the box through ``transport``; ``None`` when it cannot be told."""
+    """The engine's release on the box through ``transport``; ``None`` when it cannot be told."""
     return (await probe_engine_version(transport, config))[0]
 
 
-def version_from_server_info(body: Any) -> str | None:
-    """``/server_info``'s ``version`` when it is a release number."""
-    if isinstance(body, dict) and isinstance(body.get("version"), str):
-        return parse_detected(body["version"])
-    return None
+def version_from_server_info(body: Any, config: ServerConfig | None = None) -> str | None:
+    """The release the running server of ``config`` (default: the default engine's) reports,
+    when it is a release number."""
+    engine = engine_for(config) if config is not None else get_engine(DEFAULT_ENGINE)
+    return engine.release_from_server_info(body)
 
 
 @dataclass(frozen=True)
@@ -156,11 +166,11 @@ class EngineVersionKeeper:
         self._set(info)
         return info
 
-    def from_server_info(self, body: Any) -> None:
+    def from_server_info(self, body: Any, config: ServerConfig | None = None) -> None:
         """Take ``/server_info``'s ``version`` when the release is still unknown."""
         if self.info is not None and self.info.version is not None:
             return
-        version = version_from_server_info(body)
+        version = version_from_server_info(body, config)
         if version is not None:
             self._set(EngineVersionInfo(version, "server_info", "/server_info version"))
 

@@ -219,7 +219,7 @@ async def unit_port(backend: ServiceBackend, default: int) -> int:
     if cat is None:
         return default
     from specconsole.core.config.model import ConfigError
-    from specconsole.core.config.render import parse_unit
+    from specconsole.core.config.systemd import parse_unit
 
     main, dropins = await cat()
     if main is None:

@@ -423,7 +423,7 @@ class Controller:
     async def _server_info(self) -> ev.Outcome:
         body = await self.endpoint.server_info(self._serving_config())
         if self.engine_versions is not None:  # the fallback when the box could not be asked
-            self.engine_versions.from_server_info(body)
+            self.engine_versions.from_server_info(body, self._serving_config())
         return ev.ServerInfoFetched(items=results.server_info_items(body))
 
     async def _flush(self) -> ev.Outcome:

@@ -29,7 +29,6 @@ from typing import Protocol
 
 import httpx
 
-from specconsole.core.config.model import Engine
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import LogEvent
 from specconsole.core.machine import events as ev
@@ -76,7 +75,7 @@ class ServerWatch:
         epoch: int,
         trial_index: int | None,
         after: str | None,
-        engine: Engine | None,
+        engine: str | None,
         backend: ServiceBackend,
         http: httpx.AsyncClient,
         url: Callable[[], Awaitable[str]],

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.render import UnitOptions, parse_unit, to_unit
+from specconsole.core.config.systemd import UnitOptions, parse_unit, to_unit
 from specconsole.core.config.unit import (
     UnitEdit,
     edit_unit,

@@ -16,15 +16,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from specconsole.core.config.engine_versions import (
-    FLAG_CHANGES,
-    has_new_name,
-    parse_version,
-    removed_flags,
-)
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.render import sglang_flags
+from specconsole.core.config.releases import has_new_name, parse_version, removed_flags
+from specconsole.core.engine.protocol import Engine
+from specconsole.core.engine.registry import get_engine
 from specconsole.sim.profile import Profile
+
+
+def imitated_engine() -> Engine:
+    """The engine the simulator imitates, as the registry has it: its flags, its releases."""
+    return get_engine("sglang")
+
 
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
 """Algorithms the simulator models with a draft tree (NEXTN is rewritten to EAGLE)."""
@@ -76,13 +78,15 @@ def _int_or_human(text: str) -> int:
 
 def _cuda_graph_flags(engine_version: str | None) -> list[str]:
     """``--cuda-graph-max-bs`` and its successors as release ``engine_version`` spells them
-    (:data:`specconsole.core.config.engine_versions.FLAG_CHANGES`); both names when unknown."""
-    (change,) = [c for c in FLAG_CHANGES if c.key == "cuda_graph_max_bs"]
+    (the imitated engine's release table); both names when unknown."""
+    table = imitated_engine().releases
+    (change,) = [c for c in table.changes if c.key == "cuda_graph_max_bs"]
     if engine_version is None:
         return [change.old, change.new]
-    if not has_new_name(change, engine_version):
+    if not has_new_name(table, change, engine_version):
         return [change.old]
-    return [change.new] + ([] if change.old in removed_flags(engine_version) else [change.old])
+    removed = removed_flags(table, engine_version)
+    return [change.new] + ([] if change.old in removed else [change.old])
 
 
 def sglang_parser(
@@ -91,7 +95,7 @@ def sglang_parser(
     """Parser for the SGLang flags the simulator models, plus its own ``--sim-*`` flags.
 
     With ``engine_version`` it accepts that release's flag names only (the rows of
-    :mod:`specconsole.core.config.engine_versions`); without, every release's."""
+    the imitated engine's release table); without, every release's."""
     p = _RaisingParser(
         prog=prog,
         add_help=True,
@@ -222,7 +226,7 @@ def parse_argv(argv: Sequence[str]) -> ParsedArgs:
     """Parse a SGLang-style command line; unknown ``--flags`` are collected, not refused."""
     args = list(argv)
     version = _engine_version(args)
-    removed = removed_flags(version)
+    removed = removed_flags(imitated_engine().releases, version)
     for tok in args:
         name = tok.split("=", 1)[0]
         if name in removed:
@@ -241,8 +245,9 @@ def parse_argv(argv: Sequence[str]) -> ParsedArgs:
 def _not_yet(version: str) -> set[str]:
     """Flags of later releases that release ``version`` does not know yet."""
     out: set[str] = set()
-    for change in FLAG_CHANGES:
-        if not has_new_name(change, version):
+    table = imitated_engine().releases
+    for change in table.changes:
+        if not has_new_name(table, change, version):
             new = change.new.split("=", 1)[0]
             out.add(new)
             if new.endswith("-decode"):
@@ -271,8 +276,8 @@ def _engine_version(argv: Sequence[str]) -> str | None:
 
 def argv_from_server_config(config: ServerConfig) -> list[str]:
     """The SGLang flags a :class:`ServerConfig` stands for (no launcher), in field order:
-    exactly what the console deploys (``core.config.render.sglang_flags``)."""
-    return sglang_flags(config)
+    exactly what the console deploys (the imitated engine's ``render_flags``)."""
+    return imitated_engine().render_flags(config, [])
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""``--flag value`` words of a server's command line, written and read back, shared by the
-SGLang and vLLM renderers and parsers.
+"""``--flag value`` words of a server's command line, written and read back, shared by every
+engine's renderer and parser, and reading the flags a configuration passes in ``extra_args``.
 
 Why one place: both engines render modelled fields the same way — a field left unset
 (``None``) is left out so the server's own default applies, and a float is written with
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from specconsole.core.config.model import ConfigError, parse_field
+from specconsole.core.config.model import ConfigError, ServerConfig, parse_field
 
 
 def format_value(value: object) -> str:
@@ -46,3 +46,27 @@ def flag_field(flag: str, field_name: str, value: Any) -> Any:
         return parse_field(field_name, value)
     except ConfigError as exc:
         raise ConfigError(flag, exc.message, exc.fix) from None
+
+
+def _flag_name(token: str) -> str:
+    return token.split("=", 1)[0]
+
+
+def extra_flags(config: ServerConfig) -> list[str]:
+    args = config.extra_args if isinstance(config.extra_args, tuple | list) else ()
+    return [_flag_name(t) for t in args if isinstance(t, str) and t.startswith("-")]
+
+
+def extra_value(config: ServerConfig, flag: str) -> str | None:
+    """The value given to ``flag`` in extra_args (``--flag v`` or ``--flag=v``), if any."""
+    args = (
+        [t for t in config.extra_args if isinstance(t, str)]
+        if isinstance(config.extra_args, tuple | list)
+        else []
+    )
+    for i, token in enumerate(args):
+        if token == flag:
+            return args[i + 1] if i + 1 < len(args) else ""
+        if token.startswith(flag + "="):
+            return token[len(flag) + 1 :]
+    return None

@@ -19,14 +19,15 @@ from typing import Any
 
 import tomli_w
 
+from specconsole.core.config.command import parse_command
 from specconsole.core.config.model import (
     ConfigError,
     ServerConfig,
     config_from_table,
     config_to_table,
 )
-from specconsole.core.config.render import parse_command, parse_unit
 from specconsole.core.config.secrets import split_secrets
+from specconsole.core.config.systemd import parse_unit
 
 __all__ = ["InputKind", "plan_from_unit", "read_server_text"]
 

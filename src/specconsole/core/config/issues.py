@@ -1,8 +1,8 @@
 """Findings about a server configuration: :class:`Issue`, its :class:`Severity` and a collector.
 
 Why its own module: the general rules (:mod:`specconsole.core.config.validation`), the engines'
-speculative-decoding rules (:mod:`specconsole.core.config.spec_rules`) and the server's own
-adjustments (:mod:`specconsole.core.config.normalize`) all report in this one shape, which the
+speculative-decoding rules (:mod:`specconsole.engines.sglang.rules`) and the server's own
+adjustments (:mod:`specconsole.engines.sglang.normalize`) all report in this one shape, which the
 editor, ``specconsole validate`` and the deploy gate show and count.
 """
 

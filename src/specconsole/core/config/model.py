@@ -24,12 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-
-class Engine(StrEnum):
-    """Which inference server the configuration launches."""
-
-    SGLANG = "sglang"
-    VLLM = "vllm"
+from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_names, get_engine
 
 
 class SpecAlgorithm(StrEnum):
@@ -43,7 +38,9 @@ class SpecAlgorithm(StrEnum):
 
 
 DEFAULT_SGLANG_LAUNCHER = "python3 -m sglang.launch_server"
-"""The command prefix that starts SGLang; ``sglang serve`` is the newer alternative."""
+"""The command prefix that starts the default engine (SGLang; ``sglang serve`` is the newer
+alternative): a configuration's launcher when it names none. Another engine's configuration
+left on it is started with that engine's own default (:func:`effective_launcher`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +49,11 @@ class ServerConfig:
 
     model_path: str
     """``--model-path``: local directory or hub id of the target model."""
-    engine: Engine = Engine.SGLANG
-    """Inference server: ``sglang`` (first-class) or ``vllm``."""
+    engine: str = DEFAULT_ENGINE
+    """Inference server: a registered engine's name (``core.engine.registry``)."""
     engine_version: str | None = None
     """The engine release on the box (``0.5.23``): flags are rendered in that release's names
-    (:mod:`specconsole.core.config.engine_versions`); ``None`` until set or detected."""
+    (:mod:`specconsole.engines.sglang.releases`); ``None`` until set or detected."""
     speculative_algorithm: SpecAlgorithm | None = None
     """``--speculative-algorithm``; ``None`` disables speculative decoding."""
     speculative_draft_model_path: str | None = None
@@ -101,9 +98,6 @@ class ServerConfig:
 # ---------------------------------------------------------------------------------------------
 # TOML ``[server]`` table <-> ServerConfig
 # ---------------------------------------------------------------------------------------------
-
-DEFAULT_VLLM_LAUNCHER = "vllm serve"
-"""The command prefix that starts vLLM's OpenAI-compatible server."""
 
 
 class ConfigError(ValueError):
@@ -153,6 +147,20 @@ FIELD_KINDS: dict[str, FieldKind] = {
     "description": FieldKind.STR,
 }
 """Every ``[server]`` key, in the order files and editors show them (= ServerConfig fields)."""
+
+TUNING_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("speculative_algorithm", "algorithm", "EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM or none"),
+    ("speculative_num_steps", "int", "draft depth per verify step"),
+    ("speculative_eagle_topk", "int", "branching factor of the draft tree"),
+    ("speculative_num_draft_tokens", "int", "verify width (tree nodes + root)"),
+    ("mem_fraction_static", "float", "share of GPU memory for weights + KV pool"),
+    ("cuda_graph_max_bs", "int", "largest decode batch captured as a CUDA graph"),
+    ("max_running_requests", "int", "cap on requests in flight (48 if unset with spec)"),
+    ("tp_size", "int", "tensor-parallel GPU count"),
+    ("extra_args", "args", "further flags, shell-quoted"),
+)
+"""The fields a tuner edits, in the editor's display order: name, kind, one-line hint. Each
+engine spells them with its own flags (its ``editor_fields``)."""
 
 NON_OPTIONAL_KEYS: frozenset[str] = frozenset(
     {"model_path", "engine", "host", "port", "extra_args", "env", "launcher", "description"}
@@ -238,11 +246,13 @@ def parse_field(name: str, value: Any) -> Any:
                 pass
         raise ConfigError(key, f"expected a number, got {value!r}.", f"write {name} = 0.85")
     if kind == FieldKind.ENGINE:
-        if isinstance(value, Engine):
-            return value
-        if isinstance(value, str) and value.strip().lower() in {e.value for e in Engine}:
-            return Engine(value.strip().lower())
-        raise ConfigError(key, f"unknown engine {value!r}.", 'write engine = "sglang" or "vllm".')
+        names = engine_names()
+        if isinstance(value, str) and value.strip().lower() in names:
+            return value.strip().lower()
+        close = difflib.get_close_matches(str(value).strip().lower(), names, n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        choices = " or ".join(f'"{n}"' for n in names)
+        raise ConfigError(key, f"unknown engine {value!r}.", f"{hint}write engine = {choices}.")
     if kind == FieldKind.ALGORITHM:
         if isinstance(value, SpecAlgorithm):
             return value
@@ -330,8 +340,8 @@ def config_from_table(table: Mapping[str, Any]) -> ServerConfig:
         raise ConfigError(
             "server.model_path", "missing.", 'add model_path = "/path/to/model" (or a hub id).'
         )
-    if values.get("engine") is Engine.VLLM and "launcher" not in values:
-        values["launcher"] = DEFAULT_VLLM_LAUNCHER
+    if values.get("engine", DEFAULT_ENGINE) != DEFAULT_ENGINE and "launcher" not in values:
+        values["launcher"] = get_engine(values["engine"]).default_launcher
     return ServerConfig(**values)
 
 
@@ -344,7 +354,9 @@ def config_to_table(config: ServerConfig) -> dict[str, Any]:
         if value is None:
             continue
         kind = FIELD_KINDS[name]
-        if kind in (FieldKind.ENGINE, FieldKind.ALGORITHM):
+        if kind == FieldKind.ENGINE:
+            out[name] = str(value)
+        elif kind == FieldKind.ALGORITHM:
             out[name] = str(value.value)
         elif kind == FieldKind.ARGS:
             if value:
@@ -373,9 +385,10 @@ def replace_config(config: ServerConfig, **changes: Any) -> ServerConfig:
 
 
 def effective_launcher(config: ServerConfig) -> str:
-    """The launcher actually used: vLLM configs left on SGLang's default get ``vllm serve``."""
-    if config.engine is Engine.VLLM and config.launcher == DEFAULT_SGLANG_LAUNCHER:
-        return DEFAULT_VLLM_LAUNCHER
+    """The launcher actually used: another engine's configuration left on the default engine's
+    launcher gets its own engine's (a vLLM configuration: ``vllm serve``)."""
+    if config.engine != DEFAULT_ENGINE and config.launcher == DEFAULT_SGLANG_LAUNCHER:
+        return get_engine(config.engine).default_launcher
     return config.launcher
 
 

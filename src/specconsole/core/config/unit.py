@@ -27,24 +27,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from specconsole.core.config.model import ConfigError, Engine, ServerConfig, parse_field
-from specconsole.core.config.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS
-from specconsole.core.config.render import (
+from specconsole.core.config.command import parse_command
+from specconsole.core.config.model import ConfigError, ServerConfig, parse_field
+from specconsole.core.config.render import exec_words, launcher_argv, to_argv
+from specconsole.core.config.secrets import env_file_text, split_secrets
+from specconsole.core.config.systemd import (
     _HEADER,
     UnitOptions,
     _exec_lines,
     _unescape_exec,
     _unit_entries,
-    exec_words,
-    launcher_argv,
-    parse_command,
     parse_unit,
     systemd_quote,
     systemd_split,
-    to_argv,
     to_unit,
 )
-from specconsole.core.config.secrets import env_file_text, split_secrets
+from specconsole.core.engine.protocol import Engine
+from specconsole.core.engine.registry import engine_for
 
 __all__ = ["UnitEdit", "edit_unit", "generate_unit", "is_generated", "split_cat", "word_spans"]
 
@@ -196,12 +195,11 @@ def _render_group(old: _Group | None, new: _Group) -> str:
     return " ".join(systemd_quote(w) for w in (name, *new.values))
 
 
-_SGLANG_DEFAULTS = {"host": "127.0.0.1", "port": "30000"}
-"""Fields a configuration always has whose values are also SGLang's defaults."""
-
-
-def _is_server_default(group: _Group) -> bool:
-    return group.key[0] == "field" and group.values == (_SGLANG_DEFAULTS.get(group.key[1]),)
+def _is_server_default(group: _Group, engine: Engine) -> bool:
+    """A field every configuration has (host, port) at the engine's own default value: a unit
+    that leaves it out already runs it."""
+    defaults = {"host": engine.default_host, "port": str(engine.default_port)}
+    return group.key[0] == "field" and group.values == (defaults.get(group.key[1]),)
 
 
 def _edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
@@ -238,7 +236,8 @@ def _edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
     )
     if head_end is None or old.engine is not config.engine:
         raise _Rerender
-    modelled = VLLM_MODELLED_FLAGS if config.engine is Engine.VLLM else MODELLED_FLAGS
+    engine = engine_for(config)
+    modelled = dict(engine.modelled_flags)
     launcher_words = launcher_argv(config)
     new_flags = to_argv(config)[len(launcher_words) :]
     new_head = launcher_words
@@ -273,8 +272,8 @@ def _edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
         new = used[i]
         out += sep + (value[o.span[0] : o.span[1]] if _same(o, new) else _render_group(o, new))
     for group in unmatched:
-        if config.engine is Engine.SGLANG and _is_server_default(group):
-            continue  # the unit leaves it to SGLang's own default, which is the same value
+        if _is_server_default(group, engine):
+            continue  # the unit leaves it to the server's own default, which is the same value
         out += separator + _render_group(None, group)
     out += value[spans[-1][1] :]
     return body[:eq] + out + newline

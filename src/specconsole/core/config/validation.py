@@ -1,4 +1,4 @@
-"""SGLang's (and vLLM's) launch-argument rules, checked before anything is deployed.
+"""Launch-argument rules, checked before anything is deployed.
 
 Why: a bad configuration costs a ~100 s model load before the server refuses it, or worse,
 loads and then crashes with an illegal memory access under load (SGLang does not check
@@ -9,9 +9,9 @@ the editor, naming the field and the fix.
 never raises on any input, however malformed (wrong types included). This module holds the
 entry point and the engine-independent rules (types, ranges, bounds, env, modelled flags in
 ``extra_args``); the speculative-decoding rules of each engine are in
-:mod:`specconsole.core.config.spec_rules`, the findings' shape in
+:mod:`specconsole.engines.sglang.rules`, the findings' shape in
 :mod:`specconsole.core.config.issues`, and
-the server's own adjustments (``normalize``) in :mod:`specconsole.core.config.normalize`.
+the server's own adjustments (``normalize``) in :mod:`specconsole.engines.sglang.normalize`.
 """
 
 from __future__ import annotations
@@ -19,14 +19,16 @@ from __future__ import annotations
 import re
 
 from specconsole.core.config.bounds import SERVER_LIMITS, control_char_problem, is_int
+from specconsole.core.config.flags import extra_flags
 from specconsole.core.config.issues import Issue, IssueReport, Severity
-from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.config.modelled_flags import MODELLED_FLAGS, VLLM_MODELLED_FLAGS, extra_flags
-from specconsole.core.config.spec_rules import (
-    TREE_FIELDS,
-    check_engine_version,
-    validate_sglang,
-    validate_vllm,
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.speculation import TREE_FIELDS
+from specconsole.core.engine.protocol import Engine
+from specconsole.core.engine.registry import (
+    DEFAULT_ENGINE,
+    EngineNotFound,
+    engine_names,
+    get_engine,
 )
 
 _POSITIVE_INTS = (
@@ -66,10 +68,12 @@ def _validate(config: ServerConfig) -> list[Issue]:
     r = IssueReport()
     err = r.err
 
-    engine = config.engine if isinstance(config.engine, Engine) else None
-    if engine is None:
-        err("engine", f"unknown engine {config.engine!r}.", 'set engine = "sglang" or "vllm".')
-        engine = Engine.SGLANG
+    try:
+        engine = get_engine(str(config.engine))
+    except EngineNotFound:
+        choices = " or ".join(f'"{n}"' for n in engine_names())
+        err("engine", f"unknown engine {config.engine!r}.", f"set engine = {choices}.")
+        engine = get_engine(DEFAULT_ENGINE)
     algo = config.speculative_algorithm
     if algo is not None and not isinstance(algo, SpecAlgorithm):
         err(
@@ -112,7 +116,7 @@ def _validate(config: ServerConfig) -> list[Issue]:
         if isinstance(mem, bool) or not isinstance(mem, int | float):
             err(mem_key, f"must be a number, got {mem!r}.", "set it to e.g. 0.85.")
         elif not 0.0 < float(mem) < 1.0 or mem != mem:
-            what = "gpu_memory_utilization (vLLM)" if engine is Engine.VLLM else "the share"
+            what = _spelled(engine, mem_key)
             err(
                 mem_key,
                 f"{what} must be between 0 and 1 (exclusive), got {mem}.",
@@ -172,10 +176,9 @@ def _validate(config: ServerConfig) -> list[Issue]:
         err("extra_args", "must be a list of strings.", 'write extra_args = ["--flag", "value"].')
 
     # --- flags given twice ------------------------------------------------------------------
-    modelled = VLLM_MODELLED_FLAGS if engine is Engine.VLLM else MODELLED_FLAGS
+    modelled = engine.modelled_flags
     for flag in extra_flags(config):
-        if engine is Engine.VLLM and flag.startswith("--"):
-            flag = "--" + flag[2:].replace("_", "-")  # vLLM accepts --max_num_seqs too
+        flag = engine.canonical_flag(flag)  # vLLM accepts --max_num_seqs too
         if flag in modelled:
             name = modelled[flag]
             err(
@@ -184,12 +187,17 @@ def _validate(config: ServerConfig) -> list[Issue]:
                 f"set {name} instead and remove {flag} from extra_args.",
             )
 
-    if engine is Engine.VLLM:
-        validate_vllm(config, algo, bad_ints, r)
-    else:
-        check_engine_version(config, r)
-        validate_sglang(config, algo, bad_ints, r)
+    engine.check(config, algo, bad_ints, r)
     return r.issues
+
+
+def _spelled(engine: Engine, key: str) -> str:
+    """How a range message names ``key``: "the share" where the engine's flag is the key's
+    own spelling, else the engine's word for it (``gpu_memory_utilization (vLLM)``)."""
+    flag = next((f for f, name in engine.modelled_flags.items() if name == key), None)
+    if flag is None or flag == "--" + key.replace("_", "-"):
+        return "the share"
+    return f"{flag.lstrip('-').replace('-', '_')} ({engine.title})"
 
 
 # --- bounds: every number capped, no control characters in what reaches argv or a unit -----

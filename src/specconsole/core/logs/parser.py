@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from specconsole.core.config.model import Engine
 from specconsole.core.logs.events import (
     FatalCause,
     FatalError,
@@ -98,8 +97,8 @@ class LogParser:
     _MAX_LINE = 65536
     """Longer lines are cut (a 10 MB line of garbage must not cost 10 MB per copy)."""
 
-    def __init__(self, engine: Engine | None = None) -> None:
-        self._s = ParseState(engine=engine, vllm=engine is Engine.VLLM)
+    def __init__(self, engine: str | None = None) -> None:
+        self._s = ParseState(engine=engine, vllm=engine == "vllm")
         self._buffer = ""
         self._group: TracebackGroup | None = None
         self._iso_tail = ""
@@ -363,7 +362,7 @@ class LogParser:
         ]
 
 
-def parse_lines(lines: Iterable[str], engine: Engine | None = None) -> list[LogEvent]:
+def parse_lines(lines: Iterable[str], engine: str | None = None) -> list[LogEvent]:
     """Parse a complete log (e.g. a saved file) into events, flushing at the end."""
     parser = LogParser(engine)
     out = parser.feed_lines(lines)

@@ -13,7 +13,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from specconsole.core.config.model import Engine
 from specconsole.core.logs.events import FatalCause, FatalError, LogEvent
 
 from .fatal import FIXES, classify_fatal
@@ -25,7 +24,7 @@ __all__ = ["Handler", "ParseState"]
 class ParseState:
     """The parser's memory of the current server start."""
 
-    engine: Engine | None = None
+    engine: str | None = None
     vllm: bool = False
     """True once the lines look like vLLM's (or ``engine`` says so)."""
     weights_begin: dict[str, int] = field(default_factory=dict)

@@ -7,7 +7,6 @@ prefix) already stripped and are routed by the message's first word (:data:`HEAD
 
 from __future__ import annotations
 
-from specconsole.core.config.model import Engine
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
@@ -140,7 +139,7 @@ UVICORN_READY = "Application startup complete"
 
 
 def on_uvicorn(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if UVICORN_READY in body and (s.vllm or s.engine is Engine.VLLM):
+    if UVICORN_READY in body and (s.vllm or s.engine == "vllm"):
         return [Ready(timestamp=ts, rank=rank)]
     return []
 

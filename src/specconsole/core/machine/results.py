@@ -16,9 +16,9 @@ from typing import Any
 
 from specconsole.core.config import validation
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.normalize import normalize
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.secrets import redact_text
+from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import LevelSummary
 from specconsole.core.measure.metrics import BenchResult, LevelMetrics
@@ -46,8 +46,9 @@ _ANY_ADDRESS = ("0.0.0.0", "::", "")
 
 
 def validate_config(config: ServerConfig) -> ev.Outcome:
-    """Validate with SGLang's rules, normalize, render the argv (``core.config.validation``,
-    ``core.config.normalize``, ``core.config.render``): ``ConfigValidated`` or ``ConfigInvalid``."""
+    """Validate with the engine's rules, normalize as the engine will, render the argv
+    (``core.config.validation``, ``Engine.normalize``, ``core.config.render``):
+    ``ConfigValidated`` or ``ConfigInvalid``."""
 
     issues = validation.validate(config)
     blocking = validation.errors(issues)
@@ -59,7 +60,7 @@ def validate_config(config: ServerConfig) -> ev.Outcome:
             errors=tuple(f"{i.field or 'config'}: {i.message} Fix: {i.fix}" for i in blocking),
             warnings=warnings,
         )
-    normalized, notes = normalize(config)
+    normalized, notes = engine_for(config).normalize(config)
     argv = tuple(to_argv(normalized))
     note_text = tuple(f"{i.field or 'config'}: {i.message}" for i in notes)
     return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)

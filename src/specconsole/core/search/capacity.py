@@ -26,32 +26,14 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import engine_for
 from specconsole.core.measure.trials import CapacityPrediction, TrialRecord
-
-AUTO_DRAFT_TOKENS = 4
-"""SGLang's auto-chosen (steps, topk, draft) is (3, 1, 4) for most models.
-
-See ``auto_choose_speculative_params`` in SGLang's ``python/sglang/srt/server_args.py`` (v0.5.9).
-"""
 
 
 def draft_tokens(config: ServerConfig) -> int:
-    """Verify tokens per request per step: the x of the capacity line.
-
-    Uses SGLang's rules: no speculation → 0; an explicit draft-token count wins except with
-    topk 1, where SGLang forces ``steps + 1``; all three unset → the auto choice (4).
-    """
-    if config.speculative_algorithm is None:
-        return 0
-    steps = config.speculative_num_steps
-    topk = config.speculative_eagle_topk
-    if steps is None:
-        return config.speculative_num_draft_tokens or AUTO_DRAFT_TOKENS
-    if topk in (None, 1):
-        return steps + 1
-    if config.speculative_num_draft_tokens is not None:
-        return config.speculative_num_draft_tokens
-    return steps * topk + 1
+    """Verify tokens per request per step: the x of the capacity line, as the configuration's
+    engine counts them (``Engine.verify_tokens``)."""
+    return engine_for(config).verify_tokens(config)
 
 
 def memory_key(config: ServerConfig) -> ServerConfig:

@@ -1,33 +1,30 @@
-"""SGLang's and vLLM's speculative-decoding rules: draft model, tree sizes, backends, versions.
+"""SGLang's speculative-decoding rules: draft model, tree sizes, backends, releases.
 
 Why its own module: these are the rules that cost a model load (or an illegal memory access
-under load) when broken, they follow each engine's releases (``core.config.engine_versions``), and
-they are the part a new SGLang release changes; the general type/range checks stay in
-:mod:`specconsole.core.config.validation`, which calls :func:`validate_sglang` or
-:func:`validate_vllm` by engine.
+under load) when broken, they follow SGLang's releases (:mod:`.releases`), and they are the
+part a new SGLang release changes; the engine-independent type/range checks stay in
+:mod:`specconsole.core.config.validation`, which hands the rest to the engine.
 """
 
 from __future__ import annotations
 
 from specconsole.core.config.bounds import is_int
-from specconsole.core.config.engine_versions import parse_version, removed_flags, rule_applies
+from specconsole.core.config.flags import extra_flags, extra_value
 from specconsole.core.config.issues import IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.modelled_flags import extra_flags, extra_value
+from specconsole.core.config.speculation import (
+    NEEDS_DRAFT_MODEL,
+    TREE_ALGOS,
+    TREE_FIELDS,
+    spec_fields_without_algorithm,
+)
+from specconsole.engines.sglang.releases import parse_version, removed_flags, rule_applies
 
 MSG_DRAFT_ADJUSTED = (
     "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
     "speculative_eagle_topk == 1"
 )
 """SGLang's own warning text (``_handle_eagle_family``)."""
-
-EAGLE_FAMILY = frozenset({SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE})
-"""Algorithms with a draft tree (NEXTN is rewritten to EAGLE by SGLang)."""
-TREE_ALGOS = EAGLE_FAMILY | {SpecAlgorithm.NEXTN}
-_NEEDS_DRAFT_MODEL = frozenset(
-    {SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3, SpecAlgorithm.STANDALONE}
-)
-TREE_FIELDS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
 
 
 def _valid_version(config: ServerConfig) -> str | None:
@@ -64,25 +61,12 @@ def check_engine_version(config: ServerConfig, r: IssueReport) -> None:
             )
 
 
-def _spec_fields_without_algorithm(config: ServerConfig, r: IssueReport) -> None:
-    set_fields = [
-        f for f in (*TREE_FIELDS, "speculative_draft_model_path") if getattr(config, f) is not None
-    ]
-    if set_fields:
-        r.warn(
-            set_fields[0],
-            f"{', '.join(set_fields)} {'is' if len(set_fields) == 1 else 'are'} ignored: "
-            "speculative decoding is off.",
-            'set speculative_algorithm (e.g. "EAGLE3") or remove them.',
-        )
-
-
 def validate_sglang(
     config: ServerConfig, algo: SpecAlgorithm | None, bad_ints: set[str], r: IssueReport
 ) -> None:
     err, warn, note = r.err, r.warn, r.note
     if algo is None:
-        _spec_fields_without_algorithm(config, r)
+        spec_fields_without_algorithm(config, r)
         return
     steps, topk, draft = (
         config.speculative_num_steps,
@@ -102,7 +86,7 @@ def validate_sglang(
             "speculative decoding (SGLang refuses it).",
             "remove --pp-size or disable speculative decoding.",
         )
-    if algo in _NEEDS_DRAFT_MODEL and not config.speculative_draft_model_path:
+    if algo in NEEDS_DRAFT_MODEL and not config.speculative_draft_model_path:
         err(
             "speculative_draft_model_path",
             f"{algo.value} needs a draft model.",
@@ -228,55 +212,4 @@ def validate_sglang(
             f"batches above cuda_graph_max_bs={cg} (up to "
             f"max_running_requests={mrr}) run without CUDA graphs (`cuda graph: False`).",
             "raise cuda_graph_max_bs if memory allows, or accept slower large batches.",
-        )
-
-
-def validate_vllm(
-    config: ServerConfig, algo: SpecAlgorithm | None, bad_ints: set[str], r: IssueReport
-) -> None:
-    err, warn = r.err, r.warn
-    if config.attention_backend is not None:
-        warn(
-            "attention_backend",
-            "vLLM has no --attention-backend flag here; it is not rendered.",
-            "set VLLM_ATTENTION_BACKEND in env instead.",
-        )
-    if config.cuda_graph_max_bs is not None:
-        warn(
-            "cuda_graph_max_bs",
-            "vLLM has no equivalent flag that specconsole renders; it is ignored.",
-            "pass vLLM's own CUDA-graph option through extra_args.",
-        )
-    if algo is None:
-        _spec_fields_without_algorithm(config, r)
-        return
-    if algo in _NEEDS_DRAFT_MODEL and not config.speculative_draft_model_path:
-        err(
-            "speculative_draft_model_path",
-            f"vLLM's {algo.value.lower()} method needs a draft model.",
-            "set speculative_draft_model_path.",
-        )
-    steps, topk, draft = (
-        config.speculative_num_steps,
-        config.speculative_eagle_topk,
-        config.speculative_num_draft_tokens,
-    )
-    if steps is None and "speculative_num_steps" not in bad_ints:
-        err(
-            "speculative_num_steps",
-            "vLLM needs num_speculative_tokens, rendered from speculative_num_steps.",
-            "set speculative_num_steps (e.g. 3).",
-        )
-    if is_int(topk) and topk > 1:
-        err(
-            "speculative_eagle_topk",
-            "vLLM drafts a chain, not a tree: topk must be 1.",
-            "set speculative_eagle_topk = 1 or remove it.",
-        )
-    if is_int(draft) and is_int(steps) and draft != steps + 1:
-        warn(
-            "speculative_num_draft_tokens",
-            "vLLM ignores speculative_num_draft_tokens (it "
-            f"verifies num_speculative_tokens + 1 = {steps + 1}).",
-            "remove speculative_num_draft_tokens.",
         )

@@ -12,8 +12,9 @@ import dataclasses
 
 from specconsole.core.config.bounds import is_int
 from specconsole.core.config.issues import Issue, Severity
-from specconsole.core.config.model import Engine, ServerConfig, SpecAlgorithm
-from specconsole.core.config.spec_rules import MSG_DRAFT_ADJUSTED, TREE_ALGOS
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.speculation import TREE_ALGOS
+from specconsole.engines.sglang.rules import MSG_DRAFT_ADJUSTED
 
 MSG_MAX_RUNNING_RESET = (
     "Max running requests is reset to 48 for speculative decoding. You can override this by "
@@ -51,9 +52,7 @@ def normalize(
 
 
 def _normalize(config: ServerConfig, architecture: str | None) -> tuple[ServerConfig, list[Issue]]:
-    if config.engine is not Engine.SGLANG or not isinstance(
-        config.speculative_algorithm, SpecAlgorithm
-    ):
+    if not isinstance(config.speculative_algorithm, SpecAlgorithm):
         return config, []
     algo = config.speculative_algorithm
     notes: list[Issue] = []

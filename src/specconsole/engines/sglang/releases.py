@@ -7,9 +7,9 @@ needed. Read from the real wheels (``tests/oracle``): SGLang 0.5.9 accepts
 dropped it, so ``--cuda-graph-max-bs`` is an *ambiguous prefix* for its argparse and the server
 refuses to start. The ``[server]`` keys stay stable for users (``cuda_graph_max_bs``); this
 module says which flag spells each key for a given release, and which words of a command line a
-release no longer accepts. Rendering (:mod:`specconsole.core.config.render`), validation and the
-simulator (``--sim-engine-version``) all ask it; every row is checked against the release's
-own source by the oracle tests.
+release no longer accepts. Rendering, validation and the simulator (``--sim-engine-version``)
+all ask it through the engine (:data:`TABLE`, read by :mod:`specconsole.core.config.releases`);
+every row is checked against the release's own source by the oracle tests.
 
 A version is SGLang's ``__version__`` text (``0.5.23``, ``0.5.15.post1``, ``0.5.10rc0``);
 ``None`` means unknown: the renderer then uses the names of :data:`DEFAULT_VERSION`.
@@ -17,13 +17,14 @@ A version is SGLang's ``__version__`` text (``0.5.23``, ``0.5.15.post1``, ``0.5.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from specconsole.core.config import releases as _r
+from specconsole.core.config.releases import FlagChange, ReleaseTable, parse_version
 
 __all__ = [
     "DEFAULT_VERSION",
     "FLAG_CHANGES",
     "KNOWN_RELEASES",
+    "TABLE",
     "FlagChange",
     "detect_command",
     "flag_for",
@@ -33,24 +34,6 @@ __all__ = [
     "removed_flags",
     "rule_applies",
 ]
-
-Version = tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class FlagChange:
-    """One flag renamed in a release: ``key`` renders as ``new`` from ``since`` on."""
-
-    key: str
-    """The stable ``[server]`` key (``None`` for a flag the model does not name)."""
-    old: str
-    new: str
-    since: str
-    """First release (of those checked) with ``new``; older ones get ``old``."""
-    removed: str | None = None
-    """First checked release that no longer accepts ``old`` at all (``None``: still an alias)."""
-    note: str = ""
-
 
 FLAG_CHANGES: tuple[FlagChange, ...] = (
     FlagChange(
@@ -78,13 +61,6 @@ RULES_UNTIL: dict[str, str] = {
 ``pp_speculative``: up to 0.5.2x ``assert ... "Pipeline parallelism is not compatible with
 overlap schedule, speculative decoding"``; 0.5.23 only asserts the overlap schedule is off."""
 
-
-def rule_applies(rule: str, version: str | None) -> bool:
-    """Whether release ``version`` (unknown: assume it does) still enforces ``rule``."""
-    until = RULES_UNTIL[rule]
-    return version is None or not _at_least(version, until)
-
-
 KNOWN_RELEASES: tuple[str, ...] = ("0.5.9", "0.5.14", "0.5.23")
 """Releases the oracle tests read (tests/oracle/sglang-versions.txt): the ones we vouch for."""
 
@@ -92,50 +68,33 @@ DEFAULT_VERSION = "0.5.9"
 """Names used when the release is unknown: the oldest checked spelling, which every release up
 to the one that removes it still accepts (the detected version replaces it before a deploy)."""
 
-_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post|rc|dev|a|b)(\d*))?\Z")
+TABLE = ReleaseTable(
+    changes=FLAG_CHANGES,
+    known=KNOWN_RELEASES,
+    default_version=DEFAULT_VERSION,
+    rules_until=RULES_UNTIL,
+)
+"""SGLang's releases as the core's release mechanics read them."""
 
 
-def parse_version(text: str) -> Version:
-    """``0.5.23`` -> ``(0, 5, 23, 0)``; post-releases sort after, pre-releases before.
-
-    Raises ValueError for anything that is not a release number.
-    """
-    m = _VERSION_RE.match(text.strip())
-    if m is None:
-        raise ValueError(f"not a release number: {text!r}")
-    major, minor, patch, tag, num = m.groups()
-    base = (int(major), int(minor), int(patch or 0))
-    if tag is None:
-        return (*base, 0)
-    n = int(num or 0)
-    return (*base, 1 + n) if tag == "post" else (*base, -1000 + n)
-
-
-def _at_least(version: str | None, since: str) -> bool:
-    v = parse_version(version or DEFAULT_VERSION)
-    return v >= parse_version(since)
+def rule_applies(rule: str, version: str | None) -> bool:
+    """Whether release ``version`` (unknown: assume it does) still enforces ``rule``."""
+    return _r.rule_applies(TABLE, rule, version)
 
 
 def has_new_name(change: FlagChange, version: str | None) -> bool:
     """Whether release ``version`` (unknown: :data:`DEFAULT_VERSION`) has ``change.new``."""
-    return _at_least(version, change.since)
+    return _r.has_new_name(TABLE, change, version)
 
 
 def flag_for(key: str, default: str, version: str | None) -> str:
     """The flag that spells ``[server]`` key ``key`` for ``version`` (``default`` if unchanged)."""
-    for change in FLAG_CHANGES:
-        if change.key == key:
-            return change.new if has_new_name(change, version) else change.old
-    return default
+    return _r.flag_for(TABLE, key, default, version)
 
 
 def removed_flags(version: str | None) -> dict[str, FlagChange]:
     """Flags release ``version`` no longer accepts at all: old name -> the change."""
-    if version is None:
-        return {}
-    return {
-        c.old: c for c in FLAG_CHANGES if c.removed is not None and _at_least(version, c.removed)
-    }
+    return _r.removed_flags(TABLE, version)
 
 
 def detect_command(python: str = "python3") -> list[str]:
@@ -146,11 +105,4 @@ def detect_command(python: str = "python3") -> list[str]:
 def parse_detected(output: str) -> str | None:
     """The version from :func:`detect_command`'s output or ``/server_info``'s ``version``;
     ``None`` when it is not a release number (an import error, an empty reply)."""
-    for line in reversed(output.strip().splitlines()):
-        word = line.strip()
-        try:
-            parse_version(word)
-        except ValueError:
-            continue
-        return word.removeprefix("v")
-    return None
+    return _r.parse_release(output)

@@ -5,9 +5,9 @@ vocabulary), and vLLM says the same things differently: the model is positional
 (``vllm serve MODEL``), speculative decoding is one JSON flag
 (``--speculative-config '{"method": "eagle3", "model": DRAFT, "num_speculative_tokens": N}'``),
 memory is ``--gpu-memory-utilization``, concurrency ``--max-num-seqs``. This module holds that
-translation in both directions; :mod:`specconsole.core.config.render` dispatches to it on
-``config.engine`` so there is one entry point for argv, command lines and unit files.
-vLLM's validation rules live with SGLang's in :mod:`specconsole.core.config.validation`.
+translation in both directions; the vLLM engine (:mod:`.engine`) hands it to the core's
+renderer and command reader, so there is one entry point for argv, command lines and unit
+files. vLLM's own rules are in :mod:`.rules`.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from typing import Any
 
 from specconsole.core.config.flags import flag_field, flag_value, flag_words
 from specconsole.core.config.model import ConfigError, ServerConfig, SpecAlgorithm, parse_field
-from specconsole.core.config.modelled_flags import VLLM_MODELLED_FLAGS
 
 __all__ = [
     "METHODS",
+    "MODELLED_FLAGS",
     "VLLM_DEFAULT_HOST",
     "VLLM_DEFAULT_PORT",
     "launcher_takes_positional_model",
@@ -44,12 +44,25 @@ _METHOD_NAMES: dict[str, SpecAlgorithm] = {v: k for k, v in METHODS.items()} | {
 }
 _SPEC_KEYS = frozenset({"method", "model", "num_speculative_tokens"})
 
+MODELLED_FLAGS: dict[str, str] = {
+    "--model": "model_path",
+    "--speculative-config": "speculative_algorithm",
+    "--gpu-memory-utilization": "mem_fraction_static",
+    "--max-num-seqs": "max_running_requests",
+    "--tensor-parallel-size": "tp_size",
+    "-tp": "tp_size",
+    "--max-model-len": "context_length",
+    "--host": "host",
+    "--port": "port",
+}
+"""vLLM flags that map to ``ServerConfig`` fields."""
+
 VLLM_DEFAULT_HOST = "0.0.0.0"
 """vLLM binds every interface when ``--host`` is not given."""
 VLLM_DEFAULT_PORT = 8000
 
 _FLAGS: dict[str, str] = {
-    flag: field for flag, field in VLLM_MODELLED_FLAGS.items() if flag != "--speculative-config"
+    flag: field for flag, field in MODELLED_FLAGS.items() if flag != "--speculative-config"
 }
 """The plain vLLM flags (``--speculative-config``'s JSON is read on its own below)."""
 

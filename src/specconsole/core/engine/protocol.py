@@ -1,0 +1,195 @@
+"""What an inference-server engine must provide: one protocol, grouped by concern.
+
+Why one protocol: a third engine must be addable as one package that fills these slots,
+without an ``if engine == ...`` anywhere else. Every slot is either plain data (flag tables,
+the log grammar, the endpoints) or a pure function of a configuration; an engine performs no
+I/O, so its package is as testable as the core (``tests/engines/test_protocol.py`` checks
+that every registered engine fills every slot).
+
+The slots, in the order a trial meets them:
+
+* **identity** — the registry key, the name people read, the launcher and address a
+  configuration gets when it names none;
+* **configuration** — the flags it renders for a :class:`ServerConfig` (for its release), the
+  flags it reads back from a command line or unit, its rules (what it refuses, what it
+  silently changes: :meth:`Engine.normalize`) and the per-request KV slots a verify step takes
+  (the capacity model's x);
+* **releases** — how its release is asked of the box and of the running server, and which
+  spellings that release wants;
+* **logs** — its :class:`~specconsole.core.logs.grammar.LogGrammar`: ready and capacity lines,
+  statistics, tuning warnings, fatal causes with their fixes;
+* **endpoints** — where health, acceptance and capacity are read, the benchmark APIs it serves;
+* **editor** — the fields the console's editor shows for it, in its own vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from specconsole.core.config.issues import Issue, IssueReport
+    from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+    from specconsole.core.config.releases import ReleaseTable
+    from specconsole.core.logs.grammar import LogGrammar
+
+__all__ = ["EditorField", "Endpoints", "Engine"]
+
+
+@dataclass(frozen=True, slots=True)
+class EditorField:
+    """One editable ``[server]`` key as the edited engine release spells it."""
+
+    name: str
+    """The ``ServerConfig`` attribute (the stable ``[server]`` key)."""
+    kind: str
+    """``int``, ``float``, ``algorithm`` or ``args``."""
+    hint: str
+    """What the field does, one short line."""
+    flag: str = ""
+    """The flag it renders as for the edited release (``""``: the engine renders none)."""
+    note: str = ""
+    """Why the field is flagged (renamed in this release, not rendered by this engine)."""
+
+    @property
+    def rendered(self) -> bool:
+        """Whether the edited engine's command line carries this field."""
+        return bool(self.flag) or self.kind == "args"
+
+    @property
+    def label(self) -> str:
+        """The box's label: the key, and the flag only where it is not the key's own
+        spelling (``cuda_graph_max_bs → --cuda-graph-max-bs-decode``), and why."""
+        text = self.name
+        if self.flag and self.flag != "--" + self.name.replace("_", "-"):
+            text += f" → {self.flag}"
+        return f"{text} ({self.note})" if self.note else text
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoints:
+    """The HTTP surface of a running server, as plain data the controller and the (stdlib,
+    possibly remote) load generator follow."""
+
+    health: str = "/health"
+    """200 once the server serves (a 503 while loading is "not yet", not an error)."""
+    server_info: str | None = None
+    """A JSON document of the resolved arguments, the release and the acceptance so far
+    (SGLang's ``/server_info``); ``None`` when the engine has none."""
+    flush_cache: str | None = None
+    """POSTed before each measured level to empty the prefix cache; ``None``: not served."""
+    metrics: str | None = "/metrics"
+    """Prometheus text (counters are snapshotted around a level)."""
+    apis: tuple[str, ...] = ("completions", "chat")
+    """The benchmark APIs it serves (``specconsole.bench.api``'s names), preferred first."""
+    bench_backend: str = ""
+    """bench_serving's ``--backend`` family name for its records (``sglang``, ``vllm``)."""
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """An inference server specconsole can deploy, watch, measure and tune."""
+
+    # -- identity ------------------------------------------------------------------------------
+    name: str
+    """The registry key and the ``[server] engine`` value (``sglang``)."""
+    title: str
+    """How people write it (``SGLang``)."""
+    default_launcher: str
+    """The command prefix that starts it when ``[server] launcher`` names none."""
+    default_host: str
+    """The address it binds when the command line names none."""
+    default_port: int
+    """The port it listens on when the command line names none."""
+
+    # -- configuration -------------------------------------------------------------------------
+    modelled_flags: Mapping[str, str]
+    """Its flags (aliases included) that are ``ServerConfig`` fields: flag -> field. The
+    validator refuses them in ``extra_args`` and the unit editor never writes them twice."""
+
+    def launches(self, program: str, module: str | None) -> bool:
+        """Whether a command line whose program is ``program`` (its basename) or, for
+        ``python -m``, module ``module``, starts this engine."""
+        ...
+
+    def canonical_flag(self, flag: str) -> str:
+        """``flag`` as its table spells it (``--max_num_seqs`` -> ``--max-num-seqs`` where the
+        engine accepts both)."""
+        ...
+
+    def render_flags(self, config: ServerConfig, launcher: Sequence[str]) -> list[str]:
+        """Its arguments after the launcher words: modelled fields in the spelling of
+        ``config.engine_version``, then ``extra_args`` verbatim."""
+        ...
+
+    def positional_words(self, launcher: Sequence[str]) -> int:
+        """How many of :meth:`render_flags`' first words belong with the launcher on a unit's
+        first ``ExecStart`` line (``vllm serve MODEL``: 1)."""
+        ...
+
+    def parse_args(self, launcher: Sequence[str], words: Sequence[str]) -> dict[str, Any]:
+        """``ServerConfig`` fields from the words after the launcher; flags it does not model
+        are kept, in order, in ``extra_args``. Raises ``ConfigError`` naming the flag."""
+        ...
+
+    def check(
+        self,
+        config: ServerConfig,
+        algorithm: SpecAlgorithm | None,
+        bad_ints: set[str],
+        report: IssueReport,
+    ) -> None:
+        """Add its own rules' findings to ``report`` (the engine-independent checks ran
+        already; ``bad_ints`` names the fields that failed them)."""
+        ...
+
+    def normalize(
+        self, config: ServerConfig, architecture: str | None = None
+    ) -> tuple[ServerConfig, list[Issue]]:
+        """The configuration as the engine will really run it, and a notice per change it
+        makes silently (SGLang's ``draft tokens = steps + 1`` at topk 1)."""
+        ...
+
+    def verify_tokens(self, config: ServerConfig) -> int:
+        """KV slots one request takes per verify step (0 without speculation): the x of the
+        capacity model (``core.search.capacity``)."""
+        ...
+
+    # -- releases ------------------------------------------------------------------------------
+    releases: ReleaseTable
+    """Which spellings each of its releases wants (``core.config.releases`` reads it)."""
+
+    def detect_command(self, python: str) -> list[str] | None:
+        """The argv that prints its release through the launcher's interpreter ``python``;
+        ``None`` when it cannot be asked that way."""
+        ...
+
+    def parse_release(self, output: str) -> str | None:
+        """The release in :meth:`detect_command`'s output (``None``: not a release number)."""
+        ...
+
+    def release_from_server_info(self, body: Any) -> str | None:
+        """The release a running server reports in :attr:`Endpoints.server_info`."""
+        ...
+
+    def with_release(self, config: ServerConfig, version: str | None) -> ServerConfig:
+        """``config`` rendered and checked in ``version``'s names (its own
+        ``engine_version`` wins; an engine without release tables returns it as is)."""
+        ...
+
+    def release_line(self, version: str | None, source: str = "") -> str:
+        """What the editor says about the release whose names and rules it uses."""
+        ...
+
+    # -- logs ----------------------------------------------------------------------------------
+    log_grammar: LogGrammar
+    """What its log says and how to read it."""
+
+    # -- endpoints -----------------------------------------------------------------------------
+    endpoints: Endpoints
+
+    # -- editor --------------------------------------------------------------------------------
+    def editor_fields(self, version: str | None) -> tuple[EditorField, ...]:
+        """The editor's fields, in display order, spelled for release ``version``."""
+        ...

@@ -1,0 +1,67 @@
+"""vLLM's speculative-decoding rules, checked before anything is deployed.
+
+Why its own module: what vLLM refuses or ignores differs from SGLang's (a chain, not a tree;
+no CUDA-graph batch-size flag specconsole renders; the draft model inside
+``--speculative-config``); the engine-independent checks are in
+:mod:`specconsole.core.config.validation`.
+"""
+
+from __future__ import annotations
+
+from specconsole.core.config.bounds import is_int
+from specconsole.core.config.issues import IssueReport
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.speculation import NEEDS_DRAFT_MODEL, spec_fields_without_algorithm
+
+__all__ = ["validate_vllm"]
+
+
+def validate_vllm(
+    config: ServerConfig, algo: SpecAlgorithm | None, bad_ints: set[str], r: IssueReport
+) -> None:
+    err, warn = r.err, r.warn
+    if config.attention_backend is not None:
+        warn(
+            "attention_backend",
+            "vLLM has no --attention-backend flag here; it is not rendered.",
+            "set VLLM_ATTENTION_BACKEND in env instead.",
+        )
+    if config.cuda_graph_max_bs is not None:
+        warn(
+            "cuda_graph_max_bs",
+            "vLLM has no equivalent flag that specconsole renders; it is ignored.",
+            "pass vLLM's own CUDA-graph option through extra_args.",
+        )
+    if algo is None:
+        spec_fields_without_algorithm(config, r)
+        return
+    if algo in NEEDS_DRAFT_MODEL and not config.speculative_draft_model_path:
+        err(
+            "speculative_draft_model_path",
+            f"vLLM's {algo.value.lower()} method needs a draft model.",
+            "set speculative_draft_model_path.",
+        )
+    steps, topk, draft = (
+        config.speculative_num_steps,
+        config.speculative_eagle_topk,
+        config.speculative_num_draft_tokens,
+    )
+    if steps is None and "speculative_num_steps" not in bad_ints:
+        err(
+            "speculative_num_steps",
+            "vLLM needs num_speculative_tokens, rendered from speculative_num_steps.",
+            "set speculative_num_steps (e.g. 3).",
+        )
+    if is_int(topk) and topk > 1:
+        err(
+            "speculative_eagle_topk",
+            "vLLM drafts a chain, not a tree: topk must be 1.",
+            "set speculative_eagle_topk = 1 or remove it.",
+        )
+    if is_int(draft) and is_int(steps) and draft != steps + 1:
+        warn(
+            "speculative_num_draft_tokens",
+            "vLLM ignores speculative_num_draft_tokens (it "
+            f"verifies num_speculative_tokens + 1 = {steps + 1}).",
+            "remove speculative_num_draft_tokens.",
+        )
