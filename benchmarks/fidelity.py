@@ -207,9 +207,10 @@ def run_reference(
 
 
 def predicted(flags: tuple[str, ...], c: int, input_len: int) -> dict[str, float]:
-    from specconsole.sim.args import parse_argv, resolve
+    from specconsole.sim.args import parse_argv
     from specconsole.sim.model import predict
     from specconsole.sim.profile import default_profile_path, load_profile
+    from specconsole.sim.resolve import resolve
     from specconsole.sim.textkind import TextKind
 
     profile = load_profile(default_profile_path())

@@ -168,7 +168,7 @@ def _run_remote_script(url: str, api: str = "generate") -> dict[str, Any]:
     """The stdlib runner script as the box would run it, pinned to one core."""
     from specconsole.bench.loadgen import plan_for
     from specconsole.bench.remote_runner import build_script
-    from specconsole.core.measure.metrics import BenchResult
+    from specconsole.core.measure.result import BenchResult
 
     script = build_script(plan_for(_spec(api)), url)
     cpus = sorted(os.sched_getaffinity(0))

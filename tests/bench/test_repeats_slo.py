@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from specconsole.bench.loadgen import run_ladder
-from specconsole.core.measure.metrics import BenchResult, RequestTimeline, compute_level_metrics
+from specconsole.core.measure.metrics import RequestTimeline, compute_level_metrics
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import Slo, parse_slo
 from specconsole.core.measure.stats import percentile_label, spread, t_975
 from specconsole.core.plans.parse import parse_plan

@@ -15,7 +15,7 @@ import pytest
 
 from specconsole.bench.loadgen import run_ladder
 from specconsole.bench.runner import ThreadedBenchmarkRunner
-from specconsole.core.measure.metrics import BenchResult
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchSpec
 from tests.bench.servers import mini_server
 

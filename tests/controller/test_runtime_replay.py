@@ -23,7 +23,8 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
-from specconsole.core.measure.metrics import BenchResult, RequestTimeline, compute_level_metrics
+from specconsole.core.measure.metrics import RequestTimeline, compute_level_metrics
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import (
     BenchProgress,
     BenchSpec,

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 
 from specconsole.core.measure.metrics import (
     LATENCY_KEYS,
-    BenchResult,
     LevelMetrics,
     RequestTimeline,
     compute_level_metrics,
     percentile,
     std,
 )
+from specconsole.core.measure.result import BenchResult
 
 # A: sent at 0, 10 prompt tokens, 4 output tokens in chunks of 1, 1, 2 arriving at 0.5, 0.625,
 #    0.875; done at 1.0. ttft 0.5; ITL 0.125, then the 0.25 gap split over 2 tokens: 0.125 x2.

@@ -12,7 +12,7 @@ import pytest
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import combine_runs, level_summaries
 from specconsole.core.machine.state import LevelSummary, Phase
-from specconsole.core.measure.metrics import BenchResult
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.stats import Spread, spread, t_975
 from specconsole.core.ports import BenchProgress
 from tests.controller.helpers import Driver

@@ -14,7 +14,8 @@ from specconsole.core.config.model import ConfigError, ServerConfig
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.secrets import REDACTED, env_file_text, is_secret_name, redact_env
 from specconsole.core.config.systemd import parse_unit, to_unit
-from specconsole.core.config.unit import edit_unit, split_cat, word_spans
+from specconsole.core.config.unit import edit_unit, split_cat
+from specconsole.core.config.unit_exec import word_spans
 from specconsole.core.engine.registry import engine_names
 from tests.core.test_render import configs
 

@@ -33,7 +33,8 @@ from specconsole.core.machine import step
 from specconsole.core.machine.state import ControllerState, Phase
 from specconsole.core.plans.plan import PlanError
 from specconsole.paths import examples_dir
-from specconsole.session.store import Session, SessionError, parse_trial_lines
+from specconsole.session.files import SessionError, parse_trial_lines
+from specconsole.session.store import Session
 from tests.controller.helpers import Driver, plan
 from tests.session.sim_sessions import unit_session
 

@@ -21,6 +21,8 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.session.files import SessionError
+from specconsole.session.listing import list_sessions
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.records import RecordError, record_from_dict, record_to_dict
 from specconsole.session.report import (
@@ -29,7 +31,7 @@ from specconsole.session.report import (
     pareto,
     render,
 )
-from specconsole.session.store import Session, SessionError, list_sessions
+from specconsole.session.store import Session
 from tests.controller.helpers import PLAN_TEXT, Driver, plan
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.core.plans.decoding import DecodeError, decode_text
-from specconsole.session.store import Session, SessionError, parse_trial_lines
+from specconsole.session.files import SessionError, parse_trial_lines
+from specconsole.session.store import Session
 from tests.controller.helpers import PLAN_TEXT, Driver, plan
 from tests.session.sim_sessions import unit_session
 

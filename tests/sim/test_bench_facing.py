@@ -10,9 +10,10 @@ import time
 import httpx
 
 from specconsole.bench.rawhttp import RawStreamClient
-from specconsole.sim.args import parse_argv, resolve
+from specconsole.sim.args import parse_argv
 from specconsole.sim.model import prefill_time
 from specconsole.sim.profile import load_default_profile
+from specconsole.sim.resolve import resolve
 from tests.fixtures.sim import DEFAULT_FLAGS, async_running_simulator
 
 SOUP = (

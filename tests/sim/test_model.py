@@ -16,18 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.sim.args import (
-    MSG_MAX_RUNNING_48,
-    MSG_TOPK1_DRAFT,
-    SimArgError,
-    parse_argv,
-    resolve,
-    resolve_config,
-)
+from specconsole.sim.acceptance import accept_length
+from specconsole.sim.args import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, SimArgError, parse_argv
 from specconsole.sim.model import (
     CALIBRATION_LADDER,
     LoadFailure,
-    accept_length,
     calibration_config,
     peak_aggregate,
     plan_memory,
@@ -35,6 +28,7 @@ from specconsole.sim.model import (
     step_time,
 )
 from specconsole.sim.profile import Profile, ProfileError, load_default_profile, load_profile
+from specconsole.sim.resolve import resolve, resolve_config
 
 SEED_SWEEP: dict[int, tuple[float, float]] = {
     1: (123, 1582),

@@ -26,9 +26,11 @@ from specconsole.core.logs.events import (
     TuningWarning,
     WeightsEnd,
 )
-from specconsole.sim.args import parse_argv, resolve
+from specconsole.engines.sglang.fatal import SGLangCause
+from specconsole.sim.args import parse_argv
 from specconsole.sim.model import plan_memory, predict
 from specconsole.sim.profile import load_default_profile
+from specconsole.sim.resolve import resolve
 from specconsole.sim.textkind import TextKind
 from tests.fixtures.sim import (
     DEFAULT_FLAGS,
@@ -320,7 +322,7 @@ def test_high_mem_fraction_fails_in_cuda_graph_capture() -> None:
     assert "Capture cuda graph failed:" in text and "Possible solutions:" in text
     assert "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)" in text
     assert "max_total_num_tokens=" not in text
-    assert [f.cause for f in _fatals(sim.lines)] == [FatalCause.CUDA_GRAPH_CAPTURE_FAILED]
+    assert [f.cause for f in _fatals(sim.lines)] == [SGLangCause.CUDA_GRAPH_CAPTURE_FAILED]
 
 
 def test_crash_while_serving_after_n_requests() -> None:

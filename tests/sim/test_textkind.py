@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from specconsole.sim.args import parse_argv, resolve
+from specconsole.sim.args import parse_argv
 from specconsole.sim.model import predict
 from specconsole.sim.profile import load_default_profile
+from specconsole.sim.resolve import resolve
 from specconsole.sim.textkind import (
     REJECTION_MULTIPLIER,
     TextKind,

@@ -48,13 +48,10 @@ from specconsole.bench.eventloop import loop_name
 from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.phase import Phase
 from specconsole.bench.prompts import Prompt
+from specconsole.bench.rerun import RERUN_WAIT_S, answers_again, lost_midway
 from specconsole.bench.steady import WINDOW_STEADY, SteadyPhase
-from specconsole.core.measure.metrics import (
-    BenchResult,
-    LevelMetrics,
-    RequestTimeline,
-    compute_level_metrics,
-)
+from specconsole.core.measure.metrics import LevelMetrics, RequestTimeline, compute_level_metrics
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import Slo
 
 PROGRESS_TICK_S = 0.25
@@ -62,14 +59,6 @@ PROGRESS_TICK_S = 0.25
 
 FLUSH_ATTEMPTS = 10
 """``/flush_cache`` refuses while requests are still draining; retry this many times."""
-
-LOST_CONNECTION_KINDS = ("connect", "disconnect")
-"""Request failures that mean the link was lost, not that the server answered badly."""
-
-RERUN_WAIT_S = 30.0
-"""How long a level with lost-connection failures waits for the server to answer again."""
-
-RERUN_POLL_S = 0.5
 
 
 class LadderRun:
@@ -158,7 +147,7 @@ class LadderRun:
                 level = await self._level(index, concurrency)
             except RequestFailed as exc:
                 return levels, f"level c={concurrency}: {exc}"
-            if level is not None and self._lost_midway(level, levels) and not self._cancel.is_set():
+            if level is not None and lost_midway(level, levels) and not self._cancel.is_set():
                 try:
                     level = await self._rerun(index, concurrency, level)
                 except RequestFailed as exc:
@@ -170,22 +159,6 @@ class LadderRun:
                     return levels, f"level c={concurrency}: every request failed ({kinds})"
         return levels, None
 
-    @staticmethod
-    def _lost(level: LevelMetrics) -> int:
-        """How many of the level's failures were a lost connection."""
-        return sum(level.errors.get(kind, 0) for kind in LOST_CONNECTION_KINDS)
-
-    @classmethod
-    def _lost_midway(cls, level: LevelMetrics, before: list[LevelMetrics]) -> bool:
-        """True when the level lost a link the benchmark had: some of its failures were a lost
-        connection and the server was reached (a request of this level or an earlier one
-        completed, or a connection dropped after it was made). A server refused from the first
-        request is unreachable, not lost: that fails at once instead of waiting for an answer."""
-        if not cls._lost(level):
-            return False
-        reached = level.completed > 0 or any(lv.completed for lv in before)
-        return reached or level.errors.get("disconnect", 0) > 0
-
     async def _rerun(self, index: int, concurrency: int, first: LevelMetrics) -> LevelMetrics:
         """Re-run a level whose connection was lost, once, when the server answers again;
         the note in ``reruns`` says why and how the re-run went."""
@@ -194,7 +167,8 @@ class LadderRun:
             f"c={concurrency}: {first.failed} of {first.completed + first.failed} requests "
             f"failed ({kinds}), the connection was lost"
         )
-        if not await self._answers_again():
+        assert self._cancel is not None
+        if not await answers_again(self._factory, self._cancel):
             self.reruns.append(f"{why}; not re-run: no answer within {RERUN_WAIT_S:g} s")
             return first
         again = await self._level(index, concurrency)
@@ -204,25 +178,6 @@ class LadderRun:
         outcome = "clean" if not again.failed else f"{again.failed} failed again"
         self.reruns.append(f"{why}; re-run once after the reconnect: {outcome}")
         return again
-
-    async def _answers_again(self) -> bool:
-        """True once the server answers any HTTP request (bounded in time and count)."""
-        assert self._cancel is not None
-        client = self._factory(1)
-        try:
-            for _ in range(int(RERUN_WAIT_S / RERUN_POLL_S)):
-                if self._cancel.is_set():
-                    return False
-                try:
-                    await client.get_json("/health")
-                    return True
-                except RequestFailed as exc:
-                    if exc.kind not in (*LOST_CONNECTION_KINDS, "timeout"):
-                        return True  # an HTTP answer (even an error): the link is back
-                await asyncio.sleep(RERUN_POLL_S)
-            return False
-        finally:
-            await client.aclose()
 
     # ---------------------------------------------------------------------------- internals
 

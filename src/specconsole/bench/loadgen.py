@@ -31,7 +31,8 @@ from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.rawhttp import RawStreamClient
-from specconsole.core.measure.metrics import BenchResult, default_requests_per_level
+from specconsole.core.measure.metrics import default_requests_per_level
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchSpec
 
 MAX_PROMPT_POOL = 512

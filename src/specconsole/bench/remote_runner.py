@@ -13,7 +13,7 @@ The script is uploaded (a heredoc through ``sh -c`` would hit Linux's 128 KiB li
 argument once the prompt pool is included), run with ``python3 -u``, and reports JSON lines
 (see :mod:`specconsole.bench.remote_main`) that :class:`RemoteBenchmarkRunner` turns into
 :class:`~specconsole.core.ports.BenchProgress` callbacks and the final
-:class:`~specconsole.core.measure.metrics.BenchResult`.
+:class:`~specconsole.core.measure.result.BenchResult`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from pathlib import Path
 
 from specconsole.bench.ladder import LadderPlan
 from specconsole.bench.loadgen import plan_for
-from specconsole.core.measure.metrics import BenchResult, LevelMetrics
+from specconsole.core.measure.metrics import LevelMetrics
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchProgress, BenchSpec, Transport, TransportError
 
 BUNDLED_MODULES: tuple[str, ...] = (
@@ -38,11 +39,13 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.core.measure.slo",
     "specconsole.core.measure.timeline",
     "specconsole.core.measure.metrics",
+    "specconsole.core.measure.result",
     "specconsole.bench.api",
     "specconsole.bench.prompts",
     "specconsole.bench.ladder",
     "specconsole.bench.phase",
     "specconsole.bench.steady",
+    "specconsole.bench.rerun",
     "specconsole.bench.engine",
     "specconsole.bench.rawhttp",
     "specconsole.bench.eventloop",

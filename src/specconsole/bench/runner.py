@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.eventloop import new_event_loop
 from specconsole.bench.loadgen import make_run
-from specconsole.core.measure.metrics import BenchResult
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import (
     BenchmarkRunner,
     BenchProgress,

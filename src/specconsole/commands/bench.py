@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO, TypeVar
 
-from specconsole.core.measure.metrics import BenchResult, LevelMetrics
+from specconsole.core.measure.metrics import LevelMetrics
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import parse_slo
 from specconsole.core.ports import DEFAULT_OUTPUT_LEN, BenchApi, BenchSpec
 

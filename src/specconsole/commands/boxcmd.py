@@ -127,7 +127,8 @@ async def _read_unit(profile: Any) -> str | None:
 def _rollback_cmd(args: argparse.Namespace) -> int:
     from specconsole.core.plans.plan import PlanError
     from specconsole.core.ports import TransportError
-    from specconsole.session.store import Session, SessionError
+    from specconsole.session.files import SessionError
+    from specconsole.session.store import Session
 
     try:
         plan = Session.open(args.session).load_plan()

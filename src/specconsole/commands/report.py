@@ -55,7 +55,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _load(path: Path) -> tuple[str, tuple[TrialRecord, ...], SweepPlan | None]:
-    from specconsole.session.store import Session, SessionError
+    from specconsole.session.files import SessionError
+    from specconsole.session.store import Session
 
     session = Session.open(path)
     lines = session.read_lines()
@@ -76,7 +77,7 @@ def _load(path: Path) -> tuple[str, tuple[TrialRecord, ...], SweepPlan | None]:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from specconsole.session.store import SessionError
+    from specconsole.session.files import SessionError
 
     try:
         first = _load(args.session)

@@ -41,7 +41,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _predict(argv: list[str]) -> int:
-    from specconsole.sim.args import SimArgError, parse_argv, resolve
+    from specconsole.sim.args import SimArgError, parse_argv
     from specconsole.sim.model import (
         CALIBRATION_LADDER,
         DEFAULT_INPUT_LEN,
@@ -50,6 +50,7 @@ def _predict(argv: list[str]) -> int:
         predict,
     )
     from specconsole.sim.profile import ProfileError, default_profile_path, load_profile
+    from specconsole.sim.resolve import resolve
 
     ap = argparse.ArgumentParser(prog="specconsole sim predict")
     ap.add_argument(

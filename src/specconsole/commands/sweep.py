@@ -185,8 +185,9 @@ def _in_console(args: argparse.Namespace) -> int:
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
+    from specconsole.session.files import SessionError
     from specconsole.session.lock import SessionLocked
-    from specconsole.session.store import Session, SessionError
+    from specconsole.session.store import Session
 
     try:
         session = Session.open(args.session)
@@ -216,7 +217,7 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
     """Resume under the session lock: :func:`prepare_resume`, then run."""
     from specconsole.controller.pool_headless import sweep_headless
     from specconsole.core.config.secrets import missing_values
-    from specconsole.session.store import SessionError
+    from specconsole.session.files import SessionError
 
     try:
         plan, notices, saved = prepare_resume(session)
@@ -243,7 +244,7 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
 
 def _cmd_sessions(args: argparse.Namespace) -> int:
     from specconsole.paths import sessions_dir
-    from specconsole.session.store import list_sessions
+    from specconsole.session.listing import list_sessions
 
     parent = args.dir if args.dir is not None else sessions_dir()
     found = list_sessions(parent)

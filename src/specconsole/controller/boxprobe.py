@@ -120,7 +120,7 @@ async def probe_box(
     clock: Callable[[], float],
 ) -> BoxProbe:
     """The box as it is now, for ``config`` (the plan's base: its engine and port)."""
-    probe = BoxProbe(target=transport.description, engine=config.engine.value)
+    probe = BoxProbe(target=transport.description, engine=config.engine)
     try:
         probe = await _probe(probe, transport, backend, config, health, engine_versions)
     except (TransportError, TimeoutError, OSError) as exc:  # only reaching it raises here

@@ -172,7 +172,7 @@ class Pool:
             labels=(
                 ("box", box.name),
                 ("host", host.alias or host.hostname or ports.transport.description),
-                ("engine", plan.base.engine.value),
+                ("engine", plan.base.engine),
                 ("service", ports.backend.description),
             ),
             pool=PoolView(box=box.name),

@@ -29,7 +29,9 @@ from typing import Any
 from specconsole.controller.boxprobe import probe_box
 from specconsole.controller.endpoint import ServerEndpoint
 from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
+from specconsole.controller.reattach import check_reattach
 from specconsole.controller.recording import HaltingSink, TrialRecorder
+from specconsole.controller.timers import Timers
 from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config.model import ServerConfig
@@ -37,13 +39,12 @@ from specconsole.core.machine import IllegalTransition, results, step
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, Notice, close_open_stamp
-from specconsole.core.measure.metrics import BenchResult
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import (
     REACH_FAILURES,
     BenchmarkRunner,
     BenchProgress,
     ServiceBackend,
-    ServiceState,
     ServiceStatus,
     Transport,
 )
@@ -104,7 +105,7 @@ class Controller:
         self._watcher: ServerWatch | None = None
         self._bench: asyncio.Task[None] | None = None
         self._stopper: asyncio.Task[None] | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers = Timers()
         self._bench_results: dict[int, dict[str, Any]] = {}
         self.endpoint = ServerEndpoint(transport, backend, timeout_s=http_timeout_s)
         self._stopping = False
@@ -308,11 +309,10 @@ class Controller:
         elif isinstance(effect, fx.StopWatch):
             self._stop_watch()
         elif isinstance(effect, fx.StartTimer):
-            self._start_timer(effect)
+            fired = ev.TimerFired(key=effect.key, epoch=e)
+            self._timers.start(effect.key, effect.seconds, lambda: self._post(fired))
         elif isinstance(effect, fx.CancelTimer):
-            handle = self._timers.pop(effect.key, None)
-            if handle is not None:
-                handle.cancel()
+            self._timers.cancel(effect.key)
         elif isinstance(effect, fx.FetchServerInfo):
             self._spawn(self._guard("server_info", e, self._server_info), group=self._ops)
         elif isinstance(effect, fx.FlushCache):
@@ -399,26 +399,7 @@ class Controller:
         return ev.Restarted()
 
     async def _check_reattach(self, config: ServerConfig) -> ev.Outcome:
-        config = await self._for_box(config)
-        preview = await self.backend.preview(config)
-        deployed = await self.backend.deployed_hash()
-        if deployed != preview.artifact_hash:
-            return ev.ReattachChecked(
-                attached=False, detail="a different configuration is deployed"
-            )
-        if await self.backend.running_hash() != preview.artifact_hash:
-            return ev.ReattachChecked(
-                attached=False, detail="the running server predates the deploy"
-            )
-        status = await self.backend.status()
-        if status.state is not ServiceState.RUNNING:
-            return ev.ReattachChecked(attached=False, detail=f"the service is {status.state.value}")
-        problem = await self.endpoint.health_problem(config)
-        if problem is not None:
-            return ev.ReattachChecked(attached=False, detail=problem)
-        return ev.ReattachChecked(
-            attached=True, artifact_hash=preview.artifact_hash, detail="same configuration, healthy"
-        )
+        return await check_reattach(self.backend, self.endpoint, await self._for_box(config))
 
     async def _server_info(self) -> ev.Outcome:
         body = await self.endpoint.server_info(self._serving_config())
@@ -464,17 +445,6 @@ class Controller:
             status = None
         return ev.ServerStopped(status=status)
 
-    # -- timers -------------------------------------------------------------------------------
-
-    def _start_timer(self, effect: fx.StartTimer) -> None:
-        old = self._timers.pop(effect.key, None)
-        if old is not None:
-            old.cancel()
-        loop = asyncio.get_running_loop()
-        self._timers[effect.key] = loop.call_later(
-            effect.seconds, lambda: self._post(ev.TimerFired(key=effect.key, epoch=effect.epoch))
-        )
-
     # -- the watch ----------------------------------------------------------------------------
 
     def _start_watch(self, effect: fx.StartWatch) -> None:
@@ -504,9 +474,7 @@ class Controller:
     # -- teardown -----------------------------------------------------------------------------
 
     async def _teardown(self) -> None:
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+        self._timers.cancel_all()
         tasks = [t for t in (*self._ops, self._watch, self._bench) if t is not None]
         for task in tasks:
             task.cancel()

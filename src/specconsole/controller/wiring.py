@@ -34,8 +34,9 @@ from specconsole.core.ports import (
     Transport,
 )
 from specconsole.present.leaving import deploying_line, rollback_command
+from specconsole.session.files import SessionError
 from specconsole.session.recorder import SessionRecorder
-from specconsole.session.store import Session, SessionError
+from specconsole.session.store import Session
 
 
 def free_loopback_port() -> int:
@@ -184,7 +185,7 @@ def wire_controller(
             state,
             labels=(
                 ("host", host.alias or host.hostname or ports.transport.description),
-                ("engine", plan.base.engine.value),
+                ("engine", plan.base.engine),
                 ("service", ports.backend.description),
             ),
         )

@@ -18,7 +18,8 @@ from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.measure.metrics import BenchResult, LevelMetrics, default_requests_per_level
+from specconsole.core.measure.metrics import LevelMetrics, default_requests_per_level
+from specconsole.core.measure.result import BenchResult
 
 # --------------------------------------------------------------------------------------------
 # Transport

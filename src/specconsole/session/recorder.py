@@ -19,7 +19,8 @@ from specconsole.core.boxprobe import BoxProbe, probe_table
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.present.labels import config_label
-from specconsole.session.store import Session, atomic_write
+from specconsole.session.files import atomic_write
+from specconsole.session.store import Session
 
 PROBE_FILE = "box.toml"
 """What the box probe found as the session's controller started (``core.boxprobe``)."""

@@ -28,7 +28,6 @@ read.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import time
@@ -47,10 +46,18 @@ from specconsole.core.config.secrets import (
     unredact_config,
 )
 from specconsole.core.machine.state import TrialRecord
-from specconsole.core.plans.decoding import DecodeError, decode_text
+from specconsole.core.plans.decoding import DecodeError
 from specconsole.core.plans.parse import loads_plan, plan_document
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import PlanError, SweepPlan
+from specconsole.session.files import (
+    SessionError,
+    TrialLines,
+    atomic_write,
+    fsync_dir,
+    parse_trial_lines,
+    read_text_file,
+)
 from specconsole.session.records import RecordError, dumps_record, record_from_dict
 
 SESSION_FILE = "session.toml"
@@ -85,79 +92,6 @@ def fill_secrets(plan: SweepPlan, environ: Mapping[str, str]) -> SweepPlan:
         return plan
     supplied = [(n, environ[n]) for n, v in plan.base.env if v == REDACTED and n in environ]
     return replace(plan, base=unredact_config(plan.base, supplied))
-
-
-class SessionError(Exception):
-    """A session folder is missing, incomplete or unreadable; the message names the fix."""
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same folder, fsync, rename."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()  # a full disk must not leave a temp file behind
-        raise
-    _fsync_dir(path.parent)
-
-
-def read_text_file(path: Path) -> str:
-    """A plan or session file's text; ``DecodeError`` names the file and the byte offset."""
-    return decode_text(path.read_bytes(), str(path))
-
-
-@dataclass(frozen=True, slots=True)
-class TrialLines:
-    """What ``trials.jsonl`` holds: the complete records and a torn tail, if any."""
-
-    records: tuple[dict[str, Any], ...]
-    torn_offset: int | None = None
-    """Byte offset where an unfinished last line starts (``None``: the file is whole)."""
-    torn: bytes = b""
-
-
-def parse_trial_lines(data: bytes, source: str) -> TrialLines:
-    """Split ``trials.jsonl`` bytes into records; only the last line may be unfinished.
-
-    A line that is not UTF-8, not JSON or not an object raises ``SessionError`` naming its
-    line and byte offset, unless it is the final line without its newline (a kill tore it)."""
-    records: list[dict[str, Any]] = []
-    offset = 0
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, start=1):
-        start, offset = offset, offset + len(raw) + 1
-        last = number == len(lines)
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(decode_text(raw, source, base_offset=start))
-            if not isinstance(value, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:  # DecodeError and JSONDecodeError are ValueErrors
-            if last:
-                return TrialLines(tuple(records), start, raw)
-            raise SessionError(
-                f"{source}: line {number} (byte offset {start}) is not a trial record "
-                f"({exc}); fix: repair or remove that line by hand — it is never skipped, "
-                "since skipping a record would run its trial again"
-            ) from None
-        records.append(value)
-    return TrialLines(tuple(records))
 
 
 def _slug(text: str) -> str:
@@ -401,7 +335,7 @@ class Session:
             fh.truncate(lines.torn_offset)
             fh.flush()
             os.fsync(fh.fileno())
-        _fsync_dir(self.path)
+        fsync_dir(self.path)
         return [
             f"{self.trials_path} ended with a torn line ({len(lines.torn)} bytes at byte "
             f"offset {lines.torn_offset}, from a run that was killed while writing it): moved "
@@ -469,45 +403,3 @@ class Session:
         path = self.log_path(index)
         path.parent.mkdir(exist_ok=True)
         return open(path, "a", encoding="utf-8", errors="replace")
-
-
-@dataclass(frozen=True, slots=True)
-class SessionSummary:
-    """One line of ``specconsole sessions``."""
-
-    path: Path
-    name: str
-    status: str
-    trials: int
-    updated_at: float | None
-
-
-def list_sessions(parent: Path) -> list[SessionSummary]:
-    """Session folders under ``parent``, most recently updated first."""
-    if not parent.is_dir():
-        return []
-    out: list[SessionSummary] = []
-    for child in sorted(parent.iterdir()):
-        if not child.is_dir() or not Session.is_session(child):
-            continue
-        session = Session(child)
-        try:
-            meta = session.meta_section()
-        except SessionError:
-            meta = {"status": "unreadable"}
-        try:
-            trials = len(session.read_lines().records)
-        except SessionError:
-            trials, meta = 0, {**meta, "status": "damaged"}
-        updated = meta.get("updated_at")
-        out.append(
-            SessionSummary(
-                path=child,
-                name=str(meta.get("name", "")),
-                status=str(meta.get("status", "?")),
-                trials=trials,
-                updated_at=float(updated) if isinstance(updated, int | float) else None,
-            )
-        )
-    out.sort(key=lambda s: s.updated_at or 0.0, reverse=True)
-    return out

@@ -23,16 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from specconsole.sim import logfmt
-from specconsole.sim.args import ResolvedArgs
+from specconsole.sim.acceptance import args_accept_distribution
 from specconsole.sim.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
-from specconsole.sim.model import (
-    MemoryPlan,
-    args_accept_distribution,
-    prefill_time,
-    step_time,
-    uses_cuda_graph,
-)
+from specconsole.sim.model import MemoryPlan, prefill_time, step_time, uses_cuda_graph
 from specconsole.sim.profile import PerfSection, Profile
+from specconsole.sim.resolve import ResolvedArgs
 from specconsole.sim.textkind import TextKind, request_perf
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0

@@ -19,6 +19,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from specconsole.sim import logfmt
+from specconsole.sim.args import imitated_engine
 from specconsole.sim.server import SimServer
 from specconsole.sim.streams import generate_stream, meta_info, openai_stream, wait_finished
 
@@ -154,7 +155,7 @@ def build_app(sim: SimServer) -> Starlette:
                         "id": a.served_model_name,
                         "object": "model",
                         "created": sim.created,
-                        "owned_by": "sglang",
+                        "owned_by": imitated_engine().name,
                         "root": a.served_model_name,
                         "parent": None,
                         "max_model_len": a.context_length,

@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.sim.args import ResolvedArgs, argv_from_server_config, parse_argv, resolve_config
-from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
+from specconsole.sim.acceptance import accept_rate, args_accept_distribution
+from specconsole.sim.args import argv_from_server_config, parse_argv
+from specconsole.sim.profile import Profile, default_profile_path, load_profile_cached
+from specconsole.sim.resolve import ResolvedArgs, resolve_config
 from specconsole.sim.textkind import TextKind, perf_for
 
 GIB = float(1 << 30)
@@ -152,129 +153,6 @@ def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
         failure=failure,
         failed_graph=failed_graph,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# Acceptance
-# ---------------------------------------------------------------------------------------------
-
-
-def depth_acceptance(perf: PerfSection, depth: int) -> float:
-    """Conditional probability that the draft's token at ``depth`` (1-based) is accepted,
-    given every shallower one was (single candidate)."""
-    if depth > perf.accept_horizon:
-        return perf.accept_beyond_horizon
-    decay = perf.accept_decay ** (depth - 1)
-    return perf.accept_later + (perf.accept_first - perf.accept_later) * decay
-
-
-def relaxed_acceptance(
-    q: float, threshold_single: float = 1.0, threshold_acc: float = 1.0
-) -> float:
-    """Acceptance under SGLang's relaxed-verification thresholds (1.0 = strict): the accept
-    probability is raised to ``min(1, q / threshold_acc)``, and a share ``1 - threshold_single``
-    of the remaining rejections passes the single-token threshold."""
-    q = min(1.0, q / threshold_acc)
-    return 1.0 - (1.0 - q) * threshold_single
-
-
-def _covered(
-    perf: PerfSection, depth: int, candidates: int, t_single: float = 1.0, t_acc: float = 1.0
-) -> float:
-    """Acceptance at ``depth`` with ``candidates`` tree nodes there (0 if none)."""
-    if candidates <= 0:
-        return 0.0
-    q = relaxed_acceptance(depth_acceptance(perf, depth), t_single, t_acc)
-    return 1.0 - (1.0 - q) ** (1.0 + perf.tree_branch_gain * (candidates - 1))
-
-
-def _mean_from_nodes(perf: PerfSection, nodes: tuple[int, ...]) -> float:
-    mean, reach = 1.0, 1.0
-    for depth, m in enumerate(nodes, start=1):
-        reach *= _covered(perf, depth, m)
-        if reach <= 0.0:
-            break
-        mean += reach
-    return mean
-
-
-@lru_cache(maxsize=4096)
-def tree_nodes(perf: PerfSection, steps: int, topk: int, draft_tokens: int) -> tuple[int, ...]:
-    """Nodes per depth of the verify tree: ``draft_tokens - 1`` nodes, at most ``topk`` per
-    depth, placed greedily where they raise the expected accept length most (as SGLang keeps
-    the highest-scoring ``draft_tokens - 1`` candidates)."""
-    nodes = [0] * max(steps, 0)
-    budget = min(max(draft_tokens - 1, 0), steps * topk)
-    for _ in range(budget):
-        best_depth, best_mean = -1, -1.0
-        for d in range(steps):
-            if nodes[d] >= topk or (d > 0 and nodes[d - 1] == 0):
-                continue
-            nodes[d] += 1
-            mean = _mean_from_nodes(perf, tuple(nodes))
-            nodes[d] -= 1
-            if mean > best_mean + 1e-12:
-                best_depth, best_mean = d, mean
-        if best_depth < 0:
-            break
-        nodes[best_depth] += 1
-    return tuple(nodes)
-
-
-@lru_cache(maxsize=4096)
-def accept_distribution(
-    perf: PerfSection,
-    steps: int,
-    topk: int,
-    draft_tokens: int,
-    threshold_single: float = 1.0,
-    threshold_acc: float = 1.0,
-) -> tuple[float, ...]:
-    """``P(accept length == L)`` for ``L = 1 .. steps + 1`` (index 0 is L=1). The tree's
-    shape is chosen under strict verification; thresholds only relax acceptance."""
-    nodes = tree_nodes(perf, steps, topk, draft_tokens)
-    reach = [1.0]
-    for depth, m in enumerate(nodes, start=1):
-        reach.append(reach[-1] * _covered(perf, depth, m, threshold_single, threshold_acc))
-    reach.append(0.0)
-    return tuple(reach[i] - reach[i + 1] for i in range(len(reach) - 1))
-
-
-def accept_length(
-    perf: PerfSection,
-    steps: int,
-    topk: int,
-    draft_tokens: int,
-    threshold_single: float = 1.0,
-    threshold_acc: float = 1.0,
-) -> float:
-    """Expected tokens per request per verify step, bonus token included (1 = no gain)."""
-    if steps <= 0:
-        return 1.0
-    dist = accept_distribution(perf, steps, topk, draft_tokens, threshold_single, threshold_acc)
-    return sum((i + 1) * p for i, p in enumerate(dist))
-
-
-def args_accept_distribution(args: ResolvedArgs, perf: PerfSection) -> tuple[float, ...]:
-    """The accepted-tokens distribution a resolved configuration runs with (``(1.0,)``
-    without speculative decoding)."""
-    if not args.speculative or args.num_steps <= 0:
-        return (1.0,)
-    return accept_distribution(
-        perf,
-        args.num_steps,
-        args.topk,
-        args.num_draft_tokens,
-        args.accept_threshold_single,
-        args.accept_threshold_acc,
-    )
-
-
-def accept_rate(args: ResolvedArgs, length: float) -> float:
-    """SGLang's (latest) accept rate: accepted drafts over proposed drafts."""
-    if not args.speculative or args.num_draft_tokens <= 1:
-        return 0.0
-    return (length - 1.0) / (args.num_draft_tokens - 1)
 
 
 # ---------------------------------------------------------------------------------------------

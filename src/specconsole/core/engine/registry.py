@@ -11,8 +11,7 @@ package. :func:`register` adds one by hand (tests, embedding).
 from __future__ import annotations
 
 import difflib
-from importlib import metadata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from specconsole.core.config.model import ServerConfig
@@ -34,7 +33,8 @@ DEFAULT_ENGINE = "sglang"
 """The engine a configuration runs when it names none (the product was built for it)."""
 
 _loaded: dict[str, Engine] = {}
-_points: dict[str, metadata.EntryPoint] | None = None
+_points: dict[str, Any] | None = None
+"""Entry points by name (``importlib.metadata.EntryPoint``), read on the first lookup."""
 
 
 class EngineNotFound(LookupError):
@@ -50,9 +50,11 @@ class EngineNotFound(LookupError):
         )
 
 
-def _entry_points() -> dict[str, metadata.EntryPoint]:
+def _entry_points() -> dict[str, Any]:
     global _points
     if _points is None:
+        from importlib import metadata  # ~10 ms: paid on the first lookup, not at import
+
         _points = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
     return _points
 

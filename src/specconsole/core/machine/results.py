@@ -21,7 +21,8 @@ from specconsole.core.config.secrets import redact_text
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import LevelSummary
-from specconsole.core.measure.metrics import BenchResult, LevelMetrics
+from specconsole.core.measure.metrics import LevelMetrics
+from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.stats import mean, spread
 
 SERVER_INFO_KEYS: tuple[str, ...] = (

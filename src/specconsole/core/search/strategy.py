@@ -33,7 +33,6 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
-from specconsole.core.search import optimize
 
 SUCCESS: frozenset[TrialStatus] = frozenset({TrialStatus.OK})
 FAILURE: frozenset[TrialStatus] = frozenset(
@@ -113,6 +112,8 @@ def next_trial(
     A strategy with a model (``optimize``) gets the same list to fantasise over.
     """
     if plan.strategy is StrategyKind.OPTIMIZE:
+        from specconsole.core.search import optimize  # Optuna and NumPy: only when searched
+
         suggestion = optimize.suggest(plan, trials, skipped, pending)
         return None if suggestion is None else Proposal(suggestion.config, suggestion.reason)
     status, blocked = _outcomes(trials, skipped)
@@ -237,11 +238,13 @@ def suggest_next(
 
 def stop_reason(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
     """Why the strategy proposes nothing more (for ``finished_reason``)."""
-    if plan.strategy is StrategyKind.OPTIMIZE and optimize.converged(plan, trials):
+    if plan.strategy is not StrategyKind.OPTIMIZE:
+        return "plan complete"
+    from specconsole.core.search import optimize  # Optuna and NumPy: only when searched
+
+    if optimize.converged(plan, trials):
         return f"converged: no improvement beyond the noise in {plan.patience} trials"
-    if plan.strategy is StrategyKind.OPTIMIZE:
-        return "search space exhausted"
-    return "plan complete"
+    return "search space exhausted"
 
 
 def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
