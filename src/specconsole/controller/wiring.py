@@ -119,7 +119,7 @@ def open_ports(
     """
     from specconsole.bench.runner import make_runner
     from specconsole.remote import make_backend, make_transport
-    from specconsole.remote.ssh import ConnectionEvent
+    from specconsole.remote.connection import ConnectionEvent
 
     states = {  # a drop is "reconnecting" until the last attempt fails
         ConnectionEvent.CONNECTED: ConnectionState.CONNECTED,

@@ -16,11 +16,11 @@ from specconsole.core.plans.profile import (
     TransportKind,
 )
 from specconsole.core.ports import ServiceBackend, Transport
+from specconsole.remote.connection import ConnectionListener
 from specconsole.remote.docker import DockerBackend
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.slurm import SlurmBackend
-from specconsole.remote.ssh import ConnectionListener, SshTransport
 from specconsole.remote.systemd import SystemdBackend
 
 
@@ -33,6 +33,8 @@ def make_transport(
     """
     host = profile.host if isinstance(profile, Profile) else profile
     if host.transport is TransportKind.SSH:
+        from specconsole.remote.ssh import SshTransport  # asyncssh: only to reach a box
+
         return SshTransport(host, on_event=on_event)
     return LocalTransport()
 

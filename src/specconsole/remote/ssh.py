@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Callable
-from enum import StrEnum
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from specconsole.core.ports import (
     PortForward,
     TransportError,
 )
+from specconsole.remote.connection import ConnectionEvent, ConnectionListener
 from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
 
 _DROP_ERRORS: tuple[type[BaseException], ...] = (
@@ -53,19 +53,6 @@ _DROP_ERRORS: tuple[type[BaseException], ...] = (
 """Exceptions that mean "the connection is gone" once a connection existed."""
 
 _STDERR_LIMIT = 64 * 1024
-
-
-class ConnectionEvent(StrEnum):
-    """What the transport tells its listener about the link."""
-
-    CONNECTED = "connected"
-    LOST = "lost"
-    RECONNECTED = "reconnected"
-    FAILED = "failed"
-    """Reconnecting gave up; operations raise ConnectionLost until a later call succeeds."""
-
-
-ConnectionListener = Callable[[ConnectionEvent, str], None]
 
 
 class SshTransport(ShellFiles):
