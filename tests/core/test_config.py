@@ -8,9 +8,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import (
     FIELD_KINDS,
-    ConfigError,
     ServerConfig,
     SpecAlgorithm,
     config_from_table,

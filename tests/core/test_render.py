@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config.command import parse_command
-from specconsole.core.config.model import ConfigError, ServerConfig, SpecAlgorithm
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.render import to_argv, to_command
 from specconsole.core.config.systemd import (
     UnitOptions,

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config.model import ConfigError, ServerConfig
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.secrets import REDACTED, env_file_text, is_secret_name, redact_env
 from specconsole.core.config.systemd import parse_unit, to_unit

@@ -10,15 +10,13 @@ from hypothesis import strategies as st
 
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.validation import errors, validate
-from specconsole.core.engine.registry import engine_for, engine_names
+from specconsole.core.config.validation import errors, normalized, validate
+from specconsole.core.engine.registry import engine_names
 from specconsole.engines.sglang.normalize import MSG_MAX_RUNNING_RESET
 from specconsole.engines.sglang.rules import MSG_DRAFT_ADJUSTED
 
-
-def normalize(config: ServerConfig) -> tuple[ServerConfig, list[Issue]]:
-    """The configuration as its engine will run it (what a trial records)."""
-    return engine_for(config).normalize(config)
+normalize = normalized
+"""The configuration as its engine will run it (what a trial records)."""
 
 
 EAGLE3 = ServerConfig(

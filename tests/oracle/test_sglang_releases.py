@@ -35,9 +35,9 @@ from specconsole.core.logs.events import (
     PrefillStats,
     Ready,
 )
-from specconsole.core.logs.sglang import DECODE_KEYS, PREFILL_KEYS
 from specconsole.engines.sglang.flags import MODELLED_FLAGS
 from specconsole.engines.sglang.flags import render_flags as sglang_flags
+from specconsole.engines.sglang.logstats import DECODE_KEYS, PREFILL_KEYS
 from specconsole.engines.sglang.releases import (
     FLAG_CHANGES,
     KNOWN_RELEASES,

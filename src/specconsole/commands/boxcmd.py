@@ -73,8 +73,8 @@ def _profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict
 
 
 def _import_cmd(args: argparse.Namespace) -> int:
+    from specconsole.core.config.errors import ConfigError
     from specconsole.core.config.importplan import plan_from_unit
-    from specconsole.core.config.model import ConfigError
     from specconsole.core.plans.profile import ProfileError, parse_profile
     from specconsole.core.ports import TransportError
 

@@ -218,7 +218,7 @@ async def unit_port(backend: ServiceBackend, default: int) -> int:
     cat = getattr(backend, "cat", None)
     if cat is None:
         return default
-    from specconsole.core.config.model import ConfigError
+    from specconsole.core.config.errors import ConfigError
     from specconsole.core.config.systemd import parse_unit
 
     main, dropins = await cat()

@@ -19,11 +19,12 @@ from collections.abc import Sequence
 import uvicorn
 
 from specconsole.sim import logfmt
-from specconsole.sim.args import SimArgError, parse_argv, resolve
+from specconsole.sim.args import SimArgError, parse_argv
 from specconsole.sim.engine import SchedulerCrash
 from specconsole.sim.http import build_app
 from specconsole.sim.parentwatch import parent_pid, watch_parent
 from specconsole.sim.profile import ProfileError, default_profile_path, load_profile
+from specconsole.sim.resolve import resolve
 from specconsole.sim.server import LOG_LEVELS, LogWriter, SimOptions, SimServer
 
 

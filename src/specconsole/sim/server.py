@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from specconsole.sim import logfmt
-from specconsole.sim.args import ParsedArgs, ResolvedArgs
+from specconsole.sim.args import ParsedArgs
 from specconsole.sim.engine import Scheduler
 from specconsole.sim.model import LoadFailure, MemoryPlan, plan_memory, uses_cuda_graph
 from specconsole.sim.profile import Profile
+from specconsole.sim.resolve import ResolvedArgs
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,

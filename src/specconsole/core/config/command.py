@@ -17,7 +17,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from specconsole.core.config.model import ConfigError, ServerConfig
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_names, get_engine
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from specconsole.core.config.model import ConfigError, ServerConfig, parse_field
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig, parse_field
 
 
 def format_value(value: object) -> str:

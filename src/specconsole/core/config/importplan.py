@@ -20,12 +20,8 @@ from typing import Any
 import tomli_w
 
 from specconsole.core.config.command import parse_command
-from specconsole.core.config.model import (
-    ConfigError,
-    ServerConfig,
-    config_from_table,
-    config_to_table,
-)
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig, config_from_table, config_to_table
 from specconsole.core.config.secrets import split_secrets
 from specconsole.core.config.systemd import parse_unit
 

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_names, get_engine
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.options import OptionField, OptionValue, parse_option, with_options
+from specconsole.core.engine.registry import (
+    DEFAULT_ENGINE,
+    EngineNotFound,
+    engine_names,
+    get_engine,
+)
 
 
 class SpecAlgorithm(StrEnum):
@@ -91,23 +98,28 @@ class ServerConfig:
     """Working directory of the server process (systemd ``WorkingDirectory=``)."""
     user: str | None = None
     """Account the service runs as (systemd ``User=``)."""
+    options: tuple[tuple[str, OptionValue], ...] = ()
+    """The engine's own settings (its ``option_fields``, :mod:`.options`), as ordered
+    (key, value) pairs; read them like fields (``config.spec_draft_n_max``)."""
     description: str = field(default="", compare=False)
     """Free-text label shown in reports; not part of the configuration's identity."""
+
+    def __getattr__(self, name: str) -> Any:
+        """An engine option by its key, like a field: its value, or ``None`` when the engine
+        declares the key and it is unset (the server's own default applies)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        for key, value in object.__getattribute__(self, "options"):
+            if key == name:
+                return value
+        if name in option_fields(object.__getattribute__(self, "engine")):
+            return None
+        raise AttributeError(f"ServerConfig has no field or {self.engine} option {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------
 # TOML ``[server]`` table <-> ServerConfig
 # ---------------------------------------------------------------------------------------------
-
-
-class ConfigError(ValueError):
-    """A configuration cannot be read; names the key and says how to fix it."""
-
-    def __init__(self, key: str, message: str, fix: str) -> None:
-        self.key = key
-        self.message = message
-        self.fix = fix
-        super().__init__(f"{key}: {message} Fix: {fix}")
 
 
 class FieldKind(StrEnum):
@@ -177,19 +189,20 @@ KEY_ALIASES: dict[str, str] = {
 """SGLang's own aliases, accepted on input and written back under the canonical name."""
 
 
-def _check_key(key: str) -> str:
+def _check_key(key: str, own: Mapping[str, OptionField] | None = None) -> str:
     if key in FIELD_KINDS:
         return key
     if key in KEY_ALIASES:
         return KEY_ALIASES[key]
+    own = own or {}
     dashed = key.replace("-", "_")
-    if dashed in FIELD_KINDS or dashed in KEY_ALIASES:
+    if dashed in FIELD_KINDS or dashed in KEY_ALIASES or dashed in own:
         raise ConfigError(
             f"server.{key}",
             "keys use underscores, not dashes.",
             f"write `{KEY_ALIASES.get(dashed, dashed)}`.",
         )
-    close = difflib.get_close_matches(key, list(FIELD_KINDS), n=1)
+    close = difflib.get_close_matches(key, [*FIELD_KINDS, *own], n=1)
     hint = f"did you mean `{close[0]}`? " if close else ""
     flag = "--" + key.replace("_", "-")
     raise ConfigError(
@@ -317,25 +330,43 @@ def parse_field(name: str, value: Any) -> Any:
     return tuple(pairs)
 
 
+def option_fields(engine: str) -> dict[str, OptionField]:
+    """The engine's own ``[server]`` keys by name (none for an engine that is not registered:
+    validation names that engine)."""
+    try:
+        return {f.name: f for f in get_engine(str(engine)).option_fields}
+    except EngineNotFound:
+        return {}
+
+
 def config_from_table(table: Mapping[str, Any]) -> ServerConfig:
     """Build a :class:`ServerConfig` from a TOML ``[server]`` table.
 
     Raises :class:`ConfigError` (naming the key and the fix) for unknown keys, bad types and a
     missing ``model_path``. Range rules (positive ints, fractions) are validation's job
-    (``specconsole.core.config.validation``) so the editor can show them all at once.
+    (``specconsole.core.config.validation``) so the editor can show them all at once; an
+    engine option's range is checked as it is read (:func:`.options.parse_option`).
     """
     if not isinstance(table, Mapping):
         raise ConfigError("server", "expected a table.", "write a [server] table.")
+    engine = table.get("engine", DEFAULT_ENGINE)
+    own = option_fields(parse_field("engine", engine)) if engine is not None else {}
     values: dict[str, Any] = {}
+    options: dict[str, OptionValue | None] = {}
     for raw_key, raw_value in table.items():
         if not isinstance(raw_key, str):
             raise ConfigError(f"server.{raw_key!r}", "keys must be strings.", "rename the key.")
-        name = _check_key(raw_key)
+        if raw_key in own:
+            options[raw_key] = parse_option(own[raw_key], raw_value)
+            continue
+        name = _check_key(raw_key, own)
         if name in values:
             raise ConfigError(
                 f"server.{raw_key}", f"sets {name} twice (via an alias).", "keep one of them."
             )
         values[name] = parse_field(name, raw_value)
+    if options:
+        values["options"] = with_options((), options, own)
     if "model_path" not in values:
         raise ConfigError(
             "server.model_path", "missing.", 'add model_path = "/path/to/model" (or a hub id).'
@@ -350,6 +381,8 @@ def config_to_table(config: ServerConfig) -> dict[str, Any]:
     :func:`config_from_table`)."""
     out: dict[str, Any] = {}
     for name in FIELD_KINDS:
+        if name == "extra_args":  # the engine's own keys read best next to its other settings
+            out.update(config.options)
         value = getattr(config, name)
         if value is None:
             continue
@@ -377,11 +410,29 @@ def replace_config(config: ServerConfig, **changes: Any) -> ServerConfig:
 
     Values may be typed or editor text (``"3"``, ``"0.85"``, ``"EAGLE3"``, ``""`` to unset).
     """
-    typed = {}
+    typed: dict[str, Any] = {}
+    own = option_fields(changes.get("engine", config.engine))
+    options: dict[str, OptionValue | None] = {}
     for key, value in changes.items():
-        name = _check_key(key)
+        if key in own:
+            options[key] = parse_option(own[key], value)
+            continue
+        name = _check_key(key, own)
         typed[name] = parse_field(name, value)
+    if options:
+        typed["options"] = with_options(config.options, options, own)
     return dataclasses.replace(config, **typed)
+
+
+def set_values(config: ServerConfig, **values: Any) -> ServerConfig:
+    """``config`` with typed values set by key, fields and engine options alike (a plan's axes
+    name either): ``dataclasses.replace`` for the fields, the options tuple for the rest."""
+    own = option_fields(config.engine)
+    fields = {k: v for k, v in values.items() if k not in own}
+    options = {k: v for k, v in values.items() if k in own}
+    if options:
+        fields["options"] = with_options(config.options, options, own)
+    return dataclasses.replace(config, **fields)
 
 
 def effective_launcher(config: ServerConfig) -> str:

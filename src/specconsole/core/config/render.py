@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import shlex
 
-from specconsole.core.config.model import (
-    DEFAULT_SGLANG_LAUNCHER,
-    ConfigError,
-    ServerConfig,
-    effective_launcher,
-)
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import DEFAULT_SGLANG_LAUNCHER, ServerConfig, effective_launcher
 from specconsole.core.engine.registry import engine_for
 
 __all__ = ["exec_words", "launcher_argv", "to_argv", "to_command"]

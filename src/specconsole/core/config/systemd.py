@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from specconsole.core.config.command import parse_command
-from specconsole.core.config.model import ConfigError, ServerConfig
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import exec_words
 
 __all__ = ["UnitOptions", "parse_unit", "systemd_quote", "systemd_split", "to_unit"]

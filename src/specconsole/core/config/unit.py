@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from specconsole.core.config.model import ConfigError, ServerConfig
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import exec_words
 from specconsole.core.config.secrets import env_file_text, split_secrets
 from specconsole.core.config.systemd import (

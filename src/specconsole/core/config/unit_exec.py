@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specconsole.core.config.command import parse_command
-from specconsole.core.config.model import ConfigError, ServerConfig, parse_field
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig, parse_field
 from specconsole.core.config.render import launcher_argv, to_argv
 from specconsole.core.config.systemd import _unescape_exec, systemd_quote, systemd_split
 from specconsole.core.engine.protocol import Engine

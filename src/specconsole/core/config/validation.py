@@ -19,9 +19,11 @@ from __future__ import annotations
 import re
 
 from specconsole.core.config.bounds import SERVER_LIMITS, control_char_problem, is_int
+from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import extra_flags
 from specconsole.core.config.issues import Issue, IssueReport, Severity
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.options import parse_option
 from specconsole.core.config.speculation import TREE_FIELDS
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import (
@@ -57,6 +59,18 @@ def validate(config: ServerConfig) -> list[Issue]:
         ]
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTICE: 2}
     return sorted(issues, key=lambda i: order[i.severity])
+
+
+def normalized(
+    config: ServerConfig, architecture: str | None = None
+) -> tuple[ServerConfig, list[Issue]]:
+    """The configuration as its engine will really run it, with a notice per silent change
+    (``Engine.normalize``); never raises: a configuration whose engine is not registered is
+    returned as it is (:func:`validate` names the engine)."""
+    try:
+        return get_engine(str(config.engine)).normalize(config, architecture)
+    except Exception:  # pragma: no cover - defensive: malformed objects of any shape
+        return config, []
 
 
 def errors(issues: list[Issue]) -> list[Issue]:
@@ -175,6 +189,8 @@ def _validate(config: ServerConfig) -> list[Issue]:
     ):
         err("extra_args", "must be a list of strings.", 'write extra_args = ["--flag", "value"].')
 
+    _check_options(config, engine, r)
+
     # --- flags given twice ------------------------------------------------------------------
     modelled = engine.modelled_flags
     for flag in extra_flags(config):
@@ -189,6 +205,31 @@ def _validate(config: ServerConfig) -> list[Issue]:
 
     engine.check(config, algo, bad_ints, r)
     return r.issues
+
+
+def _check_options(config: ServerConfig, engine: Engine, r: IssueReport) -> None:
+    """The engine's own keys: known to it, each value of its kind and within its bounds."""
+    own = {f.name: f for f in engine.option_fields}
+    pairs = config.options if isinstance(config.options, tuple | list) else ()
+    for entry in pairs:
+        if not (isinstance(entry, tuple | list) and len(entry) == 2):
+            r.err("options", f"bad entry {entry!r}.", "set the engine's keys in [server].")
+            continue
+        name, value = entry
+        field = own.get(name)
+        if field is None:
+            r.err(
+                str(name),
+                f"{engine.title} has no setting {name!r}.",
+                "remove it, or pass the flag through extra_args.",
+            )
+            continue
+        try:
+            parse_option(field, value)
+        except ConfigError as exc:
+            r.err(name, exc.message, exc.fix)
+        if isinstance(value, str) and (problem := control_char_problem(value)):
+            r.err(name, f"{problem}.", "remove it: it cannot go on a command line or in a unit.")
 
 
 def _spelled(engine: Engine, key: str) -> str:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from specconsole.core.config.issues import Issue, IssueReport
     from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+    from specconsole.core.config.options import OptionField
     from specconsole.core.config.releases import ReleaseTable
     from specconsole.core.logs.grammar import LogGrammar
 
@@ -107,6 +108,9 @@ class Engine(Protocol):
     modelled_flags: Mapping[str, str]
     """Its flags (aliases included) that are ``ServerConfig`` fields: flag -> field. The
     validator refuses them in ``extra_args`` and the unit editor never writes them twice."""
+    option_fields: tuple[OptionField, ...]
+    """Its own ``[server]`` keys beyond the shared fields (``core.config.options``), in the
+    order files, editors and command lines show them; ``()`` when it has none."""
 
     def launches(self, program: str, module: str | None) -> bool:
         """Whether a command line whose program is ``program`` (its basename) or, for

@@ -18,7 +18,6 @@ from specconsole.core.config import validation
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.secrets import redact_text
-from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import LevelSummary
 from specconsole.core.measure.metrics import LevelMetrics
@@ -61,7 +60,7 @@ def validate_config(config: ServerConfig) -> ev.Outcome:
             errors=tuple(f"{i.field or 'config'}: {i.message} Fix: {i.fix}" for i in blocking),
             warnings=warnings,
         )
-    normalized, notes = engine_for(config).normalize(config)
+    normalized, notes = validation.normalized(config)
     argv = tuple(to_argv(normalized))
     note_text = tuple(f"{i.field or 'config'}: {i.message}" for i in notes)
     return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)

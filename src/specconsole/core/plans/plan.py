@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
 from specconsole.core.plans.pool import Box
 from specconsole.core.plans.profile import Profile
@@ -180,7 +180,7 @@ class SweepPlan:
 
     def at(self, config: ServerConfig, **values: Any) -> ServerConfig:
         """``config`` with ``values`` applied and derived fields recomputed."""
-        return self.derive(replace(config, **values))
+        return self.derive(set_values(config, **values))
 
     def underived(self, config: ServerConfig) -> ServerConfig:
         """``config`` with derived fields blanked (to compare trials on the axes only)."""

@@ -17,10 +17,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from specconsole.core.config.bounds import PLAN_LIMITS, limit_problem, parse_choice
+from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import (
     FIELD_KINDS,
     KEY_ALIASES,
-    ConfigError,
     FieldKind,
     ServerConfig,
     config_from_table,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.contenders import identity as _identity
 
@@ -72,8 +72,8 @@ def encode(plan: SweepPlan, axes: Sequence[Axis], config: ServerConfig) -> dict[
     outside = [a.name for a in axes]
     if "speculative_num_steps" in outside or "speculative_eagle_topk" in outside:
         outside.append("speculative_num_draft_tokens")  # derived from the tree axes
-    mine = replace(project(plan, config), **{n: None for n in outside})
-    base = replace(project(plan, plan.base), **{n: None for n in outside})
+    mine = set_values(project(plan, config), **dict.fromkeys(outside))
+    base = set_values(project(plan, plan.base), **dict.fromkeys(outside))
     return params if _identity(mine) == _identity(base) else None
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
@@ -331,5 +331,5 @@ def _plateau_sentence(
 
 def _same_walk(plan: SweepPlan, walk: _Walk, axis: str, config: ServerConfig) -> bool:
     """True when ``config`` lies on ``walk`` (equal except on the axis and derived fields)."""
-    here = plan.underived(replace(config, **{axis: getattr(walk.base, axis)}))
+    here = plan.underived(set_values(config, **{axis: getattr(walk.base, axis)}))
     return here == plan.underived(walk.base)

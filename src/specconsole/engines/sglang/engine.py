@@ -31,6 +31,7 @@ class SGLang:
     default_host = "127.0.0.1"
     default_port = 30000
     modelled_flags = flags.MODELLED_FLAGS
+    option_fields = ()
     releases = releases.TABLE
     endpoints = Endpoints(
         server_info="/server_info",

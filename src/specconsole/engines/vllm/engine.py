@@ -27,6 +27,7 @@ class VLLM:
     default_host = flags.VLLM_DEFAULT_HOST
     default_port = flags.VLLM_DEFAULT_PORT
     modelled_flags = flags.MODELLED_FLAGS
+    option_fields = ()
     releases = ReleaseTable()
     endpoints = Endpoints(apis=("completions", "chat"), bench_backend="vllm")
 

@@ -16,8 +16,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import flag_field, flag_value, flag_words
-from specconsole.core.config.model import ConfigError, ServerConfig, SpecAlgorithm, parse_field
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm, parse_field
 
 __all__ = [
     "METHODS",
