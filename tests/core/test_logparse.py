@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.logs import FIXES, LogParser, classify_fatal, parse_lines
+from specconsole.core.logs import LogParser, classify_fatal, parse_lines, registered_grammars
+from specconsole.core.logs.dialect import dialect_for
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
@@ -32,10 +33,13 @@ from specconsole.core.logs.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from specconsole.core.logs.fatal import GENERIC_FIXES
 from specconsole.core.logs.fields import key_values as _key_values
 from specconsole.core.logs.load_summary import summarize
-from specconsole.core.logs.sglang import DECODE_KEYS as _DECODE_KEYS
-from specconsole.core.logs.sglang import decode_fast as _decode_fast
+from specconsole.engines.sglang.fatal import FIXES, SGLangCause
+from specconsole.engines.sglang.logstats import DECODE_KEYS as _DECODE_KEYS
+from specconsole.engines.sglang.logstats import decode_fast as _decode_fast
+from specconsole.engines.vllm.fatal import FIXES as VLLM_FIXES
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 
@@ -428,7 +432,7 @@ VLLM_CASES: list[tuple[str, LogEvent]] = [
 
 @pytest.mark.parametrize(("line", "expected"), VLLM_CASES, ids=lambda v: getattr(v, "kind", ""))
 def test_vllm_single_line_events(line: str, expected: LogEvent) -> None:
-    assert LogParser("vllm").feed(line) == [expected]
+    assert LogParser(engine="vllm").feed(line) == [expected]
 
 
 @pytest.mark.parametrize(("line", "expected"), LINE_CASES, ids=lambda v: getattr(v, "kind", ""))
@@ -450,7 +454,7 @@ def test_single_line_events(line: str, expected: LogEvent) -> None:
     ],
 )
 def test_lines_without_events(line: str) -> None:
-    assert LogParser("sglang").feed(line) == []
+    assert LogParser(engine="sglang").feed(line) == []
 
 
 def test_sglang_uvicorn_startup_is_not_ready() -> None:
@@ -530,28 +534,28 @@ def test_old_and_hybrid_decode_formats() -> None:
 # Fatal causes
 # ---------------------------------------------------------------------------------------------
 
-FATAL_CASES: list[tuple[str, FatalCause, str]] = [
+FATAL_CASES: list[tuple[str, str, str]] = [
     ("fatal_kv_not_enough_memory.log", FatalCause.KV_CACHE_NO_MEMORY, "Not enough memory"),
     ("fatal_cuda_oom.log", FatalCause.CUDA_OOM, "torch.OutOfMemoryError: CUDA out of memory"),
     (
         "fatal_cuda_graph_capture.log",
-        FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
+        SGLangCause.CUDA_GRAPH_CAPTURE_FAILED,
         "Capture cuda graph failed",
     ),
     ("fatal_nccl.log", FatalCause.NCCL_ERROR, "NCCL error"),
     ("fatal_illegal_memory_access.log", FatalCause.ILLEGAL_MEMORY_ACCESS, "illegal memory access"),
-    ("fatal_scheduler_exception.log", FatalCause.SCHEDULER_EXCEPTION, "KeyError: 'rid-7f3a'"),
+    ("fatal_scheduler_exception.log", SGLangCause.SCHEDULER_EXCEPTION, "KeyError: 'rid-7f3a'"),
     ("fatal_bad_argument_value_error.log", FatalCause.BAD_ARGUMENT, "trtllm_mha backend only"),
     ("fatal_bad_argument_assert.log", FatalCause.BAD_ARGUMENT, "AssertionError"),
     ("fatal_bad_argument_argparse.log", FatalCause.BAD_ARGUMENT, "invalid int value"),
     ("fatal_scheduler_killed.log", FatalCause.SCHEDULER_KILLED, "exit code: -9"),
     ("fatal_unknown_traceback.log", FatalCause.UNKNOWN_TRACEBACK, "FileNotFoundError"),
-    ("fatal_warmup_failed.log", FatalCause.WARMUP_FAILED, "AssertionError: res="),
+    ("fatal_warmup_failed.log", SGLangCause.WARMUP_FAILED, "AssertionError: res="),
 ]
 
 
 @pytest.mark.parametrize(("name", "cause", "proof"), FATAL_CASES, ids=[c[0] for c in FATAL_CASES])
-def test_fatal_causes(name: str, cause: FatalCause, proof: str) -> None:
+def test_fatal_causes(name: str, cause: str, proof: str) -> None:
     events = parse_file(name)
     fatals = only(events, FatalError)
     assert len(fatals) == 1, fatals  # one event per traceback; "Received sigquit" is a consequence
@@ -648,8 +652,12 @@ def test_classify_fatal_prefers_specific_signature() -> None:
 
 
 def test_every_cause_has_fixes() -> None:
-    for cause in FatalCause:
+    for cause in [*FatalCause, *SGLangCause]:
         assert FIXES[cause], cause
+    for grammar in registered_grammars():  # whichever engine's log it is read as
+        rules = dialect_for((grammar,)).rules
+        for cause in rules.precedence:
+            assert rules.fixes_for(cause), (grammar.name, cause)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -804,7 +812,7 @@ def test_single_line_fatals_outside_tracebacks() -> None:
     )
     assert isinstance(kv, FatalError) and kv.cause is FatalCause.KV_CACHE_NO_MEMORY
     (graph,) = LogParser().feed("[2026-07-20 10:00:00] Capture cuda graph failed: boom")
-    assert isinstance(graph, FatalError) and graph.cause is FatalCause.CUDA_GRAPH_CAPTURE_FAILED
+    assert isinstance(graph, FatalError) and graph.cause is SGLangCause.CUDA_GRAPH_CAPTURE_FAILED
     (oom,) = LogParser().feed("sglang.service: Failed with result 'oom-kill'.")
     assert isinstance(oom, FatalError) and oom.cause is FatalCause.SCHEDULER_KILLED
 
@@ -925,8 +933,8 @@ def test_json_multiline_message() -> None:
 
 def test_vllm_ready_needs_vllm() -> None:
     line = "INFO:     Application startup complete."
-    assert LogParser("vllm").feed(line) == [Ready()]
-    assert LogParser("sglang").feed(line) == []
+    assert LogParser(engine="vllm").feed(line) == [Ready()]
+    assert LogParser(engine="sglang").feed(line) == []
     auto = LogParser()
     assert auto.feed(line) == []  # no vLLM line seen yet
     auto.feed("INFO 07-20 10:30:01 [api_server.py:1885] vLLM API server version 0.11.0")
@@ -982,7 +990,7 @@ def test_fix_changes_apply_with_replace_config() -> None:
         speculative_num_draft_tokens=32,
         mem_fraction_static=0.85,
     )
-    for cause, fixes in FIXES.items():
+    for cause, fixes in [*FIXES.items(), *VLLM_FIXES.items(), *GENERIC_FIXES.items()]:
         for fix in fixes:
             changed = replace_config(config, **dict(fix.changes))
             assert fix.text, cause

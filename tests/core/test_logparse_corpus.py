@@ -16,12 +16,13 @@ from specconsole.core.logs.events import (
     SpecStats,
 )
 from specconsole.core.logs.load_summary import summarize
+from specconsole.engines.sglang.fatal import SGLangCause
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "logs" / "corpus"
 
-EXPECTED: dict[str, tuple[FatalCause | None, bool, dict[type, int]]] = {
+EXPECTED: dict[str, tuple[str | None, bool, dict[type, int]]] = {
     # file: (fatal cause, ready, {event type: at least this many})
-    "compose_cuda_graph_fatal.log": (FatalCause.CUDA_GRAPH_CAPTURE_FAILED, False, {}),
+    "compose_cuda_graph_fatal.log": (SGLangCause.CUDA_GRAPH_CAPTURE_FAILED, False, {}),
     "cri_vllm_no_cache_blocks.log": (FatalCause.KV_CACHE_NO_MEMORY, False, {}),
     "illegal_memory_then_scheduler.log": (
         FatalCause.ILLEGAL_MEMORY_ACCESS,
@@ -39,7 +40,7 @@ EXPECTED: dict[str, tuple[FatalCause | None, bool, dict[type, int]]] = {
     "vllm_startup_oom.log": (FatalCause.CUDA_OOM, False, {}),
     "vllm_v0_stats_spec.log": (None, False, {DecodeStats: 1, SpecStats: 1}),
     "vllm_v1_capacity_ray.log": (None, True, {KVCacheAllocated: 1}),
-    "warmup_failed.log": (FatalCause.WARMUP_FAILED, False, {}),
+    "warmup_failed.log": (SGLangCause.WARMUP_FAILED, False, {}),
 }
 
 

@@ -1,8 +1,9 @@
 """The prefix layer: every collector prefix and engine header, alone and in combination.
 
-Each row of ``core.logs.prefixes`` carries a real-shaped example (written for this project);
-these tests check that its message comes out intact, wrapped around every engine header, and
-that the parser then finds the event the message holds.
+Each row of ``core.logs.prefixes`` and each header form of an engine's grammar carries a
+real-shaped example (written for this project); these tests check that its message comes out
+intact, wrapped around every engine header, and that the parser then finds the event the
+message holds.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import pytest
 
 from specconsole.core.logs import LogParser, parse_lines
 from specconsole.core.logs.events import Capacity, DecodeStats, FatalCause, FatalError, Ready
-from specconsole.core.logs.prefixes import (
-    ENGINE_HEADERS,
-    OUTER,
-    strip_engine_header,
-    strip_outer,
-)
+from specconsole.core.logs.prefixes import OUTER, strip_outer
+
+DIALECT = LogParser().dialect
+"""Every registered engine's grammar, as ``LogParser()`` reads."""
+ENGINE_HEADERS = DIALECT.header_examples
+"""The Ray / PyTorch prefixes and every grammar's header forms, each with its example."""
+strip_engine_header = DIALECT.strip_header
 
 DECODE = (
     "Decode batch, #running-req: 3, #token: 912, token usage: 0.02, accept len: 2.61, "

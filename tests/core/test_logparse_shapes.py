@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.logs import classify_fatal, parse_lines
+from specconsole.core.logs import LogParser, classify_fatal, parse_lines
 from specconsole.core.logs.events import (
     Capacity,
     DecodeStats,
@@ -18,7 +18,7 @@ from specconsole.core.logs.events import (
     PrefillStats,
     SpecStats,
 )
-from specconsole.core.logs.fatal import PRECEDENCE
+from specconsole.engines.sglang.fatal import SGLangCause
 
 
 def one(lines: list[str], cls: type):
@@ -144,9 +144,11 @@ def test_vllm_speculative_shapes(line: str, rate: float, length: float) -> None:
 
 
 def test_precedence_is_explicit_and_complete() -> None:
-    assert set(PRECEDENCE) == set(FatalCause)
-    assert PRECEDENCE.index(FatalCause.ILLEGAL_MEMORY_ACCESS) < PRECEDENCE.index(
-        FatalCause.SCHEDULER_EXCEPTION
+    precedence = LogParser().dialect.rules.precedence  # every registered engine's grammar
+    assert set(FatalCause) | set(SGLangCause) <= set(precedence)
+    assert len(set(precedence)) == len(precedence)
+    assert precedence.index(FatalCause.ILLEGAL_MEMORY_ACCESS) < precedence.index(
+        SGLangCause.SCHEDULER_EXCEPTION
     )
 
 
@@ -272,4 +274,4 @@ def test_warmup_failure_cause() -> None:
         "AssertionError: res=<Response [500 Internal Server Error]>",
     ]
     (fatal,) = [e for e in parse_lines(lines) if isinstance(e, FatalError)]
-    assert fatal.cause is FatalCause.WARMUP_FAILED and "AssertionError" in fatal.summary
+    assert fatal.cause is SGLangCause.WARMUP_FAILED and "AssertionError" in fatal.summary

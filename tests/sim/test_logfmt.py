@@ -21,6 +21,7 @@ from specconsole.core.logs.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from specconsole.engines.sglang.fatal import SGLangCause
 from specconsole.sim import logfmt
 
 DIALECTS = (logfmt.LATEST, logfmt.V059)
@@ -113,10 +114,10 @@ def test_fatal_texts_are_classified(dialect: str) -> None:
         logfmt.not_enough_memory_traceback(dialect, 0.88): FatalCause.KV_CACHE_NO_MEMORY,
         logfmt.capture_failed_traceback(
             dialect, "target", 0.5, 48.0, 0.1
-        ): FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
+        ): SGLangCause.CUDA_GRAPH_CAPTURE_FAILED,
         logfmt.capture_failed_traceback(
             dialect, "draft", 0.5, 48.0, 0.1
-        ): FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
+        ): SGLangCause.CUDA_GRAPH_CAPTURE_FAILED,
         logfmt.weights_oom_traceback(1.25, 48.0, 0.2): FatalCause.CUDA_OOM,
         logfmt.serving_crash_traceback(): FatalCause.ILLEGAL_MEMORY_ACCESS,
     }

@@ -318,7 +318,7 @@ def _render_cmd(args: argparse.Namespace) -> int:
 
 def _parse_log_cmd(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
-    parser = LogParser(args.engine or None)
+    parser = LogParser(engine=args.engine or None)
     summary = LoadSummary()
     try:
         if args.file == "-":

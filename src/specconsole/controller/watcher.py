@@ -188,7 +188,7 @@ class ServerWatch:
     async def _consume_logs(
         self, lines: asyncio.Queue[_Line | None], exited: asyncio.Event
     ) -> None:
-        parser = LogParser(self._engine)
+        parser = LogParser(engine=self._engine)
         timing = self._timing
         batch: list[str] = []
         batch_started = 0.0

@@ -1,26 +1,24 @@
-"""Fast positional constructors for the events of the hottest lines (Decode and Prefill).
+"""Fast positional constructors for the events of an engine's hottest lines.
 
 Why it exists: a busy server logs mostly statistics lines, and building their frozen event
 through the dataclass ``__init__`` cost more than matching the line (one
 ``object.__setattr__`` per field, keyword arguments; ``benchmarks/log_parser.py`` profiled it
-as the largest single cost). :func:`positional_builder` makes a constructor that writes the
-slots directly through their descriptors, in one generated function with no loop — the very
-technique ``dataclasses`` uses for ``__init__`` — and gives every field it is not passed its
-declared default. The result is the same frozen, slotted instance the class's own
-constructor makes (equal, hashable, immutable); ``tests/core/test_logparse_build.py`` checks
-it field by field.
+as the largest single cost). An engine's grammar builds its statistics events with it
+(SGLang's Decode and Prefill lines: ``engines/sglang/logbuild.py``).
+:func:`positional_builder` makes a constructor that writes the slots directly through their
+descriptors, in one generated function with no loop — the very technique ``dataclasses`` uses
+for ``__init__`` — and gives every field it is not passed its declared default. The result is
+the same frozen, slotted instance the class's own constructor makes (equal, hashable,
+immutable); ``tests/core/test_logparse_build.py`` checks it field by field.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from specconsole.core.logs.events import DecodeStats, PrefillStats
-
-__all__ = ["decode_event", "positional_builder", "prefill_event"]
+__all__ = ["positional_builder"]
 
 E = TypeVar("E")
 
@@ -58,81 +56,3 @@ def positional_builder(cls: type[E], names: tuple[str, ...]) -> Callable[..., E]
     build: Callable[..., E] = scope["build"]
     build.__doc__ = f"{cls.__name__}({', '.join(names)}) by position."
     return build
-
-
-_BUILD_DECODE = positional_builder(
-    DecodeStats,
-    (
-        "timestamp",
-        "rank",
-        "running_req",
-        "num_tokens",
-        "token_usage",
-        "accept_len",
-        "accept_rate",
-        "cuda_graph",
-        "gen_throughput",
-        "queue_req",
-    ),
-)
-
-
-def decode_event(m: re.Match[str], ts: str | None, rank: str | None) -> DecodeStats | None:
-    """The event of a canonical Decode line straight from its match (no dict, no keywords,
-    no per-field ``object.__setattr__``: the hot path of a busy log), ``None`` when a number
-    does not convert."""
-    g = m.groups()
-    try:
-        return _BUILD_DECODE(
-            ts,
-            rank,
-            int(g[0]),
-            int(g[1]),
-            float(g[2]),
-            float(g[3]) if g[3] is not None else None,
-            float(g[4]) if g[4] is not None else None,
-            g[5] == "True",
-            float(g[6]),
-            int(g[7]),
-        )
-    except ValueError:
-        return None
-
-
-_BUILD_PREFILL = positional_builder(
-    PrefillStats,
-    (
-        "timestamp",
-        "rank",
-        "new_seq",
-        "new_token",
-        "cached_token",
-        "token_usage",
-        "running_req",
-        "queue_req",
-        "pending_token",
-        "cuda_graph",
-        "input_throughput",
-    ),
-)
-
-
-def prefill_event(m: re.Match[str], ts: str | None, rank: str | None) -> PrefillStats | None:
-    """Like :func:`decode_event`, for the canonical Prefill line."""
-    g = m.groups()
-    try:
-        return _BUILD_PREFILL(
-            ts,
-            rank,
-            int(g[0]),
-            int(g[1]),
-            int(g[2]),
-            float(g[3]),
-            int(g[4]),
-            int(g[5]),
-            int(g[6]),
-            g[7] == "True",
-            float(g[8]),
-        )
-    except ValueError:
-        return None

@@ -73,12 +73,16 @@ class WarningKind(StrEnum):
 
 
 class FatalCause(StrEnum):
-    """Why the server died (or cannot start), most specific first in classification."""
+    """The generic reasons a server dies (or cannot start): those any PyTorch-based server
+    shows, whatever the engine. An engine's grammar adds its own causes as plain strings (a
+    ``StrEnum`` of its own, say): ``FatalError.cause`` carries either, the console shows a
+    cause as words (``cuda_graph_capture_failed`` -> "cuda graph capture failed") and records
+    keep it as is, so a new cause needs no change here. Which cause wins when an excerpt shows
+    several is :data:`specconsole.core.logs.fatal.GENERIC_RANKS` plus each grammar's ranks."""
 
     KV_CACHE_NO_MEMORY = "kv_cache_no_memory"
-    """No memory left for the KV cache after the weights (``Not enough memory...``)."""
-    CUDA_GRAPH_CAPTURE_FAILED = "cuda_graph_capture_failed"
-    """``Capture cuda graph failed`` (usually out of memory while capturing)."""
+    """No memory left for the KV cache after the weights (each engine words it its own way:
+    SGLang's ``Not enough memory...``, vLLM's ``No available memory for the cache blocks``)."""
     ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
     """``CUDA error: an illegal memory access was encountered`` (often an invalid tree)."""
     CUDA_OOM = "cuda_oom"
@@ -89,17 +93,14 @@ class FatalCause(StrEnum):
     """A ValueError/AssertionError/argparse error before any weights loaded."""
     SCHEDULER_KILLED = "scheduler_killed"
     """A process was SIGKILLed (exit -9), usually by the OS OOM killer."""
-    WARMUP_FAILED = "warmup_failed"
-    """``Initialization failed. warmup error``: loaded, but the warm-up request failed."""
-    SCHEDULER_EXCEPTION = "scheduler_exception"
-    """``Scheduler hit an exception`` with no more specific signature."""
     UNKNOWN_TRACEBACK = "unknown_traceback"
     """A traceback (or a fatal exit) matching none of the known signatures."""
 
 
 @dataclass(frozen=True, slots=True)
 class SuggestedFix:
-    """One remedy for a fatal cause, drawn from SGLang's own advice.
+    """One remedy for a fatal cause, from the grammar that classified it (its engine's own
+    advice) or the core's generic remedies.
 
     ``changes`` are the configuration edits it suggests, as (``ServerConfig`` field, editor
     text) pairs with SGLang's recipe values (not relative to the crashed configuration), so
@@ -349,7 +350,8 @@ class FatalError(LogEvent):
     """The server died or cannot start, with the evidence and what to do about it."""
 
     kind: ClassVar[str] = "fatal"
-    cause: FatalCause = FatalCause.UNKNOWN_TRACEBACK
+    cause: str = FatalCause.UNKNOWN_TRACEBACK
+    """A :class:`FatalCause` or a cause the engine's grammar defines (a string)."""
     summary: str = ""
     """The single most telling line (e.g. the exception line)."""
     excerpt: str = ""

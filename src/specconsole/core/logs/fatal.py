@@ -1,44 +1,59 @@
-"""Fatal-cause classification: which of SGLang's (and vLLM's) known ways to die an excerpt shows.
+"""Fatal-cause classification: the generic causes, and the one classifier grammars plug into.
 
 Why it exists apart from the line parser: it is the one "is this fatal, and why?" rule of the
 product. The parser applies it to each grouped traceback, :mod:`specconsole.core.machine.watch`
-to parsed events and the console's journal highlighter to single lines; each cause carries
-SGLang's own remedies (:data:`FIXES`).
+to single lines and the console's journal highlighter through the parser; each cause carries
+the remedies of the grammar that knows it.
+
+What stays here, and why: the signatures every PyTorch-based server prints whatever the
+engine — CUDA out of memory, an illegal memory access, NCCL failures, a SIGKILL (the OS OOM
+killer, systemd's ``9/KILL``), an orderly SIGTERM, the failed-request lines of uvicorn,
+hypercorn and the OpenAI-compatible front ends, a Python argument error before any weights
+loaded — with remedies worded in the configuration's own fields (:data:`GENERIC_FIXES`). An
+engine's grammar (:class:`~specconsole.core.logs.grammar.LogGrammar`) adds its own causes, its
+wording of the generic ones, where its causes rank, and its remedies; :class:`FatalRules`
+compiles the lot.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from specconsole.core.logs.events import FatalCause, SuggestedFix
 
+if TYPE_CHECKING:
+    from .grammar import LogGrammar
+
 __all__ = [
-    "FIXES",
-    "PRECEDENCE",
-    "RECOVERABLE",
-    "classify_fatal",
-    "fatal_signature",
+    "GENERIC_FIXES",
+    "GENERIC_RANKS",
+    "LOWER_GRAPH_BS",
+    "LOWER_MEM",
+    "LOWER_RUNNING",
+    "RAISE_MEM",
+    "READ_EXCERPT",
+    "SHRINK_TREE",
+    "FatalRules",
     "is_exception_line",
-    "is_recoverable",
-    "is_request_error",
     "is_request_exception",
-    "might_be_fatal",
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Remedies (SGLang's "OOM Troubleshooting" recipe and CUDA_GRAPH_CAPTURE_FAILED_MSG)
+# Remedies in the configuration's own fields (the recipe values are the product's: SGLang's
+# "OOM Troubleshooting" numbers, which apply to any engine rendering these fields)
 # ---------------------------------------------------------------------------------------------
 
-_LOWER_MEM = SuggestedFix(
+LOWER_MEM = SuggestedFix(
     "Lower mem_fraction_static (e.g. 0.8, 0.7, or 0.5) so activations and graphs fit.",
     (("mem_fraction_static", "0.7"),),
 )
-_LOWER_GRAPH_BS = SuggestedFix(
+LOWER_GRAPH_BS = SuggestedFix(
     "Lower cuda_graph_max_bs (e.g. 16, or 4) so fewer CUDA graphs are captured.",
     (("cuda_graph_max_bs", "16"),),
 )
-_SHRINK_TREE = SuggestedFix(
+SHRINK_TREE = SuggestedFix(
     "Shrink the draft tree: speculative_num_steps=3, speculative_eagle_topk=1, "
     "speculative_num_draft_tokens=4.",
     (
@@ -47,114 +62,75 @@ _SHRINK_TREE = SuggestedFix(
         ("speculative_num_draft_tokens", "4"),
     ),
 )
-_LOWER_RUNNING = SuggestedFix(
+LOWER_RUNNING = SuggestedFix(
     "Lower max_running_requests (e.g. 4) to bound per-request memory.",
     (("max_running_requests", "4"),),
 )
-_RAISE_MEM = SuggestedFix(
+RAISE_MEM = SuggestedFix(
     "Raise mem_fraction_static: the weights leave no room for the KV cache (draft weights "
     "count too), or use a smaller model / more GPUs (tp_size).",
 )
-_DISABLE_GRAPH = SuggestedFix(
-    "As a last resort disable CUDA graphs (--disable-cuda-graph, or "
-    "--cuda-graph-backend-decode=disabled on the newest SGLang): a large slowdown.",
+CHECK_GPU_FREE = SuggestedFix(
+    "Check that no other process holds GPU memory (nvidia-smi) before raising it.",
 )
+CHECK_NCCL_GPUS = SuggestedFix(
+    "Check that every GPU of tp_size is free and visible (nvidia-smi, "
+    "CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
+)
+SMALLER_TP = SuggestedFix("Try a smaller tp_size (fewer GPUs in the NCCL group).")
+KILLED_HOST_MEMORY = SuggestedFix(
+    "A process was SIGKILLed, usually by the OS OOM killer: check `dmesg -T | grep -i "
+    "oom` and reduce host memory use (fewer parallel loads, lower "
+    "max_running_requests or chunked prefill)."
+)
+READ_EXCERPT = SuggestedFix("Read the excerpt; the last exception line says what failed.")
 
-FIXES: dict[FatalCause, tuple[SuggestedFix, ...]] = {
-    FatalCause.KV_CACHE_NO_MEMORY: (
-        _RAISE_MEM,
-        SuggestedFix(
-            "Check that no other process holds GPU memory (nvidia-smi) before raising it.",
-        ),
-    ),
-    FatalCause.CUDA_OOM: (_LOWER_MEM, _LOWER_GRAPH_BS, _SHRINK_TREE, _LOWER_RUNNING),
-    FatalCause.CUDA_GRAPH_CAPTURE_FAILED: (
-        _LOWER_MEM,
-        _LOWER_GRAPH_BS,
-        _SHRINK_TREE,
-        _DISABLE_GRAPH,
-    ),
+GENERIC_FIXES: dict[str, tuple[SuggestedFix, ...]] = {
+    FatalCause.KV_CACHE_NO_MEMORY: (RAISE_MEM, CHECK_GPU_FREE),
+    FatalCause.CUDA_OOM: (LOWER_MEM, LOWER_GRAPH_BS, SHRINK_TREE, LOWER_RUNNING),
     FatalCause.ILLEGAL_MEMORY_ACCESS: (
         SuggestedFix(
             "Keep speculative_num_draft_tokens <= speculative_num_steps x "
-            "speculative_eagle_topk + 1 (SGLang does not check it; larger trees crash).",
+            "speculative_eagle_topk + 1 (larger trees crash).",
         ),
-        _SHRINK_TREE,
-        _LOWER_GRAPH_BS,
+        SHRINK_TREE,
+        LOWER_GRAPH_BS,
     ),
-    FatalCause.NCCL_ERROR: (
-        SuggestedFix(
-            "Check that every GPU of tp_size is free and visible (nvidia-smi, "
-            "CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
-        ),
-        SuggestedFix("Try a smaller tp_size (fewer GPUs in the NCCL group)."),
-        SuggestedFix(
-            "Set SGLANG_KILLPG_ON_SCHEDULER_EXCEPTION=1 so one rank's crash stops the others "
-            "instead of flooding the log with NCCL timeouts."
-        ),
-    ),
+    FatalCause.NCCL_ERROR: (CHECK_NCCL_GPUS, SMALLER_TP),
     FatalCause.BAD_ARGUMENT: (
         SuggestedFix(
-            "Fix the argument named in the message; `specconsole validate` checks SGLang's "
-            "rules before deploying."
+            "Fix the argument named in the message; `specconsole validate` checks the "
+            "engine's rules before deploying."
         ),
     ),
-    FatalCause.SCHEDULER_KILLED: (
-        SuggestedFix(
-            "A process was SIGKILLed, usually by the OS OOM killer: check `dmesg -T | grep -i "
-            "oom` and reduce host memory use (fewer parallel loads, lower "
-            "max_running_requests or chunked prefill)."
-        ),
-        _LOWER_RUNNING,
-    ),
-    FatalCause.SCHEDULER_EXCEPTION: (
-        SuggestedFix("Read the excerpt's last exception line; it names the failing component."),
-        _SHRINK_TREE,
-        _LOWER_MEM,
-    ),
-    FatalCause.WARMUP_FAILED: (
-        SuggestedFix(
-            "The server loaded but its first (warm-up) request failed: read the excerpt's "
-            "exception; an out-of-memory there means lowering mem_fraction_static or "
-            "cuda_graph_max_bs."
-        ),
-        _LOWER_MEM,
-    ),
-    FatalCause.UNKNOWN_TRACEBACK: (
-        SuggestedFix("Read the excerpt; the last exception line says what failed."),
-    ),
+    FatalCause.SCHEDULER_KILLED: (KILLED_HOST_MEMORY, LOWER_RUNNING),
+    FatalCause.UNKNOWN_TRACEBACK: (READ_EXCERPT,),
 }
-"""Suggested remedies for every fatal cause, most effective first."""
+"""Remedies for the generic causes when the grammar that classified one gives none."""
 
 # ---------------------------------------------------------------------------------------------
-# Fatal signatures, most specific first
+# Generic signatures and precedence
 # ---------------------------------------------------------------------------------------------
 
-_SIGNATURES: tuple[tuple[FatalCause, tuple[str, ...]], ...] = (
-    (
-        FatalCause.KV_CACHE_NO_MEMORY,
-        (
-            "Not enough memory. Please try to increase --mem-fraction-static",
-            "leave no GPU memory for the KV cache",
-            "No available memory for the cache blocks",
-            "than the available KV cache memory",
-            "maximum number of tokens that can be stored in KV cache",
-        ),
-    ),
-    (
-        FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
-        ("Capture cuda graph failed", "Capture CUDA graph failed"),
-    ),
+GENERIC_RANKS: dict[str, int] = {
+    FatalCause.KV_CACHE_NO_MEMORY: 100,
+    FatalCause.ILLEGAL_MEMORY_ACCESS: 300,
+    FatalCause.CUDA_OOM: 400,
+    FatalCause.NCCL_ERROR: 500,
+    FatalCause.BAD_ARGUMENT: 600,
+    FatalCause.SCHEDULER_KILLED: 700,
+    FatalCause.UNKNOWN_TRACEBACK: 10_000,
+}
+"""Which cause wins when one excerpt shows several, lowest first: a CUDA, NCCL or memory
+signature anywhere in the excerpt beats the generic wrappers (an engine's ``Scheduler hit an
+exception``, a warm-up failure, a traceback) that report it; a bad argument only counts before
+any weights loaded; a SIGKILL beats the exception it interrupts. The gaps are for the
+engines' causes (a grammar's ``precedence``: SGLang's CUDA-graph capture failure ranks 200,
+between the KV cache and an illegal memory access)."""
+
+_SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (FatalCause.ILLEGAL_MEMORY_ACCESS, ("illegal memory access",)),
-    (
-        FatalCause.CUDA_OOM,
-        (
-            "CUDA out of memory",
-            "CUDA error: out of memory",
-            "OutOfMemoryError",
-            "is less than desired GPU memory utilization",
-        ),
-    ),
+    (FatalCause.CUDA_OOM, ("CUDA out of memory", "CUDA error: out of memory", "OutOfMemoryError")),
     (
         FatalCause.NCCL_ERROR,
         (
@@ -168,6 +144,7 @@ _SIGNATURES: tuple[tuple[FatalCause, tuple[str, ...]], ...] = (
         ),
     ),
 )
+"""PyTorch's and CUDA's own texts, whichever server runs them."""
 _KILLED_SIGNS = (
     "exit code: -9",
     "exitcode=-9",
@@ -178,57 +155,26 @@ _KILLED_SIGNS = (
     "oom-kill",
     "killed process",
 )
-"""Lower-case texts of a signal-9 death (SGLang's ``Exit code: -9``, systemd's ``9/KILL``)."""
+"""Lower-case texts of a signal-9 death (a launcher's ``Exit code: -9``, multiprocessing's
+``exitcode=-9``, systemd's ``9/KILL``, the kernel's OOM killer)."""
 _ARG_EXCEPTIONS = frozenset(("ValueError", "AssertionError", "TypeError", "ArgumentError"))
-_SCHEDULER_SIGNS = ("hit an exception", "Received sigquit", "scheduler is dead")
-_WARMUP_SIGNS = ("warmup error", "Warmup failed", "warm up failed")
-
-PRECEDENCE: tuple[FatalCause, ...] = (
-    FatalCause.KV_CACHE_NO_MEMORY,
-    FatalCause.CUDA_GRAPH_CAPTURE_FAILED,
-    FatalCause.ILLEGAL_MEMORY_ACCESS,
-    FatalCause.CUDA_OOM,
-    FatalCause.NCCL_ERROR,
-    FatalCause.BAD_ARGUMENT,
-    FatalCause.SCHEDULER_KILLED,
-    FatalCause.WARMUP_FAILED,
-    FatalCause.SCHEDULER_EXCEPTION,
-    FatalCause.UNKNOWN_TRACEBACK,
-)
-"""Which cause wins when one excerpt shows several, most specific first: a CUDA, NCCL or
-memory signature anywhere in the excerpt beats the generic wrappers (``Scheduler hit an
-exception``, a warm-up failure, a traceback) that report it; a bad argument only counts
-before any weights loaded; a SIGKILL beats the exception it interrupts."""
-_RANK = {cause: i for i, cause in enumerate(PRECEDENCE)}
-
-RECOVERABLE: tuple[str, ...] = (
-    "Decode out of memory happened",
-    "Prefill out of memory",
-    "exit code: -15",
-    "exitcode=-15",
-    "exit code -15",
-    "status=15/TERM",
-)
-"""Lines that look alarming but are not a death: SGLang retracting requests when the KV pool
-runs low (it recovers by itself), and an orderly stop's SIGTERM exit."""
-
-
-REQUEST_ERRORS: tuple[str, ...] = (
+"""Python exceptions that, before any weights loaded, mean the arguments were refused."""
+_RECOVERABLE = ("exit code: -15", "exitcode=-15", "exit code -15", "status=15/TERM")
+"""An orderly stop's SIGTERM exit: never a death."""
+_REQUEST_ERRORS = (
     "Exception in ASGI application",  # uvicorn (any ASGI app), with or without a header
     "Error in ASGI Framework",  # hypercorn
-    "Error in preprocessing prompt inputs",  # vLLM's OpenAI server: a 400 to one client
-    "Error in chat completion stream generator",
+    "Error in chat completion stream generator",  # OpenAI-compatible front ends
     "Error in completion stream generator",
     "Error in request",
 )
-"""Lines that say one request failed: the traceback that follows is not the server's death."""
+"""Lines that say one request failed: the traceback that follows is not the server's death.
+The OpenAI-compatible front ends' wording stays generic on purpose: a request's failure taken
+for the server's death ends a trial for nothing."""
 REQUEST_EXCEPTIONS = frozenset(("ClientDisconnect", "CancelledError", "ClientDisconnected"))
 """Exceptions that end a request, not the server (a client that went away mid-stream)."""
-
-
-def is_request_error(line: str) -> bool:
-    """A line that says one request failed (see :data:`REQUEST_ERRORS`)."""
-    return any(text in line for text in REQUEST_ERRORS)
+_HINTS = ("emory", "rror", "NCCL", "nccl", "Watchdog", "Exception in")
+"""Every generic signature and request error holds one of these (a grammar adds its own)."""
 
 
 def is_request_exception(lines: Iterable[str]) -> bool:
@@ -241,88 +187,171 @@ def is_request_exception(lines: Iterable[str]) -> bool:
     return name in REQUEST_EXCEPTIONS
 
 
-_SIGNATURE_HINTS = ("emory", "rror", "NCCL", "nccl", "raph", "KV cache", "Watchdog", "utilization")
-"""Every signature contains one of these: a line with none of them is checked in a few scans."""
-assert all(any(h in n for h in _SIGNATURE_HINTS) for _, ns in _SIGNATURES for n in ns)
-
-
-def might_be_fatal(line: str) -> bool:
-    """Cheap pre-check: ``False`` means :func:`fatal_signature` and :func:`is_request_error`
-    would find nothing in ``line``."""
-    return any(h in line for h in _SIGNATURE_HINTS) or "Exception in" in line
-
-
-def fatal_signature(line: str) -> FatalCause | None:
-    """The most specific known fatal signature in one line, if any."""
-    for cause, needles in _SIGNATURES:
-        for needle in needles:
-            if needle in line:
-                return cause
-    return None
-
-
-_RECOVERABLE_LOWER = tuple(text.lower() for text in RECOVERABLE)
-
-
-def is_recoverable(line: str) -> bool:
-    """A line that must never be taken as fatal (see :data:`RECOVERABLE`)."""
-    lower = line.lower()
-    return any(text in lower for text in _RECOVERABLE_LOWER)
-
-
-def _is_killed(text: str) -> bool:
-    lower = text.lower()
-    return any(k in lower for k in _KILLED_SIGNS)
-
-
-def classify_fatal(lines: Iterable[str], *, before_weights: bool = False) -> tuple[FatalCause, str]:
-    """Classify fatal log text; returns (cause, the line that proves it).
-
-    Every line of the excerpt is read; the cause first in :data:`PRECEDENCE` among those the
-    excerpt shows wins, with the line that proves it. Used by the parser for each traceback
-    group (with the signature lines it saw just before), by :mod:`specconsole.core.machine.watch`
-    and
-    by the console's journal highlighter; usable on any excerpt.
-    """
-    found: dict[FatalCause, str] = {}
-    exc_line = ""
-    header = ""
-    for line in lines:
-        text = line.strip()
-        if not text:
-            continue
-        if not header:
-            header = text
-        if is_recoverable(text):
-            continue
-        cause = fatal_signature(text)
-        if cause is not None:
-            found.setdefault(cause, text)
-        if any(k in text for k in _WARMUP_SIGNS):
-            found.setdefault(FatalCause.WARMUP_FAILED, text)
-        elif any(k in text for k in _SCHEDULER_SIGNS):
-            found.setdefault(FatalCause.SCHEDULER_EXCEPTION, text)
-        if _is_killed(text):
-            found.setdefault(FatalCause.SCHEDULER_KILLED, text)
-        if is_exception_line(line):
-            exc_line = text
-    generic = FatalCause.SCHEDULER_EXCEPTION in found or FatalCause.WARMUP_FAILED in found
-    if exc_line and before_weights and not generic:
-        name = exc_line.split(":", 1)[0].rsplit(".", 1)[-1]
-        if name in _ARG_EXCEPTIONS:
-            found.setdefault(FatalCause.BAD_ARGUMENT, exc_line)
-    if not found:
-        return FatalCause.UNKNOWN_TRACEBACK, exc_line or header
-    cause = min(found, key=_RANK.__getitem__)
-    proof = found[cause]
-    if cause in (FatalCause.SCHEDULER_EXCEPTION, FatalCause.WARMUP_FAILED) and exc_line:
-        proof = exc_line  # the wrapper names no cause; its exception line does
-    return cause, proof
-
-
 _EXC_RE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b")
 
 
 def is_exception_line(line: str) -> bool:
     """``ValueError: ...``-style lines that end a Python traceback."""
     return bool(line) and not line[0].isspace() and _EXC_RE.match(line) is not None
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+# ---------------------------------------------------------------------------------------------
+# The classifier, compiled from the generic rules and a set of grammars
+# ---------------------------------------------------------------------------------------------
+
+_Fixes = Mapping[str, tuple[SuggestedFix, ...]]
+_Row = tuple[str, str, "_Fixes | None"]
+"""(text, cause, the fixes of the grammar whose signature it is; ``None``: generic)."""
+
+
+class FatalRules:
+    """The generic rules and the grammars' fatal knowledge, as one classifier.
+
+    Built once per set of grammars (:mod:`.dialect` caches it); every method is pure.
+    """
+
+    def __init__(self, grammars: Sequence[LogGrammar]) -> None:
+        rank = dict(GENERIC_RANKS)
+        owner: dict[str, LogGrammar] = {}
+        for g in grammars:
+            for cause, r in g.precedence.items():
+                if cause in GENERIC_RANKS:
+                    raise ValueError(f"{g.name}: {cause!r} is a generic cause; it has its rank")
+                rank[cause] = min(r, rank.get(cause, r))
+                owner.setdefault(cause, g)
+        self.rank: dict[str, int] = rank
+        self.precedence: tuple[str, ...] = tuple(sorted(rank, key=lambda c: (rank[c], c)))
+        """Every cause these rules can give, the winner of a tie first."""
+
+        plain: list[_Row] = [(t, c, None) for c, texts in _SIGNATURES for t in texts]
+        wrappers: list[_Row] = []
+        for g in grammars:
+            for sig in g.signatures:
+                if sig.cause not in rank:
+                    raise ValueError(f"{g.name}: cause {sig.cause!r} has no rank (precedence)")
+                rows = wrappers if sig.wrapper else plain
+                rows.extend((t, sig.cause, g.fixes) for t in sig.texts)
+        # one pass in rank order: the first text found is the most specific cause in the line
+        self._plain: tuple[_Row, ...] = tuple(sorted(plain, key=lambda r: rank[r[1]]))
+        self._wrappers: tuple[_Row, ...] = tuple(sorted(wrappers, key=lambda r: rank[r[1]]))
+        self._wrapper_causes = frozenset(r[1] for r in wrappers)
+
+        self._recoverable = tuple(
+            t.lower()
+            for t in _unique([*_RECOVERABLE, *(t for g in grammars for t in g.recoverable)])
+        )
+        self.request_errors: tuple[str, ...] = _unique(
+            [*_REQUEST_ERRORS, *(t for g in grammars for t in g.request_errors)]
+        )
+        self.consequences: tuple[str, ...] = _unique(
+            t for g in grammars for t in g.consequence_texts
+        )
+        self.hints: tuple[str, ...] = _unique([*_HINTS, *(h for g in grammars for h in g.hints)])
+        for text in [*(r[0] for r in self._plain), *self.request_errors]:
+            if not any(h in text for h in self.hints):
+                raise ValueError(f"no grammar's hints cover the fatal text {text!r}")
+
+        fixes: dict[str, tuple[SuggestedFix, ...]] = {}
+        for cause in self.precedence:
+            mine = owner.get(cause)
+            if mine is not None and cause in mine.fixes:
+                fixes[cause] = tuple(mine.fixes[cause])
+                continue
+            fixes[cause] = next(
+                (tuple(g.fixes[cause]) for g in grammars if cause in g.fixes),
+                GENERIC_FIXES.get(cause, ()),
+            )
+        self._fixes = fixes
+
+    # -- single lines --------------------------------------------------------------------------
+
+    def might_be_fatal(self, line: str) -> bool:
+        """Cheap pre-check: ``False`` means :meth:`signature`, :meth:`is_request_error` and
+        the grammars' fatal lines would find nothing in ``line``."""
+        return any(h in line for h in self.hints)
+
+    def _row(self, line: str) -> _Row | None:
+        for row in self._plain:
+            if row[0] in line:
+                return row
+        return None
+
+    def signature(self, line: str) -> str | None:
+        """The most specific fatal cause whose signature is in one line, if any."""
+        for text, cause, _ in self._plain:
+            if text in line:
+                return cause
+        return None
+
+    def is_recoverable(self, line: str) -> bool:
+        """A line that must never be taken as fatal (an orderly stop, a grammar's
+        recoverable texts)."""
+        lower = line.lower()
+        return any(text in lower for text in self._recoverable)
+
+    def is_request_error(self, line: str) -> bool:
+        """A line that says one request failed."""
+        return any(text in line for text in self.request_errors)
+
+    def fixes_for(self, cause: str, table: _Fixes | None = None) -> tuple[SuggestedFix, ...]:
+        """The remedies for ``cause``: ``table``'s (the fixes of the grammar that found it)
+        when it has them, else the grammar that defines the cause, else the first grammar
+        that has some, else the generic ones."""
+        if table is not None and cause in table:
+            return tuple(table[cause])
+        got = self._fixes.get(cause)
+        return got if got is not None else GENERIC_FIXES.get(cause, ())
+
+    # -- excerpts ------------------------------------------------------------------------------
+
+    def classify(
+        self, lines: Iterable[str], *, before_weights: bool = False
+    ) -> tuple[str, str, tuple[SuggestedFix, ...]]:
+        """Classify fatal log text: (cause, the line that proves it, its remedies).
+
+        Every line of the excerpt is read; the lowest-ranked cause among those it shows wins,
+        with the first line that shows it.
+        """
+        found: dict[str, tuple[str, _Fixes | None]] = {}
+        exc_line = ""
+        header = ""
+        for line in lines:
+            text = line.strip()
+            if not text:
+                continue
+            if not header:
+                header = text
+            if self.is_recoverable(text):
+                continue
+            row = self._row(text)
+            if row is not None and row[1] not in found:
+                found[row[1]] = (text, row[2])
+            for needle, cause, table in self._wrappers:
+                if needle in text:
+                    if cause not in found:
+                        found[cause] = (text, table)
+                    break
+            if FatalCause.SCHEDULER_KILLED not in found:
+                lower = text.lower()
+                if any(k in lower for k in _KILLED_SIGNS):
+                    found[FatalCause.SCHEDULER_KILLED] = (text, None)
+            if is_exception_line(line):
+                exc_line = text
+        wrapped = not self._wrapper_causes.isdisjoint(found)
+        if exc_line and before_weights and not wrapped:
+            name = exc_line.split(":", 1)[0].rsplit(".", 1)[-1]
+            if name in _ARG_EXCEPTIONS and FatalCause.BAD_ARGUMENT not in found:
+                found[FatalCause.BAD_ARGUMENT] = (exc_line, None)
+        if not found:
+            cause: str = FatalCause.UNKNOWN_TRACEBACK
+            return cause, exc_line or header, self.fixes_for(cause)
+        rank = self.rank
+        cause = min(found, key=lambda c: rank[c])
+        proof, table = found[cause]
+        if cause in self._wrapper_causes and exc_line:
+            proof = exc_line  # the wrapper names no cause; its exception line does
+        return cause, proof, self.fixes_for(cause, table)

@@ -1,7 +1,8 @@
 """Multi-line traceback groups: the lines of one crash, bounded, until the next record.
 
 Why it exists: a Python traceback is many lines but one fatal event. A group opens on
-``Traceback (most recent call last)`` (or SGLang's ``... hit an exception:`` header) and closes
+``Traceback (most recent call last)`` (or a grammar's traceback opener, such as SGLang's ``...
+hit an exception:`` header) and closes
 when the next log record starts, when a blank line follows the exception line (unless a
 chained traceback continues), or when the parser is settled/flushed. Memory stays bounded
 however long the traceback is.
@@ -10,23 +11,16 @@ however long the traceback is.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .fatal import fatal_signature
-
-__all__ = ["CONSEQUENCE_TEXTS", "TracebackGroup"]
+__all__ = ["TracebackGroup"]
 
 _CHAIN_MARKERS = (
     "During handling of the above exception",
     "The above exception was the direct cause",
 )
 _MAX_EVIDENCE = 8
-CONSEQUENCE_TEXTS = (
-    "See root cause above",
-    "Please see the error messages above",
-    "Engine core initialization failed",
-)
-"""Exception texts that only report an earlier failure (no second fatal event)."""
 _EXCERPT_HEAD = 12
 _EXCERPT_TAIL = 48
 
@@ -43,7 +37,10 @@ class TracebackGroup:
     timestamp: str | None
     rank: str | None
     header_key: str | None
-    """vLLM's ``[file.py:N]`` of the opening line: its continuation lines carry the same."""
+    """The opening line's header key (vLLM's ``[file.py:N]``): its continuation lines carry
+    the same."""
+    signature: Callable[[str], object]
+    """The fatal-signature test of the grammars in use (a line that shows a cause is kept)."""
     fatal: bool = True
     head: list[str] = field(default_factory=list)
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=_EXCERPT_TAIL))
@@ -62,7 +59,7 @@ class TracebackGroup:
         if len(tail) == _EXCERPT_TAIL:
             out = tail[0]
             self.dropped += 1
-            if fatal_signature(out) is not None and len(self.evidence) < _MAX_EVIDENCE:
+            if self.signature(out) is not None and len(self.evidence) < _MAX_EVIDENCE:
                 self.evidence.append(out)
         tail.append(line)
 

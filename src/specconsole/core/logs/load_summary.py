@@ -64,7 +64,7 @@ class LoadSummary:
         elif self.kv_tokens is not None:
             parts.append(f"capacity: kv_tokens={self.kv_tokens}")
         if self.fatal is not None:
-            parts.append(f"fatal: {self.fatal.cause.value} ({self.fatal.summary})")
+            parts.append(f"fatal: {self.fatal.cause} ({self.fatal.summary})")
         else:
             parts.append("ready" if self.ready else "not ready")
         if self.warnings:
@@ -81,7 +81,7 @@ class LoadSummary:
             "ready": self.ready,
             "fatal": (
                 {
-                    "cause": self.fatal.cause.value,
+                    "cause": str(self.fatal.cause),
                     "summary": self.fatal.summary,
                     "timestamp": self.fatal.timestamp,
                     "fixes": [f.text for f in self.fatal.fixes],

@@ -2,21 +2,23 @@
 
 Why it exists: the console must see a load progress, a capacity line or a crash the moment it
 is logged. This module routes each line: the prefix layer (:mod:`.prefixes`) strips what the
-collectors and the engine put before the message, an open traceback group
-(:mod:`.groups`) takes its continuation lines, and the message's first word selects an SGLang
-or vLLM handler (:mod:`.sglang`, :mod:`.vllm`) or the service manager's (:mod:`.service`).
+collectors put before the message and the grammars' header readers the engine's own header,
+an open traceback group (:mod:`.groups`) takes its continuation lines, and the message's
+first word selects a handler of the grammars in use (:mod:`.dialect` merges them) or the
+service manager's (:mod:`.service`). The parser itself names no engine: what a line means is
+its grammar's business (:class:`~specconsole.core.logs.grammar.LogGrammar`).
 
 How it stays fast (target ≥ 200,000 lines/s, ``benchmarks/log_parser.py``): a line pays for
 one first-character dispatch per prefix layer, one header split and one dict lookup; only
-lines that name something known are examined further. The commonest lines (SGLang's header,
-bare or after a ``short-iso`` journal prefix) are read in place by :meth:`LogParser._fast`,
-and their statistics events are built by :mod:`.build`'s positional constructors.
+lines that name something known are examined further. A grammar's commonest lines (SGLang's
+statistics under its bracket header, bare or after a ``short-iso`` journal prefix) are read
+in place by its fast path (:meth:`LogParser._fast_line`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from specconsole.core.logs.events import (
     FatalCause,
@@ -26,85 +28,64 @@ from specconsole.core.logs.events import (
     TuningWarning,
 )
 
-from . import sglang, vllm
-from .fatal import (
-    FIXES,
-    classify_fatal,
-    fatal_signature,
-    is_recoverable,
-    is_request_error,
-    is_request_exception,
-    might_be_fatal,
-)
-from .groups import CONSEQUENCE_TEXTS, TracebackGroup
-from .prefixes import (
-    json_record,
-    sglang_bracket,
-    strip_engine_header,
-    strip_outer,
-)
+from .dialect import Dialect, FastReader, dialect_for, grammars_for
+from .fatal import is_request_exception
+from .grammar import LogGrammar
+from .groups import TracebackGroup
+from .prefixes import json_record, strip_engine_header, strip_outer
 from .service import on_supervisor, on_systemd
-from .state import Handler, ParseState
+from .state import ParseState
 
 __all__ = ["LogParser", "parse_lines"]
 
 _SYSTEMD_IDENTS = frozenset(("systemd",))
 _SYSTEMD_PREFIXES = ("Started ", "Starting ", "Stopping ", "Stopped ")
-_STATS_HEADS = frozenset(("Decode", "Prefill"))
 _TRACEBACK = "Traceback (most recent call last)"
-_SHORT_ISO_SGLANG = re.compile(r".{19}[^ ]* [^ ]+ ([^ \[]+)[^ ]*?: (?=\[)")
-"""``TS HOST IDENT[PID]: [`` (journal short-iso before SGLang's header), as
-:func:`.prefixes.split_journal` splits it: the identifier is group 1, the message follows."""
-
-
-def _merge_heads(*tables: dict[str, Handler]) -> dict[str, Handler]:
-    out: dict[str, Handler] = {}
-    for table in tables:
-        for head, handler in table.items():
-            if head in out and out[head] is not handler:
-                raise ValueError(f"two handlers for first word {head!r}")  # pragma: no cover
-            out[head] = handler
-    return out
-
-
-_HEADS = _merge_heads(sglang.HEADS, vllm.HEADS)
-"""First word of a message -> its handler: one dict lookup routes every line."""
-
-
-def _access(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    raise AssertionError("a marker, never called")  # pragma: no cover
-
-
-_ACCESS: Handler = _access
-"""In :data:`_FAST_HEADS`: an HTTP access line (``INFO:     127.0.0.1:...``), dropped."""
-_FAST_HEADS: dict[str, Handler] = {
-    "Decode ": sglang.on_decode,
-    "Prefill": sglang.on_prefill,
-    "INFO:  ": _ACCESS,
-}
-"""The message's first 7 characters -> the fast path's handler (one slice, one lookup)."""
+_SHORT_ISO = re.compile(r".{19}[^ ]* [^ ]+ ([^ \[]+)[^ ]*?: ")
+"""``TS HOST IDENT[PID]: `` (journal short-iso), as :func:`.prefixes.split_journal` splits it:
+the identifier is group 1, the message follows."""
 
 
 class LogParser:
     """Turns log lines into events, one line (or chunk) at a time.
 
-    ``engine`` tells vLLM's ``Application startup complete.`` (its ready line) from the same
-    uvicorn line SGLang prints *before* its warm-up; with ``None`` the parser decides from
-    the lines it sees. The parser never raises on input: a line it cannot make sense of
-    yields no event.
+    ``grammars``: the engine grammars to read with — by default ``engine``'s when it is a
+    registered engine, else every registered engine's. ``engine`` is the engine the caller
+    knows the log is from; with ``None`` the parser decides from the lines it sees
+    (:meth:`ParseState.speaks`: vLLM's ``Application startup complete.`` is its ready line,
+    the same uvicorn line SGLang prints *before* its warm-up). The parser never raises on
+    input: a line it cannot make sense of yields no event.
     """
 
     _MAX_LINE = 65536
     """Longer lines are cut (a 10 MB line of garbage must not cost 10 MB per copy)."""
 
-    def __init__(self, engine: str | None = None) -> None:
-        self._s = ParseState(engine=engine, vllm=engine == "vllm")
+    def __init__(
+        self, grammars: Sequence[LogGrammar] | None = None, engine: str | None = None
+    ) -> None:
+        if isinstance(grammars, str):
+            raise TypeError("LogParser takes grammars; name the engine with engine=")
+        chosen = grammars_for(engine) if grammars is None else tuple(grammars)
+        dialect = dialect_for(chosen)
+        self.dialect: Dialect = dialect
+        self._rules = dialect.rules
+        self._s = ParseState(rules=dialect.rules, engine=engine)
+        self._heads = dialect.heads
+        self._quiet = dialect.quiet_heads
+        self._openers = dialect.openers
+        self._fast = dialect.fast
+        self._fast_more = dialect.fast_more
+        self._readers = dialect.readers
+        self._named = dialect.named
+        self._fatal_lines = dialect.fatal_lines
+        self._consequences = dialect.rules.consequences
         self._buffer = ""
         self._group: TracebackGroup | None = None
         self._iso_tail = ""
-        """The `` HOST IDENT[PID]: `` of the last short-iso line :data:`_SHORT_ISO_SGLANG`
-        matched: the next lines of the same process carry it again, so a ``startswith`` at
-        the end of their timestamp replaces the regex (same split, by construction)."""
+        """The `` HOST IDENT[PID]: `` of the last short-iso line :data:`_SHORT_ISO` matched
+        before a fast-path header: the next lines of the same process carry it again, so a
+        ``startswith`` at the end of their timestamp replaces the regex (same split, by
+        construction)."""
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -115,62 +96,75 @@ class LogParser:
                 line = line[: self._MAX_LINE]
             if line[-1:] in ("\n", "\r"):
                 line = line.rstrip("\r\n")
-            if self._group is None and "\x1b" not in line:
+            fast = self._fast
+            if fast and self._group is None and "\x1b" not in line:
                 c = line[:1]
-                if c == "[" and line[5:6] == "-":
-                    events = self._fast(line, 0)
+                path = fast.get(c)
+                if path is not None:
+                    events = self._fast_line(line, 0, path)
                     if events is not None:
                         return events
-                elif "0" <= c <= "9" and line[10:11] == "T" and not line.startswith("Z", 19):
-                    # journalctl -o short-iso around SGLang's header (the console's own mode):
-                    # the previous line's HOST IDENT[PID] tail, else split_journal's split in
-                    # one match (anything else: the general path)
+                    for path in self._fast_more.get(c, ()):
+                        events = self._fast_line(line, 0, path)
+                        if events is not None:
+                            return events
+                if "0" <= c <= "9" and line[10:11] == "T" and not line.startswith("Z", 19):
+                    # journalctl -o short-iso around a fast-path header (the console's own
+                    # mode): the previous line's HOST IDENT[PID] tail, else split_journal's
+                    # split in one match (anything else: the general path)
                     tail = self._iso_tail
                     sp = line.find(" ", 19)
                     end = sp + len(tail)
-                    if not (tail and line.startswith(tail, sp) and line.startswith("[", end)):
+                    if not (tail and line.startswith(tail, sp) and line[end : end + 1] in fast):
                         end = self._short_iso_end(line)
                     if end > 0:
-                        events = self._fast(line, end)
+                        c = line[end]
+                        events = self._fast_line(line, end, fast[c])
                         if events is not None:
                             return events
+                        for path in self._fast_more.get(c, ()):
+                            events = self._fast_line(line, end, path)
+                            if events is not None:
+                                return events
             return self._feed_line(line)
         except Exception:  # pragma: no cover - last-resort guard; input must never crash us
             return []
 
     def _short_iso_end(self, line: str) -> int:
         """Where the message starts after a short-iso journal prefix of a non-systemd
-        process followed by SGLang's ``[`` header, else 0; remembers the prefix's
+        process followed by a fast-path header, else 0; remembers the prefix's
         `` HOST IDENT[PID]: `` tail for the next lines (:attr:`_iso_tail`)."""
-        m = _SHORT_ISO_SGLANG.match(line)
+        m = _SHORT_ISO.match(line)
         if m is None or m.group(1) == "systemd":
             return 0
-        self._iso_tail = line[line.find(" ", 19) : m.end()]
-        return m.end()
+        end = m.end()
+        if line[end : end + 1] not in self._fast:
+            return 0
+        self._iso_tail = line[line.find(" ", 19) : end]
+        return end
 
-    def _fast(self, line: str, at: int) -> list[LogEvent] | None:
-        """The commonest lines — a statistics line under SGLang's ``[2026-07-20 10:27:57
-        TP0] `` header starting at ``line[at]`` — straight to their handler, an HTTP access
-        line to nothing, without copying the line first; ``None``: take the general path."""
-        if line.startswith("] ", at + 20):
-            rank = None
-            start = at + 22
-        elif line.startswith(" ", at + 20):
-            j = line.find("] ", at + 21, at + 64)
-            if j < 0:
-                return None
-            rank = line[at + 21 : j]
-            start = j + 2
-        else:
+    def _fast_line(self, line: str, at: int, path: FastReader) -> list[LogEvent] | None:
+        """A grammar's commonest lines — its header read in place at ``line[at]``, then its
+        statistics handler, or nothing for an HTTP access line — without copying the line
+        first; ``None``: take the general path."""
+        read, table, drops, width = path
+        got = read(line, at)
+        if got is None:
             return None
-        handler = _FAST_HEADS.get(line[start : start + 7])
-        if handler is _ACCESS:
-            if line.find(_TRACEBACK, start) < 0 and line.find(vllm.UVICORN_READY, start) < 0:
-                return []  # an HTTP access line: what _on_body's INFO: handler makes of it
-            handler = None
+        start, ts, rank = got
+        key = line[start : start + width]
+        handler = table.get(key)
         if handler is None:
-            return self._on_body(line[start:], line[at + 1 : at + 20], rank, True, False)
-        events = handler(self._s, line[start:], line[at + 1 : at + 20], rank)
+            escapes = drops.get(key)
+            if escapes is not None:
+                for text in escapes:
+                    if line.find(text, start) >= 0:
+                        break
+                else:
+                    return []  # what the general path makes of it: nothing
+        if handler is None:
+            return self._on_body(line[start:], ts, rank, True, False)
+        events = handler(self._s, line[start:], ts, rank)
         if events:
             self._s.weights_started = True
         return events
@@ -236,25 +230,20 @@ class LogParser:
                 return out
         elif c == "-" and raw.startswith("-- "):
             return []  # journalctl's "-- Boot ... --" / "-- No entries --" markers
-        elif c == "[" and raw[5:6] == "-" and "\x1b" not in raw:
-            # Fast path for the commonest line (SGLang's own header, no collector prefix).
-            got = sglang_bracket(raw)
-            if got is not None:
-                return self._on_body(got[0], got[1], got[2], True, False)
         msg, jts, ident = strip_outer(raw)
         return self._on_message(msg, jts, ident)
 
     def _on_message(self, msg: str, jts: str | None, ident: str | None) -> list[LogEvent]:
-        """A message with any collector prefix removed: split SGLang's or vLLM's header."""
+        """A message with any collector prefix removed: split the engine's header."""
         if ident is not None:
             if ident in _SYSTEMD_IDENTS:
                 return self._on_body(msg, jts, None, True, True)
             if ident == "supervisord":
                 return self._service(on_supervisor(self._s, msg, jts))
-        body, ts, rank, vkey, record, vllm_hint = strip_engine_header(msg)
+        (body, ts, rank, vkey, record), heard = strip_engine_header(msg, self._readers, self._named)
         s = self._s
-        if vllm_hint and s.engine is None:
-            s.vllm = True
+        if heard and s.engine is None:
+            s.heard.update(heard)
         systemd = False
         if not record and (
             body.startswith(_SYSTEMD_PREFIXES) or (".service: " in body and body[:1] != " ")
@@ -290,13 +279,13 @@ class LogParser:
         sp = body.find(" ")
         head = body[:sp] if sp > 0 else body
         # Statistics lines (the bulk of a busy log) cannot hold a traceback: skip the scan.
-        if head not in _STATS_HEADS and _TRACEBACK in body:
+        if head not in self._quiet and _TRACEBACK in body:
             self._open_group(body, ts, rank, vkey)
             return out
         eq = head.find("=")
         if eq > 0:
             head = head[:eq]
-        handler = _HEADS.get(head)
+        handler = self._heads.get(head)
         if handler is not None:
             events = handler(s, body, ts, rank)
             if events:
@@ -305,18 +294,26 @@ class LogParser:
                 ):
                     s.weights_started = True  # the server got past argument handling
                 out.extend(events)
-        elif "hit an exception" in body:
-            # "Scheduler hit an exception: <message>" without a traceback on the line.
-            self._open_group(body, ts, rank, vkey)
-        elif not might_be_fatal(body):
-            pass  # the common case: nothing below can match (a few substring scans)
-        elif is_request_error(body):
+            return out
+        for opener in self._openers:
+            if opener in body:
+                # e.g. SGLang's "Scheduler hit an exception: <message>" without a traceback
+                self._open_group(body, ts, rank, vkey)
+                return out
+        rules = self._rules
+        if not rules.might_be_fatal(body):
+            return out  # the common case: nothing below can match (a few substring scans)
+        if rules.is_request_error(body):
             s.after_request_error = True
-        elif ": error: " in body and (".py: error:" in body or body.startswith("sglang")):
-            out.append(s.fatal_now(FatalCause.BAD_ARGUMENT, body, ts, rank))
-        elif "NCCL" in body and ("ProcessGroupNCCL" in body or "NCCL error" in body):
+            return out
+        for fatal_line in self._fatal_lines:
+            cause = fatal_line(body)
+            if cause is not None:
+                out.append(s.fatal_now(cause, body, ts, rank))
+                return out
+        if "NCCL" in body and ("ProcessGroupNCCL" in body or "NCCL error" in body):
             out.extend(s.consequence(body, ts, rank))
-        elif fatal_signature(body) is not None and not is_recoverable(body):
+        elif rules.signature(body) is not None and not rules.is_recoverable(body):
             s.evidence.append(body)
         return out
 
@@ -325,7 +322,11 @@ class LogParser:
     def _open_group(self, body: str, ts: str | None, rank: str | None, vkey: str | None) -> None:
         s = self._s
         group = TracebackGroup(
-            timestamp=ts, rank=rank, header_key=vkey, fatal=not s.after_request_error
+            timestamp=ts,
+            rank=rank,
+            header_key=vkey,
+            signature=self._rules.signature,
+            fatal=not s.after_request_error,
         )
         s.after_request_error = False
         group.add(body)
@@ -340,12 +341,14 @@ class LogParser:
         if not group.fatal or is_request_exception(lines):
             return []
         s = self._s
-        cause, proof = classify_fatal([*s.evidence, *lines], before_weights=not s.weights_started)
+        cause, proof, fixes = self._rules.classify(
+            [*s.evidence, *lines], before_weights=not s.weights_started
+        )
         s.evidence.clear()
         if (
             s.fatal_seen
-            and cause is FatalCause.UNKNOWN_TRACEBACK
-            and any(text in proof for text in CONSEQUENCE_TEXTS)
+            and cause == FatalCause.UNKNOWN_TRACEBACK
+            and any(text in proof for text in self._consequences)
         ):
             return []  # e.g. vLLM's front end re-raising "See root cause above."
         s.fatal_seen = True
@@ -356,15 +359,20 @@ class LogParser:
                 cause=cause,
                 summary=proof,
                 excerpt=group.excerpt(),
-                fixes=FIXES[cause],
+                fixes=fixes,
                 before_weights=not s.weights_started,
             )
         ]
 
 
-def parse_lines(lines: Iterable[str], engine: str | None = None) -> list[LogEvent]:
-    """Parse a complete log (e.g. a saved file) into events, flushing at the end."""
-    parser = LogParser(engine)
+def parse_lines(
+    lines: Iterable[str],
+    engine: str | None = None,
+    grammars: Sequence[LogGrammar] | None = None,
+) -> list[LogEvent]:
+    """Parse a complete log (e.g. a saved file) into events, flushing at the end
+    (``engine``, ``grammars``: as :class:`LogParser`)."""
+    parser = LogParser(grammars, engine)
     out = parser.feed_lines(lines)
     out.extend(parser.flush())
     return out

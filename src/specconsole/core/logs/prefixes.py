@@ -1,15 +1,16 @@
-"""The prefix layer: strip what log collectors and the engines put before a message.
+"""The prefix layer: strip what log collectors and process launchers put before a message.
 
 Why it exists: users paste, and boxes stream, the same server output through many hands —
 ``journalctl`` in any of its output modes, ``docker`` / ``docker compose logs``, ``kubectl
-logs`` or a node's CRI log file, Ray's process prefixes, supervisord — and each SGLang or vLLM
-release puts its own time/rank header before the message. The engine parsers (:mod:`.sglang`,
-:mod:`.vllm`) see only the message, whatever wrapped it, in any combination.
+logs`` or a node's CRI log file, Ray's process prefixes, supervisord — and each engine release
+puts its own time/rank header before the message. The engines' handlers see only the message,
+whatever wrapped it, in any combination.
 
 It is table-driven: :data:`OUTER` lists the collector prefixes (each row: a name, the first
 characters it can start with, its stripper and a real-shaped example that the tests check),
 stripped repeatedly outermost first (a compose prefix around a docker timestamp around a
-message); then a Ray process prefix; then the engine's own header (:data:`ENGINE_HEADERS`).
+message); then a Ray process prefix; then the engine's own header, read by the header readers
+of the grammars in use (:func:`strip_engine_header`, dispatched on the first character).
 
 How it stays fast (every line pays for it): one dict lookup on the line's first character
 selects the candidate rows, and each stripper is ``str.find`` / slicing, no regex on the
@@ -23,16 +24,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .grammar import Header
 
 __all__ = [
-    "ENGINE_HEADERS",
+    "GENERIC_HEADERS",
     "OUTER",
-    "Header",
     "OuterPrefix",
     "json_record",
-    "sglang_bracket",
+    "ray_prefix",
     "strip_engine_header",
     "strip_outer",
+    "torch_rank",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -338,29 +343,14 @@ def json_record(raw: str) -> tuple[list[str], str | None, str | None] | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Engine headers (innermost): a Ray process prefix, then SGLang's or vLLM's own header
+# Process prefixes (innermost but one): Ray's, PyTorch distributed's; then the engine's header
 # ---------------------------------------------------------------------------------------------
 
-Header = tuple[str, "str | None", "str | None", "str | None", bool, bool]
-"""(message, timestamp, rank, vLLM ``[file.py:N]`` key, whether a new log record starts here,
-whether it looked like vLLM)."""
 
-# vLLM: "INFO 07-20 10:27:57[.123] [file.py:123] message" (older: "... file.py:123] message")
-_VLLM_RE = re.compile(
-    r"(INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
-    r"(?:\[([^\]]*)\]|([\w.]+\.py:\d+)\]) "
-)
-_VLLM_LEVEL_PREFIXES = frozenset(("INFO ", "WARNI", "ERROR", "DEBUG", "CRITI"))
-_RANK_WORDS = ("TP", "DP", "PP", "EP", "CP")
-
-
-def _is_rank_word(word: str) -> bool:
-    return len(word) > 2 and word[:2] in _RANK_WORDS and word[2:].isdigit()
-
-
-def _ray(msg: str) -> tuple[str, bool] | None:
-    """Ray's process prefix: ``(pid=1234) ``, ``(APIServer pid=12) ``, ``(EngineCore_DP0 pid=7) ``,
-    ``(RayWorkerWrapper pid=9, ip=10.0.0.2) ``; (rest, whether the process was named)."""
+def ray_prefix(msg: str) -> tuple[str, bool] | None:
+    """Ray's (and multiprocessing launchers') process prefix: ``(pid=1234) ``,
+    ``(APIServer pid=12) ``, ``(EngineCore_DP0 pid=7) ``, ``(RayWorkerWrapper pid=9,
+    ip=10.0.0.2) ``; (rest, whether the process was named)."""
     j = msg.find(") ", 1, 120)
     if j < 0:
         return None
@@ -371,100 +361,46 @@ def _ray(msg: str) -> tuple[str, bool] | None:
     return msg[j + 2 :], p > 0
 
 
-def sglang_bracket(msg: str) -> tuple[str, str | None, str | None] | None:
-    """SGLang's ``[...] `` header of any release; (rest, timestamp, rank) or ``None``.
-
-    ``[2026-07-20 10:27:57 TP0] `` (0.4+, ``.123`` with SGLANG_LOG_MS, ``DP0 TP0 EP0`` ranks),
-    ``[10:27:57 TP0] `` (0.3), ``[gpu_id=0] `` (0.2), ``[TP0] ``.
-    """
-    j = msg.find("] ", 1, 96)
-    if j < 0:
+def torch_rank(msg: str) -> Header | None:
+    """PyTorch distributed's ``[rank0]: message``: it continues the record it belongs to."""
+    if msg[1:5] != "rank":
         return None
-    head = msg[1:j]
-    if head[4:5] == "-" and head[:4].isdigit():
-        ts = head[:19]
-        tail = head[19:]
-        if tail[:1] in (".", ","):
-            k = tail.find(" ")
-            ts = head[: 19 + (k if k >= 0 else len(tail))]
-            tail = tail[k:] if k >= 0 else ""
-        return msg[j + 2 :], ts, tail.strip() or None
-    if head[2:3] == ":" and head[5:6] == ":" and head[:2].isdigit():
-        sp = head.find(" ")
-        ts = head if sp < 0 else head[:sp]
-        rank = None if sp < 0 else head[sp + 1 :].strip() or None
-        return msg[j + 2 :], ts, rank
-    if head.startswith("gpu_id="):
-        return msg[j + 2 :], None, head
-    words = head.split(" ")
-    if words and all(_is_rank_word(w) for w in words):
-        return msg[j + 2 :], None, head
+    j = msg.find("]:", 5, 16)
+    if j > 0 and msg[5:j].isdigit():
+        rest = msg[j + 3 :] if msg[j + 2 : j + 3] == " " else msg[j + 2 :]
+        return rest, None, msg[1:j], None, False
     return None
 
 
-def _bare_ranks(msg: str) -> tuple[str, str | None, str | None] | None:
-    """``DP0 TP0 EP0 message`` (rank words without brackets)."""
-    words: list[str] = []
-    pos = 0
-    while len(words) < 5:
-        sp = msg.find(" ", pos)
-        if sp < 0 or not _is_rank_word(msg[pos:sp]):
-            break
-        words.append(msg[pos:sp])
-        pos = sp + 1
-    if not words:
-        return None
-    return msg[pos:], None, " ".join(words)
-
-
-ENGINE_HEADERS: tuple[tuple[str, str], ...] = (
-    ("SGLang 0.4+", "[2026-07-20 10:27:57 TP0] MESSAGE"),
-    ("SGLang 0.4+ (SGLANG_LOG_MS)", "[2026-07-20 10:27:57.123 TP1] MESSAGE"),
-    ("SGLang DP attention / MoE ranks", "[2026-07-20 10:27:57 DP0 TP0 EP0] MESSAGE"),
-    ("SGLang pipeline ranks", "[2026-07-20 10:27:57 PP1 TP3] MESSAGE"),
-    ("SGLang main process", "[2026-07-20 10:27:57] MESSAGE"),
-    ("SGLang 0.3", "[10:27:57 TP0] MESSAGE"),
-    ("SGLang 0.2", "[gpu_id=0] MESSAGE"),
-    ("SGLang rank only", "[TP0] MESSAGE"),
-    ("SGLang bare ranks", "DP0 TP0 EP0 MESSAGE"),
-    ("vLLM", "INFO 07-20 10:27:57 [gpu_model_runner.py:1932] MESSAGE"),
-    ("vLLM with ms", "WARNING 07-20 10:27:57.123 [config.py:412] MESSAGE"),
-    ("vLLM 0.4", "INFO 07-20 10:27:57 llm_engine.py:161] MESSAGE"),
+GENERIC_HEADERS: tuple[tuple[str, str], ...] = (
     ("PyTorch distributed rank", "[rank0]: MESSAGE"),
     ("Ray worker", "(pid=48211) MESSAGE"),
-    ("vLLM V1 API server", "(APIServer pid=48211) MESSAGE"),
-    ("vLLM V1 engine core", "(EngineCore_DP0 pid=48305) MESSAGE"),
     ("Ray worker with ip", "(RayWorkerWrapper pid=48420, ip=10.0.0.2) MESSAGE"),
 )
-"""The engine headers :func:`strip_engine_header` knows, each with an example for the tests."""
+"""The process prefixes every engine's lines may carry, each with an example for the tests
+(the engines' own headers are their grammars' ``header_examples``)."""
+
+Reader = tuple[Callable[[str], "Header | None"], tuple[str, ...]]
+"""A header reader and the engines it proves are speaking (``()``: proves none)."""
 
 
-def strip_engine_header(msg: str) -> Header:
-    """Strip a Ray process prefix, then SGLang's or vLLM's header, from a message."""
-    vllm = False
+def strip_engine_header(
+    msg: str, readers: dict[str, tuple[Reader, ...]], named: tuple[str, ...]
+) -> tuple[Header, tuple[str, ...]]:
+    """Strip a Ray process prefix, then the first header ``readers`` (keyed by the message's
+    first character) recognises; with the engines the line shows are speaking (``named``
+    when the Ray prefix names its process)."""
+    heard: tuple[str, ...] = ()
     c = msg[:1]
     if c == "(":
-        got = _ray(msg)
+        got = ray_prefix(msg)
         if got is not None:
-            msg, named = got
-            vllm = named
+            msg, was_named = got
+            if was_named:
+                heard = named
             c = msg[:1]
-    if c == "[":
-        if msg[1:5] == "rank":
-            # PyTorch distributed: "[rank0]: message" (continues the record it belongs to)
-            j = msg.find("]:", 5, 16)
-            if j > 0 and msg[5:j].isdigit():
-                rest = msg[j + 3 :] if msg[j + 2 : j + 3] == " " else msg[j + 2 :]
-                return rest, None, msg[1:j], None, False, vllm
-        got3 = sglang_bracket(msg)
-        if got3 is not None:
-            return got3[0], got3[1], got3[2], None, True, vllm
-    elif c in "IWEDC" and msg[:5] in _VLLM_LEVEL_PREFIXES:
-        m = _VLLM_RE.match(msg)
-        if m is not None:
-            return msg[m.end() :], m.group(2), None, m.group(3) or m.group(4), True, True
-    elif c in "DTPEC" and _is_rank_word(msg[: msg.find(" ")] if " " in msg else ""):
-        got3 = _bare_ranks(msg)
-        if got3 is not None:
-            return got3[0], got3[1], got3[2], None, True, vllm
-    return msg, None, None, None, False, vllm
+    for read, engines in readers.get(c, ()):
+        header = read(msg)
+        if header is not None:
+            return header, (heard + engines if engines else heard)
+    return (msg, None, None, None, False), heard

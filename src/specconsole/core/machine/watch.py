@@ -94,12 +94,13 @@ def is_fatal(event: LogEvent) -> bool:
 
 def looks_fatal(line: str) -> bool:
     """One line, out of context, that shows a fatal error: a traceback header, a known fatal
-    signature (the parser's classifier), or an exception line such as ``RuntimeError: ...``
-    that ends a traceback. The console's journal highlights these."""
+    signature (the parser's classifier, over every registered engine's grammar), or an
+    exception line such as ``RuntimeError: ...`` that ends a traceback. The console's journal
+    highlights these."""
     if "Traceback (most recent call last)" in line:
         return True
     cause, _proof = classify_fatal([line])
-    if cause is not FatalCause.UNKNOWN_TRACEBACK:
+    if cause != FatalCause.UNKNOWN_TRACEBACK:
         return True
     head = line.lstrip().split(":", 1)[0] if ":" in line else ""
     return head.endswith(("Error", "Exception")) and " " not in head
@@ -114,10 +115,10 @@ def translate(event: LogEvent, epoch: int) -> list[ev.Outcome]:
     """Typed log events → the machine's outcomes (stage ordering aside)."""
     if isinstance(event, FatalError):
         lines = tuple(event.excerpt.splitlines()) if event.excerpt else ()
-        message = event.summary or (lines[0] if lines else event.cause.value)
+        message = event.summary or (lines[0] if lines else str(event.cause))
         return [
             ev.FatalSeen(
-                cause=event.cause.value,
+                cause=str(event.cause),
                 message=message,
                 excerpt=lines,
                 fixes=tuple(f.text for f in event.fixes),

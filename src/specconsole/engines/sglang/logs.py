@@ -1,28 +1,27 @@
-"""SGLang's log lines: statistics, load progress, capacity, readiness, warnings, deaths.
+"""SGLang's log grammar: load progress, capacity, readiness, warnings, deaths.
 
-Why it exists: everything the parser knows about what SGLang prints, release by release, in
-one place. Each handler gets a message whose prefixes (journal, container, rank, time) are
-already stripped (:mod:`.prefixes`) and is routed by the message's first word (:data:`HEADS`).
-Statistics lines are parsed *by key* (fields come and go between releases); the canonical
-Decode line of v0.5.9 and later alone takes a one-regex fast path. Tuning warnings are a
-table of (prefix, kind, extractor) rows (:data:`WARNINGS`).
+Why it exists: everything the parser knows about what SGLang prints, release by release, as
+one :class:`~specconsole.core.logs.grammar.LogGrammar` (:data:`GRAMMAR`, which the engine's
+``log_grammar`` hands out). Each handler gets a message whose prefixes (journal, container,
+rank, time) are already stripped and is routed by the message's first word (:data:`HEADS`).
+The parts with a concern of their own have their own module: the header and its in-place
+fast path (:mod:`.logheader`), the statistics lines read by key (:mod:`.logstats`, with
+:mod:`.logbuild`'s positional events), the fatal causes and remedies (:mod:`.fatal`). Tuning
+warnings are a table of (prefix, kind, extractor) rows (:data:`WARNINGS`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
     CudaGraphEnd,
-    DecodeStats,
     FatalCause,
     KVCacheAllocated,
     LogEvent,
     MemoryPoolEnd,
-    PrefillStats,
     ProcessStarting,
     Ready,
     Role,
@@ -31,124 +30,27 @@ from specconsole.core.logs.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from specconsole.core.logs.fields import int_after, int_list_after, num_after, word_after
+from specconsole.core.logs.grammar import FastPath, LogGrammar
+from specconsole.core.logs.state import Handler, ParseState
 
-from .build import decode_event, prefill_event
-from .fatal import fatal_signature, is_recoverable
-from .fields import (
-    BOOL,
-    FLOAT,
-    INT,
-    int_after,
-    int_list_after,
-    key_values,
-    num_after,
-    stats_rest,
-    word_after,
+from . import logheader, logstats
+from .fatal import (
+    CONSEQUENCE_TEXTS,
+    FIXES,
+    HINTS,
+    PRECEDENCE,
+    RECOVERABLE,
+    SIGNATURES,
+    TRACEBACK_OPENERS,
+    SGLangCause,
+    argument_error,
 )
-from .state import Handler, ParseState
 
-__all__ = ["DECODE_KEYS", "HEADS", "PREFILL_KEYS", "WARNINGS", "decode_fast"]
+__all__ = ["GRAMMAR", "HEADS", "WARNINGS"]
 
-DECODE_KEYS: dict[str, tuple[str, int]] = {
-    "#running-req": ("running_req", INT),
-    "#token": ("num_tokens", INT),
-    "#full token": ("num_tokens", INT),
-    "token usage": ("token_usage", FLOAT),
-    "full token usage": ("token_usage", FLOAT),
-    "accept len": ("accept_len", FLOAT),
-    "accept rate": ("accept_rate", FLOAT),
-    "cuda graph": ("cuda_graph", BOOL),
-    "gen throughput (token/s)": ("gen_throughput", FLOAT),
-    "#queue-req": ("queue_req", INT),
-}
-PREFILL_KEYS: dict[str, tuple[str, int]] = {
-    "#new-seq": ("new_seq", INT),
-    "#new-token": ("new_token", INT),
-    "#cached-token": ("cached_token", INT),
-    "token usage": ("token_usage", FLOAT),
-    "full token usage": ("token_usage", FLOAT),
-    "#running-req": ("running_req", INT),
-    "#queue-req": ("queue_req", INT),
-    "#pending-token": ("pending_token", INT),
-    "cuda graph": ("cuda_graph", BOOL),
-    "input throughput (token/s)": ("input_throughput", FLOAT),
-}
-
-
-_DECODE_CANONICAL = re.compile(
-    r"#running-req: (\d+), #token: (\d+), token usage: ([\d.]+), "
-    r"(?:accept len: ([\d.]+), )?(?:accept rate: ([\d.]+), )?"
-    r"cuda graph: (True|False), gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)[, ]*\Z"
-)
-"""The Decode line as SGLang v0.5.9 and later print it (plain KV pool, with or without spec).
-
-Only a fast path: anything else (older releases, hybrid pools, extra keys, reordering) falls
-back to :func:`_key_values`, which parses by key and gives the same result for this form."""
-
-
-def decode_fast(rest: str) -> dict[str, object] | None:
-    """Decode statistics from the canonical form in one regex match, else ``None``."""
-    m = _DECODE_CANONICAL.match(rest)
-    if m is None:
-        return None
-    g = m.groups()
-    try:
-        return {
-            "running_req": int(g[0]),
-            "num_tokens": int(g[1]),
-            "token_usage": float(g[2]),
-            "accept_len": float(g[3]) if g[3] is not None else None,
-            "accept_rate": float(g[4]) if g[4] is not None else None,
-            "cuda_graph": g[5] == "True",
-            "gen_throughput": float(g[6]),
-            "queue_req": int(g[7]),
-        }
-    except ValueError:  # e.g. "1.2.3"
-        return None
-
-
-def on_decode(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if not body.startswith("Decode batch"):
-        return []
-    if body[12:14] == ", ":  # the common (v0.5.5+) form, without the iteration counter
-        m = _DECODE_CANONICAL.match(body, 14)
-        event = None if m is None else decode_event(m, ts, rank)
-        if event is not None:
-            return [event]
-        kv = key_values(body[14:].rstrip(", "), DECODE_KEYS)
-    else:
-        split = stats_rest(body, 12)
-        if split is None:
-            return []
-        kv = key_values(split[1], DECODE_KEYS)
-        kv["iteration"] = split[0]
-    return [DecodeStats(timestamp=ts, rank=rank, **kv)]  # type: ignore[arg-type]
-
-
-_PREFILL_CANONICAL = re.compile(
-    r"#new-seq: (\d+), #new-token: (\d+), #cached-token: (\d+), token usage: ([\d.]+), "
-    r"#running-req: (\d+), #queue-req: (\d+), #pending-token: (\d+), "
-    r"cuda graph: (True|False), input throughput \(token/s\): ([\d.]+)[, ]*\Z"
-)
-"""The Prefill line of the newest releases: a fast path only, like :data:`_DECODE_CANONICAL`."""
-
-
-def on_prefill(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if not body.startswith("Prefill batch"):
-        return []
-    if body[13:15] == ", ":
-        m = _PREFILL_CANONICAL.match(body, 15)
-        event = None if m is None else prefill_event(m, ts, rank)
-        if event is not None:
-            return [event]
-        kv = key_values(body[15:].rstrip(", "), PREFILL_KEYS)
-    else:
-        split = stats_rest(body, 13)
-        if split is None:
-            return []
-        kv = key_values(split[1], PREFILL_KEYS)
-        kv["iteration"] = split[0]
-    return [PrefillStats(timestamp=ts, rank=rank, **kv)]  # type: ignore[arg-type]
+NAME = "sglang"
+"""The engine's registry name."""
 
 
 def on_load_weight(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
@@ -242,7 +144,7 @@ def on_capture(s: ParseState, body: str, ts: str | None, rank: str | None) -> li
     after = lower[g + 10 :].lstrip()
     if after.startswith("failed"):
         # "Capture cuda graph failed: ..." outside a traceback: the graph OOM recipe.
-        return [s.fatal_now(FatalCause.CUDA_GRAPH_CAPTURE_FAILED, body, ts, rank)]
+        return [s.fatal_now(SGLangCause.CUDA_GRAPH_CAPTURE_FAILED, body, ts, rank, FIXES)]
     stage = body[8:g].strip()
     role = Role.DRAFT if "draft" in stage.lower() else Role.TARGET
     if after.startswith("begin"):
@@ -313,8 +215,13 @@ def on_capacity(s: ParseState, body: str, ts: str | None, rank: str | None) -> l
     ]
 
 
+READY_LINE = "The server is fired up and ready to roll"
+"""SGLang's ready line (after its warm-up request; uvicorn's ``Application startup complete.``
+comes before the warm-up, so it is not SGLang's readiness)."""
+
+
 def on_the(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if body.startswith("The server is fired up and ready to roll"):
+    if body.startswith(READY_LINE):
         return [Ready(timestamp=ts, rank=rank)]
     return on_warning(s, body, ts, rank)
 
@@ -335,8 +242,8 @@ def on_server_args(s: ParseState, body: str, ts: str | None, rank: str | None) -
 
 
 def on_not_enough(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if fatal_signature(body) is FatalCause.KV_CACHE_NO_MEMORY:
-        return [s.fatal_now(FatalCause.KV_CACHE_NO_MEMORY, body, ts, rank)]
+    if s.signature(body) == FatalCause.KV_CACHE_NO_MEMORY:
+        return [s.fatal_now(FatalCause.KV_CACHE_NO_MEMORY, body, ts, rank, FIXES)]
     return []
 
 
@@ -345,11 +252,11 @@ def on_rank_died(s: ParseState, body: str, ts: str | None, rank: str | None) -> 
         # "Rank 0 scheduler is dead. ..." is followed by "Exit code: N", which says how.
         s.dead_line = body
         return []
-    if "died during initialization" not in body or is_recoverable(body):
+    if "died during initialization" not in body or s.is_recoverable(body):
         return []
     if "exit code: -9" in body.lower():
         # SIGKILL leaves no traceback: this line is the primary evidence.
-        return [s.fatal_now(FatalCause.SCHEDULER_KILLED, body, ts, rank)]
+        return [s.fatal_now(FatalCause.SCHEDULER_KILLED, body, ts, rank, FIXES)]
     return s.consequence(body, ts, rank)
 
 
@@ -358,11 +265,11 @@ def on_exit_code(s: ParseState, body: str, ts: str | None, rank: str | None) -> 
     if not body.startswith("Exit code:"):
         return []
     dead, s.dead_line = s.dead_line, None
-    if is_recoverable(body):
+    if s.is_recoverable(body):
         return []  # -15: an orderly stop
     text = f"{dead} {body}" if dead else body
     if "-9" in body:
-        return [s.fatal_now(FatalCause.SCHEDULER_KILLED, text, ts, rank)]
+        return [s.fatal_now(FatalCause.SCHEDULER_KILLED, text, ts, rank, FIXES)]
     return s.consequence(text, ts, rank) if dead else []
 
 
@@ -419,6 +326,12 @@ def on_warning(s: ParseState, body: str, ts: str | None, rank: str | None) -> li
     return []
 
 
+def on_uvicorn(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """uvicorn's own lines (``INFO:     127.0.0.1:... "POST /generate HTTP/1.1" 200 OK``, its
+    ``Application startup complete.`` before the warm-up): nothing SGLang's state depends on."""
+    return []
+
+
 def _first_word(prefix: str) -> str:
     head = prefix.split(" ", 1)[0]
     return head.split("=", 1)[0]
@@ -426,8 +339,8 @@ def _first_word(prefix: str) -> str:
 
 HEADS: dict[str, Handler] = {
     **{_first_word(prefix): on_warning for prefix, _, _ in WARNINGS},
-    "Decode": on_decode,
-    "Prefill": on_prefill,
+    "Decode": logstats.on_decode,
+    "Prefill": logstats.on_prefill,
     "Load": on_load_weight,
     "KV": on_kv,
     "Post-capture": on_post_capture,
@@ -443,5 +356,31 @@ HEADS: dict[str, Handler] = {
     "Exit": on_exit_code,
     "Received": on_sigquit,
     "Initialization": on_init_failed,
+    "INFO:": on_uvicorn,
 }
 """First word of an SGLang message -> its handler."""
+
+
+GRAMMAR = LogGrammar(
+    name=NAME,
+    heads=HEADS,
+    headers=logheader.HEADERS,
+    header_examples=logheader.HEADER_EXAMPLES,
+    fast=FastPath(
+        starts="[",
+        read=logheader.read_fast,
+        heads={"Decode ": "Decode", "Prefill": "Prefill"},
+        drops={"INFO:  ": "INFO:"},
+    ),
+    quiet_heads=frozenset(("Decode", "Prefill")),
+    ready_lines=(READY_LINE,),
+    traceback_openers=TRACEBACK_OPENERS,
+    signatures=SIGNATURES,
+    precedence=PRECEDENCE,
+    fixes=FIXES,
+    recoverable=RECOVERABLE,
+    consequence_texts=CONSEQUENCE_TEXTS,
+    fatal_line=argument_error,
+    hints=HINTS,
+)
+"""SGLang's log grammar."""

@@ -1,11 +1,15 @@
-"""vLLM's log lines (V0 and V1): load progress, KV capacity, statistics, speculative metrics.
+"""vLLM's log grammar (V0 and V1): load progress, KV capacity, statistics, speculative metrics.
 
-Why it exists: what the parser knows about vLLM's output, apart from SGLang's. Handlers get
-the message with vLLM's ``INFO 07-20 10:27:57 [file.py:123]`` header (and any process
-prefix) already stripped and are routed by the message's first word (:data:`HEADS`).
+Why it exists: what the parser knows about vLLM's output, as one
+:class:`~specconsole.core.logs.grammar.LogGrammar` (:data:`GRAMMAR`, which the engine's
+``log_grammar`` hands out). Handlers get the message with vLLM's ``INFO 07-20 10:27:57
+[file.py:123]`` header (and any process prefix) already stripped and are routed by the
+message's first word (:data:`HEADS`); its fatal texts and remedies are :mod:`.fatal`'s.
 """
 
 from __future__ import annotations
+
+import re
 
 from specconsole.core.logs.events import (
     Capacity,
@@ -20,11 +24,16 @@ from specconsole.core.logs.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from specconsole.core.logs.fields import int_after, num_after
+from specconsole.core.logs.grammar import Header, HeaderReader, LogGrammar
+from specconsole.core.logs.state import Handler, ParseState
 
-from .fields import int_after, num_after
-from .state import Handler, ParseState
+from .fatal import CONSEQUENCE_TEXTS, FIXES, HINTS, REQUEST_ERRORS, SIGNATURES
 
-__all__ = ["HEADS"]
+__all__ = ["GRAMMAR", "HEADS", "UVICORN_READY"]
+
+NAME = "vllm"
+"""The engine's registry name."""
 
 
 def on_kv(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
@@ -134,12 +143,12 @@ def on_engine(s: ParseState, body: str, ts: str | None, rank: str | None) -> lis
 
 
 UVICORN_READY = "Application startup complete"
-"""uvicorn's ready line: vLLM's readiness (SGLang prints it before its warm-up). Every other
-``INFO:`` line yields nothing (the parser's fast path skips them on this text)."""
+"""uvicorn's ready line: vLLM's readiness (SGLang prints it before its warm-up, so it counts
+only when the log is vLLM's). Every other ``INFO:`` line yields nothing."""
 
 
 def on_uvicorn(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if UVICORN_READY in body and (s.vllm or s.engine == "vllm"):
+    if UVICORN_READY in body and s.speaks(NAME):
         return [Ready(timestamp=ts, rank=rank)]
     return []
 
@@ -204,3 +213,48 @@ HEADS: dict[str, Handler] = {
     "Capturing": on_graph,
 }
 """First word of a vLLM message -> its handler."""
+
+# ---------------------------------------------------------------------------------------------
+# The header: "INFO 07-20 10:27:57[.123] [file.py:123] message" (0.4: "... file.py:123] ")
+# ---------------------------------------------------------------------------------------------
+
+_HEADER_RE = re.compile(
+    r"(INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d\d-\d\d \d\d:\d\d:\d\d)(?:\.\d+)? "
+    r"(?:\[([^\]]*)\]|([\w.]+\.py:\d+)\]) "
+)
+_LEVEL_PREFIXES = frozenset(("INFO ", "WARNI", "ERROR", "DEBUG", "CRITI"))
+
+
+def _read_header(msg: str) -> Header | None:
+    """vLLM's level, time and ``[file.py:N]``: the file key is what a record's continuation
+    lines repeat (a traceback logged line by line keeps it)."""
+    if msg[:5] not in _LEVEL_PREFIXES:
+        return None
+    m = _HEADER_RE.match(msg)
+    if m is None:
+        return None
+    return msg[m.end() :], m.group(2), None, m.group(3) or m.group(4), True
+
+
+HEADER_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("vLLM", "INFO 07-20 10:27:57 [gpu_model_runner.py:1932] MESSAGE"),
+    ("vLLM with ms", "WARNING 07-20 10:27:57.123 [config.py:412] MESSAGE"),
+    ("vLLM 0.4", "INFO 07-20 10:27:57 llm_engine.py:161] MESSAGE"),
+    ("vLLM V1 API server", "(APIServer pid=48211) MESSAGE"),
+    ("vLLM V1 engine core", "(EngineCore_DP0 pid=48305) MESSAGE"),
+)
+
+GRAMMAR = LogGrammar(
+    name=NAME,
+    heads=HEADS,
+    headers=(HeaderReader("IWEDC", _read_header),),
+    header_examples=HEADER_EXAMPLES,
+    ready_lines=(UVICORN_READY,),
+    signatures=SIGNATURES,
+    fixes=FIXES,
+    request_errors=REQUEST_ERRORS,
+    consequence_texts=CONSEQUENCE_TEXTS,
+    hints=HINTS,
+    names_processes=True,
+)
+"""vLLM's log grammar (V0 and V1)."""

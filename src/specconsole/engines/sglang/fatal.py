@@ -1,0 +1,166 @@
+"""How SGLang dies: its own fatal causes, its wording of the generic ones, and its remedies.
+
+Why its own module: which crash a trial had, and what to change, is the first thing a user
+reads on the console's crash banner; SGLang's texts for it and its "OOM Troubleshooting"
+recipe (with ``CUDA_GRAPH_CAPTURE_FAILED_MSG``'s advice) are SGLang's knowledge, kept apart
+from the handlers that read its lines (:mod:`.logs`). The core classifies with these rows and
+ranks (:class:`~specconsole.core.logs.fatal.FatalRules`); the generic causes any PyTorch
+server shows (CUDA out of memory, illegal memory access, NCCL, SIGKILL) are the core's.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from specconsole.core.logs.events import FatalCause, SuggestedFix
+from specconsole.core.logs.fatal import (
+    GENERIC_FIXES,
+    GENERIC_RANKS,
+    LOWER_GRAPH_BS,
+    LOWER_MEM,
+    SHRINK_TREE,
+)
+from specconsole.core.logs.grammar import FatalSignature
+
+__all__ = [
+    "CONSEQUENCE_TEXTS",
+    "FIXES",
+    "HINTS",
+    "PRECEDENCE",
+    "RECOVERABLE",
+    "SIGNATURES",
+    "TRACEBACK_OPENERS",
+    "SGLangCause",
+    "argument_error",
+]
+
+
+class SGLangCause(StrEnum):
+    """The ways to die only SGLang reports."""
+
+    CUDA_GRAPH_CAPTURE_FAILED = "cuda_graph_capture_failed"
+    """``Capture cuda graph failed`` (usually out of memory while capturing)."""
+    WARMUP_FAILED = "warmup_failed"
+    """``Initialization failed. warmup error``: loaded, but the warm-up request failed."""
+    SCHEDULER_EXCEPTION = "scheduler_exception"
+    """``Scheduler hit an exception`` with no more specific signature."""
+
+
+PRECEDENCE: dict[str, int] = {
+    SGLangCause.CUDA_GRAPH_CAPTURE_FAILED: 200,
+    SGLangCause.WARMUP_FAILED: 800,
+    SGLangCause.SCHEDULER_EXCEPTION: 900,
+}
+"""Where SGLang's causes rank among the generic ones: a failed CUDA-graph capture after the
+KV cache (100) and before an illegal memory access (300) — a capture that failed because of
+an OOM is a capture failure —; the warm-up and scheduler wrappers after a SIGKILL (700), so any
+specific signature in the excerpt beats them."""
+assert not set(PRECEDENCE) & set(GENERIC_RANKS)
+
+SIGNATURES: tuple[FatalSignature, ...] = (
+    FatalSignature(
+        FatalCause.KV_CACHE_NO_MEMORY,
+        (
+            "Not enough memory. Please try to increase --mem-fraction-static",
+            "leave no GPU memory for the KV cache",
+        ),
+    ),
+    FatalSignature(
+        SGLangCause.CUDA_GRAPH_CAPTURE_FAILED,
+        ("Capture cuda graph failed", "Capture CUDA graph failed"),
+    ),
+    FatalSignature(
+        SGLangCause.WARMUP_FAILED,
+        ("warmup error", "Warmup failed", "warm up failed"),
+        wrapper=True,
+    ),
+    FatalSignature(
+        SGLangCause.SCHEDULER_EXCEPTION,
+        ("hit an exception", "Received sigquit", "scheduler is dead"),
+        wrapper=True,
+    ),
+)
+"""SGLang's texts for its causes; the wrappers only say that something failed (the proof shown
+is the traceback's exception line)."""
+
+HINTS = ("emory", "raph")
+"""Every text of :data:`SIGNATURES` (wrappers aside) holds one of these, and so does
+:func:`argument_error`'s ``: error: `` (``rror``, a generic hint)."""
+
+TRACEBACK_OPENERS = ("hit an exception",)
+"""``Scheduler hit an exception: <message>`` opens a traceback group without a traceback on
+its line."""
+
+RECOVERABLE = ("Decode out of memory happened", "Prefill out of memory")
+"""SGLang retracting requests when the KV pool runs low: it recovers by itself."""
+
+CONSEQUENCE_TEXTS = ("Please see the error messages above",)
+"""``Initialization failed. Please see the error messages above.``: reports an earlier failure."""
+
+
+def argument_error(body: str) -> str | None:
+    """``sglang serve: error: argument ...`` (argparse under SGLang's own program name; the
+    ``launch_server.py: error:`` form is Python's, the core's generic rule)."""
+    if ": error: " in body and body.startswith("sglang"):
+        return FatalCause.BAD_ARGUMENT
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Remedies (SGLang's "OOM Troubleshooting" recipe and CUDA_GRAPH_CAPTURE_FAILED_MSG)
+# ---------------------------------------------------------------------------------------------
+
+_DISABLE_GRAPH = SuggestedFix(
+    "As a last resort disable CUDA graphs (--disable-cuda-graph, or "
+    "--cuda-graph-backend-decode=disabled on the newest SGLang): a large slowdown.",
+)
+_G = GENERIC_FIXES
+
+FIXES: dict[str, tuple[SuggestedFix, ...]] = {
+    FatalCause.KV_CACHE_NO_MEMORY: _G[FatalCause.KV_CACHE_NO_MEMORY],
+    FatalCause.CUDA_OOM: _G[FatalCause.CUDA_OOM],
+    SGLangCause.CUDA_GRAPH_CAPTURE_FAILED: (
+        LOWER_MEM,
+        LOWER_GRAPH_BS,
+        SHRINK_TREE,
+        _DISABLE_GRAPH,
+    ),
+    FatalCause.ILLEGAL_MEMORY_ACCESS: (
+        SuggestedFix(
+            "Keep speculative_num_draft_tokens <= speculative_num_steps x "
+            "speculative_eagle_topk + 1 (SGLang does not check it; larger trees crash).",
+        ),
+        SHRINK_TREE,
+        LOWER_GRAPH_BS,
+    ),
+    FatalCause.NCCL_ERROR: (
+        *_G[FatalCause.NCCL_ERROR],
+        SuggestedFix(
+            "Set SGLANG_KILLPG_ON_SCHEDULER_EXCEPTION=1 so one rank's crash stops the others "
+            "instead of flooding the log with NCCL timeouts."
+        ),
+    ),
+    FatalCause.BAD_ARGUMENT: (
+        SuggestedFix(
+            "Fix the argument named in the message; `specconsole validate` checks SGLang's "
+            "rules before deploying."
+        ),
+    ),
+    FatalCause.SCHEDULER_KILLED: _G[FatalCause.SCHEDULER_KILLED],
+    SGLangCause.SCHEDULER_EXCEPTION: (
+        SuggestedFix("Read the excerpt's last exception line; it names the failing component."),
+        SHRINK_TREE,
+        LOWER_MEM,
+    ),
+    SGLangCause.WARMUP_FAILED: (
+        SuggestedFix(
+            "The server loaded but its first (warm-up) request failed: read the excerpt's "
+            "exception; an out-of-memory there means lowering mem_fraction_static or "
+            "cuda_graph_max_bs."
+        ),
+        LOWER_MEM,
+    ),
+    FatalCause.UNKNOWN_TRACEBACK: _G[FatalCause.UNKNOWN_TRACEBACK],
+}
+"""SGLang's remedies for every cause it can die of, most effective first."""
+assert set(FIXES) == set(PRECEDENCE) | set(FatalCause)
