@@ -20,7 +20,7 @@ from specconsole.core.logs.events import FatalCause, LogEvent
 
 from .fatal import FatalRules
 from .grammar import Header, LogGrammar
-from .prefixes import GENERIC_HEADERS, Reader, strip_engine_header, torch_rank
+from .prefixes import GENERIC_HEADERS, Reader, strip_engine_header
 from .state import Handler, ParseState
 
 _TRACEBACK = "Traceback (most recent call last)"
@@ -98,7 +98,7 @@ class Dialect:
         )
         self.named: tuple[str, ...] = tuple(g.name for g in self.grammars if g.names_processes)
 
-        readers: dict[str, list[Reader]] = {"[": [(torch_rank, ())]}
+        readers: dict[str, list[Reader]] = {}
         for g in self.grammars:
             for reader in g.headers:
                 for ch in reader.starts:

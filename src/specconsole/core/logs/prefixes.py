@@ -387,9 +387,9 @@ Reader = tuple[Callable[[str], "Header | None"], tuple[str, ...]]
 def strip_engine_header(
     msg: str, readers: dict[str, tuple[Reader, ...]], named: tuple[str, ...]
 ) -> tuple[Header, tuple[str, ...]]:
-    """Strip a Ray process prefix, then the first header ``readers`` (keyed by the message's
-    first character) recognises; with the engines the line shows are speaking (``named``
-    when the Ray prefix names its process)."""
+    """Strip a Ray process prefix, then PyTorch's ``[rankN]:`` or the first header ``readers``
+    (keyed by the message's first character) recognises; with the engines the line shows
+    are speaking (``named`` when the Ray prefix names its process)."""
     heard: tuple[str, ...] = ()
     c = msg[:1]
     if c == "(":
@@ -399,6 +399,10 @@ def strip_engine_header(
             if was_named:
                 heard = named
             c = msg[:1]
+    if c == "[" and msg[1:5] == "rank":
+        header = torch_rank(msg)
+        if header is not None:
+            return header, heard
     for read, engines in readers.get(c, ()):
         header = read(msg)
         if header is not None:

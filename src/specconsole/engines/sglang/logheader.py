@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from specconsole.core.logs.grammar import Header, HeaderReader
 
-__all__ = ["HEADERS", "HEADER_EXAMPLES", "bracket", "read_fast"]
+__all__ = ["HEADERS", "HEADER_EXAMPLES", "read_bracket", "read_fast"]
 
 _RANK_WORDS = ("TP", "DP", "PP", "EP", "CP")
 
@@ -19,8 +19,9 @@ def _is_rank_word(word: str) -> bool:
     return len(word) > 2 and word[:2] in _RANK_WORDS and word[2:].isdigit()
 
 
-def bracket(msg: str) -> tuple[str, str | None, str | None] | None:
-    """SGLang's ``[...] `` header of any release; (rest, timestamp, rank) or ``None``.
+def read_bracket(msg: str) -> Header | None:
+    """SGLang's ``[...] `` header of any release: (rest, timestamp, rank, no key, a new
+    record) or ``None``.
 
     ``[2026-07-20 10:27:57 TP0] `` (0.4+, ``.123`` with SGLANG_LOG_MS, ``DP0 TP0 EP0`` ranks),
     ``[10:27:57 TP0] `` (0.3), ``[gpu_id=0] `` (0.2), ``[TP0] ``.
@@ -36,25 +37,18 @@ def bracket(msg: str) -> tuple[str, str | None, str | None] | None:
             k = tail.find(" ")
             ts = head[: 19 + (k if k >= 0 else len(tail))]
             tail = tail[k:] if k >= 0 else ""
-        return msg[j + 2 :], ts, tail.strip() or None
+        return msg[j + 2 :], ts, tail.strip() or None, None, True
     if head[2:3] == ":" and head[5:6] == ":" and head[:2].isdigit():
         sp = head.find(" ")
         ts = head if sp < 0 else head[:sp]
         rank = None if sp < 0 else head[sp + 1 :].strip() or None
-        return msg[j + 2 :], ts, rank
+        return msg[j + 2 :], ts, rank, None, True
     if head.startswith("gpu_id="):
-        return msg[j + 2 :], None, head
+        return msg[j + 2 :], None, head, None, True
     words = head.split(" ")
     if words and all(_is_rank_word(w) for w in words):
-        return msg[j + 2 :], None, head
+        return msg[j + 2 :], None, head, None, True
     return None
-
-
-def _read_bracket(msg: str) -> Header | None:
-    got = bracket(msg)
-    if got is None:
-        return None
-    return got[0], got[1], got[2], None, True
 
 
 def _read_bare_ranks(msg: str) -> Header | None:
@@ -75,7 +69,7 @@ def _read_bare_ranks(msg: str) -> Header | None:
 
 
 HEADERS = (
-    HeaderReader("[", _read_bracket),
+    HeaderReader("[", read_bracket),
     HeaderReader("DTPEC", _read_bare_ranks),
 )
 """SGLang's header readers: the bracket (every release) and bare rank words."""
