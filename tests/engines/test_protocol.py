@@ -1,0 +1,138 @@
+"""Every registered engine implements the whole Engine protocol, and the registry finds it.
+
+Why: the rest of the product never branches on an engine's name, so an engine that leaves a
+slot empty breaks far from its package. This enumerates the registry (the entry points in
+pyproject.toml, a third party's included) and calls every slot with a real configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+from specconsole.core.config.issues import IssueReport
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.releases import ReleaseTable
+from specconsole.core.config.render import to_argv
+from specconsole.core.engine import protocol
+from specconsole.core.engine.protocol import EditorField, Endpoints, Engine
+from specconsole.core.engine.registry import (
+    DEFAULT_ENGINE,
+    EngineNotFound,
+    engine_for,
+    engine_names,
+    get_engine,
+    register,
+    unregister,
+)
+from specconsole.core.logs.grammar import LogGrammar
+
+ENGINES = engine_names()
+
+SLOTS = sorted(
+    name
+    for name in {*protocol.Engine.__annotations__, *vars(protocol.Engine)}
+    if not name.startswith("_")
+)
+"""Every attribute and method the protocol names."""
+
+
+def test_the_shipped_engines_are_registered() -> None:
+    assert {"sglang", "vllm"} <= set(ENGINES)
+    assert DEFAULT_ENGINE in ENGINES
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_engine_fills_every_slot(name: str) -> None:
+    engine = get_engine(name)
+    assert isinstance(engine, Engine)
+    missing = [slot for slot in SLOTS if not hasattr(engine, slot)]
+    assert missing == [], f"{name} leaves {missing} unimplemented"
+    for slot in SLOTS:
+        want = getattr(protocol.Engine, slot, None)
+        if inspect.isfunction(want):
+            got = inspect.signature(getattr(engine, slot))
+            expected = [p for p in inspect.signature(want).parameters if p != "self"]
+            assert list(got.parameters) == expected, f"{name}.{slot}{got}"
+    assert engine.name == name
+    assert isinstance(engine.title, str) and engine.title
+    assert isinstance(engine.default_launcher, str) and engine.default_launcher
+    assert isinstance(engine.default_port, int)
+    assert isinstance(engine.releases, ReleaseTable)
+    assert isinstance(engine.endpoints, Endpoints)
+    assert isinstance(engine.log_grammar, LogGrammar)
+    assert engine.modelled_flags and all(f.startswith("-") for f in engine.modelled_flags)
+    fields = {f.name for f in dataclasses.fields(ServerConfig)}
+    assert set(engine.modelled_flags.values()) <= fields
+
+
+@pytest.mark.parametrize("name", ENGINES)
+def test_engine_slots_answer_for_a_real_configuration(name: str) -> None:
+    engine = get_engine(name)
+    config = ServerConfig(
+        model_path="/models/target",
+        engine=name,
+        launcher=engine.default_launcher,
+        speculative_algorithm=SpecAlgorithm.EAGLE3,
+        speculative_draft_model_path="/models/draft",
+        speculative_num_steps=3,
+        speculative_eagle_topk=1,
+        speculative_num_draft_tokens=4,
+        max_running_requests=64,
+    )
+    assert engine_for(config) is engine
+    argv = to_argv(config)
+    launcher = engine.default_launcher.split()
+    assert argv[: len(launcher)] == launcher
+    flags = engine.render_flags(config, launcher)
+    assert argv[len(launcher) :] == flags
+    read = engine.parse_args(launcher, flags)
+    assert read["model_path"] == "/models/target"
+    assert engine.launches(launcher[-1] if len(launcher) == 1 else launcher[0], None) in (
+        True,
+        False,
+    )
+    report = IssueReport()
+    engine.check(config, config.speculative_algorithm, set(), report)
+    assert all(i.fix for i in report.issues)
+    normalized, notes = engine.normalize(config)
+    assert isinstance(normalized, ServerConfig) and isinstance(notes, list)
+    assert engine.verify_tokens(config) >= 2
+    assert engine.verify_tokens(dataclasses.replace(config, speculative_algorithm=None)) == 0
+    detect = engine.detect_command("python3")
+    assert detect is None or (isinstance(detect, list) and detect)
+    assert engine.parse_release("no release here") is None
+    assert engine.release_from_server_info({}) is None
+    assert engine.with_release(config, None) == config
+    assert isinstance(engine.release_line(None), str)
+    editor = engine.editor_fields(None)
+    assert editor and all(isinstance(f, EditorField) for f in editor)
+    assert {f.name for f in editor} <= {f.name for f in dataclasses.fields(ServerConfig)}
+
+
+def test_an_unknown_engine_is_refused_with_the_known_names() -> None:
+    with pytest.raises(EngineNotFound, match="vllm") as info:
+        get_engine("vlm")
+    assert "Did you mean 'vllm'" in str(info.value)
+
+
+def test_a_third_engine_registers_by_hand_and_is_found() -> None:
+    sglang = get_engine("sglang")
+
+    class Fork:
+        """A third party's engine reusing SGLang's answers under its own name."""
+
+        name = "fork"
+
+        def __getattr__(self, attr: str) -> object:
+            return getattr(sglang, attr)
+
+    register(Fork())  # type: ignore[arg-type]
+    try:
+        assert "fork" in engine_names()
+        assert get_engine("fork").title == "SGLang"
+    finally:
+        unregister("fork")
+    assert "fork" not in engine_names()
