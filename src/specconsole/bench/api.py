@@ -48,11 +48,50 @@ class RequestFailed(Exception):
         self.detail = detail
 
 
-def stall_failure(stall_s: float) -> RequestFailed:
-    """The failure of a stream that sent no bytes for ``stall_s`` seconds (either client)."""
+CONNECT_TIMEOUT_S = 10.0
+"""Longest wait for a TCP (and TLS) connection (capped by the request timeout)."""
+
+CONTROL_TIMEOUT_S = 30.0
+"""Longest wait for the whole answer to a control request — ``/flush_cache``,
+``/server_info``, ``/v1/models``, ``/health`` — (capped by the request timeout): they answer
+at once on a healthy server, so a server that accepts and never answers costs this, not the
+request timeout."""
+
+MAX_BODY_BYTES = 64 << 20
+"""Largest non-streamed answer, error text or SSE line kept (a hostile server's endless body
+fails the request instead of filling memory)."""
+
+
+def stall_failure(stall_s: float, where: str = "") -> RequestFailed:
+    """The failure of a stream that yielded no token for ``stall_s`` seconds (either client).
+    Bytes without a token (SSE comments, keep-alive bytes, a trickled head) do not count."""
+    source = f" from {where}" if where else ""
     return RequestFailed(
-        "stall", f"no token for {stall_s:g} s (stall_timeout_s); {stall_s:g} s lost"
+        "stall", f"no token for {stall_s:g} s{source} (stall_timeout_s); {stall_s:g} s lost"
     )
+
+
+def silence_failure(timeout_s: float, where: str) -> RequestFailed:
+    """A stream silent for the request timeout (shorter than its stall timeout)."""
+    return RequestFailed("timeout", f"no token for {timeout_s:g} s from {where} (request timeout)")
+
+
+def control_failure(timeout_s: float, where: str) -> RequestFailed:
+    """A control request without a complete answer in ``timeout_s``."""
+    return RequestFailed("timeout", f"no complete answer from {where} within {timeout_s:g} s")
+
+
+def connect_failure(where: str, exc: BaseException, timeout_s: float) -> RequestFailed:
+    """A connection that could not be made: the URL and the cause, in words."""
+    if isinstance(exc, TimeoutError):
+        cause = f"no answer within {timeout_s:g} s"
+    elif isinstance(exc, ConnectionRefusedError):
+        cause = "connection refused (is the server running on that port?)"
+    elif isinstance(exc, OSError) and exc.strerror:
+        cause = exc.strerror
+    else:
+        cause = str(exc) or type(exc).__name__
+    return RequestFailed("connect", f"cannot connect to {where}: {cause}")
 
 
 def build_request(
@@ -106,27 +145,43 @@ def build_request(
 
 
 class SSEDecoder:
-    """Splits a byte stream into SSE ``data:`` payloads (other fields are ignored)."""
+    """Splits a byte stream into SSE ``data:`` payloads (other fields are ignored).
 
-    __slots__ = ("_buf",)
+    A partial line is kept as a list of pieces, joined once its newline arrives: a long line
+    costs O(n), not a copy per read, and a line over :data:`MAX_BODY_BYTES` fails the request.
+    """
+
+    __slots__ = ("_parts", "_size")
 
     def __init__(self) -> None:
-        self._buf = b""
+        self._parts: list[bytes] = []
+        self._size = 0
 
     @property
     def pending(self) -> bool:
         """Whether a partial line waits for the rest of its bytes."""
-        return bool(self._buf)
+        return bool(self._parts)
 
     def block(self, data: bytes) -> bytes:
         """The complete lines received so far (b"" if none); keeps the partial last line."""
-        buf = self._buf + data if self._buf else data
-        cut = buf.rfind(b"\n") + 1
-        if cut == len(buf):
-            self._buf = b""
-            return buf
-        self._buf = buf[cut:]
-        return buf[:cut]
+        cut = data.rfind(b"\n") + 1
+        if not cut:  # no line ends here: keep the piece
+            self._size += len(data)
+            if self._size > MAX_BODY_BYTES:
+                raise RequestFailed("protocol", f"an SSE line over {MAX_BODY_BYTES >> 20} MiB")
+            if data:
+                self._parts.append(data)
+            return b""
+        if self._parts:
+            head = b"".join(self._parts) + data[:cut]
+            self._parts.clear()
+        else:
+            head = data[:cut]
+        rest = data[cut:]
+        self._size = len(rest)
+        if rest:
+            self._parts.append(rest)
+        return head
 
     def feed(self, data: bytes) -> list[bytes]:
         return payloads(self.block(data))
@@ -234,11 +289,18 @@ def _payload_of(event: bytes) -> bytes:
     return found[0] if found else b""
 
 
-def _loads(payload: bytes) -> Any:
+def loads_response(payload: bytes, what: str = "stream") -> Any:
+    """JSON from the server; anything else — bad syntax, nesting deep enough to exhaust the
+    parser's recursion (a hostile server) — fails the request as ``protocol``."""
     try:
         return json.loads(payload)
+    except RecursionError:
+        raise RequestFailed("protocol", f"{what}: JSON nested too deeply") from None
     except ValueError as exc:
-        raise RequestFailed("protocol", f"bad JSON in stream: {payload[:120]!r}") from exc
+        raise RequestFailed("protocol", f"bad JSON in {what}: {payload[:120]!r}") from exc
+
+
+_loads = loads_response
 
 
 class GenerateParser(StreamParser):

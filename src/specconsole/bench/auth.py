@@ -10,6 +10,7 @@ clients; and what a record keeps is :func:`header_names` — the names, never th
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from specconsole.core.ports import BenchSpec
@@ -28,11 +29,31 @@ def resolve_value(value: str, where: str, environ: Mapping[str, str] | None = No
     return env[name]
 
 
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+"""An HTTP header name (RFC 9110 token)."""
+
+
+def header_problem(name: str, value: str, where: str) -> str:
+    """'' when ``name: value`` can be sent as one header line; else why not (a line break
+    would inject another header or end the request head; a non-Latin-1 character cannot be
+    encoded)."""
+    if not _TOKEN.match(name):
+        return f"{where}: {name!r} is not a header name (letters, digits, '-'...)"
+    bad = next((c for c in value if (ord(c) < 32 and c != "\t") or ord(c) == 127), None)
+    if bad is not None:
+        return f"{where}: the value of {name} contains the control character {bad!r}"
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return f"{where}: the value of {name} has characters HTTP headers cannot carry"
+    return ""
+
+
 def parse_header(text: str) -> tuple[str, str]:
     """``"K: V"`` / ``"K:V"`` → ``("K", "V")``; ValueError naming ``--header`` otherwise."""
     name, sep, value = text.partition(":")
     name, value = name.strip(), value.strip()
-    if not sep or not name or any(c in name for c in " \r\n") or "\n" in value or "\r" in value:
+    if not sep or header_problem(name, value, "--header"):
         raise ValueError(f"--header: {text!r} is not NAME:VALUE, e.g. --header X-Team:tuning")
     return name, value
 
@@ -48,6 +69,11 @@ def request_headers(
             raise ValueError("api_key: the key is empty")
         out = [(n, v) for n, v in out if n.lower() != "authorization"]
         out.append(("Authorization", f"Bearer {key}"))
+    for name, value in out:  # resolved values too: the environment is input as well
+        if problem := header_problem(
+            name, value, "api_key" if name == "Authorization" else "header"
+        ):
+            raise ValueError(problem)  # names the header, never the value
     return tuple(out)
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from specconsole.bench.prompts import (
     BUILTIN,
+    MAX_ENTRY_BYTES,
     MIN_TOKENS,
     RANDOM,
     Prompt,
@@ -88,35 +89,61 @@ def iter_json_entries(path: str) -> Iterator[tuple[int, Any]]:
     except OSError as exc:
         raise PromptError(f"--dataset: cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        buf, eof, number, started = "", False, 0, False
-        while True:
-            buf = buf.lstrip(" \t\r\n,")
-            if not started and buf.startswith("["):
-                buf, started = buf[1:], True
-                continue
-            if buf.startswith("]"):
-                return
-            if buf:
-                try:
-                    obj, end = decoder.raw_decode(buf)
-                except json.JSONDecodeError as exc:
-                    if eof:
-                        raise PromptError(
-                            f"{path}: entry {number + 1} is not valid JSON ({exc.msg}); the file "
-                            "must be a JSON array of objects or one JSON object per line"
-                        ) from exc
-                else:
-                    number += 1
-                    buf = buf[end:]
-                    yield number, obj
-                    continue
-            elif eof:
-                return
-            block = f.read(_READ_BLOCK)
-            eof = not block
-            buf += block
+        yield from _entries(f, path, decoder)
+    except UnicodeDecodeError as exc:
+        raise PromptError(
+            f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start} of a block); fix: "
+            "give a ShareGPT JSON file or a JSON-lines file (is it a binary file?)"
+        ) from None
+    except OSError as exc:
+        raise PromptError(f"--dataset: cannot read {path}: {exc.strerror or exc}") from exc
     finally:
         f.close()
+
+
+def _entries(f: Any, path: str, decoder: json.JSONDecoder) -> Iterator[tuple[int, Any]]:
+    """The entries of an open dataset file (see :func:`iter_json_entries`). An entry that is
+    not valid JSON within ``MAX_ENTRY_BYTES``, or nests too deeply, is a PromptError: never held
+    whole nor recursed into. A cut entry is decoded again only once the buffer has doubled, so
+    a long entry costs O(n log n), not O(n²)."""
+    buf, eof, number, started, retry_at = "", False, 0, False, 0
+    while True:
+        buf = buf.lstrip(" \t\r\n,")
+        if not started and buf.startswith("["):
+            buf, started = buf[1:], True
+            continue
+        if buf.startswith("]"):
+            return
+        if buf and (eof or len(buf) >= retry_at):
+            try:
+                obj, end = decoder.raw_decode(buf)
+            except RecursionError:
+                raise PromptError(
+                    f"{path}: entry {number + 1} nests too deeply; fix: give flat "
+                    "conversation objects"
+                ) from None
+            except json.JSONDecodeError as exc:
+                if eof or len(buf) > MAX_ENTRY_BYTES:
+                    raise PromptError(
+                        f"{path}: entry {number + 1} is not valid JSON ({exc.msg}); the file "
+                        "must be a JSON array of objects or one JSON object per line"
+                        + (
+                            f" (none within {MAX_ENTRY_BYTES >> 20} MiB)"
+                            if len(buf) > MAX_ENTRY_BYTES
+                            else ""
+                        )
+                    ) from exc
+                retry_at = 2 * len(buf)
+            else:
+                number += 1
+                buf, retry_at = buf[end:], 0
+                yield number, obj
+                continue
+        elif not buf and eof:
+            return
+        block = f.read(_READ_BLOCK)
+        eof = not block
+        buf += block
 
 
 def _sharegpt_prompts(path: str, limit: int, *, need_reply: bool) -> list[Prompt]:

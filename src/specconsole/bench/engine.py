@@ -40,11 +40,12 @@ from specconsole.bench.api import (
     API_GENERATE,
     BACKEND_NAMES,
     RequestFailed,
-    accept_length_from_server_info,
     build_request,
     make_parser,
 )
+from specconsole.bench.control import accept_length, flush_cache, open_connections, resolve_model
 from specconsole.bench.eventloop import loop_name
+from specconsole.bench.failures import overrun_limit, warmup_failure
 from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.phase import Phase
 from specconsole.bench.prompts import Prompt
@@ -56,9 +57,6 @@ from specconsole.core.measure.slo import Slo
 
 PROGRESS_TICK_S = 0.25
 """Interval of the rate-update progress events between request completions."""
-
-FLUSH_ATTEMPTS = 10
-"""``/flush_cache`` refuses while requests are still draining; retry this many times."""
 
 
 class LadderRun:
@@ -84,6 +82,8 @@ class LadderRun:
         self._rng = random.Random(plan.seed)
         self._slo = Slo.from_mapping(plan.slo) if plan.slo else None
         self._repeat = 0
+        self._first_error = ""
+        """The first failed measured request's error (URL and cause) of the last level."""
         self.reruns: list[str] = []
         """What happened to each level re-run after a lost connection (``BenchResult.reruns``)."""
 
@@ -146,17 +146,18 @@ class LadderRun:
             try:
                 level = await self._level(index, concurrency)
             except RequestFailed as exc:
-                return levels, f"level c={concurrency}: {exc}"
+                return levels, f"level c={concurrency}: {exc.detail}"
             if level is not None and lost_midway(level, levels) and not self._cancel.is_set():
                 try:
                     level = await self._rerun(index, concurrency, level)
                 except RequestFailed as exc:
-                    return levels, f"level c={concurrency} (re-run): {exc}"
+                    return levels, f"level c={concurrency} (re-run): {exc.detail}"
             if level is not None:
                 levels.append(level)
                 if level.completed == 0 and level.failed > 0 and not level.partial:
                     kinds = ", ".join(f"{k} x{n}" for k, n in sorted(level.errors.items()))
-                    return levels, f"level c={concurrency}: every request failed ({kinds})"
+                    cause = f": {self._first_error}" if self._first_error else ""
+                    return levels, f"level c={concurrency}: every request failed ({kinds}){cause}"
         return levels, None
 
     async def _rerun(self, index: int, concurrency: int, first: LevelMetrics) -> LevelMetrics:
@@ -195,31 +196,26 @@ class LadderRun:
         self._prompt_index += 1
         return prompt
 
-    async def _resolve_model(self, client: StreamClient) -> None:
-        if self._model is not None or self.plan.api == API_GENERATE:
-            return
-        try:
-            models = await client.get_json("/v1/models")
-            self._model = str(models["data"][0]["id"])
-        except (RequestFailed, KeyError, IndexError, TypeError) as exc:
-            raise RequestFailed(
-                "no_model", f"cannot read the model name from /v1/models ({exc}); pass a model"
-            ) from exc
-
     async def _level(self, index: int, concurrency: int) -> LevelMetrics | None:
         plan = self.plan
         client = self._factory(concurrency)
         try:
-            await self._resolve_model(client)
+            if self._model is None and plan.api != API_GENERATE:
+                self._model = await resolve_model(client)
             warmup_total = plan.warmup_requests * concurrency
             if warmup_total:
-                await self._phase(client, index, concurrency, warmup_total, None, warmup=True)
+                warm, _, _ = await self._phase(
+                    client, index, concurrency, warmup_total, None, warmup=True
+                )
+                cancelled = self._cancel is not None and self._cancel.is_set()
+                if failure := warmup_failure(warm.records, reached=bool(index) and not cancelled):
+                    raise failure
             if self._cancel is not None and self._cancel.is_set():
                 return None
             if plan.window == WINDOW_STEADY:
-                await self._connect(client, concurrency)
+                await open_connections(client, concurrency)
             if plan.flush_cache:
-                await self._flush(client)
+                await flush_cache(client)
             count = plan.requests_for(concurrency)
             measured, duration, partial = await self._phase(
                 client,
@@ -230,7 +226,7 @@ class LadderRun:
                 warmup=False,
                 steady=plan.window == WINDOW_STEADY,
             )
-            accept = None if partial else await self._accept_length(client)
+            accept = None if partial else await accept_length(client)
             metrics = compute_level_metrics(
                 measured.records,
                 duration=duration,
@@ -245,36 +241,11 @@ class LadderRun:
             )
             if isinstance(measured, SteadyPhase):
                 metrics = measured.metrics(metrics, plan.percentiles)
+            self._first_error = next((r.error for r in measured.records if r.error), "")
             self._emit(measured, level_result=metrics)  # the level's numbers, live
             return metrics
         finally:
             await client.aclose()
-
-    async def _connect(self, client: StreamClient, concurrency: int) -> None:
-        """Open the level's c connections before its ramp-up is timed (a steady window
-        projects one ramp onto every request, so connection setup must not be in it)."""
-        results = await asyncio.gather(
-            *(client.get_json("/v1/models") for _ in range(concurrency)), return_exceptions=True
-        )
-        for outcome in results:
-            if isinstance(outcome, BaseException) and not isinstance(outcome, RequestFailed):
-                raise outcome
-
-    async def _flush(self, client: StreamClient) -> None:
-        for _ in range(FLUSH_ATTEMPTS):
-            try:
-                status = await client.post("/flush_cache")
-            except RequestFailed:
-                return
-            if status != 400:
-                return  # flushed, or a server without the endpoint (e.g. vLLM: 404)
-            await asyncio.sleep(0.2)  # SGLang answers 400 until it is idle
-
-    async def _accept_length(self, client: StreamClient) -> float | None:
-        try:
-            return accept_length_from_server_info(await client.get_json("/server_info"))
-        except RequestFailed:
-            return None
 
     async def _phase(
         self,
@@ -431,12 +402,24 @@ class LadderRun:
         # callback, outside this task, so the slot is passed in, never read from a context
         add_tokens = sink or phase.add_tokens
         feed = parser.feed
+        asked = prompt.output_len or plan.output_len
+        most = overrun_limit(asked)
+        seen = 0
 
-        def on_data(data: bytes) -> None:
+        def on_data(data: bytes) -> int:
+            """Feed the parser; the new tokens are the client's progress (its watchdog re-arms
+            only on them). A stream far beyond the tokens asked for never ends: cut it."""
+            nonlocal seen
             now = clock()
             new = feed(data, now - start)
             if new:
                 add_tokens(now, new)
+                seen += new
+                if seen > most:
+                    raise RequestFailed(
+                        "overrun", f"the server streamed over {most} tokens for {asked} asked"
+                    )
+            return new
 
         phase.running += 1
         start = clock()

@@ -24,21 +24,27 @@ class StreamClient(Protocol):
     """The HTTP operations the engine needs; one client per level, pooled for c connections."""
 
     async def stream_into(
-        self, path: str, body: bytes, sink: Callable[[bytes], None], stall_s: float
+        self, path: str, body: bytes, sink: Callable[[bytes], object], stall_s: float
     ) -> None:
         """POST ``body`` and hand the response body's bytes to ``sink`` as they arrive.
 
         ``sink`` is called once per received piece (every SSE event in it arrived together,
-        so one timestamp per call is exact) and may raise
+        so one timestamp per call is exact), returns a true value when the piece carried a
+        token (progress: only that re-arms the client's watchdog) and may raise
         :class:`~specconsole.bench.api.RequestFailed`, which fails the request. Raises
-        RequestFailed for a non-200 status (kind ``http_<status>``), a refused connection
-        (``connect``), no bytes for ``stall_s`` (``stall``) or for the request timeout
-        (``timeout``), or a dropped connection (``disconnect``).
+        RequestFailed (its detail names the URL) for a non-200 status (kind
+        ``http_<status>``), a connection not made (``connect``), no token for ``stall_s``
+        (``stall``) or for the request timeout (``timeout``), or a dropped connection
+        (``disconnect``).
         """
         ...
 
     async def get_json(self, path: str) -> Any:
         """GET a JSON document (``/server_info``, ``/v1/models``); raises RequestFailed."""
+        ...
+
+    async def get_text(self, path: str) -> str:
+        """GET a text document (``/metrics``' Prometheus text); raises RequestFailed."""
         ...
 
     async def post(self, path: str) -> int:

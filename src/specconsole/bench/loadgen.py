@@ -25,7 +25,16 @@ from typing import Any
 
 import httpx
 
-from specconsole.bench.api import RequestFailed, stall_failure
+from specconsole.bench.api import (
+    CONNECT_TIMEOUT_S,
+    CONTROL_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    RequestFailed,
+    control_failure,
+    loads_response,
+    silence_failure,
+    stall_failure,
+)
 from specconsole.bench.auth import header_names, request_headers
 from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderRun
@@ -124,7 +133,10 @@ class HttpxStreamClient:
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._headers = {**_HEADERS, **dict(headers)}
-        self._timeout = httpx.Timeout(connect=10.0, read=timeout_s, write=30.0, pool=None)
+        self._timeout_s = timeout_s
+        self._timeout = httpx.Timeout(
+            connect=min(CONNECT_TIMEOUT_S, timeout_s), read=timeout_s, write=30.0, pool=None
+        )
         self._free: list[httpx.AsyncClient] = []
         self._clients: list[httpx.AsyncClient] = []
         self._gate = asyncio.Semaphore(max(1, concurrency))
@@ -161,49 +173,66 @@ class HttpxStreamClient:
                 self._free.append(client)
 
     async def stream_into(
-        self, path: str, body: bytes, sink: Callable[[bytes], None], stall_s: float
+        self, path: str, body: bytes, sink: Callable[[bytes], object], stall_s: float
     ) -> None:
+        """The raw client's rules (:mod:`specconsole.bench.rawhttp`): a token within
+        ``min(stall_s, request timeout)`` from the request on and between tokens — the
+        deadline moves only when the sink reports a token."""
+        limit = min(stall_s, self._timeout_s)
+        where = f"{self._base_url}{path}"
+        loop = asyncio.get_running_loop()
         try:
-            async with (
-                self._client() as client,
-                client.stream("POST", path, content=body) as response,
-            ):
-                if response.status_code != 200:
-                    text = (await response.aread()).decode("utf-8", "replace")
-                    raise RequestFailed(f"http_{response.status_code}", text[:300])
-                chunks = aiter(response.aiter_raw())
-                while True:
-                    try:
-                        async with asyncio.timeout(stall_s):
-                            data = await anext(chunks)
-                    except StopAsyncIteration:
-                        return
-                    except TimeoutError:
-                        raise stall_failure(stall_s) from None
-                    sink(data)
+            async with self._client() as client:
+                try:
+                    async with (
+                        asyncio.timeout(limit) as deadline,
+                        client.stream("POST", path, content=body) as response,
+                    ):
+                        if response.status_code != 200:
+                            text = (await _capped(response, where)).decode("utf-8", "replace")
+                            raise RequestFailed(f"http_{response.status_code}", text[:300])
+                        async for data in response.aiter_raw():
+                            if sink(data):
+                                deadline.reschedule(loop.time() + limit)
+                except TimeoutError:
+                    if stall_s <= self._timeout_s:
+                        raise stall_failure(stall_s, where) from None
+                    raise silence_failure(self._timeout_s, where) from None
         except httpx.HTTPError as exc:
-            raise _failure(exc) from exc
+            raise _failure(exc, where) from exc
+
+    async def _control(self, method: str, path: str) -> tuple[int, bytes]:
+        """A control request's status and body: the whole answer within
+        :data:`~specconsole.bench.api.CONTROL_TIMEOUT_S`, at most MAX_BODY_BYTES."""
+        limit = min(CONTROL_TIMEOUT_S, self._timeout_s)
+        where = f"{self._base_url}{path}"
+        try:
+            async with self._client() as client:
+                try:
+                    async with (
+                        asyncio.timeout(limit),
+                        client.stream(method, path) as response,
+                    ):
+                        return response.status_code, await _capped(response, where)
+                except TimeoutError:
+                    raise control_failure(limit, where) from None
+        except httpx.HTTPError as exc:
+            raise _failure(exc, where) from exc
 
     async def get_json(self, path: str) -> Any:
-        try:
-            async with self._client() as client:
-                response = await client.get(path)
-        except httpx.HTTPError as exc:
-            raise _failure(exc) from exc
-        if response.status_code != 200:
-            raise RequestFailed(f"http_{response.status_code}", response.text[:300])
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise RequestFailed("protocol", f"{path} did not return JSON") from exc
+        status, data = await self._control("GET", path)
+        if status != 200:
+            raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
+        return loads_response(data, path)
+
+    async def get_text(self, path: str) -> str:
+        status, data = await self._control("GET", path)
+        if status != 200:
+            raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
+        return data.decode("utf-8", "replace")
 
     async def post(self, path: str) -> int:
-        try:
-            async with self._client() as client:
-                response = await client.post(path)
-        except httpx.HTTPError as exc:
-            raise _failure(exc) from exc
-        return response.status_code
+        return (await self._control("POST", path))[0]
 
     async def aclose(self) -> None:
         for client in self._clients:
@@ -212,17 +241,29 @@ class HttpxStreamClient:
         self._free.clear()
 
 
-def _failure(exc: httpx.HTTPError) -> RequestFailed:
-    """Map an httpx exception to the error kinds the level counts."""
+async def _capped(response: httpx.Response, where: str) -> bytes:
+    """The response body, refused past MAX_BODY_BYTES (a hostile server's endless answer)."""
+    pieces: list[bytes] = []
+    size = 0
+    async for data in response.aiter_raw():
+        size += len(data)
+        if size > MAX_BODY_BYTES:
+            raise RequestFailed("protocol", f"{where}: answer over {MAX_BODY_BYTES >> 20} MiB")
+        pieces.append(data)
+    return b"".join(pieces)
+
+
+def _failure(exc: httpx.HTTPError, where: str) -> RequestFailed:
+    """Map an httpx exception to the error kinds the level counts, naming the URL."""
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-        kind = "connect"
-    elif isinstance(exc, httpx.TimeoutException):
+        return RequestFailed("connect", f"cannot connect to {where}: {exc or type(exc).__name__}")
+    if isinstance(exc, httpx.TimeoutException):
         kind = "timeout"
     elif isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError):
         kind = "disconnect"
     else:
         kind = "http_error"
-    return RequestFailed(kind, str(exc) or type(exc).__name__)
+    return RequestFailed(kind, f"{where}: {exc or type(exc).__name__}")
 
 
 def make_run(

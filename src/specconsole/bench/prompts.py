@@ -174,12 +174,41 @@ def load_jsonl(path: str | Path) -> list[Prompt]:
     return load_jsonl_lines(path)
 
 
+MAX_ENTRY_BYTES = 64 << 20
+"""Longest dataset line or entry read (a binary file without newlines is refused, not held)."""
+
+
 def _lines(file: Path) -> Iterator[str]:
+    """The file's lines as text; a directory, a binary file or an endless line is a
+    PromptError naming the file, the line and the fix (never a bare UnicodeDecodeError)."""
     try:
-        with open(file, encoding="utf-8") as f:
-            yield from f
+        f = open(file, "rb")  # noqa: SIM115 - closed in the finally below
     except OSError as exc:
         raise PromptError(f"--prompts: cannot read {file}: {exc.strerror or exc}") from exc
+    try:
+        offset = 0
+        for number in range(1, 1 << 62):
+            try:
+                raw = f.readline(MAX_ENTRY_BYTES + 1)
+            except OSError as exc:
+                raise PromptError(f"--prompts: cannot read {file}: {exc.strerror or exc}") from exc
+            if not raw:
+                return
+            if len(raw) > MAX_ENTRY_BYTES:
+                raise PromptError(
+                    f"{file}:{number}: a line longer than {MAX_ENTRY_BYTES >> 20} MiB; fix: "
+                    "give a JSON-lines file (one prompt object per line), not a binary file"
+                )
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise PromptError(
+                    f"{file}:{number} (byte offset {offset + exc.start}) is not UTF-8 text; "
+                    "fix: give a JSON-lines file of prompts (is it a binary file?)"
+                ) from None
+            offset += len(raw)
+    finally:
+        f.close()
 
 
 def load_jsonl_lines(path: str | Path, limit: int | None = None) -> list[Prompt]:
@@ -194,6 +223,8 @@ def load_jsonl_lines(path: str | Path, limit: int | None = None) -> list[Prompt]
         where = f"{file}:{number}"
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise PromptError(f"{where}: the JSON nests too deeply; fix: one flat object") from None
         except json.JSONDecodeError as exc:
             raise PromptError(
                 f"{where}: not valid JSON ({exc.msg}); each line must be one "

@@ -15,60 +15,22 @@ import json
 import signal
 import sys
 import time
-from collections.abc import Callable
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
-from specconsole.core.measure.metrics import LevelMetrics
+from specconsole.commands.bench_table import format_table
+from specconsole.commands.bounded import (
+    bench_number,
+    ladder,
+    output_file_problem,
+    percentiles,
+    server_url,
+)
+from specconsole.core.config.inputs import load_json
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import parse_slo
 from specconsole.core.ports import DEFAULT_OUTPUT_LEN, BenchApi, BenchSpec
 
-T = TypeVar("T", int, float)
-
 DEFAULT_LADDER = "1,4,16,32,64"
-
-
-def _ladder(text: str) -> tuple[int, ...]:
-    try:
-        levels = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        levels = ()
-    if not levels or any(c < 1 for c in levels):
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a ladder: give comma-separated concurrencies >= 1, e.g. 1,4,16"
-        )
-    return levels
-
-
-def _positive(convert: Callable[[str], T], fix: str) -> Callable[[str], T]:
-    """An argparse ``type`` for numbers above 0: ``convert`` the text or say ``fix``."""
-
-    def parse(text: str) -> T:
-        try:
-            value = convert(text)
-        except ValueError:
-            value = convert("0")
-        if not value > 0:  # type: ignore[operator]
-            raise argparse.ArgumentTypeError(f"{text!r}: {fix}")
-        return value
-
-    return parse
-
-
-_positive_int = _positive(int, "give a whole number >= 1")
-_positive_float = _positive(float, "give a number > 0")
-
-
-def _percentiles(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        values = ()
-    if not values or any(not 0 < q < 100 for q in values):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: give comma-separated percentiles between 0 and 100, e.g. 50,90,99.9"
-        )
-    return values
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "/server_info) and print bench_serving's metrics per level."
         ),
     )
-    p.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
+    p.add_argument("url", type=server_url, help="server base URL, e.g. http://127.0.0.1:30000")
     p.add_argument(
         "--api",
         choices=[a.value for a in BenchApi],
@@ -91,20 +53,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--ladder",
-        type=_ladder,
-        default=_ladder(DEFAULT_LADDER),
+        type=ladder,
+        default=ladder(DEFAULT_LADDER),
         help=f"comma-separated concurrency levels (default {DEFAULT_LADDER})",
     )
     p.add_argument(
         "--requests",
-        type=_positive_int,
+        type=bench_number("requests_per_level", "--requests"),
         default=None,
         metavar="N",
         help="measured requests per level (default max(8, 4 x concurrency))",
     )
     p.add_argument(
         "--duration",
-        type=_positive_float,
+        type=bench_number("duration_s", "--duration"),
         default=None,
         metavar="S",
         help="run each level for S seconds instead of a request count",
@@ -118,35 +80,35 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--window-s",
-        type=_positive_float,
+        type=bench_number("window_s", "--window-s"),
         default=None,
         metavar="S",
         help="steady window length in seconds (default 2)",
     )
     p.add_argument(
         "--window-tokens",
-        type=_positive_int,
+        type=bench_number("window_tokens", "--window-tokens"),
         default=None,
         metavar="N",
         help="end a steady window once N output tokens streamed (whichever bound first)",
     )
     p.add_argument(
         "--warmup",
-        type=int,
+        type=bench_number("warmup_requests", "--warmup"),
         default=1,
         metavar="N",
         help="warm-up requests per in-flight slot before each level (default 1)",
     )
     p.add_argument(
         "--input-len",
-        type=_positive_int,
+        type=bench_number("input_len", "--input-len"),
         default=256,
         metavar="N",
         help="prompt length in tokens (default 256)",
     )
     p.add_argument(
         "--output-len",
-        type=_positive_int,
+        type=bench_number("output_len", "--output-len"),
         default=None,
         metavar="N",
         help="output tokens per request, with ignore_eos (default 256; a ShareGPT or custom "
@@ -163,28 +125,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--range-ratio",
-        type=float,
+        type=bench_number("range_ratio", "--range-ratio"),
         default=1.0,
         metavar="R",
         help="draw lengths uniformly from [len*R, len] (default 1: fixed; bench_serving's "
         "--random-range-ratio)",
     )
-    p.add_argument("--seed", type=int, default=42, help="seeds prompt order and lengths")
+    p.add_argument(
+        "--seed",
+        type=bench_number("seed", "--seed"),
+        default=42,
+        help="seeds prompt order and lengths",
+    )
     p.add_argument(
         "--request-rate",
-        type=_positive_float,
+        type=bench_number("request_rate", "--request-rate"),
         default=None,
         metavar="R",
         help="Poisson arrivals at R req/s (capped at the level's concurrency)",
     )
-    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--temperature", type=bench_number("temperature", "--temperature"), default=0.0)
     p.add_argument("--model", default=None, help="model name for the OpenAI APIs")
     p.add_argument(
         "--request-timeout",
-        type=_positive_float,
+        type=bench_number("request_timeout_s", "--request-timeout"),
         default=600.0,
         metavar="S",
-        help="longest silence inside one response before it fails (default 600)",
+        help="longest wait for any answer (connect, first byte, a control request) and the "
+        "longest silence of a stream before it fails (default 600; docs/benchmark.md)",
+    )
+    p.add_argument(
+        "--stall-timeout",
+        type=bench_number("stall_timeout_s", "--stall-timeout"),
+        default=None,
+        metavar="S",
+        help="a stream that yields no token for S seconds fails as a stall (default 30)",
     )
     p.add_argument(
         "--no-flush", action="store_true", help="do not POST /flush_cache before each level"
@@ -208,7 +183,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--percentiles",
-        type=_percentiles,
+        type=percentiles,
         default=(90.0, 95.0, 99.0),
         metavar="LIST",
         help="latency percentiles to record (default 90,95,99), e.g. 50,90,95,99,99.9",
@@ -235,7 +210,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument(
         "--repeats",
-        type=_positive_int,
+        type=bench_number("repeats", "--repeats"),
         default=1,
         metavar="N",
         help="run the ladder N times: headlines get mean, std and a 95%% CI",
@@ -246,10 +221,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _extra_body(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
-    try:
-        body = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"--extra-body: not valid JSON ({exc}); give an object") from None
+    body = load_json(text, "--extra-body", ValueError)
     if not isinstance(body, dict):
         raise ValueError("--extra-body: give a JSON object, e.g. '{\"top_k\": 1}'")
     return body
@@ -258,8 +230,6 @@ def _extra_body(text: str | None) -> dict[str, Any] | None:
 def spec_from_args(args: argparse.Namespace) -> BenchSpec:
     from specconsole.bench.auth import parse_header
 
-    if args.warmup < 0:
-        raise ValueError("--warmup: give 0 or more")
     if args.window == "steady" and (args.requests is not None or args.duration is not None):
         raise ValueError(
             "--window steady: each level ends with its window (--window-s, --window-tokens); "
@@ -287,6 +257,7 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         flush_cache=not args.no_flush,
         model=args.model,
         request_timeout_s=args.request_timeout,
+        **({} if args.stall_timeout is None else {"stall_timeout_s": args.stall_timeout}),
         repeats=args.repeats,
         percentiles=args.percentiles,
         slo=parse_slo(args.slo).to_dict() if args.slo else None,
@@ -337,125 +308,13 @@ class _ProgressLine:
             self._stream.flush()
 
 
-def _row(level: LevelMetrics) -> list[str]:
-    lat = level.latency_ms
-    accept = f"{level.accept_length:.2f}" if level.accept_length is not None else "-"
-    return [
-        f"{level.max_concurrency}{'*' if level.partial else ''}",
-        f"{level.completed}/{level.failed}",
-        f"{level.output_throughput:.1f}",
-        f"{level.request_throughput:.2f}",
-        f"{level.mean_decode_tok_s:.1f}",
-        f"{level.mean_request_tok_s:.1f}",
-        f"{lat['median_ttft_ms']:.1f}",
-        f"{lat['p99_ttft_ms']:.1f}",
-        f"{lat['median_tpot_ms']:.2f}",
-        f"{lat['p99_itl_ms']:.2f}",
-        f"{level.concurrency:.2f}",
-        accept,
-    ]
-
-
-HEADERS = [
-    "c",
-    "ok/fail",
-    "out tok/s",
-    "req/s",
-    "decode/req",
-    "tok/s/req",
-    "TTFT med",
-    "TTFT p99",
-    "TPOT med",
-    "ITL p99",
-    "conc",
-    "accept",
-]
-
-
-def format_table(result: BenchResult) -> str:
-    """The human-readable results table with the two headline numbers."""
-    rows = [HEADERS] + [_row(level) for level in result.levels]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADERS))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    single = result.single_request_level
-    peak = result.peak_level
-    lines.append("")
-    lines.append(
-        f"single-request decode tok/s: {result.single_request_tok_s:.1f}"
-        + (f" (c={single.max_concurrency})" if single else "")
-    )
-    lines.append(
-        f"peak aggregate output tok/s: {result.peak_aggregate_tok_s:.1f}"
-        + (f" (c={peak.max_concurrency})" if peak else "")
-    )
-    lines.append("latencies in ms; decode/req = (n-1)/(e2e-ttft); tok/s/req = n/e2e")
-    lines.extend(_extra_percentiles(result))
-    for level in result.levels:
-        if level.good_requests is not None:
-            lines.append(
-                f"c={level.max_concurrency} goodput: {level.request_goodput or 0.0:.2f} req/s "
-                f"({level.good_requests}/{level.completed} requests met "
-                + " ".join(f"{k}<={v:g}" for k, v in (level.slo or {}).items())
-                + ")"
-            )
-    for level in result.levels:
-        if level.errors:
-            kinds = ", ".join(f"{k} x{n}" for k, n in sorted(level.errors.items()))
-            lines.append(f"c={level.max_concurrency} errors: {kinds}")
-    lines.extend(format_repeat_stats(result))
-    if result.partial:
-        why = "cancelled" if result.cancelled else (result.error or "not every level ran")
-        cut = any(level.partial for level in result.levels)  # the rows shown (run 1's)
-        lines.append(f"PARTIAL: {why}" + (" (* marks a level cut short)" if cut else ""))
-    return "\n".join(lines)
-
-
-def _extra_percentiles(result: BenchResult) -> list[str]:
-    """Percentiles asked for beyond the table's (``--percentiles``), one line per level."""
-    lines: list[str] = []
-    for level in result.levels:
-        lat = level.latency_ms
-        extra = sorted(
-            {k.split("_", 1)[0] for k in lat if k.startswith("p")} - {"p90", "p95", "p99"},
-            key=lambda label: float(label[1:]),
-        )
-        if not extra:
-            continue
-        parts = [
-            f"{label} TTFT {lat[f'{label}_ttft_ms']:.1f} TPOT {lat[f'{label}_tpot_ms']:.2f} "
-            f"ITL {lat[f'{label}_itl_ms']:.2f}"
-            for label in extra
-            if f"{label}_ttft_ms" in lat
-        ]
-        lines.append(f"c={level.max_concurrency} " + "; ".join(parts))
-    return lines
-
-
-def format_repeat_stats(result: BenchResult) -> list[str]:
-    """``name: mean ± CI half-width (std s, n runs)`` for every headline number, when the
-    ladder ran more than once."""
-    if len(result.repeats) < 2:
-        return []
-    lines = [
-        f"over {len(result.repeats)} runs (the table above is run 1; --json prints every run): "
-        "mean ± 95% CI half-width (sample std)"
-    ]
-    for name, sp in result.repeat_stats().items():
-        lines.append(f"  {name:<28} {sp.mean:10.2f} ± {sp.ci_half_width:8.2f} (std {sp.std:.2f})")
-    return lines
-
-
 def run_bench(args: argparse.Namespace) -> int:
     """Handler of ``specconsole bench``; returns the exit status."""
     from specconsole.bench.loadgen import make_run
     from specconsole.bench.prompts import PromptError
 
-    if not args.url.startswith(("http://", "https://")):
-        print(
-            f"error: URL {args.url!r}: give the server's base URL, e.g. http://127.0.0.1:30000",
-            file=sys.stderr,
-        )
+    if args.output_file and (problem := output_file_problem(args.output_file, "--output-file")):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     progress = _ProgressLine(sys.stderr)
     try:
@@ -477,13 +336,19 @@ def run_bench(args: argparse.Namespace) -> int:
     progress.clear()
     records = result.records()
     if args.output_file:
-        with open(args.output_file, "a", encoding="utf-8") as out:
-            for record in result.records(details=True):
-                out.write(json.dumps(record) + "\n")
+        try:
+            with open(args.output_file, "a", encoding="utf-8") as out:
+                for record in result.records(details=True):
+                    out.write(json.dumps(record) + "\n")
+        except OSError as exc:
+            print(
+                f"error: --output-file {args.output_file}: {exc.strerror or exc}", file=sys.stderr
+            )
+            return 1
     if args.json:
         for record in records:
             print(json.dumps(record))
-    else:
+    elif result.levels or not result.error:  # nothing measured: the error alone says why
         print(format_table(result))
     if result.error:
         print(f"error: {result.error}", file=sys.stderr)

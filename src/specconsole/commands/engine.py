@@ -23,6 +23,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
+from specconsole.core.config.inputs import check_nesting, too_deep_message
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import (
     ConfigError,
@@ -135,9 +136,14 @@ def _read_text(path: str) -> str:
 def _read_document(path: str) -> tuple[dict[str, Any], str]:
     text = _read_text(path)
     try:
-        return tomllib.loads(text), text
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         pass
+    except RecursionError:
+        raise _InputError(too_deep_message(path)) from None
+    else:
+        check_nesting(document, path, _InputError)
+        return document, text
     # Not TOML: a systemd unit (or `systemctl cat` output) or a command line also names a
     # configuration; read it as the [server] table it stands for.
     from specconsole.core.config.importplan import read_server_text

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import dataclasses
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from specconsole.commands.common import (
     error,
     lock_session,
 )
+from specconsole.core.config.inputs import load_toml
 from specconsole.core.plans.parse import parse_plan
 from specconsole.core.plans.plan import CrashPolicy, PlanError, SweepPlan
 
@@ -117,10 +117,7 @@ def read_console_file(path: Path, *, port: int | None = None) -> tuple[SweepPlan
         text = path.read_text()
     except OSError as exc:
         raise PlanError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        document: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PlanError(f"{path}: not valid TOML: {exc}") from None
+    document: dict[str, Any] = load_toml(text, str(path), PlanError)
     ui = document.pop("ui", {})
     if not isinstance(ui, dict):
         raise PlanError(f'{path}: [ui] must be a table, e.g. [ui] theme = "dark"')

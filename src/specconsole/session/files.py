@@ -10,12 +10,12 @@ are file mechanics, tested on their own.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from specconsole.core.config.inputs import load_json
 from specconsole.core.plans.decoding import decode_text
 
 __all__ = [
@@ -87,7 +87,7 @@ def parse_trial_lines(data: bytes, source: str) -> TrialLines:
         if not raw.strip():
             continue
         try:
-            value = json.loads(decode_text(raw, source, base_offset=start))
+            value = load_json(decode_text(raw, source, base_offset=start), "the line", ValueError)
             if not isinstance(value, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:  # DecodeError and JSONDecodeError are ValueErrors

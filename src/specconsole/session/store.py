@@ -38,6 +38,7 @@ from typing import IO, Any
 
 import tomli_w
 
+from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.secrets import (
     REDACTED,
     is_secret_name,
@@ -214,19 +215,15 @@ class Session:
 
     def read_meta(self) -> dict[str, Any]:
         """session.toml as a table (``SessionError`` when it cannot be read or is mistyped)."""
-        import tomllib
-
         path = self.path / SESSION_FILE
         try:
-            meta = tomllib.loads(read_text_file(path))
+            meta = load_toml(read_text_file(path), str(path), SessionError)
         except FileNotFoundError:
             return {}
         except OSError as exc:
             raise SessionError(f"cannot read {path}: {exc}") from None
         except DecodeError as exc:
             raise SessionError(str(exc)) from None
-        except tomllib.TOMLDecodeError as exc:
-            raise SessionError(f"{path} is not valid TOML: {exc}") from None
         for name, table in meta.items():
             if not isinstance(table, dict):
                 raise SessionError(

@@ -12,11 +12,12 @@ Units follow SGLang's logs: ``*_gb`` are GiB (2**30 bytes, what SGLang prints as
 
 from __future__ import annotations
 
-import tomllib
 import types
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from specconsole.core.config.inputs import load_toml
 
 DEFAULT_PROFILE_NAME = "qwen3.5-122b-a10b-eagle3.toml"
 """File name of the packaged default profile under ``examples/sim/``."""
@@ -317,9 +318,10 @@ def load_profile(path: str | Path) -> Profile:
             "pass an existing file to --sim-profile"
         ) from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{p} is not valid TOML: {exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileError(f"{p} is not UTF-8 text: {exc}") from None
+    data = load_toml(text, str(p), ProfileError)
     return profile_from_dict(data, source=str(p))
 
 

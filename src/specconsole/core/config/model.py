@@ -18,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import shlex
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.options import OptionField, OptionValue, parse_option, with_options
 from specconsole.core.engine.registry import (
     DEFAULT_ENGINE,
@@ -449,11 +449,9 @@ def config_from_toml(text: str) -> ServerConfig:
     Raises :class:`ConfigError` for invalid TOML, a missing ``[server]`` table, or any bad key.
     """
     try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            "toml", f"not valid TOML ({exc}).", "fix the syntax at that line."
-        ) from None
+        document = load_toml(text, "the file", ValueError)
+    except ValueError as exc:
+        raise ConfigError("toml", f"{exc}.", "fix the file.") from None
     table = document.get("server")
     if not isinstance(table, dict):
         raise ConfigError(

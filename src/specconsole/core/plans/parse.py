@@ -53,13 +53,13 @@ the session records it and a resumed session reuses it (``session.store``).
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import fields
 from enum import Enum
 from typing import Any
 
 from specconsole.core.config.bounds import parse_choice
+from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.plans.goalparse import goal_document, parse_goal
 from specconsole.core.plans.objective import DEFAULT_GOAL, ObjectiveError
@@ -352,8 +352,5 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
 
 def loads_plan(text: str) -> SweepPlan:
     """Parse plan TOML text."""
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PlanError(f"the plan is not valid TOML: {exc}") from None
+    document = load_toml(text, "the plan", PlanError)
     return parse_plan(document, source=text)

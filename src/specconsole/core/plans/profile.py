@@ -23,13 +23,13 @@ Example::
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
 from specconsole.core.config.bounds import parse_choice
+from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.jobscript import JobScriptError, check_time_limit, sbatch_option
 
 
@@ -349,8 +349,4 @@ def parse_profile(document: Mapping[str, Any]) -> Profile:
 
 def loads_profile(text: str) -> Profile:
     """Parse TOML text holding ``[host]``/``[service]`` tables (other tables are ignored)."""
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"profile is not valid TOML: {exc}") from None
-    return parse_profile(document)
+    return parse_profile(load_toml(text, "the profile", ProfileError))

@@ -16,7 +16,14 @@ from dataclasses import MISSING, fields
 from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.core.config.bounds import PLAN_LIMITS, limit_problem, parse_choice
+from specconsole.core.config.bounds import (
+    BENCH_BOUNDS,
+    MAX_LADDER_LEVELS,
+    PLAN_LIMITS,
+    bound_problem,
+    limit_problem,
+    parse_choice,
+)
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import (
     FIELD_KINDS,
@@ -109,6 +116,19 @@ def plan_number(value: Any, where: str, *, integer: bool = False, minimum: float
     return value
 
 
+def bench_number(key: str, value: Any, where: str) -> Any:
+    """A ``[bench]`` number within ``core.config.bounds.BENCH_BOUNDS[key]`` (the same bound
+    ``specconsole bench``'s option has); TOML-typed: an integer field takes no float."""
+    bound = BENCH_BOUNDS[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PlanError(f"{where} must be a number, got {value!r}")
+    if bound.integer and not isinstance(value, int):
+        raise PlanError(f"{where} must be an integer, got {value!r}")
+    if problem := bound_problem(where, value, bound):
+        raise PlanError(problem)
+    return value if bound.integer else float(value)
+
+
 _BENCH_PLACEMENT_KEYS = {"placement", "url"}
 """``[bench]`` keys that say where the load runs (the rest are ``BenchSpec`` fields)."""
 
@@ -158,25 +178,33 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
             ):
                 raise PlanError(f"{where} must be a non-empty list of positive integers")
-            if len(value) > (most := PLAN_LIMITS["[bench] ladder levels"]):
+            if len(value) > MAX_LADDER_LEVELS:
                 raise PlanError(
-                    f"{where} has {len(value)} levels, above the limit of {most:g}; fix: "
-                    "keep the concurrencies that matter (each level runs for duration_s)"
+                    f"{where} has {len(value)} levels, above the limit of {MAX_LADDER_LEVELS}; "
+                    "fix: keep the concurrencies that matter (each level runs for duration_s)"
                 )
             for level in value:
-                if problem := limit_problem("[bench] ladder level", level, PLAN_LIMITS[where]):
-                    raise PlanError(problem)
+                bench_number("ladder", level, "[bench] ladder level")
             kw[key] = tuple(value)
         elif key == "api":
             kw[key] = parse_choice(BenchApi, value, where, PlanError)
-        elif key in ("requests_per_level", "input_len", "output_len", "seed"):
-            kw[key] = plan_number(value, where, integer=True, minimum=0 if key != "seed" else -1)
-        elif key == "warmup_requests":
-            kw[key] = plan_number(value, where, integer=True, minimum=-1)
-        elif key in ("duration_s", "request_rate", "request_timeout_s", "stall_timeout_s"):
-            kw[key] = float(plan_number(value, where))
-        elif key == "temperature":
-            kw[key] = float(plan_number(value, where, minimum=-1e-12))
+        elif key in (
+            "requests_per_level",
+            "input_len",
+            "output_len",
+            "seed",
+            "warmup_requests",
+            "duration_s",
+            "request_rate",
+            "request_timeout_s",
+            "stall_timeout_s",
+            "temperature",
+            "range_ratio",
+            "repeats",
+            "window_s",
+            "window_tokens",
+        ):
+            kw[key] = bench_number(key, value, where)
         elif key == "flush_cache":
             if not isinstance(value, bool):
                 raise PlanError(f"{where} must be true or false")
@@ -185,16 +213,10 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
             if not isinstance(value, str) or not value:
                 raise PlanError(f"{where} must be a non-empty string")
             kw["prompts" if key == "dataset" else key] = value
-        elif key == "range_ratio":
-            kw[key] = float(plan_number(value, where))
-            if kw[key] > 1:
-                raise PlanError(f"{where} must be in (0, 1]; 1 means fixed lengths")
-        elif key == "repeats":
-            kw[key] = plan_number(value, where, integer=True, minimum=0)
         elif key == "percentiles":
             if not isinstance(value, list) or not value:
                 raise PlanError(f"{where} must be a list of percentiles, e.g. [50, 90, 99, 99.9]")
-            kw[key] = tuple(float(plan_number(q, where)) for q in value)
+            kw[key] = tuple(bench_number(key, q, where) for q in value)
             if any(q >= 100 for q in kw[key]):
                 raise PlanError(f"{where}: each percentile must be below 100")
         elif key == "slo":
@@ -229,10 +251,6 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
                     f"{value!r}"
                 )
             kw[key] = value
-        elif key == "window_s":
-            kw[key] = float(plan_number(value, where))
-        elif key == "window_tokens":
-            kw[key] = plan_number(value, where, integer=True, minimum=0)
         elif key == "output_details":
             if not isinstance(value, bool):
                 raise PlanError(f"{where} must be true or false")

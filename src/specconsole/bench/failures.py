@@ -1,0 +1,41 @@
+"""When a level's failures end it at once, and how far a stream may run.
+
+Why apart from the ladder engine (:mod:`.engine`): these are decisions about what failures
+mean, not scheduling (issue 27): a server that refuses, never answers or errors on every
+warm-up request cannot be benchmarked, so measuring it would only repeat each failure's wait N
+times before "every request failed"; and a stream far past the tokens asked for is a server
+that would hold the level forever. The message names the URL and the cause (the first
+failure's detail). Standard library only: the remote runner ships it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specconsole.bench.api import RequestFailed
+from specconsole.bench.rerun import LOST_CONNECTION_KINDS
+from specconsole.core.measure.metrics import RequestTimeline
+
+__all__ = ["overrun_limit", "warmup_failure"]
+
+
+def overrun_limit(asked: int) -> int:
+    """Most tokens a stream may carry for ``asked`` (``max_tokens`` with ``ignore_eos``)."""
+    return 2 * asked + 64
+
+
+def warmup_failure(records: Sequence[RequestTimeline], *, reached: bool) -> RequestFailed | None:
+    """The failure that ends the level when every warm-up request failed, else None.
+
+    ``reached``: earlier levels ran (the server answered before), so a lost connection is
+    left to the re-run rule (``bench.rerun``) instead of ending the ladder."""
+    if not records or any(not r.error_kind for r in records):
+        return None
+    kinds = sorted({r.error_kind for r in records if r.error_kind})
+    if reached and set(kinds) <= set(LOST_CONNECTION_KINDS):
+        return None
+    first = next((r.error for r in records if r.error), "")
+    return RequestFailed(
+        kinds[0] if len(kinds) == 1 else "warmup",
+        f"every warm-up request failed ({', '.join(kinds)})" + (f": {first}" if first else ""),
+    )
