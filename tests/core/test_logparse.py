@@ -395,7 +395,16 @@ VLLM_CASES: list[tuple[str, LogEvent]] = [
     ),
     (
         VLLM_PREFIX + "Maximum concurrency for 32,768 tokens per request: 37.68x",
-        Capacity(timestamp="07-20 10:30:31", context_len=32768, max_concurrency=37.68),
+        Capacity(
+            timestamp="07-20 10:30:31",
+            context_len=32768,
+            max_concurrency=37.68,
+            then=LoadStage.KV_CACHE,  # vLLM captures its CUDA graphs after this line
+        ),
+    ),
+    (
+        VLLM_PREFIX + "Model loading took 15.8843 GiB memory and 5.112074 seconds",  # 0.34
+        WeightsEnd(timestamp="07-20 10:30:31", mem_usage_gb=15.8843, elapsed_s=5.112074),
     ),
     (
         VLLM_PREFIX + "Graph capturing finished in 9 secs, took 0.61 GiB",
@@ -433,6 +442,26 @@ VLLM_CASES: list[tuple[str, LogEvent]] = [
 @pytest.mark.parametrize(("line", "expected"), VLLM_CASES, ids=lambda v: getattr(v, "kind", ""))
 def test_vllm_single_line_events(line: str, expected: LogEvent) -> None:
     assert LogParser(engine="vllm").feed(line) == [expected]
+
+
+def test_vllm_kv_size_and_concurrency_make_the_capacity() -> None:
+    """The size line (thousands separators) gives the capacity its tokens, whether the
+    concurrency follows on its own line (0.11) or on the same one (0.2x+)."""
+    ts = "07-20 10:30:31"
+    both = Capacity(
+        timestamp=ts,
+        max_total_num_tokens=1234560,
+        context_len=131072,
+        max_concurrency=9.42,
+        then=LoadStage.KV_CACHE,
+    )
+    kv = KVCacheAllocated(timestamp=ts, num_tokens=1234560)
+    size = VLLM_PREFIX + "GPU KV cache size: 1,234,560 tokens"
+    concurrency = "Maximum concurrency for 131,072 tokens per request: 9.42x"
+    assert LogParser(engine="vllm").feed(size + ", " + concurrency) == [kv, both]
+    two = LogParser(engine="vllm")
+    assert two.feed(size) == [kv]
+    assert two.feed(VLLM_PREFIX + concurrency) == [both]
 
 
 @pytest.mark.parametrize(("line", "expected"), LINE_CASES, ids=lambda v: getattr(v, "kind", ""))

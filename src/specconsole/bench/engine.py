@@ -10,9 +10,10 @@ library only (Python 3.10+) and speaks to the server through the small
 
 Per level it: sends ``warmup_requests × c`` requests at concurrency c and discards them (they
 open the c keep-alive connections and warm the server), POSTs ``/flush_cache`` (which also
-resets the speculative counters), then runs the measured phase — closed loop with exactly c
-requests in flight until N requests (or a duration) are done, or Poisson arrivals capped at c
-in flight — and finally reads ``avg_spec_accept_length`` from ``/server_info``.
+resets SGLang's counters) and snapshots the engine's own counters, runs the measured phase —
+closed loop with exactly c requests in flight until N requests (or a duration) are done, or
+Poisson arrivals capped at c in flight — then reads ``avg_spec_accept_length`` from
+``/server_info`` and the counters' deltas (:mod:`specconsole.bench.acceptance`).
 
 Progress is reported per finished request (running counts, output tokens, the output tok/s
 over the last second) and on a 250 ms tick in between; when a level ends, one more event
@@ -35,6 +36,7 @@ import random
 import time
 from collections.abc import Callable
 
+from specconsole.bench.acceptance import CounterProbe
 from specconsole.bench.api import (
     API_CHAT,
     API_GENERATE,
@@ -216,6 +218,7 @@ class LadderRun:
                 await open_connections(client, concurrency)
             if plan.flush_cache:
                 await flush_cache(client)
+            counters = await CounterProbe.started(client, plan.spec_counters)
             count = plan.requests_for(concurrency)
             measured, duration, partial = await self._phase(
                 client,
@@ -227,12 +230,14 @@ class LadderRun:
                 steady=plan.window == WINDOW_STEADY,
             )
             accept = None if partial else await accept_length(client)
+            spec = None if partial else await counters.finish(measured)
             metrics = compute_level_metrics(
                 measured.records,
                 duration=duration,
                 max_concurrency=concurrency,
                 request_rate=plan.request_rate,
                 accept_length=accept,
+                counters=spec,
                 partial=partial,
                 warmup_requests=warmup_total,
                 percentiles=plan.percentiles,

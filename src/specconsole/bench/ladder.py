@@ -104,6 +104,9 @@ class LadderPlan:
     """Steady window: its length in seconds (2 s when neither bound is given)."""
     window_tokens: int | None = None
     """Steady window: end it once this many output tokens streamed (whichever bound first)."""
+    spec_counters: dict[str, Any] | None = None
+    """The engine's speculative-decoding counters (``SpecCounters.to_dict()``), snapshotted
+    around each measured level (:mod:`specconsole.bench.acceptance`); None: not read."""
 
     def requests_for(self, concurrency: int) -> int | None:
         """Measured requests at a level (None in duration mode)."""
@@ -183,6 +186,7 @@ class LadderPlan:
             "window": self.window,
             "window_s": self.window_s,
             "window_tokens": self.window_tokens,
+            "spec_counters": None if self.spec_counters is None else dict(self.spec_counters),
         }
 
     @classmethod

@@ -104,6 +104,7 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         window=spec.window,
         window_s=spec.window_s,
         window_tokens=spec.window_tokens,
+        spec_counters=None if spec.spec_counters is None else spec.spec_counters.to_dict(),
     )
 
 

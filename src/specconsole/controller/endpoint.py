@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import results
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport
 
@@ -77,14 +78,22 @@ class ServerEndpoint:
         return None
 
     async def server_info(self, cfg: ServerConfig) -> Any:
-        """``/server_info``'s JSON body."""
-        response = await self.http.get(f"{await self.url(cfg)}/server_info")
+        """The engine's server-info document (SGLang's ``/server_info``) as JSON; ``None``
+        when the engine serves none (``Endpoints.server_info``)."""
+        path = engine_for(cfg).endpoints.server_info
+        if path is None:
+            return None
+        response = await self.http.get(f"{await self.url(cfg)}{path}")
         response.raise_for_status()
         return response.json()
 
     async def flush_cache(self, cfg: ServerConfig) -> None:
-        response = await self.http.post(f"{await self.url(cfg)}/flush_cache")
+        """Empty the engine's prefix cache (a no-op when it has no such endpoint)."""
+        path = engine_for(cfg).endpoints.flush_cache
+        if path is None:
+            return
+        response = await self.http.post(f"{await self.url(cfg)}{path}")
         if response.status_code >= 400:
             raise RuntimeError(
-                f"/flush_cache answered {response.status_code}: {response.text[:200]}"
+                f"{path} answered {response.status_code}: {response.text[:200]}"
             )

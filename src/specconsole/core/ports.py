@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.measure.acceptance import SpecCounters
 from specconsole.core.measure.metrics import LevelMetrics, default_requests_per_level
 from specconsole.core.measure.result import BenchResult
 
@@ -378,6 +379,9 @@ class BenchSpec:
     """Steady window length in seconds (2 s when neither bound is given)."""
     window_tokens: int | None = None
     """Steady window: end once this many output tokens streamed (whichever bound first)."""
+    spec_counters: SpecCounters | None = None
+    """The engine's speculative-decoding counters, snapshotted around each level (not a plan
+    key: the trial's engine supplies them, ``Endpoints.spec_counters``)."""
 
     def requests_at(self, concurrency: int) -> int | None:
         """Measured requests the level at ``concurrency`` sends: ``requests_per_level``,

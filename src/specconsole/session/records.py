@@ -15,6 +15,7 @@ from typing import Any
 
 from specconsole.core.config.secrets import redact_config
 from specconsole.core.logs.events import LoadStage
+from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.machine.state import (
     CapacityPrediction,
     CrashInfo,
@@ -57,6 +58,7 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
             None if level.per_request_tok_s_ci is None else list(level.per_request_tok_s_ci)
         ),
         "measurement": level.measurement,
+        "spec_counters": None if level.counters is None else level.counters.to_dict(),
     }
 
 
@@ -80,6 +82,11 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
         output_tok_s_ci=_opt_pair(data.get("output_tok_s_ci")),
         per_request_tok_s_ci=_opt_pair(data.get("per_request_tok_s_ci")),
         measurement=str(data.get("measurement") or "completed"),
+        counters=(
+            CounterAcceptance.from_dict(data["spec_counters"])
+            if isinstance(data.get("spec_counters"), Mapping)
+            else None
+        ),
     )
 
 

@@ -48,7 +48,10 @@ def _spread(spread: Spread | None) -> dict[str, Any] | None:
 
 
 def _level(level: Any) -> dict[str, Any]:
-    return dataclasses.asdict(level)
+    document = dataclasses.asdict(level)
+    counters = level.counters  # with the derived figures (acceptance length, rate, per position)
+    document["counters"] = None if counters is None else counters.to_dict()
+    return document
 
 
 def _crash(record: TrialRecord) -> dict[str, Any] | None:

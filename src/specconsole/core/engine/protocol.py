@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from specconsole.core.config.options import OptionField
     from specconsole.core.config.releases import ReleaseTable
     from specconsole.core.logs.grammar import LogGrammar
+    from specconsole.core.measure.acceptance import SpecCounters
 
 __all__ = ["EditorField", "Endpoints", "Engine"]
 
@@ -86,6 +87,10 @@ class Endpoints:
     """The benchmark APIs it serves (``specconsole.bench.api``'s names), preferred first."""
     bench_backend: str = ""
     """bench_serving's ``--backend`` family name for its records (``sglang``, ``vllm``)."""
+    spec_counters: SpecCounters | None = None
+    """Its speculative-decoding counters in :attr:`metrics` (drafts, draft tokens, accepted,
+    accepted per position, output tokens; ``core.measure.acceptance``): the load generator
+    snapshots them around each level and records the deltas. ``None``: it keeps none."""
 
 
 @runtime_checkable

@@ -265,6 +265,10 @@ class Capacity(LogEvent):
     available_gpu_mem_gb: float | None = None
     max_concurrency: float | None = None
     """vLLM only: how many full-context requests fit in the KV cache."""
+    then: LoadStage = LoadStage.WARMUP
+    """The load stage once this line is out: SGLang logs its capacity after capturing CUDA
+    graphs, before its warm-up; vLLM sizes its KV cache first and captures graphs after
+    (``kv_cache``: the stage stays until the capture lines)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

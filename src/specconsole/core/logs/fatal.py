@@ -38,6 +38,7 @@ __all__ = [
     "FatalRules",
     "is_exception_line",
     "is_request_exception",
+    "killed_by_signal_9",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -145,18 +146,37 @@ _SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
 )
 """PyTorch's and CUDA's own texts, whichever server runs them."""
-_KILLED_SIGNS = (
-    "exit code: -9",
-    "exitcode=-9",
-    "exit code -9",
-    "status=9/kill",
-    "sigkill",
-    "oom killer",
-    "oom-kill",
-    "killed process",
+_KILLED_RE = re.compile(
+    r"(?:exit ?code|exitcode|exit status|return ?code|returncode)\W{0,3}(?:-9|137)\b"
+    r"|status=(?:-9|137|9/kill)\b"
+    r"|with (?:exit )?code 137\b"
+    r"|signal\W{0,2}(?:9|sigkill|killed)\b"
+    r"|\bsigkill\b"
+    r"|'\s*:\s*-9\s*[,}]"
+    r"|\boom[ -]?kill|out of memory: kill|killed process"
+    r"|^(?:.*\b\d+ )?killed(?:\s{2,}\S.*)?$",
+    re.IGNORECASE,
 )
-"""Lower-case texts of a signal-9 death (a launcher's ``Exit code: -9``, multiprocessing's
-``exitcode=-9``, systemd's ``9/KILL``, the kernel's OOM killer)."""
+"""A signal-9 death however it is told: a launcher's ``Exit code: -9``, multiprocessing's
+``exitcode=-9``, torchrun's ``(exitcode: -9)``, vLLM's ``Failed core proc(s):
+{'EngineCore_DP0': -9}``, systemd's ``status=9/KILL``, a container's exit code 137
+(128 + 9: ``vllm-1 exited with code 137``), ``signal 9`` / ``SIGKILL``, the kernel's OOM
+killer, and the shell's own report (``Killed``, ``line 3: 12345 Killed   python3 ...``)."""
+_KILLED_ADVICE = ("if exit code is -9 (sigkill)",)
+"""Lower-case advice that names SIGKILL without reporting one (SGLang's "scheduler died
+during initialization (exit code: 1). If exit code is -9 (SIGKILL), a common cause is the OS
+OOM killer"): taken out before :data:`_KILLED_RE` reads the line."""
+
+
+def killed_by_signal_9(line: str) -> bool:
+    """Whether ``line`` says a process died of SIGKILL (:data:`_KILLED_RE`)."""
+    lower = line.lower()
+    for advice in _KILLED_ADVICE:
+        if advice in lower:
+            lower = lower.split(advice, 1)[0]
+    return _KILLED_RE.search(lower) is not None
+
+
 _ARG_EXCEPTIONS = frozenset(("ValueError", "AssertionError", "TypeError", "ArgumentError"))
 """Python exceptions that, before any weights loaded, mean the arguments were refused."""
 _RECOVERABLE = ("exit code: -15", "exitcode=-15", "exit code -15", "status=15/TERM")
@@ -175,6 +195,8 @@ REQUEST_EXCEPTIONS = frozenset(("ClientDisconnect", "CancelledError", "ClientDis
 """Exceptions that end a request, not the server (a client that went away mid-stream)."""
 _HINTS = ("emory", "rror", "NCCL", "nccl", "Watchdog", "Exception in")
 """Every generic signature and request error holds one of these (a grammar adds its own)."""
+_KILLED_HINTS = ("illed", "ILLED", "kill", "KILL", "Kill", "-9", "137", "signal")
+"""Every line :data:`_KILLED_RE` matches holds one of these."""
 
 
 def is_request_exception(lines: Iterable[str]) -> bool:
@@ -250,7 +272,9 @@ class FatalRules:
         self.consequences: tuple[str, ...] = _unique(
             t for g in grammars for t in g.consequence_texts
         )
-        self.hints: tuple[str, ...] = _unique([*_HINTS, *(h for g in grammars for h in g.hints)])
+        self.hints: tuple[str, ...] = _unique(
+            [*_HINTS, *(h for g in grammars for h in g.hints), *_KILLED_HINTS]
+        )
         for text in [*(r[0] for r in self._plain), *self.request_errors]:
             if not any(h in text for h in self.hints):
                 raise ValueError(f"no grammar's hints cover the fatal text {text!r}")
@@ -281,10 +305,13 @@ class FatalRules:
         return None
 
     def signature(self, line: str) -> str | None:
-        """The most specific fatal cause whose signature is in one line, if any."""
+        """The most specific fatal cause whose signature is in one line, if any (a signal-9
+        death ranks after every text signature)."""
         for text, cause, _ in self._plain:
             if text in line:
                 return cause
+        if killed_by_signal_9(line):
+            return FatalCause.SCHEDULER_KILLED
         return None
 
     def is_recoverable(self, line: str) -> bool:
@@ -335,10 +362,8 @@ class FatalRules:
                     if cause not in found:
                         found[cause] = (text, table)
                     break
-            if FatalCause.SCHEDULER_KILLED not in found:
-                lower = text.lower()
-                if any(k in lower for k in _KILLED_SIGNS):
-                    found[FatalCause.SCHEDULER_KILLED] = (text, None)
+            if FatalCause.SCHEDULER_KILLED not in found and killed_by_signal_9(text):
+                found[FatalCause.SCHEDULER_KILLED] = (text, None)
             if is_exception_line(line):
                 exc_line = text
         wrapped = not self._wrapper_causes.isdisjoint(found)

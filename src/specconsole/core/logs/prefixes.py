@@ -150,22 +150,37 @@ _COMPOSE_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 
 
 def _compose(raw: str) -> Stripped | None:
-    # docker compose logs: "sglang-1  | message" (name padded to the longest service name)
-    bar = raw.find(" | ", 1, 96)
+    """``docker compose logs`` and its relatives: a container's name, padded, then ``|``.
+
+    Compose names a container ``<service>-<n>`` (v2) or ``<project>_<service>_<n>`` (v1),
+    or the ``container_name:`` its file sets (no instance number; compose v2 pads every name
+    to the longest plus one, so at least two spaces come before the bar); podman-compose
+    writes ``[service]`` (padded, or not at all: ``[vllm_1]| msg``). A name without an
+    instance number needs the padding or the brackets, so a message that merely holds a
+    ``word | word`` is never taken for a prefix.
+    """
+    bar = raw.find("|", 1, 96)
     if bar < 0:
-        bar = raw.find(" |", 1, 96)
-        if bar < 0 or bar + 2 != len(raw):
-            return None
+        return None
+    after = raw[bar + 1 : bar + 2]
+    if after not in (" ", ""):
+        return None
     name = raw[:bar].rstrip(" ")
-    # compose names its containers "<service>-<n>" (v2) or "<project>_<service>_<n>" (v1)
+    pad = bar - len(name)
+    if name[:1] == "[" and name[-1:] == "]":  # podman-compose
+        name = name[1:-1]
+        if not name or any(ch not in _COMPOSE_NAME for ch in name):
+            return None
+        return raw[bar + 2 :], None, name
+    if not name or pad < 1 or any(ch not in _COMPOSE_NAME for ch in name):
+        return None
     k = len(name)
     while k > 0 and name[k - 1].isdigit():
         k -= 1
-    if k < 2 or k == len(name) or name[k - 1] not in "-_":
+    numbered = 2 <= k < len(name) and name[k - 1] in "-_"
+    if not numbered and (pad < 2 or not name[:1].isalpha()):
         return None
-    if any(ch not in _COMPOSE_NAME for ch in name):
-        return None
-    return raw[bar + 3 :], None, name
+    return raw[bar + 2 :], None, name
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +270,18 @@ OUTER: tuple[OuterPrefix, ...] = (
         _NAME_STARTS,
         _compose,
         "deploy_sglang_1   | MESSAGE",
+    ),
+    OuterPrefix(
+        "docker compose logs, container_name set",
+        _NAME_STARTS,
+        _compose,
+        "vllm-server  | MESSAGE",
+    ),
+    OuterPrefix(
+        "podman-compose logs",
+        "[",
+        _compose,
+        "[vllm_1]     | MESSAGE",
     ),
     OuterPrefix(
         "supervisord",

@@ -37,6 +37,9 @@ class ParseState:
     weights_begin: dict[str, int] = field(default_factory=dict)
     weights_end: dict[str, int] = field(default_factory=dict)
     kv: dict[str, int] = field(default_factory=dict)
+    kv_tokens: int | None = None
+    """The KV cache's size in tokens as last logged on its own (vLLM's capacity line, which
+    follows it, names only the concurrency)."""
     weights_started: bool = False
     """The server got past argument handling (a fatal error before it is a bad argument)."""
     fatal_seen: bool = False
@@ -62,6 +65,7 @@ class ParseState:
         self.weights_begin.clear()
         self.weights_end.clear()
         self.kv.clear()
+        self.kv_tokens = None
         self.weights_started = False
         self.fatal_seen = False
         self.stopping = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
@@ -234,8 +235,23 @@ def _on_server_info(state: ControllerState, event: ev.Event) -> Result:
     return _after_server_info(new, event.at)
 
 
-def _start_benchmark(state: ControllerState, at: float) -> Result:
+def _trial_bench_spec(state: ControllerState) -> BenchSpec:
+    """The plan's ``[bench]`` with what the trial's engine adds: the speculative-decoding
+    counters it keeps (``Endpoints.spec_counters``), snapshotted around each level."""
     spec = _bench_spec(state)
+    trial = state.trial
+    config = (trial.normalized or trial.config) if trial is not None else state.current_config
+    if config is None:
+        return spec
+    try:
+        counters = engine_for(config).endpoints.spec_counters
+    except EngineNotFound:
+        return spec
+    return spec if counters is None else replace(spec, spec_counters=counters)
+
+
+def _start_benchmark(state: ControllerState, at: float) -> Result:
+    spec = _trial_bench_spec(state)
     progress = tuple(
         LevelProgress(
             concurrency=c,

@@ -66,6 +66,14 @@ def validate_config(config: ServerConfig) -> ev.Outcome:
     return ev.ConfigValidated(config=normalized, argv=argv, warnings=warnings + note_text)
 
 
+def _accept_length(lv: LevelMetrics) -> float | None:
+    """The level's acceptance length: the engine's own counters' (1 + accepted / drafts)
+    when they counted drafts, else ``/server_info``'s, else the per-request estimate."""
+    if lv.counters is not None and lv.counters.speculated:
+        return lv.counters.acceptance_length
+    return lv.accept_length if lv.accept_length is not None else lv.request_accept_length
+
+
 def level_summary(lv: LevelMetrics) -> LevelSummary:
     """The figures of one measured level that a trial records and the views show."""
     return LevelSummary(
@@ -76,9 +84,7 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
         failed=lv.failed,
         ttft_p50_ms=lv.latency_ms.get("median_ttft_ms"),
         itl_p50_ms=lv.latency_ms.get("median_itl_ms"),
-        accept_length=(
-            lv.accept_length if lv.accept_length is not None else lv.request_accept_length
-        ),
+        accept_length=_accept_length(lv),
         duration_s=lv.duration,
         ttft_p99_ms=lv.latency_ms.get("p99_ttft_ms"),
         itl_p99_ms=lv.latency_ms.get("p99_itl_ms"),
@@ -86,6 +92,7 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
         tpot_p99_ms=lv.latency_ms.get("p99_tpot_ms"),
         request_goodput=lv.request_goodput,
         measurement=lv.measurement,
+        counters=lv.counters,
     )
 
 

@@ -137,7 +137,7 @@ def translate(event: LogEvent, epoch: int) -> list[ev.Outcome]:
                     epoch=epoch,
                 )
             )
-        out.append(ev.LoadStageSeen(stage=LoadStage.WARMUP, epoch=epoch))
+        out.append(ev.LoadStageSeen(stage=event.then, epoch=epoch))
         return out
     if isinstance(event, WeightsBegin):
         return [ev.LoadStageSeen(stage=LoadStage.WEIGHTS, detail=event.role.value, epoch=epoch)]

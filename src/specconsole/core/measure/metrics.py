@@ -28,7 +28,10 @@ Definitions (all times in seconds internally, ``*_ms`` keys in milliseconds):
   averaged (mean and median) over the level's completed requests.
 * ``accept_length``: ``avg_spec_accept_length`` from ``/server_info`` read after the level
   (the counters are reset by ``/flush_cache`` before it); ``request_accept_length``: Σ n / Σ
-  ``spec_verify_ct`` over requests whose server reported ``spec_verify_ct``.
+  ``spec_verify_ct`` over requests whose server reported ``spec_verify_ct``; ``counters``
+  (``spec_counters`` in a record): the engine's own counters' deltas around the measured
+  phase — drafts, draft tokens, accepted, per position, output tokens
+  (:mod:`specconsole.core.measure.acceptance`).
 * TTST (AIPerf's time to second token): first token-carrying chunk to the next one.
 * Goodput (with an SLO, :mod:`specconsole.core.measure.slo`): completed requests meeting every
   objective / duration.
@@ -45,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.measure.slo import Slo
 from specconsole.core.measure.stats import (  # re-exported: the metrics' statistics are numpy's
     mean,
@@ -157,6 +161,10 @@ class LevelMetrics:
     window: dict[str, Any] | None = None
     """The steady window's own figures (``ramp_s``, ``window_s``, ``window_tokens``,
     ``streams``, ``window_output_throughput``...); None for completed-request levels."""
+    counters: CounterAcceptance | None = None
+    """What the engine's own speculative-decoding counters counted during the measured phase
+    (``/metrics`` deltas, :mod:`specconsole.core.measure.acceptance`); None when the engine
+    declares none or they could not be read."""
 
     def __getitem__(self, key: str) -> Any:
         """Record-style access: ``level["median_ttft_ms"]``, ``level["output_throughput"]``."""
@@ -192,6 +200,8 @@ class LevelMetrics:
         }
         if self.window is not None:
             record["window"] = dict(self.window)
+        if self.counters is not None:
+            record["spec_counters"] = self.counters.to_dict()
         if self.slo is not None:
             record["slo"] = dict(self.slo)
             record["good_requests"] = self.good_requests
@@ -256,6 +266,11 @@ class LevelMetrics:
             request_goodput=opt_float("request_goodput"),
             measurement=str(record.get("measurement") or "completed"),
             window=dict(record["window"]) if isinstance(record.get("window"), Mapping) else None,
+            counters=(
+                CounterAcceptance.from_dict(record["spec_counters"])
+                if isinstance(record.get("spec_counters"), Mapping)
+                else None
+            ),
         )
 
 
@@ -266,6 +281,7 @@ def compute_level_metrics(
     max_concurrency: int,
     request_rate: float | None = None,
     accept_length: float | None = None,
+    counters: CounterAcceptance | None = None,
     partial: bool = False,
     warmup_requests: int = 0,
     percentiles: Sequence[float] = DEFAULT_PERCENTILES,
@@ -348,4 +364,5 @@ def compute_level_metrics(
         good_requests=good,
         request_goodput=per_s(good) if good is not None else None,
         details=detail_lists(reqs) if details else None,
+        counters=counters,
     )

@@ -18,6 +18,7 @@ from enum import StrEnum
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
+from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.measure.stats import Spread
 
 
@@ -172,6 +173,14 @@ class LevelSummary:
     """How the level was measured: ``completed`` (bench_serving's metrics over finished
     requests) or ``steady`` (a steady-state window of streamed tokens; ``completed`` then
     counts the streams measured). docs/benchmark.md defines both."""
+    counters: CounterAcceptance | None = None
+    """The engine's own speculative-decoding counters over the level (drafts, draft tokens,
+    accepted, per position, the server's output tokens); ``accept_length`` is then theirs."""
+
+    @property
+    def accept_rate(self) -> float | None:
+        """Accepted / drafted tokens from the engine's counters (None: not counted)."""
+        return None if self.counters is None else self.counters.acceptance_rate
 
     @property
     def output_tok_s_spread(self) -> Spread | None:

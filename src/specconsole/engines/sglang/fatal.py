@@ -67,7 +67,12 @@ SIGNATURES: tuple[FatalSignature, ...] = (
     ),
     FatalSignature(
         SGLangCause.CUDA_GRAPH_CAPTURE_FAILED,
-        ("Capture cuda graph failed", "Capture CUDA graph failed"),
+        (
+            "Capture cuda graph failed",
+            "Capture CUDA graph failed",
+            "Capture prefill CUDA graph failed",  # 0.5.14+: the prefill graphs' runner
+            "Piecewise CUDA graph failed",  # 0.5.14+: piecewise capture
+        ),
     ),
     FatalSignature(
         SGLangCause.WARMUP_FAILED,

@@ -17,6 +17,7 @@ from specconsole.core.logs.events import (
     CudaGraphEnd,
     DecodeStats,
     KVCacheAllocated,
+    LoadStage,
     LogEvent,
     Ready,
     Role,
@@ -36,27 +37,42 @@ NAME = "vllm"
 """The engine's registry name."""
 
 
+_KV_SIZE = "KV cache size:"
+_CONCURRENCY = "Maximum concurrency for"
+
+
 def on_kv(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if body.startswith("GPU KV cache size:"):
-        return [
-            KVCacheAllocated(
-                timestamp=ts, rank=rank, num_tokens=int_after(body, "GPU KV cache size:")
-            )
-        ]
-    return []
+    """``GPU KV cache size: 1,234,567 tokens`` (0.11, its own line) or, from the 0.2x
+    releases, one line with the concurrency too: ``GPU KV cache size: 1,234,567 tokens,
+    Maximum concurrency for 131,072 tokens per request: 9.42x`` (``GPU + host`` with a host
+    tier). Numbers carry thousands separators."""
+    i = body.find(_KV_SIZE, 0, 24)
+    if i < 0:
+        return []
+    tokens = int_after(body, _KV_SIZE)
+    s.kv_tokens = tokens
+    out: list[LogEvent] = [KVCacheAllocated(timestamp=ts, rank=rank, num_tokens=tokens)]
+    if _CONCURRENCY in body:
+        out.extend(on_concurrency(s, body[body.find(_CONCURRENCY) :], ts, rank))
+    return out
 
 
 def on_concurrency(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    if body.startswith("Maximum concurrency for"):
-        return [
-            Capacity(
-                timestamp=ts,
-                rank=rank,
-                context_len=int_after(body, "Maximum concurrency for"),
-                max_concurrency=num_after(body, "per request:"),
-            )
-        ]
-    return []
+    """``Maximum concurrency for 131,072 tokens per request: 9.42x``: the capacity, with the
+    KV cache's tokens from the size line before it. vLLM captures its CUDA graphs after this
+    line, so the load stays in its KV-cache stage."""
+    if not body.startswith(_CONCURRENCY):
+        return []
+    return [
+        Capacity(
+            timestamp=ts,
+            rank=rank,
+            max_total_num_tokens=s.kv_tokens,
+            context_len=int_after(body, _CONCURRENCY),
+            max_concurrency=num_after(body, "per request:"),
+            then=LoadStage.KV_CACHE,
+        )
+    ]
 
 
 def on_spec_v0(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
@@ -164,7 +180,8 @@ def on_starting(s: ParseState, body: str, ts: str | None, rank: str | None) -> l
 
 
 def on_model_loading(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
-    # "Model loading took 15.23 GiB and 5.31 seconds" (the summed target + draft load).
+    """``Model loading took 15.23 GiB and 5.31 seconds`` (0.11; target and draft summed) or
+    ``Model loading took 15.23 GiB memory and 5.31 seconds`` (0.34)."""
     if body.startswith("Model loading took"):
         key = rank or ""
         n = s.weights_end.get(key, 0)
@@ -176,7 +193,7 @@ def on_model_loading(s: ParseState, body: str, ts: str | None, rank: str | None)
                 rank=rank,
                 role=Role.TARGET,
                 mem_usage_gb=num_after(body, "took"),
-                elapsed_s=num_after(body, "GiB and"),
+                elapsed_s=num_after(body, "memory and" if "GiB memory and" in body else "GiB and"),
             )
         ]
     return []
