@@ -15,7 +15,6 @@ from typing import Any
 
 from specconsole.core.config.secrets import redact_config
 from specconsole.core.logs.events import LoadStage
-from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.machine.state import (
     CapacityPrediction,
     CrashInfo,
@@ -26,6 +25,7 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
 from specconsole.present.labels import config_label
 

@@ -213,7 +213,7 @@ def _by_position(samples: Samples, name: str, label: str) -> dict[int, float]:
 def _delta(after: float, before: float) -> int:
     """A counter's increase as a count (a reset — the server restarted — counts from 0)."""
     grown = after - before if after >= before else after
-    return int(round(grown))
+    return round(grown)
 
 
 def counter_deltas(before: Samples, after: Samples, counters: SpecCounters) -> CounterAcceptance:
