@@ -141,14 +141,41 @@ async def test_a_sweep_deploys_in_the_detected_releases_names(tmp_path: Path) ->
 
 
 @pytest.mark.asyncio
-async def test_an_unknown_release_is_recorded_and_server_info_fills_it(tmp_path: Path) -> None:
+async def test_an_unknown_release_deploys_portable_flags_until_server_info_fills_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 27 #17: nothing on the box says its release (no importable sglang, nothing
+    serving). Trial 1 is deployed only with flags every release accepts — no
+    ``--cuda-graph-max-bs`` in either spelling, and it says so — so the simulator playing
+    0.5.23 (which refuses the old name) loads it; trial 2 is rendered in the names the server
+    reported (``/server_info``)."""
     work = tmp_path / "no-sglang"  # nothing importable: detection fails, the sweep does not
     work.mkdir()
-    text = _sweep_text(tmp_path / "run", work, sim_version="0.5.9")
-    code, out, meta, argv = await _sweep(tmp_path, text)
-    assert code == 0, out
-    assert meta["engine_version"] == "0.5.9" and meta["engine_version_source"] == "server_info"
-    assert "--cuda-graph-max-bs" in argv
+    text = _sweep_text(tmp_path / "run", work, sim_version="0.5.23").replace(
+        "speculative_num_steps = [3]", "speculative_num_steps = [2, 3]"
+    )
+    plan = resolve_local_placeholders(loads_plan(text))
+    session = Session.create(tmp_path / "sessions", plan)
+    out = io.StringIO()
+    try:
+        code = await asyncio.wait_for(run_headless(plan, session, out=out), 120)
+    finally:
+        backend = ProcessBackend(
+            LocalTransport(), ServiceProfile(run_dir=str(tmp_path / "run"), stop_timeout=5)
+        )
+        await backend.stop()
+    shown = out.getvalue()
+    assert code == 0, shown
+    meta = tomllib.loads((session.path / "session.toml").read_text())["session"]
+    assert meta["engine_version"] == "0.5.23" and meta["engine_version_source"] == "server_info"
+    first, second = session.load_trials()
+    assert first.status.value == "ok" and second.status.value == "ok", shown
+    assert not any(w.startswith("--cuda-graph-max-bs") for w in first.argv), first.argv
+    assert first.effective.cuda_graph_max_bs is None  # what ran, as every view shows it
+    assert any("left out cuda_graph_max_bs = 64" in w for w in first.warnings), first.warnings
+    assert "only with flags every release accepts" in shown, shown
+    assert "--cuda-graph-max-bs-decode" in second.argv and "--cuda-graph-max-bs" not in second.argv
+    assert second.effective.cuda_graph_max_bs == 64
 
 
 @pytest.mark.asyncio

@@ -225,7 +225,11 @@ def test_import_dry_run_and_sweeps_leave_the_users_unit_and_serve(
         assert box["running_config"]["speculative_num_steps"] == 3, box
         assert set(box["running_config"].get("env", {}).values()) <= {"<redacted>"}, box
         check_every_deploy(nspawn_box, original, sessions / "a", shown)
-        assert "finally = original: restored the box's own unit; it serves" in shown
+        assert (
+            "finally = original: restored the box's own unit from before the session "
+            "(it runs EAGLE3 steps=3 topk=1 draft=4 "
+        ) in shown, shown
+        assert "; it serves\n" in shown.split("finally = original:")[1], shown
         assert nspawn_box.ssh(f"cat {UNIT_PATH}") == original
         assert running_steps(nspawn_box) == 3 and health(nspawn_box, port) == 200
         assert nspawn_box.ssh(f"test -e {ENV_FILE} || echo gone") == "gone\n"

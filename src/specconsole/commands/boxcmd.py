@@ -4,8 +4,9 @@ Why: a sweep should start from what already runs (``import`` reads the unit with
 ``systemctl cat`` and writes a plan whose base is exactly that), and a sweep that ends on a
 crash leaves the server down — ``rollback SESSION`` restores the unit that was there before
 the last deploy (``--original``: the one before specconsole's first deploy), starts it and
-waits until it serves. Thin: the parsing is :mod:`specconsole.core.config.importplan`'s, the box
-work the systemd backend's.
+waits until it serves, naming the configuration that now runs and which trial (if any) it
+was. Thin: the parsing is :mod:`specconsole.core.config.importplan`'s, the rollback
+:mod:`specconsole.controller.restore`'s, the box work the backend's.
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ def _import_cmd(args: argparse.Namespace) -> int:
             service=service,
             source=f"{profile.service.unit} on {args.target}",
             secret_env=profile.service.secret_env,
+            bench=bench_comment(),
         )
     except ConfigError as exc:
         return error(f"{profile.service.unit}: {exc}")
@@ -108,6 +110,28 @@ def _import_cmd(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text)
         print(f"wrote {args.output}: base = {profile.service.unit} as it runs today")
     return 0
+
+
+def bench_comment() -> list[str]:
+    """The imported plan's commented ``[bench]``: the default ladder and what it costs a
+    production box (every request is real load on the server its users share)."""
+    from specconsole.core.ports import BenchSpec, default_requests_per_level
+
+    spec = BenchSpec()
+    requests = sum(default_requests_per_level(c) + spec.warmup_requests for c in spec.ladder)
+    ladder = ", ".join(map(str, spec.ladder))
+    return [
+        "# Without [bench], each trial restarts the server (its whole load time), then sends",
+        f"# {requests:,} requests at concurrency {ladder} ({spec.input_len} prompt + "
+        f"{spec.output_len} output",
+        f"# tokens each, {requests * spec.output_len:,} output tokens in all): real load on a "
+        "box that serves users.",
+        "# Measure less there, e.g. (docs/benchmark.md):",
+        "# [bench]",
+        "# ladder = [1, 8]",
+        "# requests_per_level = 8",
+        "# output_len = 128",
+    ]
 
 
 async def _read_unit(profile: Any) -> str | None:
@@ -125,22 +149,27 @@ async def _read_unit(profile: Any) -> str | None:
 
 
 def _rollback_cmd(args: argparse.Namespace) -> int:
+    from specconsole.controller.restore import RollbackFailed, rollback_box
     from specconsole.core.plans.plan import PlanError
     from specconsole.core.ports import TransportError
     from specconsole.session.files import SessionError
     from specconsole.session.store import Session
 
     try:
-        plan = Session.open(args.session).load_plan()
+        session = Session.open(args.session)
+        plan = session.load_plan()
+        trials = session.load_trials()
     except (SessionError, PlanError) as exc:
         return error(str(exc))
     try:
         plan = _rollback_target(plan, args.box)
     except ValueError as exc:
         return error(f"rollback: {exc}")
+    if args.box is not None:  # a pool: the message names this box's trials
+        trials = [t for t in trials if t.box == args.box]
     try:
-        message = asyncio.run(_rollback(plan, original=args.original, wait=args.wait))
-    except (TransportError, TimeoutError, RuntimeError) as exc:
+        message = asyncio.run(rollback_box(plan, trials, original=args.original, wait=args.wait))
+    except (TransportError, RollbackFailed) as exc:
         return error(f"rollback: {exc}")
     print(message)
     return 0
@@ -164,28 +193,3 @@ def _rollback_target(plan: Any, box: str | None) -> Any:
     from specconsole.controller.pool import box_plan
 
     return box_plan(plan, plan.boxes[names.index(box)])
-
-
-async def _rollback(plan: Any, *, original: bool, wait: float) -> str:
-    from specconsole.controller.finish import unit_port, wait_serving
-    from specconsole.remote import make_backend, make_transport
-    from specconsole.remote.systemd import SystemdBackend
-
-    transport = make_transport(plan.profile)
-    try:
-        backend = make_backend(plan.profile, transport)
-        if original:
-            if not isinstance(backend, SystemdBackend):
-                raise RuntimeError("--original is for systemd units")
-            restored = await backend.restore_original()
-        else:
-            restored = await backend.rollback()
-        if restored is None:
-            raise RuntimeError("there is no backup to restore on the box")
-        await backend.start()
-        port = await unit_port(backend, plan.base.port)
-        if await wait_serving(transport, port, wait):
-            return f"restored {restored.backup_path}; the server serves again"
-        raise TimeoutError(f"restored {restored.backup_path} but /health did not answer 200")
-    finally:
-        await transport.close()

@@ -1,12 +1,16 @@
 """``specconsole sweep PLAN --dry-run``: every change the sweep would make, changing nothing.
 
 Why: on a production box the user wants to read what a sweep will do to their unit before
-it does anything. The dry run connects (so a host key, login or sudo problem shows now),
-renders each planned configuration the way a deploy would (the systemd backend edits the
-unit on the box, so the text is exactly what a deploy writes) and prints, per trial, the
-unified diff against what the box would have at that point: the first against the unit on
-the box now, each next one against the previous trial's. Nothing is uploaded, restarted or
-recorded; no session folder is created. Environment values are redacted as everywhere.
+it does anything. The dry run probes the box as a sweep does before its first trial (reach,
+so a host key, login or sudo problem shows now; the engine release, asked of the launcher or
+of the server running now; what runs and whether it serves), then renders each planned
+configuration exactly the way a deploy would — validated and normalized for that release by
+the same function the controller uses (``core.machine.results.validate_config`` over
+``EngineVersionKeeper.apply``), so the draft tokens SGLang derives are the ones shown — and
+prints, per trial, the unified diff against what the box would have at that point: the
+first against the unit on the box now, each next one against the previous trial's. Nothing is
+uploaded, restarted or recorded; no session folder is created. Environment values are
+redacted as everywhere.
 
 An ``optimize`` plan's trials are chosen as results arrive, so only its first proposals
 (the grid of its axes is not walked) can be shown: the dry run says so.
@@ -14,10 +18,13 @@ An ``optimize`` plan's trials are chosen as results arrive, so only its first pr
 
 from __future__ import annotations
 
+import time
 from typing import TextIO
 
-from specconsole.core.machine.results import deploy_previewed
+from specconsole.core.machine import events as ev
+from specconsole.core.machine.results import deploy_previewed, validate_config
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.present.box import probe_lines
 from specconsole.present.labels import config_label
 
 DRY_RUN_LIMIT = 200
@@ -27,6 +34,9 @@ DRY_RUN_LIMIT = 200
 async def dry_run(plan: SweepPlan, out: TextIO) -> int:
     """Print the planned diffs of ``plan``; returns the exit code (raises TransportError when
     the box cannot be reached, for the caller to report)."""
+    from specconsole.controller.boxprobe import probe_box
+    from specconsole.controller.endpoint import ServerEndpoint
+    from specconsole.controller.engine_detect import EngineVersionKeeper
     from specconsole.remote import make_backend, make_transport
     from specconsole.remote.artifact import unified_diff
 
@@ -39,20 +49,41 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
             file=out,
         )
     transport = make_transport(plan.profile)
+    backend = make_backend(plan.profile, transport)
+    endpoint = ServerEndpoint(transport, backend)
+    endpoint.open()
     try:
-        backend = make_backend(plan.profile, transport)
+        keeper = EngineVersionKeeper(transport)
+        probe = await probe_box(
+            transport, backend, plan.base, endpoint.health_problem, keeper, time.time,
+            server_info=endpoint.server_info,
+        )  # fmt: skip
+        for line in probe_lines(probe):
+            print(line, file=out)
+        if not probe.reachable:
+            print("dry run: the box cannot be reached; nothing was changed", file=out)
+            return 1
         previous: str | None = None
         print(f"dry run against {transport.description} ({backend.description}):", file=out)
         for number, config in enumerate(configs[:limit], start=1):
-            preview = await backend.preview(config)
+            outcome = validate_config(keeper.apply(config))  # as the controller validates
+            if not isinstance(outcome, ev.ConfigValidated):
+                print(f"trial {number}/{len(configs)} {config_label(config, plan.base)}:", file=out)
+                print(f"    invalid, not deployed: {'; '.join(outcome.errors)}", file=out)
+                continue
+            effective = outcome.config  # what the deploy writes and the server runs
+            if note := keeper.portable_note(config):
+                print(f"note: {note}", file=out)
+            preview = await backend.preview(effective)
             diff = (
                 preview.diff
                 if previous is None
                 else unified_diff(previous, preview.artifact, _location(preview.diff))
             )
             previous = preview.artifact
-            shown = deploy_previewed(config, diff).diff
-            print(f"trial {number}/{len(configs)} {config_label(config, plan.base)}:", file=out)
+            shown = deploy_previewed(effective, diff).diff
+            label = config_label(effective, plan.base)
+            print(f"trial {number}/{len(configs)} {label}:", file=out)
             if not shown:
                 print("    (no change)", file=out)
             for line in shown.rstrip("\n").splitlines():
@@ -61,6 +92,7 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
             print(f"... and {len(configs) - limit} more configurations not shown", file=out)
         print(f"then finally = {plan.finally_action!r}; nothing was changed on the box", file=out)
     finally:
+        await endpoint.close()
         await transport.close()
     return 0
 

@@ -19,7 +19,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
+from specconsole.controller.engine_detect import (
+    EngineVersionInfo,
+    EngineVersionKeeper,
+    ServerInfoCall,
+)
 from specconsole.core.boxprobe import NVIDIA_SMI_QUERY, BoxProbe, GpuInfo, parse_gpus
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.importplan import read_server_text
@@ -119,11 +123,17 @@ async def probe_box(
     health: HealthCheck,
     engine_versions: EngineVersionKeeper | None,
     clock: Callable[[], float],
+    *,
+    server_info: ServerInfoCall | None = None,
 ) -> BoxProbe:
-    """The box as it is now, for ``config`` (the plan's base: its engine and port)."""
+    """The box as it is now, for ``config`` (the plan's base: its engine and port). When the
+    launcher cannot tell the engine's release and a server serves, ``server_info`` asks it:
+    the release must be known before trial 1 is rendered."""
     probe = BoxProbe(target=transport.description, engine=config.engine)
     try:
-        probe = await _probe(probe, transport, backend, config, health, engine_versions)
+        probe = await _probe(
+            probe, transport, backend, config, health, engine_versions, server_info
+        )
     except (TransportError, TimeoutError, OSError) as exc:  # only reaching it raises here
         error = str(exc) or type(exc).__name__
         probe = replace(probe, reachable=False, error=error, error_kind=_kind(exc))
@@ -137,6 +147,7 @@ async def _probe(
     config: ServerConfig,
     health: HealthCheck,
     engine_versions: EngineVersionKeeper | None,
+    server_info: ServerInfoCall | None,
 ) -> BoxProbe:
     # reach first: the transport connects (and verifies the host key) on its first command
     await _bounded(transport.run("true", timeout=PROBE_STEP_S), "the box")
@@ -169,7 +180,6 @@ async def _probe(
         raise
     except (TransportError, TimeoutError, OSError) as exc:
         probe = replace(probe, gpu_detail=f"nvidia-smi could not be run: {exc}")
-    probe = replace(probe, **_engine_fields(await _engine(engine_versions, config)))
     target = running if running is not None else config
     if probe.service_state in ("running", "starting"):
         try:
@@ -184,12 +194,20 @@ async def _probe(
         probe = replace(
             probe, serving=False, serving_detail=f"not asked: the service is {probe.service_state}"
         )
-    return probe
+    # after /health: a serving server is asked its release when the launcher cannot say
+    serving = target if probe.serving and server_info is not None else None
+    info = await _engine(engine_versions, config, serving, server_info)
+    return replace(probe, **_engine_fields(info))
 
 
-async def _engine(keeper: EngineVersionKeeper | None, config: ServerConfig) -> EngineVersionInfo:
+async def _engine(
+    keeper: EngineVersionKeeper | None,
+    config: ServerConfig,
+    running: ServerConfig | None = None,
+    server_info: ServerInfoCall | None = None,
+) -> EngineVersionInfo:
     if keeper is not None:
-        info = await keeper.ensure(config)
+        info = await keeper.ensure(config, running=running, server_info=server_info)
         if info is not None:
             return info
     if config.engine_version:

@@ -6,24 +6,28 @@ has. The launcher's own interpreter is asked what the engine says it should be
 (``Engine.detect_command``: for SGLang ``python -c "import sglang; print(sglang.__version__)"``,
 in the configuration's working directory), so a virtualenv launcher answers for its own
 install; when that fails (a container image, ``sglang serve`` without a Python path) the
-version is unknown and the default names are used until the running server reports its
-release (``Engine.release_from_server_info``).
+server the box runs now is asked (``/server_info``, through the box probe, before trial 1 is
+rendered). Only when nothing serves either is the release unknown: trials are then deployed
+with the flags every release the engine vouches for accepts
+(``core.config.effective.portable``, said as a notice and in the trial's warnings) until the
+server a trial started reports its release (``Engine.release_from_server_info``).
 
 :class:`EngineVersionKeeper` is what the controller holds: it asks once, within a time budget,
 never raises (an impossible detection is ``unknown`` with the reason, and the sweep goes on
-with the default flag names), lets ``[server] engine_version`` win over any detection, and
-fills the version into each configuration before it is validated, rendered and deployed
-(the trial's own configuration, its identity in the session, is left as planned).
+with portable flags), lets ``[server] engine_version`` win over any detection, and fills the
+version into each configuration before it is validated, rendered and deployed (the trial's
+own configuration, its identity in the session, is left as planned).
 """
 
 from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from specconsole.core.config.effective import portable
 from specconsole.core.config.model import ServerConfig, effective_launcher
 from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
 from specconsole.core.ports import Transport, TransportError
@@ -37,6 +41,9 @@ __all__ = [
     "recorded_engine_version",
     "version_from_server_info",
 ]
+
+ServerInfoCall = Callable[[ServerConfig], Awaitable[Any]]
+"""``/server_info``'s JSON body of the server serving a configuration's port."""
 
 DETECT_BUDGET_S = 20.0
 """How long the box is given to answer before the version is recorded as unknown."""
@@ -106,6 +113,18 @@ class EngineVersionInfo:
     ``server_info`` (the running server's ``/server_info``) or ``unknown``."""
     detail: str = ""
 
+    def note(self, *, started: bool) -> str:
+        """What this release means for the trials, said once ('' when nothing): unknown →
+        portable flags; learnt from a trial's server after trials began → later trials."""
+        if self.version is None:
+            return (
+                f"the engine release on the box is not known ({self.detail}): until a server "
+                "reports it, trials are deployed only with flags every release accepts"
+            )
+        if self.source == "server_info" and started:
+            return f"the box runs release {self.version} (/server_info): later trials use its flags"
+        return ""
+
     def meta(self) -> dict[str, str]:
         """The fields recorded in the session's ``[session]`` table."""
         return {
@@ -146,8 +165,17 @@ class EngineVersionKeeper:
         self.on_change = on_change
         self.info: EngineVersionInfo | None = None
 
-    async def ensure(self, config: ServerConfig | None) -> EngineVersionInfo | None:
-        """Resolve for ``config`` unless already resolved; never raises (but a cancel)."""
+    async def ensure(
+        self,
+        config: ServerConfig | None,
+        *,
+        running: ServerConfig | None = None,
+        server_info: ServerInfoCall | None = None,
+    ) -> EngineVersionInfo | None:
+        """Resolve for ``config`` unless already resolved; never raises (but a cancel).
+        When the launcher cannot say and ``running`` (the configuration a server serves
+        now) is given, that server's ``server_info`` is asked before giving up, so trial 1
+        is rendered for the box's release."""
         if self.info is not None or config is None:
             return self.info
         if config.engine_version:
@@ -163,8 +191,24 @@ class EngineVersionKeeper:
             except Exception as exc:  # never fails a sweep: the deploy reports the box itself
                 version, detail = None, f"{type(exc).__name__}: {exc}"
             info = EngineVersionInfo(version, "detected" if version else "unknown", detail)
+            if version is None and running is not None and server_info is not None:
+                info = await self._ask_running(running, server_info) or info
         self._set(info)
         return info
+
+    async def _ask_running(
+        self, running: ServerConfig, server_info: ServerInfoCall
+    ) -> EngineVersionInfo | None:
+        """The release the server serving ``running`` reports (bounded; None: no answer)."""
+        try:
+            async with asyncio.timeout(self.budget_s):
+                body = await server_info(running)
+        except Exception:  # no answer is an answer: the release stays unknown
+            return None
+        version = version_from_server_info(body, running)
+        if version is None:
+            return None
+        return EngineVersionInfo(version, "server_info", "/server_info of the server running now")
 
     def from_server_info(self, body: Any, config: ServerConfig | None = None) -> None:
         """Take ``/server_info``'s ``version`` when the release is still unknown."""
@@ -174,12 +218,25 @@ class EngineVersionKeeper:
         if version is not None:
             self._set(EngineVersionInfo(version, "server_info", "/server_info version"))
 
+    @property
+    def unknown(self) -> bool:
+        """The box was asked and could not say (trials then get portable flags)."""
+        return self.info is not None and self.info.version is None
+
     def apply(self, config: ServerConfig) -> ServerConfig:
-        """``config`` in the names of the known release (its own ``engine_version`` wins)."""
+        """``config`` in the names of the known release (its own ``engine_version`` wins);
+        while the release is unknown, only with flags every release accepts."""
         info = self.info
-        if config.engine_version or info is None or info.version is None:
+        if config.engine_version or info is None:
             return config
+        if info.version is None:
+            return portable(config)[0]
         return replace(config, engine_version=info.version)
+
+    def portable_note(self, config: ServerConfig) -> str:
+        """What :meth:`apply` leaves out of ``config`` while the release is unknown, as a
+        sentence ('' when nothing)."""
+        return portable(config)[1] if self.unknown else ""
 
     def _set(self, info: EngineVersionInfo) -> None:
         self.info = info

@@ -5,14 +5,18 @@ ran last (or with its service down) is the first thing a user of a production bo
 After a finished sweep the headless driver (and ``specconsole rollback``) come here:
 
 * ``best`` (the default): deploy the best trial's configuration by the plan's objective
-  (:func:`specconsole.core.plans.objective.assess`), restart it and wait until ``/health`` answers.
+  (:func:`specconsole.core.plans.objective.assess`) — exactly the configuration that trial
+  ran (``TrialRecord.effective``: normalized, in the box's flag names), never the plan's
+  request for it — restart it and wait until ``/health`` answers. A box already running it
+  (the best trial was the last, and its server still serves) is left alone: no restart.
 * ``original``: put back the unit as it was before specconsole's first deploy (systemd keeps
   that backup forever) and wait until it serves.
 * ``last``: leave the box as the last trial left it.
 * ``stop``: stop the service.
 
-Every outcome is one sentence saying what the box now serves (or that it does not), never a
-silent change. Waiting is bounded by the plan's load timeout.
+Every outcome is one sentence naming the configuration the box now serves and where it came
+from (or that it does not serve), never a silent change. Waiting is bounded by the plan's load
+timeout (and ends at once when the service fails).
 """
 
 from __future__ import annotations
@@ -20,10 +24,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-import httpx
-
+from specconsole.controller.serving import HEALTH_POLL_S, deployed_origin, unit_port, wait_serving
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import missing_values, unredact_config
 from specconsole.core.machine.results import box_host, deploy_previewed
@@ -31,8 +34,16 @@ from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.objective import Goal, assess
 from specconsole.core.plans.plan import FINALLY_CHOICES, SweepPlan
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport, TransportError
+from specconsole.present.labels import config_summary, record_label
 
-HEALTH_POLL_S = 1.0
+__all__ = [
+    "FinalOutcome",
+    "apply_finally",
+    "best_config",
+    "finish_box",
+    "unit_port",
+    "wait_serving",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,25 +57,6 @@ class FinalOutcome:
     """The configuration deployed (``best``), else None."""
     failed: bool = False
     """The box was changed but does not serve at the end (an honest exit code follows)."""
-
-
-async def wait_serving(
-    transport: Transport, port: int, timeout_s: float, host: str = "127.0.0.1"
-) -> bool:
-    """Poll ``/health`` on the box's ``host``:``port`` (through the transport) until it
-    answers 200 or ``timeout_s`` passes; True when it did."""
-    forward = await transport.forward_local_port(port, host)
-    deadline = time.monotonic() + timeout_s
-    async with httpx.AsyncClient(base_url=forward.url, timeout=5.0) as client:
-        while True:
-            try:
-                if (await client.get("/health")).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() + HEALTH_POLL_S > deadline:
-                return False
-            await asyncio.sleep(HEALTH_POLL_S)
 
 
 async def _config_serving(
@@ -81,18 +73,24 @@ async def _config_serving(
             host = await backend.server_host(config)
         if host is None:
             return False
-    return await wait_serving(transport, config.port, deadline - time.monotonic(), host)
+    return await wait_serving(
+        transport, config.port, deadline - time.monotonic(), host, backend=backend
+    )
 
 
 def best_config(
     trials: Sequence[TrialRecord], goal: Goal, env: Sequence[tuple[str, str]]
 ) -> tuple[TrialRecord | None, ServerConfig | None]:
-    """The best trial by ``goal`` and its configuration with the plan's secret values put
-    back (records keep only the names); (None, None) without a successful trial."""
+    """The best trial by ``goal`` and the configuration it ran (``TrialRecord.effective``:
+    what was deployed and benchmarked) with the plan's secret values put back (records keep
+    only the names); (None, None) without a successful trial."""
     top = assess(trials, goal).best
     if top is None:
         return None, None
-    return top, unredact_config(top.config, env)
+    # the release it was spelt for is the deploying box's to choose (a pool's boxes may
+    # differ), unless the plan declared one
+    ran = replace(top.effective, engine_version=top.config.engine_version)
+    return top, unredact_config(ran, env)
 
 
 async def apply_finally(
@@ -134,19 +132,38 @@ async def apply_finally(
             "the box is left as it is",
             False,
         )
-    on_diff(deploy_previewed(config, (await backend.preview(config)).diff).diff)
+    what = f"trial {top.index + 1} ({record_label(top, base)}, best by {goal.objective.describe})"
+    preview = await backend.preview(config)
+    if not preview.diff and await _runs_already(backend, transport, config, preview.artifact_hash):
+        return FinalOutcome(
+            action,
+            f"finally = best: deployed {what}: it already runs there, not restarted; "
+            "the box serves",
+            True,
+            config,
+        )
+    on_diff(deploy_previewed(config, preview.diff).diff)
     await backend.deploy(config)
     await backend.start()
     serving = await _config_serving(backend, transport, config, timeout_s)
-    state = "serves" if serving else "did not answer /health within the load timeout"
+    state = "serves it" if serving else "did not answer /health within the load timeout"
     return FinalOutcome(
         action,
-        f"finally = best: deployed trial {top.index + 1} ({goal.objective.describe}); "
-        f"the box {state}",
+        f"finally = best: deployed {what}; the box {state}",
         serving,
         config,
         failed=not serving,
     )
+
+
+async def _runs_already(
+    backend: ServiceBackend, transport: Transport, config: ServerConfig, artifact_hash: str
+) -> bool:
+    """The live server was started from exactly this artifact and answers ``/health``: a
+    restart would only cost its load time."""
+    if await backend.running_hash() != artifact_hash:
+        return False
+    return await _config_serving(backend, transport, config, 0.0)
 
 
 async def finish_box(
@@ -203,28 +220,14 @@ async def _original(
         )
     await backend.start()
     port = await unit_port(backend, base.port)
-    serving = await wait_serving(transport, port, timeout_s)
+    serving = await wait_serving(transport, port, timeout_s, backend=backend)
+    config, _origin = await deployed_origin(backend, base, ())
+    runs = "" if config is None else f" (it runs {config_summary(config)})"
     state = "serves" if serving else "did not answer /health within the load timeout"
     return FinalOutcome(
         "original",
-        f"finally = original: restored the box's own unit; it {state}",
+        f"finally = original: restored the box's own unit from before the session{runs}; "
+        f"it {state}",
         serving,
         failed=not serving,
     )
-
-
-async def unit_port(backend: ServiceBackend, default: int) -> int:
-    """The port the unit on the box serves on (its ExecStart), else ``default``."""
-    cat = getattr(backend, "cat", None)
-    if cat is None:
-        return default
-    from specconsole.core.config.errors import ConfigError
-    from specconsole.core.config.systemd import parse_unit
-
-    main, dropins = await cat()
-    if main is None:
-        return default
-    try:
-        return parse_unit(main + "\n" + dropins).port
-    except (ConfigError, ValueError):
-        return default

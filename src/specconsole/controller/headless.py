@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
+from specconsole.controller.serving import server_now
 from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
@@ -45,8 +46,13 @@ from specconsole.core.plans.plan import CrashPolicy, StrategyKind, SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
-from specconsole.present.labels import config_label, load_stage_label, notice_text
-from specconsole.present.leaving import rollback_command
+from specconsole.present.labels import (
+    config_label,
+    load_stage_label,
+    notice_text,
+    record_label,
+)
+from specconsole.present.leaving import rollback_advice, rollback_command
 from specconsole.present.status import status_word
 from specconsole.session.report import render
 from specconsole.session.store import Session
@@ -76,7 +82,7 @@ class ProgressPrinter:
         print(f"[{stamp}] {self.prefix}{text}", file=self.out, flush=True)
 
     def _label(self, record: TrialRecord) -> str:
-        return config_label(record.config, self.plan.base if self.plan else None)
+        return record_label(record, self.plan.base if self.plan else None)
 
     def __call__(self, state: ControllerState, event: ev.Event) -> None:
         trial = state.trial
@@ -249,10 +255,13 @@ async def run_headless(
 
     def on_decision(state: ControllerState, event: ev.Event) -> None:
         if state.phase is Phase.AWAITING_DECISION and not state.quitting:
+            own = None if resume or state.box is None else state.box.running_config
+            down = state.deployed is None or not state.deployed.serving
+            advice = rollback_advice(state.trials, plan.base, session.path, original=own)
             printer._print(
                 "paused after a crash (policy 'pause'): a headless run cannot wait for a "
-                f"decision. The server is down. Resume with: specconsole resume {session.path}"
-                f" ; or put the box back as it was: {rollback_command(session.path)}"
+                f"decision. Resume with: specconsole resume {session.path}"
+                + (f" . The server is down. {advice}" if down else "")
             )
             controller.send(ev.Quit())
 
@@ -261,7 +270,7 @@ async def run_headless(
     def on_signal() -> None:
         nonlocal interrupted
         interrupted = True
-        printer._print("interrupted: stopping (the server is left running); resume later")
+        printer._print("interrupted: stopping the sweep (the server is not stopped); resume later")
         controller.send(ev.Quit())
 
     loop = asyncio.get_running_loop()
@@ -288,6 +297,10 @@ async def run_headless(
                 rollback_command=rollback_command(session.path),
                 for_box=controller.versioned,
             )
+        if final.box is None or final.box.reachable:  # every way out: the server's real state
+            ran = (*final.trials, *(() if final.trial is None else (final.trial,)))
+            now = await server_now(ports.backend, ports.transport, plan.base, ran)
+            printer._print(f"the box now: {now}")
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -300,8 +313,9 @@ async def run_headless(
         code = EXIT_FAILED
     if controller.halted:
         printer._print(
-            f"error: {controller.halted}; the sweep stopped (the server is left as it is; "
-            f"every recorded trial is kept). Fix it, then: specconsole resume {session.path}"
+            f"error: {controller.halted}; the sweep stopped (the server was not touched "
+            f"after that; every recorded trial is kept). Fix it, then: specconsole resume "
+            f"{session.path}"
         )
     elif status == "error":
         printer._print(f"error: the sweep stopped before finishing its plan ({final.phase.value})")

@@ -140,7 +140,7 @@ class PoolConsole:
                     phase=state.phase,
                     phase_since=state.phase_since,
                     trial_index=None if trial is None else trial.index,
-                    trial_config=None if trial is None else trial.config,
+                    trial_config=None if trial is None else trial.effective,
                     tail=tail[-1] if tail else "",
                     crashed=state.phase is Phase.AWAITING_DECISION
                     and state.pending is not None

@@ -244,7 +244,7 @@ class Controller:
         reached stops a headless run here, before its first trial (no trial is recorded)."""
         probe = await probe_box(
             self.transport, self.backend, config, self.endpoint.health_problem,
-            self.engine_versions, self.clock,
+            self.engine_versions, self.clock, server_info=self.endpoint.server_info,
         )  # fmt: skip
         self._dispatch(ev.BoxProbed(probe=probe, at=probe.at))
         try:
@@ -258,7 +258,8 @@ class Controller:
 
     def _engine_known(self, info: EngineVersionInfo) -> None:
         log.info("controller: engine version %s (%s)", info.version or "unknown", info.source)
-        self._post(ev.EngineVersionKnown(version=info.version, source=info.source))
+        note = info.note(started=bool(self._state.trial or self._state.trials))
+        self._post(ev.EngineVersionKnown(version=info.version, source=info.source, note=note))
         if self._on_engine_version is not None:
             try:
                 self._on_engine_version(info)
@@ -267,7 +268,8 @@ class Controller:
                 self.halt(f"could not write session.toml: {exc}")
 
     def versioned(self, config: ServerConfig) -> ServerConfig:
-        """``config`` in the flag names of the box's release, once it is known."""
+        """``config`` in the flag names of the box's release, once it is known (only with
+        flags every release accepts while the box could not say)."""
         return config if self.engine_versions is None else self.engine_versions.apply(config)
 
     async def _for_box(self, config: ServerConfig) -> ServerConfig:
@@ -291,6 +293,10 @@ class Controller:
         if isinstance(effect, fx.Validate):
             try:
                 outcome = self.validator(self.versioned(effect.config))
+                keeper = self.engine_versions
+                note = "" if keeper is None else keeper.portable_note(effect.config)
+                if note and isinstance(outcome, ev.ConfigValidated):
+                    outcome = replace(outcome, warnings=(*outcome.warnings, note))
             except Exception as exc:
                 outcome = ev.OperationFailed(operation="validate", message=str(exc))
             self._post(replace(outcome, epoch=e))

@@ -213,6 +213,8 @@ class Deployment:
     """Where the previous artifact was saved (None when there was none)."""
     location: str
     """Where the artifact now lives on the box (unit path, run folder...)."""
+    restored_from: str | None = None
+    """For a rollback: the backup whose text was put back (a message names it)."""
 
 
 @runtime_checkable

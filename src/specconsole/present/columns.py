@@ -21,7 +21,7 @@ from specconsole.present.formats import (
     format_rate_ci,
     format_ratio,
 )
-from specconsole.present.labels import config_label, trial_label
+from specconsole.present.labels import record_label, trial_label
 from specconsole.present.status import status_detail, status_word
 
 Cell = Callable[[TrialRecord, ServerConfig | None, bool], str]
@@ -56,7 +56,7 @@ TRIAL: Column = Column("trial", "#", "trial", lambda r, _b, _p: str(r.index + 1)
 LABEL: Column = Column("label", "trial", "trial", lambda r, b, _p: trial_label(r, b), numeric=False)
 BOX: Column = Column("box", "box", "box", lambda r, _b, _p: r.box or "", numeric=False)
 CONFIG: Column = Column(
-    "config", "config", "config", lambda r, b, _p: config_label(r.config, b), numeric=False
+    "config", "config", "config", lambda r, b, _p: record_label(r, b), numeric=False
 )
 STATUS: Column = Column(
     "status",

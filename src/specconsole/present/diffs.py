@@ -20,7 +20,7 @@ from specconsole.core.machine import IllegalTransition, step
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, TrialRecord
-from specconsole.present.labels import config_label
+from specconsole.present.labels import config_label, record_label
 
 PENDING_KEY = "pending"
 """The entry key of the deploy in progress (trial entries are keyed by their row key)."""
@@ -65,7 +65,7 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
 
 def _title(record: TrialRecord, state: ControllerState, *, pending: bool) -> str:
     base = state.plan.base if state.plan is not None else None
-    label = config_label(record.config, base)
+    label = record_label(record, base)
     what = "deploying now" if pending else record.status.value
     return f"trial {record.index + 1}: {label} ({what})"
 

@@ -6,6 +6,12 @@ charts name their axis (``steps``). All of them abbreviate ``ServerConfig`` fiel
 ``FIELD_ABBREVIATIONS`` below, so a field reads the same in the console, the headless output
 and every report. Environment values never appear in a label (they may be secrets): only the
 variables' names do.
+
+Every label describes what the engine runs (``core.config.effective``): a base whose draft
+tokens SGLang replaces with ``steps + 1`` is never shown with the value it does not run, and a
+trial is named by how *that* differs. A free-text ``description`` (a unit's ``Description=``,
+the same for every trial) is a title, never a trial's name; the release (``engine_version``)
+only changes flag spellings, so it is no part of a name either.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
+from specconsole.core.config.effective import effective_config
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import Notice, TrialRecord
@@ -40,9 +47,10 @@ SUMMARY_FIELDS: tuple[str, ...] = tuple(
 """The fields a configuration summary lists after the algorithm, in this order."""
 
 NOT_IN_LABELS: frozenset[str] = frozenset(
-    {"description", "launcher", "host", "port", "user", "working_directory"}
+    {"description", "engine_version", "launcher", "host", "port", "user", "working_directory"}
 )
-"""Fields that say where/how the server runs, not what is being tuned."""
+"""Fields that say where/how the server runs (or only how its flags are spelt, or a title),
+not what is being tuned."""
 
 LOAD_STAGE_LABELS: dict[LoadStage, str] = {
     LoadStage.STARTING: "starting",
@@ -78,10 +86,11 @@ def load_stage_label(stage: LoadStage | None) -> str:
 
 
 def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
-    """Short label: the fields that differ from ``base`` (or the speculative ones)."""
-    if config.description:
-        return config.description
+    """Short label: the fields of what runs that differ from what ``base`` runs (or the
+    speculative ones)."""
+    config = effective_config(config)
     if base is not None:
+        base = effective_config(base)
         parts = [
             f"{short_name(f.name)}={format_value(f.name, getattr(config, f.name))}"
             for f in fields(ServerConfig)
@@ -99,9 +108,11 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
 
 
 def config_summary(config: ServerConfig | None) -> str:
-    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …``: the tuned fields that are set."""
+    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …``: the tuned fields that are set, as the
+    engine runs them."""
     if config is None:
         return "no configuration"
+    config = effective_config(config)
     parts = [
         str(config.speculative_algorithm)
         if config.speculative_algorithm is not None
@@ -115,9 +126,20 @@ def config_summary(config: ServerConfig | None) -> str:
 
 
 def trial_label(record: TrialRecord, base: ServerConfig | None) -> str:
-    """``#3 steps=3``: the trial's number and how its configuration differs from ``base``
-    (the base itself gets its full speculative label rather than an empty one)."""
-    return f"#{record.index + 1} {config_label(record.config, base)}"
+    """``#3 steps=3``: the trial's number and how what it ran differs from ``base`` (the base
+    itself gets its full speculative label rather than an empty one)."""
+    return f"#{record.index + 1} {record_label(record, base)}"
+
+
+def record_label(record: TrialRecord, base: ServerConfig | None) -> str:
+    """How the configuration a trial ran (``TrialRecord.effective``) differs from ``base``."""
+    return config_label(record.effective, base)
+
+
+def title(config: ServerConfig | None, fallback: str = "") -> str:
+    """A session's title: the base configuration's free-text description (a unit's
+    ``Description=``), else ``fallback``."""
+    return (config.description if config is not None else "") or fallback
 
 
 def notice_text(notice: Notice, base: ServerConfig | None) -> str:

@@ -6,11 +6,24 @@ screen, is the first thing a production user notices. After a finished sweep qui
 carries out ``finally`` (the console waits until the box serves); after a sweep that ended
 or paused on a crash the server is down, and the message says so and how to roll back.
 Pure rules over ``ControllerState``, shared by the quit flow and its tests.
+
+What ``specconsole rollback`` would put back is named, not promised: "put the box back as it
+was" restored the previous trial's unit, not the user's own (:func:`rollback_advice`).
 """
 
 from __future__ import annotations
 
-from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
+from collections.abc import Sequence
+
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import (
+    ControllerState,
+    Phase,
+    TrialKind,
+    TrialRecord,
+    TrialStatus,
+)
+from specconsole.present.labels import config_summary, record_label
 
 DOWN_STATUSES: frozenset[TrialStatus] = frozenset(
     {TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED}
@@ -56,3 +69,41 @@ def rollback_command(session_path: object, box: str | None = None) -> str:
     """The command that puts back a configuration that served: ``specconsole rollback
     SESSION``, naming the box for a session that ran on a pool."""
     return f"specconsole rollback {session_path}" + (f" --box {box}" if box else "")
+
+
+NOT_DEPLOYED: frozenset[TrialKind] = frozenset({TrialKind.BENCH_ONLY, TrialKind.REATTACH})
+"""Trial kinds that changed nothing on the box (no backup was made for them)."""
+
+
+def rollback_advice(
+    trials: Sequence[TrialRecord],
+    base: ServerConfig | None,
+    session_path: object,
+    *,
+    original: ServerConfig | None = None,
+    box: str | None = None,
+) -> str:
+    """What the two rollbacks would put back after the last trial left the server down:
+    ``rollback`` restores the unit from before that trial's deploy (named by the trial that
+    deployed it, from the records), ``--original`` the box's own unit from before the session
+    (``original``: what it ran then, when known)."""
+    command = rollback_command(session_path, box)
+    deployed = [t for t in trials if t.artifact_hash and t.kind not in NOT_DEPLOYED]
+    own = "the box's own unit from before this session"
+    if original is not None:
+        own += f" ({config_summary(original)})"
+    if not deployed:
+        return f"To serve again: {command} --original puts back {own}."
+    last = deployed[-1]
+    if not last.deploy_diff:  # that deploy changed nothing, so it left no backup to name
+        newest = "the newest backup on the box (it says which configuration that is)"
+    elif len(deployed) > 1:
+        prev = deployed[-2]
+        state = prev.status.value.replace("_", " ")
+        newest = (
+            f"the unit from before trial {last.index + 1}'s deploy: trial {prev.index + 1}'s "
+            f"configuration ({record_label(prev, base)}, {state})"
+        )
+    else:
+        newest = f"the unit from before trial {last.index + 1}'s deploy, {own}"
+    return f"To serve again: {command} puts back {newest}; {command} --original puts back {own}."

@@ -15,7 +15,7 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.measure.stats import Spread
 from specconsole.present.formats import DASH, format_rate
-from specconsole.present.labels import config_label
+from specconsole.present.labels import record_label
 
 REPEAT_HEADERS: tuple[str, ...] = (
     "trial",
@@ -48,7 +48,7 @@ def repeat_rows(trials: Sequence[TrialRecord], base: ServerConfig | None) -> lis
     return [
         (
             str(t.index + 1),
-            config_label(t.config, base),
+            record_label(t, base),
             str(t.repeats),
             *_cells(t.single_request_spread, t.single_request_tok_s),
             *_cells(t.peak_aggregate_spread, t.peak_aggregate_tok_s),

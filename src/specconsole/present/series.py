@@ -117,8 +117,8 @@ def swept_axis(plan: SweepPlan | None, records: Sequence[TrialRecord]) -> str | 
     that varies between the trials (None: the trial number)."""
     if plan is not None and plan.walk_axis is not None:
         return plan.walk_axis
-    for name in varying_fields([r.config for r in records]):
-        values = [getattr(r.config, name) for r in records]
+    for name in varying_fields([r.effective for r in records]):
+        values = [getattr(r.effective, name) for r in records]
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             return name
     return None
@@ -130,7 +130,7 @@ def axis_title(axis: str | None) -> str:
 
 
 def _x_of(record: TrialRecord, axis: str | None) -> float:
-    value = getattr(record.config, axis) if axis else None
+    value = getattr(record.effective, axis) if axis else None
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return float(record.index + 1)

@@ -92,7 +92,7 @@ class ArtifactStore:
         if restored is None:
             return None
         backup, text = restored
-        return Deployment(sha256_text(text), backup, self.path)
+        return Deployment(sha256_text(text), backup, self.path, restored_from=backup)
 
     async def backup(self) -> str | None:
         """Copy the current file to ``backup_dir/NAME.TIMESTAMP`` (None if there is none)."""

@@ -23,6 +23,7 @@ import json
 import shlex
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
+from dataclasses import replace
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.systemd import UnitOptions, parse_unit, to_unit
@@ -288,10 +289,11 @@ class SystemdBackend:
         """Put back the first backup — the unit as it was before specconsole's first deploy
         (never pruned) — keeping what is there now as a backup; None if there is none."""
         store = await self._artifacts()
+        found = await store.backups()
         text = await store.original()
-        if text is None:
+        if text is None or not found:
             return None
-        deployment = await store.deploy(text)
+        deployment = replace(await store.deploy(text), restored_from=found[0])
         if self.env_file not in text:
             await self._write_env_file(None, text, ServerConfig(model_path="-"))
         await self._ctl("daemon-reload", what="systemctl daemon-reload")

@@ -19,7 +19,7 @@ from specconsole.core.measure.stats import Spread
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.formats import DASH, format_rate_ci
-from specconsole.present.labels import config_label
+from specconsole.present.labels import record_label
 from specconsole.present.status import status_word
 from specconsole.session.report_json import report_document
 from specconsole.session.selection import report_trials
@@ -39,7 +39,7 @@ def _latest_by_label(side: Side) -> dict[str, TrialRecord]:
     base = side.plan.base if side.plan is not None else None
     out: dict[str, TrialRecord] = {}
     for record in report_trials(side.trials):
-        out[config_label(record.config, base)] = record
+        out[record_label(record, base)] = record
     return out
 
 

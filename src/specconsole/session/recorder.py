@@ -18,7 +18,7 @@ import tomli_w
 from specconsole.core.boxprobe import BoxProbe, probe_table
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import ControllerState, TrialRecord
-from specconsole.present.labels import config_label
+from specconsole.present.labels import record_label
 from specconsole.session.files import atomic_write
 from specconsole.session.store import Session
 
@@ -49,7 +49,7 @@ class SessionRecorder:
         handle = self._logs.pop(record.index, None)
         if handle is not None:
             handle.close()
-        self.session.append_trial(record, label=config_label(record.config, self.base), bench=bench)
+        self.session.append_trial(record, label=record_label(record, self.base), bench=bench)
         return record
 
     def save(self, state: ControllerState) -> None:

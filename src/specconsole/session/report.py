@@ -24,7 +24,7 @@ from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
 from specconsole.present.formats import format_rate, format_rate_ci
-from specconsole.present.labels import config_label, measurement_note
+from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.present.series import (
     aggregate_series,
@@ -67,7 +67,7 @@ def rows(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> list[R
         out.append(
             Row(
                 trial=t.index + 1,
-                label=config_label(t.config, base),
+                label=record_label(t, base),
                 single=t.single_request_tok_s,
                 peak=t.peak_aggregate_tok_s,
                 peak_concurrency=t.peak_concurrency,
@@ -169,7 +169,7 @@ def to_markdown(
     if front:
         for t in front:
             out.append(
-                f"- trial {t.index + 1} `{config_label(t.config, plan.base if plan else None)}`: "
+                f"- trial {t.index + 1} `{record_label(t, plan.base if plan else None)}`: "
                 f"{_fmt(t.single_request_tok_s)} tok/s single, "
                 f"{_fmt(t.peak_aggregate_tok_s)} tok/s aggregate (c={t.peak_concurrency})"
             )
@@ -181,7 +181,7 @@ def to_markdown(
         out += ["| concurrency | best config | aggregate tok/s |", "|---:|---|---:|"]
         for c, t, v in best:
             out.append(
-                f"| {c} | {config_label(t.config, plan.base if plan else None)} "
+                f"| {c} | {record_label(t, plan.base if plan else None)} "
                 f"(trial {t.index + 1}) | {_fmt(v)} |"
             )
     else:
@@ -204,7 +204,7 @@ def to_markdown(
             c = t.crash
             assert c is not None
             out.append(
-                f"- trial {t.index + 1} `{config_label(t.config, plan.base if plan else None)}`: "
+                f"- trial {t.index + 1} `{record_label(t, plan.base if plan else None)}`: "
                 f"{c.cause}: {c.message}"
             )
             for fix in c.fixes[:3]:

@@ -25,7 +25,7 @@ from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
-from specconsole.present.labels import config_label, measurement_note
+from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.session.charts import chart_svg
 from specconsole.session.report_json import config_document, unit_diff
@@ -114,10 +114,10 @@ def _levels_table(record: TrialRecord) -> str:
 
 def _trial_section(record: TrialRecord, plan: SweepPlan | None) -> str:
     base = plan.base if plan is not None else None
-    config = config_document(record.config)
+    config = config_document(record.effective)
     rows = [(k, v if isinstance(v, str) else repr(v)) for k, v in config.items()]
     parts = [
-        f"<details><summary>Trial {record.index + 1}: {_e(config_label(record.config, base))}"
+        f"<details><summary>Trial {record.index + 1}: {_e(record_label(record, base))}"
         f" — {_e(cells((REPORT_COLUMNS[-1],), record, base, precise=True)[0])}</summary>",
         _table(("[server] key", "value"), rows, (False, False)),
         _levels_table(record),
@@ -165,7 +165,7 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
         rows = [
             (
                 str(t.index + 1),
-                config_label(t.config, base),
+                record_label(t, base),
                 format_rate(t.single_request_tok_s, 1),
                 format_rate(t.peak_aggregate_tok_s, 1),
             )
@@ -176,7 +176,7 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
     out.append("<h2>Best configuration per concurrency</h2>")
     if best:
         rows = [
-            (str(c), f"{config_label(t.config, base)} (trial {t.index + 1})", format_rate(v, 1))
+            (str(c), f"{record_label(t, base)} (trial {t.index + 1})", format_rate(v, 1))
             for c, t, v in best
         ]
         out.append(
@@ -191,7 +191,7 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
             crash = t.crash
             assert crash is not None
             out.append(
-                f"<h3>Trial {t.index + 1}: {_e(config_label(t.config, base))} — "
+                f"<h3>Trial {t.index + 1}: {_e(record_label(t, base))} — "
                 f"{_e(crash.cause)}</h3><p>{_e(crash.message)}</p>"
             )
             if crash.excerpt:

@@ -24,7 +24,7 @@ from specconsole.core.measure.stats import Spread
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.tables import server_config_to_table
 from specconsole.core.search.strategy import findings
-from specconsole.present.labels import config_label, measurement_note
+from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.status import status_detail, status_word
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -81,7 +81,7 @@ def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, 
     """One trial: identity, full configuration, status, headline figures, levels, crash."""
     return {
         "trial": record.index + 1,
-        "label": config_label(record.config, base),
+        "label": record_label(record, base),
         "kind": record.kind.value,
         "status": record.status.value,
         "status_text": status_word(record.status),
@@ -113,7 +113,7 @@ def report_document(
     base = plan.base if plan is not None else None
 
     def ref(t: TrialRecord) -> dict[str, Any]:
-        return {"trial": t.index + 1, "label": config_label(t.config, base)}
+        return {"trial": t.index + 1, "label": record_label(t, base)}
 
     return {
         "schema": SCHEMA_ID,

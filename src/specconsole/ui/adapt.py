@@ -354,7 +354,7 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         return None
     lines = [
         f"status: {status_detail(record)}",
-        f"config: {config_summary(record.config)}",
+        f"config: {config_summary(record.effective)}",
     ]
     if record.capacity is not None:
         lines.append(f"capacity: {record.capacity:,} tokens (max_total_num_tokens)")

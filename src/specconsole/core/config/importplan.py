@@ -13,8 +13,10 @@ of the three forms a text is.
 
 from __future__ import annotations
 
+import dataclasses
+import textwrap
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import tomli_w
@@ -78,17 +80,48 @@ def read_server_text(text: str, where: str = "input") -> tuple[str, ServerConfig
     return InputKind.TOML, config_from_table(table)
 
 
-def _example_sweep(config: ServerConfig) -> str:
+def _example_sweep(config: ServerConfig, bench: Sequence[str]) -> str:
     steps = config.speculative_num_steps or 3
     values = sorted({max(1, steps - 1), steps, steps + 1, steps + 2})
     return (
-        "# A first sweep around what runs today (uncomment to use; see docs/plans.md):\n"
+        "# A first sweep around what runs today (uncomment to use; the keys are in\n"
+        '# docs/controller.md, "Sweep plans"; `specconsole sweep PLAN --dry-run` shows\n'
+        "# every change before anything is made):\n"
         "# [sweep]\n"
         '# strategy = "boundary"\n'
         '# finally = "best"          # leave the box serving the best trial (or "original")\n'
         "# [sweep.axes]\n"
-        f"# speculative_num_steps = {values}\n"
+        f"# speculative_num_steps = {values}\n" + "".join(f"{line}\n" for line in bench)
     )
+
+
+_UNSET_BY_DEFAULT = frozenset(f.name for f in dataclasses.fields(ServerConfig) if f.default is None)
+"""The ``[server]`` keys that may be left unset (the engine then chooses)."""
+
+
+def derived_fields(config: ServerConfig) -> tuple[ServerConfig, list[str]]:
+    """``config`` without the values its engine derives anyway, and one sentence per value
+    left out. A value is derived when leaving it unset changes nothing the engine runs
+    (SGLang's draft tokens at topk 1 are ``steps + 1`` whatever the unit says); kept in a
+    plan, it would be swept unchanged while the engine — and every deploy — replaces it."""
+    from specconsole.core.config.validation import normalized  # the one normalisation
+
+    runs = normalized(config)[0]
+    notes: list[str] = []
+    for name, value in _fields(config).items():
+        if value is None or name not in _UNSET_BY_DEFAULT:
+            continue
+        candidate = dataclasses.replace(config, **{name: None})
+        unset, issues = normalized(candidate)
+        if unset != runs:  # the value changes what runs: it is the user's, kept
+            continue
+        why = next((i.message for i in issues if i.field == name), "")
+        config = candidate
+        notes.append(
+            f"{name} = {value!r} is left out: the engine derives it"
+            + (f" ({why.rstrip('.')})" if why else "")
+        )
+    return config, notes
 
 
 def plan_from_unit(
@@ -98,16 +131,18 @@ def plan_from_unit(
     service: Mapping[str, Any],
     source: str,
     secret_env: tuple[str, ...] = (),
+    bench: Sequence[str] = (),
 ) -> str:
     """A commented plan (TOML) whose ``[server]`` base is what ``unit_text`` runs.
 
     ``host``/``service`` are the tables that reach the box again; ``source`` names where the
-    unit came from (for the header). The result reads back with the same configuration
-    (checked), secret values left out.
+    unit came from (for the header); ``bench`` are comment lines about the benchmark (what
+    the default costs the box). The result reads back with the same configuration (checked),
+    secret values and the values the engine derives (:func:`derived_fields`) left out.
     """
     config = parse_unit(unit_text)
     public, secret = split_secrets(config.env, secret_env)
-    base = ServerConfig(**{**_fields(config), "env": public})
+    base, derived = derived_fields(ServerConfig(**{**_fields(config), "env": public}))
     server = config_to_table(base)
     header = [
         f"# Imported by `specconsole import` from {source}.",
@@ -120,8 +155,15 @@ def plan_from_unit(
             f"# Secret variables set by the unit ({names}) are not copied here: the unit keeps"
             " them."
         )
+    for note in derived:
+        header += textwrap.wrap(
+            f"{note}; deploys write the derived value.",
+            88,
+            initial_indent="# ",
+            subsequent_indent="#   ",
+        )
     body = tomli_w.dumps({"host": dict(host), "service": dict(service), "server": server})
-    text = "\n".join(header) + "\n\n" + body + "\n" + _example_sweep(base)
+    text = "\n".join(header) + "\n\n" + body + "\n" + _example_sweep(base, bench)
     if config_from_table(tomllib.loads(text)["server"]) != base:
         raise ConfigError("server", "the imported plan does not read back.", "report this bug.")
     return text

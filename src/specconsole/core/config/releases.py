@@ -27,6 +27,7 @@ __all__ = [
     "parse_version",
     "removed_flags",
     "rule_applies",
+    "unportable_changes",
 ]
 
 Version = tuple[int, ...]
@@ -110,6 +111,24 @@ def removed_flags(table: ReleaseTable, version: str | None) -> dict[str, FlagCha
         for c in table.changes
         if c.removed is not None and at_least(table, version, c.removed)
     }
+
+
+def unportable_changes(table: ReleaseTable) -> tuple[FlagChange, ...]:
+    """The renamed ``[server]`` keys no single flag spells for every release in
+    ``table.known``: the new name is missing from the oldest, the old one refused by the
+    newest. A box whose release is unknown can only be given them once it is known."""
+    if not table.known:
+        return ()
+    versions = [parse_version(v) for v in table.known]
+    oldest, newest = min(versions), max(versions)
+    return tuple(
+        c
+        for c in table.changes
+        if c.key
+        and parse_version(c.since) > oldest
+        and c.removed is not None
+        and parse_version(c.removed) <= newest
+    )
 
 
 def rule_applies(table: ReleaseTable, rule: str, version: str | None) -> bool:

@@ -331,6 +331,9 @@ class EngineVersionKnown(Outcome):
     """The release number, ``None`` when it could not be found."""
     source: str = ""
     """``declared``, ``detected``, ``server_info`` or ``unknown``."""
+    note: str = ""
+    """What it means for the trials, said once as a notice ('' when nothing to say): an
+    unknown release is deployed only with flags every release accepts."""
 
 
 INTENT_TYPES: tuple[type[Intent], ...] = (

@@ -103,7 +103,7 @@ def _on_reattach_checked(state: ControllerState, event: ev.Event) -> Result:
         state,
         trial=trial,
         deployed=Deployed(
-            config=trial.config, artifact_hash=event.artifact_hash, at=event.at, serving=True
+            config=trial.effective, artifact_hash=event.artifact_hash, at=event.at, serving=True
         ),
     )
     new = _enter(new, Phase.READY, event.at, "reattached")
@@ -130,7 +130,7 @@ def _on_deployed(state: ControllerState, event: ev.Event) -> Result:
         state,
         trial=trial,
         deployed=Deployed(
-            config=trial.config, artifact_hash=event.artifact_hash, at=event.at, serving=False
+            config=trial.effective, artifact_hash=event.artifact_hash, at=event.at, serving=False
         ),
     )
     new = _enter(new, Phase.RESTARTING, event.at)
@@ -208,7 +208,7 @@ def _on_capacity(state: ControllerState, event: ev.Event) -> Result:
 
 def _on_ready(state: ControllerState, event: ev.Event) -> Result:
     trial = _require_trial(state, event)
-    deployed = state.deployed or Deployed(trial.config, trial.artifact_hash, event.at)
+    deployed = state.deployed or Deployed(trial.effective, trial.artifact_hash, event.at)
     new = replace(state, deployed=replace(deployed, serving=True))
     new = _enter(new, Phase.READY, event.at)
     return new, (

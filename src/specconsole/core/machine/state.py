@@ -243,9 +243,10 @@ class ControllerState:
 
     @property
     def current_config(self) -> ServerConfig | None:
-        """The configuration being tried now, else the deployed one."""
+        """The configuration being tried now (as the engine runs it, once validated), else
+        the deployed one."""
         if self.trial is not None:
-            return self.trial.config
+            return self.trial.effective
         return None if self.deployed is None else self.deployed.config
 
     @property

@@ -121,7 +121,10 @@ def _on_pool_changed(state: ControllerState, event: ev.Event) -> Result:
 
 def _on_engine_version(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.EngineVersionKnown)
-    return replace(state, engine_version=event.version, engine_version_source=event.source), ()
+    new = replace(state, engine_version=event.version, engine_version_source=event.source)
+    if event.note:
+        new = _notice(new, "warning" if event.version is None else "info", event.note, event.at)
+    return new, ()
 
 
 def _on_focus_box(state: ControllerState, event: ev.Event) -> Result:

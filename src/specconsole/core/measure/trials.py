@@ -288,6 +288,13 @@ class TrialRecord:
     """The pool member that ran the trial ('' for a one-box session)."""
 
     @property
+    def effective(self) -> ServerConfig:
+        """The configuration the server ran (or will run): the normalized one once the trial
+        was validated, else the requested one. Every view and action reads this; ``config``
+        stays the trial's identity for the strategy (``core.config.effective``)."""
+        return self.normalized or self.config
+
+    @property
     def single_request_tok_s(self) -> float | None:
         """Headline 1: per-request output tok/s at concurrency 1 (lowest level if no c=1)."""
         if not self.levels:

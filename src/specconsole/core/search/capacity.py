@@ -37,9 +37,12 @@ def draft_tokens(config: ServerConfig) -> int:
 
 
 def memory_key(config: ServerConfig) -> ServerConfig:
-    """The configuration with the tree sizes blanked: equal keys share one capacity line."""
+    """The configuration with the tree sizes blanked: equal keys share one capacity line.
+    The release is blanked too: it changes how flags are spelt, not the memory a trial takes
+    (a trial deployed before the box's release was known is on the same line)."""
     return replace(
         config,
+        engine_version=None,
         speculative_num_steps=None,
         speculative_eagle_topk=None,
         speculative_num_draft_tokens=None,

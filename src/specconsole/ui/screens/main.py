@@ -255,7 +255,7 @@ class MainScreen(Screen[None]):
         self._trial_index = trial.index
         total = state.trial_total
         label = f"trial {trial.index + 1}" + (f"/{total}" if total else "")
-        self.journal.append([f"──── {label}: {config_summary(trial.config)} ────"])
+        self.journal.append([f"──── {label}: {config_summary(trial.effective)} ────"])
 
     @property
     def journal(self) -> JournalPane:
