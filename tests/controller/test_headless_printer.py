@@ -39,7 +39,10 @@ def test_the_deploy_diff_prints_before_the_deploy_and_lands_in_the_record() -> N
     previewed = ev.DeployPreviewed(diff=diff)
     d.send(previewed)
     printer(d.state, previewed)
-    assert "    +    --speculative-num-steps 2" in out.getvalue().splitlines()
+    # the flag-level summary, not the unified diff's 400-character lines
+    assert any(
+        line.endswith("  --speculative-num-steps: 1 → 2") for line in out.getvalue().splitlines()
+    )
     assert d.state.trial is not None and d.state.trial.deploy_diff == diff
     assert d.state.phase is Phase.DEPLOYING  # printing never waits for an answer
     unchanged = ev.DeployPreviewed(diff="")
@@ -83,6 +86,10 @@ def test_repeated_runs_print_each_run_then_the_means_with_intervals() -> None:
     agg = combined[1].output_tok_s_spread
     assert agg is not None
     assert f"{agg.mean:,.1f} ± {agg.ci_half_width:,.1f} tok/s" in lines[-1]
-    summary = out.getvalue().splitlines()[-1]
+    printed = out.getvalue().splitlines()
+    [summary] = [line for line in printed if "single 100.0" in line]
+    # the trial's result comes before anything about the next trial (issue 34)
+    later = [n for n, line in enumerate(printed) if "trial 2" in line]
+    assert all(n > printed.index(summary) for n in later)
     assert "single 100.0 ± 0.0 tok/s, peak 1,050.0 ± " in summary
     assert summary.endswith("mean ± 95% CI over 2 runs")

@@ -18,6 +18,7 @@ from specconsole.core.machine.events import Event, Intent, LogLines
 from specconsole.core.machine.results import combine_runs
 from specconsole.core.machine.state import (
     BoxLane,
+    CapacityPrediction,
     ConnectionState,
     ControllerState,
     CrashInfo,
@@ -31,6 +32,7 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.core.plans.plan import SweepPlan
 
 Subscriber = Callable[[ControllerState, Event | None], None]
 
@@ -312,3 +314,103 @@ def fleet_state(focus: str = "gpu-a") -> ControllerState:
     return dataclasses.replace(
         state, trial=trial, trials=trials, fleet=lanes, pool=PoolView(box=focus), labels=labels
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Issue 34's scenes: a sweep plan on the doubles' base, the crash with its choices' targets,
+# the paused sweep, five-digit figures, and trials with the diffs their deploys made.
+# --------------------------------------------------------------------------------------------
+
+
+def sweep_plan() -> SweepPlan:
+    """A steps sweep (1-12) on ``BASE``: labels read ``steps=7 draft=8``."""
+    from tests.controller.helpers import plan
+
+    return plan(base=BASE, axes=(("speculative_num_steps", tuple(range(1, 13))),))
+
+
+def crashed_sweep_state() -> ControllerState:
+    """The steps=10 crash of a sweep with a plan: the banner can name what r, S, o deploy,
+    and the crashed trial carries the controller's capacity prediction."""
+    state = crashed_state()
+    crashed = dataclasses.replace(
+        state.trials[-1],
+        predicted=CapacityPrediction(
+            predicted_tokens=-22_916,
+            feasible=False,
+            minimum_tokens=1_536,
+            draft_tokens=11,
+            reason="predicted -22,916 KV tokens at 11 draft tokens (linear fit) is below the "
+            "minimum 1,536: this configuration is not expected to load",
+        ),
+    )
+    return dataclasses.replace(state, plan=sweep_plan(), trials=(*state.trials[:-1], crashed))
+
+
+def paused_state() -> ControllerState:
+    """The sweep paused after trial 4 (``s`` then the trial finished)."""
+    return ControllerState(
+        phase=Phase.PAUSED,
+        phase_since=NOW - 20,
+        trials=_sweeping(4),
+        connection=ConnectionState.CONNECTED,
+        deployed=Deployed(config=steps_config(4), artifact_hash="cd34", at=NOW - 200, serving=True),
+        last_good=steps_config(4),
+        sweep_active=True,
+        plan=sweep_plan(),
+        labels=LABELS,
+    )
+
+
+def big_figures_state() -> ControllerState:
+    """Five-digit throughputs and seven-digit capacities (an 8-GPU box): at 80×24 the
+    trials table must show each number whole or leave its column out."""
+    trials = tuple(
+        dataclasses.replace(
+            t,
+            levels=tuple(
+                dataclasses.replace(lv, output_tok_s=lv.output_tok_s * 9.3) for lv in t.levels
+            ),
+            capacity=(t.capacity or 0) * 4,
+        )
+        for t in _sweeping(5)
+    )
+    return dataclasses.replace(paused_state(), trials=trials)
+
+
+UNIT_DIFF = """--- /etc/systemd/system/sglang.service (on the box)
++++ /etc/systemd/system/sglang.service (new)
+@@ -9,9 +9,9 @@
+ ExecStart=/usr/bin/python3 -m sglang.launch_server \\
+     --model-path Qwen/Qwen3.5-122B-A10B \\
+     --speculative-algorithm EAGLE3 \\
+-    --speculative-num-steps 3 \\
++    --speculative-num-steps 4 \\
+     --speculative-eagle-topk 1 \\
+-    --speculative-num-draft-tokens 4 \\
++    --speculative-num-draft-tokens 5 \\
+     --mem-fraction-static 0.85 \\
+"""
+
+PROCESS_DIFF = (
+    "--- /root/run/command.sh (on the box)\n+++ /root/run/command.sh (new)\n@@ -1,3 +1,3 @@\n"
+    " #!/bin/sh\n"
+    "-exec /usr/bin/python3 -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B "
+    "--speculative-algorithm EAGLE3 --speculative-num-steps 2 --speculative-eagle-topk 1 "
+    "--speculative-num-draft-tokens 3 --mem-fraction-static 0.85 --cuda-graph-max-bs 64 "
+    "--max-running-requests 64 --tp-size 4 --host 127.0.0.1 --port 30000\n"
+    "+exec /usr/bin/python3 -m sglang.launch_server --model-path Qwen/Qwen3.5-122B-A10B "
+    "--speculative-algorithm EAGLE3 --speculative-num-steps 3 --speculative-eagle-topk 1 "
+    "--speculative-num-draft-tokens 4 --mem-fraction-static 0.85 --cuda-graph-max-bs 64 "
+    "--max-running-requests 64 --tp-size 4 --host 127.0.0.1 --port 30000\n"
+)
+
+
+def diffs_state() -> ControllerState:
+    """The paused sweep whose trials kept their deploys' diffs: trial 4's unit diff and
+    trial 3's 300-character process command line."""
+    state = paused_state()
+    trials = list(state.trials)
+    trials[2] = dataclasses.replace(trials[2], deploy_diff=PROCESS_DIFF, artifact_hash="ab12")
+    trials[3] = dataclasses.replace(trials[3], deploy_diff=UNIT_DIFF, artifact_hash="cd34")
+    return dataclasses.replace(state, trials=tuple(trials))

@@ -128,15 +128,15 @@ class Box:
 
 @pytest.fixture
 def notices(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every notification the app shows, in order."""
+    """Every message the app shows on its message line, in order."""
     seen: list[str] = []
-    original = SpecConsoleApp.notify
+    original = SpecConsoleApp._say
 
-    def notify(self: SpecConsoleApp, message: str, *args: object, **kwargs: object) -> None:
-        seen.append(message)
-        original(self, message, *args, **kwargs)  # type: ignore[arg-type]
+    def say(self: SpecConsoleApp, text: str, severity: str = "information") -> None:
+        seen.append(text)
+        original(self, text, severity)
 
-    monkeypatch.setattr(SpecConsoleApp, "notify", notify)
+    monkeypatch.setattr(SpecConsoleApp, "_say", say)
     yield seen
 
 

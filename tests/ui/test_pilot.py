@@ -16,11 +16,13 @@ from specconsole.core.machine.events import DeployConfig, Quit, Resume, StartSwe
 from specconsole.core.machine.state import ResumeChoice
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.messages import IntentSent, LogBatch
+from specconsole.ui.screens.confirm import ConfirmActionScreen
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.quit import QuitScreen
 from specconsole.ui.widgets.chart import MIN_PLOT_ROWS
 from specconsole.ui.widgets.crash import CrashBanner
 from specconsole.ui.widgets.journal import JournalPane
+from specconsole.ui.widgets.message import MessageLine
 from tests.controller.helpers import plan
 from tests.ui.doubles import (
     CRASH_EXCERPT,
@@ -28,6 +30,7 @@ from tests.ui.doubles import (
     RecordingController,
     benchmarking_state,
     crashed_state,
+    crashed_sweep_state,
     idle_state,
     loading_state,
 )
@@ -149,7 +152,7 @@ async def test_crash_banner_appears_and_r_resumes() -> None:
         assert banner.display
         assert banner.view is not None
         assert "crashed while loading (KV cache)" in banner.view.title
-        assert ("r", "resume next") in banner.view.choices
+        assert ("r", "resume") in banner.view.choices
         assert any("Not enough memory" in line for line in journal.log_view.lines)
         await pilot.press("r")
         await pilot.pause()
@@ -177,12 +180,20 @@ async def test_charts_stay_readable_while_the_crash_banner_is_up(size: tuple[int
             assert widget.region.height >= MIN_PLOT_ROWS + 2, (chart, widget.region)
 
 
-async def test_crash_choices_are_single_keys() -> None:
-    controller = RecordingController(crashed_state())
+async def test_crash_choices_are_single_keys_and_the_destructive_ones_ask_once() -> None:
+    controller = RecordingController(crashed_sweep_state())
     app = _app(controller)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        await pilot.press("t", "k", "o")
+        await pilot.press("t")  # named in the banner: acts at once
+        await pilot.press("S")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmActionScreen)
+        await pilot.press("y")
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmActionScreen)
+        await pilot.press("y")
         await pilot.pause()
     choices = [i.choice for i in controller.intents if isinstance(i, Resume)]
     assert choices == [ResumeChoice.RETRY_SAME, ResumeChoice.SKIP, ResumeChoice.ROLLBACK]
@@ -260,7 +271,8 @@ async def test_sweep_key_without_a_plan_says_why_and_sends_nothing() -> None:
         )
         await pilot.press("s")
         await pilot.pause()
-        messages = [n.message for n in app._notifications]
+        messages = list(app.messages)
+        assert not app._notifications  # the message line, not a toast
     assert controller.intents == []
     assert any("does not apply now" in m for m in messages)
 
@@ -362,7 +374,7 @@ async def test_following_survives_the_crash_banner_and_scrolling_back_pauses() -
         assert not journal.log_view.is_vertical_scroll_end
 
 
-async def test_controller_notices_become_notifications() -> None:
+async def test_controller_warnings_go_to_the_message_line_once() -> None:
     from specconsole.core.machine.state import Notice
 
     controller = RecordingController(idle_state())
@@ -371,11 +383,12 @@ async def test_controller_notices_become_notifications() -> None:
         notice = Notice("warning", "cannot deploy while a trial is loading", NOW)
         controller.publish(dataclasses.replace(idle_state(), notice=notice))
         await pilot.pause(0.2)
-        texts = [n.message for n in app._notifications]
-        assert texts.count("cannot deploy while a trial is loading") == 1
+        line = app.screen.query_one(MessageLine)
+        assert line.display and line.text == "cannot deploy while a trial is loading"
         controller.publish(dataclasses.replace(idle_state(), notice=notice, phase_since=NOW - 1))
         await pilot.pause(0.2)
-        assert [n.message for n in app._notifications].count(notice.text) == 1
+        assert app.messages.count(notice.text) == 1
+        assert not app._notifications
 
 
 async def test_routine_notices_do_not_pop_up() -> None:
@@ -389,6 +402,7 @@ async def test_routine_notices_do_not_pop_up() -> None:
         )
         await pilot.pause(0.2)
         assert not app._notifications
+        assert not app.screen.query_one(MessageLine).display
 
 
 async def test_crash_details_modal_offers_the_same_single_keys() -> None:
@@ -416,16 +430,16 @@ async def test_crash_details_modal_offers_the_same_single_keys() -> None:
 
 
 async def test_help_lists_the_keys_and_closes() -> None:
-    from specconsole.ui.screens.help import HelpScreen
+    from specconsole.ui.screens.help import HelpScreen, HelpText
 
     app = _app(RecordingController(idle_state()))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
-        text = str(app.screen.query_one("#help-text", Static).render())
-        for key_line in ("d        deploy", "r        after a crash", "ctrl+s"):
-            assert key_line in text
+        text = app.screen.query_one(HelpText).plain
+        for key_line in ("  d  nothing runs", "  r  crash or pause", "ctrl+s"):
+            assert key_line in text, key_line
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
@@ -462,9 +476,13 @@ async def test_cancel_and_bench_keys() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("x")
         await pilot.pause()
+        await pilot.press("y")  # x names the trial it cancels and asks once
+        await pilot.pause()
         controller.publish(idle_state())
         await pilot.pause(0.2)
         await pilot.press("x", "b", "d")
+        await pilot.pause()
+        await pilot.press("y")  # d names what it deploys and asks once
         await pilot.pause()
     assert controller.intents[0] == Cancel(at=NOW)
     assert controller.intents[1] == BenchmarkOnly(at=NOW)
@@ -518,6 +536,10 @@ async def test_d_before_anything_runs_deploys_the_plans_first_configuration() ->
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("d")
         await pilot.pause()
+        assert isinstance(app.screen, ConfirmActionScreen)
+        assert "steps=1" in str(app.screen.query_one("#ask-title", Static).render())
+        await pilot.press("enter")
+        await pilot.pause()
     [intent] = controller.intents
     assert isinstance(intent, DeployConfig)
     assert intent.config == plan.grid()[0]
@@ -525,22 +547,30 @@ async def test_d_before_anything_runs_deploys_the_plans_first_configuration() ->
 
 
 async def test_footer_shows_exactly_the_keys_that_apply_and_banner_agrees() -> None:
+    from specconsole.present.footer import footer_hints
     from specconsole.present.keys import BY_ID, available
+    from specconsole.ui.widgets.keybar import KeyBar
 
     for state in (crashed_state(), loading_state(), dataclasses.replace(idle_state(), plan=plan())):
         controller = RecordingController(state)
         app = _app(controller)
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(160, 40)) as pilot:
             await pilot.pause(0.2)
+            bar = app.screen.query_one(KeyBar)
             shown = {
-                key
-                for key, active in app.screen.active_bindings.items()
-                if active.binding.show and active.enabled
+                hint.id
+                for hint in footer_hints(bar.keys_now.available, 160, banner=bar.keys_now.banner)
             }
-            always = {"f", "slash", "v", "question_mark", "q"}
-            expected = {BY_ID[c].key for c in available(state)}
-            assert shown == expected | always, state.phase
+            always = {"help", "quit", "follow", "search", "diff"}
             banner = app.screen.query_one("#crash-banner")
+            listed = (
+                set()
+                if not banner.display
+                else {"resume", "retry", "edit", "skip", "rollback", "crash-details"}
+            )
+            assert shown == (set(available(state)) - listed) | always, state.phase
+            for command in available(state):  # every key that applies is enabled
+                assert app.screen.check_action("command", (command,)), command
             view = banner.view  # type: ignore[attr-defined]
             if state.pending is not None:
                 assert {k for k, _ in view.choices} == {

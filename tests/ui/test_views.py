@@ -10,6 +10,7 @@ from specconsole.core.config.model import SpecAlgorithm
 from specconsole.core.machine.state import ControllerState, LevelProgress, Phase, ResumeChoice
 from specconsole.present.formats import format_elapsed
 from specconsole.ui import adapt
+from specconsole.ui.crashview import crash_view
 from specconsole.ui.form import config_diff, form_values, parse_form
 from specconsole.ui.theme import THEMES, UnknownThemeError, choose_theme
 from specconsole.ui.viewmodels import Tone, progress_bar
@@ -18,6 +19,7 @@ from tests.ui.doubles import (
     NOW,
     benchmarking_state,
     crashed_state,
+    crashed_sweep_state,
     finished_trial,
     idle_state,
     loading_state,
@@ -108,16 +110,30 @@ def test_trial_details_include_crash_excerpt() -> None:
 
 def test_crash_view_lists_only_allowed_choices_with_r_first() -> None:
     state = crashed_state()
-    view = adapt.crash_view(state)
+    view = crash_view(state)
     assert view is not None
-    assert view.choices[0] == ("r", "resume next")
-    assert "kv cache no memory" in view.title and "loading (KV cache)" in view.title
+    assert view.choices[0] == ("r", "resume")
+    # the cause as a sentence, not the id
+    assert "no GPU memory left for the KV cache" in view.title
+    assert "loading (KV cache)" in view.title
     pending = dataclasses.replace(
         state.pending, choices=(ResumeChoice.RESUME_NEXT, ResumeChoice.RETRY_SAME)
     )
-    limited = adapt.crash_view(dataclasses.replace(state, pending=pending))
+    limited = crash_view(dataclasses.replace(state, pending=pending))
     assert limited is not None and [k for k, _ in limited.choices] == ["r", "t"]
-    assert adapt.crash_view(idle_state()) is None
+    assert crash_view(idle_state()) is None
+
+
+def test_crash_view_previews_targets_and_leads_with_the_swept_axis() -> None:
+    view = crash_view(crashed_sweep_state())
+    assert view is not None
+    previews = dict(view.previews)
+    assert previews["o"] == "roll back to steps=5 draft=6"
+    assert previews["r"].startswith("resume: steps=")
+    assert view.fixes[0] == (
+        "lower speculative_num_steps: steps=10 predicted -22,916 KV tokens (minimum 1,536); "
+        "steps=5 loaded with 356,000"
+    )
 
 
 @pytest.mark.parametrize(
@@ -287,11 +303,11 @@ def test_a_failed_trial_awaiting_a_decision_gets_a_banner_too() -> None:
             trial_index=0, crash=None, choices=(ResumeChoice.RESUME_NEXT, ResumeChoice.SKIP)
         ),
     )
-    view = adapt.crash_view(state)
+    view = crash_view(state)
     assert view is not None
     assert view.title == "Trial 1 could not run: invalid"
     assert view.cause.startswith("speculative_num_steps")
-    assert [k for k, _ in view.choices] == ["r", "k"]
+    assert [k for k, _ in view.choices] == ["r", "S"]
     assert adapt.header_view(state, NOW).phase == "STOPPED · r resumes"
 
 

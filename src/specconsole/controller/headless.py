@@ -31,6 +31,7 @@ from typing import TextIO
 from specconsole.controller.serving import server_now
 from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import validate_config
 from specconsole.core.machine.state import (
@@ -53,6 +54,7 @@ from specconsole.present.labels import (
     record_label,
 )
 from specconsole.present.leaving import rollback_advice, rollback_command
+from specconsole.present.runlog import deploy_lines, level_line, verdict
 from specconsole.present.status import status_word
 from specconsole.session.report import render
 from specconsole.session.store import Session
@@ -76,6 +78,8 @@ class ProgressPrinter:
         self._crash_reported: tuple[int, float] | None = None
         self._levels_printed: set[tuple[int, int, int]] = set()
         """(trial index, concurrency, run) of the level lines already printed."""
+        self._stages: dict[int, LoadStage] = {}
+        """The furthest load stage printed for each trial."""
 
     def _print(self, text: str) -> None:
         stamp = time.strftime("%H:%M:%S")
@@ -86,8 +90,12 @@ class ProgressPrinter:
 
     def __call__(self, state: ControllerState, event: ev.Event) -> None:
         trial = state.trial
+        # A trial's result comes before anything about the next one (the machine records a
+        # trial and begins the next in one step, so both arrive in this snapshot).
+        if isinstance(event, ev.TrialRecorded) and state.trials:
+            self._summarise(state.trials[-1])
         key = (state.phase, state.load_stage, trial.index if trial else None)
-        if key != self._last:
+        if key != self._last and self._forward(state):
             self._last = key
             if trial is not None and state.phase is not Phase.RECORDING:
                 stage = f" ({load_stage_label(state.load_stage)})" if state.load_stage else ""
@@ -106,8 +114,6 @@ class ProgressPrinter:
         if isinstance(event, ev.BoxProbed):
             for line in probe_lines(event.probe):
                 self._print(line)
-        if isinstance(event, ev.TrialRecorded) and state.trials:
-            self._summarise(state.trials[-1])
         if (
             state.phase is Phase.CRASHED
             and trial is not None
@@ -122,14 +128,25 @@ class ProgressPrinter:
         if isinstance(event, ev.ConnectionChanged):
             self._print(f"connection {event.state.value} {event.detail}".rstrip())
 
+    def _forward(self, state: ControllerState) -> bool:
+        """Load stages only move forward in the output: every TP rank logs its own weights
+        and KV-cache lines, so the parsed stage can step back and forth; a stage at or
+        before the furthest one printed for this trial is not printed again."""
+        trial, stage = state.trial, state.load_stage
+        if state.phase is not Phase.LOADING or trial is None or stage is None:
+            return True
+        order = list(LoadStage)
+        seen = self._stages.get(trial.index)
+        if seen is not None and order.index(stage) <= order.index(seen):
+            return False
+        self._stages[trial.index] = stage
+        return True
+
     def _print_diff(self, diff: str) -> None:
-        """The change the deploy makes on the box, before it is made (never a prompt)."""
-        if not diff:
-            self._print("  deploy: the box already has this configuration (no change)")
-            return
-        self._print("  deploy changes on the box:")
-        for line in diff.rstrip("\n").splitlines():
-            print(f"    {line}", file=self.out, flush=True)
+        """The change the deploy makes on the box, flag by flag, before it is made (never a
+        prompt); the unified diff is in the trial's record and the console's diff pane."""
+        for line in deploy_lines(diff):
+            self._print(f"  {line}")
 
     def _print_levels(self, trial: int, event: ev.Event) -> None:
         """A level's line as soon as it finishes (each run's, with ``[bench] repeats``); the
@@ -151,19 +168,7 @@ class ProgressPrinter:
 
     @staticmethod
     def _level_line(lv: LevelSummary) -> str:
-        aggregate = format_rate_ci(lv.output_tok_s, half_width(lv.output_tok_s_spread), 1)
-        per_request = format_rate_ci(
-            lv.per_request_tok_s, half_width(lv.per_request_tok_s_spread), 1
-        )
-        counts = (
-            f"streams {lv.completed} (steady window) failed {lv.failed}"
-            if lv.measurement == "steady"
-            else f"completed {lv.completed} failed {lv.failed}"
-        )
-        return (
-            f"c={lv.concurrency:<3} aggregate {aggregate:>8} tok/s"
-            f"   per request {per_request:>7} tok/s   {counts}"
-        )
+        return level_line(lv)
 
     def _summarise(self, record: TrialRecord) -> None:
         parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
@@ -257,7 +262,8 @@ async def run_headless(
         if state.phase is Phase.AWAITING_DECISION and not state.quitting:
             own = None if resume or state.box is None else state.box.running_config
             down = state.deployed is None or not state.deployed.serving
-            advice = rollback_advice(state.trials, plan.base, session.path, original=own)
+            command = rollback_command(session.path)
+            advice = rollback_advice(state.trials, plan.base, command, original=own)
             printer._print(
                 "paused after a crash (policy 'pause'): a headless run cannot wait for a "
                 f"decision. Resume with: specconsole resume {session.path}"
@@ -328,6 +334,7 @@ async def run_headless(
             printer._print(line)
     print("", file=out)
     print(render(final.trials, plan, "md"), file=out, flush=True)
+    printer._print(verdict(final.trials, plan, session.path))
     return code
 
 

@@ -8,7 +8,7 @@ decimal). A new column (the box a trial ran on, a degraded trial's failure count
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
@@ -40,6 +40,10 @@ class Column:
     cell: Cell
     numeric: bool = True
     """Right-aligned in Markdown."""
+    meaning: str = ""
+    """What the column holds, in a sentence (the help's "Columns" section)."""
+    priority: int = 9
+    """Which columns stay when the console's table is too narrow: lower stays longer."""
 
 
 def _digits(precise: bool) -> int:
@@ -53,8 +57,16 @@ def _capacity(record: TrialRecord) -> int | None:
 
 
 TRIAL: Column = Column("trial", "#", "trial", lambda r, _b, _p: str(r.index + 1))
-LABEL: Column = Column("label", "trial", "trial", lambda r, b, _p: trial_label(r, b), numeric=False)
-BOX: Column = Column("box", "box", "box", lambda r, _b, _p: r.box or "", numeric=False)
+LABEL: Column = Column(
+    "label",
+    "trial",
+    "trial",
+    lambda r, b, _p: trial_label(r, b),
+    numeric=False,
+    meaning="the trial's number and how its configuration differs from the plan's base",
+    priority=0,
+)
+BOX: Column = Column("box", "box", "box", lambda r, _b, _p: r.box or "", numeric=False, priority=1)
 CONFIG: Column = Column(
     "config", "config", "config", lambda r, b, _p: record_label(r, b), numeric=False
 )
@@ -64,6 +76,8 @@ STATUS: Column = Column(
     "status",
     lambda r, _b, p: status_detail(r) if p else status_word(r.status),
     numeric=False,
+    meaning="ok, crashed, cancelled… (the details beside the table say why)",
+    priority=4,
 )
 
 
@@ -84,13 +98,37 @@ def _peak(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> str
     return format_peak(record.peak_aggregate_tok_s, record.peak_concurrency, 1, half)
 
 
-SINGLE: Column = Column("single", "single", "single-request tok/s", _single)
-PEAK: Column = Column("peak", "peak", "peak aggregate tok/s", _peak)
+SINGLE: Column = Column(
+    "single",
+    "single",
+    "single-request tok/s",
+    _single,
+    meaning="single-request output tok/s (concurrency 1)",
+    priority=3,
+)
+PEAK: Column = Column(
+    "peak",
+    "peak",
+    "peak aggregate tok/s",
+    _peak,
+    meaning="the best aggregate output tok/s over the concurrency ladder",
+    priority=2,
+)
 CAPACITY: Column = Column(
-    "capacity", "capacity", "capacity", lambda r, _b, _p: format_int(_capacity(r))
+    "capacity",
+    "capacity",
+    "capacity",
+    lambda r, _b, _p: format_int(_capacity(r)),
+    meaning="KV-cache pool in tokens (the server's max_total_num_tokens)",
+    priority=6,
 )
 ACCEPT: Column = Column(
-    "accept", "accept", "accept length", lambda r, _b, _p: format_ratio(r.accept_length)
+    "accept",
+    "accept",
+    "accept length",
+    lambda r, _b, _p: format_ratio(r.accept_length),
+    meaning="mean accept length: tokens accepted per verify step (1 = no gain)",
+    priority=5,
 )
 
 CONSOLE_COLUMNS: tuple[Column, ...] = (LABEL, STATUS, SINGLE, PEAK, CAPACITY, ACCEPT)
@@ -121,3 +159,45 @@ def cells(
 ) -> tuple[str, ...]:
     """One row's texts for ``columns``."""
     return tuple(c.cell(record, base, precise) for c in columns)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnFit:
+    """Which of a table's columns are shown at a width."""
+
+    shown: tuple[int, ...]
+    """Indexes of the shown columns, in display order."""
+    hidden: int
+    """How many did not fit (the header says ``+N cols →``)."""
+
+
+def fit_columns(
+    columns: Sequence[Column],
+    widths: Sequence[int],
+    width: int,
+    *,
+    offset: int = 0,
+    marker: int = 0,
+) -> ColumnFit:
+    """Whole columns that fit in ``width`` cells: a number is shown whole or not at all.
+
+    Columns are kept by ``priority`` (the trial's label always), shown in their own order;
+    ``offset`` skips that many of the highest-priority ones after the label, so ``→`` shows
+    the columns cut at this width. ``widths`` are the columns' full widths (padding
+    included); ``marker`` the width the ``+N cols →`` marker needs when some are hidden.
+    """
+    order = sorted(range(len(columns)), key=lambda i: (columns[i].priority, i))
+    pinned, rest = order[:1], order[1:]
+    if rest:
+        offset %= len(rest)
+        rest = rest[offset:] + rest[:offset]
+    kept = list(pinned)
+    used = sum(widths[i] for i in kept)
+    for i in rest:
+        reserve = marker if len(kept) + 1 < len(columns) else 0
+        if used + widths[i] + reserve <= width:
+            kept.append(i)
+            used += widths[i]
+        else:
+            break
+    return ColumnFit(shown=tuple(sorted(kept)), hidden=len(columns) - len(kept))

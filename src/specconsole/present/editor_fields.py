@@ -12,6 +12,8 @@ does not use: ``tests/present/test_editor_fields.py`` renders each).
 
 from __future__ import annotations
 
+import shlex
+
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import EditorField as FormField
 from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
@@ -21,6 +23,7 @@ __all__ = [
     "FormField",
     "editing_release",
     "editor_fields",
+    "field_text",
     "release_line",
     "shown_fields",
     "with_release",
@@ -70,3 +73,14 @@ def release_line(engine: str, version: str | None, source: str = "") -> str:
     """What the editor says about the release whose names and rules it uses (``""`` while
     it is unknown: the editor then shows what render and validate use without a release)."""
     return get_engine(engine).release_line(version, source)
+
+
+def field_text(config: ServerConfig, name: str) -> str:
+    """The text of field ``name`` in ``config`` as the editor's box and the flag-level diff
+    show it (empty = unset)."""
+    value = getattr(config, name)
+    if value is None:
+        return ""
+    if name == "extra_args":
+        return shlex.join(value)
+    return str(value)

@@ -2,49 +2,23 @@
 
 The state machine says which intents it accepts in each phase (``core.machine.legal_intents``)
 and, after a crash, which decisions are possible (``PendingDecision.choices``). ``COMMANDS``
-names every console command with its key and label; ``available(state)`` is the set of
-command ids that would be accepted now, so the footer shows exactly those keys and the crash
-banner lists exactly those choices. Nothing here knows about Textual: the console's
-``check_action`` asks ``available`` by command id.
+(the key table, ``present.keymap``) names every console command with its key and label;
+``available(state)`` is the set of command ids that would be accepted now, so the footer
+shows exactly those keys and the crash banner lists exactly those choices. Nothing here knows
+about Textual: the console's ``check_action`` asks ``available`` by command id.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from specconsole.core.machine import events as ev
 from specconsole.core.machine import legal_intents
 from specconsole.core.machine.state import ControllerState, Phase, ResumeChoice
+from specconsole.present.keymap import COMMANDS, Key
 
+Command = Key
+"""A state-dependent command is a ``Key`` of the key table (``present.keymap.COMMANDS``)."""
 
-@dataclass(frozen=True, slots=True)
-class Command:
-    """One console command: its id (the binding id), key, and label."""
-
-    id: str
-    key: str
-    label: str
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("deploy", "d", "deploy"),
-    Command("bench", "b", "bench"),
-    Command("sweep", "s", "sweep"),
-    Command("pause", "s", "pause"),
-    Command("unpause", "s", "don't pause"),
-    Command("continue", "s", "continue"),
-    Command("edit", "e", "edit"),
-    Command("resume", "r", "resume next"),
-    Command("retry", "t", "retry"),
-    Command("skip", "k", "skip"),
-    Command("rollback", "o", "roll back"),
-    Command("crash-details", "c", "details"),
-    Command("cancel", "x", "cancel trial"),
-)
-"""Every command whose availability depends on the controller's state (follow, search,
-help, quit and pane switching are always available)."""
-
-BY_ID: dict[str, Command] = {c.id: c for c in COMMANDS}
+BY_ID: dict[str, Key] = {c.id: c for c in COMMANDS}
 
 CHOICE_COMMANDS: dict[ResumeChoice, str] = {
     ResumeChoice.RESUME_NEXT: "resume",

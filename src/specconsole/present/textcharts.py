@@ -19,6 +19,9 @@ from specconsole.present.series import CRASH_MARKER, MAX_SERIES, Series
 
 CRASH_COLOR: tuple[int, int, int] = (214, 39, 40)
 
+LINE_MARK = "·"
+"""What joins a series' points when there is no colour (its marker is only at the points)."""
+
 Color = tuple[int, int, int]
 
 
@@ -77,6 +80,7 @@ def draw_aggregate(
     shown = list(series)[-MAX_SERIES:]
     ticks: set[float] = set()
     legend: list[LegendEntry] = []
+    points = []
     for line in shown:
         xs = [math.log2(x) for x in line.xs if x > 0]
         ys = [y for x, y in zip(line.xs, line.ys, strict=True) if x > 0]
@@ -84,9 +88,12 @@ def draw_aggregate(
             fig.plot(xs, ys, marker="braille", color=line.color)
             legend.append(LegendEntry("━", line.label, line.color))
         else:
-            fig.plot(xs, ys, marker=line.marker, color="default")
+            fig.plot(xs, ys, marker=LINE_MARK, color="default")
+            points.append((xs, ys, line.marker))
             legend.append(LegendEntry(line.marker, line.label))
         ticks.update(x for x in line.xs if x > 0)
+    for xs, ys, marker in points:  # over every line, so no dotted line hides a point
+        fig.scatter(xs, ys, marker=marker, color="default")
     if ticks:
         ordered = sorted(ticks)
         positions, labels = thin_ticks(
@@ -115,10 +122,11 @@ def draw_single(
     legend: list[LegendEntry] = []
     xs: list[float] = []
     if line is not None and line.xs:
-        mark = "braille" if color else "●"
-        fig.plot(
-            list(line.xs), list(line.ys), marker=mark, color=line.color if color else "default"
-        )
+        if color:
+            fig.plot(list(line.xs), list(line.ys), marker="braille", color=line.color)
+        else:
+            fig.plot(list(line.xs), list(line.ys), marker=LINE_MARK, color="default")
+            fig.scatter(list(line.xs), list(line.ys), marker="●", color="default")
         legend.append(LegendEntry("━" if color else "●", line.label, line.color if color else None))
         xs += line.xs
     if crashed:

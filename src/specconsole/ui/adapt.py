@@ -27,12 +27,11 @@ from specconsole.core.logs.events import (
     WeightsEnd,
 )
 from specconsole.core.logs.events import ServiceExited as LogServiceExited
-from specconsole.core.machine.events import Resume
+from specconsole.core.machine.common import _minimum_capacity as minimum_capacity
 from specconsole.core.machine.state import (
     BUSY_PHASES,
     CapacityPrediction,
     ControllerState,
-    CrashInfo,
     LevelProgress,
     LevelSummary,
     Phase,
@@ -45,10 +44,10 @@ from specconsole.core.plans.plan import StrategyKind
 from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
 from specconsole.core.search.strategy import Proposal
 from specconsole.core.search.strategy import suggest_next as core_suggest_next
+from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
-from specconsole.present.formats import DASH, format_elapsed, format_rate, format_rate_ci
-from specconsole.present.keys import COMMAND_CHOICES, choice_hints
+from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.series import (
     Series,
@@ -58,13 +57,13 @@ from specconsole.present.series import (
     single_series,
     swept_axis,
 )
-from specconsole.present.status import status_detail, status_word
+from specconsole.present.status import status_detail
+from specconsole.present.symbols import TRIAL_MARKS
 from specconsole.ui.form import Problem
 from specconsole.ui.viewmodels import (
     LINE_KINDS,
     BenchView,
     ChartView,
-    CrashView,
     HeaderView,
     LevelView,
     Tone,
@@ -323,11 +322,6 @@ def _objective_chart(
     )
 
 
-TRIAL_MARKS = {"best": "★", "tied": "≈", "pareto": "◆"}
-"""How the trials table marks the best trial, those statistically tied with it, and the
-rest of the Pareto front (``core.plans.objective.marks``)."""
-
-
 def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
     """Every trial of the session, with status and headline numbers."""
     records = all_trials(state)
@@ -382,70 +376,6 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     return TrialDetails(title=trial_label(record, None), lines=tuple(lines), log_excerpt=excerpt)
 
 
-def _crash_of(state: ControllerState) -> tuple[int | None, CrashInfo | None]:
-    if state.pending is not None and state.pending.crash is not None:
-        return state.pending.trial_index, state.pending.crash
-    if state.phase is Phase.CRASHED and state.trial is not None and state.trial.crash is not None:
-        return state.trial.index, state.trial.crash
-    return None, None
-
-
-def crash_view(state: ControllerState) -> CrashView | None:
-    """The banner's content: a crash, or a trial that could not run, awaiting a decision.
-
-    None when there is nothing to decide.
-    """
-    index, crash = _crash_of(state)
-    if crash is None:
-        return _failure_view(state)
-    where = crash.phase.value.replace("_", " ")
-    if crash.load_stage is not None:
-        where += f" ({load_stage_label(crash.load_stage)})"
-    trial = f"Trial {index + 1}" if index is not None else "The server"
-    cause = crash.cause.replace("_", " ")
-    details = [crash.message] if crash.message else []
-    if crash.exit_status is not None:
-        details.append(f"exit status {crash.exit_status}")
-    if crash.signal is not None:
-        details.append(f"signal {crash.signal}")
-    if crash.capacity is not None:
-        details.append(f"capacity seen: {crash.capacity:,} tokens")
-    return CrashView(
-        title=f"{trial} crashed while {where}: {cause}",
-        cause=" · ".join(details) if details else DASH,
-        excerpt=crash.excerpt,
-        fixes=crash.fixes,
-        choices=_choices(state),
-    )
-
-
-def _choices(state: ControllerState) -> tuple[tuple[str, str], ...]:
-    """The banner's choices; a decision already pressed (kept until the crash is recorded,
-    ``core.deferral``) says it is queued."""
-    queued = {i.choice for i in state.deferred if isinstance(i, Resume)}
-    return tuple(
-        (c.key, f"{c.label} (queued)" if COMMAND_CHOICES.get(c.id) in queued else c.label)
-        for c in choice_hints(state)
-    )
-
-
-def _failure_view(state: ControllerState) -> CrashView | None:
-    """A decision pending after a trial that failed without a crash (invalid, deploy error)."""
-    pending = state.pending
-    if pending is None:
-        return None
-    record = next((r for r in all_trials(state) if r.index == pending.trial_index), None)
-    status = "stopped" if record is None else status_word(record.status)
-    errors = () if record is None else record.errors
-    return CrashView(
-        title=f"Trial {pending.trial_index + 1} could not run: {status}",
-        cause=errors[0] if errors else "see the trial's details",
-        excerpt=(),
-        fixes=tuple(errors[1:]),
-        choices=_choices(state),
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Journal highlighting and the editor's checks: thin adapters over the core's knowledge.
 # --------------------------------------------------------------------------------------------
@@ -484,9 +414,11 @@ def classify_line(line: str) -> str | None:
 
 
 def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPrediction:
-    """The core's KV-capacity prediction for ``config`` from this session's trials."""
-    minimum = state.plan.minimum_capacity if state.plan is not None else 1
-    return core_predict_capacity(all_trials(state), config, minimum_tokens=minimum)
+    """The controller's own KV-capacity prediction for ``config`` (as the pipeline makes it
+    when the trial validates): the configuration normalized by validation, the recorded
+    trials, the controller's minimum — so the editor never contradicts the controller."""
+    minimum = minimum_capacity(state)
+    return core_predict_capacity(state.trials, as_deployed(config), minimum_tokens=minimum)
 
 
 def suggest_next(state: ControllerState) -> Proposal | None:

@@ -8,13 +8,17 @@ computed by ``ui.adapt`` from the latest ``ControllerState``.
 
 With a box (``BoxOps``) the app also guards the box: the session's first deploy is shown as
 a diff and confirmed before its intent is sent (``ui.deploy_gate``), and quitting after a
-finished sweep carries out ``[sweep] finally`` before leaving (``ui.leaving``).
+finished sweep carries out ``[sweep] finally`` before leaving (``ui.leaving``). Keys that
+throw something away ask once, naming their target, and an edit applied while a trial runs
+is queued rather than lost (``ui.asking``). Every ``notify`` goes to the main screen's
+message line instead of a toast: it never covers the journal or a dialog.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
@@ -22,25 +26,22 @@ from typing import ClassVar
 from textual import on
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine.events import DeployConfig, Intent, Quit, Resume
+from specconsole.core.machine.events import Intent, Quit, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
-from specconsole.core.ports import TransportError
 from specconsole.paths import themes_dir
-from specconsole.present.diffs import NEXT_KEY, DiffEntry, diff_entries, next_deploy
-from specconsole.present.editor_fields import (
-    editing_release,
-    editor_fields,
-    release_line,
-    with_release,
-)
+from specconsole.present.actions import apply_block
+from specconsole.present.keys import CHOICE_COMMANDS
 from specconsole.present.leaving import finally_due, server_down_message
 from specconsole.ui import adapt
+from specconsole.ui.asking import EditQueue, ask, deploys
 from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
-from specconsole.ui.deploy_gate import PREVIEW_TIMEOUT_S, DeployGate
-from specconsole.ui.form import Problem, Validator
+from specconsole.ui.deploy_gate import DeployGate, open_diff_pane
+from specconsole.ui.editing import apply_edit, make_editor
+from specconsole.ui.form import Validator
 from specconsole.ui.leaving import Leaving
 from specconsole.ui.messages import (
     IntentSent,
@@ -49,12 +50,14 @@ from specconsole.ui.messages import (
     OpenDiff,
     OpenEditor,
     OpenHelp,
+    RequestAction,
     RequestQuit,
+    Say,
     SendIntent,
     StateChanged,
+    StateView,
 )
 from specconsole.ui.screens.crash import CrashScreen
-from specconsole.ui.screens.diff import DiffScreen
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.help import HelpScreen
 from specconsole.ui.screens.main import MainScreen
@@ -94,10 +97,15 @@ class SpecConsoleApp(App[None]):
         confirm_first_deploy: bool = True,
         initial_intents: Sequence[Intent] = (),
     ) -> None:
-        super().__init__()
+        # NO_COLOR: the terminal's own colours (Textual's NoColor filter), not a black
+        # screen painted by the mono palette through its Monochrome filter.
+        super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         if theme not in THEMES:
             theme = choose_theme(theme)  # raises UnknownThemeError naming the choices
         self._theme_key = theme
+        for palette in THEMES.values():  # before the stylesheet is read: it uses their variables
+            self.register_theme(palette)
+        self.theme = THEMES[theme].name
         self._controller = controller
         self._clock = clock
         self._classify = classify
@@ -118,15 +126,15 @@ class SpecConsoleApp(App[None]):
         """What the box was left in, for the launcher to print once the console has closed."""
         self.final_failed = False
         """``finally`` changed the box and it does not serve (the exit code says so)."""
+        self.messages: list[str] = []
+        """Every message shown on the message line, oldest first (observable in tests)."""
+        self._queue = EditQueue(self.send_intent, self._say)
 
     # ----------------------------------------------------------------------------------------
     # Lifecycle
     # ----------------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        for palette in THEMES.values():
-            self.register_theme(palette)
-        self.theme = THEMES[self._theme_key].name
         self.set_class(self._theme_key == "mono", "-mono")
         self.push_screen(MainScreen(self._classify))
         self._bridge.start()
@@ -173,10 +181,45 @@ class SpecConsoleApp(App[None]):
 
     @on(StateChanged)
     def _state_changed(self, message: StateChanged) -> None:
-        self._state = message.state
-        screen = self._main_screen
-        if screen is not None:
-            screen.render_state(message.state, self._clock())
+        state = self._state = message.state
+        now = self._clock()
+        for screen in self.screen_stack:  # the main screen, and a dialog that shows state
+            if isinstance(screen, StateView):
+                screen.render_state(state, now)
+            if isinstance(screen, EditorScreen):
+                screen.set_apply_note(apply_block(state))
+        self._queue.offer(state)
+        main = self._main_screen
+        if main is not None:
+            main.show_queued(self._queue.sentence)
+
+    # ----------------------------------------------------------------------------------------
+    # The message line (instead of toasts)
+    # ----------------------------------------------------------------------------------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification goes to the main screen's message line: one line, never over
+        the journal's last lines or a dialog (thread-safe, as ``App.notify`` is)."""
+        text = f"{title}: {message}" if title else message
+        self.post_message(Say(text, severity))
+
+    @on(Say)
+    def _say_requested(self, message: Say) -> None:
+        self._say(message.text, message.severity)
+
+    def _say(self, text: str, severity: str = "information") -> None:
+        self.messages.append(text)
+        main = self._main_screen
+        if main is not None:
+            main.show_message(text, severity)
 
     @on(LogBatch)
     def _log_batch(self, message: LogBatch) -> None:
@@ -206,6 +249,24 @@ class SpecConsoleApp(App[None]):
     def _send_requested(self, message: SendIntent) -> None:
         self.send_intent(message.intent)
 
+    @on(RequestAction)
+    def _action_requested(self, message: RequestAction) -> None:
+        self.request_action(message.command, message.intent, message.selected)
+
+    def request_action(self, command: str, intent: Intent, selected: int | None = None) -> None:
+        """A key that changes the box: asked first when the key table says so."""
+        gate_asks = not self._gate.open and deploys(self._state, intent)
+        ask(
+            self,
+            lambda: self._state,
+            command,
+            intent,
+            self.send_intent,
+            self._say,
+            selected=selected,
+            gate_asks=gate_asks,
+        )
+
     @on(OpenEditor)
     def _editor_requested(self) -> None:
         self.open_editor()
@@ -220,35 +281,14 @@ class SpecConsoleApp(App[None]):
 
     @on(OpenDiff)
     def _diff_requested(self, message: OpenDiff) -> None:
-        entries = diff_entries(self._state)
-        upcoming = None
-        if self._box is not None and not entries:  # nothing deployed yet: what will be
-            upcoming = next_deploy(self._state, self._clock())
-        if upcoming is None:
-            self.push_screen(DiffScreen(entries, message.selected))
-            return
+        """The diff pane; before the session's first deploy it leads with the preview of
+        the next one, rendered on the box (``ui.deploy_gate.open_diff_pane``)."""
         self.run_worker(
-            self._open_diff_with_preview(entries, message.selected, *upcoming),
+            open_diff_pane(self, self._box, self._state, message.selected, self._clock()),
             group="diff-preview",
             exclusive=True,
             exit_on_error=False,
         )
-
-    async def _open_diff_with_preview(
-        self, entries: list[DiffEntry], selected: str | None, title: str, config: ServerConfig
-    ) -> None:
-        """The diff pane with the next deploy's diff first (rendered on the box, as the
-        deploy will write it); without it when the box cannot render it now."""
-        assert self._box is not None
-        try:
-            async with asyncio.timeout(PREVIEW_TIMEOUT_S):
-                diff = await self._box.preview(config)
-        except (TransportError, OSError, TimeoutError) as exc:
-            self.notify(f"Cannot preview the next deploy: {exc}", severity="warning")
-            diff = None
-        if diff is not None:
-            entries = [DiffEntry(NEXT_KEY, title, diff), *entries]
-        self.push_screen(DiffScreen(entries, selected))
 
     @on(RequestQuit)
     def _quit_requested(self) -> None:
@@ -287,47 +327,35 @@ class SpecConsoleApp(App[None]):
         return None if proposal is None else (proposal.config, proposal.reason)
 
     def open_editor(self) -> None:
-        """Push the parameter editor on the configuration being tried (or deployed)."""
-        state = self._state
-        base = state.current_config
-        if base is None and state.plan is not None:
-            base = state.plan.base
-        if base is None:
+        """Push the parameter editor (``ui.editing``): on the queued edit, else on the
+        configuration being tried or deployed."""
+        editor = make_editor(
+            lambda: self._state,
+            self._queue,
+            validate=self._validate,
+            predict=self.predict_capacity,
+            suggest=self.suggest_next,
+            withdraw=self._withdraw_queued,
+        )
+        if editor is None:
             self.notify("No configuration to edit: open a plan or profile.", severity="warning")
             return
-        pending = state.pending
-        editing_after_crash = (
-            pending is not None and ResumeChoice.EDIT_THEN_DEPLOY in pending.choices
-        )
-        title = "Edit, then deploy (after crash)" if editing_after_crash else "Parameters"
 
         def applied(config: ServerConfig | None) -> None:
             if config is None:
                 return
-            if editing_after_crash:
-                self.send_intent(Resume(choice=ResumeChoice.EDIT_THEN_DEPLOY, config=config))
-            else:
-                self.send_intent(DeployConfig(config=config))
+            apply_edit(self._state, config, self._queue, self.send_intent)
+            main = self._main_screen
+            if main is not None:
+                main.show_queued(self._queue.sentence)
 
-        release, source = editing_release(base, state.engine_version, state.engine_version_source)
-        validate = self._validate
+        self.push_screen(editor, applied)
 
-        def validate_for_release(config: ServerConfig) -> Sequence[Problem]:
-            return validate(with_release(config, release))
-
-        self.push_screen(
-            EditorScreen(
-                base,
-                state.deployed_config,
-                validate=validate_for_release,
-                predict=self.predict_capacity,
-                suggest=self.suggest_next,
-                title=title,
-                fields=editor_fields(base.engine, release),
-                release=release_line(base.engine, release, source),
-            ),
-            applied,
-        )
+    def _withdraw_queued(self) -> None:
+        self._queue.withdraw()
+        main = self._main_screen
+        if main is not None:
+            main.show_queued("")
 
     def open_crash_details(self, view: CrashView) -> None:
         def chosen(choice: ResumeChoice | None) -> None:
@@ -336,12 +364,12 @@ class SpecConsoleApp(App[None]):
             if choice is ResumeChoice.EDIT_THEN_DEPLOY:
                 self.open_editor()
             else:
-                self.send_intent(Resume(choice=choice))
+                self.request_action(CHOICE_COMMANDS[choice], Resume(choice=choice))
 
         self.push_screen(CrashScreen(view), chosen)
 
     def open_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(pool=len(self._state.fleet) > 1))
 
     def request_quit(self) -> None:
         """Quit; asks first while a trial runs. The server is stopped only if chosen. After a
@@ -367,12 +395,14 @@ class SpecConsoleApp(App[None]):
             elif choice is QuitChoice.STOP_SERVER:
                 self._quit(stop_server=True)
 
-        self.push_screen(QuitScreen(adapt.phase_label(self._state)), chosen)
+        self.push_screen(QuitScreen(self._state, self._clock()), chosen)
 
     def _quit(self, *, stop_server: bool) -> None:
         self.send_intent(Quit(stop_server=stop_server))
         worker = self._controller_worker
         if not stop_server or worker is None or worker.is_finished:
+            if stop_server:
+                self.final_message = "Asked the controller to stop the server on the box."
             self.exit()
             return
         # Stopping the server is the controller's job: let it finish before leaving.
@@ -381,8 +411,14 @@ class SpecConsoleApp(App[None]):
         async def wait_then_exit() -> None:
             try:
                 await asyncio.wait_for(worker.wait(), STOP_SERVER_TIMEOUT_S)
-            except (TimeoutError, WorkerFailed, WorkerCancelled):
-                pass
+                self.final_message = "The server on the box was stopped, as you chose."
+            except TimeoutError:
+                self.final_message = (
+                    f"The server did not confirm it stopped within {STOP_SERVER_TIMEOUT_S:g} s: "
+                    "check the box."
+                )
+            except (WorkerFailed, WorkerCancelled) as exc:
+                self.final_message = f"Stopping the server failed ({exc}): check the box."
             self.exit()
 
         self.run_worker(wait_then_exit(), group="quit", exit_on_error=False)

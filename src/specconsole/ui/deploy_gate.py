@@ -8,6 +8,9 @@ same path a deploy takes) and pushes ``ConfirmDeployScreen``. Deploy sends the i
 opens the gate for the rest of the session; cancel sends nothing, so the box is untouched
 and the sweep not started, and says so. Intents that deploy nothing pass straight through,
 and so does everything once the gate is open. Headless runs have no gate.
+
+``open_diff_pane`` uses the same preview for the diff pane (``v``) before anything is
+deployed: its first entry is what the next deploy would change on the box.
 """
 
 from __future__ import annotations
@@ -21,10 +24,17 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState
 from specconsole.core.ports import TransportError
-from specconsole.present.diffs import deploying_config
+from specconsole.present.diffs import (
+    NEXT_KEY,
+    DiffEntry,
+    deploying_config,
+    diff_entries,
+    next_deploy,
+)
 from specconsole.present.labels import config_label
 from specconsole.ui.bridge import BoxOps
 from specconsole.ui.screens.confirm import ConfirmDeployScreen
+from specconsole.ui.screens.diff import DiffScreen
 
 PREVIEW_TIMEOUT_S = 60.0
 """How long rendering the first deploy's diff on the box may take (it reads the unit)."""
@@ -91,3 +101,24 @@ class DeployGate:
             self._send(intent)
         else:
             self._app.notify(f"Deploy cancelled: {nothing}.", severity="warning", timeout=15)
+
+
+async def open_diff_pane(
+    app: App[None], box: BoxOps | None, state: ControllerState, selected: str | None, at: float
+) -> None:
+    """Push the diff pane: every recorded diff and, while nothing was deployed yet, the next
+    deploy's diff first (rendered on the box, as the deploy will write it; left out when
+    the box cannot render it now, which the message line says)."""
+    entries = diff_entries(state)
+    upcoming = next_deploy(state, at) if box is not None and not entries else None
+    if box is not None and upcoming is not None:
+        title, config = upcoming
+        try:
+            async with asyncio.timeout(PREVIEW_TIMEOUT_S):
+                diff = await box.preview(config)
+        except (TransportError, OSError, TimeoutError) as exc:
+            app.notify(f"Cannot preview the next deploy: {exc}", severity="warning")
+            diff = None
+        if diff is not None:
+            entries = [DiffEntry(NEXT_KEY, title, diff), *entries]
+    app.push_screen(DiffScreen(entries, selected))

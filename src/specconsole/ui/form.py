@@ -3,9 +3,10 @@
 The editor binds one text box per launch parameter, named by its ``ServerConfig`` field
 (which fields, and the flag each renders as for the box's release, is
 ``specconsole.present.editor_fields``'s). Typing produces strings; this module turns them into
-a candidate ``ServerConfig`` (or per-field parse errors that name the field and the fix), and
-lists what differs from the deployed configuration. Validation of the *values* against the
-release's rules is the core's job (``specconsole.core.config.validation``), injected by the app.
+a candidate ``ServerConfig`` (or per-field parse errors that name the field and the fix);
+``present.flagdiff`` lists what differs from the deployed configuration. Validation of the
+*values* against the release's rules is the core's job
+(``specconsole.core.config.validation``), injected by the app.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.present.editor_fields import FIELDS, FormField
+from specconsole.present.editor_fields import FIELDS, FormField, field_text
+from specconsole.present.flagdiff import config_diff
 
 __all__ = [
     "FIELDS",
@@ -48,16 +50,6 @@ class Problem:
 
 Validator = Callable[[ServerConfig], Sequence[Problem]]
 """Checks a candidate configuration with the engine's rules."""
-
-
-def field_text(config: ServerConfig, name: str) -> str:
-    """The text box content for ``name`` in ``config`` (empty = unset)."""
-    value = getattr(config, name)
-    if value is None:
-        return ""
-    if name == "extra_args":
-        return shlex.join(value)
-    return str(value)
 
 
 def form_values(config: ServerConfig) -> dict[str, str]:
@@ -125,23 +117,3 @@ def parse_form(
     if errors:
         return None, errors
     return dataclasses.replace(base, **changes), {}
-
-
-def config_diff(
-    deployed: ServerConfig | None,
-    candidate: ServerConfig,
-    fields: Sequence[FormField] = FIELDS,
-) -> list[str]:
-    """``--flag: old → new`` for every editable field that differs (all, if none deployed),
-    each named by the flag the edited release renders (the key when it renders none)."""
-    lines = []
-    for field in fields:
-        label = field.flag or field.name
-        new = field_text(candidate, field.name) or "unset"
-        old = "unset" if deployed is None else (field_text(deployed, field.name) or "unset")
-        if deployed is None:
-            if new != "unset":
-                lines.append(f"{label}: {new}")
-        elif old != new:
-            lines.append(f"{label}: {old} → {new}")
-    return lines

@@ -5,12 +5,14 @@ one (``can_replace``), so a burst of transitions costs one repaint. ``LogBatch``
 log lines the bridge buffered for ~100 ms. ``IntentSent`` is posted whenever the UI hands an
 intent to the controller, so tests (and the status line) can observe every key's effect.
 The requests below it go up from the screens to the app (which owns the controller handle
-and the modal screens), so no screen imports the app.
+and the modal screens), so no screen imports the app. ``StateView`` is what a screen that
+draws the controller's state offers the app (the quit dialog's phase stays current).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from textual.message import Message
 
@@ -53,6 +55,27 @@ class SendIntent(Message):
 
 
 @dataclass
+class RequestAction(Message):
+    """A key that changes the box: the app asks first when the key table says so
+    (``present.keymap.Key.confirm``), naming the target (``present.actions``), then sends
+    ``intent``."""
+
+    command: str
+    """The ``present.keymap`` command id (``skip``, ``rollback``, ``cancel``, ``deploy``)."""
+    intent: Intent
+    selected: int | None = None
+    """The trial selected in the trials table (``x`` says when it is not the running one)."""
+
+
+@dataclass
+class Say(Message):
+    """Show ``text`` on the message line (one line, never over the panes or a dialog)."""
+
+    text: str
+    severity: str = "information"
+
+
+@dataclass
 class OpenEditor(Message):
     """Open the parameter editor on the configuration being tried (or the plan's)."""
 
@@ -79,3 +102,10 @@ class OpenHelp(Message):
 @dataclass
 class RequestQuit(Message):
     """Leave the console (the app asks first while a trial runs)."""
+
+
+@runtime_checkable
+class StateView(Protocol):
+    """A screen that redraws from every new controller snapshot."""
+
+    def render_state(self, state: ControllerState, now: float) -> None: ...

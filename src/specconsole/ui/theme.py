@@ -5,7 +5,13 @@ variables, so a palette swap never touches a rule. Three palettes ship: a dark o
 a light one for bright terminals, and a monochrome high-contrast one that also serves
 ``NO_COLOR`` users and snapshot tests (no hue differences to drift). The choice order is:
 explicit ``--theme`` flag, then the profile's ``[ui] theme`` key, then ``NO_COLOR`` (mono),
-then dark.
+then dark. With ``NO_COLOR`` set the app also leaves colours to the terminal (Textual's
+``NoColor`` filter, ``ui.app``), so the screen keeps the terminal's own background instead of
+a black one; emphasis then comes from bold, underline and reverse alone.
+
+Every palette is checked by ``tests/ui/test_contrast.py``: text (search matches included) at
+least 4.5:1 against what it is drawn on, pane borders at least 3:1. ``pane-border`` is the
+palette's colour for unfocused pane borders.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ DARK = Theme(
     variables={
         "footer-key-foreground": "#E0A458",
         "input-selection-background": "#5FA8D3 35%",
+        "pane-border": "#6B7689",
     },
 )
 """Default palette: calm blue/green on near-black, warm accents for keys and warnings."""
@@ -38,19 +45,24 @@ DARK = Theme(
 LIGHT = Theme(
     name="specconsole-light",
     primary="#1D5C8C",
-    secondary="#3D7A48",
-    accent="#A0521C",
-    warning="#8A6A00",
+    secondary="#2F6238",
+    accent="#8A4516",
+    warning="#6F5500",
     error="#B3261E",
-    success="#2E7D32",
+    success="#256528",
     foreground="#1E2329",
     background="#F7F7F4",
     surface="#EFEFEA",
     panel="#E2E4E0",
     dark=False,
-    variables={"footer-key-foreground": "#A0521C"},
+    variables={
+        "footer-key-foreground": "#8A4516",
+        "foreground-muted": "#5A6068",
+        "pane-border": "#7A7F86",
+    },
 )
-"""For bright terminals; every hue darkened until it reads on off-white."""
+"""For bright terminals; every hue darkened until it reads on off-white (text ≥ 4.5:1 and
+borders ≥ 3:1 against the panes, checked by ``tests/ui/test_contrast.py``)."""
 
 MONO = Theme(
     name="specconsole-mono",
@@ -70,6 +82,7 @@ MONO = Theme(
         "footer-background": "#262626",
         "block-cursor-background": "#FFFFFF",
         "block-cursor-foreground": "#000000",
+        "pane-border": "#A0A0A0",
     },
 )
 """High contrast, no hue: white on black. Emphasis comes from weight and reverse video,

@@ -175,6 +175,9 @@ class CrashView:
     """SGLang's own suggested fixes (and ours), one per line."""
     choices: tuple[tuple[str, str], ...] = ()
     """(key, label) of exactly the decisions available now (``present.keys``)."""
+    previews: tuple[tuple[str, str], ...] = ()
+    """The same decisions with what each would deploy (``r resume: steps=7``); the banner
+    shows these when they fit, else ``choices``."""
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,7 +8,10 @@ deployed configuration and the KV capacity predicted from the trials so far. "Su
 (``ctrl+n``) fills the form with the optimiser's proposal over the plan's axes
 (``core.search.strategy.suggest_next``) and shows its one-line reason. Apply
 (``ctrl+s``) is refused while an error stands; it dismisses with the new configuration and the
-caller turns it into a deploy-as-next-trial intent.
+caller turns it into a deploy-as-next-trial intent — or, while a trial runs, queues it (the
+app keeps ``apply_note`` current, so the form says which before the key is pressed). Edits
+are never thrown away silently: ``esc`` on a changed form asks first. The capacity line is
+the controller's own prediction, and a configuration that already crashed says so.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ from specconsole.ui.form import (
     form_values,
     parse_form,
 )
+from specconsole.ui.screens.confirm import ConfirmActionScreen
 
 Predictor = Callable[[ServerConfig], CapacityPrediction | None]
 """Predicted KV capacity for a candidate configuration (None: cannot predict yet)."""
 Suggester = Callable[[], tuple[ServerConfig, str] | None]
 """The optimiser's next configuration and why (None: nothing to suggest)."""
+History = Callable[[ServerConfig], str | None]
+"""What the session already knows about a candidate (``steps=10 crashed in trial 6: …``)."""
 
 
 def capacity_text(prediction: CapacityPrediction | None) -> str:
@@ -81,6 +87,13 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             id="revert",
             tooltip="put back the deployed configuration's values",
         ),
+        Binding(
+            "ctrl+w",
+            "withdraw",
+            "withdraw queued edit",
+            id="withdraw",
+            tooltip="withdraw the queued edit: nothing will be deployed for it",
+        ),
     ]
 
     class Checked(Message):
@@ -102,6 +115,9 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         title: str = "Parameters",
         fields: Sequence[FormField] = FIELDS,
         release: str = "",
+        history: History | None = None,
+        apply_note: str | None = None,
+        on_withdraw: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(id="editor")
         self._base = base
@@ -118,6 +134,12 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         self._release = release
         self._candidate: ServerConfig | None = base
         self._problems: tuple[Problem, ...] = ()
+        self._history = history
+        self._apply_note = apply_note
+        """Why ctrl+s would queue rather than deploy now (None: it deploys)."""
+        self._on_withdraw = on_withdraw
+        """Set when the form shows a queued edit (ctrl+w withdraws it)."""
+        self._initial: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         values = form_values(self._base)
@@ -146,8 +168,27 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._initial = self.values()
         self.check()
         self.query_one(f"#field-{self._fields[0].name}", Input).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "withdraw":
+            return self._on_withdraw is not None
+        return True
+
+    @property
+    def edited(self) -> list[str]:
+        """The fields changed since the form opened."""
+        now = self.values()
+        return [name for name, text in now.items() if self._initial.get(name) != text]
+
+    def set_apply_note(self, note: str | None) -> None:
+        """What ctrl+s would do now (the app calls this on every state change)."""
+        if note != self._apply_note:
+            self._apply_note = note
+            if self.is_mounted:
+                self.check()
 
     # ----------------------------------------------------------------------------------------
 
@@ -193,13 +234,21 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             lines = ([header] if header else []) + (diff or ["no change from deployed"])
             self.query_one("#editor-diff", Static).update("\n".join(lines))
             capacity = capacity_text(self._predict(candidate))
+            seen = self._history(candidate) if self._history is not None else None
+            if seen:
+                capacity += f"\n{seen}"
             self.query_one("#editor-capacity", Static).update(capacity)
         else:
             self.query_one("#editor-diff", Static).update("(fix the fields marked in red)")
             self.query_one("#editor-capacity", Static).update("")
         summary = [p.message for p in general]
         blocking = sum(p.blocking for p in problems)
-        summary.append(f"{blocking} error(s)" if blocking else "ready to apply (ctrl+s)")
+        if blocking:
+            summary.append(f"{blocking} error(s): fix them to apply")
+        elif self._apply_note:
+            summary.append(f"Not now — {self._apply_note}")
+        else:
+            summary.append("ready to apply (ctrl+s deploys it as the next trial)")
         self.query_one("#editor-problems", Static).update("\n".join(summary))
         self.post_message(self.Checked(self._problems, candidate))
 
@@ -216,12 +265,32 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
     def action_apply(self) -> None:
         self.check()
         if self._candidate is None or any(p.blocking for p in self._problems):
-            self.notify("Fix the errors before applying.", severity="error")
+            box = self.query_one("#editor-problems", Static)
+            box.add_class("-refused")  # the form says why; the edits stay
             return
         self.dismiss(self._candidate)
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        """Close; a changed form asks first, so edits are never thrown away silently."""
+        changed = self.edited
+        if not changed:
+            self.dismiss(None)
+            return
+        lines = (f"Changed: {', '.join(changed)}.", "Nothing was deployed.")
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(None)
+
+        self.app.push_screen(
+            ConfirmActionScreen("Discard your edits?", lines, "discard", "keep editing"),
+            answered,
+        )
+
+    def action_withdraw(self) -> None:
+        if self._on_withdraw is not None:
+            self._on_withdraw()
+            self.dismiss(None)
 
     def action_suggest(self) -> None:
         """Fill the form with the optimiser's proposal and say why it was chosen."""

@@ -1,78 +1,81 @@
-"""The ``?`` help screen: every key, generated from the bindings so it can never drift."""
+"""The ``?`` help screen: every key, one row per key and state, then what the symbols, the
+columns and the abbreviations mean — generated from the key table (``present.help``), so it
+is always the current key map. Laid out for the width it has: rows wrap under their own
+column, so nothing is ragged at 80 columns. The pool-only ``n`` shows only on a pool.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import ClassVar
 
-from textual.app import ComposeResult
+from rich.text import Text
+from textual.app import ComposeResult, RenderResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widget import Widget
 
-KEY_LABELS: dict[str, str] = {
-    "slash": "/",
-    "question_mark": "?",
-    "escape": "esc",
-    "ctrl+s": "ctrl+s",
-    "enter": "enter",
-}
+from specconsole.present.help import help_lines
 
 
-def key_label(key: str) -> str:
-    """How a binding's key is written for humans."""
-    return ", ".join(KEY_LABELS.get(k.strip(), k.strip()) for k in key.split(","))
+class HelpText(Widget):
+    """The help page at this widget's width."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"help--title"}
 
-def key_table(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
-    """(key, what it does) rows for ``Binding`` objects (tuples are skipped)."""
-    rows = []
-    for binding in bindings:
-        if isinstance(binding, Binding) and binding.description:
-            rows.append((key_label(binding.key), binding.tooltip or binding.description))
-    return rows
+    def __init__(self, *, pool: bool = False, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._pool = pool
 
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(help_lines(width, pool=self._pool))
 
-def help_text() -> str:
-    """The whole help page as plain text (also used for the README key map)."""
-    from specconsole.ui.screens.editor import EditorScreen
-    from specconsole.ui.screens.main import MainScreen
+    def render(self) -> RenderResult:
+        title = self.get_component_rich_style("help--title", partial=True)
+        text = Text(no_wrap=True, overflow="crop")
+        for i, line in enumerate(help_lines(self.content_size.width, pool=self._pool)):
+            if i:
+                text.append("\n")
+            text.append(line.text, style=title if line.kind == "title" else "")
+        return text
 
-    sections = [
-        ("Main screen", key_table(MainScreen.BINDINGS)),
-        ("Parameter editor (e)", key_table(EditorScreen.BINDINGS)),
-    ]
-    lines = []
-    for title, rows in sections:
-        lines.append(title)
-        lines.extend(f"  {key:<8} {desc}" for key, desc in rows)
-        lines.append("")
-    lines.extend(
-        [
-            "After a crash: r resumes with the next planned configuration; t retries the",
-            "same one, e edits then deploys, k skips the next one, o rolls back to the",
-            "last configuration that loaded. Quitting during a trial never stops the server",
-            "unless you choose to in the quit dialog; quitting after a finished sweep first",
-            "carries out [sweep] finally (default: serve the best trial; q again skips it).",
-            "The session's first deploy shows its diff and asks: enter deploys, esc cancels.",
-        ]
-    )
-    return "\n".join(lines)
+    @property
+    def plain(self) -> str:
+        """The page as text at the current width (tests)."""
+        return "\n".join(
+            line.text for line in help_lines(self.content_size.width, pool=self._pool)
+        )
 
 
 class HelpScreen(ModalScreen[None]):
-    """Key map; any of esc, q or ? closes it."""
+    """Key map; any of esc, q or ? closes it; arrows and page keys scroll it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q,question_mark", "dismiss", "close", show=False),
+        Binding("j", "scroll('down')", "down", show=False),
+        Binding("k", "scroll('up')", "up", show=False),
     ]
+
+    def __init__(self, *, pool: bool = False) -> None:
+        super().__init__()
+        self._pool = pool
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box") as box:
             box.border_title = "Keys"
-            box.border_subtitle = "esc closes"
-            yield Static(help_text(), markup=False, id="help-text")
+            box.border_subtitle = "↑ ↓ PgUp PgDn scroll · esc closes"
+            yield HelpText(pool=self._pool, id="help-text")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-box").focus()
+
+    def action_scroll(self, direction: str) -> None:
+        box = self.query_one("#help-box", VerticalScroll)
+        if direction == "down":
+            box.scroll_down(animate=False)
+        else:
+            box.scroll_up(animate=False)
 
     def action_dismiss(self, result: None = None) -> None:  # type: ignore[override]
         self.dismiss(None)

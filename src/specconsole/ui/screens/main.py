@@ -2,8 +2,12 @@
 
 It renders ``ControllerState`` snapshots (through ``ui.adapt``) and turns keys into intents,
 posted to the app as messages (``ui.messages``): it never imports the app or calls the
-controller. The keys that apply now come from ``present.keys.available`` (``check_action``),
-so the footer lists exactly those; any other command key says why it does nothing. Layout adapts to
+controller. Every binding comes from the key table (``present.keymap``); the keys that apply
+now come from ``present.keys.available`` (``check_action``), so the footer (``KeyBar``)
+lists exactly those, ``?`` and ``q`` first; any other command key says why it does nothing.
+Keys that change the box go to the app as ``RequestAction`` (it asks first when the key
+table says so). Notices the screen does not already show go to the message line above the
+footer, never over a pane (``present.notices``). Layout adapts to
 the terminal: from 100×30 up every pane is on screen (journal and benchmark side by side,
 trials below); below that the panes are stacked and *switched* with ``1``/``2``/``3`` so
 nothing is cut off at 80×24.
@@ -18,10 +22,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container, Horizontal, Vertical
 from textual.events import Resize
-from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from specconsole.core.machine.events import (
     BenchmarkOnly,
@@ -37,136 +39,79 @@ from specconsole.core.machine.state import ControllerState, ResumeChoice
 from specconsole.present.box import box_panel, box_shown
 from specconsole.present.diffs import deploy_target
 from specconsole.present.fleet import focused_box, lane_views, next_box
-from specconsole.present.keys import COMMANDS, available
-from specconsole.present.labels import config_summary, notice_text
+from specconsole.present.keymap import COMMANDS, PANE_KEYS, SCREEN_KEYS, Key
+from specconsole.present.keys import CHOICE_COMMANDS, available
+from specconsole.present.labels import config_summary
+from specconsole.present.notices import message_for
 from specconsole.ui import adapt
+from specconsole.ui.crashview import crash_view
 from specconsole.ui.messages import (
     OpenCrashDetails,
     OpenDiff,
     OpenEditor,
     OpenHelp,
+    RequestAction,
     RequestQuit,
+    Say,
     SendIntent,
 )
 from specconsole.ui.viewmodels import LineClassifier
 from specconsole.ui.widgets.bench import BenchPanel
 from specconsole.ui.widgets.box import BoxPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
-from specconsole.ui.widgets.crash import CrashBanner
+from specconsole.ui.widgets.crash import COMPACT_ROWS, WIDE_ROWS, CrashBanner
 from specconsole.ui.widgets.fleet import FleetLanes
 from specconsole.ui.widgets.header import StatusHeader
 from specconsole.ui.widgets.journal import JournalPane
+from specconsole.ui.widgets.keybar import KeyBar, KeyBarState
+from specconsole.ui.widgets.message import MessageLine
 from specconsole.ui.widgets.trials import TrialsPane
 
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 30
 """Below either, panes switch instead of sharing the screen."""
 
-NOTIFY_LEVELS: dict[str, SeverityLevel] = {"warning": "warning", "error": "error"}
-"""Controller notice levels shown as notifications, and how."""
-
 PANES: tuple[str, ...] = ("journal", "side", "trials")
 """Pane ids in switch order (keys 1, 2, 3)."""
 
 
-TOOLTIPS: dict[str, str] = {
-    "deploy": "deploy the configuration shown in the header as the next trial",
-    "bench": "benchmark what is deployed now (no deploy, no restart)",
-    "sweep": "start the plan's sweep",
-    "pause": "pause the sweep after this trial",
-    "unpause": "withdraw the pause: the sweep goes on after this trial",
-    "continue": "continue the paused sweep with the next planned trial",
-    "edit": "edit the launch parameters; apply deploys them as the next trial",
-    "resume": "after a crash or pause: continue with the next planned trial",
-    "retry": "after a crash: deploy the same configuration again",
-    "skip": "after a crash: skip the next planned configuration",
-    "rollback": "after a crash: redeploy the last configuration that loaded",
-    "crash-details": "the whole crash report: cause, log excerpt, suggested fixes",
-    "cancel": "abandon the running trial (the server is left as it is)",
+SCREEN_ACTIONS: dict[str, str] = {
+    "help": "help",
+    "quit": "quit_console",
+    "follow": "follow",
+    "search": "search",
+    "diff": "diff",
+    "next-box": "next_box",
+    "pane-journal": "pane('journal')",
+    "pane-side": "pane('side')",
+    "pane-trials": "pane('trials')",
+    "focus-next": "app.focus_next",
 }
-"""What each state-dependent command does (``present.keys.COMMANDS`` names them)."""
+"""The action of each always-available key of the key table."""
+
+BANNER_COMMANDS: frozenset[str] = frozenset({*CHOICE_COMMANDS.values(), "crash-details"})
+"""Commands the crash banner lists while it shows (the footer leaves them out)."""
+
+
+def _binding(key: Key, action: str) -> Binding:
+    return Binding(key.binding, action, key.label, show=False, id=key.id, tooltip=key.does)
 
 
 def _command_bindings() -> list[BindingType]:
-    """One binding per command (shown only while it is available: ``check_action``), then
-    one fallback per key that says why the key does nothing now, so no key press is lost
-    silently."""
-    out: list[BindingType] = [
-        Binding(c.key, f"command('{c.id}')", c.label, id=c.id, tooltip=TOOLTIPS[c.id])
-        for c in COMMANDS
-    ]
-    keys = dict.fromkeys(c.key for c in COMMANDS)
+    """One binding per command (enabled only while it applies: ``check_action``), then one
+    fallback per key that says why the key does nothing now, so no key press is lost
+    silently; then the keys that always work."""
+    out: list[BindingType] = [_binding(c, f"command('{c.id}')") for c in COMMANDS]
+    keys = dict.fromkeys(c.binding for c in COMMANDS)
     out += [Binding(k, f"unavailable('{k}')", "", show=False) for k in keys]
+    out += [_binding(k, SCREEN_ACTIONS[k.id]) for k in (*SCREEN_KEYS, *PANE_KEYS)]
     return out
 
 
 class MainScreen(Screen[None]):
     """The console's one working screen."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        *_command_bindings(),
-        Binding(
-            "f",
-            "follow",
-            "follow",
-            id="follow",
-            tooltip="follow the log / pause it where you are reading",
-        ),
-        Binding(
-            "slash",
-            "search",
-            "search",
-            id="search",
-            tooltip="show only log lines containing a word (esc clears)",
-        ),
-        Binding(
-            "n",
-            "next_box",
-            "next box",
-            id="next-box",
-            tooltip="pool: show the next box (its journal, header and keys)",
-        ),
-        Binding(
-            "v",
-            "diff",
-            "diff",
-            id="diff",
-            tooltip="what each deploy changed on the box: the unit/command diff of the deploy "
-            "in progress and of each trial (the one selected in the trials table)",
-        ),
-        Binding("question_mark", "help", "help", id="help", tooltip="this help"),
-        Binding(
-            "q",
-            "quit_console",
-            "quit",
-            id="quit",
-            tooltip="leave; asks while a trial runs; the server keeps running",
-        ),
-        Binding(
-            "1",
-            "pane('journal')",
-            "journal",
-            show=False,
-            id="pane-journal",
-            tooltip="show/focus the journal pane",
-        ),
-        Binding(
-            "2",
-            "pane('side')",
-            "bench+chart",
-            show=False,
-            id="pane-side",
-            tooltip="show/focus the benchmark panel and charts",
-        ),
-        Binding(
-            "3",
-            "pane('trials')",
-            "trials",
-            show=False,
-            id="pane-trials",
-            tooltip="show/focus the trials table",
-        ),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = _command_bindings()
 
     current_pane: reactive[str] = reactive("journal")
     """The pane shown in compact layout (and focused in the wide one)."""
@@ -179,6 +124,8 @@ class MainScreen(Screen[None]):
         self._state = ControllerState()
         self._trial_index: int | None = None
         self._rendered = False
+        self._queued = ""
+        """The edit queued for after the running trial, as the message line says it."""
 
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
@@ -188,18 +135,21 @@ class MainScreen(Screen[None]):
             yield JournalPane(self._classify, id="journal", classes="pane")
             with Vertical(id="side", classes="pane") as side:
                 side.border_title = "Benchmark"
+                side.can_focus = True  # 2 focuses it visibly in the wide layout
                 yield BoxPanel(id="box-panel")
                 yield BenchPanel(id="bench")
                 with Horizontal(id="charts"):
                     yield ThroughputChart(id="chart-aggregate")
                     yield SingleRequestChart(id="chart-single")
             yield TrialsPane(id="trials", classes="pane")
-        yield Footer(compact=True)
+        yield MessageLine(id="message-line")
+        yield KeyBar(id="keybar")
 
     def on_mount(self) -> None:
         self.query_one("#crash-banner", CrashBanner).display = False
         self._apply_size(self.app.size.width, self.app.size.height)
         self._show_pane(self.current_pane)
+        self._layout_changed()
         self.query_one("#journal-log").focus()
 
     # ----------------------------------------------------------------------------------------
@@ -217,21 +167,20 @@ class MainScreen(Screen[None]):
         self._rendered = True
         previous, self._state = self._state, state
         if available(state) != available(previous) or len(state.fleet) != len(previous.fleet):
-            self.refresh_bindings()  # the footer shows exactly the keys that apply now
+            self.refresh_bindings()  # the keys that apply now are exactly those enabled
         if focused_box(state) != focused_box(previous):
             self.journal.reset()  # the pane now follows another box: its lines follow
             self._trial_index = None if state.trial is None else state.trial.index
-        notice = state.notice
-        # Warnings and errors pop up; routine news ("trial 4: ...") is already on screen.
-        if notice is not None and notice != previous.notice and notice.level in NOTIFY_LEVELS:
-            base = state.plan.base if state.plan is not None else None
-            self.notify(notice_text(notice, base), severity=NOTIFY_LEVELS[notice.level], timeout=8)
         self._mark_trial_start(state)
         with self.app.batch_update():
             self.refresh_header(now)
-            banner = adapt.crash_view(state)
+            banner = crash_view(state)
             self.query_one(CrashBanner).show(banner)
             self.set_class(banner is not None, "-banner")
+            if banner is not None and previous.pending is None and state.pending is not None:
+                self.message_line.clear()  # the banner says it all now
+            self._show_notice(state, previous, banner is not None)
+            self._show_keys()
             box = self.query_one(BoxPanel)
             box.show(box_panel(state))
             box.display = box_shown(state)
@@ -242,6 +191,51 @@ class MainScreen(Screen[None]):
             trials = self.query_one(TrialsPane)
             trials.show_rows(adapt.trial_rows(state))
             trials.show_details(adapt.trial_details(state, trials.selected_key))
+
+    def _show_notice(self, state: ControllerState, previous: ControllerState, banner: bool) -> None:
+        """A new warning or error the screen does not already show goes to the message
+        line (``present.notices``); routine news is in the header and the tables."""
+        notice = state.notice
+        if notice is None or notice == previous.notice:
+            return
+        base = state.plan.base if state.plan is not None else None
+        text = message_for(notice, base, banner=banner)
+        if text is not None:
+            self.say(text, notice.level)
+
+    def _show_keys(self) -> None:
+        """The footer's input: what applies now, what the banner lists, the layout."""
+        banner = self.query_one(CrashBanner).display
+        self.query_one(KeyBar).keys_now = KeyBarState(
+            available=available(self._state),
+            banner=BANNER_COMMANDS if banner else frozenset(),
+            pool=len(self._state.fleet) > 1,
+            compact=self.compact,
+        )
+
+    @property
+    def message_line(self) -> MessageLine:
+        return self.query_one(MessageLine)
+
+    def say(self, text: str, severity: str = "information") -> None:
+        """Ask the app to show ``text`` on the message line (it records every message)."""
+        self.post_message(Say(text, severity))
+
+    def show_message(
+        self, text: str, severity: str = "information", timeout: float | None = 10.0
+    ) -> None:
+        """Draw one line on the message line (the app routes every message here)."""
+        self.message_line.say(text, severity, timeout)
+
+    def show_queued(self, text: str) -> None:
+        """Keep saying which edit is queued (empty: none is)."""
+        if text == self._queued:
+            return
+        self._queued = text
+        if text:
+            self.show_message(text, "information", timeout=None)
+        elif self.message_line.text.startswith("Queued"):
+            self.message_line.clear()
 
     def refresh_header(self, now: float) -> None:
         self.query_one(StatusHeader).show(adapt.header_view(self._state, now))
@@ -277,6 +271,12 @@ class MainScreen(Screen[None]):
 
     def watch_compact(self, compact: bool) -> None:
         self.set_class(compact, "-compact")
+        if self.is_mounted:
+            self._layout_changed()
+
+    def _layout_changed(self) -> None:
+        self.query_one(CrashBanner).rows = COMPACT_ROWS if self.compact else WIDE_ROWS
+        self._show_keys()
 
     def watch_current_pane(self, pane: str) -> None:
         self._show_pane(pane)
@@ -287,7 +287,7 @@ class MainScreen(Screen[None]):
 
     def action_pane(self, pane: str) -> None:
         self.current_pane = pane
-        target = {"journal": "#journal-log", "side": "#bench", "trials": "#trials-table"}[pane]
+        target = {"journal": "#journal-log", "side": "#side", "trials": "#trials-table"}[pane]
         widget = self.query_one(target)
         if widget.focusable:
             widget.focus()
@@ -310,17 +310,26 @@ class MainScreen(Screen[None]):
 
     def action_unavailable(self, key: str) -> None:
         """A state-dependent key pressed when none of its commands applies: say so."""
-        names = " / ".join(c.label for c in COMMANDS if c.key == key)
+        names = " / ".join(c.label for c in COMMANDS if c.binding == key)
         phase = self._state.phase.value.replace("_", " ")
-        self.notify(f"{key} ({names}) does not apply now ({phase}).", severity="information")
+        self.say(f"{key} ({names}) does not apply now ({phase}).")
 
     def _send(self, intent: Intent) -> None:
+        self.message_line.clear()  # what it said is about before this decision
         self.post_message(SendIntent(intent))
+
+    def _ask(self, command: str, intent: Intent) -> None:
+        """A key that changes the box: the app names the target and asks first."""
+        self.message_line.clear()
+        trials = self.query_one(TrialsPane)
+        key = trials.selected_key
+        selected = int(key) if key is not None and key.isdigit() else None
+        self.post_message(RequestAction(command, intent, selected))
 
     def _do_deploy(self) -> None:
         config = deploy_target(self._state)
         if config is not None:
-            self._send(DeployConfig(config=config))
+            self._ask("deploy", DeployConfig(config=config))
 
     def _do_bench(self) -> None:
         self._send(BenchmarkOnly())
@@ -345,19 +354,19 @@ class MainScreen(Screen[None]):
         self._decide(ResumeChoice.RETRY_SAME)
 
     def _do_skip(self) -> None:
-        self._decide(ResumeChoice.SKIP)
+        self._ask("skip", Resume(choice=ResumeChoice.SKIP))
 
     def _do_rollback(self) -> None:
-        self._decide(ResumeChoice.ROLLBACK)
+        self._ask("rollback", Resume(choice=ResumeChoice.ROLLBACK))
 
     def _do_cancel(self) -> None:
-        self._send(Cancel())
+        self._ask("cancel", Cancel())
 
     def _do_edit(self) -> None:
         self.post_message(OpenEditor())
 
     def _do_crash_details(self) -> None:
-        view = adapt.crash_view(self._state)
+        view = crash_view(self._state)
         if view is not None:
             self.post_message(OpenCrashDetails(view))
 

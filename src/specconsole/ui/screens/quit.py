@@ -2,7 +2,9 @@
 
 Leaving the console never stops the remote server by default: the choices are to leave it
 running (the normal case: a 100-second load is not thrown away by a mistyped ``q``), to stop
-it explicitly, or to stay. Quitting after a finished sweep carries out ``[sweep] finally``
+it explicitly (``s``: ``x`` cancels a trial on the main screen, so it means nothing here), or
+to stay. The dialog redraws with every controller snapshot, so what it says about the trial
+is never stale. Quitting after a finished sweep carries out ``[sweep] finally``
 (default: deploy the best trial) and waits until the box serves: ``LeavingScreen`` shows
 each step; a second ``q`` (or ctrl+c) leaves at once, saying the box may be mid-change.
 """
@@ -20,6 +22,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from specconsole.core.machine.state import ControllerState
+from specconsole.ui import adapt
+
 
 class QuitChoice(StrEnum):
     STAY = "stay"
@@ -34,25 +39,38 @@ class QuitScreen(ModalScreen[QuitChoice]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,n", "choose('stay')", "stay", show=False),
         Binding("q,y", "choose('leave_running')", "quit, leave server running", show=False),
-        Binding("x", "choose('stop_server')", "stop server and quit", show=False),
+        Binding("s", "choose('stop_server')", "stop server and quit", show=False),
     ]
 
-    def __init__(self, phase: str) -> None:
+    def __init__(self, state: ControllerState, now: float) -> None:
         super().__init__()
-        self._phase = phase
+        self._text = self._describe(state, now)
+
+    @staticmethod
+    def _describe(state: ControllerState, now: float) -> str:
+        if state.busy:
+            trial = f"Trial {state.trial.index + 1}" if state.trial is not None else "A trial"
+            what = f"{trial} is in progress ({adapt.phase_label(state)})."
+        else:
+            what = f"No trial is running now ({adapt.phase_label(state)})."
+        return (
+            f"{what}\nQuitting leaves the server on the box exactly as it is;\n"
+            "the session keeps every finished trial."
+        )
+
+    def render_state(self, state: ControllerState, now: float) -> None:
+        """Keep the phase current while the dialog is open."""
+        self._text = self._describe(state, now)
+        if self.is_mounted:
+            self.query_one("#quit-what", Static).update(self._text)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="quit-box") as box:
             box.border_title = "Quit?"
-            yield Static(
-                f"A trial is in progress ({self._phase}).\n"
-                "Quitting leaves the server on the box exactly as it is;\n"
-                "the session keeps every finished trial.",
-                markup=False,
-            )
+            yield Static(self._text, id="quit-what", markup=False)
             with Horizontal(id="quit-buttons"):
                 yield Button("q quit", id="leave_running", variant="primary")
-                yield Button("x stop server + quit", id="stop_server", variant="error")
+                yield Button("s stop server + quit", id="stop_server", variant="error")
                 yield Button("esc stay", id="stay")
 
     def action_choose(self, choice: str) -> None:

@@ -74,7 +74,16 @@ class JournalHighlighter(Highlighter):
 
 
 class JournalLog(Log):
-    """A ``Log`` that remembers a bounded unfiltered history so a filter can be applied."""
+    """A ``Log`` that remembers a bounded unfiltered history so a filter can be applied.
+
+    Scrolling back or sideways is reading: it pauses following, and following again (``f``)
+    returns to the last line and the first column, so the pane never stays scrolled
+    sideways while it follows."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("k", "scroll_up", "up", show=False),
+        Binding("j", "scroll_down", "down", show=False),
+    ]
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {f"journal--{kind}" for kind in LINE_KINDS} | {
         "journal--match"
@@ -154,6 +163,14 @@ class JournalLog(Log):
         self._user_scrolled_back()
         super().action_scroll_home()
 
+    def action_scroll_left(self) -> None:
+        self._user_scrolled_back()
+        super().action_scroll_left()
+
+    def action_scroll_right(self) -> None:
+        self._user_scrolled_back()
+        super().action_scroll_right()
+
     def _on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
         self._user_scrolled_back()
         super()._on_mouse_scroll_up(event)
@@ -228,6 +245,7 @@ class JournalPane(Vertical):
         log = self.log_view
         log.auto_scroll = follow
         if follow:
+            log.scroll_to(x=0, animate=False, immediate=True)
             log.scroll_end(animate=False, immediate=True, x_axis=False)
         self._update_subtitle()
 

@@ -1,21 +1,65 @@
 """The trials table and the details of the selected trial.
 
-Every trial of the session with its status and headline numbers; moving the cursor shows
-that trial's details (configuration, per-level numbers, crash cause and log excerpt) in the
-box beside it. The table is rebuilt only when its rows change, keeping the cursor on the same
-trial.
+Every trial of the session with its status and headline numbers; moving the cursor (``↑``
+``↓``, or ``k`` ``j``) shows that trial's details (configuration, per-level numbers, crash
+cause and log excerpt) in the box beside it. The table shows whole columns only: when they
+do not all fit its width, the lowest-priority ones are left out and the header says
+``+N cols →`` (``present.columns.fit_columns``); ``←``/``→`` bring them in. A number is
+shown whole or not at all. The table is rebuilt only when its rows or its width change,
+keeping the cursor on the same trial.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS
+from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns
+from specconsole.present.symbols import MORE_COLUMNS
 from specconsole.ui.viewmodels import TrialDetails, TrialRow
+
+PADDING = 2
+"""Cells DataTable adds to every column (one each side)."""
+SCROLLBAR = 2
+"""Cells kept free for the vertical scrollbar."""
+MARKER_KEY = "more-columns"
+LABEL_MIN = 22
+"""When columns must go, the trial's label is cut to this width first (``…``): a name can
+be read shortened, a number cannot."""
+
+
+class TrialsTable(DataTable[str]):
+    """The table, with vim-style movement and column shifting."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("j", "cursor_down", "down", show=False),
+        Binding("k", "cursor_up", "up", show=False),
+        Binding("left,h", "shift(-1)", "earlier columns", show=False),
+        Binding("right,l", "shift(1)", "more columns", show=False),
+    ]
+
+    class Shift(Message):
+        """Show other columns (``→``: those cut at this width)."""
+
+        def __init__(self, delta: int) -> None:
+            super().__init__()
+            self.delta = delta
+
+    class Resized(Message):
+        """The table's width changed: the columns that fit may have."""
+
+    def action_shift(self, delta: int) -> None:
+        self.post_message(self.Shift(delta))
+
+    def on_resize(self, event: Resize) -> None:
+        self.post_message(self.Resized())
 
 
 class TrialsPane(Horizontal):
@@ -38,25 +82,20 @@ class TrialsPane(Horizontal):
         self._rows: tuple[TrialRow, ...] = ()
         self._details: TrialDetails | None = None
         self._details_shown = False
-        self._columns: tuple[str, ...] = ()
+        self._ids: tuple[str, ...] = tuple(c.id for c in CONSOLE_COLUMNS)
+        self._offset = 0
+        self._drawn: tuple[object, ...] = ()
+        self._label_width: int | None = None
+        """The label column's cut width (None: whole)."""
         self.border_title = "Trials"
 
     def compose(self) -> ComposeResult:
-        table: DataTable[str] = DataTable(id="trials-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield TrialsTable(id="trials-table", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="trial-details-box"):
             yield Static("No trials yet.", id="trial-details", markup=False)
 
     def on_mount(self) -> None:
-        self._set_columns(tuple(c.id for c in CONSOLE_COLUMNS))
-
-    def _set_columns(self, ids: tuple[str, ...]) -> None:
-        """(Re)build the header (a pool's rows carry a box column)."""
-        table = self.table
-        table.clear(columns=True)
-        for column_id in ids:
-            table.add_column(BY_ID[column_id].header, key=column_id)
-        self._columns = ids
+        self._draw(force=True)
 
     @property
     def table(self) -> DataTable[str]:
@@ -73,25 +112,84 @@ class TrialsPane(Horizontal):
             return None
         return row_key.value
 
+    @property
+    def shown_columns(self) -> tuple[str, ...]:
+        """The column ids on screen now, in order (tests)."""
+        return tuple(str(c.key.value) for c in self.table.ordered_columns)
+
+    def _fit(self) -> tuple[ColumnFit, int | None]:
+        """Whole columns for the table's width (all of them before it has one), and the
+        label's cut width when cutting it lets more numbers show."""
+        width = self.table.size.width - SCROLLBAR
+        columns = [BY_ID[i] for i in self._ids]
+        if width <= 0:
+            return ColumnFit(shown=tuple(range(len(columns))), hidden=0), None
+        widths = [
+            max([len(c.header), *(len(r.cells[n]) for r in self._rows)]) + PADDING
+            for n, c in enumerate(columns)
+        ]
+        marker = len(MORE_COLUMNS.format(n=len(columns))) + PADDING
+        fit = fit_columns(columns, widths, width, offset=self._offset, marker=marker)
+        label = self._ids.index("label") if "label" in self._ids else None
+        if not fit.hidden or label is None or widths[label] <= LABEL_MIN + PADDING:
+            return fit, None
+        widths[label] = LABEL_MIN + PADDING
+        cut = fit_columns(columns, widths, width, offset=self._offset, marker=marker)
+        return (cut, LABEL_MIN) if cut.hidden < fit.hidden else (fit, None)
+
+    def _cell(self, row: TrialRow, n: int, label_width: int | None) -> str:
+        text = row.cells[n]
+        if label_width is not None and self._ids[n] == "label" and len(text) > label_width:
+            return text[: label_width - 1] + "…"
+        return text
+
+    def _draw(self, *, force: bool = False) -> None:
+        """(Re)build the table when its rows or the columns that fit changed."""
+        fit, label_width = self._fit()
+        key = (self._rows, fit, label_width)
+        if not force and key == self._drawn:
+            return
+        self._drawn = key
+        table = self.table
+        previous = self.selected_key
+        at_end = previous is None or (bool(self._rows) and previous == self._rows[-1].key)
+        table.clear(columns=True)
+        for n in fit.shown:
+            column = BY_ID[self._ids[n]]
+            table.add_column(column.header, key=column.id)
+        if fit.hidden:
+            table.add_column(MORE_COLUMNS.format(n=fit.hidden), key=MARKER_KEY)
+        for row in self._rows:
+            cells = [self._cell(row, n, label_width) for n in fit.shown]
+            cells += [""] if fit.hidden else []
+            table.add_row(*cells, key=row.key)
+        if not self._rows:
+            return
+        keys = [row.key for row in self._rows]
+        target = len(keys) - 1 if at_end or previous not in keys else keys.index(previous)
+        table.move_cursor(row=target, animate=False)
+        if keys[target] != previous:
+            self.post_message(self.Selected(keys[target]))
+
     def show_rows(self, rows: tuple[TrialRow, ...]) -> None:
         """Replace the table's rows when they changed; follow the newest trial by default."""
         if rows == self._rows:
             return
-        table = self.table
-        previous = self.selected_key
-        at_end = previous is None or (self._rows and previous == self._rows[-1].key)
         self._rows = rows
-        if rows and rows[0].columns != self._columns:
-            self._set_columns(rows[0].columns)
-        table.clear()
-        for row in rows:
-            table.add_row(*row.cells, key=row.key)
-        if not rows:
-            return
-        keys = [row.key for row in rows]
-        target = len(rows) - 1 if at_end or previous not in keys else keys.index(previous)
-        table.move_cursor(row=target, animate=False)
-        self.post_message(self.Selected(keys[target]))
+        if rows:
+            self._ids = rows[0].columns
+        self._draw()
+
+    @on(TrialsTable.Resized)
+    def _resized(self, event: TrialsTable.Resized) -> None:
+        event.stop()
+        self._draw()
+
+    @on(TrialsTable.Shift)
+    def _shift(self, event: TrialsTable.Shift) -> None:
+        event.stop()
+        self._offset = max(0, self._offset + event.delta)
+        self._draw()
 
     def show_details(self, details: TrialDetails | None) -> None:
         if self._details_shown and details == self._details:
