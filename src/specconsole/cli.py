@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "specconsole.commands.bench",
     "specconsole.commands.sweep",
     "specconsole.commands.report",
+    "specconsole.commands.best",
     "specconsole.commands.tui",
     "specconsole.commands.sim",
     "specconsole.commands.boxcmd",

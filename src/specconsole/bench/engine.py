@@ -123,8 +123,9 @@ class LadderRun:
             self._repeat, self._prompt_index = repeat, 0
             self._rng = random.Random(self.plan.seed)
             levels, error = await self._ladder()
-            if levels or not runs:
-                runs.append(tuple(levels))
+            if levels or not runs:  # in the ladder's order, whichever level ran first
+                place = {c: i for i, c in enumerate(self.plan.ladder)}
+                runs.append(tuple(sorted(levels, key=lambda lv: place.get(lv.max_concurrency, 0))))
         if self._model is not None:
             settings["model"] = self._model
         return BenchResult(
@@ -142,7 +143,8 @@ class LadderRun:
         """One run of the ladder: its levels and why it stopped early (None if it did not)."""
         assert self._cancel is not None
         levels: list[LevelMetrics] = []
-        for index, concurrency in enumerate(self.plan.ladder):
+        for index in self.plan.order():  # the lead level first (pruning), then the ladder's
+            concurrency = self.plan.ladder[index]
             if self._cancel.is_set():
                 break
             try:

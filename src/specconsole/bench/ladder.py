@@ -107,6 +107,14 @@ class LadderPlan:
     spec_counters: dict[str, Any] | None = None
     """The engine's speculative-decoding counters (``SpecCounters.to_dict()``), snapshotted
     around each measured level (:mod:`specconsole.bench.acceptance`); None: not read."""
+    lead: int | None = None
+    """Run the level at this concurrency first (incumbent pruning decides there), then the
+    rest in ladder order; indices and results stay the ladder's."""
+
+    def order(self) -> list[int]:
+        """Indices into ``ladder`` in the order the levels run (the lead level first)."""
+        first = [i for i, c in enumerate(self.ladder) if c == self.lead][:1]
+        return first + [i for i in range(len(self.ladder)) if i not in first]
 
     def requests_for(self, concurrency: int) -> int | None:
         """Measured requests at a level (None in duration mode)."""
@@ -187,6 +195,7 @@ class LadderPlan:
             "window_s": self.window_s,
             "window_tokens": self.window_tokens,
             "spec_counters": None if self.spec_counters is None else dict(self.spec_counters),
+            "lead": self.lead,
         }
 
     @classmethod

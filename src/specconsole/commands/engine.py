@@ -32,14 +32,14 @@ from specconsole.core.config.model import (
     config_to_table,
     replace_config,
 )
-from specconsole.core.config.render import to_argv, to_command
-from specconsole.core.config.systemd import UnitOptions, to_unit
 from specconsole.core.config.validation import errors, validate
 from specconsole.core.engine.registry import engine_for, engine_names
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.load_summary import LoadSummary, summarize
 from specconsole.core.plans.decoding import DecodeError, decode_text
+from specconsole.core.plans.launch import RENDER_FORMS, launch_text
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.profile import ServiceProfile
 
 MAX_PLAN_TRIALS = 500
 """validate checks at most this many trial configurations of a sweep plan."""
@@ -83,9 +83,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument(
         "--as",
         dest="form",
-        choices=("argv", "command", "unit"),
+        choices=RENDER_FORMS,
         default="command",
-        help="argv (JSON list), command (shell-quoted line, with env) or unit (systemd)",
+        help="argv (JSON list), command (shell-quoted line, with env; secrets sourced from "
+        "their EnvironmentFile) or unit (systemd)",
     )
     r.add_argument(
         "--trial",
@@ -295,15 +296,13 @@ def _render_cmd(args: argparse.Namespace) -> int:
     config = _with_version(config, args.engine_version)
     if label:
         print(f"{args.file}: rendering {label}", file=err)
-    try:
-        if args.form == "argv":
-            print(json.dumps(to_argv(config)), file=out)
-        elif args.form == "command":
-            print(to_command(config, with_env=True), file=out)
-        else:
-            name = document.get("name")
-            options = UnitOptions(description=name if isinstance(name, str) and name else None)
-            out.write(to_unit(config, options))
+    name = document.get("name")
+    try:  # the one launch renderer (``best`` prints the same bytes); secrets by reference
+        service = _service(document, args.file)
+        name = name if isinstance(name, str) and name else None
+        out.write(launch_text(config, args.form, service, name=name))
+    except _InputError as exc:
+        return _fail(str(exc), err)
     except ConfigError as exc:
         return _fail(f"{args.file}: {exc}", err)
     n_errors, _ = _check([(label, config)], err, quiet=True)  # validate's errors, verbatim
@@ -315,6 +314,20 @@ def _render_cmd(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _service(document: dict[str, Any], path: str) -> ServiceProfile:
+    """The file's ``[service]`` (where a secret's ``EnvironmentFile=`` is, the unit's scope);
+    the default one without it."""
+    from specconsole.core.plans.profile import ProfileError, parse_service
+
+    table = document.get("service")
+    if table is None:
+        return ServiceProfile()
+    try:
+        return parse_service(table)
+    except (ProfileError, TypeError) as exc:
+        raise _InputError(f"{path}: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -381,6 +381,9 @@ class BenchSpec:
     """Steady window length in seconds (2 s when neither bound is given)."""
     window_tokens: int | None = None
     """Steady window: end once this many output tokens streamed (whichever bound first)."""
+    lead: int | None = None
+    """Run this ladder level first, then the others in order (incumbent pruning: the level
+    that decides the objective, core.search.prune); results keep the ladder's order."""
     spec_counters: SpecCounters | None = None
     """The engine's speculative-decoding counters, snapshotted around each level (not a plan
     key: the trial's engine supplies them, ``Endpoints.spec_counters``)."""

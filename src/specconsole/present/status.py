@@ -10,7 +10,7 @@ sentence, a branch in ``status_detail``; until then it reads as its enum value w
 from __future__ import annotations
 
 from specconsole.core.machine.state import TrialRecord, TrialStatus
-from specconsole.present.formats import format_int
+from specconsole.present.formats import format_int, format_rate
 from specconsole.present.labels import load_stage_label
 
 STATUS_WORDS: dict[TrialStatus, str] = {
@@ -24,6 +24,7 @@ STATUS_WORDS: dict[TrialStatus, str] = {
     TrialStatus.INFEASIBLE: "infeasible",
     TrialStatus.SKIPPED: "skipped",
     TrialStatus.CANCELLED: "cancelled",
+    TrialStatus.PRUNED: "pruned",
 }
 """The short word of each status (tables, charts' legends, headless lines)."""
 
@@ -53,4 +54,11 @@ def status_detail(record: TrialRecord) -> str:
     predicted = record.predicted
     if record.status is TrialStatus.INFEASIBLE and predicted is not None:
         return f"{word} (predicted {format_int(predicted.predicted_tokens)} tokens)"
+    prune = record.prune
+    if record.status is TrialStatus.PRUNED and prune is not None:
+        where = f"{prune.metric} at c={prune.concurrency}" if prune.concurrency else "rate probe"
+        return (
+            f"{word} ({where}: {format_rate(prune.value, 1)} vs best trial {prune.incumbent + 1}'s "
+            f"{format_rate(prune.incumbent_value, 1)})"
+        )
     return word

@@ -34,6 +34,7 @@ from specconsole.core.config.unit import (
     is_generated,
     split_cat,
 )
+from specconsole.core.plans import launch
 from specconsole.core.plans.profile import ServiceProfile, UnitScope, UnitTemplate
 from specconsole.core.ports import (
     ConnectionLost,
@@ -80,8 +81,9 @@ _CLD_KILLED = {"2", "3", "killed", "dumped"}
 
 
 def unit_options(scope: UnitScope = UnitScope.SYSTEM) -> UnitOptions:
-    """Rendering options of a generated unit for the manager's scope."""
-    return UnitOptions(wanted_by="default.target") if scope is UnitScope.USER else UnitOptions()
+    """Rendering options of a generated unit for the manager's scope (the rule is the one
+    ``render`` and ``best`` print with, ``core.plans.launch``)."""
+    return launch.unit_options(scope)
 
 
 def render_unit(config: ServerConfig, scope: UnitScope = UnitScope.SYSTEM) -> str:
@@ -206,7 +208,7 @@ class SystemdBackend:
     def env_file(self) -> str:
         """The secret ``EnvironmentFile=`` (0600, next to the backups)."""
         assert self._store is not None
-        return f"{self._store.backup_dir}/{self.unit}-env"
+        return launch.secret_env_file(self._profile, self._store.backup_dir)
 
     async def cat(self) -> tuple[str | None, str]:
         """(main unit text, drop-ins text) as ``systemctl cat`` shows them; (None, '')

@@ -26,6 +26,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.core.measure.acceptance import CounterAcceptance
+from specconsole.core.measure.trials import PruneInfo, RateProbe
 from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
 from specconsole.present.labels import config_label
 
@@ -164,6 +165,46 @@ def _prediction_from_dict(data: Mapping[str, Any]) -> CapacityPrediction:
     )
 
 
+def _prune_to_dict(info: PruneInfo) -> dict[str, Any]:
+    return {
+        "metric": info.metric,
+        "value": info.value,
+        "incumbent": info.incumbent,
+        "incumbent_value": info.incumbent_value,
+        "threshold": info.threshold,
+        "concurrency": info.concurrency,
+    }
+
+
+def _prune_from_dict(data: Mapping[str, Any]) -> PruneInfo:
+    return PruneInfo(
+        metric=str(data["metric"]),
+        value=float(data["value"]),
+        incumbent=int(data["incumbent"]),
+        incumbent_value=float(data["incumbent_value"]),
+        threshold=float(data["threshold"]),
+        concurrency=_opt_int(data.get("concurrency")),
+    )
+
+
+def _probe_to_dict(probe: RateProbe) -> dict[str, Any]:
+    return {
+        "rate": probe.rate,
+        "met": probe.met,
+        "missed": probe.missed,
+        "level": _level_to_dict(probe.level),
+    }
+
+
+def _probe_from_dict(data: Mapping[str, Any]) -> RateProbe:
+    return RateProbe(
+        rate=float(data["rate"]),
+        level=_level_from_dict(data["level"]),
+        met=bool(data["met"]),
+        missed=str(data.get("missed", "")),
+    )
+
+
 def record_to_dict(
     record: TrialRecord, *, label: str | None = None, bench: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -209,6 +250,11 @@ def record_to_dict(
     }
     if record.box:
         out["box"] = record.box
+    if record.prune is not None:
+        out["prune"] = _prune_to_dict(record.prune)
+    if record.rate_probes:
+        out["rate_probes"] = [_probe_to_dict(p) for p in record.rate_probes]
+        out["slo_rate"] = record.slo_rate
     if bench is not None:
         out["bench"] = dict(bench)
     return out
@@ -254,6 +300,8 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             note=str(data.get("note", "")),
             deploy_diff=str(data.get("deploy_diff", "")),
             box=str(data.get("box", "")),
+            prune=None if data.get("prune") is None else _prune_from_dict(data["prune"]),
+            rate_probes=tuple(_probe_from_dict(p) for p in data.get("rate_probes", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"trial record is malformed ({type(exc).__name__}: {exc})") from None

@@ -12,11 +12,11 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
+    COUNTED_KINDS,  # noqa: F401 - re-exported: the machine's budget rule reads it here
     ControllerState,
     Notice,
     Phase,
     PhaseStamp,
-    TrialKind,
     TrialRecord,
     TrialStatus,
     close_open_stamp,
@@ -41,12 +41,6 @@ NEEDS_DECISION: frozenset[TrialStatus] = frozenset(
     {TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED, TrialStatus.INVALID}
 )
 """Trial outcomes after which the ``pause`` policy waits for the user."""
-
-
-COUNTED_KINDS: frozenset[TrialKind] = frozenset(
-    {TrialKind.SWEEP, TrialKind.MANUAL, TrialKind.RETRY, TrialKind.REATTACH}
-)
-"""Trial kinds that count against ``max_trials``."""
 
 
 WATCHED_PHASES: frozenset[Phase] = frozenset(

@@ -22,11 +22,11 @@ from specconsole.core.machine.common import (
     _notice,
     _require_trial,
 )
+from specconsole.core.machine.measuring import benchmark_plan, progress_for
 from specconsole.core.machine.state import (
     RESTING_PHASES,
     ControllerState,
     Deployed,
-    LevelProgress,
     Phase,
     PhaseStamp,
     TrialKind,
@@ -251,22 +251,10 @@ def _trial_bench_spec(state: ControllerState) -> BenchSpec:
 
 
 def _start_benchmark(state: ControllerState, at: float) -> Result:
-    spec = _trial_bench_spec(state)
-    progress = tuple(
-        LevelProgress(
-            concurrency=c,
-            total=_planned_requests(spec, c),
-            planned_duration_s=spec.duration_s if spec.requests_per_level is None else None,
-        )
-        for c in spec.ladder
-    )
-    new = replace(_enter(state, Phase.BENCHMARKING, at), bench=progress)
+    # the deciding level first under pruning, or a rate search's first probe (measuring)
+    spec = benchmark_plan(state, _trial_bench_spec(state))
+    new = replace(_enter(state, Phase.BENCHMARKING, at), bench=progress_for(spec))
     return new, (fx.RunBenchmark(epoch=state.epoch, spec=spec),)
-
-
-def _planned_requests(spec: BenchSpec, concurrency: int) -> int:
-    """Measured requests a level will send, or 0 (unknown up front) in duration mode."""
-    return spec.requests_at(concurrency) or 0
 
 
 def _on_flushed(state: ControllerState, event: ev.Event) -> Result:

@@ -26,6 +26,7 @@ from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
 from specconsole.core.measure.trials import (
     BUSY_PHASES,
+    COUNTED_KINDS,
     RESTING_PHASES,
     CapacityPrediction,
     CrashInfo,
@@ -38,12 +39,14 @@ from specconsole.core.measure.trials import (
     close_open_stamp,
 )
 from specconsole.core.plans.plan import CrashPolicy, SweepPlan
+from specconsole.core.search.eta import Costs
 
 if TYPE_CHECKING:
     from specconsole.core.machine.events import Intent
 
 __all__ = [  # the trial records are re-exported: views import the whole vocabulary here
     "BUSY_PHASES",
+    "COUNTED_KINDS",
     "RESTING_PHASES",
     "BoxProbe",
     "CapacityPrediction",
@@ -92,6 +95,8 @@ class LevelProgress:
     """The run of the ladder this progress is about (0-based)."""
     repeat_count: int = 1
     """Runs of the ladder planned (``[bench] repeats``)."""
+    request_rate: float | None = None
+    """A rate search's probe: the Poisson rate offered (req/s; ``max_rate_under_slo``)."""
 
     @property
     def fraction(self) -> float:
@@ -202,6 +207,9 @@ class ControllerState:
     """Pause once the current trial is recorded (also set for a manual trial started while
     the sweep is paused, so it stays paused afterwards)."""
     sweep_started_at: float | None = None
+    eta_prior: Costs | None = None
+    """Trial costs learnt from the box's last session (``core.search.eta``): the ETA's and
+    the wall-time budget's basis before this session finished a trial."""
     skipped_configs: tuple[ServerConfig, ...] = ()
     """Configurations the user chose to skip (the strategy never proposes them again)."""
     notice: Notice | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specconsole.core.machine import events as ev
+from specconsole.core.machine import measuring
 from specconsole.core.machine.common import (
     LOG_TAIL_LINES,
     WATCHED_PHASES,
@@ -57,6 +58,7 @@ from specconsole.core.machine.pipeline import (
     _on_restarted,
     _on_server_info,
     _on_validated,
+    _trial_bench_spec,
 )
 from specconsole.core.machine.state import (
     BUSY_PHASES,
@@ -152,7 +154,22 @@ def _on_box_probed(state: ControllerState, event: ev.Event) -> Result:
             new = replace(new, connection=ConnectionState.CONNECTED)
         return new, ()
     new = replace(new, connection=ConnectionState.LOST)
-    return _notice(new, "error", f"box unreachable: {probe.error}", event.at), ()
+    word = "box not usable" if probe.error_kind == "sudo" else "box unreachable"
+    return _notice(new, "error", f"{word}: {probe.error}", event.at), ()
+
+
+def _on_level_finished(state: ControllerState, event: ev.Event) -> Result:
+    """A level's figures (the pipeline's), then pruning's verdict on them (measuring)."""
+    assert isinstance(event, ev.BenchLevelFinished)
+    return measuring.after_level(state, event, _on_bench_level_finished(state, event))
+
+
+def _on_benchmark_done(state: ControllerState, event: ev.Event) -> Result:
+    """A rate probe's outcome goes to the rate search (measuring); any other benchmark's,
+    or one that measured nothing, to the pipeline."""
+    assert isinstance(event, ev.BenchFinished)
+    probed = measuring.after_probe(state, event, _trial_bench_spec(state))
+    return probed if probed is not None else _on_bench_finished(state, event)
 
 
 def _ignore(state: ControllerState, event: ev.Event) -> Result:
@@ -221,8 +238,8 @@ _on((Phase.LOADING,), ev.TimerFired, _on_timer)
 _on((Phase.READY,), ev.ServerInfoFetched, _on_server_info)
 _on((Phase.FLUSHING,), ev.CacheFlushed, _on_flushed)
 _on((Phase.BENCHMARKING,), ev.BenchProgressed, _on_bench_progress)
-_on((Phase.BENCHMARKING,), ev.BenchLevelFinished, _on_bench_level_finished)
-_on((Phase.BENCHMARKING,), ev.BenchFinished, _on_bench_finished)
+_on((Phase.BENCHMARKING,), ev.BenchLevelFinished, _on_level_finished)
+_on((Phase.BENCHMARKING,), ev.BenchFinished, _on_benchmark_done)
 _on((Phase.RECORDING,), ev.TrialRecorded, _on_recorded)
 _on((Phase.RECORDING,), ev.OperationFailed, _on_record_failed)
 _on((Phase.CRASHED,), ev.ServerStopped, _on_crashed_server_down)

@@ -32,6 +32,7 @@ from specconsole.core.machine.state import (
     close_open_stamp,
 )
 from specconsole.core.plans.plan import CrashPolicy
+from specconsole.core.search.eta import budget_refusal
 from specconsole.core.search.strategy import Proposal, next_trial, stop_reason
 
 
@@ -110,6 +111,16 @@ def _continue_sweep(state: ControllerState, at: float) -> Result:
         raise IllegalTransition(state.phase, ev.StartSweep(at=at), "no plan loaded")
     reason = _budget_reason(state, at)
     proposal = None if reason else _propose(state)
+    if proposal is not None:  # a trial that cannot finish inside the wall budget is not begun
+        reason = budget_refusal(
+            state.plan,
+            (*(state.pool.trials if state.pool else ()), *state.trials),
+            proposal.config,
+            now=at,
+            started_at=state.sweep_started_at,
+            prior=state.eta_prior,
+        )
+        proposal = None if reason else proposal
     if proposal is None:
         reason = reason or stop_reason(state.plan, state.trials)
         done = replace(

@@ -100,6 +100,10 @@ class TrialStatus(StrEnum):
     SKIPPED = "skipped"
     """Skipped by the user's decision."""
     CANCELLED = "cancelled"
+    PRUNED = "pruned"
+    """Loaded, benchmarked first at the level that decides the objective and stopped there:
+    it fell short of the best trial beyond the noise (``[sweep] prune``, core.search.prune).
+    Neither a success nor a failure; never the best (``TrialRecord.prune`` says why)."""
 
 
 class TrialKind(StrEnum):
@@ -117,6 +121,12 @@ class TrialKind(StrEnum):
     """Resumed session: the planned configuration is already up, so no restart."""
     ROLLBACK = "rollback"
     """Redeploy the last good configuration so the box serves again; not benchmarked."""
+
+
+COUNTED_KINDS: frozenset[TrialKind] = frozenset(
+    {TrialKind.SWEEP, TrialKind.MANUAL, TrialKind.RETRY, TrialKind.REATTACH}
+)
+"""Trial kinds that count against ``max_trials``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +207,37 @@ def _spread(n: int, mean: float, ci: tuple[float, float] | None) -> Spread | Non
     if n < 2 or ci is None:
         return None
     return Spread.from_interval(n, mean, ci[0], ci[1])
+
+
+@dataclass(frozen=True, slots=True)
+class PruneInfo:
+    """Why a trial was pruned: the figure that decided it against the incumbent's."""
+
+    metric: str
+    """The objective's metric as named in the plan (``aggregate_at_32``, ``max_rate_under_slo``)."""
+    value: float
+    """The candidate's figure at the deciding level (or rate probe)."""
+    incumbent: int
+    """The best trial's index when the decision was made."""
+    incumbent_value: float
+    threshold: float
+    """The candidate had to reach this to stay in (the incumbent's figure less the noise)."""
+    concurrency: int | None = None
+    """The deciding ladder level (None for a rate probe)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateProbe:
+    """One Poisson request rate tried by ``objective = "max_rate_under_slo"``."""
+
+    rate: float
+    """Requests per second offered."""
+    level: LevelSummary
+    """What the probe measured (its concurrency is the in-flight cap)."""
+    met: bool
+    """Every SLO constraint held at this rate."""
+    missed: str = ""
+    """The constraints it missed, with the figures (``ttft_p99_ms_at_64 2,310 > 2000``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +327,10 @@ class TrialRecord:
     """The unified diff this trial's deploy made on the box (environment values redacted)."""
     box: str = ""
     """The pool member that ran the trial ('' for a one-box session)."""
+    prune: PruneInfo | None = None
+    """Set when the trial was pruned (status ``pruned``): the figure that decided it."""
+    rate_probes: tuple[RateProbe, ...] = ()
+    """``max_rate_under_slo``: every rate probe, in the order they ran."""
 
     @property
     def effective(self) -> ServerConfig:
@@ -293,6 +338,12 @@ class TrialRecord:
         was validated, else the requested one. Every view and action reads this; ``config``
         stays the trial's identity for the strategy (``core.config.effective``)."""
         return self.normalized or self.config
+
+    @property
+    def slo_rate(self) -> float | None:
+        """The highest probed request rate at which every SLO constraint held (None: no
+        rate search, or no probe met them)."""
+        return max((p.rate for p in self.rate_probes if p.met), default=None)
 
     @property
     def single_request_tok_s(self) -> float | None:

@@ -69,6 +69,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
         MetricKind("peak_aggregate", Direction.MAXIMIZE, "tok/s", False),
         MetricKind("accept_length", Direction.MAXIMIZE, "tokens", False),
         MetricKind("capacity", Direction.MAXIMIZE, "KV tokens", False),
+        MetricKind("max_rate_under_slo", Direction.MAXIMIZE, "req/s", False),
         MetricKind("aggregate_at", Direction.MAXIMIZE, "tok/s", True, "output_tok_s"),
         MetricKind("per_request_at", Direction.MAXIMIZE, "tok/s", True, "per_request_tok_s"),
         MetricKind("ttft_p50_ms_at", Direction.MINIMIZE, "ms", True, "ttft_p50_ms"),
@@ -86,9 +87,9 @@ METRIC_ALIASES = {
 """The record's own key names are accepted too."""
 
 METRIC_HELP = (
-    "single_request, peak_aggregate, accept_length, capacity, aggregate_at_C, "
-    "per_request_at_C, ttft_p50_ms_at_C, ttft_p99_ms_at_C, itl_p50_ms_at_C, itl_p99_ms_at_C "
-    "(C: a concurrency of the [bench] ladder)"
+    "single_request, peak_aggregate, accept_length, capacity, max_rate_under_slo, "
+    "aggregate_at_C, per_request_at_C, ttft_p50_ms_at_C, ttft_p99_ms_at_C, itl_p50_ms_at_C, "
+    "itl_p99_ms_at_C (C: a concurrency of the [bench] ladder)"
 )
 
 
@@ -132,6 +133,8 @@ class Metric:
             return _point(trial.accept_length)
         if name == "capacity":
             return _point(None if trial.capacity is None else float(trial.capacity))
+        if name == "max_rate_under_slo":  # the rate search's answer (core.search.ratesearch)
+            return _point(trial.slo_rate)
         level = next((lv for lv in trial.levels if lv.concurrency == self.concurrency), None)
         return _level_interval(level, self.kind.level_field)
 

@@ -74,6 +74,7 @@ from specconsole.core.plans.plan import (
 )
 from specconsole.core.plans.pool import PoolError, parse_boxes
 from specconsole.core.plans.profile import Profile, ProfileError, TransportKind, parse_profile
+from specconsole.core.plans.ratespec import RateSpecError, parse_rate_search, rate_search_document
 from specconsole.core.plans.tables import (
     check_keys,
     parse_axes,
@@ -119,6 +120,8 @@ _SWEEP_KEYS = {
     "start_at_base",
     "seed",
     "finally",
+    "prune",
+    "rate_search",
 }
 
 
@@ -203,7 +206,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         kw["max_wall_s"] = float(plan_number(sweep["max_wall_s"], "[sweep] max_wall_s"))
     if "load_timeout" in sweep:
         kw["load_timeout_s"] = float(plan_number(sweep["load_timeout"], "[sweep] load_timeout"))
-    for key in ("skip_infeasible", "start_at_base"):
+    for key in ("skip_infeasible", "start_at_base", "prune"):
         if key in sweep:
             if not isinstance(sweep[key], bool):
                 raise PlanError(f"[sweep] {key} must be true or false")
@@ -218,6 +221,10 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     except ObjectiveError as exc:
         raise PlanError(str(exc)) from None
     kw["goal"] = goal
+    try:
+        kw["rate_search"] = parse_rate_search(sweep.get("rate_search"), goal, bench.ladder)
+    except RateSpecError as exc:
+        raise PlanError(str(exc)) from None
     for key, minimum in (("patience", 0), ("startup_trials", -1), ("seed", -1)):
         if key in sweep:
             kw[key] = plan_number(sweep[key], f"[sweep] {key}", integer=True, minimum=minimum)
@@ -233,11 +240,11 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
             plan_number(sweep["noise_pct"], "[sweep] noise_pct", minimum=-1e-12)
         )
     strategy = kw.get("strategy", StrategyKind.GRID)
-    if strategy is StrategyKind.OPTIMIZE:
+    if strategy in (StrategyKind.OPTIMIZE, StrategyKind.STAGED):
         if not axes:
             raise PlanError(
-                '[sweep] strategy = "optimize" needs [sweep.axes] with the axes to search, '
-                "e.g. speculative_num_steps = { min = 1, max = 10 }"
+                f'[sweep] strategy = "{strategy.value}" needs [sweep.axes] with the axes to '
+                "search, e.g. speculative_num_steps = { min = 1, max = 10 }"
             )
         kw.setdefault("skip_infeasible", True)  # a predicted crash is not deployed by default
     elif strategy is not StrategyKind.GRID:
@@ -330,6 +337,10 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
             sweep["startup_trials"] = plan.startup_trials
     if plan.goal != DEFAULT_GOAL:
         sweep.update(goal_document(plan.goal))
+    if plan.prune is not None:
+        sweep["prune"] = plan.prune
+    if plan.rate_search is not None:
+        sweep["rate_search"] = rate_search_document(plan.rate_search)
     left_out = _bench_keys_left_out(plan)
     return {
         "name": plan.name,

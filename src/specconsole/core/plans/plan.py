@@ -20,6 +20,7 @@ from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
 from specconsole.core.plans.pool import Box
 from specconsole.core.plans.profile import Profile
+from specconsole.core.plans.ratespec import RateSearchSpec
 from specconsole.core.ports import BenchSpec, Placement
 
 
@@ -50,6 +51,16 @@ class StrategyKind(StrEnum):
     OPTIMIZE = "optimize"
     """Sample-efficient constrained search over every axis (``core.search.optimize``): learns where
     loads crash, skips configurations predicted not to load, stops on convergence."""
+    STAGED = "staged"
+    """The capacity axes first (speculation as in the base), then the speculative axes on
+    the winner (``core.search.staged``)."""
+
+
+PRUNING_STRATEGIES: frozenset[StrategyKind] = frozenset(
+    {StrategyKind.OPTIMIZE, StrategyKind.STAGED}
+)
+"""Strategies that prune by default (``[sweep] prune``): searches, whose losers need no full
+ladder; a grid, boundary or plateau walk keeps its table complete."""
 
 
 DEFAULT_LOAD_TIMEOUT_S = 15 * 60.0
@@ -110,6 +121,12 @@ class SweepPlan:
     """``[sweep] objective`` and ``constraints``: what "best" means (``core.plans.objective``)."""
     finally_action: str = "best"
     """``[sweep] finally``: one of :data:`FINALLY_CHOICES` (``best`` by ``goal``)."""
+    prune: bool | None = None
+    """``[sweep] prune``: benchmark a candidate first where the objective is decided and stop
+    it there when it falls short of the best beyond the noise (None: the strategy's default,
+    :attr:`pruning`)."""
+    rate_search: RateSearchSpec | None = None
+    """``[sweep.rate_search]`` when the objective is ``max_rate_under_slo`` (else None)."""
     name: str = ""
     description: str = ""
     profile: Profile = field(default_factory=Profile)
@@ -131,6 +148,12 @@ class SweepPlan:
         if self.axis is not None:
             return self.axis
         return self.axes[0][0] if self.axes else None
+
+    @property
+    def pruning(self) -> bool:
+        """Whether trials are pruned: ``prune`` when given, else on for the searches
+        (``optimize``, ``staged``) and off for the walks (seed tables stay complete)."""
+        return self.prune if self.prune is not None else self.strategy in PRUNING_STRATEGIES
 
     @property
     def grid_size(self) -> int:

@@ -158,7 +158,9 @@ def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
     return placement, url.rstrip("/")
 
 
-_DERIVED_BENCH_FIELDS: frozenset[str] = frozenset({"output_len_from_dataset", "spec_counters"})
+_DERIVED_BENCH_FIELDS: frozenset[str] = frozenset(
+    {"output_len_from_dataset", "spec_counters", "lead"}
+)
 """BenchSpec fields a plan does not write: they follow from the keys it does (or, for the
 speculative-decoding counters, from the trial's engine)."""
 

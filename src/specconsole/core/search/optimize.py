@@ -17,8 +17,9 @@ How a proposal is made:
 1. Every recorded trial whose configuration lies in the plan's space (base + axes; trials of
    earlier strategies included) becomes an observation: ``ok`` → the objective's score with
    the constraints' violation; ``crashed`` / ``load_timeout`` / ``failed`` / ``infeasible``
-   / ``invalid`` → infeasible (violation 1). Numeric axes are encoded as the index into
-   their sorted values (so TPE sees their order), others as categories
+   / ``invalid`` → infeasible (violation 1); ``pruned`` → the figure that decided it (it
+   fell short of the best there, so TPE ranks it low, never as the best). Numeric axes are
+   encoded as the index into their sorted values (so TPE sees their order), others as categories
    (``core.search.space``).
 2. Without observations the first point is the plan's base configuration (Optuna's
    ``enqueue_trial``; ``start_at_base = false`` leaves it to the sampler), then TPE samples
@@ -67,7 +68,13 @@ from specconsole.core.search.space import SHORT as _SHORT
 from specconsole.core.search.space import Axis, decode, encode, point_label, project, space
 
 LOADS: frozenset[TrialStatus] = frozenset(
-    {TrialStatus.OK, TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED}
+    {
+        TrialStatus.OK,
+        TrialStatus.CRASHED,
+        TrialStatus.LOAD_TIMEOUT,
+        TrialStatus.FAILED,
+        TrialStatus.PRUNED,
+    }
 )
 """Outcomes that cost a deploy and a load: they count towards convergence."""
 INFEASIBLE: frozenset[TrialStatus] = frozenset(
@@ -126,10 +133,15 @@ def observations(plan: SweepPlan, trials: Iterable[TrialRecord]) -> list[Observa
     axes = space(plan)
     out: list[Observation] = []
     for t in trials:
-        if t.status is not TrialStatus.OK and t.status not in INFEASIBLE:
+        scored = t.status in (TrialStatus.OK, TrialStatus.PRUNED)
+        if not scored and t.status not in INFEASIBLE:
             continue
         params = encode(plan, axes, t.config)
         if params is None:
+            continue
+        if t.status is TrialStatus.PRUNED:  # its deciding figure; the constraints unread
+            values = _values(plan.goal, t)
+            out.append(Observation(t, params, values, 0.0 if values is not None else 1.0))
             continue
         values = _values(plan.goal, t) if t.status is TrialStatus.OK else None
         violation = plan.goal.violation(t) if t.status is TrialStatus.OK else None

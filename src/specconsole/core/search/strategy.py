@@ -14,13 +14,16 @@ Strategies (``core.plans.plan.StrategyKind``):
   a failure are not tried. With several axes, each combination of the *other* axes is walked
   on its own.
 * ``optimize``: a constrained, model-guided search over every axis (``core.search.optimize``).
+* ``staged``: the capacity axes first, then the speculative axes on the winner
+  (``core.search.staged``).
 * ``plateau``: walk the axis upwards while single-request tok/s gains at least
   ``min_gain_pct`` percent over the previous success and peak aggregate tok/s does not fall;
   stop that walk at the first flat or worse step, or at a failure.
 
 Trial outcomes: ``ok`` counts as success; ``crashed``, ``load_timeout``, ``infeasible``,
 ``invalid`` and ``failed`` count as failure; ``cancelled`` trials do not count (resume tries
-them again) and ``skipped`` configurations are never proposed again.
+them again) and ``skipped`` configurations are never proposed again. A ``pruned`` trial
+(``core.search.prune``) is neither: it loaded, so it is never proposed again, but it lost.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.core.search import staged
 
 SUCCESS: frozenset[TrialStatus] = frozenset({TrialStatus.OK})
 FAILURE: frozenset[TrialStatus] = frozenset(
@@ -74,8 +78,8 @@ def _outcomes(
             status[t.config] = t.status
     blocked = set(status) | set(skipped)
     for t in trials:
-        if t.status in (TrialStatus.SKIPPED, TrialStatus.DEGRADED):
-            blocked.add(t.config)  # degraded: inconclusive, neither a success nor a failure
+        if t.status in (TrialStatus.SKIPPED, TrialStatus.DEGRADED, TrialStatus.PRUNED):
+            blocked.add(t.config)  # degraded: inconclusive; pruned: loaded, and lost
     return status, blocked
 
 
@@ -116,6 +120,9 @@ def next_trial(
 
         suggestion = optimize.suggest(plan, trials, skipped, pending)
         return None if suggestion is None else Proposal(suggestion.config, suggestion.reason)
+    if plan.strategy is StrategyKind.STAGED:
+        picked = staged.next_config(plan, trials, skipped, pending)
+        return None if picked is None else Proposal(*picked)
     status, blocked = _outcomes(trials, skipped)
     pending = [cfg for cfg in pending if cfg not in status]
     blocked.update(pending)
@@ -255,6 +262,8 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     verdict = assess(trials, plan.goal)
     if plan.strategy is StrategyKind.OPTIMIZE:
         return (verdict.sentence,)
+    if plan.strategy is StrategyKind.STAGED:
+        return (*staged.findings(plan, trials), verdict.sentence)
     repeated = verdict.best is not None and any(lv.repeats > 1 for lv in verdict.best.levels)
     ties = (verdict.sentence,) if verdict.tied and repeated else ()
     if plan.strategy is StrategyKind.GRID or plan.walk_axis is None:

@@ -1,0 +1,98 @@
+"""``specconsole best SESSION``: the best trial's exact launch, ready to paste onto the box.
+
+Why: the point of a sweep is the command line to run afterwards. This prints the best trial
+(by the plan's objective, or ``--objective``; the report's rule) as it ran — its normalized
+configuration in the flag names of the box's release — rendered by the same function
+``render`` uses (``core.plans.launch``), so ``best --as plan`` fed to ``render`` prints these
+bytes again. Secrets are never printed: a secret variable is a reference to the
+``EnvironmentFile=`` the systemd backend keeps it in.
+
+Output: the launch on standard output; on standard error one line naming the trial and its
+figure. Exit codes: 0 printed, 1 no trial meets the goal (nothing printed), 2 the session or
+the objective cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from specconsole.commands.common import error
+from specconsole.core.plans.launch import LaunchForm, best_launch
+from specconsole.core.plans.objective import Goal, ObjectiveError
+
+EXIT_NONE = 1
+EXIT_INPUT = 2
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    b = subparsers.add_parser(
+        "best",
+        help="print the best trial's exact launch (command, argv, unit or [server] table)",
+        description=(
+            "Print the best trial of the session folder SESSION as it ran, for the box's "
+            "release: a command line, argv, a systemd unit or a [server] table that "
+            "`specconsole render` renders to the same text. Secrets are references to their "
+            "EnvironmentFile, never values."
+        ),
+    )
+    b.add_argument("session", type=Path, help="the session folder")
+    b.add_argument(
+        "--as",
+        dest="form",
+        choices=[f.value for f in LaunchForm],
+        default=LaunchForm.COMMAND.value,
+        help="command (default), argv (JSON), unit (systemd) or plan (a [server] table)",
+    )
+    b.add_argument(
+        "--objective",
+        default=None,
+        metavar="METRIC",
+        help="best by this metric instead of the plan's objective (the plan's constraints "
+        "still apply), e.g. single_request or aggregate_at_64",
+    )
+    b.set_defaults(handler=_cmd_best)
+
+
+def _cmd_best(args: argparse.Namespace) -> int:
+    from specconsole.core.plans.goalparse import parse_objective
+    from specconsole.core.plans.plan import PlanError
+    from specconsole.present.labels import record_label
+    from specconsole.present.progress import figure_text
+    from specconsole.session.files import SessionError
+    from specconsole.session.store import Session
+
+    try:
+        session = Session.open(args.session)
+        trials = session.load_trials()
+        plan = session.load_plan()
+    except (SessionError, PlanError) as exc:
+        error(str(exc))
+        return EXIT_INPUT
+    goal = plan.goal
+    if args.objective is not None:
+        try:
+            goal = Goal(parse_objective(args.objective, "--objective"), plan.goal.constraints)
+            goal.check_ladder(plan.bench.ladder, "--objective")
+        except ObjectiveError as exc:
+            error(str(exc))
+            return EXIT_INPUT
+    picked = best_launch(trials, plan, args.form, goal)
+    if picked is None:
+        print(
+            f"specconsole: no trial of {session.path} meets {goal.describe}; nothing to launch",
+            file=sys.stderr,
+        )
+        return EXIT_NONE
+    top = picked.trial
+    release = picked.config.engine_version or "release not recorded"
+    shown = replace(plan, goal=goal)
+    print(
+        f"best: trial {top.index + 1} {record_label(top, plan.base)}, "
+        f"{figure_text(shown, top)} ({picked.config.engine} {release})",
+        file=sys.stderr,
+    )
+    sys.stdout.write(picked.text)
+    return 0

@@ -1,0 +1,161 @@
+"""One configuration's launch on a box, as text: argv, a command line, a unit or a [server] table.
+
+Why one renderer: ``specconsole render`` shows what would be deployed and ``specconsole
+best`` (and the end of a sweep) prints the winner's launch; an operator copies either onto
+the box, so both must print the same bytes for the same configuration and neither may print
+a secret. The rules, once:
+
+* the words come from ``core.config.render`` (the configuration's engine, in its release's
+  flag names: a trial's effective configuration carries the box's release);
+* a secret variable (``core.config.secrets``: ``*TOKEN*``, ``*API_KEY*``…, or listed in
+  ``[service] secret_env``) is never written with its value: the unit names the
+  ``EnvironmentFile=`` the systemd backend writes it to (0600, ``BACKUP_DIR/UNIT-env``) —
+  the same generated unit the backend deploys (``core.config.unit.generate_unit``) — and
+  the command line sources that file (``set -a; . FILE; set +a; …``);
+* the ``plan`` form is a ``[server]`` table (with the ``[service]`` keys that decide the unit
+  and the environment file, and the name) that ``render`` turns into exactly these texts;
+  a secret's value there is the redaction marker.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+import tomli_w
+
+from specconsole.core.config.model import ServerConfig, config_to_table
+from specconsole.core.config.render import to_argv
+from specconsole.core.config.secrets import REDACTED, split_secrets, unredact_config
+from specconsole.core.config.systemd import UnitOptions
+from specconsole.core.config.unit import generate_unit
+from specconsole.core.measure.trials import TrialRecord
+from specconsole.core.plans.objective import Goal, assess
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.profile import ServiceProfile, UnitScope
+
+
+class LaunchForm(StrEnum):
+    COMMAND = "command"
+    """One POSIX shell line: public variables inline, secrets sourced from their file."""
+    ARGV = "argv"
+    """The server's argv as a JSON list (no environment)."""
+    UNIT = "unit"
+    """A whole systemd unit, secrets in its ``EnvironmentFile=``."""
+    PLAN = "plan"
+    """A ``[server]`` table (TOML) that ``render`` reads back to the same launch."""
+
+
+RENDER_FORMS: tuple[str, ...] = ("argv", "command", "unit")
+"""The forms ``render`` prints (``plan`` is ``best``'s way to hand a launch to ``render``)."""
+
+
+def unit_options(
+    scope: UnitScope = UnitScope.SYSTEM, description: str | None = None
+) -> UnitOptions:
+    """Rendering options of a generated unit for the manager's scope (a user manager has
+    no ``multi-user.target``)."""
+    wanted = "default.target" if scope is UnitScope.USER else UnitOptions().wanted_by
+    return UnitOptions(description=description, wanted_by=wanted)
+
+
+def secret_env_file(service: ServiceProfile, backup_dir: str | None = None) -> str:
+    """The 0600 ``EnvironmentFile=`` the systemd backend writes secrets to: ``UNIT-env`` in
+    the backup folder (``backup_dir`` when the caller expanded it on the box)."""
+    return f"{(backup_dir or service.resolved_backup_dir()).rstrip('/')}/{service.unit}-env"
+
+
+def _command(config: ServerConfig, service: ServiceProfile) -> str:
+    public, secret = split_secrets(config.env, service.secret_env)
+    line = shlex.join([*(f"{n}={v}" for n, v in public), *to_argv(config)])
+    if not secret:
+        return line
+    path = shlex.quote(secret_env_file(service))
+    names = ", ".join(name for name, _value in secret)
+    return f"set -a; . {path}; set +a; {line}  # {names} from {secret_env_file(service)}"
+
+
+def _plan(config: ServerConfig, service: ServiceProfile, name: str | None) -> str:
+    _public, secret = split_secrets(config.env, service.secret_env)
+    hidden = {n for n, _v in secret}
+    env = tuple((n, REDACTED if n in hidden else v) for n, v in config.env)
+    table: dict[str, Any] = {
+        "service": {
+            "kind": service.kind.value,
+            "unit": service.unit,
+            "scope": service.scope.value,
+            **({"backup_dir": service.backup_dir} if service.backup_dir else {}),
+            **({"secret_env": list(service.secret_env)} if service.secret_env else {}),
+        },
+        "server": config_to_table(replace(config, env=env)),
+    }
+    if name:
+        table = {"name": name, **table}
+    return tomli_w.dumps(table)
+
+
+def launch_text(
+    config: ServerConfig,
+    form: LaunchForm | str,
+    service: ServiceProfile | None = None,
+    *,
+    name: str | None = None,
+) -> str:
+    """``config``'s launch in ``form`` on a box run as ``service`` (default: the default
+    ``[service]``), newline-terminated. ``name`` is the unit's ``Description=`` (and the
+    plan form's ``name``). Raises ``ConfigError`` when the launcher cannot be split."""
+    service = service or ServiceProfile()
+    form = LaunchForm(form)
+    if form is LaunchForm.ARGV:
+        return json.dumps(to_argv(config)) + "\n"
+    if form is LaunchForm.COMMAND:
+        return _command(config, service) + "\n"
+    if form is LaunchForm.PLAN:
+        return _plan(config, service, name)
+    options = unit_options(service.scope, name or None)
+    return generate_unit(
+        config, options, env_file_path=secret_env_file(service), secret_env=service.secret_env
+    ).text
+
+
+@dataclass(frozen=True, slots=True)
+class BestLaunch:
+    """The best trial and its exact launch."""
+
+    trial: TrialRecord
+    config: ServerConfig
+    """What the trial ran (``TrialRecord.effective``: normalized, in the box's release),
+    with the plan's public environment values back (records keep only names)."""
+    text: str
+
+
+def best_launch(
+    trials: Sequence[TrialRecord],
+    plan: SweepPlan,
+    form: LaunchForm | str = LaunchForm.COMMAND,
+    goal: Goal | None = None,
+) -> BestLaunch | None:
+    """The best trial by ``goal`` (default the plan's; ``core.plans.objective.assess``, the
+    report's rule) and its launch in ``form`` on the plan's box; None without a feasible
+    trial. Secrets stay references (a session's plan copy holds only their names)."""
+    top = assess(trials, goal or plan.goal).best
+    if top is None:
+        return None
+    config = unredact_config(top.effective, plan.base.env)
+    text = launch_text(config, form, plan.profile.service, name=plan.name or None)
+    return BestLaunch(top, config, text)
+
+
+__all__ = [
+    "RENDER_FORMS",
+    "BestLaunch",
+    "LaunchForm",
+    "best_launch",
+    "launch_text",
+    "secret_env_file",
+    "unit_options",
+]

@@ -1,0 +1,125 @@
+"""The operator's glance: elapsed, the sweep's ETA and the current best, as one line.
+
+Why here: "how long until this finishes, and what is winning?" is asked of the console's
+header, the headless lines and the reports alike, so the words are written once. The figures
+come from the core — the ETA from ``core.search.eta.estimate`` (a guess before this session
+finished a trial, marked so; a lower bound for ``optimize``'s patience, marked ``≥``), the
+best from ``core.plans.objective.best``, the very rule the report's best is chosen by — so
+the best shown is the report's best at every moment.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specconsole.core.machine.state import ControllerState, TrialRecord
+from specconsole.core.plans.objective import ObjectiveKind, best
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.eta import Costs, Eta, estimate
+from specconsole.present.formats import format_elapsed, format_rate
+from specconsole.present.labels import record_label
+
+
+@dataclass(frozen=True, slots=True)
+class Glance:
+    """The three parts; each is '' when there is nothing to say."""
+
+    elapsed: str
+    eta: str
+    best: str
+
+    @property
+    def line(self) -> str:
+        return " · ".join(part for part in (self.elapsed, self.eta, self.best) if part)
+
+
+def eta_text(eta: Eta, now: float | None = None) -> str:
+    """``ETA 8:10 (3 trials left, ends 14:32)``; ``≥`` for a lower bound, ``guess`` before
+    a trial of this session finished, ``budget`` when the wall-time budget ends it first."""
+    if eta.trials_left == 0 and eta.remaining_s <= 0:
+        return "ETA: finishing"
+    bound = "≥ " if eta.at_least else ""
+    parts = [f"{eta.trials_left}{'+' if eta.at_least else ''} trials left"]
+    if now is not None:
+        parts.append(f"ends {time.strftime('%H:%M', time.localtime(now + eta.remaining_s))}")
+    if eta.capped:
+        parts.append("at the wall-time budget")
+    if eta.guess:
+        parts.append("guess")
+    return f"ETA {bound}{format_elapsed(eta.remaining_s)} ({', '.join(parts)})"
+
+
+def figure_text(plan: SweepPlan, record: TrialRecord) -> str:
+    """The objective's figure of a trial: ``peak_aggregate 1,730 tok/s``."""
+    objective = plan.goal.objective
+    if objective.kind is ObjectiveKind.PARETO:
+        return objective.describe
+    score = objective.score(record)
+    if score is None:
+        return objective.describe
+    if objective.kind is ObjectiveKind.WEIGHTED:
+        return f"{objective.describe} = {format_rate(score, 1)}"
+    metric = objective.terms[0][0]
+    digits = 2 if metric.kind.unit == "req/s" else 1
+    return f"{metric.name} {format_rate(abs(score), digits)} {metric.kind.unit}"
+
+
+def best_text(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
+    """``best #3 steps=3: peak_aggregate 1,730.4 tok/s`` (``core.plans.objective.best``)."""
+    top = best(trials, plan.goal)
+    if top is None:
+        return "best: none yet"
+    return f"best #{top.index + 1} {record_label(top, plan.base)}: {figure_text(plan, top)}"
+
+
+def glance(
+    plan: SweepPlan,
+    trials: Sequence[TrialRecord],
+    *,
+    now: float,
+    started_at: float | None,
+    current: TrialRecord | None = None,
+    prior: Costs | None = None,
+    finished: bool = False,
+    pool_trials: Sequence[TrialRecord] = (),
+) -> Glance:
+    """The glance for a sweep at ``now``; ``finished`` leaves the ETA out. ``pool_trials``
+    are other boxes' trials of a pool (the best and the budget are the pool's)."""
+    every = (*pool_trials, *trials)
+    elapsed = "" if started_at is None else f"elapsed {format_elapsed(now - started_at)}"
+    eta = ""
+    if not finished:
+        eta = eta_text(
+            estimate(
+                plan,
+                every,
+                now=now,
+                started_at=started_at,
+                current=current,
+                prior=prior,
+            ),
+            now,
+        )
+    return Glance(elapsed, eta, best_text(plan, every))
+
+
+def state_glance(state: ControllerState, now: float) -> Glance | None:
+    """The glance for a controller snapshot (None without a plan or before a sweep)."""
+    plan = state.plan
+    if plan is None or (state.sweep_started_at is None and not state.trials):
+        return None
+    return glance(
+        plan,
+        state.trials,
+        now=now,
+        started_at=state.sweep_started_at,
+        current=state.trial,
+        prior=state.eta_prior,
+        finished=not state.sweep_active,
+        pool_trials=state.pool.trials if state.pool else (),
+    )
+
+
+__all__ = ["Glance", "best_text", "eta_text", "figure_text", "glance", "state_glance"]
