@@ -92,12 +92,12 @@ def server_url(text: str) -> str:
     return text
 
 
-def output_file_problem(path: str, option: str) -> str:
+def output_file_problem(path: str, option: str, example: str = "out.jsonl") -> str:
     """'' when ``path`` can be appended to (an existing regular file, or a new name in an
     existing writable folder), else why not and the fix — checked before the work starts."""
     target = Path(path).expanduser()
     if target.is_dir():
-        return f"{option} {path}: is a folder; fix: give a file name, e.g. {target / 'out.jsonl'}"
+        return f"{option} {path}: is a folder; fix: give a file name, e.g. {target / example}"
     if target.exists():
         if not target.is_file():
             return f"{option} {path}: is not a regular file; fix: give a file name"

@@ -17,7 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from specconsole.commands.bounded import bounded_number, output_file_problem
 from specconsole.commands.common import error
+from specconsole.core.config.bounds import Bound
+
+WAIT_BOUND = Bound(86_400.0, example="900")
+"""``rollback --wait``: seconds, above 0 (a negative wait restored, then reported failure)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,7 +54,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument("session", type=Path, help="the session folder")
     r.add_argument("--original", action="store_true", help="restore the very first backup")
-    r.add_argument("--wait", type=float, default=900.0, help="seconds to wait for /health")
+    r.add_argument(
+        "--wait",
+        type=bounded_number(WAIT_BOUND, "--wait"),
+        default=900.0,
+        help="seconds to wait for /health (default 900)",
+    )
     r.add_argument(
         "--box", metavar="NAME", help="the box to restore, for a session run on a pool ([[hosts]])"
     )
@@ -58,11 +68,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """([host], [service]) tables for ``target``: a TOML file's, or an ssh alias."""
-    import tomllib
+    from specconsole.core.config.inputs import load_toml
+    from specconsole.core.plans.decoding import decode_text
 
     path = Path(target)
     if path.is_file():
-        document = tomllib.loads(path.read_text())
+        document = load_toml(decode_text(path.read_bytes(), target), target, ValueError)
         host = dict(document.get("host", {}))
         service = dict(document.get("service", {}))
     else:
@@ -79,6 +90,8 @@ def _import_cmd(args: argparse.Namespace) -> int:
     from specconsole.core.plans.profile import ProfileError, parse_profile
     from specconsole.core.ports import TransportError
 
+    if args.output != "-" and (problem := output_file_problem(args.output, "-o", "plan.toml")):
+        return error(problem)
     try:
         host, service = _profile_tables(args.target, args.unit)
         profile = parse_profile({"host": host, "service": service})
@@ -107,7 +120,10 @@ def _import_cmd(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        Path(args.output).write_text(text)
+        try:
+            Path(args.output).write_text(text)
+        except OSError as exc:
+            return error(f"-o {args.output}: cannot write ({exc.strerror or exc})")
         print(f"wrote {args.output}: base = {profile.service.unit} as it runs today")
     return 0
 

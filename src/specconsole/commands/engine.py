@@ -38,7 +38,7 @@ from specconsole.core.logs import LogParser
 from specconsole.core.logs.load_summary import LoadSummary, summarize
 from specconsole.core.plans.decoding import DecodeError, decode_text
 from specconsole.core.plans.launch import RENDER_FORMS, launch_text
-from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.core.plans.profile import ServiceProfile
 
 MAX_PLAN_TRIALS = 500
@@ -178,19 +178,47 @@ def _fail(message: str, err: TextIO) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _known_tables(document: dict[str, Any], path: str) -> None:
+    """A file's top-level tables are a plan's (a misspelt ``[sweeep]`` is named, with the
+    closest table, instead of being ignored)."""
+    from specconsole.core.plans.parse import PLAN_TABLES
+    from specconsole.core.plans.tables import check_keys
+
+    try:
+        check_keys(document, set(PLAN_TABLES), "the file")
+    except ValueError as exc:
+        raise _InputError(f"{path}: {exc}") from None
+
+
 def _trial_configs(
     document: dict[str, Any], text: str, path: str
 ) -> list[tuple[str, ServerConfig]]:
     """(label, config) pairs to check: the [server] table, or each trial of a sweep plan."""
+    _known_tables(document, path)
     if "sweep" not in document:
         return [("", _server_config(document, path))]
     from specconsole.present.labels import config_label
 
     plan = _load_plan(text, path)
     grid = plan.grid()[:MAX_PLAN_TRIALS]
+    if plan.strategy is StrategyKind.OPTIMIZE:
+        grid = _optimize_points(grid, path)
     if len(grid) == 1:
         return [("", grid[0])]
     return [(config_label(config, plan.base), config) for config in grid]
+
+
+def _optimize_points(grid: list[ServerConfig], path: str) -> list[ServerConfig]:
+    """An ``optimize`` plan's points worth checking: the search skips invalid corners of its
+    space by design, so they are counted, not reported as errors — unless none is valid."""
+    valid = [config for config in grid if not errors(validate(config))]
+    if valid and len(valid) < len(grid):
+        print(
+            f"{path}: {len(grid) - len(valid)} of {len(grid)} points of [sweep.axes] are "
+            "invalid; optimize skips them (checking the valid ones)",
+            file=sys.stderr,
+        )
+    return valid or grid
 
 
 def _load_plan(text: str, path: str) -> SweepPlan:
@@ -209,6 +237,7 @@ def _render_target(
 ) -> tuple[str, ServerConfig]:
     """What ``render`` shows: the [server] table; for a plan its base, or ``--trial N`` of its
     grid (a base the axes complete, e.g. steps only in [sweep.axes], shows trial 1)."""
+    _known_tables(document, path)
     if "sweep" not in document:
         if trial is not None:
             raise _InputError(f"{path}: --trial needs a sweep plan (this file has no [sweep]).")

@@ -41,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _predict(argv: list[str]) -> int:
+    from specconsole.commands.bounded import bench_number, ladder
     from specconsole.sim.args import SimArgError, parse_argv
     from specconsole.sim.model import (
         CALIBRATION_LADDER,
@@ -55,24 +56,25 @@ def _predict(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="specconsole sim predict")
     ap.add_argument(
         "--ladder",
-        default=",".join(map(str, CALIBRATION_LADDER)),
+        type=ladder,
+        default=tuple(CALIBRATION_LADDER),
         help="comma-separated concurrency levels (default: 1,4,16,32,64)",
     )
-    ap.add_argument("--input-len", type=int, default=DEFAULT_INPUT_LEN)
-    ap.add_argument("--output-len", type=int, default=DEFAULT_OUTPUT_LEN)
+    ap.add_argument(
+        "--input-len", type=bench_number("input_len", "--input-len"), default=DEFAULT_INPUT_LEN
+    )
+    ap.add_argument(
+        "--output-len",
+        type=bench_number("output_len", "--output-len"),
+        default=DEFAULT_OUTPUT_LEN,
+    )
     ap.add_argument(
         "--calibration",
         action="store_true",
         help="sweep steps 1-10 with the profile's reference launch flags",
     )
     opts, sglang_flags = ap.parse_known_args(argv)
-    try:
-        ladder = tuple(int(x) for x in opts.ladder.split(",") if x.strip())
-        if not ladder or min(ladder) < 1:
-            raise ValueError
-    except ValueError:
-        print(f"--ladder must be positive integers separated by commas, got {opts.ladder!r}")
-        return 2
+    levels: tuple[int, ...] = opts.ladder
     try:
         parsed = parse_argv(sglang_flags)
         profile = load_profile(parsed.values.get("sim_profile") or default_profile_path())
@@ -90,16 +92,16 @@ def _predict(argv: list[str]) -> int:
     print(f"profile {profile.source}; input {opts.input_len}, output {opts.output_len} tokens")
     print(
         f"{'':<9} {'capacity':>9} {'accept':>6} "
-        + " ".join(f"{'c=' + str(c):>8}" for c in ladder)
+        + " ".join(f"{'c=' + str(c):>8}" for c in levels)
         + "   peak"
     )
     for label, cfg in configs:
-        first = predict(cfg, ladder[0], opts.input_len, opts.output_len, profile)
+        first = predict(cfg, levels[0], opts.input_len, opts.output_len, profile)
         if not first.ok:
             reason = first.load_failure.value if first.load_failure else "request too large"
             print(f"{label:<9} {first.max_total_num_tokens:>9} {'':>6} load fails: {reason}")
             continue
-        preds = [predict(cfg, c, opts.input_len, opts.output_len, profile) for c in ladder]
+        preds = [predict(cfg, c, opts.input_len, opts.output_len, profile) for c in levels]
         best = max(preds, key=lambda p: p.aggregate_tok_s)
         cells = " ".join(f"{p.aggregate_tok_s:>8.0f}" for p in preds)
         print(

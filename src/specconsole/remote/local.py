@@ -29,6 +29,18 @@ def _child_env() -> dict[str, str]:
     return {**os.environ, PARENT_PID_ENV: str(os.getpid())}
 
 
+async def _spawn(*argv: str, **options: object) -> asyncio.subprocess.Process:
+    """``create_subprocess_exec``; a program that cannot be started (no ``sh`` on the PATH,
+    a full process table) is a TransportError naming it and the fix, not an OSError."""
+    try:
+        return await asyncio.create_subprocess_exec(*argv, **options)  # type: ignore[arg-type]
+    except OSError as exc:
+        raise TransportError(
+            f"cannot start {argv[0]} on this machine ({exc.strerror or exc}); the local "
+            f"transport runs every command through {argv[0]}: put it on the PATH"
+        ) from None
+
+
 class LocalTransport(ShellFiles):
     """:class:`specconsole.core.ports.Transport` for this machine."""
 
@@ -48,7 +60,7 @@ class LocalTransport(ShellFiles):
         stdin: str | None = None,
     ) -> CommandResult:
         use_sudo = sudo and not self._is_root
-        process = await asyncio.create_subprocess_exec(
+        process = await _spawn(
             "sh",
             "-c",
             wrap_sudo(command, use_sudo),
@@ -83,7 +95,7 @@ class LocalTransport(ShellFiles):
         """Yield output lines (trailing newline removed, undecodable bytes as surrogate
         escapes). The pipe is read only as fast as the consumer iterates."""
         use_sudo = sudo and not self._is_root
-        process = await asyncio.create_subprocess_exec(
+        process = await _spawn(
             "sh",
             "-c",
             wrap_sudo(command, use_sudo),

@@ -28,6 +28,7 @@ read.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import time
@@ -38,6 +39,7 @@ from typing import IO, Any
 
 import tomli_w
 
+from specconsole.core.config.bounds import PLAN_LIMITS
 from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.secrets import (
     REDACTED,
@@ -66,6 +68,25 @@ PLAN_FILE = "plan.toml"
 TRIALS_FILE = "trials.jsonl"
 TORN_FILE = "trials.jsonl.torn"
 LOGS_DIR = "logs"
+
+
+MAX_TRIAL_INDEX = int(PLAN_LIMITS["[sweep] max_trials"])
+"""Highest trial index a record may carry (a sweep runs at most ``max_trials``' limit)."""
+
+
+def index_problem(record: TrialRecord, before: list[TrialRecord]) -> str:
+    """'' when ``record``'s index can number a trial after ``before``: a whole number from 0
+    to :data:`MAX_TRIAL_INDEX`, not one an earlier record has, with finite timestamps."""
+    index = record.index
+    if not 0 <= index <= MAX_TRIAL_INDEX:
+        return f"index {index} is not a trial number (0 to {MAX_TRIAL_INDEX:,})"
+    if any(earlier.index == index for earlier in before):
+        return f"index {index} is given twice (trial {index + 1} has two records)"
+    for name in ("started_at", "finished_at"):
+        value = getattr(record, name)
+        if value is not None and not math.isfinite(value):
+            return f"{name} = {value!r} is not a time"
+    return ""
 
 
 def session_plan_text(plan: SweepPlan) -> str:
@@ -315,6 +336,11 @@ class Session:
                     f"{self.trials_path}: record {number}: {exc}; fix: repair or remove it "
                     "by hand (it is never skipped, so its trial is not run twice)"
                 ) from None
+            if problem := index_problem(record, out[:-1]):
+                raise SessionError(
+                    f"{self.trials_path}: record {number}: {problem}; fix: repair or remove it "
+                    "by hand (resume and report number trials by it)"
+                )
         return out
 
     def repair(self) -> list[str]:

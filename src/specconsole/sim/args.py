@@ -106,7 +106,7 @@ def sglang_parser(
     a("--tokenizer-path", default=None)
     a("--served-model-name", default=None)
     a("--host", default="127.0.0.1")
-    a("--port", type=int, default=30000)
+    a("--port", type=_port, default=30000)
     a("--tp-size", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
     a("--dp-size", type=int, default=1)
     a("--mem-fraction-static", type=float, default=None)
@@ -219,6 +219,17 @@ class ParsedArgs:
 
     values: Mapping[str, Any]
     unknown: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _port(text: str) -> int:
+    """``--port``: 0 (any free port) to 65535, as the socket accepts."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
+    return port
 
 
 def parse_argv(argv: Sequence[str]) -> ParsedArgs:

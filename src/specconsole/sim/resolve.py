@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.model import ServerConfig
 from specconsole.sim.args import (
     AUTO_SPEC_PARAMS,
@@ -119,6 +120,30 @@ def capture_batch_sizes(max_bs: int, speculative: bool) -> tuple[int, ...]:
     return sizes or (1,)
 
 
+_SIM_LIMITS: dict[str, int] = {
+    **SERVER_LIMITS,
+    "dp_size": 1024,
+    "max_total_tokens": 2**40,
+    "chunked_prefill_size": 2**31,
+    "max_prefill_tokens": 2**31,
+    "decode_log_interval": 1_000_000,
+    "cuda_graph_max_bs_prefill": SERVER_LIMITS["cuda_graph_max_bs"],
+}
+"""The simulator's bounds on integer flags: the configuration's own (``SERVER_LIMITS``) and its
+sizes; a tree of 10^8 steps would make the performance model run for hours (issue 27)."""
+
+
+def _check_bounds(values: Mapping[str, Any]) -> None:
+    for name, limit in _SIM_LIMITS.items():
+        value = values.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value > limit:
+            flag = "--" + name.replace("_", "-")
+            raise SimArgError(
+                f"{flag} {value:,} is above the simulator's limit of {limit:,}; "
+                "a real box runs far below it"
+            )
+
+
 def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> ResolvedArgs:
     """Apply SGLang's rules to parsed flags; raises :class:`SimArgError` as SGLang would."""
     if isinstance(parsed, ParsedArgs):
@@ -127,6 +152,7 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
     else:
         v, unknown = parsed, {}
     warnings: list[str] = []
+    _check_bounds(v)
     model_path = v.get("model_path") or profile.model.name
     tp = int(v.get("tp_size") or 1)
     if tp < 1:

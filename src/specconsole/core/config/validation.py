@@ -21,6 +21,7 @@ import re
 from specconsole.core.config.bounds import SERVER_LIMITS, control_char_problem, is_int
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import extra_flags
+from specconsole.core.config.inputs import host_problem
 from specconsole.core.config.issues import Issue, IssueReport, Severity
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.options import parse_option
@@ -140,6 +141,12 @@ def _validate(config: ServerConfig) -> list[Issue]:
         err("port", f"must be a TCP port 1-65535, got {config.port!r}.", "set port = 30000.")
     if not isinstance(config.host, str) or not config.host.strip():
         err("host", "no host is set.", 'set host = "127.0.0.1" (or "0.0.0.0" to listen on all).')
+    elif host_problem(config.host, "host"):
+        err(
+            "host",
+            f"{config.host!r} is not a hostname or an IP address to listen on.",
+            'set host = "127.0.0.1" (or "0.0.0.0" to listen on all).',
+        )
     if not isinstance(config.launcher, str) or not config.launcher.strip():
         err("launcher", "no launcher is set.", 'set launcher = "python3 -m sglang.launch_server".')
     for name in ("speculative_draft_model_path", "attention_backend", "working_directory", "user"):

@@ -86,7 +86,7 @@ from specconsole.core.plans.tables import (
 )
 from specconsole.core.ports import Placement
 
-_TOP_KEYS = {
+PLAN_TABLES = _TOP_KEYS = {
     "name",
     "description",
     "host",

@@ -23,13 +23,24 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any
 
-from specconsole.core.config.bounds import parse_choice
-from specconsole.core.config.inputs import load_toml
+from specconsole.core.config.bounds import (
+    PROFILE_LIMITS,
+    bound_problem,
+    control_char_problem,
+    parse_choice,
+)
+from specconsole.core.config.inputs import (
+    alias_problem,
+    host_problem,
+    load_toml,
+    unit_name_problem,
+)
 from specconsole.core.config.jobscript import JobScriptError, check_time_limit, sbatch_option
 
 
@@ -231,6 +242,35 @@ def _positive(value: float, where: str) -> None:
         raise ProfileError(f"{where} must be greater than 0, got {value!r}")
 
 
+def _bounded(value: float, where: str) -> None:
+    """Within ``core.config.bounds.PROFILE_LIMITS`` (finite, above 0, not absurdly large)."""
+    if problem := bound_problem(where, value, PROFILE_LIMITS[where]):
+        raise ProfileError(problem)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?\Z")
+
+
+def _name_problem(key: str, value: str, where: str) -> str:
+    """What may name the box, its login or its files: nothing ssh would read as an option,
+    no shell word, no control character ('' when fine)."""
+    if key == "alias":
+        return alias_problem(value, where)
+    if key == "hostname":
+        return host_problem(value, where)
+    if key == "user" and not _USER.match(value):
+        return f"{where} = {value!r} is not a login name; fix: give the account name on the box"
+    if key == "proxy_jump":
+        hops = [hop.rpartition("@")[2].split(":")[0] for hop in value.split(",")]
+        for hop in hops:
+            if problem := alias_problem(hop, where):
+                return problem
+    if problem := control_char_problem(value):
+        return f"{where} {problem}; fix: remove it"
+    return ""
+
+
 def parse_host(table: Mapping[str, Any]) -> HostProfile:
     """Build a :class:`HostProfile` from a ``[host]`` table."""
     _check_keys(table, HostProfile, "host")
@@ -241,6 +281,8 @@ def parse_host(table: Mapping[str, Any]) -> HostProfile:
             kw[key] = _enum(value, TransportKind, where)
         elif key in ("alias", "hostname", "user", "proxy_jump", "known_hosts", "ssh_config"):
             kw[key] = _typed(value, str, where, "a string")
+            if problem := _name_problem(key, kw[key], where):
+                raise ProfileError(problem)
         elif key == "port":
             port = _typed(value, int, where, "an integer")
             if not 0 < port < 65536:
@@ -252,11 +294,12 @@ def parse_host(table: Mapping[str, Any]) -> HostProfile:
             kw[key] = _typed(value, bool, where, "true or false")
         elif key in ("connect_timeout", "keepalive_interval", "reconnect_max_delay"):
             kw[key] = float(_typed(value, (int, float), where, "a number of seconds"))
-            _positive(kw[key], where)
+            _bounded(kw[key], where)
         elif key in ("keepalive_count_max", "reconnect_attempts"):
             kw[key] = _typed(value, int, where, "an integer")
             if kw[key] < 0:
                 raise ProfileError(f"{where} must be 0 or more, got {kw[key]}")
+            _bounded(kw[key], where)
     profile = HostProfile(**kw)
     if profile.transport is TransportKind.SSH and not (profile.alias or profile.hostname):
         raise ProfileError(
@@ -283,6 +326,7 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             kw[key] = _typed(value, int, where, "an integer")
             if kw[key] < 1:
                 raise ProfileError(f"{where} must be 1 or more, got {kw[key]}")
+            _bounded(kw[key], where)
         elif key in (
             "unit",
             "unit_dir",
@@ -298,10 +342,12 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             text = _typed(value, str, where, "a string")
             if not text.strip():
                 raise ProfileError(f"{where} must not be empty")
+            if problem := control_char_problem(text):
+                raise ProfileError(f"{where} {problem}; fix: remove it")
             kw[key] = text
         elif key == "stop_timeout":
             kw[key] = float(_typed(value, (int, float), where, "a number of seconds"))
-            _positive(kw[key], where)
+            _bounded(kw[key], where)
         elif key == "docker_args":
             kw[key] = _str_tuple(value, where)
         elif key == "sbatch":
@@ -314,15 +360,18 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
             kw[key] = _typed(value, int, where, "an integer")
             if kw[key] < 1:
                 raise ProfileError(f"{where} must be 1 or more, got {kw[key]}")
+            _bounded(kw[key], where)
         elif key == "sudo":
             kw[key] = _typed(value, bool, where, "true or false")
     profile = ServiceProfile(**kw)
-    unit = profile.unit
-    if "/" in unit or not unit.endswith(".service"):
-        raise ProfileError(
-            f"[service] unit = {unit!r} must be a unit name ending in .service, "
-            'e.g. "sglang.service" (the folder is unit_dir)'
-        )
+    if problem := unit_name_problem(profile.unit, "[service] unit"):
+        raise ProfileError(problem)
+    for name in profile.secret_env:
+        if not _ENV_NAME.match(name):
+            raise ProfileError(
+                f"[service] secret_env: {name!r} is not a variable name; fix: letters, digits "
+                "and underscores, e.g. HF_TOKEN"
+            )
     return profile
 
 

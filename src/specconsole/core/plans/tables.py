@@ -10,6 +10,7 @@ these into a :class:`~specconsole.core.plans.plan.SweepPlan`.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
@@ -97,10 +98,14 @@ server_config_to_table = config_to_table
 
 
 def check_keys(table: Mapping[str, Any], allowed: set[str], section: str) -> None:
+    """Refuse a key ``section`` does not know, with the closest known one (a misspelt
+    ``[sweeep]`` must not pass as an unrelated error later)."""
     for key in table:
         if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise PlanError(
-                f"{section}: unknown key {key!r}; known keys: {', '.join(sorted(allowed))}"
+                f"{section}: unknown key {key!r}; {hint}known keys: {', '.join(sorted(allowed))}"
             )
 
 
