@@ -27,8 +27,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncssh
-
 from specconsole.core.plans.profile import HostProfile
 from specconsole.core.ports import (
     AuthenticationFailed,
@@ -41,6 +39,7 @@ from specconsole.core.ports import (
 )
 from specconsole.remote.connection import ConnectionEvent, ConnectionListener
 from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
+from specconsole.remote.sshlib import asyncssh
 
 _DROP_ERRORS: tuple[type[BaseException], ...] = (
     asyncssh.ConnectionLost,
