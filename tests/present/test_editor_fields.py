@@ -121,8 +121,9 @@ def test_validation_sees_the_release_and_the_declared_one_wins() -> None:
     assert editing_release(BASE, "0.5.23", "detected") == ("0.5.23", "detected")
     assert editing_release(BASE, None, "unknown") == (None, "")
     assert with_release(BASE, None) == BASE
-    vllm = dataclasses.replace(BASE, engine="vllm")
-    assert with_release(vllm, "0.5.23") == vllm  # an SGLang release says nothing about vLLM
+    vllm = dataclasses.replace(BASE, engine="vllm")  # vLLM checks its own releases too
+    assert with_release(vllm, "0.34.0") == dataclasses.replace(vllm, engine_version="0.34.0")
+    assert with_release(vllm, None) == vllm
 
 
 def test_release_line_says_what_the_editor_follows() -> None:

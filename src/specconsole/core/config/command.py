@@ -154,9 +154,15 @@ def _parse_program(words: list[str]) -> ServerConfig:
     else:
         while i < len(words) and not words[i].startswith("-"):
             i += 1
+    program = _basename(prog)
+    if module is not None and i < len(words) and _claimed(words[i]):
+        # a module that runs a named program (``python -m specconsole.sim vllm serve MODEL``,
+        # the simulator speaking vLLM): that program's engine reads the rest
+        program, module = words[i], None
+        i += 2 if words[i + 1 : i + 2] == ["serve"] else 1
     launcher_words = words[:i]
     rest = words[i:]
-    engine = launching_engine(_basename(prog), module)
+    engine = launching_engine(program, module)
     fields = engine.parse_args(launcher_words, rest)
     fields["engine"] = engine.name
     if "model_path" not in fields:
@@ -168,6 +174,11 @@ def _parse_program(words: list[str]) -> ServerConfig:
         raise ConfigError(flag, "the command names no model.", f"add {flag} to the command.")
     fields["launcher"] = shlex.join(launcher_words) or engine.default_launcher
     return ServerConfig(**fields)
+
+
+def _claimed(word: str) -> bool:
+    """Whether a registered engine claims ``word`` as its program (``vllm``, ``sglang``)."""
+    return any(get_engine(name).launches(word, None) for name in engine_names())
 
 
 def launching_engine(program: str, module: str | None) -> Engine:

@@ -3,14 +3,15 @@ from this package's modules (flags, rules, logs, editor)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from specconsole.core.config.capabilities import python_fingerprint
 from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.releases import ReleaseTable
 from specconsole.core.engine.protocol import EditorField, Endpoints
-from specconsole.engines.vllm import editor, flags, rules
+from specconsole.engines.vllm import editor, flags, options, releases, rules
 
 if TYPE_CHECKING:
     from specconsole.core.logs.grammar import LogGrammar
@@ -27,9 +28,14 @@ class VLLM:
     default_host = flags.VLLM_DEFAULT_HOST
     default_port = flags.VLLM_DEFAULT_PORT
     modelled_flags = flags.MODELLED_FLAGS
-    option_fields = ()
-    releases = ReleaseTable()
-    endpoints = Endpoints(apis=("completions", "chat"), bench_backend="vllm")
+    option_fields = options.OPTION_FIELDS
+    releases = releases.TABLE
+    endpoints = Endpoints(
+        server_info="/version",  # its release; vLLM serves no resolved-arguments document
+        flush_cache=None,  # /reset_prefix_cache exists only with VLLM_SERVER_DEV_MODE=1
+        apis=("completions", "chat"),
+        bench_backend="vllm",
+    )
 
     def launches(self, program: str, module: str | None) -> bool:
         return program == "vllm" or (module or "").startswith("vllm")
@@ -59,7 +65,9 @@ class VLLM:
     def normalize(
         self, config: ServerConfig, architecture: str | None = None
     ) -> tuple[ServerConfig, list[Issue]]:
-        return config, []
+        """The per-batch-size K in its compact form (``1-8:5,9-64:3``): what the command line
+        reads back as, so a deployed unit parses back to the configuration it runs."""
+        return options.normalized(config), []
 
     def verify_tokens(self, config: ServerConfig) -> int:
         """A chain of ``num_speculative_tokens`` (the steps) verified with the bonus token."""
@@ -67,20 +75,32 @@ class VLLM:
             return 0
         return (config.speculative_num_steps or 0) + 1
 
+    def speculation_off(self, config: ServerConfig) -> str | None:
+        return None  # it refuses (validation) rather than silently not speculating
+
     def detect_command(self, python: str) -> list[str] | None:
-        return None
+        return releases.detect_command(python)
 
     def parse_release(self, output: str) -> str | None:
-        return None
+        return releases.parse_detected(output)
 
     def release_from_server_info(self, body: Any) -> str | None:
-        return None
+        """``GET /version``'s ``{"version": "0.11.0"}``."""
+        return releases.release_from_version_body(body)
 
     def with_release(self, config: ServerConfig, version: str | None) -> ServerConfig:
-        return config
+        if config.engine_version or version is None:
+            return config
+        return dataclasses.replace(config, engine_version=version)
 
     def release_line(self, version: str | None, source: str = "") -> str:
         return editor.release_line(version, source)
+
+    def help_command(self, launcher: Sequence[str]) -> list[str] | None:
+        return [*launcher, "--help"]  # argparse's help: a check next to the release table
+
+    def fingerprint_command(self, launcher: Sequence[str]) -> str | None:
+        return python_fingerprint(launcher)
 
     @property
     def log_grammar(self) -> LogGrammar:

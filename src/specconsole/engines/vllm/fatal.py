@@ -10,7 +10,6 @@ shows (CUDA out of memory, illegal memory access, NCCL, SIGKILL) are the core's.
 from __future__ import annotations
 
 from specconsole.core.logs.events import FatalCause, SuggestedFix
-from specconsole.core.logs.fatal import GENERIC_FIXES, LOWER_GRAPH_BS, SHRINK_TREE
 from specconsole.core.logs.grammar import FatalSignature
 
 __all__ = ["CONSEQUENCE_TEXTS", "FIXES", "HINTS", "REQUEST_ERRORS", "SIGNATURES"]
@@ -39,31 +38,68 @@ that follows is not the server's death. The wording every OpenAI-compatible fron
 CONSEQUENCE_TEXTS = ("See root cause above", "Engine core initialization failed")
 """The front end re-raising the engine core's failure: no second fatal event."""
 
+_GPU_FREE = SuggestedFix(
+    "Check that no other process holds GPU memory (nvidia-smi): vLLM wants "
+    "--gpu-memory-utilization of every GPU free when it starts."
+)
+_KV_ROOM = SuggestedFix(
+    "Raise --gpu-memory-utilization (mem_fraction_static, e.g. 0.9): the weights, the draft "
+    "and the activations leave no room for the KV cache; or serve on more GPUs "
+    "(--tensor-parallel-size, tp_size).",
+    (("mem_fraction_static", "0.9"),),
+)
+_SHORTER_CONTEXT = SuggestedFix(
+    "Lower --max-model-len (context_length, e.g. 32768): vLLM refuses to start unless one "
+    "request of that length fits in the KV cache.",
+    (("context_length", "32768"),),
+)
+_LESS_MEMORY = SuggestedFix(
+    "Lower --gpu-memory-utilization (mem_fraction_static, e.g. 0.8): CUDA graphs and "
+    "activations live outside it, and start-up needs that much of the GPU free.",
+    (("mem_fraction_static", "0.8"),),
+)
+_FEWER_SEQS = SuggestedFix(
+    "Lower --max-num-seqs (max_running_requests, e.g. 256): fewer and smaller CUDA graphs "
+    "and activation buffers.",
+    (("max_running_requests", "256"),),
+)
+_SHORTER_DRAFT = SuggestedFix(
+    "Lower num_speculative_tokens in --speculative-config (speculative_num_steps, e.g. 3).",
+    (("speculative_num_steps", "3"),),
+)
+
 FIXES: dict[str, tuple[SuggestedFix, ...]] = {
+    FatalCause.KV_CACHE_NO_MEMORY: (_KV_ROOM, _SHORTER_CONTEXT, _GPU_FREE),
+    FatalCause.CUDA_OOM: (_LESS_MEMORY, _GPU_FREE, _FEWER_SEQS, _SHORTER_DRAFT),
     FatalCause.ILLEGAL_MEMORY_ACCESS: (
+        _SHORTER_DRAFT,
         SuggestedFix(
-            "Keep speculative_num_draft_tokens <= speculative_num_steps x "
-            "speculative_eagle_topk + 1 (SGLang does not check it; larger trees crash).",
+            "Run without CUDA graphs to find the kernel: add --enforce-eager to extra_args "
+            "(slower; a diagnosis, not a setting to keep)."
         ),
-        SHRINK_TREE,
-        LOWER_GRAPH_BS,
     ),
     FatalCause.NCCL_ERROR: (
-        *GENERIC_FIXES[FatalCause.NCCL_ERROR],
         SuggestedFix(
-            "Set SGLANG_KILLPG_ON_SCHEDULER_EXCEPTION=1 so one rank's crash stops the others "
-            "instead of flooding the log with NCCL timeouts."
+            "Check that every GPU of --tensor-parallel-size (tp_size) is free and visible "
+            "(nvidia-smi, CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
         ),
+        SuggestedFix("Try a smaller --tensor-parallel-size (tp_size)."),
     ),
     FatalCause.BAD_ARGUMENT: (
         SuggestedFix(
-            "Fix the argument named in the message; `specconsole validate` checks SGLang's "
-            "rules before deploying."
+            "Fix the argument named in the message; `specconsole validate` checks vLLM's "
+            "rules (--speculative-config included) before deploying."
         ),
     ),
+    FatalCause.SCHEDULER_KILLED: (
+        SuggestedFix(
+            "A vLLM process (the EngineCore or a worker) was SIGKILLed, usually by the OS "
+            "OOM killer: check `dmesg -T | grep -i oom` and the host memory loading the "
+            "weights takes."
+        ),
+        _FEWER_SEQS,
+    ),
 }
-"""Where vLLM's crashes get other remedies than the generic ones. Verbatim what they got when
-SGLang's recipe was the product's only one — three sentences still name SGLang; moving the
-grammar into this package changed no behaviour, and rewording them for vLLM belongs to the
-change that makes vLLM first-class. The other causes take the generic remedies
-(:data:`~specconsole.core.logs.fatal.GENERIC_FIXES`), the same texts."""
+"""Remedies in vLLM's own words: each names the vLLM flag and, in parentheses, the
+``[server]`` key a fix changes (the banner's one-key fixes apply to those keys). The causes
+not listed take the generic remedies (:data:`~specconsole.core.logs.fatal.GENERIC_FIXES`)."""

@@ -19,6 +19,12 @@ from typing import Any
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import flag_field, flag_value, flag_words
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, parse_field
+from specconsole.engines.vllm.options import (
+    PER_BATCH_K,
+    ScheduleError,
+    format_schedule,
+    parse_schedule,
+)
 
 __all__ = [
     "METHODS",
@@ -43,7 +49,7 @@ _METHOD_NAMES: dict[str, SpecAlgorithm] = {v: k for k, v in METHODS.items()} | {
     "deepseek_mtp": SpecAlgorithm.NEXTN,
     "eagle-3": SpecAlgorithm.EAGLE3,
 }
-_SPEC_KEYS = frozenset({"method", "model", "num_speculative_tokens"})
+_SPEC_KEYS = frozenset({"method", "model", "num_speculative_tokens", PER_BATCH_K})
 
 MODELLED_FLAGS: dict[str, str] = {
     "--model": "model_path",
@@ -83,6 +89,12 @@ def speculative_config(config: ServerConfig) -> dict[str, Any] | None:
         spec["model"] = config.speculative_draft_model_path
     if config.speculative_num_steps is not None:
         spec["num_speculative_tokens"] = config.speculative_num_steps
+    schedule = dict(config.options).get(PER_BATCH_K)
+    if isinstance(schedule, str):
+        try:
+            spec[PER_BATCH_K] = [list(entry) for entry in parse_schedule(schedule)]
+        except ScheduleError:
+            pass  # validation names it and the deploy is refused; render never raises
     return spec
 
 
@@ -124,6 +136,23 @@ def _read_spec(text: str) -> dict[str, Any]:
     return spec
 
 
+def _schedule_ok(spec: dict[str, Any]) -> bool:
+    """Whether the JSON's per-batch-size K (if any) is one vLLM accepts (else the whole JSON
+    stays verbatim in ``extra_args``)."""
+    if PER_BATCH_K not in spec:
+        return True
+    try:
+        _schedule_text(spec[PER_BATCH_K])
+    except ScheduleError:
+        return False
+    return True
+
+
+def _schedule_text(value: Any) -> str:
+    """The ``[server]`` text of the JSON's schedule (compact form)."""
+    return format_schedule(parse_schedule(json.dumps(value)))
+
+
 def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, Any]:
     """ServerConfig fields (plus ``extra_args``) from vLLM's arguments after the launcher.
 
@@ -155,7 +184,7 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
             spec = _read_spec(value)
             method = str(spec.get("method", "")).lower()
             algo = _METHOD_NAMES.get(method)
-            if algo is None or set(spec) - _SPEC_KEYS:
+            if algo is None or set(spec) - _SPEC_KEYS or not _schedule_ok(spec):
                 extra += [name, value]
                 continue
             fields["speculative_algorithm"] = algo
@@ -167,6 +196,8 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
                 fields["speculative_num_steps"] = parse_field(
                     "speculative_num_steps", spec["num_speculative_tokens"]
                 )
+            if PER_BATCH_K in spec:
+                fields["options"] = ((PER_BATCH_K, _schedule_text(spec[PER_BATCH_K])),)
             continue
         fields[_FLAGS[name]] = flag_field(name, _FLAGS[name], value)
     fields["extra_args"] = tuple(extra)

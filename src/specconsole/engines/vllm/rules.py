@@ -12,6 +12,8 @@ from specconsole.core.config.bounds import is_int
 from specconsole.core.config.issues import IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.speculation import NEEDS_DRAFT_MODEL, spec_fields_without_algorithm
+from specconsole.engines.vllm.options import PER_BATCH_K, ScheduleError, parse_schedule
+from specconsole.engines.vllm.releases import PER_BATCH_K_SINCE, has_per_batch_k
 
 __all__ = ["validate_vllm"]
 
@@ -32,9 +34,18 @@ def validate_vllm(
             "vLLM has no equivalent flag that specconsole renders; it is ignored.",
             "pass vLLM's own CUDA-graph option through extra_args.",
         )
+    schedule = dict(config.options).get(PER_BATCH_K)
     if algo is None:
         spec_fields_without_algorithm(config, r)
+        if schedule is not None:
+            warn(
+                PER_BATCH_K,
+                "a K per batch size without speculative decoding does nothing.",
+                f"set speculative_algorithm, or remove {PER_BATCH_K}.",
+            )
         return
+    if isinstance(schedule, str):
+        _check_schedule(config, schedule, r)
     if algo in NEEDS_DRAFT_MODEL and not config.speculative_draft_model_path:
         err(
             "speculative_draft_model_path",
@@ -64,4 +75,30 @@ def validate_vllm(
             "vLLM ignores speculative_num_draft_tokens (it "
             f"verifies num_speculative_tokens + 1 = {steps + 1}).",
             "remove speculative_num_draft_tokens.",
+        )
+
+
+def _check_schedule(config: ServerConfig, text: str, r: IssueReport) -> None:
+    """vLLM's rules for ``num_speculative_tokens_per_batch_size`` (its own messages), and the
+    release that reads it."""
+    try:
+        schedule = parse_schedule(text)
+    except ScheduleError as exc:
+        r.err(PER_BATCH_K, f"vLLM refuses it: {exc}", 'write e.g. "1-8:5,9-64:3,65-1024:1".')
+        return
+    version = config.engine_version
+    if has_per_batch_k(version) is False:
+        r.err(
+            PER_BATCH_K,
+            f"vLLM {version} has no {PER_BATCH_K}: its SpeculativeConfig ignores the key, so "
+            "every batch would draft num_speculative_tokens.",
+            f"use vLLM {PER_BATCH_K_SINCE} or later, or remove {PER_BATCH_K}.",
+        )
+    steps = config.speculative_num_steps
+    if is_int(steps) and any(k > steps for _a, _b, k in schedule):
+        r.note(
+            PER_BATCH_K,
+            f"vLLM caps each K at num_speculative_tokens ({steps}).",
+            f"raise speculative_num_steps to {max(k for _a, _b, k in schedule)} for the "
+            "largest K to count.",
         )

@@ -1,0 +1,139 @@
+"""vLLM's own ``[server]`` keys: the per-batch-size K of ``--speculative-config``.
+
+Why: the shared model has one draft length (``speculative_num_steps``, vLLM's
+``num_speculative_tokens``), but from 0.34.0 vLLM can draft a different K at each batch size
+(``num_speculative_tokens_per_batch_size``, vllm-project/vllm#32374): a long draft while few
+requests run, a short one — or none — when the batch is large and verifying extra tokens costs
+more than it wins. A sweep tunes that schedule like any knob, so it is a ``[server]`` key in
+vLLM's own name. Its value is written compactly, ``"1-8:5,9-64:3,65-1024:1"`` (inclusive
+batch-size range, colon, K), or as vLLM's own JSON list ``"[[1, 8, 5], [9, 64, 3]]"``; it is
+rendered inside the ``--speculative-config`` JSON as vLLM's list of ``[start, end, K]``.
+
+The rules are vLLM's (``validate_and_normalize_dynamic_sd_schedule`` in
+``vllm/v1/spec_decode/dynamic/utils.py`` of 0.34.0), with its own texts: positive ranges,
+``start <= end``, ``K >= 0``, ranges sorted without overlap, the first starting at 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.options import OptionField
+
+__all__ = [
+    "OPTION_FIELDS",
+    "PER_BATCH_K",
+    "Schedule",
+    "ScheduleError",
+    "format_schedule",
+    "normalized",
+    "parse_schedule",
+]
+
+PER_BATCH_K = "num_speculative_tokens_per_batch_size"
+"""The ``[server]`` key, ``SpeculativeConfig``'s field name."""
+
+Schedule = tuple[tuple[int, int, int], ...]
+"""``((start, end, K), ...)``: inclusive batch-size ranges, sorted."""
+
+OPTION_FIELDS: tuple[OptionField, ...] = (
+    OptionField(
+        name=PER_BATCH_K,
+        kind="str",
+        flag="--speculative-config",
+        hint="K per batch size, e.g. 1-8:5,9-64:3,65-1024:1 (vLLM 0.34+)",
+        example='"1-8:5,9-64:3,65-1024:1"',
+    ),
+)
+"""vLLM's own keys, in the order files and editors show them."""
+
+
+class ScheduleError(ValueError):
+    """A schedule vLLM would refuse; the message is vLLM's (or as close)."""
+
+
+def _entries(text: str) -> list[tuple[int, int, int]]:
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            raw = json.loads(stripped)
+        except ValueError as exc:
+            raise ScheduleError(f"not a JSON list ({exc})") from None
+        if not isinstance(raw, list):
+            raise ScheduleError(
+                f"{PER_BATCH_K} must be a non-empty list of "
+                "(range_start, range_end, num_speculative_tokens) entries."
+            )
+        out = []
+        for entry in raw:
+            if not isinstance(entry, list | tuple) or len(entry) != 3:
+                raise ScheduleError(
+                    f"Each {PER_BATCH_K} entry must be a 3-item sequence: "
+                    "(range_start, range_end, num_speculative_tokens)."
+                )
+            try:
+                out.append((int(entry[0]), int(entry[1]), int(entry[2])))
+            except (TypeError, ValueError):
+                raise ScheduleError(f"entry {entry!r} is not three integers") from None
+        return out
+    out = []
+    for piece in stripped.split(","):
+        span, colon, k = piece.strip().partition(":")
+        start, dash, end = span.partition("-")
+        try:
+            if not colon:
+                raise ValueError
+            out.append((int(start), int(end if dash else start), int(k)))
+        except ValueError:
+            raise ScheduleError(f"{piece.strip()!r} is not START-END:K (e.g. 1-16:4)") from None
+    return out
+
+
+def parse_schedule(text: str) -> Schedule:
+    """The schedule ``text`` describes, checked by vLLM's rules; raises :class:`ScheduleError`
+    with vLLM's message."""
+    entries = _entries(text)
+    if not entries:
+        raise ScheduleError(f"{PER_BATCH_K} must not be empty.")
+    for start, end, k in entries:
+        if start <= 0 or end <= 0:
+            raise ScheduleError(f"Batch-size range ({start}, {end}) must be positive.")
+        if start > end:
+            raise ScheduleError(f"Batch-size range start must be <= end for ({start}, {end}, {k}).")
+        if k < 0:
+            raise ScheduleError(f"{PER_BATCH_K} values must be >= 0.")
+    entries.sort(key=lambda e: e[0])
+    previous_end = 0
+    for start, end, _k in entries:
+        if start <= previous_end:
+            raise ScheduleError("Batch-size ranges must be non-overlapping and sorted.")
+        previous_end = end
+    if entries[0][0] != 1:
+        raise ScheduleError(
+            "The first batch-size range must start at 1 so every runtime batch size has a "
+            "defined schedule."
+        )
+    return tuple(entries)
+
+
+def format_schedule(schedule: Schedule) -> str:
+    """The compact text of a schedule (``1-8:5,9-64:3``)."""
+    return ",".join(f"{a}-{b}:{k}" for a, b, k in schedule)
+
+
+def normalized(config: ServerConfig) -> ServerConfig:
+    """``config`` with its schedule (if valid) in the compact form a command line reads back
+    as; anything else unchanged (validation names a bad schedule)."""
+    pairs = tuple(config.options)
+    out = []
+    for name, value in pairs:
+        if name == PER_BATCH_K and isinstance(value, str):
+            try:
+                value = format_schedule(parse_schedule(value))
+            except ScheduleError:
+                pass
+        out.append((name, value))
+    new = tuple(out)
+    return config if new == pairs else dataclasses.replace(config, options=new)

@@ -1,0 +1,75 @@
+"""Which vLLM release runs on the box, and what each checked release accepts.
+
+Why it exists: a session renders and checks a configuration in the words of the release the
+box runs, so it asks the box first (through the launcher's own interpreter, like SGLang's) and
+the running server after (vLLM's ``GET /version``). vLLM kept the flags specconsole renders
+across the releases checked (``tests/oracle``: every flag of :mod:`.flags` exists in 0.11.0
+and 0.34.0 with a compatible type), so its table has no renames; what changed is what
+``--speculative-config`` may hold: ``num_speculative_tokens_per_batch_size`` (a K per batch
+size, vllm-project/vllm#32374) is a ``SpeculativeConfig`` field of 0.34.0 and not of 0.11.0,
+whose pydantic dataclass ignores keys it does not know — the schedule would silently do
+nothing. :data:`PER_BATCH_K_SINCE` is the oldest checked release that has it.
+
+A version is vLLM's ``__version__`` text (``0.11.0``, ``0.34.0``, ``0.10.1.1``); ``None``
+means unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specconsole.core.config.releases import ReleaseTable, at_least, parse_release
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "KNOWN_RELEASES",
+    "PER_BATCH_K_SINCE",
+    "TABLE",
+    "detect_command",
+    "has_per_batch_k",
+    "parse_detected",
+    "release_from_version_body",
+]
+
+KNOWN_RELEASES: tuple[str, ...] = ("0.11.0", "0.34.0")
+"""Releases the oracle tests read (tests/oracle/vllm-versions.txt): the ones vouched for."""
+
+DEFAULT_VERSION = "0.11.0"
+"""The release whose names are used while the box's is unknown (the oldest checked: every
+flag rendered is accepted by both)."""
+
+PER_BATCH_K_SINCE = "0.34.0"
+"""Oldest checked release whose ``SpeculativeConfig`` has
+``num_speculative_tokens_per_batch_size`` (0.11.0's has not; the field arrived in between)."""
+
+TABLE = ReleaseTable(known=KNOWN_RELEASES, default_version=DEFAULT_VERSION)
+"""vLLM's releases as the core's release mechanics read them (no flag renamed)."""
+
+
+def detect_command(python: str = "python3") -> list[str]:
+    """The argv that prints the box's vLLM release through the launcher's interpreter."""
+    return [python, "-c", "import vllm; print(vllm.__version__)"]
+
+
+def parse_detected(output: str) -> str | None:
+    """The release in :func:`detect_command`'s output (its last release-number line: vLLM's
+    import may log first), ``None`` when there is none (an import error, an empty reply)."""
+    return parse_release(output)
+
+
+def release_from_version_body(body: Any) -> str | None:
+    """The release in ``GET /version``'s answer (``{"version": "0.11.0"}``)."""
+    if isinstance(body, dict) and isinstance(body.get("version"), str):
+        return parse_release(body["version"])
+    return None
+
+
+def has_per_batch_k(version: str | None) -> bool | None:
+    """Whether release ``version`` reads ``num_speculative_tokens_per_batch_size`` (``None``:
+    the release is unknown)."""
+    if version is None:
+        return None
+    try:
+        return at_least(TABLE, version, PER_BATCH_K_SINCE)
+    except ValueError:
+        return None
