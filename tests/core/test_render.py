@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm, config_from_table
 from specconsole.core.config.render import to_argv, to_command
 from specconsole.core.config.systemd import (
     UnitOptions,
@@ -22,6 +22,7 @@ from specconsole.core.config.systemd import (
     systemd_split,
     to_unit,
 )
+from specconsole.engines.llamacpp.flags import MODELLED_FLAGS as LLAMA_MODELLED_FLAGS
 from specconsole.engines.sglang.flags import MODELLED_FLAGS
 from specconsole.engines.vllm.flags import MODELLED_FLAGS as VLLM_MODELLED_FLAGS
 
@@ -373,7 +374,14 @@ _path = _text.filter(lambda s: not s.startswith("-") and s.strip() == s and s)
 _flag_names = (
     st.text(alphabet=string.ascii_lowercase + "-", min_size=1, max_size=12)
     .map(lambda s: "--" + s.strip("-"))
-    .filter(lambda f: f not in MODELLED_FLAGS and f not in VLLM_MODELLED_FLAGS and f != "--")
+    .filter(
+        lambda f: (
+            f not in MODELLED_FLAGS
+            and f not in VLLM_MODELLED_FLAGS
+            and f not in LLAMA_MODELLED_FLAGS
+            and f != "--"
+        )
+    )
 )
 _extra = st.lists(
     st.one_of(
@@ -394,8 +402,57 @@ _env = st.lists(
 _opt_int = st.one_of(st.none(), st.integers(1, 100_000))
 
 
+_LLAMA_OPTIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "spec_type": st.sampled_from(["none", "draft-simple", "ngram-mod"]),
+        "spec_draft_n_max": st.integers(0, 64),
+        "spec_draft_n_min": st.integers(0, 8),
+        "spec_draft_p_min": st.floats(0, 1),
+        "spec_draft_ngl": st.one_of(st.integers(0, 99), st.sampled_from(["auto", "all"])),
+        "spec_draft_threads": st.integers(-1, 8),
+        "ctx_size": st.integers(0, 1_000_000),
+        "parallel": st.integers(-1, 256),
+        "threads": st.integers(-1, 64),
+        "n_gpu_layers": st.one_of(st.integers(0, 99), st.sampled_from(["auto", "all"])),
+        "fit": st.sampled_from(["on", "off"]),
+        "metrics": st.just(True),  # false renders nothing: it reads back unset
+    },
+)
+
+
+@st.composite
+def llama_configs(draw: st.DrawFn) -> ServerConfig:
+    """llama-server configurations: its own keys (any spelling reads back), a draft or not,
+    its launchers; extra args that are not its modelled flags."""
+    table = {
+        "engine": "llamacpp",
+        "model_path": draw(_path),
+        "launcher": draw(st.sampled_from(["llama-server", "/opt/llama.cpp/bin/llama-server"])),
+        **draw(_LLAMA_OPTIONS),
+    }
+    draft = draw(st.one_of(st.none(), _path))
+    if draft is not None:
+        table["speculative_draft_model_path"] = draft
+    config = config_from_table(table)
+    return dataclasses.replace(
+        config,
+        host=draw(st.sampled_from(["127.0.0.1", "0.0.0.0", "::1"])),
+        port=draw(st.integers(1, 65535)),
+        extra_args=draw(_extra),
+        env=draw(_env),
+        working_directory=draw(
+            st.one_of(
+                st.none(), _path.filter(lambda p: not p.endswith("\\")).map(lambda p: "/" + p)
+            )
+        ),
+    )
+
+
 @st.composite
 def configs(draw: st.DrawFn, engine: str) -> ServerConfig:
+    if engine == "llamacpp":
+        return draw(llama_configs())
     algo = draw(st.one_of(st.none(), st.sampled_from(list(SpecAlgorithm))))
     launchers = (
         ["vllm serve", "python3 -m vllm.entrypoints.openai.api_server"]
@@ -446,7 +503,7 @@ def configs(draw: st.DrawFn, engine: str) -> ServerConfig:
     )
 
 
-_any_config = st.one_of(configs("sglang"), configs("vllm"))
+_any_config = st.one_of(configs("sglang"), configs("vllm"), configs("llamacpp"))
 
 
 @settings(max_examples=200, deadline=None)
@@ -456,7 +513,7 @@ def test_argv_round_trip(config: ServerConfig) -> None:
     parsed = parse_command(argv)
     assert to_argv(parsed) == argv
     assert parse_command(to_command(config)) == parsed
-    if config.engine == "sglang":
+    if config.engine in ("sglang", "llamacpp"):
         assert parsed == dataclasses.replace(config, env=(), working_directory=None, user=None)
 
 

@@ -21,7 +21,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.inputs import load_toml
@@ -32,6 +32,9 @@ from specconsole.core.engine.registry import (
     engine_names,
     get_engine,
 )
+
+if TYPE_CHECKING:
+    from specconsole.core.config.capabilities import FlagSet
 
 
 class SpecAlgorithm(StrEnum):
@@ -103,6 +106,10 @@ class ServerConfig:
     (key, value) pairs; read them like fields (``config.spec_draft_n_max``)."""
     description: str = field(default="", compare=False)
     """Free-text label shown in reports; not part of the configuration's identity."""
+    box_flags: FlagSet | None = field(default=None, compare=False, repr=False)
+    """The flags the box's server binary accepts, from its own ``--help``
+    (:mod:`.capabilities`; set by the controller before validation and deploy, never written
+    to a file): renderers pick the spellings it has, validation refuses a flag it lacks."""
 
     def __getattr__(self, name: str) -> Any:
         """An engine option by its key, like a field: its value, or ``None`` when the engine

@@ -46,7 +46,8 @@ class OptionField:
     hint: str
     """What it does, in one short line (the editor and ``validate``'s messages show it)."""
     choices: tuple[str, ...] = ()
-    """For ``choice``: the values the engine accepts."""
+    """For ``choice``: the values the engine accepts. For ``int`` and ``float``: words the
+    engine accepts besides a number (llama.cpp's ``-ngl auto`` / ``all``)."""
     minimum: float | None = None
     maximum: float | None = None
     """Inclusive bounds for numbers (``None``: unbounded on that side)."""
@@ -96,6 +97,8 @@ def parse_option(field: OptionField, value: Any, *, key: str | None = None) -> O
     number: int | float
     if isinstance(value, bool):
         raise _fail(key, field, value, "a number")
+    if field.choices and isinstance(value, str) and value.strip() in field.choices:
+        return value.strip()  # a word the engine takes in place of a number
     if kind == "int":
         if isinstance(value, float) and value.is_integer():
             value = int(value)

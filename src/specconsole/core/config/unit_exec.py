@@ -11,14 +11,19 @@ the whole block.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, parse_field
+from specconsole.core.config.options import OptionField, parse_option
 from specconsole.core.config.render import launcher_argv, to_argv
 from specconsole.core.config.systemd import _unescape_exec, systemd_quote, systemd_split
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import engine_for
+
+if TYPE_CHECKING:
+    from specconsole.core.config.capabilities import FlagSet
 
 __all__ = ["Rerender", "decode_word", "edit_exec", "word_spans"]
 
@@ -108,7 +113,7 @@ def _groups(
                 out.append(_Group(key, name, (inline,), True, (start, spans[i][1] if spans else 0)))
                 i += 1
                 continue
-            if i + 1 < len(words) and not words[i + 1].startswith("-"):
+            if i + 1 < len(words) and _is_value(words[i + 1]):
                 end = spans[i + 1][1] if spans else 0
                 out.append(_Group(key, word, (words[i + 1],), False, (start, end)))
                 i += 2
@@ -123,23 +128,37 @@ def _groups(
     return out
 
 
-def _same(old: _Group, new: _Group) -> bool:
+def _is_value(word: str) -> bool:
+    """A flag's value: any word but a flag (a negative number such as ``-1`` is a value)."""
+    return not word.startswith("-") or word[1:].replace(".", "").isdigit()
+
+
+def _same(old: _Group, new: _Group, options: dict[str, OptionField]) -> bool:
     if old.values == new.values:
         return True
     if old.key[0] == "field" and len(old.values) == len(new.values) == 1:
+        name = old.key[1]
         try:
-            return parse_field(old.key[1], old.values[0]) == parse_field(new.key[1], new.values[0])
+            if name in options:  # an engine's own key (llama.cpp's ctx_size)
+                field = options[name]
+                return parse_option(field, old.values[0]) == parse_option(field, new.values[0])
+            return parse_field(name, old.values[0]) == parse_field(name, new.values[0])
         except ConfigError:
             return False
     return False
 
 
-def _render_group(old: _Group | None, new: _Group) -> str:
-    """``new``'s words in ``old``'s spelling (flag alias, ``=`` or not) when there is one."""
-    name = old.name if old is not None and old.key[0] != "pos" else new.name
+def _render_group(old: _Group | None, new: _Group, flags: FlagSet | None = None) -> str:
+    """``new``'s words in ``old``'s spelling (flag alias, ``=`` or not) when there is one and
+    the box's binary accepts it (``flags``: its ``--help``; an old name it removed is
+    rewritten in the name the configuration renders)."""
+    kept = old is not None and old.key[0] != "pos"
+    if kept and flags is not None and old is not None and not flags.accepts(old.name):
+        kept = False
+    name = old.name if kept and old is not None else new.name
     if new.key[0] == "pos":
         return systemd_quote(new.name)
-    if old is not None and old.inline and len(new.values) == 1:
+    if kept and old is not None and old.inline and len(new.values) == 1:
         return systemd_quote(f"{name}={new.values[0]}")
     return " ".join(systemd_quote(w) for w in (name, *new.values))
 
@@ -187,6 +206,8 @@ def edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
         raise Rerender
     engine = engine_for(config)
     modelled = dict(engine.modelled_flags)
+    options = {f.name: f for f in engine.option_fields}
+    flags = config.box_flags
     launcher_words = launcher_argv(config)
     new_flags = to_argv(config)[len(launcher_words) :]
     new_head = launcher_words
@@ -219,10 +240,11 @@ def edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
             continue
         separator = sep
         new = used[i]
-        out += sep + (value[o.span[0] : o.span[1]] if _same(o, new) else _render_group(o, new))
+        keep = _same(o, new, options) and (flags is None or flags.accepts(o.name))
+        out += sep + (value[o.span[0] : o.span[1]] if keep else _render_group(o, new, flags))
     for group in unmatched:
         if _is_server_default(group, engine):
             continue  # the unit leaves it to the server's own default, which is the same value
-        out += separator + _render_group(None, group)
+        out += separator + _render_group(None, group, flags)
     out += value[spans[-1][1] :]
     return body[:eq] + out + newline

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from specconsole.core.config.bounds import SERVER_LIMITS, control_char_problem, is_int
+from specconsole.core.config.capabilities import flag_issues
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import extra_flags
 from specconsole.core.config.inputs import host_problem
@@ -211,6 +212,11 @@ def _validate(config: ServerConfig) -> list[Issue]:
             )
 
     engine.check(config, algo, bad_ints, r)
+    if config.box_flags is not None:  # the box's binary, from its own --help
+        try:
+            r.issues.extend(flag_issues(config))
+        except ConfigError:
+            pass  # no command line renders: the errors above say why
     return r.issues
 
 

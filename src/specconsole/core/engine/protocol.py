@@ -12,10 +12,11 @@ The slots, in the order a trial meets them:
   configuration gets when it names none;
 * **configuration** — the flags it renders for a :class:`ServerConfig` (for its release), the
   flags it reads back from a command line or unit, its rules (what it refuses, what it
-  silently changes: :meth:`Engine.normalize`) and the per-request KV slots a verify step takes
-  (the capacity model's x);
-* **releases** — how its release is asked of the box and of the running server, and which
-  spellings that release wants;
+  silently changes: :meth:`Engine.normalize`), the per-request KV slots a verify step takes
+  (the capacity model's x) and when it silently runs without speculation;
+* **releases** — how its release is asked of the box and of the running server, which
+  spellings that release wants, and how the box's binary is asked which flags it accepts
+  (its ``--help``);
 * **logs** — its :class:`~specconsole.core.logs.grammar.LogGrammar`: ready and capacity lines,
   statistics, tuning warnings, fatal causes with their fixes;
 * **endpoints** — where health, acceptance and capacity are read, the benchmark APIs it serves;
@@ -165,6 +166,13 @@ class Engine(Protocol):
         capacity model (``core.search.capacity``)."""
         ...
 
+    def speculation_off(self, config: ServerConfig) -> str | None:
+        """Why ``config`` will run without the speculation it names (a draft the engine
+        loads and never uses, a speculative type without its draft), in the engine's words;
+        ``None``: it speculates, or asks for none. A trial so marked is neither a crash nor
+        an ordinary success, and never wins a sweep (``TrialRecord.speculation_off``)."""
+        ...
+
     # -- releases ------------------------------------------------------------------------------
     releases: ReleaseTable
     """Which spellings each of its releases wants (``core.config.releases`` reads it)."""
@@ -189,6 +197,17 @@ class Engine(Protocol):
 
     def release_line(self, version: str | None, source: str = "") -> str:
         """What the editor says about the release whose names and rules it uses."""
+        ...
+
+    def help_command(self, launcher: Sequence[str]) -> list[str] | None:
+        """The argv that prints the flags the box's binary accepts (its ``--help``, read by
+        ``core.config.capabilities``); ``None``: it is not asked."""
+        ...
+
+    def fingerprint_command(self, launcher: Sequence[str]) -> str | None:
+        """A shell command whose output changes when the binary behind ``launcher`` changes
+        (its hash): the ``--help`` answer is cached per fingerprint in the session; ``None``:
+        asked once per session."""
         ...
 
     # -- logs ----------------------------------------------------------------------------------

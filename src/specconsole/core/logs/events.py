@@ -350,6 +350,18 @@ class TuningWarning(LogEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpeculationOff(LogEvent):
+    """The server came up, but without the speculative decoding it was asked for (llama.cpp:
+    a draft whose vocabulary the target refuses, ``draft-simple`` without a draft): not a
+    crash and not an ordinary success — the trial is marked, and never wins a speculative
+    sweep."""
+
+    kind: ClassVar[str] = "speculation_off"
+    reason: str = ""
+    """The server's own words for why."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FatalError(LogEvent):
     """The server died or cannot start, with the evidence and what to do about it."""
 

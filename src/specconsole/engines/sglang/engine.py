@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from specconsole.core.config.capabilities import python_fingerprint
 from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import DEFAULT_SGLANG_LAUNCHER, ServerConfig, SpecAlgorithm
 from specconsole.core.engine.protocol import EditorField, Endpoints
@@ -85,6 +86,9 @@ class SGLang:
             return config.speculative_num_draft_tokens
         return steps * topk + 1
 
+    def speculation_off(self, config: ServerConfig) -> str | None:
+        return None  # it refuses (validation) rather than silently not speculating
+
     def detect_command(self, python: str) -> list[str] | None:
         return releases.detect_command(python)
 
@@ -103,6 +107,12 @@ class SGLang:
 
     def release_line(self, version: str | None, source: str = "") -> str:
         return editor.release_line(version, source)
+
+    def help_command(self, launcher: Sequence[str]) -> list[str] | None:
+        return [*launcher, "--help"]  # argparse's help: a check next to the release table
+
+    def fingerprint_command(self, launcher: Sequence[str]) -> str | None:
+        return python_fingerprint(launcher)
 
     @property
     def log_grammar(self) -> LogGrammar:

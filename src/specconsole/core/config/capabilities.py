@@ -1,0 +1,234 @@
+"""The flags the box's own server binary accepts, read from its ``--help``, and what a
+configuration needs that it lacks.
+
+Why: engines rename and remove flags between builds faster than release tables can follow
+(llama.cpp removed ``--draft-max`` for ``--spec-draft-n-max`` and exits 1 on the old name; a
+source build reports "build 0, commit unknown", so there is no release number to look up). The
+one authority on what a binary accepts is the binary itself: its ``--help``. The controller
+asks the box once per binary (cached per fingerprint in the session) and puts the answer on the
+configuration (``ServerConfig.box_flags``); an engine's renderer then picks, for each key, the
+spelling the binary has, and :func:`flag_issues` refuses — before anything is deployed — a
+configuration whose command line still needs a flag the binary lacks, naming the ``[server]``
+key and the fix (the flag's new name when the help says it was renamed).
+
+Two help formats are read here: argparse's (SGLang, vLLM, the simulator: ``  --model-path
+MODEL_PATH, --model MODEL_PATH``) and llama.cpp's common-args table (``-t,    --threads N``;
+``--spec-draft-model, -md, --model-draft FNAME``) — both list the names of one option,
+comma-separated, at the start of a line, before the description. A flag listed with "the
+argument has been removed" (llama.cpp keeps removed flags in its help to say so) is removed,
+with the help's own words as the reason.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from specconsole.core.config.issues import Issue, Severity
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+
+__all__ = [
+    "FlagSet",
+    "binary_fingerprint",
+    "flag_issues",
+    "parse_help",
+    "python_fingerprint",
+    "removed_note",
+    "rendered_flags",
+]
+
+_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z0-9][A-Za-z0-9_.-]*)")
+_REMOVED = re.compile(r"(?:the )?argument has been removed\.?\s*(?P<rest>.*)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FlagSet:
+    """What one server binary accepts: its flags (every alias), and the flags its help still
+    lists only to say they were removed (flag -> the help's words)."""
+
+    accepted: frozenset[str]
+    removed: Mapping[str, str] = field(default_factory=dict)
+    source: str = ""
+    """Where it was learnt (``/opt/llama/bin/llama-server --help``), for messages."""
+
+    def accepts(self, flag: str) -> bool:
+        return flag in self.accepted and flag not in self.removed
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "accepted": sorted(self.accepted),
+            "removed": dict(sorted(self.removed.items())),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FlagSet:
+        accepted = data.get("accepted")
+        removed = data.get("removed")
+        return cls(
+            accepted=frozenset(str(f) for f in accepted if isinstance(f, str))
+            if isinstance(accepted, list)
+            else frozenset(),
+            removed={str(k): str(v) for k, v in removed.items()}
+            if isinstance(removed, Mapping)
+            else {},
+            source=str(data.get("source") or ""),
+        )
+
+
+def parse_help(text: str, *, source: str = "") -> FlagSet | None:
+    """The flags a ``--help`` text lists (``None`` when it lists none: not a help text)."""
+    accepted: set[str] = set()
+    removed: dict[str, str] = {}
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith("-") or stripped.startswith("---"):
+            continue
+        found, description = _names(stripped)
+        if not found:
+            continue
+        accepted.update(found)
+        at = number
+        if not description and number + 1 < len(lines):  # a long names column: text below
+            at, description = number + 1, lines[number + 1].strip()
+        gone = _REMOVED.search(description)
+        if gone:
+            rest = gone.group("rest")
+            follow = lines[at + 1].strip() if at + 1 < len(lines) else ""
+            if rest.endswith(" or") and follow.startswith("--"):  # wrapped onto the next line
+                rest = f"{rest} {follow}"
+            note = f"the argument has been removed. {rest}".strip()
+            for flag in found:
+                removed[flag] = note
+    if not accepted:
+        return None
+    return FlagSet(frozenset(accepted), removed, source)
+
+
+def _names(line: str) -> tuple[list[str], str]:
+    """The option names at the start of a help line and the description after them:
+    names are comma-separated, each may carry a metavar (``N``, ``MODEL_PATH,``,
+    ``[on|off]``); the first word that is neither a flag nor a metavar followed by a comma
+    (or the second metavar) starts the description."""
+    words = line.split()
+    names: list[str] = []
+    metavar = False
+    for i, word in enumerate(words):
+        name = word.rstrip(",")
+        if _FLAG.fullmatch(name) and not name[1:].replace(".", "").isdigit():
+            names.append(name)
+            metavar = False
+            continue
+        if not names or metavar:
+            return names, " ".join(words[i:])
+        if word.endswith(","):
+            continue  # MODEL_PATH, --model MODEL_PATH
+        metavar = True
+    return names, ""
+
+
+def rendered_flags(config: ServerConfig) -> list[str]:
+    """The flag words of ``config``'s command line after the launcher (``--flag=v`` as
+    ``--flag``; values, negative numbers included, left out)."""
+    from specconsole.core.config.render import launcher_argv, to_argv
+
+    words = to_argv(config)[len(launcher_argv(config)) :]
+    return [
+        w.split("=", 1)[0]
+        for w in words
+        if w.startswith("-") and len(w) > 1 and not w[1:].replace(".", "").isdigit()
+    ]
+
+
+def removed_note(flags: FlagSet, flag: str) -> str:
+    """What the help says of a removed flag ('' when it is not removed)."""
+    return flags.removed.get(flag, "")
+
+
+def flag_issues(config: ServerConfig, flags: FlagSet | None = None) -> list[Issue]:
+    """Errors for every flag ``config``'s command line needs that the box's binary does not
+    accept (``flags``, default ``config.box_flags``; none known: no findings). Each names the
+    ``[server]`` key that renders the flag (``extra_args`` for a verbatim one) and the fix: the
+    key to set instead when the help names the flag's new spelling."""
+    from specconsole.core.engine.registry import engine_for
+
+    flags = flags if flags is not None else config.box_flags
+    if flags is None:
+        return []
+    engine = engine_for(config)
+    modelled = dict(engine.modelled_flags)
+    extra = {w.split("=", 1)[0] for w in config.extra_args if w.startswith("-")}
+    where = f" ({flags.source})" if flags.source else ""
+    issues: list[Issue] = []
+    seen: set[str] = set()
+    for flag in rendered_flags(config):
+        if flags.accepts(flag) or flag in seen:
+            continue
+        seen.add(flag)
+        key = "extra_args" if flag in extra else modelled.get(flag, "extra_args")
+        note = removed_note(flags, flag)
+        build = f"this {engine.title} build"
+        if note:
+            message = f"{build} removed {flag}: its --help says {note!r}{where}."
+        else:
+            message = f"{build} does not accept {flag}: its --help lists no such flag{where}."
+        issues.append(Issue(key, Severity.ERROR, message, _fix(flag, key, note, modelled, flags)))
+    return issues
+
+
+def _fix(flag: str, key: str, note: str, modelled: Mapping[str, str], flags: FlagSet) -> str:
+    """The remedy: the ``[server]`` key of the flag the help names instead, else removal."""
+    named = [m.group(1) for m in _FLAG.finditer(note) if m.group(1) != flag]
+    for new in named:
+        target = modelled.get(new)
+        if target is not None and flags.accepts(new):
+            if key == "extra_args":
+                return (
+                    f"set {target} instead (rendered as {new}) and remove {flag} from extra_args."
+                )
+            return f"use {new} for {target} (a newer llama.cpp engine package renders it)."
+    if named:
+        return f"use {' or '.join(named)} instead of {flag} (in extra_args)."
+    if key == "extra_args":
+        return f"remove {flag} from extra_args: the binary on the box does not know it."
+    return (
+        f"unset {key}: none of its spellings is accepted by the binary on the box "
+        "(or install a build that has it)."
+    )
+
+
+_PY_FINGERPRINT = (
+    "import importlib.util as u, os, sys\n"
+    "s = u.find_spec(sys.argv[1].split('.')[0])\n"
+    "root = os.path.dirname(s.origin)\n"
+    "newest = max((os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(root)"
+    " for f in fs if f.endswith('.py')), default=0)\n"
+    "print(s.origin, newest)"
+)
+
+
+def python_fingerprint(launcher: Sequence[str]) -> str | None:
+    """For a ``PYTHON -m MODULE`` launcher: a shell command printing the module's package
+    and the time of its newest source file (an upgrade changes it), through the launcher's own
+    interpreter; ``None`` for any other launcher."""
+    words = list(launcher)
+    if "-m" not in words[:-1] or not words[0].rsplit("/", 1)[-1].startswith("python"):
+        return None
+    module = words[words.index("-m") + 1]
+    return shlex.join([words[0], "-c", _PY_FINGERPRINT, module])
+
+
+def binary_fingerprint(program: str) -> str:
+    """A shell command printing the sha256 of a native binary and the shared libraries next
+    to it (llama-server is a small launcher over ``libllama-server-impl.so``)."""
+    quoted = shlex.quote(program)
+    return (
+        f'b=$(command -v -- {quoted}) && b=$(readlink -f -- "$b") && '
+        'cat -- "$b" "$(dirname -- "$b")"/lib*.so* 2>/dev/null | sha256sum'
+    )
