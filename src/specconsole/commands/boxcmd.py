@@ -15,11 +15,14 @@ import argparse
 import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specconsole.commands.bounded import bounded_number, output_file_problem
 from specconsole.commands.common import error
 from specconsole.core.config.bounds import Bound
+
+if TYPE_CHECKING:
+    from specconsole.remote.unitsource import UnitSource
 
 WAIT_BOUND = Bound(86_400.0, example="900")
 """``rollback --wait``: seconds, above 0 (a negative wait restored, then reported failure)."""
@@ -98,22 +101,23 @@ def _import_cmd(args: argparse.Namespace) -> int:
     except (OSError, ValueError, ProfileError) as exc:
         return error(f"{args.target}: {exc}")
     try:
-        unit_text = asyncio.run(_read_unit(profile))
+        unit = asyncio.run(_read_unit(profile))
     except TransportError as exc:
         return error(str(exc))
-    if unit_text is None:
+    if unit is None or unit.text is None:
         return error(
             f"{profile.service.unit} is not installed on {args.target}"
             " (systemctl cat found nothing); check the unit name with --unit"
         )
     try:
         text = plan_from_unit(
-            unit_text,
+            unit.text,
             host=host,
             service=service,
             source=f"{profile.service.unit} on {args.target}",
             secret_env=profile.service.secret_env,
             bench=bench_comment(),
+            context=unit.context,
         )
     except ConfigError as exc:
         return error(f"{profile.service.unit}: {exc}")
@@ -150,7 +154,8 @@ def bench_comment() -> list[str]:
     ]
 
 
-async def _read_unit(profile: Any) -> str | None:
+async def _read_unit(profile: Any) -> UnitSource | None:
+    """The unit on the box as systemd reads it (its files, specifiers, environment files)."""
     from specconsole.remote import make_backend, make_transport
     from specconsole.remote.systemd import SystemdBackend
 
@@ -158,8 +163,7 @@ async def _read_unit(profile: Any) -> str | None:
     try:
         backend = make_backend(profile, transport)
         assert isinstance(backend, SystemdBackend)
-        main, dropins = await backend.cat()
-        return None if main is None else main + ("\n" + dropins if dropins else "")
+        return await backend.read_unit()
     finally:
         await transport.close()
 

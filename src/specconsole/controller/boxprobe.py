@@ -79,11 +79,16 @@ async def running_config(
     """(the configuration the service runs now, parsed from its unit or launch script, or
     None; where it came from or why there is none). Environment values are kept: the caller
     redacts what it shows or records."""
-    text, where = await running_artifact(backend, config)
+    read_unit = getattr(backend, "read_unit", None)  # a unit: read as systemd reads it
+    source = await read_unit() if read_unit is not None else None
+    if source is not None:
+        text, where = source.text, str(getattr(backend, "unit", "the unit"))
+    else:
+        text, where = await running_artifact(backend, config)
     if text is None:
         return None, f"nothing is deployed for {where}"
     try:
-        parsed = read_server_text(text, where)[1]
+        parsed = read_server_text(text, where, source.context if source else None)[1]
     except (ConfigError, ValueError) as exc:
         return None, f"{where} could not be parsed: {exc}"
     return parsed, f"parsed from {where}"

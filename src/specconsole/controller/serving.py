@@ -69,17 +69,17 @@ async def wait_serving(
 
 async def unit_port(backend: ServiceBackend, default: int) -> int:
     """The port the unit on the box serves on (its ExecStart), else ``default``."""
-    cat = getattr(backend, "cat", None)
-    if cat is None:
+    read_unit = getattr(backend, "read_unit", None)
+    if read_unit is None:
         return default
     from specconsole.core.config.model import ConfigError
     from specconsole.core.config.systemd import parse_unit
 
-    main, dropins = await cat()
-    if main is None:
+    source = await read_unit()
+    if source is None or source.text is None:
         return default
     try:
-        return parse_unit(main + "\n" + dropins).port
+        return parse_unit(source.text, source.context).port
     except (ConfigError, ValueError):
         return default
 

@@ -26,14 +26,14 @@ from contextlib import aclosing
 from dataclasses import replace
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.systemd import UnitOptions, parse_unit, to_unit
+from specconsole.core.config.systemd import UnitOptions, to_unit
 from specconsole.core.config.unit import (
     UnitEdit,
     edit_unit,
     generate_unit,
     is_generated,
-    split_cat,
 )
+from specconsole.core.config.unit_parse import unit_user
 from specconsole.core.plans import launch
 from specconsole.core.plans.profile import ServiceProfile, UnitScope, UnitTemplate
 from specconsole.core.ports import (
@@ -48,6 +48,7 @@ from specconsole.core.ports import (
 )
 from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import expand_home
+from specconsole.remote.unitsource import UnitSource, read_unit_source
 
 SHOW_PROPERTIES = (
     "LoadState",
@@ -211,14 +212,20 @@ class SystemdBackend:
         return launch.secret_env_file(self._profile, self._store.backup_dir)
 
     async def cat(self) -> tuple[str | None, str]:
-        """(main unit text, drop-ins text) as ``systemctl cat`` shows them; (None, '')
-        when the unit is not installed."""
-        result = await self._transport.run(
-            self._systemctl(f"cat -- {shlex.quote(self.unit)}"), sudo=self._sudo
-        )
-        if not result.ok:
-            return None, ""
-        return split_cat(result.stdout)
+        """(main unit text, drop-ins text) as ``systemctl cat`` shows them, split at the files
+        systemd names (:mod:`specconsole.remote.unitsource`); (None, '') when the unit is not
+        installed."""
+        source = await self.read_unit()
+        return (None, "") if source is None else (source.cat.main, source.cat.dropins)
+
+    async def read_unit(self) -> UnitSource | None:
+        """The unit's files and the context its specifiers and ``EnvironmentFile=`` variables
+        resolve in (for :func:`~specconsole.core.config.systemd.parse_unit`); None when the
+        unit is not installed."""
+        return await read_unit_source(
+            self._transport, self._systemctl("").rstrip(), self.unit, sudo=self._sudo,
+            user=self._user,
+        )  # fmt: skip
 
     async def _render(self, config: ServerConfig) -> UnitEdit:
         """The unit for ``config``: the box's own unit edited (``template = "edit"``, the
@@ -227,9 +234,12 @@ class SystemdBackend:
         store = await self._artifacts()
         current = await store.current()
         dropins = ""
+        context = None
         if self._profile.template is UnitTemplate.EDIT:
-            main, dropins = await self.cat()
-            current = current if current is not None else main
+            source = await self.read_unit()
+            if source is not None:
+                dropins, context = source.cat.dropins, source.context
+                current = current if current is not None else source.cat.main
         if (
             self._profile.template is UnitTemplate.GENERATE
             or current is None
@@ -247,6 +257,7 @@ class SystemdBackend:
             env_file_path=self.env_file,
             secret_env=self._profile.secret_env,
             dropins=dropins,
+            context=context,
         )
 
     async def preview(self, config: ServerConfig) -> DeployPreview:
@@ -277,7 +288,7 @@ class SystemdBackend:
         await self._transport.upload(
             body.encode("utf-8"), self.env_file, mode=0o600, sudo=self._sudo
         )
-        owner = parse_unit(unit_text).user or config.user
+        owner = unit_user(unit_text) or config.user
         if owner and self._sudo:
             await self._transport.run(f"chown -- {shlex.quote(owner)} {path}", sudo=True)
 

@@ -26,6 +26,7 @@ from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, config_from_table, config_to_table
 from specconsole.core.config.secrets import split_secrets
 from specconsole.core.config.systemd import parse_unit
+from specconsole.core.config.unit_read import UnitContext
 
 __all__ = ["InputKind", "plan_from_unit", "read_server_text"]
 
@@ -43,7 +44,9 @@ def _looks_like_unit(text: str) -> bool:
     return "[Service]" in lines or any(line.startswith("ExecStart=") for line in lines)
 
 
-def read_server_text(text: str, where: str = "input") -> tuple[str, ServerConfig]:
+def read_server_text(
+    text: str, where: str = "input", context: UnitContext | None = None
+) -> tuple[str, ServerConfig]:
     """(kind, configuration) of a TOML file's ``[server]`` table, a systemd unit (or
     ``systemctl cat`` output) or a command line. Raises :class:`ConfigError` naming what
     is wrong; a text that is none of the three says which forms are accepted."""
@@ -51,7 +54,7 @@ def read_server_text(text: str, where: str = "input") -> tuple[str, ServerConfig
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         if _looks_like_unit(text):
-            return InputKind.UNIT, parse_unit(text)
+            return InputKind.UNIT, parse_unit(text, context)
         stripped = "\n".join(
             line for line in text.splitlines() if line.strip() and not line.startswith("#")
         )
@@ -132,6 +135,7 @@ def plan_from_unit(
     source: str,
     secret_env: tuple[str, ...] = (),
     bench: Sequence[str] = (),
+    context: UnitContext | None = None,
 ) -> str:
     """A commented plan (TOML) whose ``[server]`` base is what ``unit_text`` runs.
 
@@ -140,7 +144,7 @@ def plan_from_unit(
     the default costs the box). The result reads back with the same configuration (checked),
     secret values and the values the engine derives (:func:`derived_fields`) left out.
     """
-    config = parse_unit(unit_text)
+    config = parse_unit(unit_text, context)
     public, secret = split_secrets(config.env, secret_env)
     base, derived = derived_fields(ServerConfig(**{**_fields(config), "env": public}))
     server = config_to_table(base)

@@ -12,15 +12,13 @@ user's unit in place, line for line, is :mod:`.unit`'s.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from specconsole.core.config.command import parse_command
-from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import exec_words
+from specconsole.core.config.unit_parse import parse_unit
+from specconsole.core.config.unit_read import systemd_split
 
 __all__ = ["UnitOptions", "parse_unit", "systemd_quote", "systemd_split", "to_unit"]
 
@@ -30,7 +28,6 @@ __all__ = ["UnitOptions", "parse_unit", "systemd_quote", "systemd_split", "to_un
 # ---------------------------------------------------------------------------------------------
 
 _SAFE = re.compile(r"[A-Za-z0-9_@+=:,./-]+\Z")
-_ESCAPES = {"n": "\n", "t": "\t", "s": " ", "\\": "\\", '"': '"', "'": "'", " ": " "}
 
 
 def systemd_quote(arg: str, *, dollar: bool = True) -> str:
@@ -44,53 +41,21 @@ def systemd_quote(arg: str, *, dollar: bool = True) -> str:
     return f'"{text}"'
 
 
-def systemd_split(text: str) -> list[str]:
-    """Split a unit-file value into words the way systemd does (quotes, C escapes).
-
-    ``%%`` and ``$$`` are *not* collapsed here; callers do that per setting.
-    """
-    words: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        while i < n and text[i] in " \t":
-            i += 1
-        if i >= n:
-            break
-        word: list[str] = []
-        while i < n and text[i] not in " \t":
-            c = text[i]
-            if c in "\"'":
-                i += 1
-                while i < n and text[i] != c:
-                    if text[i] == "\\" and i + 1 < n:
-                        word.append(_ESCAPES.get(text[i + 1], text[i + 1]))
-                        i += 2
-                    else:
-                        word.append(text[i])
-                        i += 1
-                if i >= n:
-                    raise ConfigError("unit", f"unbalanced quote in {text!r}.", "close the quote.")
-                i += 1
-            elif c == "\\" and i + 1 < n:
-                word.append(_ESCAPES.get(text[i + 1], text[i + 1]))
-                i += 2
-            else:
-                word.append(c)
-                i += 1
-        words.append("".join(word))
-    return words
-
-
-_SPECIFIER = re.compile(r"%%|\$\$|\$\{(\w+)\}|\$(\w+)")
+_SPECIFIER = re.compile(r"%%|%[A-Za-z]|\$\$|\$\{(\w+)\}|\$(\w+)")
 
 
 def _unescape_exec(word: str, env: dict[str, str]) -> str:
-    """Collapse ``%%``/``$$`` and substitute ``$VAR``/``${VAR}`` from the unit's Environment."""
+    """Collapse ``%%``/``$$`` and substitute ``$VAR``/``${VAR}`` from the unit's environment
+    and ``%X`` specifiers from ``env["%X"]`` (what :func:`.unit.edit_unit` knows of the box),
+    leaving what is unknown as written: the edit compares the words it keeps, it does not run
+    them (:func:`parse_unit` is the strict reader)."""
 
     def sub(m: re.Match[str]) -> str:
         text = m.group(0)
         if text in ("%%", "$$"):
             return text[0]
+        if text.startswith("%"):
+            return env.get(text, text)
         name = m.group(1) or m.group(2)
         return env.get(name, text)
 
@@ -185,76 +150,3 @@ def to_unit(config: ServerConfig, options: UnitOptions | None = None) -> str:
     if o.wanted_by:
         lines += ["", "[Install]", f"WantedBy={o.wanted_by}"]
     return "\n".join(lines) + "\n"
-
-
-def _unit_entries(text: str) -> list[tuple[str, str, str]]:
-    """(section, key, value) for every setting, continuation lines joined."""
-    out: list[tuple[str, str, str]] = []
-    section = ""
-    pending: str | None = None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if pending is not None:
-            if line.startswith(("#", ";")):
-                continue
-            line = pending + " " + line
-            pending = None
-        elif not line or line.startswith(("#", ";")):
-            continue
-        if line.endswith("\\"):
-            pending = line[:-1].rstrip()
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1]
-            continue
-        key, sep, value = line.partition("=")
-        if sep:
-            out.append((section, key.strip(), value.strip()))
-    if pending is not None:
-        key, sep, value = pending.partition("=")
-        if sep:
-            out.append((section, key.strip(), value.strip()))
-    return out
-
-
-def parse_unit(text: str) -> ServerConfig:
-    """Read a unit file (e.g. the box's current service) back into a configuration.
-
-    ``ExecStart`` is parsed like a command line (:func:`parse_command`); ``Environment=``,
-    ``User=``, ``WorkingDirectory=`` and ``Description=`` fill their fields. Raises
-    :class:`ConfigError` when there is no ``ExecStart`` or it cannot be read.
-    """
-    exec_start: str | None = None
-    env: dict[str, str] = {}
-    fields: dict[str, Any] = {}
-    for section, key, value in _unit_entries(text):
-        if section == "Unit" and key == "Description":
-            fields["description"] = value.replace("%%", "%")
-        if section != "Service":
-            continue
-        if key == "ExecStart":
-            exec_start = value or None  # an empty assignment resets (drop-ins)
-        elif key == "Environment":
-            if not value:
-                env.clear()
-                continue
-            for word in systemd_split(value):
-                name, sep, val = word.partition("=")
-                if sep and name:
-                    env[name] = val.replace("%%", "%")
-        elif key == "User":
-            fields["user"] = value.replace("%%", "%") or None
-        elif key == "WorkingDirectory":
-            wd = value.lstrip("-").replace("%%", "%")
-            fields["working_directory"] = wd or None
-    if exec_start is None:
-        raise ConfigError(
-            "ExecStart", "the unit has no ExecStart= in [Service].", "point at the service's unit."
-        )
-    while exec_start[:1] in "-@+!:" and exec_start:
-        exec_start = exec_start[1:]
-    words = [_unescape_exec(w, env) for w in systemd_split(exec_start)]
-    config = parse_command(words)
-    merged_env = dict(env)
-    merged_env.update(dict(config.env))
-    return dataclasses.replace(config, env=tuple(merged_env.items()), **fields)

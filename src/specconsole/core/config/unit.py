@@ -35,41 +35,21 @@ from specconsole.core.config.systemd import (
     _HEADER,
     UnitOptions,
     _exec_lines,
-    _unit_entries,
     parse_unit,
     systemd_quote,
     systemd_split,
     to_unit,
 )
 from specconsole.core.config.unit_exec import Rerender, decode_word, edit_exec, word_spans
+from specconsole.core.config.unit_parse import read_settings, unit_entries
+from specconsole.core.config.unit_read import (
+    UnitContext,
+    specifier_values,
+    split_cat,
+    unit_lines,
+)
 
 __all__ = ["UnitEdit", "edit_unit", "generate_unit", "is_generated", "split_cat", "word_spans"]
-
-
-def split_cat(text: str) -> tuple[str | None, str]:
-    """``systemctl cat UNIT`` output → (main unit text, drop-ins text).
-
-    Each file starts with a ``# /path`` comment line; a ``.conf`` file under a ``UNIT.d``
-    folder is a drop-in, the first other file is the main unit. systemd separates files with
-    an empty line, which is dropped again.
-    """
-    parts: list[tuple[str, list[str]]] = []
-    for line in text.splitlines(keepends=True):
-        if line.startswith("# /"):
-            parts.append((line[2:].strip(), []))
-        elif parts:
-            parts[-1][1].append(line)
-    main: str | None = None
-    dropins: list[str] = []
-    for index, (path, lines) in enumerate(parts):
-        if index + 1 < len(parts) and lines and not lines[-1].strip():
-            lines = lines[:-1]
-        body = "".join(lines)
-        if ".d/" in path and path.endswith(".conf"):
-            dropins.append(body)
-        elif main is None:
-            main = body
-    return main, "\n".join(dropins)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,7 +139,7 @@ def _edit_env_line(line: str, changes: dict[str, str | None]) -> str | None:
 
 def _dropin_env(dropins: str) -> dict[str, str]:
     env: dict[str, str] = {}
-    for section, key, value in _unit_entries(dropins):
+    for section, key, value in unit_entries(dropins):
         if section == "Service" and key == "Environment":
             if not value:
                 env.clear()
@@ -247,11 +227,17 @@ def _assemble(
     return "".join(out), env_file_text(secret) if secret else None
 
 
-def _runs(text: str, dropins: str, config: ServerConfig, secret_env: tuple[str, ...]) -> bool:
+def _runs(
+    text: str,
+    dropins: str,
+    config: ServerConfig,
+    secret_env: tuple[str, ...],
+    context: UnitContext,
+) -> bool:
     """Whether ``text`` (with the drop-ins) runs ``config``: the same command line (flag
     order aside) and the configuration's public environment."""
     try:
-        parsed = parse_unit(text + "\n" + dropins)
+        parsed = parse_unit(text + "\n" + dropins, context)
     except ConfigError:
         return False
 
@@ -282,17 +268,23 @@ def edit_unit(
     env_file_path: str,
     secret_env: tuple[str, ...] = (),
     dropins: str = "",
+    context: UnitContext | None = None,
 ) -> UnitEdit:
     """``current`` changed only where ``config`` manages it (see the module docstring).
 
     ``dropins`` is the text of the unit's drop-ins (``systemctl cat``): variables they set to
-    the wanted value are not added again. Raises :class:`ConfigError` when no unit running
-    ``config`` can be made from ``current`` (no ExecStart; a drop-in replacing ExecStart).
+    the wanted value are not added again. ``context`` resolves what the unit's text alone does
+    not (specifiers, ``EnvironmentFile=`` variables): a word whose value is the configuration's
+    stays as the user wrote it (``%h/models``, ``$MODEL``). Raises :class:`ConfigError` when
+    no unit running ``config`` can be made from ``current`` (no ExecStart, two of them, a
+    variable that cannot be known, a drop-in replacing ExecStart).
     """
-    lines = current.splitlines(keepends=True)
+    context = context or UnitContext()
+    lines = unit_lines(current, keepends=True)
     block = _exec_block(lines, _sections(lines))
     block_text = "".join(lines[block[0] : block[1]])
-    env = dict(parse_unit(current).env) if current else {}
+    parse_unit(current + "\n" + dropins, context)  # refuses what systemd would not run
+    env = _edit_environment(current + "\n" + dropins, context)
     try:
         exec_text = edit_exec(block_text, config, env)
     except Rerender:
@@ -304,13 +296,22 @@ def edit_unit(
         text, env_file = _assemble(
             lines, config, block, attempt, env_file_path, secret_env, dropins
         )
-        if _runs(text, dropins, config, secret_env):
+        if _runs(text, dropins, config, secret_env, context):
             return UnitEdit(text, env_file)
     raise ConfigError(
         "ExecStart",
         "the unit cannot be edited to run this configuration (a drop-in may set ExecStart=).",
         'remove the drop-in\'s ExecStart=, or set [service] template = "generate".',
     )
+
+
+def _edit_environment(text: str, context: UnitContext) -> dict[str, str]:
+    """What decodes the unit's ExecStart words for the edit: its variables (``Environment=``,
+    then readable ``EnvironmentFile=`` files) and its specifiers (as ``"%h"`` keys)."""
+    settings = read_settings(text, context)
+    from_files, _unread = settings.file_environment(context)
+    specifiers = {f"%{letter}": value for letter, value in specifier_values(context).items()}
+    return {**specifiers, **settings.environment, **from_files}
 
 
 def is_generated(text: str) -> bool:
