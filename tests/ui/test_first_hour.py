@@ -113,7 +113,7 @@ async def test_footer_keeps_help_and_quit_first_in_the_crash_and_paused_states()
                 # the banner lists its own keys; the footer does not repeat them
                 assert "r resume" not in footer and "o roll back" not in footer
             else:
-                assert "s continue" in footer
+                assert "r resume" in footer  # (s continue does the same: not twice)
 
 
 # 3. Whole numbers or no column ---------------------------------------------------------------
@@ -141,6 +141,19 @@ async def test_trials_table_drops_whole_columns_with_a_marker_instead_of_cutting
         await pilot.pause(0.2)
         assert pane.shown_columns != shown
         assert table.virtual_size.width <= table.size.width
+
+
+async def test_the_table_follows_the_newest_trial_as_trials_arrive() -> None:
+    state = big_figures_state()
+    controller = RecordingController(dataclasses.replace(state, trials=state.trials[:1]))
+    app = _app(controller)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        for n in range(2, len(state.trials) + 1):
+            controller.publish(dataclasses.replace(state, trials=state.trials[:n]))
+            await pilot.pause(0.1)
+        pane = app.screen.query_one(TrialsPane)
+        assert pane.selected_key == str(state.trials[-1].index)
 
 
 # 4. Keys that change the box say what they do; destructive ones ask once ---------------------

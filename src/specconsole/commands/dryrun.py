@@ -7,10 +7,10 @@ of the server running now; what runs and whether it serves), then renders each p
 configuration exactly the way a deploy would — validated and normalized for that release by
 the same function the controller uses (``core.machine.results.validate_config`` over
 ``EngineVersionKeeper.apply``), so the draft tokens SGLang derives are the ones shown — and
-prints, per trial, the unified diff against what the box would have at that point: the
-first against the unit on the box now, each next one against the previous trial's. Nothing is
-uploaded, restarted or recorded; no session folder is created. Environment values are
-redacted as everywhere.
+prints, per trial, what changes flag by flag (``present.flagdiff``), then the unified diff
+against what the box would have at that point: the first against the unit on the box now,
+each next one against the previous trial's. Nothing is uploaded, restarted or recorded; no
+session folder is created. Environment values are redacted as everywhere.
 
 An ``optimize`` plan's trials are chosen as results arrive, so only its first proposals
 (the grid of its axes is not walked) can be shown: the dry run says so.
@@ -25,6 +25,7 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import deploy_previewed, validate_config
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.present.box import probe_lines
+from specconsole.present.flagdiff import summary_lines
 from specconsole.present.labels import config_label
 
 DRY_RUN_LIMIT = 200
@@ -86,6 +87,9 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
             print(f"trial {number}/{len(configs)} {label}:", file=out)
             if not shown:
                 print("    (no change)", file=out)
+                continue
+            for change in summary_lines(shown):  # what changes, flag by flag, first
+                print(f"  {change}", file=out)
             for line in shown.rstrip("\n").splitlines():
                 print(f"    {line}", file=out)
         if len(configs) > limit:

@@ -18,6 +18,10 @@ from specconsole.present.keymap import COMMANDS, DIFF_KEY, FOLLOW, NEXT_BOX, PIN
 GAP = 2
 """Spaces between two hints."""
 
+SAME_AS: dict[str, str] = {"continue": "resume"}
+"""A command left out of the footer while the one it duplicates is shown (a paused sweep:
+``s`` and ``r`` both continue with the next planned trial; the header says ``r``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Hint:
@@ -59,6 +63,7 @@ def footer_hints(
         compact: the stacked layout (``1-3`` switch panes).
     """
     now, shown_by_banner = set(available), set(banner)
+    now -= {c for c, same in SAME_AS.items() if same in now}
     wanted = [_hint(k) for k in PINNED]
     wanted += [_hint(c) for c in COMMANDS if c.id in now and c.id not in shown_by_banner]
     wanted += [_hint(k) for k in (FOLLOW, SEARCH, DIFF_KEY)]

@@ -184,6 +184,9 @@ class MainScreen(Screen[None]):
             box = self.query_one(BoxPanel)
             box.show(box_panel(state))
             box.display = box_shown(state)
+            # once trials exist the charts need the side pane's rows more than the probe's
+            # facts do: the panel keeps its first lines (the stylesheet's -has-trials)
+            self.set_class(bool(state.trials), "-has-trials")
             self.query_one(BenchPanel).show(adapt.bench_view(state))
             chart = adapt.chart_view(state)
             self.query_one(ThroughputChart).show(chart)

@@ -28,9 +28,9 @@ from specconsole.ui.viewmodels import TrialDetails, TrialRow
 PADDING = 2
 """Cells DataTable adds to every column (one each side)."""
 SCROLLBAR = 2
-"""Cells kept free for the vertical scrollbar."""
+"""Cells kept free for the vertical scrollbar (when the rows need one)."""
 MARKER_KEY = "more-columns"
-LABEL_MIN = 22
+LABEL_MIN = 20
 """When columns must go, the trial's label is cut to this width first (``…``): a name can
 be read shortened, a number cannot."""
 
@@ -85,6 +85,8 @@ class TrialsPane(Horizontal):
         self._ids: tuple[str, ...] = tuple(c.id for c in CONSOLE_COLUMNS)
         self._offset = 0
         self._drawn: tuple[object, ...] = ()
+        self._drawn_rows: tuple[TrialRow, ...] = ()
+        """The rows the table shows now (the cursor follows the newest while it is on it)."""
         self._label_width: int | None = None
         """The label column's cut width (None: whole)."""
         self.border_title = "Trials"
@@ -120,7 +122,9 @@ class TrialsPane(Horizontal):
     def _fit(self) -> tuple[ColumnFit, int | None]:
         """Whole columns for the table's width (all of them before it has one), and the
         label's cut width when cutting it lets more numbers show."""
-        width = self.table.size.width - SCROLLBAR
+        table = self.table
+        scrollbar = SCROLLBAR if len(self._rows) + 1 > table.size.height else 0
+        width = table.size.width - scrollbar
         columns = [BY_ID[i] for i in self._ids]
         if width <= 0:
             return ColumnFit(shown=tuple(range(len(columns))), hidden=0), None
@@ -152,7 +156,10 @@ class TrialsPane(Horizontal):
         self._drawn = key
         table = self.table
         previous = self.selected_key
-        at_end = previous is None or (bool(self._rows) and previous == self._rows[-1].key)
+        # following the newest trial: the cursor was on the last row drawn (or nowhere)
+        last = self._drawn_rows[-1].key if self._drawn_rows else None
+        at_end = previous is None or previous == last
+        self._drawn_rows = self._rows
         table.clear(columns=True)
         for n in fit.shown:
             column = BY_ID[self._ids[n]]
