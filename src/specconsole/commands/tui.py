@@ -259,7 +259,7 @@ async def _run(
 ) -> int:
     from specconsole.controller.wiring import ConsoleBox, wire_controller
     from specconsole.core.machine import events as ev
-    from specconsole.core.machine.state import ControllerState
+    from specconsole.core.machine.state import ControllerState, Phase
     from specconsole.ui.app import make_app
 
     if plan.boxes:  # a pool ([[hosts]]): one lane per box, n switches the box shown
@@ -313,6 +313,12 @@ async def _run(
     if app.final_message:  # what [sweep] finally left serving, or that the server is down
         print(app.final_message)
     print(f"session: {session.path} ({status})")
+    if controller.state.phase is Phase.DONE:  # the finished sweep's winner, ready to paste
+        from specconsole.present.progress import launch_block
+
+        if (block := launch_block(plan, controller.state.trials, session.path)) is not None:
+            print(block[0])
+            print(block[1], end="")
     if status in RESUMABLE_STATUSES:
         print(f"continue it with: specconsole resume {session.path}")
     if app.final_failed and code == 0:

@@ -54,6 +54,7 @@ from specconsole.present.labels import (
     record_label,
 )
 from specconsole.present.leaving import rollback_advice, rollback_command
+from specconsole.present.progress import launch_block, state_glance
 from specconsole.present.runlog import deploy_lines, level_line, verdict
 from specconsole.present.status import status_word
 from specconsole.session.report import render
@@ -94,6 +95,9 @@ class ProgressPrinter:
         # trial and begins the next in one step, so both arrive in this snapshot).
         if isinstance(event, ev.TrialRecorded) and state.trials:
             self._summarise(state.trials[-1])
+            self._glance(state)
+        elif isinstance(event, ev.StartSweep):
+            self._glance(state)
         key = (state.phase, state.load_stage, trial.index if trial else None)
         if key != self._last and self._forward(state):
             self._last = key
@@ -169,6 +173,13 @@ class ProgressPrinter:
     @staticmethod
     def _level_line(lv: LevelSummary) -> str:
         return level_line(lv)
+
+    def _glance(self, state: ControllerState) -> None:
+        """Elapsed, the sweep's ETA and the current best (present.progress), after each
+        trial and as the sweep starts."""
+        seen = state_glance(state, time.time())
+        if seen is not None:
+            self._print(f"  {seen.line}")
 
     def _summarise(self, record: TrialRecord) -> None:
         parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
@@ -332,10 +343,23 @@ async def run_headless(
     if final.phase is Phase.DONE:
         for line in findings(plan, final.trials):
             printer._print(line)
+        launch_lines(plan, final.trials, session.path, printer)
     print("", file=out)
     print(render(final.trials, plan, "md"), file=out, flush=True)
     printer._print(verdict(final.trials, plan, session.path))
     return code
+
+
+def launch_lines(
+    plan: SweepPlan, trials: Sequence[TrialRecord], session: object, printer: ProgressPrinter
+) -> None:
+    """The best trial's exact launch at the end of a sweep, unprefixed so it can be copied
+    (``present.progress.launch_block``; secrets as references to their EnvironmentFile)."""
+    block = launch_block(plan, trials, session)
+    if block is not None:
+        printer._print(block[0])
+        printer.out.write(block[1])
+        printer.out.flush()
 
 
 async def leave_box(

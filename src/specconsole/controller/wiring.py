@@ -35,6 +35,7 @@ from specconsole.core.ports import (
 )
 from specconsole.present.leaving import deploying_line, rollback_command
 from specconsole.session.files import SessionError
+from specconsole.session.history import last_session_costs
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
 
@@ -189,6 +190,8 @@ def wire_controller(
                 ("service", ports.backend.description),
             ),
         )
+    if state.eta_prior is None:  # the ETA's guess before this session's first trial
+        state = replace(state, eta_prior=last_session_costs(session, plan))
     controller = ports.controller(
         state,
         recorder=recorder,

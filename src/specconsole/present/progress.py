@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specconsole.core.machine.state import ControllerState, TrialRecord
+from specconsole.core.plans.launch import best_launch
 from specconsole.core.plans.objective import ObjectiveKind, best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.eta import Costs, Eta, estimate
@@ -29,10 +30,20 @@ class Glance:
     elapsed: str
     eta: str
     best: str
+    short: str = ""
+    """The console header's compact form: ``12:03 elapsed · ETA 8:10 · best #3 … 1,730 tok/s``."""
 
     @property
     def line(self) -> str:
         return " · ".join(part for part in (self.elapsed, self.eta, self.best) if part)
+
+
+def eta_short(eta: Eta) -> str:
+    """``ETA 8:10``, ``ETA ≥8:10`` (a lower bound) or ``ETA ~8:10?`` (a guess)."""
+    if eta.trials_left == 0 and eta.remaining_s <= 0:
+        return "ETA: finishing"
+    mark = "≥" if eta.at_least else ("~" if eta.guess else "")
+    return f"ETA {mark}{format_elapsed(eta.remaining_s)}{'?' if eta.guess else ''}"
 
 
 def eta_text(eta: Eta, now: float | None = None) -> str:
@@ -88,21 +99,40 @@ def glance(
     """The glance for a sweep at ``now``; ``finished`` leaves the ETA out. ``pool_trials``
     are other boxes' trials of a pool (the best and the budget are the pool's)."""
     every = (*pool_trials, *trials)
-    elapsed = "" if started_at is None else f"elapsed {format_elapsed(now - started_at)}"
-    eta = ""
+    ran = "" if started_at is None else format_elapsed(now - started_at)
+    eta = short = ""
     if not finished:
-        eta = eta_text(
-            estimate(
-                plan,
-                every,
-                now=now,
-                started_at=started_at,
-                current=current,
-                prior=prior,
-            ),
-            now,
-        )
-    return Glance(elapsed, eta, best_text(plan, every))
+        seen = estimate(plan, every, now=now, started_at=started_at, current=current, prior=prior)
+        eta, short = eta_text(seen, now), eta_short(seen)
+    top = best_text(plan, every)
+    compact = " · ".join(p for p in (f"{ran} elapsed" if ran else "", short, top) if p)
+    return Glance(f"elapsed {ran}" if ran else "", eta, top, compact)
+
+
+def span(trials: Sequence[TrialRecord]) -> tuple[float, float] | None:
+    """(first start, last end) of recorded trials, None without any."""
+    ends = [e for t in trials for e in (t.finished_at, *(s.ended_at for s in t.phases)) if e]
+    starts = [t.started_at for t in trials if t.started_at]
+    if not starts or not ends:
+        return None
+    return min(starts), max(ends)
+
+
+def report_glance(plan: SweepPlan, trials: Sequence[TrialRecord]) -> Glance:
+    """The glance as of the last recorded trial (reports: a finished sweep shows its
+    elapsed time and best, an unfinished one the ETA from there)."""
+    when = span(trials)
+    if when is None:
+        return Glance("", "", best_text(plan, trials))
+    started, ended = when
+    left = estimate(plan, trials, now=ended, started_at=None)
+    return glance(
+        plan,
+        trials,
+        now=ended,
+        started_at=started,
+        finished=left.trials_left == 0,
+    )
 
 
 def state_glance(state: ControllerState, now: float) -> Glance | None:
@@ -122,4 +152,28 @@ def state_glance(state: ControllerState, now: float) -> Glance | None:
     )
 
 
-__all__ = ["Glance", "best_text", "eta_text", "figure_text", "glance", "state_glance"]
+def launch_block(
+    plan: SweepPlan, trials: Sequence[TrialRecord], session: object
+) -> tuple[str, str] | None:
+    """(heading, launch text) of the best trial for the end of a sweep (headless and the
+    console's exit print it; ``specconsole best SESSION`` prints the same text); None without
+    a feasible trial."""
+    picked = best_launch(trials, plan)
+    if picked is None:
+        return None
+    heading = f"launch of the best, trial {picked.trial.index + 1} (specconsole best {session}):"
+    return heading, picked.text
+
+
+__all__ = [
+    "Glance",
+    "best_text",
+    "eta_short",
+    "eta_text",
+    "figure_text",
+    "glance",
+    "launch_block",
+    "report_glance",
+    "span",
+    "state_glance",
+]

@@ -25,6 +25,8 @@ from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
 from specconsole.present.formats import format_rate, format_rate_ci
 from specconsole.present.labels import measurement_note, record_label
+from specconsole.present.probes import probe_text, rate_answer
+from specconsole.present.progress import report_glance
 from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.present.series import (
     aggregate_series,
@@ -155,6 +157,8 @@ def to_markdown(
         )
     if note := measurement_note(trials):
         out += ["", note]
+    if plan is not None and trials:  # elapsed, the best (and the ETA of an unfinished sweep)
+        out += ["", report_glance(plan, trials).line]
     if repeats := repeat_rows(report_trials(trials), base):
         out += ["", "## Repeated runs", "", repeats_note(report_trials(trials)), ""]
         out.append("| " + " | ".join(REPEAT_HEADERS) + " |")
@@ -197,6 +201,13 @@ def to_markdown(
                 continue
             cells = [_level_cell(by_c.get(c)) for c in ladder]
             out.append(f"| {r.trial} | {r.label} | " + " | ".join(cells) + " |")
+    searched = [t for t in report_trials(trials) if t.rate_probes]
+    if searched:
+        out += ["", "## Highest rate under the SLOs", ""]
+        for t in searched:
+            label = record_label(t, plan.base if plan else None)
+            out.append(f"- trial {t.index + 1} `{label}`: {rate_answer(t)}")
+            out += [f"  - {probe_text(p)}" for p in t.rate_probes]
     crashed = [t for t in report_trials(trials) if t.crash is not None]
     if crashed:
         out += ["", "## Crashes", ""]

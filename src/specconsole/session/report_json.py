@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import redact_config
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.measure.stats import Spread
+from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.tables import server_config_to_table
+from specconsole.core.search.eta import estimate
 from specconsole.core.search.strategy import findings
 from specconsole.present.labels import measurement_note, record_label
+from specconsole.present.probes import probe_text
+from specconsole.present.progress import figure_text, report_glance, span
 from specconsole.present.status import status_detail, status_word
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -103,6 +107,18 @@ def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, 
         "warnings": list(record.warnings),
         "errors": list(record.errors),
         "diff": unit_diff(record) or None,
+        "prune": None if record.prune is None else dataclasses.asdict(record.prune),
+        "slo_rate": record.slo_rate,
+        "rate_probes": [
+            {
+                "rate": p.rate,
+                "met": p.met,
+                "missed": p.missed,
+                "text": probe_text(p),
+                "level": _level(p.level),
+            }
+            for p in record.rate_probes
+        ],
     }
 
 
@@ -142,6 +158,41 @@ def report_document(
             {"concurrency": c, **ref(t), "aggregate_tok_s": v}
             for c, t, v in best_per_concurrency(trials)
         ],
+        "best": None if plan is None else _best(trials, plan, ref),
+        "progress": None if plan is None else _progress(trials, plan),
+    }
+
+
+def _best(
+    trials: Sequence[TrialRecord], plan: SweepPlan, ref: Callable[[TrialRecord], dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The best trial by the plan's goal (``core.plans.objective.best``, as every view)."""
+    top = best(trials, plan.goal)
+    if top is None:
+        return None
+    return {
+        **ref(top),
+        "objective": plan.goal.objective.describe,
+        "value": plan.goal.objective.score(top),
+        "text": figure_text(plan, top),
+    }
+
+
+def _progress(trials: Sequence[TrialRecord], plan: SweepPlan) -> dict[str, Any] | None:
+    """Elapsed time and, for an unfinished sweep, the ETA as of the last trial
+    (``core.search.eta``, as the console and the headless lines show it)."""
+    when = span(trials)
+    if when is None:
+        return None
+    started, ended = when
+    left = estimate(plan, trials, now=ended, started_at=None)
+    return {
+        "elapsed_s": ended - started,
+        "trials_left": left.trials_left,
+        "eta_s": left.remaining_s,
+        "eta_at_least": left.at_least,
+        "eta_basis": left.basis,
+        "text": report_glance(plan, trials).line,
     }
 
 

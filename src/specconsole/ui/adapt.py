@@ -49,6 +49,7 @@ from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
+from specconsole.present.progress import state_glance
 from specconsole.present.series import (
     Series,
     aggregate_series,
@@ -159,6 +160,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
         config_summary=_header_config(state),
         tone=tone,
         sweep=sweep,
+        glance=seen.short if (seen := state_glance(state, now)) is not None else "",
     )
 
 

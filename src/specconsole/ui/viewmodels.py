@@ -52,6 +52,8 @@ class HeaderView:
     tone: Tone = Tone.IDLE
     sweep: str = ""
     """``sweep running`` / ``sweep paused`` / empty."""
+    glance: str = ""
+    """Elapsed, the sweep's ETA and the current best (``present.progress``), or empty."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,12 +189,19 @@ def costs(plan: SweepPlan, trials: Sequence[TrialRecord], prior: Costs | None = 
     return guess(plan)
 
 
+def _as_planned(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The records as the plan asked for them: a proposal is a requested configuration,
+    and a trial run before the box's release was known left out flags (``portable``)
+    that its request names — compared as requested, its capacity still counts."""
+    return [replace(t, normalized=None) for t in trials]
+
+
 def predicted_status(
     plan: SweepPlan, trials: Sequence[TrialRecord], config: ServerConfig
 ) -> TrialStatus:
     """How a proposal is expected to end: skipped or crashed when the capacity predictor
     says it will not load, else loaded."""
-    prediction = predict_capacity(trials, config, minimum_tokens=plan.minimum_capacity)
+    prediction = predict_capacity(_as_planned(trials), config, minimum_tokens=plan.minimum_capacity)
     if prediction.feasible:
         return TrialStatus.OK
     return TrialStatus.INFEASIBLE if plan.skip_infeasible else TrialStatus.CRASHED
@@ -205,7 +212,7 @@ def _imagined(
 ) -> TrialRecord:
     """A record of an outcome not yet seen (its capacity as predicted, so later proposals
     are predicted from it as from a measured one)."""
-    prediction = predict_capacity(trials, config, minimum_tokens=plan.minimum_capacity)
+    prediction = predict_capacity(_as_planned(trials), config, minimum_tokens=plan.minimum_capacity)
     loaded = status is TrialStatus.OK
     return TrialRecord(
         index=len(trials),

@@ -1,7 +1,8 @@
 """The status header: where the controller is, for how long, on which box, with what.
 
 Two lines so it fits 80 columns: the first says the phase (with the loading sub-phase or
-ladder level) and its elapsed time, trial *i of n*, the sweep state and the connection; the
+ladder level) and its elapsed time, trial *i of n*, the sweep state, the connection and the
+sweep's glance (elapsed, ETA, the current best: ``present.progress``); the
 second is the configuration being tried, then host/engine/service (cut first when narrow).
 Colour comes from the phase's tone (``-tone-bad`` etc.), which the stylesheet maps to theme
 variables.
@@ -45,7 +46,7 @@ class StatusHeader(ViewStatic[HeaderView]):
         text.append(f" {view.phase} ", style=phase_style)
         if view.elapsed:
             text.append(f" {view.elapsed}", style=meta_style)
-        for part in (view.trial, view.sweep, view.connection):
+        for part in (view.trial, view.sweep, view.connection, view.glance):
             if part:
                 text.append("  │  ", style=meta_style)
                 text.append(part, style=meta_style)
