@@ -822,6 +822,7 @@ SAMPLES: dict[type[ev.Event], ev.Event] = {
     ev.CapacitySeen: ev.CapacitySeen(max_total_num_tokens=5),
     ev.ServerReady: ev.ServerReady(),
     ev.FatalSeen: ev.FatalSeen(cause="c", message="m"),
+    ev.SpeculationOffSeen: ev.SpeculationOffSeen(reason="the draft's vocabulary differs"),
     ev.ServerExited: ev.ServerExited(status=ServiceStatus(state=ServiceState.EXITED)),
     ev.TimerFired: ev.TimerFired(key=fx.LOAD_TIMER),
     ev.ServerInfoFetched: ev.ServerInfoFetched(),

@@ -25,12 +25,15 @@ import asyncio
 import shlex
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.effective import portable
 from specconsole.core.config.model import ServerConfig, effective_launcher
 from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
 from specconsole.core.ports import Transport, TransportError
+
+if TYPE_CHECKING:
+    from specconsole.controller.flagcheck import FlagSetKeeper
 
 __all__ = [
     "EngineVersionInfo",
@@ -164,6 +167,9 @@ class EngineVersionKeeper:
         self.budget_s = budget_s
         self.on_change = on_change
         self.info: EngineVersionInfo | None = None
+        self.flags: FlagSetKeeper | None = None
+        """The box's binary's own flags (its ``--help``, ``controller.flagcheck``), asked with
+        the release and applied with it."""
 
     async def ensure(
         self,
@@ -176,6 +182,8 @@ class EngineVersionKeeper:
         When the launcher cannot say and ``running`` (the configuration a server serves
         now) is given, that server's ``server_info`` is asked before giving up, so trial 1
         is rendered for the box's release."""
+        if self.flags is not None and config is not None:
+            await self.flags.ensure(config)
         if self.info is not None or config is None:
             return self.info
         if config.engine_version:
@@ -225,7 +233,10 @@ class EngineVersionKeeper:
 
     def apply(self, config: ServerConfig) -> ServerConfig:
         """``config`` in the names of the known release (its own ``engine_version`` wins);
-        while the release is unknown, only with flags every release accepts."""
+        while the release is unknown, only with flags every release accepts; with the
+        flags its binary accepts when it was asked."""
+        if self.flags is not None:
+            config = self.flags.apply(config)
         info = self.info
         if config.engine_version or info is None:
             return config

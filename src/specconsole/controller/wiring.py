@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
+from specconsole.controller.flagcheck import FlagSetKeeper
 from specconsole.controller.runtime import Controller
 from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config.model import ServerConfig
@@ -199,6 +200,8 @@ def wire_controller(
         on_engine_version=lambda info: session.write_meta(info.meta()),
         on_probe=recorder.record_probe,
     )
+    if controller.engine_versions is not None:  # the box's binary's --help, once per binary
+        controller.engine_versions.flags = FlagSetKeeper(ports.transport, session.path / "flags")
     if controller.engine_versions is not None and state.trials:  # a resume
         with contextlib.suppress(SessionError):  # an unreadable session.toml: detect again
             known = recorded_engine_version(session.meta_section())

@@ -22,7 +22,7 @@ from specconsole.present.formats import (
     format_ratio,
 )
 from specconsole.present.labels import record_label, trial_label
-from specconsole.present.status import status_detail, status_word
+from specconsole.present.status import record_status, status_detail
 
 Cell = Callable[[TrialRecord, ServerConfig | None, bool], str]
 """(record, the plan's base, precise) → the cell's text; ``precise`` is the report's form."""
@@ -74,7 +74,7 @@ STATUS: Column = Column(
     "status",
     "status",
     "status",
-    lambda r, _b, p: status_detail(r) if p else status_word(r.status),
+    lambda r, _b, p: status_detail(r) if p else record_status(r),
     numeric=False,
     meaning="ok, crashed, cancelled… (the details beside the table say why)",
     priority=4,

@@ -34,6 +34,17 @@ def status_word(status: TrialStatus) -> str:
     return STATUS_WORDS.get(status, status.value.replace("_", " "))
 
 
+SPECULATION_OFF = "spec off"
+"""Beside the status of a trial that ran without the speculation it asked for."""
+
+
+def record_status(record: TrialRecord) -> str:
+    """The status word, and ``spec off`` for a trial whose server did not speculate
+    (``TrialRecord.speculation_off``): ``ok · spec off``."""
+    word = status_word(record.status)
+    return f"{word} · {SPECULATION_OFF}" if record.speculation_off else word
+
+
 def crash_where(record: TrialRecord) -> str:
     """``loading/weights``: the phase (and load stage) a crashed trial had reached."""
     crash = record.crash
@@ -49,6 +60,8 @@ def status_detail(record: TrialRecord) -> str:
     """The status with its reason: ``crashed (kv_cache_no_memory in loading/weights)`` or
     ``infeasible (predicted 12,345 tokens)``; the errors themselves are listed separately."""
     word = status_word(record.status)
+    if record.speculation_off:
+        word += f" (speculation off: {record.speculation_off})"
     if record.crash is not None:
         return f"{word} ({record.crash.cause} in {crash_where(record)})"
     predicted = record.predicted

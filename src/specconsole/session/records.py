@@ -250,6 +250,8 @@ def record_to_dict(
     }
     if record.box:
         out["box"] = record.box
+    if record.speculation_off:
+        out["speculation_off"] = record.speculation_off
     if record.prune is not None:
         out["prune"] = _prune_to_dict(record.prune)
     if record.rate_probes:
@@ -300,6 +302,7 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             note=str(data.get("note", "")),
             deploy_diff=str(data.get("deploy_diff", "")),
             box=str(data.get("box", "")),
+            speculation_off=str(data.get("speculation_off", "")),
             prune=None if data.get("prune") is None else _prune_from_dict(data["prune"]),
             rate_probes=tuple(_probe_from_dict(p) for p in data.get("rate_probes", ())),
         )

@@ -38,6 +38,7 @@ from specconsole.present.series import (
 )
 from specconsole.present.status import status_detail
 from specconsole.present.textcharts import draw_aggregate, draw_single, new_figure, render_text
+from specconsole.session.acceptance_report import acceptance_lines
 from specconsole.session.report_json import to_json
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -208,6 +209,7 @@ def to_markdown(
             label = record_label(t, plan.base if plan else None)
             out.append(f"- trial {t.index + 1} `{label}`: {rate_answer(t)}")
             out += [f"  - {probe_text(p)}" for p in t.rate_probes]
+    out += acceptance_lines(report_trials(trials), plan.base if plan else None)
     crashed = [t for t in report_trials(trials) if t.crash is not None]
     if crashed:
         out += ["", "## Crashes", ""]

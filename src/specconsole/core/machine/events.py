@@ -211,6 +211,13 @@ class ServerReady(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpeculationOffSeen(Outcome):
+    """The server says it serves without the speculation it was asked for (its log)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FatalSeen(Outcome):
     """A fatal log line: the server is dying (or hung after an unrecoverable error)."""
 
@@ -362,6 +369,7 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     LoadStageSeen,
     CapacitySeen,
     ServerReady,
+    SpeculationOffSeen,
     FatalSeen,
     ServerExited,
     TimerFired,

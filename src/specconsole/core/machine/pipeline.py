@@ -11,7 +11,7 @@ from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import results
+from specconsole.core.machine import results, speculation
 from specconsole.core.machine.common import (
     Effects,
     Result,
@@ -51,6 +51,7 @@ def _on_validated(state: ControllerState, event: ev.Event) -> Result:
         warnings=trial.warnings + event.warnings,
         predicted=prediction if prediction.predicted_tokens is not None else None,
     )
+    trial = speculation.mark(trial, speculation.configured_off(event.config))
     new = replace(state, trial=trial)
     effects: list[fx.Effect] = []
     if not prediction.feasible and trial.kind is not TrialKind.ROLLBACK:
@@ -337,6 +338,9 @@ def _on_bench_finished(state: ControllerState, event: ev.Event) -> Result:
         replace(p, done=p.concurrency in by_c, result=by_c.get(p.concurrency)) for p in state.bench
     )
     trial = replace(trial, levels=event.levels, accept_length=event.accept_length)
+    trial = speculation.mark(
+        trial, speculation.uncounted(trial.normalized or trial.config, event.levels)
+    )
     new = replace(state, trial=trial, bench=bench)
     if event.error and not event.levels:
         return _finish_trial(

@@ -60,6 +60,7 @@ from specconsole.core.machine.pipeline import (
     _on_validated,
     _trial_bench_spec,
 )
+from specconsole.core.machine.speculation import on_speculation_off
 from specconsole.core.machine.state import (
     BUSY_PHASES,
     RESTING_PHASES,
@@ -233,6 +234,7 @@ _on((Phase.LOADING,), ev.CapacitySeen, _on_capacity)
 _on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.CapacitySeen, _observe_capacity)
 _on((Phase.LOADING,), ev.ServerReady, _on_ready)
 _on(WATCHED_PHASES, ev.FatalSeen, _on_fatal)
+_on(WATCHED_PHASES, ev.SpeculationOffSeen, on_speculation_off)
 _on(WATCHED_PHASES, ev.ServerExited, _on_exited)
 _on((Phase.LOADING,), ev.TimerFired, _on_timer)
 _on((Phase.READY,), ev.ServerInfoFetched, _on_server_info)
@@ -250,6 +252,7 @@ _on((Phase.CRASHED,), ev.ServerExited, _on_crashed_exit_seen)
 _on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.ServerReady, _ignore)
 _on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.LoadStageSeen, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.FatalSeen, _ignore)
+_on((Phase.CRASHED, Phase.RECORDING, *RESTING_PHASES), ev.SpeculationOffSeen, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.ServerReady, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.LoadStageSeen, _ignore)
 _on((Phase.CRASHED, Phase.RECORDING), ev.CapacitySeen, _ignore)

@@ -38,6 +38,7 @@ from specconsole.core.logs.events import (
     MemoryPoolEnd,
     Ready,
     ServiceExited,
+    SpeculationOff,
     WeightsBegin,
     WeightsEnd,
 )
@@ -127,6 +128,8 @@ def translate(event: LogEvent, epoch: int) -> list[ev.Outcome]:
         ]
     if isinstance(event, Ready):
         return [ev.ServerReady(via="log", epoch=epoch)]
+    if isinstance(event, SpeculationOff):
+        return [ev.SpeculationOffSeen(reason=event.reason, epoch=epoch)]
     if isinstance(event, Capacity):
         out: list[ev.Outcome] = []
         if event.max_total_num_tokens is not None:

@@ -327,6 +327,10 @@ class TrialRecord:
     """The unified diff this trial's deploy made on the box (environment values redacted)."""
     box: str = ""
     """The pool member that ran the trial ('' for a one-box session)."""
+    speculation_off: str = ""
+    """Why the server ran without the speculation the configuration asked for ('' when it
+    speculated, or was not asked to): neither a crash nor an ordinary success, and never the
+    best of a sweep (``core.machine.speculation``)."""
     prune: PruneInfo | None = None
     """Set when the trial was pruned (status ``pruned``): the figure that decided it."""
     rate_probes: tuple[RateProbe, ...] = ()

@@ -283,8 +283,11 @@ class Goal:
 
     def violation(self, trial: TrialRecord) -> float | None:
         """Total relative violation (0: feasible); None when the trial has no figures
-        (not ok, or a figure the goal needs is missing)."""
+        (not ok, or a figure the goal needs is missing) or ran without the speculation it
+        asked for (``speculation_off``: it never wins a sweep)."""
         if trial.status is not TrialStatus.OK or self.objective.interval(trial) is None:
+            return None
+        if trial.speculation_off:
             return None
         total = 0.0
         for c in self.constraints:

@@ -54,13 +54,14 @@ the session records it and a resumed session reuses it (``session.store``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from enum import Enum
 from typing import Any
 
 from specconsole.core.config.bounds import parse_choice
 from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import EngineNotFound, get_engine
 from specconsole.core.plans.goalparse import goal_document, parse_goal
 from specconsole.core.plans.objective import DEFAULT_GOAL, ObjectiveError
 from specconsole.core.plans.placeholders import port_in_run_dir
@@ -84,7 +85,7 @@ from specconsole.core.plans.tables import (
     server_config_from_table,
     server_config_to_table,
 )
-from specconsole.core.ports import Placement
+from specconsole.core.ports import BenchApi, BenchSpec, Placement
 
 PLAN_TABLES = _TOP_KEYS = {
     "name",
@@ -144,6 +145,23 @@ def _server_table(document: Mapping[str, Any], profile: Profile) -> tuple[Server
     return server_config_from_table({k: v for k, v in table.items() if k != "port"}), True
 
 
+def engine_api(bench: BenchSpec, base: ServerConfig, table: Any) -> BenchSpec:
+    """``[bench] api`` for the base's engine: unset, the first API it serves (llama.cpp and
+    vLLM have no SGLang ``/generate``); set to one it does not serve, a PlanError."""
+    try:
+        apis = get_engine(base.engine).endpoints.apis
+    except EngineNotFound:
+        return bench
+    if not apis or bench.api.value in apis:
+        return bench
+    if isinstance(table, Mapping) and "api" in table:
+        raise PlanError(
+            f"[bench] api = {bench.api.value!r}: {get_engine(base.engine).title} does not serve "
+            f"it; use one of {', '.join(repr(a) for a in apis)}"
+        )
+    return replace(bench, api=BenchApi(apis[0]))
+
+
 def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     """Build a ``SweepPlan`` from a parsed TOML document."""
     check_keys(document, _TOP_KEYS, "plan")
@@ -162,7 +180,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     base, auto_port = _server_table(document, profile)
     if not auto_port:
         profile = port_in_run_dir(profile, base.port)
-    bench = parse_bench(document.get("bench", {}))
+    bench = engine_api(parse_bench(document.get("bench", {})), base, document.get("bench", {}))
     placement, bench_url = parse_placement(document.get("bench", {}))
     if (
         placement is Placement.DIRECT

@@ -33,8 +33,10 @@ from specconsole.core.config.model import (
     ServerConfig,
     config_from_table,
     config_to_table,
+    option_fields,
     parse_field,
 )
+from specconsole.core.config.options import parse_option
 from specconsole.core.measure.slo import Slo
 from specconsole.core.plans.plan import PlanError
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
@@ -310,12 +312,29 @@ def parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, ..
                 f"{where} must be a non-empty list of values, e.g. [1, 2, 3], or a range, "
                 "e.g. { min = 0.80, max = 0.92, step = 0.02 }"
             )
-        coerced = tuple(coerce_config_value(name, v, f"{where}[{i}]") for i, v in enumerate(values))
+        coerced = tuple(_axis_value(base, name, v, f"{where}[{i}]") for i, v in enumerate(values))
         if len(set(coerced)) != len(coerced):
             raise PlanError(f"{where} lists a value twice")
         axes.append((name, coerced))
-    del base
     return tuple(axes)
+
+
+def _axis_value(base: ServerConfig, name: str, value: Any, where: str) -> Any:
+    """An axis value of a shared field, or of one of the base engine's own keys
+    (``core.config.options``: llama.cpp's ``spec_draft_n_max``)."""
+    own = option_fields(base.engine)
+    if name not in own:
+        return coerce_config_value(name, value, where)
+    if (
+        own[name].kind in ("int", "float")
+        and isinstance(value, str)
+        and value not in own[name].choices
+    ):
+        raise PlanError(f"{where} must be a number, got {value!r}")
+    try:
+        return parse_option(own[name], value, key=where)
+    except ConfigError as exc:
+        raise _plan_error(where, exc) from None
 
 
 MAX_AXIS_VALUES = 1000

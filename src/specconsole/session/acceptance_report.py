@@ -1,0 +1,61 @@
+"""The report's acceptance sections: per level, what the engine's own counters counted, and
+the trials whose server ran without the speculation they asked for.
+
+Why a module of its own: acceptance read from the engine's counters (drafts, draft tokens,
+accepted, per position; ``core.measure.acceptance``) is the figure users trust, and it has
+more columns than the trials table can hold; the "speculation off" trials are results that
+must not be read as ordinary successes. The markdown report adds both sections when there is
+something to show (the JSON report carries the same figures per level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.machine.state import TrialRecord
+from specconsole.present.labels import record_label
+
+__all__ = ["acceptance_lines", "per_position_text"]
+
+
+def per_position_text(rates: Sequence[float]) -> str:
+    """``0.71 0.57 0.29 0.14``: the share of drafts whose k-th token was kept."""
+    return " ".join(f"{rate:.2f}" for rate in rates) or "—"
+
+
+def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -> list[str]:
+    """Markdown lines: the counters per level (when any level has them), then the trials
+    marked "speculation off" with their reasons (when any is)."""
+    out: list[str] = []
+    counted = [t for t in trials if any(lv.counters is not None for lv in t.levels)]
+    if counted:
+        out += [
+            "",
+            "## Acceptance per level (the engine's own counters)",
+            "",
+            "| trial | config | c | drafts | drafted | accepted | accept length | accept rate "
+            "| per position | server output tokens |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|",
+        ]
+        for t in counted:
+            label = record_label(t, base)
+            for lv in sorted(t.levels, key=lambda lv: lv.concurrency):
+                c = lv.counters
+                if c is None:
+                    continue
+                length = "—" if c.acceptance_length is None else f"{c.acceptance_length:.3f}"
+                rate = "—" if c.acceptance_rate is None else f"{c.acceptance_rate:.1%}"
+                output = "—" if c.output_tokens is None else str(c.output_tokens)
+                out.append(
+                    f"| {t.index + 1} | {label} | {lv.concurrency} | {c.drafts} | "
+                    f"{c.draft_tokens} | {c.accepted} | {length} | {rate} | "
+                    f"{per_position_text(c.per_position_rate)} | {output} |"
+                )
+    off = [t for t in trials if t.speculation_off]
+    if off:
+        out += ["", "## Speculation off (never the best of a sweep)", ""]
+        out += [
+            f"- trial {t.index + 1} `{record_label(t, base)}`: {t.speculation_off}" for t in off
+        ]
+    return out
