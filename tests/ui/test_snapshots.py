@@ -1,4 +1,6 @@
-"""Snapshot tests of the console's scenes at 80×24 and 120×40, in the dark and mono themes.
+"""Snapshot tests of the console's scenes at 80×24 and 120×40, in the dark and mono themes —
+and, for the scenes of issue 34 (the crash banner, the paused sweep, the trials table with
+five-digit figures, search, the help screen and the diff pane), in the light theme too.
 
 Every scene is a real ``ControllerState`` published by the recording controller to the app
 the CLI builds (``make_app``), rendered at a fixed clock with cursor blink and animations
@@ -20,10 +22,14 @@ from tests.ui.doubles import (
     NOW,
     RecordingController,
     benchmarking_state,
+    big_figures_state,
     crashed_state,
+    crashed_sweep_state,
+    diffs_state,
     fleet_state,
     idle_state,
     loading_state,
+    paused_state,
     repeated_bench_state,
 )
 
@@ -80,6 +86,28 @@ async def _open_help(pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
+async def _show_trials(pilot: Pilot[None]) -> None:
+    """At 80×24 the panes switch: 3 shows the trials table (focused)."""
+    await pilot.press("3")
+    await pilot.pause()
+
+
+async def _search(pilot: Pilot[None]) -> None:
+    """Filter the journal on a word found in plain and in highlighted lines."""
+    await pilot.press("slash")
+    await pilot.press(*"mem")
+    await pilot.pause()
+
+
+async def _open_trial_diff(pilot: Pilot[None]) -> None:
+    """The diff pane at trial 3: a 300-character process command line, wrapped."""
+    await pilot.press("3")
+    await pilot.press("k")
+    await pilot.pause()
+    await pilot.press("v")
+    await pilot.pause(0.2)
+
+
 Action = Callable[[Pilot[None]], Awaitable[None]]
 Scene = tuple[Callable[[], ControllerState], tuple[str, ...], Action | None]
 
@@ -92,12 +120,29 @@ SCENES: dict[str, Scene] = {
     "editor_error": (idle_state, (), _type_invalid_tree),
     "help": (idle_state, (), _open_help),
     "fleet": (fleet_state, JOURNAL, None),
+    "crash_banner": (crashed_sweep_state, CRASH_JOURNAL, None),
+    "paused": (paused_state, JOURNAL, None),
+    "five_digits": (big_figures_state, (), _show_trials),
+    "search": (idle_state, JOURNAL, _search),
+    "diff_pane": (diffs_state, (), _open_trial_diff),
 }
 
+THREE_THEMES: frozenset[str] = frozenset(
+    {"crash_banner", "paused", "five_digits", "search", "help", "diff_pane"}
+)
+"""Issue 34's scenes, also in the light theme (the others: dark and mono)."""
 
-@pytest.mark.parametrize("theme", ["dark", "mono"])
-@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
-@pytest.mark.parametrize("scene", list(SCENES))
+SIZES: dict[str, tuple[int, int]] = {"80x24": (80, 24), "120x40": (120, 40)}
+
+CASES = [
+    pytest.param(scene, SIZES[size], theme, id=f"{scene}-{size}-{theme}")
+    for scene in SCENES
+    for size in SIZES
+    for theme in (("dark", "light", "mono") if scene in THREE_THEMES else ("dark", "mono"))
+]
+
+
+@pytest.mark.parametrize(("scene", "size", "theme"), CASES)
 def test_scene(
     snap_compare: Callable[..., bool], scene: str, size: tuple[int, int], theme: str
 ) -> None:
