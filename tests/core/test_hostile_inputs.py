@@ -155,8 +155,8 @@ def test_every_line_breaking_or_disguising_character_is_a_control_character(char
         ('[host]\ntransport = "ssh"\nalias = "b"\nuser = "root -x"', "not a login name"),
         ('[host]\ntransport = "ssh"\nalias = "b"\nconnect_timeout = inf', "finite"),
         ('[host]\ntransport = "ssh"\nalias = "b"\nconnect_timeout = nan', "finite"),
-        ('[service]\nkeep_backups = 100000000', "above the limit"),
-        ('[service]\nsecret_env = ["A B"]', "not a variable name"),
+        ("[service]\nkeep_backups = 100000000", "above the limit"),
+        ('[service]\nsecret_env = ["A B"]', "neither a variable name nor a --flag"),
     ],
 )
 def test_names_that_reach_a_shell_or_a_unit_are_refused(table: str, expected: str) -> None:

@@ -17,6 +17,7 @@ import tomli_w
 
 from specconsole.core.boxprobe import BoxProbe, probe_table
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.secrets import scrub, secret_values
 from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.present.labels import record_label
 from specconsole.session.files import atomic_write
@@ -43,6 +44,8 @@ class SessionRecorder:
         self.host = host
         self.service = service
         self._logs: dict[int, IO[str]] = {}
+        self._secrets = () if base is None else secret_values(base)
+        """Secret values the server may echo in its log (never written to the trial logs)."""
 
     def record(self, record: TrialRecord, bench: dict[str, Any] | None) -> TrialRecord:
         record = replace(record, log_file=self.session.log_relpath(record.index))
@@ -83,7 +86,7 @@ class SessionRecorder:
         if handle is None:
             handle = self.session.open_log(trial_index)
             self._logs[trial_index] = handle
-        handle.write("\n".join(lines) + "\n")
+        handle.write("\n".join(scrub(line, self._secrets) for line in lines) + "\n")
         handle.flush()
 
     def close(self) -> None:

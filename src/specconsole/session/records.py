@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from specconsole.core.config.secrets import redact_config
+from specconsole.core.config.secrets import redact_config, scrub, secret_values
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import (
     CapacityPrediction,
@@ -311,5 +311,19 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
 
 
 def dumps_record(record: TrialRecord, **kw: Any) -> str:
-    """One JSON line (no newline)."""
-    return json.dumps(record_to_dict(record, **kw), separators=(",", ":"), sort_keys=False)
+    """One JSON line (no newline), every text in it scrubbed of the trial's secret values
+    (a crash excerpt or an error may quote the server's own arguments)."""
+    values = secret_values(record.config)
+    return json.dumps(_scrubbed(record_to_dict(record, **kw), values), separators=(",", ":"))
+
+
+def _scrubbed(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` (a JSON-able record) with :func:`~specconsole.core.config.secrets.scrub`
+    applied to every string in it."""
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(v, secrets) for v in value]
+    return value

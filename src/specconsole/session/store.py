@@ -43,9 +43,13 @@ from specconsole.core.config.bounds import PLAN_LIMITS
 from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.secrets import (
     REDACTED,
-    is_secret_name,
+    fill_from_environ,
     missing_values,
+    redact_args,
     redact_plan_source,
+    scrub,
+    secret_values,
+    split_secrets,
     unredact_config,
 )
 from specconsole.core.machine.state import TrialRecord
@@ -90,30 +94,33 @@ def index_problem(record: TrialRecord, before: list[TrialRecord]) -> str:
 
 
 def session_plan_text(plan: SweepPlan) -> str:
-    """The plan copy kept in the session: its text as given, secret environment values
-    replaced by the redaction marker (checked: the copy reads back without them)."""
+    """The plan copy kept in the session: its text as given, every secret (a secret
+    variable's value, a secret flag's, a credential-looking string) replaced by the redaction
+    marker, comments and layout kept (checked: the copy holds none of the values; else it is
+    written again from the plan's tables)."""
     source = plan.source or tomli_w.dumps(plan_document(plan))
     listed = plan.profile.service.secret_env
-    secret = [n for n, _v in plan.base.env if is_secret_name(n, listed)]
-    if not secret:
-        return source
-    redacted = redact_plan_source(source, secret)
-    values = {v for n, v in plan.base.env if n in secret}
-    if any(v and v in redacted for v in values):
+    _public, secret_env = split_secrets(plan.base.env, listed)
+    secret = [name for name, _value in secret_env]
+    values = secret_values(plan.base, listed)
+    redacted = redact_plan_source(source, secret, listed)
+    if any(v in redacted for v in values):
         document = plan_document(plan)
-        env = document.get("server", {}).get("env", {})
+        server = document.get("server", {})
         for name in secret:
-            env[name] = REDACTED
-        redacted = tomli_w.dumps(document)
+            server.get("env", {})[name] = REDACTED
+        if server.get("extra_args"):
+            server["extra_args"] = list(redact_args(server["extra_args"], listed))
+        redacted = scrub(tomli_w.dumps(document), values)
     return redacted
 
 
 def fill_secrets(plan: SweepPlan, environ: Mapping[str, str]) -> SweepPlan:
-    """The plan with redacted environment values taken from ``environ`` where set."""
+    """The plan with redacted values taken from ``environ`` where set: a variable by its
+    own name, a secret flag by ``core.config.secrets.flag_variable`` (``SPECCONSOLE_API_KEY``)."""
     if not missing_values(plan.base):
         return plan
-    supplied = [(n, environ[n]) for n, v in plan.base.env if v == REDACTED and n in environ]
-    return replace(plan, base=unredact_config(plan.base, supplied))
+    return replace(plan, base=fill_from_environ(plan.base, environ))
 
 
 def _slug(text: str) -> str:
@@ -316,19 +323,20 @@ class Session:
         """The finished trials, oldest first (a malformed record is a ``SessionError``)."""
         out: list[TrialRecord] = []
         try:
-            reference = self.load_plan(secrets_from_env=True).base.env
+            base = self.load_plan(secrets_from_env=True).base
+            reference, args = base.env, base.extra_args
         except (PlanError, SessionError, OSError):  # the markers stay in place
-            reference = ()
+            reference, args = (), ()
         for number, data in enumerate(self.iter_raw(), start=1):
             try:
                 record = record_from_dict(data)
                 out.append(
                     replace(
                         record,
-                        config=unredact_config(record.config, reference),
+                        config=unredact_config(record.config, reference, args),
                         normalized=None
                         if record.normalized is None
-                        else unredact_config(record.normalized, reference),
+                        else unredact_config(record.normalized, reference, args),
                     )
                 )
             except RecordError as exc:

@@ -24,7 +24,7 @@ import tomli_w
 from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, config_from_table, config_to_table
-from specconsole.core.config.secrets import split_secrets
+from specconsole.core.config.secrets import drop_secret_flags, split_secrets
 from specconsole.core.config.systemd import parse_unit
 from specconsole.core.config.unit_read import UnitContext
 
@@ -146,6 +146,8 @@ def plan_from_unit(
     """
     config = parse_unit(unit_text, context)
     public, secret = split_secrets(config.env, secret_env)
+    args, secret_flags = drop_secret_flags(config.extra_args, secret_env)
+    config = dataclasses.replace(config, extra_args=args)
     base, derived = derived_fields(ServerConfig(**{**_fields(config), "env": public}))
     server = config_to_table(base)
     header = [
@@ -158,6 +160,11 @@ def plan_from_unit(
         header.append(
             f"# Secret variables set by the unit ({names}) are not copied here: the unit keeps"
             " them."
+        )
+    if secret_flags:
+        header.append(
+            f"# Secret flags of the unit's ExecStart ({', '.join(secret_flags)}) are not copied "
+            "here: the unit keeps them."
         )
     for note in derived:
         header += textwrap.wrap(

@@ -30,7 +30,12 @@ from dataclasses import dataclass, replace
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import exec_words
-from specconsole.core.config.secrets import env_file_text, split_secrets
+from specconsole.core.config.secrets import (
+    by_reference,
+    env_file_text,
+    is_secret_flag,
+    split_secrets,
+)
 from specconsole.core.config.systemd import (
     _HEADER,
     UnitOptions,
@@ -235,11 +240,13 @@ def _runs(
     context: UnitContext,
 ) -> bool:
     """Whether ``text`` (with the drop-ins) runs ``config``: the same command line (flag
-    order aside) and the configuration's public environment."""
+    order aside; a secret flag only the unit sets is the user's) and the configuration's
+    public environment. ``context`` holds the environment file about to be written."""
     try:
         parsed = parse_unit(text + "\n" + dropins, context)
     except ConfigError:
         return False
+    parsed = replace(parsed, extra_args=_without_unnamed_secrets(parsed.extra_args, config))
 
     def shape(c: ServerConfig) -> ServerConfig:
         # engine_version picks the flag names but is not on the command line: a unit
@@ -284,19 +291,25 @@ def edit_unit(
     block = _exec_block(lines, _sections(lines))
     block_text = "".join(lines[block[0] : block[1]])
     parse_unit(current + "\n" + dropins, context)  # refuses what systemd would not run
-    env = _edit_environment(current + "\n" + dropins, context)
+    # secret flags by reference: ``--api-key ${SPECCONSOLE_API_KEY}``, the value in the file
+    ref, flag_secrets = by_reference(config, secret_env)
+    names = tuple(name for name, _value in flag_secrets)
+    held = replace(ref, env=(*ref.env, *flag_secrets))  # what the unit and its file hold
+    env = _edit_environment(current + "\n" + dropins, context, skip=names)
     try:
-        exec_text = edit_exec(block_text, config, env)
+        exec_text = edit_exec(block_text, ref, env)
     except Rerender:
         exec_text = None
     for attempt in (exec_text, None):
         if attempt is None:
-            head, flags = exec_words(config)
+            head, flags = exec_words(ref)
             attempt = "\n".join(_exec_lines(head, flags)) + "\n"
+        attempt = _references(attempt, names)
         text, env_file = _assemble(
-            lines, config, block, attempt, env_file_path, secret_env, dropins
+            lines, held, block, attempt, env_file_path, (*secret_env, *names), dropins
         )
-        if _runs(text, dropins, config, secret_env, context):
+        written = {**context.env_files, env_file_path: env_file or ""}
+        if _runs(text, dropins, config, secret_env, replace(context, env_files=written)):
             return UnitEdit(text, env_file)
     raise ConfigError(
         "ExecStart",
@@ -305,13 +318,42 @@ def edit_unit(
     )
 
 
-def _edit_environment(text: str, context: UnitContext) -> dict[str, str]:
+def _edit_environment(
+    text: str, context: UnitContext, skip: tuple[str, ...] = ()
+) -> dict[str, str]:
     """What decodes the unit's ExecStart words for the edit: its variables (``Environment=``,
-    then readable ``EnvironmentFile=`` files) and its specifiers (as ``"%h"`` keys)."""
+    then readable ``EnvironmentFile=`` files) and its specifiers (as ``"%h"`` keys); the
+    ``skip`` variables (secret flags' references) stay references, as the new words are."""
     settings = read_settings(text, context)
     from_files, _unread = settings.file_environment(context)
     specifiers = {f"%{letter}": value for letter, value in specifier_values(context).items()}
-    return {**specifiers, **settings.environment, **from_files}
+    env = {**specifiers, **settings.environment, **from_files}
+    return {name: value for name, value in env.items() if name not in skip}
+
+
+def _without_unnamed_secrets(args: tuple[str, ...], config: ServerConfig) -> tuple[str, ...]:
+    """``args`` without the secret flags (and their values) ``config`` does not name."""
+    named = {w.partition("=")[0] for w in config.extra_args if w.startswith("-")}
+    out: list[str] = []
+    skip = False
+    for i, word in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        flag = word.partition("=")[0]
+        if word.startswith("-") and is_secret_flag(flag) and flag not in named:
+            skip = "=" not in word and i + 1 < len(args) and not args[i + 1].startswith("-")
+            continue
+        out.append(word)
+    return tuple(out)
+
+
+def _references(text: str, names: tuple[str, ...]) -> str:
+    """A rendered unit with the secret flags' references as systemd must read them:
+    ``systemd_quote`` escapes ``$`` (``$${SPECCONSOLE_API_KEY}``), a reference must stay one."""
+    for name in names:
+        text = text.replace(f"$${{{name}}}", f"${{{name}}}")
+    return text
 
 
 def is_generated(text: str) -> bool:
@@ -326,9 +368,14 @@ def generate_unit(
     env_file_path: str,
     secret_env: tuple[str, ...] = (),
 ) -> UnitEdit:
-    """A whole unit for ``config`` (:func:`to_unit`), its secrets in ``env_file_path``."""
-    public, secret = split_secrets(config.env, secret_env)
-    text = to_unit(replace(config, env=public), options)
+    """A whole unit for ``config`` (:func:`to_unit`), its secrets — variables and secret
+    flags' values, by reference — in ``env_file_path``."""
+    ref, flag_secrets = by_reference(config, secret_env)
+    public, secret = split_secrets(ref.env, secret_env)
+    secret = (*secret, *flag_secrets)
+    text = _references(
+        to_unit(replace(ref, env=public), options), tuple(n for n, _ in flag_secrets)
+    )
     if secret:
         text = text.replace("\nExecStart=", f"\nEnvironmentFile={env_file_path}\nExecStart=", 1)
     return UnitEdit(text, env_file_text(secret) if secret else None)

@@ -18,6 +18,7 @@ from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, parse_field
 from specconsole.core.config.options import OptionField, parse_option
 from specconsole.core.config.render import launcher_argv, to_argv
+from specconsole.core.config.secrets import is_secret_flag
 from specconsole.core.config.systemd import _unescape_exec, systemd_quote, systemd_split
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import engine_for
@@ -237,6 +238,8 @@ def edit_exec(block: str, config: ServerConfig, env: dict[str, str]) -> str:
         sep = value[last_end : o.span[0]]
         last_end = o.span[1]
         if i not in used:
+            if o.key[0] == "flag" and is_secret_flag(o.name):  # the user's, like a variable
+                out += sep + value[o.span[0] : o.span[1]]
             continue
         separator = sep
         new = used[i]

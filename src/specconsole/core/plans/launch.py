@@ -30,7 +30,13 @@ import tomli_w
 
 from specconsole.core.config.model import ServerConfig, config_to_table
 from specconsole.core.config.render import to_argv
-from specconsole.core.config.secrets import REDACTED, split_secrets, unredact_config
+from specconsole.core.config.secrets import (
+    REDACTED,
+    by_reference,
+    redact_args,
+    split_secrets,
+    unredact_config,
+)
 from specconsole.core.config.systemd import UnitOptions
 from specconsole.core.config.unit import generate_unit
 from specconsole.core.measure.trials import TrialRecord
@@ -70,8 +76,12 @@ def secret_env_file(service: ServiceProfile, backup_dir: str | None = None) -> s
 
 
 def _command(config: ServerConfig, service: ServiceProfile) -> str:
-    public, secret = split_secrets(config.env, service.secret_env)
-    line = shlex.join([*(f"{n}={v}" for n, v in public), *to_argv(config)])
+    ref, flag_secrets = by_reference(config, service.secret_env)
+    public, secret = split_secrets(ref.env, service.secret_env)
+    secret = (*secret, *flag_secrets)
+    line = shlex.join([*(f"{n}={v}" for n, v in public), *to_argv(ref)])
+    for variable, _value in flag_secrets:  # a reference the shell expands, from the file
+        line = line.replace(f"'${{{variable}}}'", f'"${{{variable}}}"')
     if not secret:
         return line
     path = shlex.quote(secret_env_file(service))
@@ -83,6 +93,7 @@ def _plan(config: ServerConfig, service: ServiceProfile, name: str | None) -> st
     _public, secret = split_secrets(config.env, service.secret_env)
     hidden = {n for n, _v in secret}
     env = tuple((n, REDACTED if n in hidden else v) for n, v in config.env)
+    config = replace(config, extra_args=redact_args(config.extra_args, service.secret_env))
     table: dict[str, Any] = {
         "service": {
             "kind": service.kind.value,
@@ -110,8 +121,8 @@ def launch_text(
     plan form's ``name``). Raises ``ConfigError`` when the launcher cannot be split."""
     service = service or ServiceProfile()
     form = LaunchForm(form)
-    if form is LaunchForm.ARGV:
-        return json.dumps(to_argv(config)) + "\n"
+    if form is LaunchForm.ARGV:  # no file to read a secret from: its marker
+        return json.dumps(list(redact_args(to_argv(config), service.secret_env))) + "\n"
     if form is LaunchForm.COMMAND:
         return _command(config, service) + "\n"
     if form is LaunchForm.PLAN:

@@ -167,9 +167,10 @@ class ServiceProfile:
     the box (its flags and environment; every other line stays); ``generate`` writes a whole
     unit rendered by specconsole. A box without the unit gets a generated one either way."""
     secret_env: tuple[str, ...] = ()
-    """Environment names whose values are secrets besides the obvious ones (``*TOKEN*``,
-    ``*SECRET*``, ``*API_KEY*``, ``*PASSWORD*``...): never inline in the unit, only in the
-    0600 ``EnvironmentFile=`` next to the backups."""
+    """Environment names — and server ``--flags`` — whose values are secrets besides the
+    obvious ones (``*TOKEN*``, ``*SECRET*``, ``*API_KEY*``, ``*PASSWORD*``, ``--api-key``...):
+    never inline in the unit, only in the 0600 ``EnvironmentFile=`` next to the backups, and
+    never in a record (``core.config.secrets``)."""
     keep_backups: int = 20
     """Backups of the artifact kept: the newest N plus the very first (the user's original),
     which is never pruned."""
@@ -249,6 +250,7 @@ def _bounded(value: float, where: str) -> None:
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_FLAG = re.compile(r"--?[A-Za-z][A-Za-z0-9_-]*\Z")
 _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?\Z")
 
 
@@ -367,10 +369,10 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
     if problem := unit_name_problem(profile.unit, "[service] unit"):
         raise ProfileError(problem)
     for name in profile.secret_env:
-        if not _ENV_NAME.match(name):
+        if not (_ENV_NAME.match(name) or _FLAG.match(name)):
             raise ProfileError(
-                f"[service] secret_env: {name!r} is not a variable name; fix: letters, digits "
-                "and underscores, e.g. HF_TOKEN"
+                f"[service] secret_env: {name!r} is neither a variable name nor a --flag; "
+                'fix: e.g. secret_env = ["MY_TOKEN", "--my-key"]'
             )
     return profile
 
