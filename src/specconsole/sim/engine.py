@@ -7,8 +7,10 @@ durations come from :mod:`specconsole.sim.model`, each decode step hands every r
 a seeded number of accepted tokens, requests beyond the running limit queue, and the loop
 sleeps to absolute deadlines so streams are paced in real time (or not at all, unthrottled).
 
-This module holds no HTTP code: the server feeds it :class:`SimRequest` objects and streams
-whatever tokens the loop hands them. It does no I/O except through the ``log`` callable.
+This module holds no HTTP code and prints nothing: the server feeds it :class:`SimRequest`
+objects and streams whatever tokens the loop hands them; after each step it tells its
+:class:`StepReporter` (the face's statistics lines: SGLang's ``Prefill batch`` / ``Decode
+batch``, vLLM's periodic ``Engine 000`` and ``SpecDecoding metrics``).
 """
 
 from __future__ import annotations
@@ -19,13 +21,12 @@ import math
 import random
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from specconsole.sim import logfmt
 from specconsole.sim.acceptance import args_accept_distribution
 from specconsole.sim.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
-from specconsole.sim.model import MemoryPlan, prefill_time, step_time, uses_cuda_graph
+from specconsole.sim.model import MemoryPlan, prefill_time, step_time
 from specconsole.sim.profile import PerfSection, Profile
 from specconsole.sim.resolve import ResolvedArgs
 from specconsole.sim.textkind import TextKind, request_perf
@@ -119,6 +120,47 @@ class SpecCounters:
         return self.accept_tokens / self.forward_ct if self.forward_ct else 0.0
 
 
+@dataclass(slots=True)
+class DraftCounters:
+    """The drafts and what was accepted of them since start, never reset (vLLM's
+    ``vllm:spec_decode_*`` counters): one draft per request per decode step that drafted."""
+
+    drafts: int = 0
+    draft_tokens: int = 0
+    accepted: int = 0
+    by_accepted: list[int] = field(default_factory=list)
+    """``by_accepted[a]``: drafts of which exactly ``a`` tokens were accepted."""
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        self.drafts += 1
+        self.draft_tokens += drafted
+        self.accepted += accepted
+        hist = self.by_accepted
+        while len(hist) <= accepted:
+            hist.append(0)
+        hist[accepted] += 1
+
+    def per_position(self, positions: int) -> list[int]:
+        """Accepted tokens at each draft position: position ``i`` is accepted by every draft
+        that accepted more than ``i`` tokens."""
+        out = [0] * positions
+        running = 0
+        hist = self.by_accepted
+        for a in range(len(hist) - 1, 0, -1):
+            running += hist[a]
+            if a - 1 < positions:
+                out[a - 1] = running
+        return out
+
+
+class StepReporter(Protocol):
+    """What a face logs after the scheduler's steps (its statistics lines)."""
+
+    def prefill(self, sched: Scheduler, batch: int, tokens: int, seconds: float) -> None: ...
+
+    def decode(self, sched: Scheduler, batch: int) -> None: ...
+
+
 class Scheduler:
     """The loop, its queues and its counters."""
 
@@ -127,7 +169,7 @@ class Scheduler:
         args: ResolvedArgs,
         profile: Profile,
         plan: MemoryPlan,
-        log: Callable[[str, bool], None],
+        reporter: StepReporter,
         *,
         unthrottled: bool = False,
         crash_after_requests: int | None = None,
@@ -136,8 +178,7 @@ class Scheduler:
         self.args = args
         self.profile = profile
         self.plan = plan
-        self.log = log
-        """``log(message, from_scheduler)`` writes one SGLang log record."""
+        self.reporter = reporter
         self.unthrottled = unthrottled
         self.crash_after_requests = crash_after_requests
         self.stall_after_tokens = stall_after_tokens
@@ -149,6 +190,8 @@ class Scheduler:
         self.finished_count = 0
         self.spec = SpecCounters()
         self.interval_accept = SpecCounters()
+        self.draft_counters = DraftCounters()
+        """Every draft since start (never reset; vLLM's counters, its statistics lines)."""
         self.interval_tokens = 0
         self.interval_start = time.monotonic()
         self.last_gen_throughput = 0.0
@@ -168,7 +211,8 @@ class Scheduler:
         self.seed = int(seed) if seed is not None else profile.sim.seed
         """``--random-seed`` if given, else the profile's seed."""
         self._tokens = token_cycle(self.seed)
-        self._cdfs: dict[PerfSection, list[float]] = {}
+        self._cdfs: dict[tuple[PerfSection, int], list[float]] = {}
+        self._at_batch: dict[int, ResolvedArgs] = {}
         self._generation = 0
         self.set_args(args)
 
@@ -177,18 +221,29 @@ class Scheduler:
         (running requests pick the new distribution up on their next step)."""
         self.args = args
         self._cdfs = {}
+        self._at_batch: dict[int, ResolvedArgs] = {}
         self._generation += 1
 
-    def _cdf_for(self, perf: PerfSection) -> list[float]:
-        cdf = self._cdfs.get(perf)
+    def step_args(self, batch: int) -> ResolvedArgs:
+        """The arguments a decode step of ``batch`` requests runs (a per-batch-size K)."""
+        if not self.args.spec_schedule:
+            return self.args
+        got = self._at_batch.get(batch)
+        if got is None:
+            got = self._at_batch[batch] = self.args.at_batch(batch)
+        return got
+
+    def _cdf_for(self, perf: PerfSection, args: ResolvedArgs) -> list[float]:
+        key = (perf, args.num_steps)
+        cdf = self._cdfs.get(key)
         if cdf is None:
             cdf = []
             acc = 0.0
-            for p in args_accept_distribution(self.args, perf):
+            for p in args_accept_distribution(args, perf):
                 acc += p
                 cdf.append(acc)
             cdf[-1] = 1.0
-            self._cdfs[perf] = cdf
+            self._cdfs[key] = cdf
         return cdf
 
     # ----------------------------------------------------------------------------- queueing
@@ -279,10 +334,11 @@ class Scheduler:
             self.ttft.observe(req.first_token_at - req.created)
         req.event.set()
 
-    def _draw(self, req: SimRequest) -> int:
-        if req.cdf_generation != self._generation:
-            req.cdf = self._cdf_for(req.perf or self.profile.perf)
-            req.cdf_generation = self._generation
+    def _draw(self, req: SimRequest, args: ResolvedArgs) -> int:
+        key = self._generation * 1024 + args.num_steps
+        if req.cdf_generation != key:
+            req.cdf = self._cdf_for(req.perf or self.profile.perf, args)
+            req.cdf_generation = key
         req.weyl = (req.weyl + GOLDEN) % 1.0
         return bisect.bisect_left(req.cdf, req.weyl) + 1
 
@@ -316,21 +372,7 @@ class Scheduler:
             self._emit(r, 1)
             self._maybe_finish(r)
         self.running = [r for r in self.running if not r.finished]
-        self.log(
-            logfmt.prefill_batch(
-                logfmt.dialect_for_version(self.profile.sim.version),
-                new_seq=len(batch),
-                new_token=tokens,
-                cached_token=0,
-                token_usage=self.used_tokens / self.capacity,
-                running=len(self.running),
-                queue=len(self.waiting),
-                pending_token=sum(r.input_len for r in self.waiting),
-                cuda_graph=False,
-                input_throughput=tokens / seconds if seconds > 0 else 0.0,
-            ),
-            True,
-        )
+        self.reporter.prefill(self, len(batch), tokens, seconds)
 
     def _maybe_finish(self, r: SimRequest) -> None:
         if r.generated >= r.max_new_tokens and not r.finished:
@@ -345,14 +387,17 @@ class Scheduler:
         running = self.running
         batch = len(running)
         context = sum(r.input_len + r.generated for r in running) / batch
-        await self._pace(step_time(self.args, self.profile, batch, context))
+        args = self.step_args(batch)
+        await self._pace(step_time(args, self.profile, batch, context))
         if (
             self.crash_after_requests is not None
             and self.finished_count >= self.crash_after_requests
         ):
             raise SchedulerCrash("fault injection: --sim-crash-after-requests")
         stall = self.stall_after_tokens
-        spec = self.args.speculative
+        spec = args.speculative
+        drafted = args.num_steps
+        counters = self.draft_counters
         forwards = accepted = 0
         for r in running:
             if r.aborted:
@@ -360,11 +405,13 @@ class Scheduler:
             if stall is not None and r.generated >= stall:
                 r.stalled = True
                 continue
-            n = self._draw(r) if spec else 1
+            n = self._draw(r, args) if spec else 1
             emit = min(n, r.max_new_tokens - r.generated)
             r.verify_ct += 1
             forwards += 1
             accepted += n
+            if spec:
+                counters.observe(drafted, n - 1)
             self._emit(r, emit)
             self._maybe_finish(r)
         if spec:
@@ -375,37 +422,7 @@ class Scheduler:
         self.running = [r for r in running if not r.finished and not r.aborted]
         self.stalled = forwards == 0 and bool(self.running)
         self.decode_iters += 1
-        if self.decode_iters % self.args.decode_log_interval == 0:
-            self._log_decode(batch)
-
-    def _log_decode(self, batch: int) -> None:
-        now = time.monotonic()
-        elapsed = max(now - self.interval_start, 1e-9)
-        self.last_gen_throughput = self.interval_tokens / elapsed
-        self.interval_tokens = 0
-        self.interval_start = now
-        accept_len = accept_rate = None
-        if self.args.speculative:
-            accept_len = self.interval_accept.avg_accept_length
-            if logfmt.dialect_for_version(self.profile.sim.version) == logfmt.V059:
-                accept_rate = accept_len / self.args.num_draft_tokens
-            else:
-                accept_rate = (accept_len - 1.0) / max(self.args.num_draft_tokens - 1, 1)
-            self.interval_accept = SpecCounters()
-        used = self.used_tokens
-        self.log(
-            logfmt.decode_batch(
-                running=batch,
-                used_tokens=used,
-                token_usage=used / self.capacity,
-                accept_len=accept_len,
-                accept_rate=accept_rate,
-                cuda_graph=uses_cuda_graph(self.args, batch),
-                gen_throughput=self.last_gen_throughput,
-                queue=len(self.waiting),
-            ),
-            True,
-        )
+        self.reporter.decode(self, batch)
 
     async def run(self) -> None:
         """Serve until cancelled; raises :class:`SchedulerCrash` on an injected fault."""

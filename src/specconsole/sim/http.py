@@ -20,71 +20,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from specconsole.sim import logfmt
 from specconsole.sim.args import imitated_engine
+from specconsole.sim.bodies import count_prompt_tokens as _count_prompt_tokens
+from specconsole.sim.bodies import positive_int as _positive_int
+from specconsole.sim.bodies import prompt_text as _prompt_text
 from specconsole.sim.server import SimServer
 from specconsole.sim.streams import generate_stream, meta_info, openai_stream, wait_finished
 
 DEFAULT_MAX_NEW_TOKENS = 128
 """SGLang's default ``max_new_tokens`` when a request gives none."""
-
-
-def _prompt_text(payload: dict[str, Any]) -> str | None:
-    """The text whose kind sets the request's acceptance (:mod:`specconsole.sim.textkind`):
-    ``text`` / ``prompt``, or the last user message; None for token ids (no text to read)."""
-    for key in ("text", "prompt"):
-        value = payload.get(key)
-        if isinstance(value, str):
-            return value
-        if isinstance(value, list) and value and isinstance(value[0], str):
-            return value[0]
-    messages = payload.get("messages")
-    if isinstance(messages, list):
-        for m in reversed(messages):
-            if isinstance(m, dict) and m.get("role") == "user":
-                content = m.get("content")
-                if isinstance(content, str):
-                    return content
-                if isinstance(content, list):
-                    return " ".join(
-                        str(p.get("text")) for p in content if isinstance(p, dict) and p.get("text")
-                    )
-    return None
-
-
-def _count_prompt_tokens(payload: dict[str, Any]) -> int:
-    """Prompt tokens: ``input_ids`` length, else one token per whitespace-separated word."""
-    ids = payload.get("input_ids")
-    if isinstance(ids, list):
-        return max(len(ids), 1)
-    for key in ("text", "prompt"):
-        value = payload.get(key)
-        if isinstance(value, str):
-            return max(len(value.split()), 1)
-        if isinstance(value, list) and value and isinstance(value[0], str):
-            return max(len(value[0].split()), 1)
-        if isinstance(value, list) and value and isinstance(value[0], int):
-            return len(value)
-    messages = payload.get("messages")
-    if isinstance(messages, list):
-        total = 0
-        for m in messages:
-            content = m.get("content") if isinstance(m, dict) else None
-            if isinstance(content, str):
-                total += len(content.split()) + 4  # chat-template tokens per message
-            elif isinstance(content, list):
-                for part in content:
-                    if isinstance(part, dict) and isinstance(part.get("text"), str):
-                        total += len(part["text"].split())
-                total += 4
-        return max(total, 1)
-    return 1
-
-
-def _positive_int(value: Any, name: str, default: int) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def _error(status: int, message: str) -> JSONResponse:

@@ -28,9 +28,8 @@ from enum import StrEnum
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.sim.acceptance import accept_rate, args_accept_distribution
-from specconsole.sim.args import argv_from_server_config, parse_argv
 from specconsole.sim.profile import Profile, default_profile_path, load_profile_cached
-from specconsole.sim.resolve import ResolvedArgs, resolve_config
+from specconsole.sim.resolve import ResolvedArgs
 from specconsole.sim.textkind import TextKind, perf_for
 
 GIB = float(1 << 30)
@@ -252,15 +251,33 @@ class Prediction:
 
 def profile_for(config: ServerConfig | ResolvedArgs) -> Profile:
     """The profile a configuration would run with: its ``--sim-profile`` flag (in
-    ``extra_args``) if it has one, else the packaged default (always for ResolvedArgs)."""
-    path: str | None = None
-    if isinstance(config, ServerConfig):
-        path = parse_argv(argv_from_server_config(config)).values.get("sim_profile")
-    return load_profile_cached(path or str(default_profile_path()))
+    ``extra_args``) if it has one, else its engine face's packaged profile (the default
+    profile for ResolvedArgs)."""
+    if isinstance(config, ResolvedArgs):
+        return load_profile_cached(str(default_profile_path()))
+    from specconsole.sim.facetable import face_for  # the faces import this module
+
+    face = face_for(config.engine)
+    parsed = face.parse(face.words(config))
+    return load_profile_cached(parsed.values.get("sim_profile") or face.default_profile())
 
 
 def _resolve(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedArgs:
-    return config if isinstance(config, ResolvedArgs) else resolve_config(config, profile)
+    """``config`` resolved as its engine's face resolves the argv it would be deployed with."""
+    if isinstance(config, ResolvedArgs):
+        return config
+    from specconsole.sim.facetable import face_for
+
+    face = face_for(config.engine)
+    parsed = face.parse(face.words(config))
+    return face.resolve(parsed, face.with_release(parsed, profile))
+
+
+def plan_for(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
+    """The memory plan ``args`` run with, in the order their engine sizes memory."""
+    from specconsole.sim.facetable import face_for
+
+    return face_for(args.face).plan(args, profile)
 
 
 def decode_steps_needed(output_len: int, length: float) -> int:
@@ -293,11 +310,12 @@ def predict(
             f"{concurrency}, {input_len}, {output_len}"
         )
     args = _resolve(config, profile)
-    plan = plan_memory(args, profile)
+    plan = plan_for(args, profile)
     perf = perf_for(profile.perf, kind)
+    running = min(concurrency, running_limit(args, plan, input_len, output_len))
+    args = args.at_batch(max(running, 1))  # a per-batch-size K drafts what the batch gets
     length = sum((i + 1) * p for i, p in enumerate(args_accept_distribution(args, perf)))
     rate = accept_rate(args, length)
-    running = min(concurrency, running_limit(args, plan, input_len, output_len))
     if plan.failure is not None or running <= 0:
         return Prediction(
             concurrency,

@@ -10,7 +10,7 @@ own warning text. Pure: no I/O, so the performance model and the tests resolve a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specconsole.core.config.bounds import SERVER_LIMITS
@@ -68,10 +68,42 @@ class ResolvedArgs:
     server_args: Mapping[str, Any] = field(default_factory=dict)
     """Every effective argument, as ``/server_info`` reports it."""
     unknown_args: Mapping[str, Any] = field(default_factory=dict)
+    face: str = "sglang"
+    """The engine whose face resolved them (:data:`specconsole.sim.facetable.FACES`): whose
+    memory order the box plans by."""
+    release: str = ""
+    """The engine release the face plays (``""``: the profile's)."""
+    spec_schedule: tuple[tuple[int, int, int], ...] = ()
+    """vLLM's per-batch-size K (``num_speculative_tokens_per_batch_size``): inclusive
+    batch-size ranges and the draft length each drafts; ``()``: ``num_steps`` at every size."""
 
     @property
     def speculative(self) -> bool:
         return self.algorithm is not None and self.algorithm != "NGRAM"
+
+    def steps_at(self, batch: int) -> int:
+        """The draft length a decode step of ``batch`` requests drafts: ``num_steps``, or
+        what the per-batch-size schedule gives — the range holding ``batch``, a gap taking
+        the range before it, past the last range the last K, never more than ``num_steps``
+        (vLLM's ``build_dynamic_sd_schedule_lookup``)."""
+        chosen = self.num_steps
+        for start, _end, k in self.spec_schedule:
+            if start > batch:
+                break
+            chosen = k
+        return min(chosen, self.num_steps)
+
+    def at_batch(self, batch: int) -> ResolvedArgs:
+        """These arguments as a decode step of ``batch`` requests runs them (a per-batch-size
+        K changes the chain drafted and verified; ``self`` when there is none)."""
+        if not self.spec_schedule:
+            return self
+        k = self.steps_at(batch)
+        if k == self.num_steps:
+            return self
+        if k <= 0:
+            return replace(self, algorithm=None, num_steps=0, topk=0, num_draft_tokens=1)
+        return replace(self, num_steps=k, num_draft_tokens=k + 1)
 
     @property
     def max_capture_bs(self) -> int:

@@ -1,12 +1,13 @@
-"""The simulated SGLang server: its options, its log and its life — the load sequence
-(weights, KV pools, CUDA-graph capture, capacity line, ready line) spread over
-``--sim-load-seconds``, the :class:`~specconsole.sim.engine.Scheduler` loop, faults, and dying
-the way SGLang dies (scheduler traceback, ``Received sigquit ...``, the process tree killed)
-when the memory model or a fault flag says so. Every log line is flushed as it is written
-because the console follows this log live and must see a fatal line the moment it appears.
+"""The simulated SGLang server (the simulator's SGLang face): its log and its life — the load
+sequence (weights, KV pools, CUDA-graph capture, capacity line, ready line) spread over
+``--sim-load-seconds``, its statistics lines, faults, and dying the way SGLang dies (scheduler
+traceback, ``Received sigquit ...``, the process tree killed) when the memory model or a fault
+flag says so. Every log line is flushed as it is written because the console follows this log
+live and must see a fatal line the moment it appears.
 
-The HTTP API is in :mod:`specconsole.sim.http` (streams in :mod:`specconsole.sim.streams`),
-the process entry point in :mod:`specconsole.sim.process`.
+The box it runs on (memory plan, scheduler, options) is :mod:`specconsole.sim.box`; SGLang's
+HTTP API is :mod:`specconsole.sim.http` (streams in :mod:`specconsole.sim.streams`), its texts
+:mod:`specconsole.sim.logfmt`, the process entry point :mod:`specconsole.sim.process`.
 """
 
 from __future__ import annotations
@@ -14,17 +15,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
+import signal
 import sys
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from specconsole.sim import logfmt
 from specconsole.sim.args import ParsedArgs
-from specconsole.sim.engine import Scheduler
-from specconsole.sim.model import LoadFailure, MemoryPlan, plan_memory, uses_cuda_graph
+from specconsole.sim.box import SimBox, SimOptions
+from specconsole.sim.model import LoadFailure, uses_cuda_graph
 from specconsole.sim.profile import Profile
 from specconsole.sim.resolve import ResolvedArgs
+from specconsole.sim.sglang_steps import SGLangSteps
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,
@@ -82,34 +84,9 @@ class LogWriter:
         self.lines_written += 1
 
 
-@dataclass(frozen=True, slots=True)
-class SimOptions:
-    """The simulator's own flags (``--sim-*``)."""
-
-    profile_path: str
-    load_seconds: float
-    crash_after_requests: int | None
-    hang_during_load: bool
-    stall_after_tokens: int | None
-    slow_start: float
-    unthrottled: bool
-
-    @classmethod
-    def from_values(cls, values: dict[str, Any], profile: Profile) -> SimOptions:
-        load = values.get("sim_load_seconds")
-        return cls(
-            profile_path=profile.source,
-            load_seconds=profile.load.seconds if load is None else max(float(load), 0.0),
-            crash_after_requests=values.get("sim_crash_after_requests"),
-            hang_during_load=bool(values.get("sim_hang_during_load")),
-            stall_after_tokens=values.get("sim_stall_after_tokens"),
-            slow_start=max(float(values.get("sim_slow_start") or 0.0), 0.0),
-            unthrottled=bool(values.get("sim_unthrottled")),
-        )
-
-
-class SimServer:
-    """State shared by the loader, the scheduler and the HTTP handlers."""
+class SimServer(SimBox):
+    """SGLang's face on the box: its load sequence, hot updates, ``/server_info`` and
+    ``/metrics``."""
 
     def __init__(
         self,
@@ -119,34 +96,10 @@ class SimServer:
         opts: SimOptions,
         log: LogWriter,
     ) -> None:
-        self.args = args
-        self.parsed = parsed
-        self.profile = profile
-        self.opts = opts
-        self.log = log
-        self.plan: MemoryPlan = plan_memory(args, profile)
         self.dialect = logfmt.dialect_for_version(profile.sim.version)
-        self.ready = False
-        self.shutting_down = False
-        self.port = args.port
-        self.scheduler = Scheduler(
-            args,
-            profile,
-            self.plan,
-            log.scheduler,
-            unthrottled=opts.unthrottled,
-            crash_after_requests=opts.crash_after_requests,
-            stall_after_tokens=opts.stall_after_tokens,
-        )
-        self.created = int(time.time())
-        self._fatal = asyncio.Event()
+        super().__init__(args, parsed, profile, opts, log, SGLangSteps(log, self.dialect))
 
     # ------------------------------------------------------------------ load sequence
-
-    async def _phase(self, share: float) -> None:
-        seconds = self.opts.load_seconds * share
-        if seconds > 0:
-            await asyncio.sleep(seconds)
 
     async def load(self) -> bool:
         """Print the load sequence; returns False when the load failed (already logged)."""
@@ -154,16 +107,16 @@ class SimServer:
         shares = p.load
         total = self.opts.load_seconds
         log.all_ranks(logfmt.init_distributed_begin())
-        await self._phase(shares.distributed)
+        await self.phase(shares.distributed)
         log.all_ranks(
             logfmt.init_distributed_end(total * shares.distributed, p.memory.cuda_context_gb)
         )
         # Target weights.
         log.all_ranks(logfmt.load_weight_begin(plan.avail_start_gb))
         if self.opts.hang_during_load:
-            await self._phase(shares.target_weights / 2)
+            await self.phase(shares.target_weights / 2)
             await asyncio.Event().wait()  # never ready; SIGTERM still stops us
-        await self._phase(shares.target_weights)
+        await self.phase(shares.target_weights)
         if plan.failure is LoadFailure.WEIGHTS_OOM and plan.failed_graph == "target":
             self._fatal_log(
                 logfmt.weights_oom_traceback(
@@ -184,7 +137,7 @@ class SimServer:
         )
         if a.speculative:
             log.all_ranks(logfmt.load_weight_begin(plan.avail_after_target_gb))
-            await self._phase(shares.draft_weights)
+            await self.phase(shares.draft_weights)
             if plan.failure is LoadFailure.WEIGHTS_OOM:
                 self._fatal_log(
                     logfmt.weights_oom_traceback(
@@ -203,7 +156,7 @@ class SimServer:
                     plan.draft_weights_gb,
                 )
             )
-        await self._phase(shares.kv_cache)
+        await self.phase(shares.kv_cache)
         if plan.failure is LoadFailure.NOT_ENOUGH_MEMORY:
             self._fatal_log(logfmt.not_enough_memory_traceback(d, a.mem_fraction_static))
             return False
@@ -236,7 +189,7 @@ class SimServer:
                 avail,
             )
         )
-        await self._phase(shares.warmup)
+        await self.phase(shares.warmup)
         # Warmup request, as SGLang's launcher sends one before announcing readiness.
         log.rank(logfmt.prefill_batch(d, 1, 6, 0, 0.0, 0, 0, 0, False, 0.0))
         log.main(logfmt.uvicorn_info(f'127.0.0.1:{self.port} - "POST /generate HTTP/1.1" 200 OK'))
@@ -259,7 +212,7 @@ class SimServer:
             target = logfmt.GraphCapture("target decode", 1)
             drafts = []
         log.all_ranks(target.begin(d, bs, plan.avail_after_kv_gb))
-        await self._phase(shares.graph_target)
+        await self.phase(shares.graph_target)
         if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE and plan.failed_graph == "target":
             self._fatal_log(
                 logfmt.capture_failed_traceback(
@@ -283,7 +236,7 @@ class SimServer:
         for i, g in enumerate(drafts):
             share_gb = plan.graph_draft_gb / len(drafts)
             log.all_ranks(g.begin(d, bs, avail))
-            await self._phase(shares.graph_draft / len(drafts))
+            await self.phase(shares.graph_draft / len(drafts))
             if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE and i == 0:
                 self._fatal_log(
                     logfmt.capture_failed_traceback(
@@ -303,7 +256,43 @@ class SimServer:
         """A scheduler rank died: its traceback, then the launcher's SIGQUIT line."""
         self.log.rank(traceback_text, level=logging.ERROR)
         self.log.main(logfmt.SIGQUIT, level=logging.ERROR)
-        self._fatal.set()
+        self.mark_fatal()
+
+    def on_listening(self) -> None:
+        """uvicorn's start lines: SGLang listens from the start (``/health`` answers 503)."""
+        log = self.log
+        log.main(logfmt.uvicorn_info(f"Started server process [{os.getpid()}]"))
+        log.main(logfmt.uvicorn_info("Waiting for application startup."))
+        log.main(logfmt.uvicorn_info("Application startup complete."))
+        log.main(
+            logfmt.uvicorn_info(
+                f"Uvicorn running on http://{self.args.host}:{self.port} (Press CTRL+C to quit)"
+            )
+        )
+
+    def serving_crash(self) -> None:
+        self.scheduler.crashed = True
+        self._fatal_log(logfmt.serving_crash_traceback())
+
+    def simulator_bug(self, text: str) -> None:
+        self._fatal_log("Scheduler hit an exception: " + text)
+
+    def die(self) -> int:
+        """The launcher kills its whole process tree after SIGQUIT: the process ends by
+        SIGKILL."""
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+        return -9  # pragma: no cover - not reached
+
+    def shutdown_lines(self, pid: int, phase: str) -> None:
+        """uvicorn's and SGLang's report of an orderly stop."""
+        log = self.log
+        if phase == "begin":
+            log.main(logfmt.uvicorn_info("Shutting down"))
+            return
+        log.main(logfmt.uvicorn_info("Waiting for application shutdown."))
+        log.main(logfmt.uvicorn_info("Application shutdown complete."))
+        log.main(logfmt.uvicorn_info(f"Finished server process [{pid}]"))
 
     # ------------------------------------------------------------------ hot updates
 

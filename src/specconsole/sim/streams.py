@@ -11,12 +11,29 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from specconsole.sim.engine import SimRequest
 from specconsole.sim.server import SimServer
 
 SSE_DONE = b"data: [DONE]\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamShape:
+    """What an OpenAI-compatible front end puts in its streamed chunks beyond the text: the
+    keys after ``finish_reason`` and in the cumulative ``usage`` (SGLang's by default)."""
+
+    choice_tail: str = ""
+    """Keys after ``"finish_reason":null`` in a completion's content chunk."""
+    finish_tail: str = ',"matched_stop":null'
+    """Keys after ``"finish_reason":"length"`` in the last chunk."""
+    usage_tail: str = ',"prompt_tokens_details":null,"reasoning_tokens":0'
+    """Keys after ``completion_tokens`` in a continuous ``usage``."""
+
+
+SGLANG_SHAPE = StreamShape()
 
 
 async def wait_finished(sim: SimServer, req: SimRequest) -> None:
@@ -98,6 +115,7 @@ async def openai_stream(
     model: str,
     include_usage: bool,
     continuous_usage: bool = False,
+    shape: StreamShape = SGLANG_SHAPE,
 ) -> AsyncIterator[bytes]:
     """OpenAI-style streaming: each chunk carries only the new text (a delta).
 
@@ -121,7 +139,9 @@ async def openai_stream(
     if chat:
         pre, post = b'"delta":{"content":"', b'"},"logprobs":null,"finish_reason":null}]'
     else:
-        pre, post = b'"text":"', b'","logprobs":null,"finish_reason":null}]'
+        pre = b'"text":"'
+        post = ('","logprobs":null,"finish_reason":null' + shape.choice_tail + "}]").encode()
+    usage_tail = shape.usage_tail.encode()
     usage_head = (',"usage":{"prompt_tokens":' + str(prompt_tokens) + ',"total_tokens":').encode()
     try:
         if chat:
@@ -142,10 +162,9 @@ async def openai_stream(
                     usage = (
                         usage_head
                         + b"%d" % (prompt_tokens + n)
-                        + (
-                            b',"completion_tokens":%d,"prompt_tokens_details":null,'
-                            b'"reasoning_tokens":0}}\n\n' % n
-                        )
+                        + b',"completion_tokens":%d' % n
+                        + usage_tail
+                        + b"}}\n\n"
                     )
                     yield head + pre + req.text[start:].encode() + post + usage
                 else:
@@ -156,7 +175,7 @@ async def openai_stream(
         yield (
             head
             + (
-                delta + '"logprobs":null,"finish_reason":"length","matched_stop":null}]}\n\n'
+                delta + '"logprobs":null,"finish_reason":"length"' + shape.finish_tail + "}]}\n\n"
             ).encode()
         )
         if include_usage:

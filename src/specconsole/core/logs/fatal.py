@@ -177,8 +177,11 @@ def killed_by_signal_9(line: str) -> bool:
     return _KILLED_RE.search(lower) is not None
 
 
-_ARG_EXCEPTIONS = frozenset(("ValueError", "AssertionError", "TypeError", "ArgumentError"))
-"""Python exceptions that, before any weights loaded, mean the arguments were refused."""
+_ARG_EXCEPTIONS = frozenset(
+    ("ValueError", "AssertionError", "TypeError", "ArgumentError", "ValidationError")
+)
+"""Python exceptions that, before any weights loaded, mean the arguments were refused
+(pydantic's ``ValidationError``: a configuration class refusing a field, as vLLM's do)."""
 _RECOVERABLE = ("exit code: -15", "exitcode=-15", "exit code -15", "status=15/TERM")
 """An orderly stop's SIGTERM exit: never a death."""
 _REQUEST_ERRORS = (

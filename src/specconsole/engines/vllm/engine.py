@@ -11,12 +11,25 @@ from specconsole.core.config.capabilities import python_fingerprint
 from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.engine.protocol import EditorField, Endpoints
+from specconsole.core.measure.acceptance import SpecCounters
 from specconsole.engines.vllm import editor, flags, options, releases, rules
 
 if TYPE_CHECKING:
     from specconsole.core.logs.grammar import LogGrammar
 
-__all__ = ["ENGINE", "VLLM"]
+__all__ = ["ENGINE", "SPEC_COUNTERS", "VLLM"]
+
+SPEC_COUNTERS = SpecCounters(
+    drafts="vllm:spec_decode_num_drafts_total",
+    draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+    accepted="vllm:spec_decode_num_accepted_tokens_total",
+    per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
+    position_label="position",
+    output_tokens="vllm:generation_tokens_total",
+)
+"""Its Prometheus counters (``vllm/v1/spec_decode/metrics.py``'s ``SpecDecodingProm``, and
+``vllm:generation_tokens`` of ``v1/metrics/loggers.py``; both releases checked): served at
+``/metrics`` from the start, never reset, labelled ``engine`` and ``model_name`` (summed)."""
 
 
 class VLLM:
@@ -35,6 +48,7 @@ class VLLM:
         flush_cache=None,  # /reset_prefix_cache exists only with VLLM_SERVER_DEV_MODE=1
         apis=("completions", "chat"),
         bench_backend="vllm",
+        spec_counters=SPEC_COUNTERS,
     )
 
     def launches(self, program: str, module: str | None) -> bool:
@@ -97,9 +111,9 @@ class VLLM:
         return editor.release_line(version, source)
 
     def help_command(self, launcher: Sequence[str]) -> list[str] | None:
-        # Not asked yet: `vllm serve MODEL --help` prints its help, but the simulator's vLLM
-        # face starts a server on it; enable once it answers --help (issue 29).
-        return None
+        """``--help=all``: vLLM's plain ``--help`` lists its option groups, not its flags
+        (``FlexibleArgumentParser``, 0.11 and 0.34); the simulator's face answers it too."""
+        return [*launcher, "--help=all"]
 
     def fingerprint_command(self, launcher: Sequence[str]) -> str | None:
         return python_fingerprint(launcher)

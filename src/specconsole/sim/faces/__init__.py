@@ -1,0 +1,98 @@
+"""The simulator's faces: what the simulated box says, per engine it imitates.
+
+Why: the box (:mod:`specconsole.sim.box`, the physics in :mod:`specconsole.sim.model`) is one;
+the engines it imitates speak differently — SGLang's flags, log lines, ``/server_info`` and
+``/generate``; vLLM's ``vllm serve MODEL``, its V1 start-up and statistics lines, ``/version``
+and ``/metrics`` counters. A face is chosen by the registered name of the engine it imitates,
+from the simulator's own table (:data:`specconsole.sim.facetable.FACES`: adding a face is a
+row and a module, and no code outside ``engines/`` branches on an engine's name). Each face
+reaches its engine through the registry (``get_engine(face.engine)``) for the engine's own
+knowledge — its flags, its reverse parse, its rules.
+
+The command line picks the face by its first word: ``python -m specconsole.sim vllm serve
+MODEL ...`` is vLLM's face (the engine that claims the program ``vllm``); without an engine
+word, the SGLang face reads SGLang's flags (``python -m specconsole.sim --model-path ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.sim.args import ParsedArgs, SimArgError
+    from specconsole.sim.box import SimBox, SimOptions
+    from specconsole.sim.model import MemoryPlan
+    from specconsole.sim.profile import Profile
+    from specconsole.sim.resolve import ResolvedArgs
+
+__all__ = ["Face"]
+
+
+class Face(Protocol):
+    """What the process (:mod:`specconsole.sim.process`) asks of a face, in the order of a
+    start: read the arguments, pick the profile and the log, resolve, then build the server
+    (a :class:`~specconsole.sim.box.SimBox`) and its HTTP application."""
+
+    engine: str
+    """The registered name of the engine it imitates."""
+    ready_text: str
+    """The line that says the server serves (the tests' fixture waits for it)."""
+
+    def words(self, config: ServerConfig) -> list[str]:
+        """The words after the engine word a deployed ``config`` gives the simulator (the
+        engine's own rendering, through the registry)."""
+        ...
+
+    def plan(self, args: ResolvedArgs, profile: Profile) -> MemoryPlan:
+        """The box's memory, in the order the engine sizes it."""
+        ...
+
+    def parse(self, words: Sequence[str]) -> ParsedArgs:
+        """The words after the engine word; raises ``SimArgError`` (an argparse refusal:
+        printed to stderr, exit 2)."""
+        ...
+
+    def default_profile(self) -> str:
+        """The profile it runs without ``--sim-profile``."""
+        ...
+
+    def with_release(self, parsed: ParsedArgs, profile: Profile) -> Profile:
+        """``profile`` playing the release the arguments ask for (``--sim-engine-version``)."""
+        ...
+
+    def writer(self, parsed: ParsedArgs, profile: Profile) -> Any:
+        """Its log writer (records in its format, flushed per record)."""
+        ...
+
+    def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:
+        """The effective arguments by its rules; raises ``SimArgError``."""
+        ...
+
+    def refused(self, log: Any, exc: SimArgError) -> int:
+        """Print what the engine prints when it refuses an argument; the exit code."""
+        ...
+
+    def started(self, log: Any, args: ResolvedArgs) -> None:
+        """The lines printed before the port is bound (argument warnings, its banner)."""
+        ...
+
+    def bind_failed(self, log: Any, args: ResolvedArgs, exc: OSError) -> int:
+        """The port could not be bound: what the engine prints; the exit code."""
+        ...
+
+    def server(
+        self,
+        args: ResolvedArgs,
+        parsed: ParsedArgs,
+        profile: Profile,
+        opts: SimOptions,
+        log: Any,
+    ) -> SimBox: ...
+
+    def app(self, sim: SimBox) -> Starlette:
+        """Its HTTP routes over the box."""
+        ...
