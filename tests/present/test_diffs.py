@@ -89,6 +89,8 @@ def test_quitting_after_a_finished_sweep_is_due_and_after_a_crash_says_down() ->
     message = server_down_message(after, "specconsole rollback S")
     assert message is not None and "The server is down (trial 1 crashed)" in message
     assert "o (roll back)" in message and "specconsole rollback S" in message
+    # what each rollback puts back is named, never promised as "the box as it was"
+    assert "specconsole rollback S --original puts back the box's own unit" in message
     serving = dataclasses.replace(
         after, deployed=Deployed(config=p.base, artifact_hash="h", at=2.0, serving=True)
     )

@@ -288,7 +288,9 @@ def test_sudo_that_prompts_stops_the_sweep_with_no_trial(
     meta = tomllib.loads((session / "session.toml").read_text())["session"]
     assert meta["status"] == "error" and meta["trials"] == 0, meta
     assert meta["sweep_active"] is False, meta
-    assert "UNREACHABLE (sudo)" in shown and "trial 1/" not in shown, shown
+    assert "NOT USABLE (sudo)" in shown and "trial 1/" not in shown, shown
+    # said once, the command named whole (never cut mid-word), not as "unreachable"
+    assert shown.count("sudo would ask") == 1 and "box unreachable" not in shown, shown
     box = tomllib.loads((session / "box.toml").read_text())
     assert box["reachable"] is False and box["error_kind"] == "sudo", box
     assert not (session / "trials.jsonl").exists() or not (session / "trials.jsonl").read_text()

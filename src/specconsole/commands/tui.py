@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,12 @@ def _cmd_tui(args: argparse.Namespace) -> int:
             f"(or set ${PROFILE_ENV}); to try the console without a GPU box run "
             "specconsole demo"
         )
+    if not path.exists() and path.suffix != ".toml" and len(path.parts) == 1:
+        return error(  # an ssh alias where a plan was expected: the next command is import
+            f"{path} is not a plan or profile file. If it is an ssh alias, start from the "
+            f"unit the box runs: specconsole import {path} -o plan.toml, then specconsole "
+            'tui plan.toml (docs/remote.md, "First contact with a box")'
+        )
     try:
         plan, configured_theme = read_console_file(path)
     except PlanError as exc:
@@ -228,6 +235,7 @@ def run_console(
         lock = lock_session(session)
     except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
+    looked: list[bool] = []
     try:
         return asyncio.run(
             _run(
@@ -239,12 +247,15 @@ def run_console(
                 stop_server_on_exit,
                 mouse,
                 confirm_first_deploy,
+                looked,
             )
         )
     except KeyboardInterrupt:
         return 130
     finally:
         lock.release()
+        if looked:  # nothing deployed, nothing recorded: no idle folder is left behind
+            shutil.rmtree(session.path, ignore_errors=True)
 
 
 async def _run(
@@ -256,7 +267,10 @@ async def _run(
     stop_server_on_exit: bool,
     mouse: bool,
     confirm_first_deploy: bool,
+    looked: list[bool],
 ) -> int:
+    """Run the console; ``looked`` gets an entry when the session only looked (nothing was
+    deployed or recorded), so the caller removes its folder once unlocked."""
     from specconsole.controller.wiring import ConsoleBox, wire_controller
     from specconsole.core.machine import events as ev
     from specconsole.core.machine.state import ControllerState, Phase
@@ -308,6 +322,12 @@ async def _run(
     from specconsole.controller.headless import RESUMABLE_STATUSES, closing_meta, console_status
 
     status, code = console_status(controller.state, controller.halted)
+    final = controller.state
+    untouched = not final.trials and final.deployed is None and final.trial is None
+    if status == "idle" and untouched and not session.load_trials():
+        looked.append(True)  # only looked: the folder would hold nothing of use
+        print("nothing was deployed or recorded: no session folder is kept")
+        return code
     with contextlib.suppress(Exception):  # a full disk may refuse even this
         session.write_meta(closing_meta(status))
     if app.final_message:  # what [sweep] finally left serving, or that the server is down

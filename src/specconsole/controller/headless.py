@@ -56,7 +56,7 @@ from specconsole.present.labels import (
 from specconsole.present.leaving import rollback_advice, rollback_command
 from specconsole.present.progress import launch_block, state_glance
 from specconsole.present.runlog import deploy_lines, level_line, verdict
-from specconsole.present.status import record_status
+from specconsole.present.status import status_word
 from specconsole.session.report import render
 from specconsole.session.store import Session
 
@@ -110,7 +110,8 @@ class ProgressPrinter:
         if state.notice is not None and state.notice is not self._notice:
             self._notice = state.notice
             base = self.plan.base if self.plan else None
-            self._print(f"{state.notice.level}: {notice_text(state.notice, base)}")
+            if not isinstance(event, ev.BoxProbed):  # the probe's own lines say it, once
+                self._print(f"{state.notice.level}: {notice_text(state.notice, base)}")
         if trial is not None:
             self._print_levels(trial.index, event)
         if isinstance(event, ev.DeployPreviewed):
@@ -182,7 +183,7 @@ class ProgressPrinter:
             self._print(f"  {seen.line}")
 
     def _summarise(self, record: TrialRecord) -> None:
-        parts = [f"trial {record.index + 1} {self._label(record)}: {record_status(record)}"]
+        parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
         if record.capacity is not None:
             parts.append(f"capacity {format_int(record.capacity)}")
         if record.single_request_tok_s is not None:
@@ -196,8 +197,6 @@ class ProgressPrinter:
             parts.append(f"mean ± 95% CI over {record.repeats} runs")
         if record.accept_length is not None:
             parts.append(f"accept {format_ratio(record.accept_length)}")
-        if record.speculation_off:
-            parts.append(f"speculation off: {record.speculation_off}")
         if record.predicted is not None and not record.predicted.feasible:
             parts.append("predicted infeasible")
         if record.errors:

@@ -254,7 +254,8 @@ class Controller:
             log.exception("controller: recording the box probe failed")
             self.halted, self._stopping = f"could not write the session: {exc}", True
         if not probe.reachable and self.stop_if_unreachable and not self.halted:
-            self.halted, self._stopping = f"the box cannot be reached: {probe.error}", True
+            word = "used" if probe.error_kind == "sudo" else "reached"  # the probe said why
+            self.halted, self._stopping = f"the box cannot be {word} ({probe.error_kind})", True
 
     def _engine_known(self, info: EngineVersionInfo) -> None:
         log.info("controller: engine version %s (%s)", info.version or "unknown", info.source)

@@ -28,7 +28,9 @@ def gpu_text(gpu: GpuInfo) -> str:
 def probe_lines(probe: BoxProbe) -> list[str]:
     """What the probe found, one fact a line (the first line says reachable or why not)."""
     if not probe.reachable:
-        return [f"box {probe.target}: UNREACHABLE ({probe.error_kind}): {probe.error}"]
+        # sudo that would prompt is a box reached but not usable, not an unreachable one
+        word = "NOT USABLE" if probe.error_kind == "sudo" else "UNREACHABLE"
+        return [f"box {probe.target}: {word} ({probe.error_kind}): {probe.error}"]
     version = probe.engine_version or "unknown"
     engine = f"{probe.engine} {version} ({probe.engine_version_source}"
     engine += f": {probe.engine_version_detail})" if probe.engine_version_detail else ")"
@@ -85,8 +87,16 @@ def box_panel(state: ControllerState) -> BoxPanelView:
         if state.connection is ConnectionState.UNKNOWN:
             return BoxPanelView(f"box {host}: connecting… (probing the box)")
         return BoxPanelView(f"box {host}: {connection_word(state)} (not probed)")
-    first, *rest = probe_lines(probe)
-    return BoxPanelView(first, tuple(line.strip() for line in rest), probe.reachable)
+    first, *rest = (line.strip() for line in probe_lines(probe))
+    # what runs and whether it serves first: a narrow panel cuts the last lines, not these
+    lead = [line for line in rest if line.startswith(PANEL_FIRST)]
+    return BoxPanelView(
+        first, (*lead, *(line for line in rest if line not in lead)), probe.reachable
+    )
+
+
+PANEL_FIRST = ("runs now:", "serving:", "not serving:", "not asked:")
+"""The facts that matter most on the box panel, shown right under its headline."""
 
 
 def box_shown(state: ControllerState) -> bool:

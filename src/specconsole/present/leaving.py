@@ -23,7 +23,7 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
-from specconsole.present.labels import config_summary, record_label
+from specconsole.present.labels import config_label, config_summary, record_label
 
 DOWN_STATUSES: frozenset[TrialStatus] = frozenset(
     {TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED}
@@ -51,10 +51,12 @@ def server_down_message(state: ControllerState, rollback_command: str) -> str | 
     last = state.trials[-1]
     if state.pending is None and last.status not in DOWN_STATUSES:
         return None
+    base = state.plan.base if state.plan is not None else None
+    good = "" if state.last_good is None else f" ({config_label(state.last_good, base)})"
     return (
         f"The server is down (trial {last.index + 1} {last.status.value.replace('_', ' ')}). "
-        f"To put back the last configuration that served: o (roll back) in the console, or "
-        f"{rollback_command}"
+        f"o (roll back) in the console serves the last configuration that loaded{good}. "
+        + rollback_advice(state.trials, base, rollback_command)
     )
 
 
@@ -78,16 +80,14 @@ NOT_DEPLOYED: frozenset[TrialKind] = frozenset({TrialKind.BENCH_ONLY, TrialKind.
 def rollback_advice(
     trials: Sequence[TrialRecord],
     base: ServerConfig | None,
-    session_path: object,
+    command: str,
     *,
     original: ServerConfig | None = None,
-    box: str | None = None,
 ) -> str:
-    """What the two rollbacks would put back after the last trial left the server down:
-    ``rollback`` restores the unit from before that trial's deploy (named by the trial that
-    deployed it, from the records), ``--original`` the box's own unit from before the session
-    (``original``: what it ran then, when known)."""
-    command = rollback_command(session_path, box)
+    """What the two rollbacks (``command``: :func:`rollback_command`) would put back after
+    the last trial left the server down: ``rollback`` restores the unit from before that
+    trial's deploy (named by the trial that deployed it, from the records), ``--original``
+    the box's own unit from before the session (``original``: what it ran then, if known)."""
     deployed = [t for t in trials if t.artifact_hash and t.kind not in NOT_DEPLOYED]
     own = "the box's own unit from before this session"
     if original is not None:

@@ -16,7 +16,13 @@ import signal
 from collections.abc import AsyncIterator
 
 from specconsole.core.ports import CommandResult, PortForward, TransportError
-from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
+from specconsole.remote.shell import (
+    ShellFiles,
+    check_stream_end,
+    check_sudo,
+    command_name,
+    wrap_sudo,
+)
 from specconsole.sim.parentwatch import PARENT_PID_ENV
 
 _STREAM_LIMIT = 1 << 20
@@ -88,7 +94,7 @@ class LocalTransport(ShellFiles):
             stderr=err.decode("utf-8", "replace"),
         )
         if use_sudo:
-            check_sudo(result, user=getpass.getuser(), what=command.split("\n")[0][:80])
+            check_sudo(result, user=getpass.getuser(), what=command_name(command))
         return result
 
     async def stream(self, command: str, *, sudo: bool = False) -> AsyncIterator[str]:

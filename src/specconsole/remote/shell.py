@@ -33,6 +33,16 @@ def wrap_sudo(command: str, sudo: bool) -> str:
     return f"sudo -n -- sh -c {shlex.quote(command)}"
 
 
+def command_name(command: str, limit: int = 72) -> str:
+    """A command as a message names it: its first line, cut at a word (never mid-word)
+    with ``…`` when longer than ``limit``."""
+    line = command.strip().split("\n", 1)[0]
+    if len(line) <= limit:
+        return line
+    cut = line[:limit].rsplit(" ", 1)[0]
+    return f"{cut} …"
+
+
 def check_sudo(result: CommandResult, *, user: str, what: str) -> None:
     """Raise a clear error when ``sudo -n`` refused (password needed, not allowed, missing)."""
     if result.ok:
@@ -178,7 +188,7 @@ def check_stream_end(
     stream was closed by its consumer."""
     result = CommandResult(command, status, "", stderr)
     if sudo_user is not None:
-        check_sudo(result, user=sudo_user, what=command[:80])
+        check_sudo(result, user=sudo_user, what=command_name(command))
     if status is not None and status > 0:
         raise TransportError(
             f"`{command[:120]}` ended with exit status {status}: {result.stderr.strip()}"

@@ -37,8 +37,15 @@ from specconsole.core.ports import (
     PortForward,
     TransportError,
 )
+from specconsole.remote import sshhints
 from specconsole.remote.connection import ConnectionEvent, ConnectionListener
-from specconsole.remote.shell import ShellFiles, check_stream_end, check_sudo, wrap_sudo
+from specconsole.remote.shell import (
+    ShellFiles,
+    check_stream_end,
+    check_sudo,
+    command_name,
+    wrap_sudo,
+)
 from specconsole.remote.sshlib import asyncssh
 
 _DROP_ERRORS: tuple[type[BaseException], ...] = (
@@ -124,11 +131,12 @@ class SshTransport(ShellFiles):
                 return await asyncssh.connect(host, **options)
         except asyncssh.HostKeyNotVerifiable as exc:
             known = p.known_hosts or "~/.ssh/known_hosts (and the ssh config's UserKnownHostsFile)"
+            entry = sshhints.lookup(target, p.ssh_config)
+            hostname, port = p.hostname or entry.hostname, p.port or entry.port
             raise HostKeyRejected(
                 f"refusing to connect to {self.description}: its host key is not trusted "
                 f"({exc.reason}). The key is unknown or has CHANGED compared with {known}. "
-                "If the box was reinstalled, check its fingerprint out of band, then update "
-                "known_hosts (ssh-keygen -R HOST; ssh HOST once to accept)."
+                + sshhints.host_key_fix(hostname, port)
             ) from None
         except asyncssh.PermissionDenied as exc:
             raise AuthenticationFailed(
@@ -141,6 +149,8 @@ class SshTransport(ShellFiles):
             reason = str(exc) or type(exc).__name__
             if isinstance(exc, TimeoutError):
                 reason = f"no answer within {p.connect_timeout:g} s"
+            elif p.alias and not p.hostname:  # a typo in an alias reads as a DNS failure
+                reason += sshhints.unknown_alias_hint(p.alias, reason, p.ssh_config)
             raise BoxUnreachable(f"cannot connect to {self.description}: {reason}") from None
 
     async def connect(self) -> None:
@@ -256,7 +266,7 @@ class SshTransport(ShellFiles):
                 stderr=str(completed.stderr or ""),
             )
             if use_sudo:
-                check_sudo(result, user=self._login_user or "?", what=command.split("\n")[0][:80])
+                check_sudo(result, user=self._login_user or "?", what=command_name(command))
             return result
         raise AssertionError("unreachable")
 
