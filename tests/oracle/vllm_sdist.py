@@ -219,3 +219,36 @@ def routes(rel: VllmRelease) -> set[str]:
                 ):
                     out.add(dec.args[0].value)
     return out
+
+
+@cache
+def source_text(version: str, path: str) -> str | None:
+    """Any one file of the release (``vllm/v1/core/kv_cache_utils.py``), read from the sdist
+    on demand (the simulator's vLLM face quotes files beyond the ones loaded up front)."""
+    sdist = sdist_path(version)
+    if sdist is None:
+        return None
+    with tarfile.open(sdist, "r:gz") as tar:
+        for member in tar:
+            name = member.name.split("/", 1)[1] if "/" in member.name else member.name
+            if name == path and member.isfile():
+                handle = tar.extractfile(member)
+                return None if handle is None else handle.read().decode("utf-8", "replace")
+    return None
+
+
+def string_constants(text: str) -> list[tuple[int, str, bool]]:
+    """Every string literal of a module: (line, text, whether it is an f-string), an
+    f-string's text with ``{}`` where its values go (implicit concatenation is one
+    literal, as the parser joins it)."""
+    out: list[tuple[int, str, bool]] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.JoinedStr):
+            parts = [
+                v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}"
+                for v in node.values
+            ]
+            out.append((node.lineno, "".join(parts), True))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append((node.lineno, node.value, False))
+    return out
