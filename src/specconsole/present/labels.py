@@ -23,6 +23,7 @@ from typing import Any
 
 from specconsole.core.config.effective import effective_config
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import Notice, TrialRecord
 
@@ -47,7 +48,17 @@ SUMMARY_FIELDS: tuple[str, ...] = tuple(
 """The fields a configuration summary lists after the algorithm, in this order."""
 
 NOT_IN_LABELS: frozenset[str] = frozenset(
-    {"description", "engine_version", "launcher", "host", "port", "user", "working_directory"}
+    {
+        "description",
+        "engine_version",
+        "launcher",
+        "host",
+        "port",
+        "user",
+        "working_directory",
+        "box_flags",
+        "options",
+    }
 )
 """Fields that say where/how the server runs (or only how its flags are spelt, or a title),
 not what is being tuned."""
@@ -78,6 +89,23 @@ def format_value(name: str, value: Any) -> str:
     return str(value)
 
 
+def _options(config: ServerConfig) -> dict[str, str]:
+    """The engine's own keys that are set, by their short names (``n_max``: llama.cpp's
+    ``spec_draft_n_max``; ``core.config.options``), in the engine's order."""
+    try:
+        own = {f.name: f.short or f.name for f in engine_for(config).option_fields}
+    except EngineNotFound:
+        own = {}
+    return {own.get(k, k): format_value(k, v) for k, v in config.options}
+
+
+def _option_parts(config: ServerConfig, base: ServerConfig | None) -> list[str]:
+    mine, theirs = _options(config), _options(base) if base is not None else {}
+    return [f"{k}={v}" for k, v in mine.items() if theirs.get(k) != v] + [
+        f"{k}=default" for k in theirs if k not in mine
+    ]
+
+
 def load_stage_label(stage: LoadStage | None) -> str:
     """``KV cache``, ``CUDA graphs``…; empty for no stage."""
     if stage is None:
@@ -95,9 +123,11 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
             f"{short_name(f.name)}={format_value(f.name, getattr(config, f.name))}"
             for f in fields(ServerConfig)
             if f.name not in NOT_IN_LABELS and getattr(config, f.name) != getattr(base, f.name)
-        ]
+        ] + _option_parts(config, base)
         if parts:
             return " ".join(parts)
+    if config.options:  # an engine with its own keys: what they say
+        return " ".join(_option_parts(config, None))
     if config.speculative_algorithm is None:
         return "no-spec"
     spec = (
@@ -113,6 +143,8 @@ def config_summary(config: ServerConfig | None) -> str:
     if config is None:
         return "no configuration"
     config = effective_config(config)
+    if config.options:  # an engine with its own keys (llama.cpp): those are its settings
+        return " ".join(_option_parts(config, None))
     parts = [
         str(config.speculative_algorithm)
         if config.speculative_algorithm is not None

@@ -53,6 +53,8 @@ class OptionField:
     """Inclusive bounds for numbers (``None``: unbounded on that side)."""
     example: str = ""
     """A value to show in a fix (``4``)."""
+    short: str = ""
+    """Its name in labels (``n_max``); ``""``: the key itself."""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
