@@ -29,7 +29,9 @@ INTENT_WORDS: dict[str, str] = {
 }
 """Intent class names as the refusal sentence says them."""
 
-_REFUSED = re.compile(r"can't handle (?P<intent>\w+) in phase (?P<phase>[\w ]+?)(?:: (?P<why>.*))?$")
+_REFUSED = re.compile(
+    r"can't handle (?P<intent>\w+) in phase (?P<phase>[\w ]+?)(?:: (?P<why>.*))?$"
+)
 
 SHOWN_LEVELS: frozenset[str] = frozenset({"warning", "error"})
 

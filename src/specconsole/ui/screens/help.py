@@ -43,9 +43,7 @@ class HelpText(Widget):
     @property
     def plain(self) -> str:
         """The page as text at the current width (tests)."""
-        return "\n".join(
-            line.text for line in help_lines(self.content_size.width, pool=self._pool)
-        )
+        return "\n".join(line.text for line in help_lines(self.content_size.width, pool=self._pool))
 
 
 class HelpScreen(ModalScreen[None]):
