@@ -235,3 +235,29 @@ async def test_messages_take_their_own_line_and_skip_what_the_banner_says() -> N
         await pilot.press("c")  # a dialog: the message line stays under the main screen
         await pilot.pause()
         assert not app._notifications
+
+
+# 7. The editor says what the controller would: its prediction, the history, the axis first --
+
+
+async def test_editor_uses_the_controllers_prediction_and_flags_a_crashed_configuration() -> None:
+    from specconsole.core.machine.common import _minimum_capacity
+    from specconsole.core.search.capacity import predict_capacity
+    from specconsole.present.actions import as_deployed
+    from specconsole.present.formats import format_int
+
+    state = crashed_sweep_state()
+    app = _app(RecordingController(state))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("e")
+        await pilot.pause()
+        editor = app.screen
+        assert isinstance(editor, EditorScreen)
+        text = str(editor.query_one("#editor-capacity", Static).render())
+        crashed = state.trials[-1].config
+        expected = predict_capacity(
+            state.trials, as_deployed(crashed), minimum_tokens=_minimum_capacity(state)
+        )
+        assert expected.predicted_tokens is not None  # five trials: the controller predicts
+        assert text.startswith(f"steps=10: predicted {format_int(expected.predicted_tokens)}")
+        assert "already crashed in trial 6: no GPU memory left for the KV cache" in text

@@ -15,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine.state import ControllerState, TrialRecord, TrialStatus
+from specconsole.core.engine.vocabulary import field_word
+from specconsole.core.machine.state import (
+    CapacityPrediction,
+    ControllerState,
+    TrialRecord,
+    TrialStatus,
+)
 from specconsole.present.editor_fields import FIELDS, field_text
 from specconsole.present.formats import format_int
 from specconsole.present.labels import short_name
@@ -63,8 +69,9 @@ def axis_fix(state: ControllerState, record: TrialRecord) -> str | None:
     value = getattr(record.config, axis, None) if axis else None
     if axis is None or not isinstance(value, int | float):
         return None
-    short = short_name(axis)
-    parts = [f"lower {axis}:"]
+    engine = record.config.engine
+    short = short_name(axis, engine)
+    parts = [f"lower {field_word(engine, axis)}:"]
     if infeasible and predicted is not None:
         parts.append(
             f"{short}={value} predicted {format_int(predicted.predicted_tokens)} KV tokens "
@@ -151,3 +158,20 @@ def seen_before(trials: Sequence[TrialRecord], config: ServerConfig) -> str | No
     if last.status is TrialStatus.OK:
         return f"already ran as trial {last.index + 1} (ok)"
     return f"already tried as trial {last.index + 1} ({last.status.value.replace('_', ' ')})"
+
+
+def capacity_text(
+    prediction: CapacityPrediction | None, config: ServerConfig, axis: str | None
+) -> str:
+    """The editor's capacity line, leading with the sweep's own axis as the banner's fix
+    does: ``steps=10: predicted -22,916 KV tokens (minimum 1,536): will NOT load``."""
+    value = getattr(config, axis, None) if axis else None
+    lead = f"{short_name(axis)}={value}: " if axis and value is not None else ""
+    if prediction is None or prediction.predicted_tokens is None:
+        reason = prediction.reason if prediction is not None and prediction.reason else ""
+        return f"{lead}predicted KV capacity: {reason or 'not enough trials yet'}"
+    tokens = format_int(prediction.predicted_tokens)
+    if prediction.feasible:
+        return f"{lead}predicted {tokens} KV tokens: loads"
+    minimum = format_int(prediction.minimum_tokens)
+    return f"{lead}predicted {tokens} KV tokens (minimum {minimum}): will NOT load"

@@ -23,6 +23,7 @@ from specconsole.present.editor_fields import (
     release_line,
     with_release,
 )
+from specconsole.present.series import swept_axis
 from specconsole.ui.asking import EditQueue
 from specconsole.ui.form import Problem, Validator
 from specconsole.ui.screens.editor import EditorScreen
@@ -71,6 +72,7 @@ def make_editor(
         history=lambda config: seen_before(state().trials, config),
         apply_note=apply_block(now),
         on_withdraw=withdraw if queued is not None else None,
+        axis=swept_axis(now.plan, now.trials),
     )
 
 

@@ -29,6 +29,7 @@ from textual.widgets import Footer, Input, Label, Static
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import CapacityPrediction
+from specconsole.present.crashtext import capacity_text
 from specconsole.present.editor_fields import shown_fields
 from specconsole.ui.form import (
     FIELDS,
@@ -47,18 +48,6 @@ Suggester = Callable[[], tuple[ServerConfig, str] | None]
 """The optimiser's next configuration and why (None: nothing to suggest)."""
 History = Callable[[ServerConfig], str | None]
 """What the session already knows about a candidate (``steps=10 crashed in trial 6: …``)."""
-
-
-def capacity_text(prediction: CapacityPrediction | None) -> str:
-    """The side panel's capacity line."""
-    if prediction is None or prediction.predicted_tokens is None:
-        reason = prediction.reason if prediction is not None and prediction.reason else ""
-        return f"predicted KV capacity: {reason or 'not enough trials yet'}"
-    verdict = "loads" if prediction.feasible else "will NOT load"
-    text = f"predicted KV capacity: {prediction.predicted_tokens:,} tokens ({verdict})"
-    if prediction.reason:
-        text += f"\n{prediction.reason}"
-    return text
 
 
 class EditorScreen(ModalScreen[ServerConfig | None]):
@@ -118,6 +107,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         history: History | None = None,
         apply_note: str | None = None,
         on_withdraw: Callable[[], None] | None = None,
+        axis: str | None = None,
     ) -> None:
         super().__init__(id="editor")
         self._base = base
@@ -140,6 +130,8 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         self._on_withdraw = on_withdraw
         """Set when the form shows a queued edit (ctrl+w withdraws it)."""
         self._initial: dict[str, str] = {}
+        self._axis = axis
+        """The sweep's axis: the capacity line leads with its value."""
 
     def compose(self) -> ComposeResult:
         values = form_values(self._base)
@@ -233,7 +225,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             header = "nothing deployed yet; would deploy:" if self._deployed is None else ""
             lines = ([header] if header else []) + (diff or ["no change from deployed"])
             self.query_one("#editor-diff", Static).update("\n".join(lines))
-            capacity = capacity_text(self._predict(candidate))
+            capacity = capacity_text(self._predict(candidate), candidate, self._axis)
             seen = self._history(candidate) if self._history is not None else None
             if seen:
                 capacity += f"\n{seen}"
