@@ -1,0 +1,119 @@
+"""The console's words and layouts as plain functions (issue 34): the footer's choice, the
+help page at 80 columns, whole table columns, the flag-level diff and its wrapped rows, the
+banner's rows, notices in plain sentences, the headless level line and verdict."""
+
+from __future__ import annotations
+
+from specconsole.core.machine.state import LevelSummary, Notice
+from specconsole.present.columns import CONSOLE_COLUMNS, fit_columns
+from specconsole.present.crashtext import banner_rows, cause_text, pack
+from specconsole.present.diffrows import SUMMARY_TITLE, diff_rows
+from specconsole.present.flagdiff import changed_spans, summary_lines
+from specconsole.present.footer import footer_hints, footer_text
+from specconsole.present.help import help_text
+from specconsole.present.keymap import BY_ID, COMMANDS
+from specconsole.present.notices import message_for, plain
+from specconsole.present.runlog import deploy_lines, level_line, verdict
+from tests.ui.doubles import PROCESS_DIFF, UNIT_DIFF, finished_trial, sweep_plan
+
+CRASH_CHOICES = {"resume", "retry", "edit", "skip", "rollback", "crash-details"}
+
+
+def test_footer_pins_help_and_quit_and_drops_whole_hints() -> None:
+    hints = footer_hints({*CRASH_CHOICES, "deploy", "edit"}, 40, banner=CRASH_CHOICES)
+    text = footer_text(hints)
+    assert text.startswith("? help  q quit") and len(text) <= 40
+    assert "resume" not in text  # the banner lists it
+    assert all(f"{h.key} {h.label}" in text for h in hints)  # none cut mid-word
+    assert footer_text(footer_hints(set(), 14)) == "? help  q quit"
+
+
+def test_every_command_key_is_unique_per_state_and_skip_is_not_k() -> None:
+    assert BY_ID["skip"].binding == "S"
+    keys = [c.binding for c in COMMANDS if c.id not in {"sweep", "pause", "unpause", "continue"}]
+    assert len(keys) == len(set(keys))
+
+
+def test_help_fits_80_columns_lists_s_once_per_state_and_explains_the_symbols() -> None:
+    text = help_text(76)
+    assert max(len(line) for line in text.splitlines()) <= 76
+    main = text.split("After a crash")[0]
+    s_rows = [line for line in main.splitlines() if line.startswith("  s  ")]
+    assert len(s_rows) == 4 and len({row[5:20] for row in s_rows}) == 4  # four states
+    for word in ("★", "◆", "✖", "mrr", "cg-bs", "accept", "capacity", "+N cols →"):
+        assert word in text, word
+    assert "next box" not in text and "next box" in help_text(76, pool=True)
+
+
+def test_columns_are_whole_or_absent() -> None:
+    widths = [24, 9, 8, 8, 11, 8]  # label, status, single, peak, capacity, accept
+    fit = fit_columns(CONSOLE_COLUMNS, widths, 50, marker=11)
+    shown = [CONSOLE_COLUMNS[i].id for i in fit.shown]
+    assert shown == ["label", "peak"] or shown == ["label", "single", "peak"]
+    assert sum(widths[i] for i in fit.shown) + 11 <= 50 and fit.hidden == 6 - len(shown)
+    assert fit_columns(CONSOLE_COLUMNS, widths, 200).hidden == 0
+    later = fit_columns(CONSOLE_COLUMNS, widths, 50, offset=1, marker=11)
+    assert later.shown != fit.shown and 0 in later.shown  # → brings others; label stays
+
+
+def test_the_flag_summary_leads_for_a_process_line_and_a_unit() -> None:
+    assert summary_lines(PROCESS_DIFF) == [
+        "--speculative-num-steps: 2 → 3",
+        "--speculative-num-draft-tokens: 3 → 4",
+    ]
+    assert summary_lines(UNIT_DIFF) == [
+        "--speculative-num-steps: 3 → 4",
+        "--speculative-num-draft-tokens: 4 → 5",
+    ]
+    old, new = changed_spans("a --x 2 b", "a --x 3 b")
+    assert old == [(6, 7)] and new == [(6, 7)]
+
+
+def test_wrapped_diff_rows_keep_their_gutter_and_mark_the_change() -> None:
+    rows = diff_rows(PROCESS_DIFF, 60)
+    assert rows[0].text == SUMMARY_TITLE
+    removed = [r for r in rows if r.kind == "remove"]
+    added = [r for r in rows if r.kind == "add"]
+    assert len(removed) > 3 and all(r.text.startswith("-") for r in removed)
+    assert all(r.text.startswith("+") for r in added) and all(len(r.text) <= 60 for r in rows)
+    marked = [r.text[a:b] for r in added for a, b in r.spans]
+    assert marked == ["3", "4"]
+
+
+def test_the_banner_keeps_title_and_choices_first() -> None:
+    choices = ["r resume: steps=7", "t retry", "S skip steps=7", "o roll back to steps=5"]
+    rows = banner_rows("✖ Trial 6", choices, ["fix 1", "fix 2"], "cause", ["l1", "l2"], 40, 5)
+    assert [k for k, _ in rows][:3] == ["title", "keys", "keys"]
+    assert len(rows) == 5 and all(len(t) <= 40 for _, t in rows)
+    assert pack(["aaaa", "bbbb"], 9) == ["aaaa", "bbbb"]  # never split an item
+    assert cause_text("kv_cache_no_memory") == "no GPU memory left for the KV cache"
+
+
+def test_notices_are_sentences_and_the_banner_keeps_its_own() -> None:
+    assert plain("can't handle DeployConfig in phase benchmarking") == (
+        "deploying is not possible while benchmarking"
+    )
+    crash = Notice("error", "trial 6 crashed: RuntimeError: Not enough memory.", 0.0)
+    assert message_for(crash, None, banner=True) is None
+    assert message_for(crash, None, banner=False) is not None
+    assert message_for(Notice("info", "trial 4: steps=4", 0.0), None, banner=False) is None
+
+
+def test_headless_lines_explain_streams_and_end_with_a_verdict() -> None:
+    few = LevelSummary(
+        concurrency=64, output_tok_s=160.5, per_request_tok_s=8.6, completed=19,
+        measurement="steady",
+    )  # fmt: skip
+    assert "19 of 64 streams decoding in the window" in level_line(few)
+    full = LevelSummary(
+        concurrency=4, output_tok_s=1.0, per_request_tok_s=0.3, completed=4, measurement="steady"
+    )
+    assert "streams" not in level_line(full)
+    assert deploy_lines(UNIT_DIFF)[1:] == [
+        "  --speculative-num-steps: 3 → 4",
+        "  --speculative-num-draft-tokens: 4 → 5",
+    ]
+    trials = [finished_trial(s) for s in (1, 2, 3, 4)]
+    line = verdict(trials, sweep_plan(), "/s/x")
+    assert line.startswith("verdict: best is trial 3 (steps=3 draft=4): peak 2,720.0 tok/s")
+    assert line.endswith("full report: specconsole report /s/x")
