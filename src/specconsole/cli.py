@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "specconsole.commands.tui",
     "specconsole.commands.sim",
     "specconsole.commands.boxcmd",
+    "specconsole.commands.movesecrets",
 )
 """Modules that contribute subcommands, in the order ``--help`` lists them."""
 

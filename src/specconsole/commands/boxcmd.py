@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.set_defaults(handler=_rollback_cmd)
 
 
-def _profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """([host], [service]) tables for ``target``: a TOML file's, or an ssh alias."""
     from specconsole.core.config.inputs import load_toml
     from specconsole.core.plans.decoding import decode_text
@@ -96,7 +96,7 @@ def _import_cmd(args: argparse.Namespace) -> int:
     if args.output != "-" and (problem := output_file_problem(args.output, "-o", "plan.toml")):
         return error(problem)
     try:
-        host, service = _profile_tables(args.target, args.unit)
+        host, service = profile_tables(args.target, args.unit)
         profile = parse_profile({"host": host, "service": service})
     except (OSError, ValueError, ProfileError) as exc:
         return error(f"{args.target}: {exc}")
@@ -121,6 +121,7 @@ def _import_cmd(args: argparse.Namespace) -> int:
         )
     except ConfigError as exc:
         return error(f"{profile.service.unit}: {exc}")
+    _warn_inline_secrets(unit.cat.main or "", args.target, profile)
     if args.output == "-":
         sys.stdout.write(text)
     else:
@@ -130,6 +131,24 @@ def _import_cmd(args: argparse.Namespace) -> int:
             return error(f"-o {args.output}: cannot write ({exc.strerror or exc})")
         print(f"wrote {args.output}: base = {profile.service.unit} as it runs today")
     return 0
+
+
+def _warn_inline_secrets(unit_text: str, target: str, profile: Any) -> None:
+    """Say once, on stderr, that the unit holds secrets inline (never moved without asking)."""
+    from specconsole.core.config.unit_secrets import inline_secrets
+
+    found = inline_secrets(unit_text, profile.service.secret_env)
+    if found:
+        names = ", ".join(dict.fromkeys(secret.name for secret in found))
+        unit = profile.service.unit
+        print(
+            f"specconsole: warning: {unit} holds {names} inline: the unit file is "
+            "world-readable and each deploy's backup copies it. "
+            f"`specconsole move-secrets {target}"
+            + ("" if unit == "sglang.service" else f" --unit {unit}")
+            + "` moves it to a 0600 EnvironmentFile (it shows the diff and asks first).",
+            file=sys.stderr,
+        )
 
 
 def bench_comment() -> list[str]:

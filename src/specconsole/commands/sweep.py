@@ -132,8 +132,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if not args.headless and not args.dry_run:
         return _in_console(args)
     from specconsole.controller.headless import plan_problems
+    from specconsole.controller.preflight import local_report
 
     problems = plan_problems(plan)
+    problems += [f"{f.check}: {f.message}" for f in local_report(plan).blocking]
     if problems:
         for problem in problems:
             print(f"specconsole: error: {args.plan}: {problem}", file=sys.stderr)

@@ -124,6 +124,7 @@ class Controller:
         """Probe the box (``controller.boxprobe``) before the first event is handled."""
         self.stop_if_unreachable = False
         """A headless run: a box the probe cannot reach stops the run before any trial."""
+        self.preflight: Callable[[Controller], Awaitable[str]] | None = None  # why it can't run
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -164,6 +165,9 @@ class Controller:
                 await self._probe_box(config)
             elif self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
                 await self.engine_versions.ensure(config)
+            if self.preflight is not None and not self._stopping:  # before the first deploy
+                self.halted = await self.preflight(self) or self.halted
+                self._stopping = self._stopping or bool(self.halted)
             while not self._stopping:
                 event = await self._inbox.get()
                 self._dispatch(event)

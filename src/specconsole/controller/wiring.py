@@ -19,6 +19,7 @@ from pathlib import Path
 
 from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.flagcheck import FlagSetKeeper
+from specconsole.controller.preflight import box_target, preflight_hook
 from specconsole.controller.runtime import Controller
 from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config.model import ServerConfig
@@ -92,7 +93,7 @@ class Ports:
         """A controller talking through these ports, starting from ``state``; it probes the
         box (reach, engine release, GPUs, service, serving) before its first event
         (``on_probe`` records it; ``on_engine_version`` records the release)."""
-        return Controller(
+        controller = Controller(
             transport=self.transport,
             backend=self.backend,
             runner=self.runner,
@@ -104,6 +105,9 @@ class Ports:
             probe=True,
             on_probe=on_probe,
         )
+        if state.plan is not None:  # checked before the first deploy (controller.preflight)
+            controller.preflight = preflight_hook(state.plan, box_target(state.plan))
+        return controller
 
 
 def open_ports(

@@ -218,6 +218,27 @@ class SystemdBackend:
         source = await self.read_unit()
         return (None, "") if source is None else (source.cat.main, source.cat.dropins)
 
+    async def artifacts(self) -> ArtifactStore:
+        """The unit file on the box with its backups."""
+        return await self._artifacts()
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    @property
+    def uses_sudo(self) -> bool:
+        """Whether the unit's files and ``systemctl`` need ``sudo -n``."""
+        return self._sudo
+
+    @property
+    def secret_env(self) -> tuple[str, ...]:
+        """``[service] secret_env``: what the user marked secret."""
+        return self._profile.secret_env
+
+    async def daemon_reload(self) -> None:
+        await self._ctl("daemon-reload", what="systemctl daemon-reload")
+
     async def read_unit(self) -> UnitSource | None:
         """The unit's files and the context its specifiers and ``EnvironmentFile=`` variables
         resolve in (for :func:`~specconsole.core.config.systemd.parse_unit`); None when the

@@ -343,6 +343,17 @@ class EngineVersionKnown(Outcome):
     unknown release is deployed only with flags every release accepts."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreflightChecked(Outcome):
+    """The pre-flight's findings before the first deploy (``core.machine.preflight``): what
+    blocks the plan and what is only said once. Holds in every epoch, like BoxProbed."""
+
+    findings: tuple[str, ...]
+    """Each finding as one sentence with its fix (``check: message``)."""
+    blocking: bool = False
+    """Whether the plan cannot run (a headless run has stopped)."""
+
+
 INTENT_TYPES: tuple[type[Intent], ...] = (
     StartSweep,
     Pause,
@@ -383,5 +394,6 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     ConnectionChanged,
     BoxProbed,
     EngineVersionKnown,
+    PreflightChecked,
 )
 """Every outcome, for documentation and exhaustive tests."""

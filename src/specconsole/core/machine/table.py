@@ -60,6 +60,7 @@ from specconsole.core.machine.pipeline import (
     _on_validated,
     _trial_bench_spec,
 )
+from specconsole.core.machine.preflight import on_preflight
 from specconsole.core.machine.speculation import on_speculation_off
 from specconsole.core.machine.state import (
     BUSY_PHASES,
@@ -69,7 +70,13 @@ from specconsole.core.machine.state import (
     Phase,
 )
 
-_ANY_EPOCH = (ev.ConnectionChanged, ev.PoolChanged, ev.BoxProbed, ev.EngineVersionKnown)
+_ANY_EPOCH = (
+    ev.ConnectionChanged,
+    ev.PoolChanged,
+    ev.BoxProbed,
+    ev.EngineVersionKnown,
+    ev.PreflightChecked,
+)
 """Outcomes about the box or the pool, not a trial: they hold in every epoch."""
 
 
@@ -276,6 +283,7 @@ ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.BoxProbed: _on_box_probed,
     ev.PoolChanged: _on_pool_changed,
     ev.EngineVersionKnown: _on_engine_version,
+    ev.PreflightChecked: on_preflight,
     ev.FocusBox: _on_focus_box,
     ev.SetPolicy: _on_set_policy,
     ev.Quit: _on_quit,
