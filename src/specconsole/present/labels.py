@@ -24,6 +24,7 @@ from typing import Any
 from specconsole.core.config.effective import effective_config
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import EngineNotFound, engine_for
+from specconsole.core.engine.vocabulary import field_short
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import Notice, TrialRecord
 
@@ -72,14 +73,18 @@ LOAD_STAGE_LABELS: dict[LoadStage, str] = {
 }
 
 
-def short_name(name: str) -> str:
-    """The abbreviation of ``ServerConfig`` field ``name`` (the name itself if it has none)."""
-    return FIELD_ABBREVIATIONS.get(name, name)
+def short_name(name: str, engine: str | None = None) -> str:
+    """The abbreviation of ``ServerConfig`` field ``name`` — in ``engine``'s own words when it
+    has one (vLLM's ``spec-tokens``, ``gpu-mem``: ``core.engine.vocabulary``) — else the
+    shared one, else the name itself."""
+    return field_short(engine, name) or FIELD_ABBREVIATIONS.get(name, name)
 
 
 def format_value(name: str, value: Any) -> str:
     """One field's value as a label shows it (enum values bare, tuples space-separated,
-    environment variables by name only)."""
+    environment variables by name only; unset: ``default``, the engine chooses)."""
+    if value is None:
+        return "default"
     if isinstance(value, Enum):
         return str(value.value)
     if name == "env":
@@ -120,7 +125,7 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
     if base is not None:
         base = effective_config(base)
         parts = [
-            f"{short_name(f.name)}={format_value(f.name, getattr(config, f.name))}"
+            f"{short_name(f.name, config.engine)}={format_value(f.name, getattr(config, f.name))}"
             for f in fields(ServerConfig)
             if f.name not in NOT_IN_LABELS and getattr(config, f.name) != getattr(base, f.name)
         ] + _option_parts(config, base)
@@ -130,6 +135,9 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
         return " ".join(_option_parts(config, None))
     if config.speculative_algorithm is None:
         return "no-spec"
+    if field_short(config.engine, "speculative_num_steps"):  # a chain, in its engine's words
+        steps = short_name("speculative_num_steps", config.engine)
+        return f"{config.speculative_algorithm.value} {steps}={config.speculative_num_steps}"
     spec = (
         f"{config.speculative_num_steps}/{config.speculative_eagle_topk}/"
         f"{config.speculative_num_draft_tokens}"
@@ -153,7 +161,7 @@ def config_summary(config: ServerConfig | None) -> str:
     for name in SUMMARY_FIELDS:
         value = getattr(config, name)
         if value is not None:
-            parts.append(f"{short_name(name)}={format_value(name, value)}")
+            parts.append(f"{short_name(name, config.engine)}={format_value(name, value)}")
     return " ".join(parts)
 
 

@@ -124,9 +124,10 @@ def swept_axis(plan: SweepPlan | None, records: Sequence[TrialRecord]) -> str | 
     return None
 
 
-def axis_title(axis: str | None) -> str:
-    """The swept axis as a chart names it (``steps``; ``trial`` without an axis)."""
-    return short_name(axis) if axis else "trial"
+def axis_title(axis: str | None, engine: str | None = None) -> str:
+    """The swept axis as a chart names it (``steps``; vLLM's ``spec-tokens``; ``trial``
+    without an axis)."""
+    return short_name(axis, engine) if axis else "trial"
 
 
 def _x_of(record: TrialRecord, axis: str | None) -> float:

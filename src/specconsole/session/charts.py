@@ -106,9 +106,10 @@ def draw_single(ax: Any, trials: Sequence[TrialRecord], plan: SweepPlan | None) 
     xs = sorted({*(line.xs if line else ()), *crashed})
     if xs:
         ax.set_xticks(xs, [f"{x:g}" for x in xs])
-    ax.set_xlabel(axis_title(axis))
+    ax.set_xlabel(axis_title(axis, plan.base.engine if plan is not None else None))
     ax.set_ylabel("single-request output tok/s")
-    ax.set_title(f"Single-request speed vs {axis_title(axis)}")
+    engine = plan.base.engine if plan is not None else None
+    ax.set_title(f"Single-request speed vs {axis_title(axis, engine)}")
     ax.grid(True, alpha=0.3)
 
 

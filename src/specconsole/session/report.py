@@ -122,7 +122,7 @@ def single_chart(
         fig,
         line,
         crashed,
-        axis_title(axis),
+        axis_title(axis, plan.base.engine if plan is not None else None),
         width,
         color=False,
         crashed_labels=crashed_labels(shown, base),

@@ -291,7 +291,7 @@ def chart_view(state: ControllerState) -> ChartView:
     return ChartView(
         aggregate=aggregate_series(records, base, running),
         single=single_series(records, axis),
-        axis_name=axis_title(axis),
+        axis_name=axis_title(axis, state.plan.base.engine if state.plan is not None else None),
         crashed=crashed_at(records, axis),
     )
 

@@ -54,6 +54,13 @@ class EditorField:
     """The flag it renders as for the edited release (``""``: the engine renders none)."""
     note: str = ""
     """Why the field is flagged (renamed in this release, not rendered by this engine)."""
+    word: str = ""
+    """The engine's own name for the field, where it is not the ``[server]`` key (vLLM calls
+    ``speculative_num_steps`` ``num_speculative_tokens``): what findings and messages say in
+    a session of that engine."""
+    short: str = ""
+    """The field's abbreviation in the engine's words for labels (``spec-tokens``); ``""``:
+    the shared one (``present.labels``)."""
 
     @property
     def rendered(self) -> bool:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from specconsole.core.config.model import ServerConfig, set_values
+from specconsole.core.engine.vocabulary import field_word
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
@@ -272,16 +273,18 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     status, _blocked = _outcomes(trials, ())
     out: list[str] = []
     walks = _walks(plan)
+    engine = plan.base.engine
     for walk in walks:
         prefix = ""
         if len(walks) > 1:
-            others = [n for n, _v in plan.axes if n != axis]
+            others = [field_word(engine, n) for n, _v in plan.axes if n != axis]
             prefix = ", ".join(f"{n}={v}" for n, v in zip(others, walk.key, strict=True)) + ": "
         good, bad = _good_bad(plan, walk, axis, status)
+        said = field_word(engine, axis)  # the axis in the engine's own words
         if plan.strategy is StrategyKind.BOUNDARY:
-            out.append(prefix + _boundary_sentence(axis, good, bad))
+            out.append(prefix + _boundary_sentence(said, good, bad))
         else:
-            out.append(prefix + _plateau_sentence(plan, walk, axis, status, trials))
+            out.append(prefix + _plateau_sentence(plan, walk, axis, status, trials, said))
     return (*out, *ties)
 
 
@@ -321,7 +324,9 @@ def _plateau_sentence(
     axis: str,
     status: dict[ServerConfig, TrialStatus],
     trials: Sequence[TrialRecord],
+    said: str = "",
 ) -> str:
+    said = said or axis
     best: TrialRecord | None = None
     for t in trials:
         if t.status in SUCCESS and _same_walk(plan, walk, axis, t.config):
@@ -329,11 +334,11 @@ def _plateau_sentence(
             if best is None or s > (best.single_request_tok_s or 0.0):
                 best = t
     if best is None:
-        return f"{axis}: no successful trial"
+        return f"{said}: no successful trial"
     value = getattr(best.config, axis)
     speed = best.single_request_tok_s or 0.0
     return (
-        f"{axis}: best single-request speed at {value} ({speed:.1f} tok/s); gains below "
+        f"{said}: best single-request speed at {value} ({speed:.1f} tok/s); gains below "
         f"{plan.min_gain_pct:g}% or a falling aggregate end the climb"
     )
 

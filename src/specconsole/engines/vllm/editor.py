@@ -24,6 +24,18 @@ _SPEC_KEYS: dict[str, str] = {
 }
 """Fields vLLM carries inside ``--speculative-config``'s JSON: its key there."""
 
+WORDS: dict[str, tuple[str, str]] = {
+    "speculative_algorithm": ("method", "method"),
+    "speculative_draft_model_path": ("speculative model", "draft"),
+    "speculative_num_steps": ("num_speculative_tokens", "spec-tokens"),
+    "mem_fraction_static": ("gpu_memory_utilization", "gpu-mem"),
+    "max_running_requests": ("max_num_seqs", "seqs"),
+    "context_length": ("max_model_len", "max-len"),
+    "tp_size": ("tensor_parallel_size", "tp"),
+}
+"""Each shared field as vLLM calls it, and its abbreviation in labels (``spec-tokens=4
+gpu-mem=0.9``): a vLLM session's reports, findings and messages speak vLLM."""
+
 _NOT_RENDERED: dict[str, str] = {
     "speculative_eagle_topk": "vLLM drafts a chain (topk 1): not rendered",
     "speculative_num_draft_tokens": "vLLM verifies num_speculative_tokens + 1: not rendered",
@@ -51,7 +63,8 @@ def editor_fields(version: str | None) -> tuple[EditorField, ...]:
     out = []
     for name, kind, hint in TUNING_FIELDS:
         flag, note = ("", "") if kind == "args" else _flag(name)
-        out.append(EditorField(name, kind, hint, flag, note))
+        word, short = WORDS.get(name, ("", ""))
+        out.append(EditorField(name, kind, hint, flag, note, word, short))
     return tuple(out)
 
 
