@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.secrets import (
     env_file_text,
     flag_variable,
@@ -59,11 +60,19 @@ class MovedSecrets:
 
 
 def _exec_words(line: str) -> list[tuple[tuple[int, int], str]]:
-    """(span in ``line``, decoded word) of one ``ExecStart=`` line's words."""
+    """(span in ``line``, decoded word) of one ``ExecStart=`` line's words (a word systemd
+    cannot decode — an unbalanced quote — is taken as written: this only looks for secrets)."""
     body = line.rstrip("\r\n").removesuffix("\\")
     start = body.index("=") + 1 if _key(body) == "ExecStart" else 0
-    return [((start + s, start + e), decode_word(body[start + s : start + e]))
-            for s, e in word_spans(body[start:])]  # fmt: skip
+    out = []
+    for s, e in word_spans(body[start:]):
+        raw = body[start + s : start + e]
+        try:
+            word = decode_word(raw)
+        except ConfigError:
+            word = raw
+        out.append(((start + s, start + e), word))
+    return out
 
 
 def _scan(
@@ -78,7 +87,11 @@ def _scan(
         stripped = line.lstrip()
         key = _key(stripped)
         if sections[i] == "Service" and key == "Environment" and not in_exec:
-            for _span, name, value in _env_words(stripped):
+            try:
+                assignments = _env_words(stripped)
+            except ConfigError:  # an unbalanced quote: systemd refuses the line too
+                assignments = []
+            for _span, name, value in assignments:
                 if is_secret_name(name, secret_env) or looks_like_credential(value):
                     found.append((i, InlineSecret(name, i + 1, name), None, value))
         if in_exec and stripped.startswith(("#", ";")):
