@@ -39,6 +39,9 @@ from specconsole.core.plans.plan import CrashPolicy, PlanError, SweepPlan
 
 THEME_CHOICES = ("dark", "light", "mono")
 DEMO_PLAN = "demo-sweep.toml"
+DEMO_PLANS: dict[str, str] = {"sglang": DEMO_PLAN, "vllm": "vllm-sweep.toml"}
+"""The shipped demo plan per engine the simulator imitates (``demo --engine``): SGLang's seed
+sweep, and the same question asked of vLLM."""
 PROFILE_ENV = "SPECCONSOLE_PROFILE"
 """Environment variable naming the default plan/profile for a bare ``specconsole``."""
 
@@ -78,6 +81,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     _common(d)
+    d.add_argument(
+        "--engine",
+        choices=sorted(DEMO_PLANS),
+        default="sglang",
+        help="the engine the simulated box serves: SGLang's seed sweep (default) or vLLM's "
+        "(num_speculative_tokens 1-8 on Llama-3.1-8B with EAGLE-3, examples/vllm-sweep.toml)",
+    )
     d.add_argument("--port", type=int, default=None, help="loopback port for the simulated server")
     d.add_argument(
         "--load-seconds",
@@ -171,11 +181,14 @@ def _cmd_tui(args: argparse.Namespace) -> int:
     )
 
 
-def demo_plan(port: int | None = None, load_seconds: float | None = None) -> SweepPlan:
-    """The shipped demo plan, optionally on another port or with another load time."""
+def demo_plan(
+    port: int | None = None, load_seconds: float | None = None, engine: str = "sglang"
+) -> SweepPlan:
+    """The shipped demo plan of ``engine`` (:data:`DEMO_PLANS`), optionally on another port or
+    with another load time."""
     from specconsole.paths import examples_dir
 
-    plan, _theme = read_console_file(examples_dir() / DEMO_PLAN, port=port)
+    plan, _theme = read_console_file(examples_dir() / DEMO_PLANS[engine], port=port)
     base = plan.base
     if port is not None and base.port != port:  # a plan with a fixed port
         base = dataclasses.replace(base, port=port)
@@ -192,7 +205,7 @@ def demo_plan(port: int | None = None, load_seconds: float | None = None) -> Swe
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     try:
-        plan = demo_plan(args.port, args.load_seconds)
+        plan = demo_plan(args.port, args.load_seconds, args.engine)
     except (PlanError, FileNotFoundError) as exc:
         return error(str(exc))
     policy = CrashPolicy(args.on_crash) if args.on_crash else CrashPolicy.PAUSE
