@@ -28,6 +28,7 @@ from specconsole.core.logs.events import (
     SpeculationOff,
     SuggestedFix,
     WeightsBegin,
+    WeightsEnd,
 )
 from specconsole.core.logs.fields import int_after, num_after
 from specconsole.core.logs.grammar import Header, HeaderReader, LogGrammar
@@ -126,6 +127,16 @@ def on_speculative(s: ParseState, body: str, ts: str | None, rank: str | None) -
     return []
 
 
+def on_context(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
+    """``llama_context: ...``: the target's weights are in and its context — the KV cache,
+    one cell per token of ``-c`` — is being built (a failed allocation is a KV-cache death)."""
+    _evidence(s, body)
+    if s.weights_end.get("target"):
+        return []
+    s.weights_end["target"] = 1
+    return [WeightsEnd(timestamp=ts, rank=rank, role=Role.TARGET)]
+
+
 def on_timing(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     """Per request: ``print_timing: id  0 | task 1 | draft acceptance = 0.47674 (   41
     accepted /    86 generated), mean len =  2.86`` and ``... |        eval time =  3468.49
@@ -208,6 +219,7 @@ HEADS: dict[str, Handler] = {
     "common_speculative_init_result:": on_speculative,
     "common_specu:": on_speculative,
     "print_timing:": on_timing,
+    "llama_context:": on_context,
     "start:": on_bind,
     "error": on_error,
     "error:": on_error,
