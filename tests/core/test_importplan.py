@@ -74,3 +74,37 @@ def test_validate_and_render_accept_a_unit_file(
     command.write_text("python3 -m sglang.launch_server --model-path m --port 31000\n")
     assert main(["render", str(command), "--as", "command"]) == 0
     assert "--port 31000" in capsys.readouterr().out
+
+
+def _with_tree(topk: int, draft: int) -> str:
+    return HAND_WRITTEN.replace(
+        "    --speculative-num-steps=3 \\\n",
+        "    --speculative-num-steps=3 \\\n"
+        f"    --speculative-eagle-topk {topk} \\\n"
+        f"    --speculative-num-draft-tokens {draft} \\\n",
+    )
+
+
+def test_import_leaves_out_what_the_engine_derives_and_says_so() -> None:
+    """Issue 33 #2: the unit's draft tokens at topk 1 are SGLang's steps + 1; kept in the
+    plan they would be swept unchanged while every deploy writes steps + 1."""
+    unit = _with_tree(1, 4)
+    assert parse_unit(unit).speculative_num_draft_tokens == 4
+    text = plan_from_unit(
+        unit, host={"alias": "gpu-box"}, service={"unit": "u.service"}, source="u on gpu-box"
+    )
+    assert "speculative_num_draft_tokens" not in tomllib.loads(text)["server"]
+    said = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
+    assert "speculative_num_draft_tokens = 4 is left out: the engine derives it" in said
+    assert "deploys write the derived value" in said
+    assert "docs/plans.md" not in text  # the example points at a document that exists
+    assert "# [bench]" not in text  # the CLI adds the benchmark's cost (commands.boxcmd)
+
+
+def test_import_keeps_what_the_user_chose() -> None:
+    """A draft-token count the engine keeps (topk > 1) is the user's: it stays."""
+    text = plan_from_unit(
+        _with_tree(4, 8), host={"alias": "gpu-box"}, service={"unit": "u.service"}, source="u"
+    )
+    assert tomllib.loads(text)["server"]["speculative_num_draft_tokens"] == 8
+    assert "is left out" not in text

@@ -18,7 +18,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SshEntry", "host_key_fix", "lookup", "unknown_alias_hint"]
+__all__ = [
+    "SshEntry",
+    "host_key_fix",
+    "host_names",
+    "known_hosts_name",
+    "lookup",
+    "unknown_alias_hint",
+]
 
 DEFAULT_CONFIG = "~/.ssh/config"
 FIRST_CONTACT = 'docs/remote.md, "First contact with a box"'
