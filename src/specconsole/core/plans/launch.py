@@ -84,7 +84,9 @@ def _command(config: ServerConfig, service: ServiceProfile) -> str:
         line = line.replace(f"'${{{variable}}}'", f'"${{{variable}}}"')
     if not secret:
         return line
-    path = shlex.quote(secret_env_file(service))
+    file = secret_env_file(service)
+    # a home-relative path stays expandable: ~/ outside the quotes
+    path = "~/" + shlex.quote(file[2:]) if file.startswith("~/") else shlex.quote(file)
     names = ", ".join(name for name, _value in secret)
     return f"set -a; . {path}; set +a; {line}  # {names} from {secret_env_file(service)}"
 
