@@ -24,7 +24,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import httpx
@@ -37,7 +37,8 @@ from specconsole.core.ports import ServiceBackend
 
 log = logging.getLogger(__name__)
 
-_Line = tuple[str, str | None]
+_Line = tuple[str, str | None, float | None]
+"""A log line, its cursor and when the box's log says it was written (journal stamps)."""
 
 
 def _raise_if_cancelling() -> None:
@@ -129,7 +130,7 @@ class ServerWatch:
         try:
             async with aclosing(self._backend.logs(after=self.after)) as records:
                 async for record in records:
-                    await out.put((record.text, record.cursor))
+                    await out.put((record.text, record.cursor, record.source_time))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -208,8 +209,15 @@ class ServerWatch:
                     ev.LogLines(lines=chunk, trial_index=self.trial_index, epoch=self._watch.epoch)
                 )
 
-        def handle(events: list[LogEvent]) -> None:
+        def handle(events: list[LogEvent], written: float | None = None) -> None:
             self._watch, outcomes = core_watch.on_log_events(self._watch, events)
+            if written is not None:  # a fatal line's own time: how fast it was seen
+                outcomes = tuple(
+                    replace(o, source_time=written)
+                    if isinstance(o, ev.FatalSeen) and o.source_time is None
+                    else o
+                    for o in outcomes
+                )
             if outcomes:
                 flush()  # lines before the events they explain
                 self._feed(outcomes)
@@ -239,11 +247,11 @@ class ServerWatch:
                 flush()
                 exited.set()
                 return
-            text, cursor = item
+            text, cursor, written = item
             last_line = loop.time()
             if cursor is not None:
                 self.cursor = cursor
             if not batch:
                 batch_started = loop.time()
             batch.append(text)
-            handle(parser.feed(text))
+            handle(parser.feed(text), written)
