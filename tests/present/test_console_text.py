@@ -9,7 +9,7 @@ from specconsole.present.columns import CONSOLE_COLUMNS, fit_columns
 from specconsole.present.crashtext import banner_rows, cause_text, pack
 from specconsole.present.diffrows import SUMMARY_TITLE, diff_rows
 from specconsole.present.flagdiff import changed_spans, summary_lines
-from specconsole.present.footer import footer_hints, footer_text
+from specconsole.present.footer import fit_parts, footer_hints, footer_text
 from specconsole.present.help import help_text
 from specconsole.present.keymap import BY_ID, COMMANDS
 from specconsole.present.notices import message_for, plain
@@ -117,3 +117,12 @@ def test_headless_lines_explain_streams_and_end_with_a_verdict() -> None:
     line = verdict(trials, sweep_plan(), "/s/x")
     assert line.startswith("verdict: best is trial 3 (steps=3 draft=4): peak 2,720.0 tok/s")
     assert line.endswith("full report: specconsole report /s/x")
+
+
+def test_header_parts_are_left_out_whole_never_cut_mid_figure() -> None:
+    parts = ["6 trials", "sweep: on", "connected", "elapsed 1:21 · ETA 0:45 · best #3 steps=3"]
+    fitted = fit_parts(parts, 60)
+    assert fitted[:3] == parts[:3]
+    assert fitted[3:] in ([], ["elapsed 1:21"], ["elapsed 1:21 · ETA 0:45"])
+    assert sum(len(p) + 5 for p in fitted) <= 60
+    assert fit_parts(parts, 200) == parts

@@ -108,6 +108,8 @@ async def test_footer_keeps_help_and_quit_first_in_the_crash_and_paused_states()
             await pilot.pause()
             footer = _footer(app)
             assert footer.startswith(" ? help  q quit"), footer
+            header = str(app.screen.query_one("#status").render()).splitlines()[0]
+            assert "…" not in header and len(header) <= SIZE[0], header  # no figure cut
             assert len(footer) <= SIZE[0]
             if app.screen.query_one(CrashBanner).display:
                 # the banner lists its own keys; the footer does not repeat them

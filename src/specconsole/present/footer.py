@@ -1,4 +1,4 @@
-"""The footer's key hints: which fit on one line, in which order.
+"""The footer's key hints (and the header's parts): which fit on one line, in which order.
 
 Why: at 80 columns the footer cannot list every key, and the keys people need most when
 something went wrong (``?`` help, ``q`` quit) were the ones cut off. The rule here: ``?``
@@ -6,6 +6,8 @@ and ``q`` are pinned first; then the commands that apply now (``present.keys.ava
 in the key table's order, minus those the crash banner already lists while it shows; then
 follow, search and diff (and ``n`` on a pool, ``1-3`` in the stacked layout). A hint that
 does not fit is dropped whole — never cut mid-word — and later, shorter ones may still fit.
+The header's first line follows the same rule (``fit_parts``): a part that does not fit is
+left out whole, never cut in the middle of a figure.
 """
 
 from __future__ import annotations
@@ -84,3 +86,28 @@ def footer_hints(
 def footer_text(hints: Iterable[Hint]) -> str:
     """The hints as plain text (tests and the tmux captures read it)."""
     return (" " * GAP).join(f"{h.key} {h.label}" for h in hints)
+
+
+def fit_parts(parts: Iterable[str], width: int, sep: str = "  │  ") -> list[str]:
+    """The header's parts that fit in ``width`` cells after ``sep`` each, in order; a part
+    made of `` · ``-separated pieces (the sweep's glance: elapsed · ETA · best) keeps the
+    pieces that fit and drops the rest whole, so no figure is cut mid-number."""
+    out: list[str] = []
+    used = 0
+    for part in parts:
+        if not part:
+            continue
+        kept: list[str] = []
+        for piece in part.split(" · "):
+            candidate = " · ".join([*kept, piece])
+            if used + len(sep) + len(candidate) <= width:
+                kept.append(piece)
+            else:
+                break
+        if not kept:
+            break
+        out.append(" · ".join(kept))
+        used += len(sep) + len(out[-1])
+        if len(kept) < len(part.split(" · ")):
+            break
+    return out

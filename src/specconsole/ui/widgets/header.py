@@ -2,8 +2,9 @@
 
 Two lines so it fits 80 columns: the first says the phase (with the loading sub-phase or
 ladder level) and its elapsed time, trial *i of n*, the sweep state, the connection and the
-sweep's glance (elapsed, ETA, the current best: ``present.progress``); the
-second is the configuration being tried, then host/engine/service (cut first when narrow).
+sweep's glance (elapsed, ETA, the current best: ``present.progress``), as many of them as
+fit the width whole (``present.footer.fit_parts``: a figure is never cut); the second is the
+configuration being tried, then host/engine/service (cut first when narrow).
 Colour comes from the phase's tone (``-tone-bad`` etc.), which the stylesheet maps to theme
 variables.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
+from textual.app import RenderResult
 
+from specconsole.present.footer import fit_parts
 from specconsole.ui.viewmodels import HeaderView, Tone
 from specconsole.ui.widgets.viewstatic import ViewStatic
 
@@ -35,9 +38,13 @@ class StatusHeader(ViewStatic[HeaderView]):
         self._view = view
         for tone in Tone:
             self.set_class(tone is view.tone, f"-tone-{tone.value}")
-        self.update(self._render_view(view))
+        self.refresh()
 
-    def _render_view(self, view: HeaderView) -> Text:
+    def render(self) -> RenderResult:
+        view = self._view
+        return Text("") if view is None else self._render_view(view, self.content_size.width)
+
+    def _render_view(self, view: HeaderView, width: int) -> Text:
         title_style = self.get_component_rich_style("status--title", partial=True)
         phase_style = self.get_component_rich_style("status--phase", partial=True)
         meta_style = self.get_component_rich_style("status--meta", partial=True)
@@ -46,10 +53,10 @@ class StatusHeader(ViewStatic[HeaderView]):
         text.append(f" {view.phase} ", style=phase_style)
         if view.elapsed:
             text.append(f" {view.elapsed}", style=meta_style)
-        for part in (view.trial, view.sweep, view.connection, view.glance):
-            if part:
-                text.append("  │  ", style=meta_style)
-                text.append(part, style=meta_style)
+        parts = (view.trial, view.sweep, view.connection, view.glance)
+        for part in fit_parts(parts, width - text.cell_len):
+            text.append("  │  ", style=meta_style)
+            text.append(part, style=meta_style)
         text.append("\n ")
         text.append(view.config_summary, style=config_style)
         text.append("  │  ", style=meta_style)
