@@ -136,6 +136,18 @@ def test_examples_parse(name: str) -> None:
     assert p.bench.api in tuple(BenchApi)
 
 
+def test_the_llamacpp_example_is_a_plan_of_its_own_keys() -> None:
+    p = loads_plan((examples_dir() / "llamacpp-box.toml").read_text())
+    assert p.base.engine == "llamacpp" and p.base.spec_type == "draft-simple"
+    assert p.axes == (("ctx_size", (32768, 131072)), ("spec_draft_n_max", (1, 2, 4, 8, 16)))
+    grid = p.grid()[: p.max_trials]
+    assert [(c.ctx_size, c.spec_draft_n_max) for c in grid] == [
+        *((32768, n) for n in (1, 2, 4, 8, 16)),
+        (131072, 1),
+    ]
+    assert p.bench.api is BenchApi.CHAT
+
+
 # --------------------------------------------------------------------------------------------
 # Strategies
 # --------------------------------------------------------------------------------------------

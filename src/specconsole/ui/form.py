@@ -16,7 +16,13 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import (
+    ServerConfig,
+    SpecAlgorithm,
+    option_fields,
+    replace_config,
+)
 from specconsole.present.editor_fields import FIELDS, FormField, field_text
 from specconsole.present.flagdiff import config_diff
 
@@ -52,9 +58,9 @@ Validator = Callable[[ServerConfig], Sequence[Problem]]
 """Checks a candidate configuration with the engine's rules."""
 
 
-def form_values(config: ServerConfig) -> dict[str, str]:
-    """Text for every field of the form."""
-    return {f.name: field_text(config, f.name) for f in FIELDS}
+def form_values(config: ServerConfig, fields: Sequence[FormField] = FIELDS) -> dict[str, str]:
+    """Text for every field of the form (the edited engine's ``fields``)."""
+    return {f.name: field_text(config, f.name) for f in fields}
 
 
 _NUMBERS: dict[str, tuple[type[int] | type[float], str, str]] = {
@@ -94,7 +100,7 @@ def _parse(field: FormField, text: str) -> object:
 
 
 def parse_form(
-    base: ServerConfig, values: Mapping[str, str]
+    base: ServerConfig, values: Mapping[str, str], fields: Sequence[FormField] = FIELDS
 ) -> tuple[ServerConfig | None, dict[str, str]]:
     """Build the candidate configuration from the text boxes.
 
@@ -106,14 +112,25 @@ def parse_form(
         ``(config, {})`` when every box parses, else ``(None, {field: message})``.
     """
     changes: dict[str, object] = {}
+    own: dict[str, str] = {}
     errors: dict[str, str] = {}
-    for field in FIELDS:
+    keys = option_fields(base.engine)
+    for field in fields:
         if field.name not in values:
+            continue
+        if field.name in keys:  # the engine's own key: typed and bounded by its OptionField
+            own[field.name] = values[field.name]
             continue
         try:
             changes[field.name] = _parse(field, values[field.name])
         except ValueError as exc:
             errors[field.name] = str(exc)
+    candidate = dataclasses.replace(base, **changes)
+    for name, text in own.items():
+        try:
+            candidate = replace_config(candidate, **{name: text})
+        except ConfigError as exc:
+            errors[name] = f"{name}: {exc.message} {exc.fix}"
     if errors:
         return None, errors
-    return dataclasses.replace(base, **changes), {}
+    return candidate, {}

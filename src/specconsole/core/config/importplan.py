@@ -23,7 +23,12 @@ import tomli_w
 
 from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.model import ServerConfig, config_from_table, config_to_table
+from specconsole.core.config.model import (
+    ServerConfig,
+    config_from_table,
+    config_to_table,
+    option_fields,
+)
 from specconsole.core.config.secrets import drop_secret_flags, split_secrets
 from specconsole.core.config.systemd import parse_unit
 from specconsole.core.config.unit_read import UnitContext
@@ -83,8 +88,21 @@ def read_server_text(
     return InputKind.TOML, config_from_table(table)
 
 
+def _swept(config: ServerConfig) -> tuple[str, int]:
+    """The key a first sweep varies and its value today: the speculative depth, or for an
+    engine with its own keys the first integer key it declares (its order says what matters
+    most: llama.cpp's ``spec_draft_n_max``)."""
+    for field in option_fields(config.engine).values():
+        if field.kind == "int":
+            value = getattr(config, field.name)
+            if not isinstance(value, int) or value < 1:
+                value = int(field.example) if field.example.isdigit() else 3
+            return field.name, value
+    return "speculative_num_steps", config.speculative_num_steps or 3
+
+
 def _example_sweep(config: ServerConfig, bench: Sequence[str]) -> str:
-    steps = config.speculative_num_steps or 3
+    key, steps = _swept(config)
     values = sorted({max(1, steps - 1), steps, steps + 1, steps + 2})
     return (
         "# A first sweep around what runs today (uncomment to use; the keys are in\n"
@@ -94,7 +112,7 @@ def _example_sweep(config: ServerConfig, bench: Sequence[str]) -> str:
         '# strategy = "boundary"\n'
         '# finally = "best"          # leave the box serving the best trial (or "original")\n'
         "# [sweep.axes]\n"
-        f"# speculative_num_steps = {values}\n" + "".join(f"{line}\n" for line in bench)
+        f"# {key} = {values}\n" + "".join(f"{line}\n" for line in bench)
     )
 
 

@@ -134,7 +134,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         """The sweep's axis: the capacity line leads with its value."""
 
     def compose(self) -> ComposeResult:
-        values = form_values(self._base)
+        values = form_values(self._base, self._all_fields)
         with Horizontal(id="editor-body"):
             with VerticalScroll(id="editor-form") as form:
                 form.border_title = self._title
@@ -198,7 +198,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
 
     def check(self) -> None:
         """Parse and validate the form; show messages, diff and predicted capacity."""
-        candidate, parse_errors = parse_form(self._base, self.values())
+        candidate, parse_errors = parse_form(self._base, self.values(), self._all_fields)
         problems: list[Problem] = [Problem(name, msg) for name, msg in parse_errors.items()]
         if candidate is not None:
             problems.extend(self._validate(candidate))
@@ -297,7 +297,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
 
     def _fill(self, source: ServerConfig) -> None:
         with self.prevent(Input.Changed):
-            for name, text in form_values(source).items():
+            for name, text in form_values(source, self._all_fields).items():
                 if name not in {f.name for f in self._fields}:
                     continue
                 self.query_one(f"#field-{name}", Input).value = text
