@@ -263,3 +263,14 @@ async def test_editor_uses_the_controllers_prediction_and_flags_a_crashed_config
         assert expected.predicted_tokens is not None  # five trials: the controller predicts
         assert text.startswith(f"steps=10: predicted {format_int(expected.predicted_tokens)}")
         assert "already crashed in trial 6: no GPU memory left for the KV cache" in text
+
+
+async def test_a_click_on_a_footer_hint_presses_its_key() -> None:
+    from specconsole.ui.screens.help import HelpScreen
+
+    app = _app(RecordingController(paused_state()))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.click("#keybar", offset=(2, 0))  # "? help"
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
