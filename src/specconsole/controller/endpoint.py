@@ -94,6 +94,4 @@ class ServerEndpoint:
             return
         response = await self.http.post(f"{await self.url(cfg)}{path}")
         if response.status_code >= 400:
-            raise RuntimeError(
-                f"{path} answered {response.status_code}: {response.text[:200]}"
-            )
+            raise RuntimeError(f"{path} answered {response.status_code}: {response.text[:200]}")
