@@ -1,10 +1,11 @@
 """``specconsole sim``: run the simulated GPU box, or print what its model predicts.
 
 ``specconsole sim [SGLang flags...]`` is the same as ``python -m specconsole.sim``: a
-simulated SGLang server in the foreground. ``specconsole sim predict [...]`` prints the
-performance model's expectations for one configuration over a concurrency ladder, and
-``specconsole sim predict --calibration`` the default profile's calibration sweep, without
-starting anything — handy when writing plans or checking a profile edit.
+simulated SGLang server in the foreground (``specconsole sim vllm serve MODEL ...``: its vLLM
+face). ``specconsole sim predict [...]`` prints the performance model's expectations for one
+configuration over a concurrency ladder, and ``specconsole sim predict --calibration [vllm]``
+a face's calibration sweep, without starting anything — handy when writing plans or checking
+a profile edit.
 """
 
 from __future__ import annotations
@@ -42,16 +43,15 @@ def _run(args: argparse.Namespace) -> int:
 
 def _predict(argv: list[str]) -> int:
     from specconsole.commands.bounded import bench_number, ladder
-    from specconsole.sim.args import SimArgError, parse_argv
+    from specconsole.sim.args import SimArgError
+    from specconsole.sim.facetable import DEFAULT_FACE, select_face
     from specconsole.sim.model import (
         CALIBRATION_LADDER,
         DEFAULT_INPUT_LEN,
         DEFAULT_OUTPUT_LEN,
-        calibration_config,
         predict,
     )
-    from specconsole.sim.profile import ProfileError, default_profile_path, load_profile
-    from specconsole.sim.resolve import resolve
+    from specconsole.sim.profile import ProfileError, load_profile
 
     ap = argparse.ArgumentParser(prog="specconsole sim predict")
     ap.add_argument(
@@ -71,21 +71,28 @@ def _predict(argv: list[str]) -> int:
     ap.add_argument(
         "--calibration",
         action="store_true",
-        help="sweep steps 1-10 with the profile's reference launch flags",
+        help="sweep the draft length (SGLang steps 1-10, vLLM K 1-8) with the profile's "
+        "reference launch flags",
     )
-    opts, sglang_flags = ap.parse_known_args(argv)
+    opts, flags = ap.parse_known_args(argv)
     levels: tuple[int, ...] = opts.ladder
     try:
-        parsed = parse_argv(sglang_flags)
-        profile = load_profile(parsed.values.get("sim_profile") or default_profile_path())
-    except (SimArgError, ProfileError) as exc:
+        face, words = select_face(flags)
+        if opts.calibration and not words and face.engine != DEFAULT_FACE:
+            words = face.words(face.calibration(load_profile(face.default_profile()), 1))
+        parsed = face.parse(words)
+        profile = load_profile(parsed.values.get("sim_profile") or face.default_profile())
+    except (SimArgError, ProfileError, ValueError) as exc:
         print(exc)
         return 2
     if opts.calibration:
-        configs = [(f"steps {s}", calibration_config(profile, s)) for s in range(1, 11)]
+        configs = [
+            (f"{face.steps_word} {s}", face.calibration(profile, s))
+            for s in range(1, face.calibration_steps + 1)
+        ]
     else:
         try:
-            configs = [("config", resolve(parsed, profile))]
+            configs = [("config", face.resolve(parsed, face.with_release(parsed, profile)))]
         except SimArgError as exc:
             print(f"{exc.exception_type}: {exc}")
             return 2

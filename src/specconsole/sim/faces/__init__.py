@@ -41,6 +41,15 @@ class Face(Protocol):
     """The registered name of the engine it imitates."""
     ready_text: str
     """The line that says the server serves (the tests' fixture waits for it)."""
+    steps_word: str
+    """What its users call the draft length (``steps``, ``K``): ``sim predict``'s rows."""
+    calibration_steps: int
+    """The draft lengths its calibration sweep covers (1 .. this)."""
+
+    def calibration(self, profile: Profile, steps: int) -> ServerConfig:
+        """The profile's reference launch at draft length ``steps``, as this engine's
+        configuration (``sim predict --calibration``)."""
+        ...
 
     def words(self, config: ServerConfig) -> list[str]:
         """The words after the engine word a deployed ``config`` gives the simulator (the

@@ -23,7 +23,7 @@ from specconsole.sim.args import (
     imitated_engine,
     parse_argv,
 )
-from specconsole.sim.model import MemoryPlan, plan_memory
+from specconsole.sim.model import MemoryPlan, calibration_config, plan_memory
 from specconsole.sim.profile import Profile, default_profile_path
 from specconsole.sim.resolve import ResolvedArgs, resolve
 from specconsole.sim.server import LOG_LEVELS, LogWriter, SimServer
@@ -41,6 +41,11 @@ class SGLangFace:
 
     engine = imitated_engine().name
     ready_text = logfmt.READY
+    steps_word = "steps"
+    calibration_steps = 10
+
+    def calibration(self, profile: Profile, steps: int) -> ServerConfig:
+        return calibration_config(profile, steps)
 
     def words(self, config: ServerConfig) -> list[str]:
         return argv_from_server_config(config)

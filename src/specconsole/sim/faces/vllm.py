@@ -319,6 +319,26 @@ class VllmFace:
 
     engine = VLLM
     ready_text = "Application startup complete."
+    steps_word = "K"
+    calibration_steps = 8
+
+    def calibration(self, profile: Profile, steps: int) -> ServerConfig:
+        """``vllm serve`` of the profile's model with its EAGLE-3 draft drafting ``steps``
+        tokens, at the reference launch's memory, sequences and tensor parallelism."""
+        from specconsole.core.config.model import SpecAlgorithm
+
+        ref = profile.reference_launch
+        return ServerConfig(
+            model_path=profile.model.name,
+            engine=VLLM,
+            launcher="vllm serve",
+            speculative_algorithm=SpecAlgorithm(ref.algorithm),
+            speculative_draft_model_path=profile.model.draft_name,
+            speculative_num_steps=steps,
+            mem_fraction_static=ref.mem_fraction_static,
+            max_running_requests=ref.max_running_requests,
+            tp_size=ref.tp_size,
+        )
 
     def words(self, config: ServerConfig) -> list[str]:
         return ["serve", *get_engine(VLLM).render_flags(config, ["vllm", "serve"])]
