@@ -74,7 +74,10 @@ def _predict(argv: list[str]) -> int:
         help="sweep the draft length (SGLang steps 1-10, vLLM K 1-8) with the profile's "
         "reference launch flags",
     )
-    opts, flags = ap.parse_known_args(argv)
+    try:
+        opts, flags = ap.parse_known_args(argv)
+    except SystemExit as exc:  # argparse said why (a bad --ladder, --help): its exit code
+        return int(exc.code or 0)
     levels: tuple[int, ...] = opts.ladder
     try:
         face, words = select_face(flags)
