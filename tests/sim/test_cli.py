@@ -33,7 +33,16 @@ def test_sim_predict_one_config_and_bad_ladder(capsys: pytest.CaptureFixture[str
     )
     assert "@ c=" in capsys.readouterr().out
     assert main(["sim", "predict", "--ladder", "x"]) == 2
-    assert "--ladder" in capsys.readouterr().out
+    said = capsys.readouterr()
+    assert "--ladder 'x' is not a number" in said.out + said.err  # argparse's usage error
+
+
+def test_sim_predict_calibration_of_the_vllm_face(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "predict", "--calibration", "vllm", "--ladder", "1,64"]) == 0
+    out = capsys.readouterr().out
+    assert "llama3.1-8b-eagle3-1xh100-vllm.toml" in out
+    rows = [line for line in out.splitlines() if line.startswith("K ")]
+    assert [r.split()[1] for r in rows] == [str(k) for k in range(1, 9)], out
 
 
 def test_sim_passthrough_reaches_the_simulator_parser(capsys: pytest.CaptureFixture[str]) -> None:
