@@ -1,0 +1,167 @@
+"""The vLLM engine's own knowledge: its release asked of the box and of the server, the
+per-batch-size K (vLLM's rules and texts, rendered and read back), its crash remedies in its
+own words, its vocabulary and its counters."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from specconsole.core.config.command import parse_command
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm, config_from_table
+from specconsole.core.config.render import to_argv, to_command
+from specconsole.core.config.validation import validate
+from specconsole.core.engine.registry import get_engine
+from specconsole.core.engine.vocabulary import field_short, field_word
+from specconsole.core.logs import parse_lines
+from specconsole.core.logs.events import FatalCause
+
+VLLM = get_engine("vllm")
+BASE = {
+    "engine": "vllm",
+    "model_path": "/models/target",
+    "speculative_algorithm": "EAGLE3",
+    "speculative_draft_model_path": "/models/draft",
+    "speculative_num_steps": 5,
+}
+
+
+def _errors(config: ServerConfig) -> list[tuple[str | None, str]]:
+    return [(i.field, i.message) for i in validate(config) if i.severity.value == "error"]
+
+
+def test_its_release_is_asked_through_the_launchers_python_and_read_from_version() -> None:
+    assert VLLM.detect_command("/opt/venv/bin/python") == [
+        "/opt/venv/bin/python",
+        "-c",
+        "import vllm; print(vllm.__version__)",
+    ]
+    noisy = "INFO 11-21 08:40:02 [__init__.py:216] Automatically detected platform cuda.\n0.11.0\n"
+    assert VLLM.parse_release(noisy) == "0.11.0"
+    assert VLLM.parse_release("ModuleNotFoundError: No module named 'vllm'") is None
+    assert VLLM.release_from_server_info({"version": "0.34.0"}) == "0.34.0"
+    assert VLLM.release_from_server_info({"version": "dev"}) is None
+    assert VLLM.endpoints.server_info == "/version" and VLLM.endpoints.flush_cache is None
+    config = config_from_table(BASE)
+    assert VLLM.with_release(config, "0.34.0").engine_version == "0.34.0"
+    assert VLLM.with_release(dataclasses.replace(config, engine_version="0.11.0"), "0.34.0") == (
+        dataclasses.replace(config, engine_version="0.11.0")
+    )
+
+
+def test_its_counters_are_declared_as_data() -> None:
+    counters = VLLM.endpoints.spec_counters
+    assert counters is not None
+    assert counters.drafts == "vllm:spec_decode_num_drafts_total"
+    assert counters.per_position == "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    assert counters.position_label == "position"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1-8:5,9-64:3,65-1024:1",
+        "[[1, 8, 5], [9, 64, 3], [65, 1024, 1]]",
+        " 1-8:5, 9-64:3,65-1024:1 ",
+    ],
+)
+def test_a_k_per_batch_size_renders_in_the_json_and_reads_back(text: str) -> None:
+    config = config_from_table({**BASE, "num_speculative_tokens_per_batch_size": text})
+    assert not _errors(config)
+    argv = to_argv(config)
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert spec["num_speculative_tokens_per_batch_size"] == [[1, 8, 5], [9, 64, 3], [65, 1024, 1]]
+    normalized, _ = VLLM.normalize(config)
+    assert normalized.num_speculative_tokens_per_batch_size == "1-8:5,9-64:3,65-1024:1"
+    assert parse_command(to_command(normalized)) == normalized
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("2-8:5", "The first batch-size range must start at 1"),
+        ("1-8:5,8-64:3", "Batch-size ranges must be non-overlapping and sorted."),
+        ("1-8:-1", "values must be >= 0."),
+        ("8-1:2", "Batch-size range start must be <= end for (8, 1, 2)."),
+        ("1-8", "is not START-END:K"),
+        ("[[1, 8]]", "must be a 3-item sequence"),
+    ],
+)
+def test_vllms_refusals_of_a_schedule_in_its_words(text: str, said: str) -> None:
+    config = config_from_table({**BASE, "num_speculative_tokens_per_batch_size": text})
+    errors = _errors(config)
+    assert any(f == "num_speculative_tokens_per_batch_size" and said in m for f, m in errors), (
+        errors
+    )
+
+
+def test_a_release_without_the_key_is_told_and_a_k_above_the_maximum_is_capped() -> None:
+    old = config_from_table(
+        {**BASE, "engine_version": "0.11.0", "num_speculative_tokens_per_batch_size": "1-1024:3"}
+    )
+    assert any(
+        "vLLM 0.11.0 has no num_speculative_tokens_per_batch_size" in m for _f, m in _errors(old)
+    )
+    capped = config_from_table({**BASE, "num_speculative_tokens_per_batch_size": "1-8:7,9-1024:2"})
+    notes = [i.message for i in validate(capped) if i.severity.value == "notice"]
+    assert any("caps each K at num_speculative_tokens (5)" in n for n in notes), notes
+
+
+def test_crash_remedies_speak_vllm_and_change_the_keys_they_name() -> None:
+    head = "(EngineCore_DP0 pid=7) ERROR 10-09 14:02:57 [core.py:708] "
+    log = [
+        head + "EngineCore failed to start.",
+        head + "Traceback (most recent call last):",
+        head + "ValueError: No available memory for the cache blocks. Try increasing "
+        "`gpu_memory_utilization` when initializing the engine.",
+    ]
+    (fatal,) = [e for e in parse_lines(log, engine="vllm") if e.kind == "fatal"]
+    assert fatal.cause == FatalCause.KV_CACHE_NO_MEMORY
+    texts = [f.text for f in fatal.fixes]
+    assert any("--gpu-memory-utilization" in t for t in texts), texts
+    assert any("--max-model-len" in t for t in texts), texts
+    from specconsole.engines.vllm.fatal import FIXES
+
+    for fixes in FIXES.values():
+        for fix in fixes:
+            assert "SGLang" not in fix.text and "--mem-fraction-static" not in fix.text, fix
+            for field, _value in fix.changes:
+                assert f"({field}" in fix.text or f", {field})" in fix.text, fix
+
+
+def test_its_vocabulary_names_the_fields_its_way() -> None:
+    assert field_word("vllm", "speculative_num_steps") == "num_speculative_tokens"
+    assert field_word("vllm", "mem_fraction_static") == "gpu_memory_utilization"
+    assert field_word("vllm", "max_running_requests") == "max_num_seqs"
+    assert field_short("vllm", "speculative_num_steps") == "spec-tokens"
+    assert field_word("sglang", "speculative_num_steps") == "speculative_num_steps"
+    assert field_short("sglang", "speculative_num_steps") is None
+    by_name = {f.name: f for f in VLLM.editor_fields(None)}
+    assert by_name["mem_fraction_static"].flag == "--gpu-memory-utilization"
+    assert by_name["speculative_num_steps"].word == "num_speculative_tokens"
+
+
+def test_the_simulators_vllm_command_reads_back_as_vllm() -> None:
+    config = ServerConfig(
+        model_path="/models/target",
+        engine="vllm",
+        speculative_algorithm=SpecAlgorithm.EAGLE3,
+        speculative_draft_model_path="/models/draft",
+        speculative_num_steps=3,
+        launcher="/venv/bin/python -m specconsole.sim vllm serve",
+        port=8123,
+    )
+    argv = to_argv(config)
+    assert argv[:6] == [
+        "/venv/bin/python",
+        "-m",
+        "specconsole.sim",
+        "vllm",
+        "serve",
+        "/models/target",
+    ]
+    back = parse_command(to_command(config))
+    assert back.engine == "vllm" and back.speculative_num_steps == 3 and back.port == 8123
+    assert back.launcher == config.launcher
