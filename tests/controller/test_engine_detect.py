@@ -173,7 +173,10 @@ async def test_an_unknown_release_deploys_portable_flags_until_server_info_fills
     assert not any(w.startswith("--cuda-graph-max-bs") for w in first.argv), first.argv
     assert first.effective.cuda_graph_max_bs is None  # what ran, as every view shows it
     assert any("left out cuda_graph_max_bs = 64" in w for w in first.warnings), first.warnings
-    assert "only with flags every release accepts" in shown, shown
+    # said once, by the pre-flight, before trial 1 is deployed
+    assert shown.count("only with flags every release accepts") == 1, shown
+    said = shown.index("pre-flight: release: the engine release on the box is not known")
+    assert said < shown.index("trial 1/2 steps=2 draft=3 cg-bs=default: deploying"), shown
     assert "--cuda-graph-max-bs-decode" in second.argv and "--cuda-graph-max-bs" not in second.argv
     assert second.effective.cuda_graph_max_bs == 64
 

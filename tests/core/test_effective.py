@@ -42,3 +42,13 @@ def test_the_effective_configuration_is_what_sglang_runs_and_idempotent() -> Non
     assert ran.speculative_num_draft_tokens == 3  # topk 1: steps + 1, whatever was asked
     assert ran.max_running_requests == 48  # SGLang's reset when unset
     assert effective_config(ran) == ran
+
+
+def test_the_pre_flight_says_an_unknown_release_once_without_blocking() -> None:
+    from specconsole.core.machine.preflight import PreflightFacts, check_release
+    from specconsole.core.plans.plan import SweepPlan
+
+    plan = SweepPlan(base=EAGLE)
+    assert check_release(PreflightFacts(plan=plan)) == []
+    (finding,) = check_release(PreflightFacts(plan=plan, release="not known (why)"))
+    assert finding.check == "release" and not finding.blocking

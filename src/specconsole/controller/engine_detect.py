@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from specconsole.core.config.effective import portable
 from specconsole.core.config.model import ServerConfig, effective_launcher
 from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
+from specconsole.core.machine.events import ConfigValidated
 from specconsole.core.ports import Transport, TransportError
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ __all__ = [
     "EngineVersionKeeper",
     "detect_engine_version",
     "launcher_python",
+    "noted",
     "probe_engine_version",
     "recorded_engine_version",
     "version_from_server_info",
@@ -116,9 +118,12 @@ class EngineVersionInfo:
     ``server_info`` (the running server's ``/server_info``) or ``unknown``."""
     detail: str = ""
 
-    def note(self, *, started: bool) -> str:
+    def note(self, *, started: bool, preflight: bool = False) -> str:
         """What this release means for the trials, said once ('' when nothing): unknown →
-        portable flags; learnt from a trial's server after trials began → later trials."""
+        portable flags (before trial 1 the pre-flight says it, when it runs); learnt from a
+        trial's server after trials began → later trials."""
+        if self.version is None and preflight and not started:
+            return ""
         if self.version is None:
             return (
                 f"the engine release on the box is not known ({self.detail}): until a server "
@@ -253,3 +258,12 @@ class EngineVersionKeeper:
         self.info = info
         if self.on_change is not None:
             self.on_change(info)
+
+
+def noted(keeper: EngineVersionKeeper | None, outcome: Any, config: ServerConfig) -> Any:
+    """A validation ``outcome`` of ``keeper.apply(config)`` with what the keeper left out of
+    ``config`` (an unknown release) among its warnings, so the trial's record keeps it."""
+    note = "" if keeper is None else keeper.portable_note(config)
+    if note and isinstance(outcome, ConfigValidated):
+        return replace(outcome, warnings=(*outcome.warnings, note))
+    return outcome

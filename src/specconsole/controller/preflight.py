@@ -65,8 +65,7 @@ def _file_problems(plan: SweepPlan) -> tuple[tuple[str, str], ...]:
     """Files on this machine the plan names for reaching the box that cannot be read."""
     host = plan.profile.host
     named: list[tuple[str, str]] = [(f"[host] identity_files {f}", f) for f in host.identity_files]
-    if host.known_hosts:
-        named.append(("[host] known_hosts", host.known_hosts))
+    # (a missing known_hosts trusts no host: the probe says so, with the key's fingerprint)
     if host.ssh_config:
         named.append(("[host] ssh_config", host.ssh_config))
     out: list[tuple[str, str]] = []
@@ -157,8 +156,23 @@ async def run_preflight(
         unit_text=unit_text,
         unit_name=plan.profile.service.unit,
         target=target,
+        release=_release_unknown(controller, grid[0] if grid else plan.base),
     )
     return run_checks(replace(facts))
+
+
+def _release_unknown(controller: Controller, first: Any) -> str:
+    """Why the box's release is not known, and what the first trial leaves out ('' when
+    it is known: the probe asked the launcher, then the server running now)."""
+    keeper = controller.engine_versions
+    if keeper is None or not keeper.unknown or keeper.info is None:
+        return ""
+    left_out = keeper.portable_note(first)
+    what = left_out.split(": ", 1)[1] if left_out else "nothing release-dependent is rendered"
+    return (
+        f"the engine release on the box is not known ({keeper.info.detail}); trial 1 is "
+        f"deployed only with flags every release accepts: {what}"
+    )
 
 
 def box_target(plan: SweepPlan) -> str:

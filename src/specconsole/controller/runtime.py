@@ -28,7 +28,7 @@ from typing import Any
 
 from specconsole.controller.boxprobe import probe_box
 from specconsole.controller.endpoint import ServerEndpoint
-from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper
+from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper, noted
 from specconsole.controller.reattach import check_reattach
 from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.timers import Timers
@@ -263,7 +263,8 @@ class Controller:
 
     def _engine_known(self, info: EngineVersionInfo) -> None:
         log.info("controller: engine version %s (%s)", info.version or "unknown", info.source)
-        note = info.note(started=bool(self._state.trial or self._state.trials))
+        started, preflight = bool(self._state.trial or self._state.trials), bool(self.preflight)
+        note = info.note(started=started, preflight=preflight)
         self._post(ev.EngineVersionKnown(version=info.version, source=info.source, note=note))
         if self._on_engine_version is not None:
             try:
@@ -273,8 +274,7 @@ class Controller:
                 self.halt(f"could not write session.toml: {exc}")
 
     def versioned(self, config: ServerConfig) -> ServerConfig:
-        """``config`` in the flag names of the box's release, once it is known (only with
-        flags every release accepts while the box could not say)."""
+        """``config`` in the box's release's flag names (while unknown: portable ones)."""
         return config if self.engine_versions is None else self.engine_versions.apply(config)
 
     async def _for_box(self, config: ServerConfig) -> ServerConfig:
@@ -298,10 +298,7 @@ class Controller:
         if isinstance(effect, fx.Validate):
             try:
                 outcome = self.validator(self.versioned(effect.config))
-                keeper = self.engine_versions
-                note = "" if keeper is None else keeper.portable_note(effect.config)
-                if note and isinstance(outcome, ev.ConfigValidated):
-                    outcome = replace(outcome, warnings=(*outcome.warnings, note))
+                outcome = noted(self.engine_versions, outcome, effect.config)
             except Exception as exc:
                 outcome = ev.OperationFailed(operation="validate", message=str(exc))
             self._post(replace(outcome, epoch=e))

@@ -11,8 +11,9 @@ once with the reason; a warning is said once and the run goes on.
 
 Extending it: a check is a function ``PreflightFacts -> list[Finding]`` named in
 :data:`CHECKS`; a fact it needs is a field of :class:`PreflightFacts` (or an entry of
-``extra``) that the controller's side gathers. The engine release check (issue 33) is one more
-row here and one more fact there.
+``extra``) that the controller's side gathers. The engine release (issue 27 #17, issue 33 #5)
+is one such row: the probe asked the launcher, then the running server; a box that could not
+say is told here once, with what trial 1 leaves out (only flags every release accepts).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class PreflightFacts:
     unit_name: str = ""
     target: str = ""
     """How the user names the box (for the command a finding suggests)."""
+    release: str = ""
+    """Why the box's engine release is not known and what trial 1 therefore leaves out
+    ('' when it is known)."""
     extra: Mapping[str, object] = field(default_factory=dict)
     """Facts of further checks (an engine release, a capability list…)."""
 
@@ -168,6 +172,12 @@ def check_inline_secrets(facts: PreflightFacts) -> list[Finding]:
     ]
 
 
+def check_release(facts: PreflightFacts) -> list[Finding]:
+    """The release renders every flag whose name changed; unknown, trial 1 gets only the
+    flags every release accepts (not blocking: its server reports the release)."""
+    return [Finding("release", facts.release, blocking=False)] if facts.release else []
+
+
 def on_preflight(state: ControllerState, event: ev.Event) -> Result:
     """The findings, said once as a notice: an error when the plan cannot run."""
     assert isinstance(event, ev.PreflightChecked)
@@ -186,6 +196,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("dataset", check_dataset),
     ("files", check_files),
     ("inline secrets", check_inline_secrets),
+    ("release", check_release),
 )
 """The pre-flight's checks, in the order their findings are told."""
 
