@@ -169,3 +169,36 @@ def test_its_counters_metrics_and_routes_are_the_releases(version: str) -> None:
         if path == "/metrics":  # a Mount of prometheus' ASGI app, not a decorated route
             continue
         assert path in paths, f"vllm {version} serves no {path}"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_speculative_key_we_render_is_read_by_the_release_or_refused_first(
+    version: str,
+) -> None:
+    """The per-batch-size K renders as a ``SpeculativeConfig`` field of the releases that
+    have it; for one without it the configuration is refused before any deploy."""
+    import json
+
+    from specconsole.core.config.model import config_from_table
+    from specconsole.core.config.render import to_argv
+    from specconsole.core.config.validation import validate
+
+    fields = set(speculative_fields(need(version)))
+    config = config_from_table(
+        {
+            "engine": "vllm",
+            "engine_version": version,
+            "model_path": "/models/target",
+            "speculative_algorithm": "EAGLE3",
+            "speculative_draft_model_path": "/models/draft",
+            "speculative_num_steps": 4,
+            "num_speculative_tokens_per_batch_size": "1-8:4,9-1024:1",
+        }
+    )
+    argv = to_argv(config)
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    errors = [i for i in validate(config) if i.severity.value == "error"]
+    if "num_speculative_tokens_per_batch_size" in fields:
+        assert set(spec) <= fields and not errors, (version, spec, errors)
+    else:
+        assert errors and errors[0].field == "num_speculative_tokens_per_batch_size", version
