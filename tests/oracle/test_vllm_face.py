@@ -93,8 +93,8 @@ def _fstring(version: str, path: str, needle: str) -> str:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_fatal_messages_hold_the_releases_words(version: str) -> None:
-    from specconsole.sim.faces.vllm_args import parse_vllm, resolve_vllm
     from specconsole.sim.faces.vllm import VllmFace
+    from specconsole.sim.faces.vllm_args import parse_vllm, resolve_vllm
 
     face = VllmFace()
     profile = load_profile(face.default_profile())
