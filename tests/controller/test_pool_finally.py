@@ -45,6 +45,10 @@ async def test_finally_best_leaves_every_box_on_the_pools_best(tmp_path: Path) -
         assert len(trials) == 3 and all(t.status is TrialStatus.OK for t in trials), trials
         ports = {name: each.base.port for name, each in boxes.items()}
         assert_pool_serves_its_best(plan, trials, ports, out.getvalue())
+        # every way out says each server's real state, read from its box (issue 33 #9)
+        for name, port in ports.items():
+            said = f"[{name}] the box now: the server runs and serves (/health 200 on port {port}"
+            assert said in out.getvalue(), out.getvalue()[-3000:]
     finally:
         for each in boxes.values():
             await ProcessBackend(LocalTransport(), each.profile.service).stop()

@@ -32,9 +32,16 @@ from specconsole.controller.headless import (
     run_headless,
 )
 from specconsole.controller.pool import BoxRun, Pool
+from specconsole.controller.serving import server_now
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.state import ControllerState, CrashPolicy, Phase, TrialStatus
+from specconsole.core.machine.state import (
+    ControllerState,
+    CrashPolicy,
+    Phase,
+    TrialRecord,
+    TrialStatus,
+)
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.fleet import as_port
 from specconsole.core.search.strategy import findings
@@ -92,7 +99,7 @@ async def run_pool_headless(
     def on_signal() -> None:
         nonlocal interrupted
         interrupted = True
-        general._print("interrupted: stopping (the servers are left running); resume later")
+        general._print("interrupted: stopping the sweep (no server is stopped); resume later")
         pool.finished.set()
 
     loop = asyncio.get_running_loop()
@@ -111,6 +118,8 @@ async def run_pool_headless(
             for box, outcome in finished:
                 printers[box]._print(outcome.message)
             finish_failed = any(outcome.failed for _, outcome in finished)
+        for name, now in await servers_now(pool):  # every way out: each server's real state
+            printers[name]._print(f"the box now: {now}")
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -133,6 +142,21 @@ async def run_pool_headless(
     print("", file=out)
     print(render(trials, plan, "md"), file=out, flush=True)
     return code
+
+
+async def servers_now(pool: Pool) -> list[tuple[str, str]]:
+    """(box, what its server does right now) for every box still in the pool, asked side by
+    side (``controller.serving.server_now``; bounded, never raises)."""
+    runs = pool.alive()
+
+    def ran(run: BoxRun) -> tuple[TrialRecord, ...]:
+        own = tuple(t for t in pool.trials if t.box == run.name)
+        return own if run.state.trial is None else (*own, run.state.trial)
+
+    said = await asyncio.gather(
+        *(server_now(r.ports.backend, r.ports.transport, r.plan.base, ran(r)) for r in runs)
+    )
+    return [(run.name, now) for run, now in zip(runs, said, strict=True)]
 
 
 async def finish_pool(
