@@ -67,6 +67,10 @@ class TracebackGroup:
         """Whether ``body`` belongs to this group (and if so, take it)."""
         if record and not (vkey is not None and vkey == self.header_key):
             return False
+        if self.header_key is not None and self.seen_exception and vkey != self.header_key:
+            # a keyed record's traceback (vLLM's logger.exception: every line repeats the
+            # header) ends with its last keyed line; what follows unkeyed is another report
+            return False
         if self.pending_close:
             if not body.strip():
                 return True

@@ -351,7 +351,10 @@ class LogParser:
             and any(text in proof for text in self._consequences)
         ):
             return []  # e.g. vLLM's front end re-raising "See root cause above."
+        if s.fatal_seen and cause == s.fatal_cause:
+            return []  # the same death told again (multiprocessing re-prints the exception)
         s.fatal_seen = True
+        s.fatal_cause = cause
         return [
             FatalError(
                 timestamp=group.timestamp,

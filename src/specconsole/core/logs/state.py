@@ -43,6 +43,8 @@ class ParseState:
     weights_started: bool = False
     """The server got past argument handling (a fatal error before it is a bad argument)."""
     fatal_seen: bool = False
+    fatal_cause: str | None = None
+    """The cause of the death reported (a later traceback of the same cause repeats it)."""
     stopping: bool = False
     after_request_error: bool = False
     """The last line said a request failed (``Exception in ASGI application`` and the like):
@@ -68,6 +70,7 @@ class ParseState:
         self.kv_tokens = None
         self.weights_started = False
         self.fatal_seen = False
+        self.fatal_cause = None
         self.stopping = False
         self.evidence.clear()
 
@@ -82,6 +85,7 @@ class ParseState:
         """A fatal event proven by one line; ``fixes``: the reporting grammar's remedies
         (else those :class:`~specconsole.core.logs.fatal.FatalRules` finds for ``cause``)."""
         self.fatal_seen = True
+        self.fatal_cause = cause
         return FatalError(
             timestamp=ts,
             rank=rank,
@@ -123,6 +127,7 @@ class ParseState:
         rank: str | None,
     ) -> FatalError:
         self.fatal_seen = True
+        self.fatal_cause = cause
         return FatalError(
             timestamp=ts,
             rank=rank,

@@ -35,8 +35,13 @@ REQUEST_ERRORS = ("Error in preprocessing prompt inputs",)
 that follows is not the server's death. The wording every OpenAI-compatible front end shares
 (``Error in request``, ``... stream generator``) is the core's."""
 
-CONSEQUENCE_TEXTS = ("See root cause above", "Engine core initialization failed")
-"""The front end re-raising the engine core's failure: no second fatal event."""
+CONSEQUENCE_TEXTS = (
+    "See root cause above",
+    "Engine core initialization failed",
+    "See stack trace (above) for the root cause",
+)
+"""The front end re-raising the engine core's failure (at start-up, or ``EngineDeadError``
+while serving): no second fatal event."""
 
 _GPU_FREE = SuggestedFix(
     "Check that no other process holds GPU memory (nvidia-smi): vLLM wants "

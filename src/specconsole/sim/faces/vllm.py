@@ -297,11 +297,10 @@ class VllmServer(SimBox):
         self.mark_fatal()
 
     def die(self) -> int:
-        """The front end exits 1 once its engine core is gone."""
-        if self._stats_task is not None:
-            self._stats_task.cancel()
+        """The front end exits 1 once its engine core is gone (at once: the requests in
+        flight die with it, as their engine did)."""
         sys.stdout.flush()
-        return 1
+        os._exit(1)
 
     def shutdown_lines(self, pid: int, phase: str) -> None:
         if self._stats_task is not None:
