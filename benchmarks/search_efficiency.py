@@ -26,8 +26,13 @@ same space, a short workload so a trial costs seconds; each run bounded by ``--r
 and ``--real-timeout``), and prints the trials until a recorded configuration is within 2%
 of the model's optimum for that workload, next to the offline loop on the same plan.
 
+``--pruning N`` runs N seeds of the real loop twice, with and without ``[sweep] prune``, on
+the seed's ladder with a short steady window, and prints trials and benchmark seconds to
+reach 2% of the optimum, the pruned trials and the final best of each
+(``benchmarks/pruning_loop.py``).
+
 Run: ``.venv/bin/python benchmarks/search_efficiency.py [--seeds 20] [--cap 80]
-[--profile llama] [--real-loop 3 [--real-only]]``.
+[--profile llama] [--real-loop 3 [--real-only]] [--pruning 2]``.
 """
 
 from __future__ import annotations
@@ -303,6 +308,20 @@ def real_loop(seeds: int, objective: str, max_trials: int, timeout_s: float) -> 
             print(f"| {name} | {med} | {crashes} | {sum(r.reached for r in runs)}/{seeds} |")
 
 
+def model_scores(objective: str, ladder: tuple[int, ...], lengths: tuple[int, int]):  # type: ignore[no-untyped-def]
+    """(scores by configuration, the optimum, the key of a recorded configuration) of the
+    seed box's space for a workload, from the simulator's model (the pruning loop's yardstick)."""
+    profile = load_profile(default_profile_path())
+    with tempfile.TemporaryDirectory(prefix="search-eff-") as tmp:
+        plan = loads_plan(real_sweep_text(Path(tmp) / "run", objective, 0, 1))
+    scores = {}
+    for c in valid_space(plan):
+        o = outcome(c, profile, ladder, lengths)
+        ok = o.status is TrialStatus.OK
+        scores[project_identity(c)] = plan.goal.objective.score(record(0, c, o)) if ok else None
+    return scores, max(v for v in scores.values() if v is not None), project_identity
+
+
 def fmt(runs: list[Run], cap: int) -> tuple[str, str]:
     values = sorted(r.trials for r in runs)
     med = statistics.median(values)
@@ -335,10 +354,28 @@ def main() -> int:
     parser.add_argument("--real-trials", type=int, default=20, help="max_trials per real run")
     parser.add_argument("--real-timeout", type=float, default=600.0, help="seconds per real run")
     parser.add_argument("--real-only", action="store_true", help="skip the offline table")
+    parser.add_argument(
+        "--pruning",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run N seeds of optimize with and without [sweep] prune (real loop)",
+    )
     args = parser.parse_args()
     objectives = args.objective or list(OBJECTIVES)
-    if args.real_only:
-        for objective in objectives:
+    if args.pruning:
+        from benchmarks.pruning_loop import pruning_loop
+
+        pruning_loop(
+            args.pruning,
+            objectives,
+            args.real_trials,
+            args.real_timeout,
+            axes=AXES,
+            model_scores=model_scores,
+        )
+    if args.real_only or args.pruning:
+        for objective in objectives if args.real_loop else ():
             real_loop(args.real_loop, objective, args.real_trials, args.real_timeout)
         return 0
     print(

@@ -44,6 +44,7 @@ from specconsole.core.machine.state import (
 )
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.plan import CrashPolicy, StrategyKind, SweepPlan
+from specconsole.core.search.staged import planned as staged_configs
 from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
@@ -393,9 +394,10 @@ async def leave_box(
 def plan_problems(plan: SweepPlan) -> list[str]:
     """Validation errors of every configuration the plan's grid names (checked up front, so a
     typo fails in a second instead of after the first trial's deploy). An ``optimize`` space only
-    needs one valid configuration: the search itself never proposes an invalid one."""
+    needs one valid configuration: the search itself never proposes an invalid one. A
+    ``staged`` plan runs its stages, not the product of its axes: those are checked."""
     problems: list[str] = []
-    for config in plan.grid():
+    for config in staged_configs(plan) if plan.strategy is StrategyKind.STAGED else plan.grid():
         outcome = validate_config(config)
         if isinstance(outcome, ev.ConfigInvalid):
             label = config_label(config, plan.base)

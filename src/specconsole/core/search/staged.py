@@ -174,6 +174,12 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def planned(plan: SweepPlan) -> tuple[ServerConfig, ...]:
+    """Every configuration the stages may run before any is measured (stage 2 on the
+    base's capacity): what a plan check validates up front."""
+    return (*stage_one(plan).configs, *stage_two(plan, ()).configs)
+
+
 def size(plan: SweepPlan) -> int:
     """Trials both stages plan (stage 2 includes stage 1's winner itself when its
     speculative values are listed, which is not run twice)."""
@@ -188,6 +194,7 @@ __all__ = [
     "Stage",
     "findings",
     "next_config",
+    "planned",
     "size",
     "speculative",
     "split_axes",
