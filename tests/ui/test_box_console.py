@@ -28,7 +28,7 @@ from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.paths import examples_dir
-from specconsole.present.diffs import NEXT_KEY, PENDING_KEY
+from specconsole.present.diffs import NEXT_KEY, NO_CHANGE, PENDING_KEY
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session
@@ -118,6 +118,13 @@ class Box:
         await pilot.press("s")
         await _until(
             pilot, lambda: isinstance(self.app.screen, ConfirmDeployScreen), 30, "the confirm"
+        )
+        # the screen shows its diff once mounted: read it after that, not the frame before
+        await _until(
+            pilot,
+            lambda: self.app.screen.query_one(DiffView).plain != NO_CHANGE,
+            5,
+            "the confirm's diff",
         )
 
     async def close(self) -> None:
