@@ -54,3 +54,12 @@ def test_a_key_left_to_the_engine_reads_default() -> None:
 
 def test_the_base_itself_is_named_by_its_tree() -> None:
     assert config_label(BASE, BASE) == "EAGLE3 steps/topk/draft=3/1/4"
+
+
+def test_the_units_description_is_the_sessions_title() -> None:
+    from specconsole.core.plans.plan import SweepPlan
+    from specconsole.present.labels import report_title
+
+    assert report_title(SweepPlan(base=BASE)) == "Our SGLang server (hand-written)"
+    assert report_title(SweepPlan(base=BASE, name="steps sweep")) == "steps sweep"
+    assert report_title(None) == "specconsole session report"

@@ -27,6 +27,7 @@ from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.engine.vocabulary import field_short
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import Notice, TrialRecord
+from specconsole.core.plans.plan import SweepPlan
 
 FIELD_ABBREVIATIONS: dict[str, str] = {
     "speculative_algorithm": "algo",
@@ -176,10 +177,15 @@ def record_label(record: TrialRecord, base: ServerConfig | None) -> str:
     return config_label(record.effective, base)
 
 
-def title(config: ServerConfig | None, fallback: str = "") -> str:
-    """A session's title: the base configuration's free-text description (a unit's
-    ``Description=``), else ``fallback``."""
-    return (config.description if config is not None else "") or fallback
+def report_title(plan: SweepPlan | None, title: str = "") -> str:
+    """A session's title: ``title`` if given, else the plan's name, else its base's free-text
+    description (a unit's ``Description=``: a title, never a trial's name), else the
+    default."""
+    if title:
+        return title
+    if plan is None:
+        return "specconsole session report"
+    return plan.name or plan.base.description or "specconsole session report"
 
 
 def notice_text(notice: Notice, base: ServerConfig | None) -> str:

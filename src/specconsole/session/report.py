@@ -24,7 +24,7 @@ from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
 from specconsole.present.formats import format_rate, format_rate_ci
-from specconsole.present.labels import measurement_note, record_label
+from specconsole.present.labels import measurement_note, record_label, report_title
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import report_glance
 from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
@@ -146,7 +146,7 @@ def to_markdown(
 ) -> str:
     table = rows(trials, plan)
     out: list[str] = [
-        f"# {title or (plan.name if plan else '') or 'specconsole session report'}",
+        f"# {report_title(plan, title)}",
         "",
     ]
     out.append("| " + " | ".join(TABLE_COLUMNS) + " |")

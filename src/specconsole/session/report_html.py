@@ -25,7 +25,7 @@ from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
-from specconsole.present.labels import measurement_note, record_label
+from specconsole.present.labels import measurement_note, record_label, report_title
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import report_glance
 from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
@@ -133,7 +133,7 @@ def _trial_section(record: TrialRecord, plan: SweepPlan | None) -> str:
 
 def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = "") -> str:
     """The whole report as one HTML document."""
-    name = title or (plan.name if plan is not None else "") or "specconsole session report"
+    name = report_title(plan, title)
     base = plan.base if plan is not None else None
     shown = report_trials(trials)
     out = [
