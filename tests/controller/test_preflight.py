@@ -95,7 +95,7 @@ def test_the_checks_decide_from_facts() -> None:
         plan=plan,
         reach="connection refused",
         dataset="cannot read /x.jsonl: No such file",
-        files=(("[host] known_hosts", "/nope is not a file"),),
+        files=(("[host] identity_files ~/k", "/nope is not a file"),),
         unit_text=(
             "[Service]\nEnvironment=HF_TOKEN=hf_secretsecretsecretsecret1234\n"
             "ExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m\n"
@@ -124,11 +124,11 @@ def test_a_check_is_one_more_row() -> None:
     assert [f.check for f in report.blocking] == ["release"]
 
 
-@pytest.mark.parametrize("which", ["known_hosts", "identity_files"])
+@pytest.mark.parametrize("which", ["ssh_config", "identity_files"])
 def test_files_the_plan_names_are_checked(which: str, tmp_path: Path) -> None:
     from specconsole.controller.preflight import local_report
 
-    value = f'["{tmp_path}/key"]' if which == "identity_files" else f'"{tmp_path}/kh"'
+    value = f'["{tmp_path}/key"]' if which == "identity_files" else f'"{tmp_path}/cfg"'
     text = PLAN_TEXT.replace(
         "[sweep]", f'[host]\ntransport = "ssh"\nalias = "box"\n{which} = {value}\n\n[sweep]', 1
     )

@@ -33,7 +33,7 @@ from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.results import validate_config
+from specconsole.core.machine.preflight import config_problems
 from specconsole.core.machine.state import (
     ControllerState,
     LevelSummary,
@@ -43,8 +43,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.core.measure.stats import half_width
-from specconsole.core.plans.plan import CrashPolicy, StrategyKind, SweepPlan
-from specconsole.core.search.staged import planned as staged_configs
+from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
@@ -396,14 +395,4 @@ def plan_problems(plan: SweepPlan) -> list[str]:
     typo fails in a second instead of after the first trial's deploy). An ``optimize`` space only
     needs one valid configuration: the search itself never proposes an invalid one. A
     ``staged`` plan runs its stages, not the product of its axes: those are checked."""
-    problems: list[str] = []
-    for config in staged_configs(plan) if plan.strategy is StrategyKind.STAGED else plan.grid():
-        outcome = validate_config(config)
-        if isinstance(outcome, ev.ConfigInvalid):
-            label = config_label(config, plan.base)
-            problems += [f"{label}: {error}" for error in outcome.errors]
-        elif plan.strategy is StrategyKind.OPTIMIZE:
-            return []  # the search skips the invalid corners of its space by itself
-    if plan.strategy is StrategyKind.OPTIMIZE:
-        return ["no configuration of [sweep.axes] is valid", *problems[:5]]
-    return problems
+    return config_problems(plan, label=lambda config: config_label(config, plan.base))

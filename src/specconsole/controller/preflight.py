@@ -28,6 +28,7 @@ from specconsole.core.machine.preflight import (
     Finding,
     PreflightFacts,
     PreflightReport,
+    planned_configs,
     run_checks,
 )
 from specconsole.core.plans.plan import SweepPlan
@@ -136,7 +137,7 @@ async def run_preflight(
     (``controller.versioned``); ``target`` is how the user names the box."""
     probe = controller.state.box
     reach = probe.error if probe is not None and not probe.reachable else None
-    grid = (configs or (lambda p: p.grid()))(plan)[:MAX_CHECKED_CONFIGS]
+    grid = (configs or planned_configs)(plan)[:MAX_CHECKED_CONFIGS]
     versioned = []
     for config in grid:
         with contextlib.suppress(Exception):  # an unusable config: validation says why

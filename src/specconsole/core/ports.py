@@ -355,10 +355,12 @@ class BenchSpec:
     model: str | None = None
     """Model name for the OpenAI APIs (from /v1/models when None)."""
     request_timeout_s: float = 600.0
-    """Longest silence tolerated inside one streamed response before it counts as ``timeout``."""
+    """The longest any wait of the load generator may last: connecting (at most 10 s), a
+    control request (at most 30 s), a stream without a token (when shorter than the stall
+    timeout, it counts as ``timeout``). docs/benchmark.md, "Bounds and timeouts"."""
     stall_timeout_s: float = 30.0
     """No token for this long on a stream counts it as ``stall`` (the level is then degraded,
-    or failed when nothing completed); shorter than the request timeout."""
+    or failed when nothing completed); bytes without a token do not count."""
     repeats: int = 1
     """Runs of the whole ladder; headlines are means, with std and a 95 % CI (repeat_stats)."""
     percentiles: tuple[float, ...] = (90.0, 95.0, 99.0)

@@ -164,26 +164,35 @@ def unit_name_problem(value: str, where: str, suffix: str = ".service") -> str:
     return ""
 
 
-def url_problem(url: str, where: str = "URL") -> str:
+def url_problem(url: object, where: str = "URL") -> str:
     """'' for a server base URL (``http://127.0.0.1:30000``), else why not and the fix."""
-    fix = "fix: give the server's base URL, e.g. http://127.0.0.1:30000"
+    reason = _url_reason(url)
+    if not reason:
+        return ""
+    return (
+        f"{where} = {url!r} is not a server URL: {reason}; fix: give the server's base URL, "
+        "e.g. http://127.0.0.1:30000"
+    )
+
+
+def _url_reason(url: object) -> str:
     if not isinstance(url, str):
-        return f"{where} must be a string; {fix}"
+        return "it must be a string"
     if problem := control_char_problem(url):
-        return f"{where} {url!r} {problem}; {fix}"
+        return f"it {problem}"
     if any(ch.isspace() for ch in url):
-        return f"{where} {url!r} contains a blank (it would end the HTTP request line); {fix}"
+        return "it contains a blank (it would end the HTTP request line)"
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as exc:
-        return f"{where} {url!r} has an invalid port ({exc}); {fix}"
+        return f"invalid port ({exc})"
     if parts.scheme not in ("http", "https"):
-        return f"{where} {url!r} is not an http:// or https:// URL; {fix}"
+        return "not an http:// or https:// URL"
     if not parts.hostname:
-        return f"{where} {url!r} names no host; {fix}"
+        return "it names no host"
     if port == 0:
-        return f"{where} {url!r}: port 0 is not a server's port (1-65535); {fix}"
+        return "port 0 is not a server's port (1-65535)"
     if parts.query or parts.fragment:
-        return f"{where} {url!r} has a query or fragment; {fix}"
+        return "it has a query or a fragment"
     return ""

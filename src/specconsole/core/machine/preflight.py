@@ -29,6 +29,7 @@ from specconsole.core.machine.common import Result, _notice
 from specconsole.core.machine.results import validate_config
 from specconsole.core.machine.state import ControllerState
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.core.search.staged import planned as staged_configs
 
 __all__ = [
     "CHECKS",
@@ -36,6 +37,7 @@ __all__ = [
     "PreflightFacts",
     "PreflightReport",
     "config_problems",
+    "planned_configs",
     "run_checks",
 ]
 
@@ -97,19 +99,29 @@ class PreflightReport:
         return f"pre-flight: {head}: " + "; ".join(f"{f.check}: {f.message}" for f in found)
 
 
-def config_problems(plan: SweepPlan, configs: Sequence[ServerConfig] | None = None) -> list[str]:
-    """Validation errors of the configurations the plan will deploy (default: its grid),
-    each labelled by its configuration. An ``optimize`` space only needs one valid
-    configuration: the search never proposes an invalid one."""
+def planned_configs(plan: SweepPlan) -> list[ServerConfig]:
+    """The configurations the plan deploys: a ``staged`` plan's stages, else its grid."""
+    return staged_configs(plan) if plan.strategy is StrategyKind.STAGED else plan.grid()
+
+
+def config_problems(
+    plan: SweepPlan,
+    configs: Sequence[ServerConfig] | None = None,
+    label: Callable[[ServerConfig], str] | None = None,
+) -> list[str]:
+    """Validation errors of the configurations the plan will deploy (default:
+    :func:`planned_configs`), each labelled (``label``, default the swept values). An
+    ``optimize`` space only needs one valid configuration: the search never proposes an
+    invalid one."""
+    name = label or (lambda config: _label(plan, config))
     problems: list[str] = []
-    for config in plan.grid() if configs is None else configs:
+    for config in planned_configs(plan) if configs is None else configs:
         outcome = validate_config(config)
         if isinstance(outcome, ev.ConfigInvalid):
-            label = _label(plan, config)
-            problems += [f"{label}: {error}" for error in outcome.errors]
+            problems += [f"{name(config)}: {error}" for error in outcome.errors]
         elif plan.strategy is StrategyKind.OPTIMIZE:
-            return []
-    if plan.strategy is StrategyKind.OPTIMIZE and problems:
+            return []  # the search skips the invalid corners of its space by itself
+    if plan.strategy is StrategyKind.OPTIMIZE:
         return ["no configuration of [sweep.axes] is valid", *problems[:5]]
     return problems
 

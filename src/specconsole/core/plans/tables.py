@@ -15,7 +15,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from typing import Any
-from urllib.parse import urlsplit
 
 from specconsole.core.config.bounds import (
     BENCH_BOUNDS,
@@ -26,6 +25,7 @@ from specconsole.core.config.bounds import (
     parse_choice,
 )
 from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.inputs import url_problem
 from specconsole.core.config.model import (
     FIELD_KINDS,
     KEY_ALIASES,
@@ -152,16 +152,8 @@ def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
             f'[bench] url is only used with placement = "direct" (placement is '
             f'"{placement.value}"); remove url or set placement = "direct"'
         )
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PlanError(
-            f"[bench] url = {url!r} is not a server URL; write it as "
-            '"http://HOST:PORT", the server as this machine reaches it'
-        )
-    try:
-        parts.port  # noqa: B018 - raises on a port out of range
-    except ValueError:
-        raise PlanError(f"[bench] url = {url!r} has an invalid port") from None
+    if problem := url_problem(url, "[bench] url"):  # the rule bench's URL argument follows
+        raise PlanError(f"{problem} (the server as this machine reaches it)")
     return placement, url.rstrip("/")
 
 
