@@ -129,3 +129,18 @@ def test_the_secret_flag_rule(args: list[str], expected: list[str]) -> None:
     from specconsole.core.config.secrets import redact_args
 
     assert list(redact_args(args)) == expected
+
+
+@pytest.mark.parametrize("form", ["unit", "command", "argv"])
+def test_render_prints_what_a_deploy_writes_and_no_secret(form: str, tmp_path: Path) -> None:
+    """#3: ``render --as unit`` put ``Environment=HF_TOKEN=…`` inline while a deploy puts it
+    in the 0600 file; every form now names the file or the marker, never a value."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    done = run("render", str(plan), "--as", form, env=dict(os.environ))
+    assert done.returncode in (0, 1), done.stderr
+    for secret in (API_KEY, HF_TOKEN, HIDDEN):
+        assert secret not in done.stdout + done.stderr, (form, secret)
+    if form == "unit":
+        assert "EnvironmentFile=" in done.stdout and "--api-key" in done.stdout
+        assert "${SPECCONSOLE_API_KEY}" in done.stdout
