@@ -173,8 +173,8 @@ class RemoteBenchmarkRunner:
                 async for line in lines:
                     try:
                         message = json.loads(line)
-                    except ValueError:
-                        continue  # not ours (a login banner, a warning)
+                    except (ValueError, RecursionError):
+                        continue  # not ours (a login banner, a warning, a hostile line)
                     kind = message.pop("type", None) if isinstance(message, dict) else None
                     if kind == "hello":
                         self._pid = int(message["pid"])
