@@ -104,3 +104,24 @@ async def test_a_launcher_that_cannot_be_asked_is_no_failure(
     )
     found, issues = await check_box_flags(transport, config)
     assert found.flags is None and issues == [] and "printed no flags" in found.detail
+
+
+async def test_the_preflight_says_once_when_the_binary_could_not_say(
+    transport: Transport,  # noqa: F811
+) -> None:
+    from specconsole.controller.flagcheck import unread_reason
+    from specconsole.core.machine.preflight import PreflightFacts, check_flags
+    from specconsole.core.plans.parse import loads_plan
+    from tests.controller.helpers import PLAN_TEXT
+
+    config = config_from_table(
+        {"engine": "llamacpp", "launcher": "/nonexistent/llama-server", "model_path": "/m.gguf"}
+    )
+    keeper = FlagSetKeeper(transport)
+    assert unread_reason(keeper, config) == ""  # not asked yet: nothing to say
+    await keeper.ensure(config)
+    reason = unread_reason(keeper, config)
+    assert "could not be read" in reason and "printed no flags" in reason
+    facts = PreflightFacts(plan=loads_plan(PLAN_TEXT), extra={"flags": reason})
+    (finding,) = check_flags(facts)
+    assert finding.check == "flags" and not finding.blocking

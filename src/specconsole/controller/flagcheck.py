@@ -34,7 +34,14 @@ from specconsole.core.config.render import launcher_argv
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.ports import Transport, TransportError
 
-__all__ = ["HELP_BUDGET_S", "BoxFlags", "FlagSetKeeper", "check_box_flags", "read_box_flags"]
+__all__ = [
+    "HELP_BUDGET_S",
+    "BoxFlags",
+    "FlagSetKeeper",
+    "check_box_flags",
+    "read_box_flags",
+    "unread_reason",
+]
 
 HELP_BUDGET_S = 60.0
 """How long the binary is given to print its help (SGLang's imports torch first)."""
@@ -172,3 +179,18 @@ class FlagSetKeeper:
         if known is None or known.flags is None or config.box_flags is not None:
             return config
         return replace(config, box_flags=known.flags)
+
+
+def unread_reason(keeper: FlagSetKeeper | None, config: ServerConfig) -> str:
+    """For the pre-flight: why the flags of ``config``'s binary are not known ('' when they
+    are, or were not asked). A configuration the binary refuses is the configuration check's
+    finding already (it validates with ``box_flags``); this only says a check did not run."""
+    if keeper is None:
+        return ""
+    known = keeper.found.get(keeper._key(config))
+    if known is None or known.flags is not None:
+        return ""
+    return (
+        f"the server binary's own flags could not be read ({known.detail}); its flags are "
+        "checked by the engine's rules only"
+    )

@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from specconsole.controller.flagcheck import unread_reason
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.render import launcher_argv
 from specconsole.core.machine import events as ev
@@ -158,6 +159,7 @@ async def run_preflight(
         unit_name=plan.profile.service.unit,
         target=target,
         release=_release_unknown(controller, grid[0] if grid else plan.base),
+        extra={"flags": _flags_unread(controller, grid[0] if grid else plan.base)},
     )
     return run_checks(replace(facts))
 
@@ -174,6 +176,13 @@ def _release_unknown(controller: Controller, first: Any) -> str:
         f"the engine release on the box is not known ({keeper.info.detail}); trial 1 is "
         f"deployed only with flags every release accepts: {what}"
     )
+
+
+def _flags_unread(controller: Controller, first: Any) -> str:
+    """Why the box's binary could not say which flags it accepts ('' when it did): the
+    configurations above were validated with its own ``--help`` when it could."""
+    keeper = controller.engine_versions
+    return unread_reason(keeper.flags if keeper is not None else None, first)
 
 
 def box_target(plan: SweepPlan) -> str:

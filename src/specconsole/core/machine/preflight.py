@@ -190,6 +190,13 @@ def check_release(facts: PreflightFacts) -> list[Finding]:
     return [Finding("release", facts.release, blocking=False)] if facts.release else []
 
 
+def check_flags(facts: PreflightFacts) -> list[Finding]:
+    """The box's binary could not say which flags it accepts (``controller.flagcheck``): not
+    blocking — a flag it refuses is a configuration finding when it can say."""
+    text = facts.extra.get("flags")
+    return [Finding("flags", str(text), blocking=False)] if text else []
+
+
 def on_preflight(state: ControllerState, event: ev.Event) -> Result:
     """The findings, said once as a notice: an error when the plan cannot run."""
     assert isinstance(event, ev.PreflightChecked)
@@ -209,6 +216,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("files", check_files),
     ("inline secrets", check_inline_secrets),
     ("release", check_release),
+    ("flags", check_flags),
 )
 """The pre-flight's checks, in the order their findings are told."""
 
