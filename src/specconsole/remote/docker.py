@@ -245,7 +245,7 @@ class DockerBackend:
             raise TransportError(f"docker inspect {self._profile.container}: {result.stderr}")
         try:
             return status_from_inspect(json.loads(result.stdout))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise TransportError(
                 f"docker inspect returned something that is not JSON: {exc}"
             ) from None

@@ -134,7 +134,7 @@ def record_from_json(line: str, invocation: str | None) -> LogRecord | None:
     """One ``journalctl -o json`` line → a record, or None if it belongs to another run."""
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # not a record, or nested past the parser's recursion
         return None
     if not isinstance(entry, dict):
         return None

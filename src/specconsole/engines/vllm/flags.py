@@ -125,7 +125,7 @@ def vllm_flags(config: ServerConfig, launcher_argv: Sequence[str]) -> list[str]:
 def _read_spec(text: str) -> dict[str, Any]:
     try:
         spec = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # a nesting deeper than the parser recurses
         raise ConfigError(
             "--speculative-config",
             f"is not valid JSON ({exc}).",

@@ -59,7 +59,7 @@ def _entries(text: str) -> list[tuple[int, int, int]]:
     if stripped.startswith("["):
         try:
             raw = json.loads(stripped)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested deeper than the parser recurses
             raise ScheduleError(f"not a JSON list ({exc})") from None
         if not isinstance(raw, list):
             raise ScheduleError(

@@ -115,7 +115,7 @@ def _spec_json(words: Sequence[str]) -> tuple[int, dict[str, Any]] | None:
         text = inline if eq else (words[i + 1] if i + 1 < len(words) else "")
         try:
             spec = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise SimArgError(
                 f"vllm serve: error: argument --speculative-config: invalid loads value: "
                 f"{text!r} ({exc})"
