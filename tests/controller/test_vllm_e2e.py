@@ -16,7 +16,6 @@ import io
 import json
 import sys
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,9 +25,9 @@ from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.core.plans.objective import assess
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
-from specconsole.core.plans.profile import ServiceProfile
 from specconsole.session.report import render
 from specconsole.session.store import Session
+from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
 from tests.fixtures.plans import VLLM_LAUNCHER, VLLM_SERVER, sim_plan_text
 from tests.fixtures.sshd import SshdServer, free_port
 
@@ -37,7 +36,7 @@ pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 OUTPUT_LEN = 48
 
 
-def vllm_plan_text(sshd: SshdServer, run_dir: Path, port: int) -> str:
+def vllm_plan_text(sshd: SshdServer, folder: Path, port: int) -> str:
     host = f"""[host]
 transport = "ssh"
 hostname = "{sshd.host}"
@@ -71,7 +70,7 @@ warmup_requests = 0
 api = "chat"
 """
     return sim_plan_text(
-        run_dir,
+        folder,
         host=host,
         port=port,
         extra_args=["--sim-load-seconds", "0.5"],
@@ -83,27 +82,16 @@ api = "chat"
     )
 
 
-async def _stop_server(run_dir: Path) -> None:
-    from specconsole.remote.local import LocalTransport
-    from specconsole.remote.process import ProcessBackend
-
-    backend = ProcessBackend(LocalTransport(), ServiceProfile(run_dir=str(run_dir), stop_timeout=5))
-    await backend.stop()
-
-
-@pytest.fixture
-def run_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "run"
-    yield path
-    asyncio.run(_stop_server(path))
-
-
 def _get(port: int, path: str) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
         return resp.read().decode()
 
 
-async def test_vllm_sweep_headless(sshd: SshdServer, tmp_path: Path, run_dir: Path) -> None:
+async def test_vllm_sweep_headless(
+    sshd: SshdServer,
+    tmp_path: Path,
+    run_dir: Path,  # noqa: F811  (the fixture)
+) -> None:
     port = free_port()
     text = vllm_plan_text(sshd, run_dir, port)
     plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["count_prompt_tokens", "positive_int", "prompt_text"]
+__all__ = ["count_prompt_tokens", "model_list", "positive_int", "prompt_text"]
 
 
 def prompt_text(payload: dict[str, Any]) -> str | None:
@@ -71,3 +71,21 @@ def positive_int(value: Any, name: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return value
+
+
+def model_list(name: str, created: int, owned_by: str, root: str, max_len: int) -> dict[str, Any]:
+    """``GET /v1/models``' answer: the one served model (every OpenAI-compatible face)."""
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": name,
+                "object": "model",
+                "created": created,
+                "owned_by": owned_by,
+                "root": root,
+                "parent": None,
+                "max_model_len": max_len,
+            }
+        ],
+    }

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from specconsole.sim import logfmt
 from specconsole.sim.args import imitated_engine
 from specconsole.sim.bodies import count_prompt_tokens as _count_prompt_tokens
+from specconsole.sim.bodies import model_list
 from specconsole.sim.bodies import positive_int as _positive_int
 from specconsole.sim.bodies import prompt_text as _prompt_text
 from specconsole.sim.server import SimServer
@@ -90,22 +91,9 @@ def build_app(sim: SimServer) -> Starlette:
 
     async def models(request: Request) -> Response:
         a = sim.args
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": a.served_model_name,
-                        "object": "model",
-                        "created": sim.created,
-                        "owned_by": imitated_engine().name,
-                        "root": a.served_model_name,
-                        "parent": None,
-                        "max_model_len": a.context_length,
-                    }
-                ],
-            }
-        )
+        name = a.served_model_name
+        owner = imitated_engine().name
+        return JSONResponse(model_list(name, sim.created, owner, name, a.context_length))
 
     async def flush_cache(request: Request) -> Response:
         s = sim.scheduler

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specconsole.sim.bodies import count_prompt_tokens, positive_int, prompt_text
+from specconsole.sim.bodies import count_prompt_tokens, model_list, positive_int, prompt_text
 from specconsole.sim.streams import StreamShape, openai_stream, wait_finished
 
 if TYPE_CHECKING:
@@ -177,22 +177,8 @@ def build_app(sim: VllmServer) -> Starlette:
 
     async def models(request: Request) -> Response:
         a = sim.args
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": a.served_model_name,
-                        "object": "model",
-                        "created": sim.created,
-                        "owned_by": "vllm",
-                        "root": a.model_path,
-                        "parent": None,
-                        "max_model_len": a.context_length,
-                    }
-                ],
-            }
-        )
+        name, root = a.served_model_name, a.model_path
+        return JSONResponse(model_list(name, sim.created, "vllm", root, a.context_length))
 
     async def metrics(request: Request) -> Response:
         return PlainTextResponse(
