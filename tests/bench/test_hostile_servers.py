@@ -77,6 +77,7 @@ def test_a_refused_port_names_the_url_and_the_refusal() -> None:
         (["http://127.0.0.1:0"], "port 0"),
         (["http://127.0.0.1:1/a b"], "contains a blank"),
         (["ftp://127.0.0.1:1"], "not an http"),
+        (["http://127.0.0.1:1/caf\u00e9"], "outside ASCII"),
         (["--ladder", "1000000", "http://x:1"], "--ladder = 1000000 is above the limit of 4,096"),
         (["--ladder", ",".join(["1"] * 300), "http://x:1"], "above the limit of 256"),
         (["--output-len", "1e13", "http://x:1"], "--output-len"),

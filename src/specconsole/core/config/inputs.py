@@ -182,6 +182,8 @@ def _url_reason(url: object) -> str:
         return f"it {problem}"
     if any(ch.isspace() for ch in url):
         return "it contains a blank (it would end the HTTP request line)"
+    if not url.isascii():
+        return "it has characters outside ASCII (percent-encode the path, punycode the host)"
     try:
         parts = urlsplit(url)
         port = parts.port
