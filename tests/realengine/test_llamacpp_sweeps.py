@@ -74,6 +74,9 @@ def test_an_incompatible_draft_gives_a_trial_marked_speculation_off(
     assert record["status"] == "ok"
     assert record["speculation_off"] == "the target and draft vocabs are not compatible"
     assert "ok · spec off" in shown and "speculation off: the target and draft vocabs" in shown
+    # no release to name: the binary's --help decides (no "release not known" warning)
+    assert "engine: llamacpp (llama.cpp keeps no release table" in shown, shown
+    assert "pre-flight: release" not in shown, shown
     (level,) = record["levels"]
     assert level["spec_counters"]["drafts"] == 0 and level["accept_length"] is None
     code, report = cli("report", str(session_dir(tmp_path / "vocab")))

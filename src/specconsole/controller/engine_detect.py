@@ -50,6 +50,10 @@ __all__ = [
 ServerInfoCall = Callable[[ServerConfig], Awaitable[Any]]
 """``/server_info``'s JSON body of the server serving a configuration's port."""
 
+UNVERSIONED = "unversioned"
+"""The source of an engine whose flags follow no release number (llama.cpp: its build says
+"build 0"; the binary's ``--help`` decides, ``controller.flagcheck``): never "unknown"."""
+
 DETECT_BUDGET_S = 20.0
 """How long the box is given to answer before the version is recorded as unknown."""
 
@@ -122,7 +126,7 @@ class EngineVersionInfo:
         """What this release means for the trials, said once ('' when nothing): unknown →
         portable flags (before trial 1 the pre-flight says it, when it runs); learnt from a
         trial's server after trials began → later trials."""
-        if self.version is None and preflight and not started:
+        if self.source == UNVERSIONED or (self.version is None and preflight and not started):
             return ""
         if self.version is None:
             return (
@@ -193,6 +197,10 @@ class EngineVersionKeeper:
             return self.info
         if config.engine_version:
             info = EngineVersionInfo(config.engine_version, "declared", "[server] engine_version")
+        elif not (table := engine_for(config).releases).changes and not table.known:
+            title = engine_for(config).title
+            detail = f"{title} keeps no release table: the box's binary's own --help decides"
+            info = EngineVersionInfo(None, UNVERSIONED, detail)
         else:
             try:
                 async with asyncio.timeout(self.budget_s + 1.0):
@@ -234,7 +242,8 @@ class EngineVersionKeeper:
     @property
     def unknown(self) -> bool:
         """The box was asked and could not say (trials then get portable flags)."""
-        return self.info is not None and self.info.version is None
+        info = self.info
+        return info is not None and info.version is None and info.source != UNVERSIONED
 
     def apply(self, config: ServerConfig) -> ServerConfig:
         """``config`` in the names of the known release (its own ``engine_version`` wins);

@@ -34,6 +34,8 @@ def probe_lines(probe: BoxProbe) -> list[str]:
     version = probe.engine_version or "unknown"
     engine = f"{probe.engine} {version} ({probe.engine_version_source}"
     engine += f": {probe.engine_version_detail})" if probe.engine_version_detail else ")"
+    if probe.engine_version_source == "unversioned":  # no release to name (llama.cpp)
+        engine = f"{probe.engine} ({probe.engine_version_detail})"
     lines = [f"box {probe.target}: reachable", f"  engine: {engine}"]
     if probe.gpus:
         lines += [f"  gpu {i}: {gpu_text(gpu)}" for i, gpu in enumerate(probe.gpus)]
