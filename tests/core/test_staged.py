@@ -82,7 +82,7 @@ def test_capacity_first_then_speculation_on_the_winner() -> None:
         (t.config.mem_fraction_static, t.config.cuda_graph_max_bs) == (0.9, 32) for t in second
     )
     assert all("on trial 5's capacity" in t.note for t in second)
-    assert len(trials) == staged.size(plan) == 8
+    assert len(trials) == staged.size(plan) == plan.estimated_trials == 8
     said = findings(plan, trials)
     assert said[0].startswith("stage 1 (capacity: mem_fraction_static, cuda_graph_max_bs): chose")
     assert "mem=0.9 cg_bs=32 — trial 5" in said[0] and "6 of 6 tried" in said[0]

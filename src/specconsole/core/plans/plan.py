@@ -56,6 +56,16 @@ class StrategyKind(StrEnum):
     the winner (``core.search.staged``)."""
 
 
+SPECULATIVE_PREFIXES: tuple[str, ...] = ("speculative_", "spec_", "draft_")
+"""An axis whose name starts so is about the draft (SGLang's and vLLM's ``speculative_*``,
+an engine's own ``spec_*``/``draft_*`` options); every other axis is a capacity axis (the
+``staged`` strategy searches those first)."""
+
+
+def speculative_axis(name: str) -> bool:
+    return name.startswith(SPECULATIVE_PREFIXES)
+
+
 PRUNING_STRATEGIES: frozenset[StrategyKind] = frozenset(
     {StrategyKind.OPTIMIZE, StrategyKind.STAGED}
 )
@@ -164,8 +174,14 @@ class SweepPlan:
 
     @property
     def estimated_trials(self) -> int:
-        """The *n* of "trial i of n": the grid size, capped by ``max_trials``."""
+        """The *n* of "trial i of n": the grid size (a staged plan's two stages, which add
+        up: core.search.staged), capped by ``max_trials``."""
         n = self.grid_size
+        if self.strategy is StrategyKind.STAGED:
+            stages = [1, 1]
+            for name, values in self.axes:
+                stages[speculative_axis(name)] *= len(values)
+            n = stages[0] + stages[1] - 1
         if self.max_trials is not None:
             n = min(n, self.max_trials)
         return n

@@ -29,17 +29,12 @@ from typing import Any
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import best
-from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.plan import SPECULATIVE_PREFIXES, SweepPlan, speculative_axis
 from specconsole.core.search.contenders import identity
 from specconsole.core.search.space import SHORT, space
 
-SPECULATIVE_PREFIXES: tuple[str, ...] = ("speculative_", "spec_", "draft_")
-"""An axis whose name starts so is about the draft (SGLang's and vLLM's ``speculative_*``,
-an engine's own ``spec_*``/``draft_*`` options); every other axis is a capacity axis."""
-
-
-def speculative(name: str) -> bool:
-    return name.startswith(SPECULATIVE_PREFIXES)
+speculative = speculative_axis
+"""Whether an axis is about the draft (``core.plans.plan.SPECULATIVE_PREFIXES``)."""
 
 
 @dataclass(frozen=True, slots=True)
