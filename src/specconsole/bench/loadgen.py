@@ -25,21 +25,21 @@ from typing import Any
 
 import httpx
 
-from specconsole.bench.api import (
-    CONNECT_TIMEOUT_S,
-    CONTROL_TIMEOUT_S,
-    MAX_BODY_BYTES,
-    RequestFailed,
-    control_failure,
-    loads_response,
-    silence_failure,
-    stall_failure,
-)
+from specconsole.bench.api import loads_response
 from specconsole.bench.auth import header_names, request_headers
 from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.rawhttp import RawStreamClient
+from specconsole.bench.waits import (
+    CONNECT_TIMEOUT_S,
+    CONTROL_TIMEOUT_S,
+    MAX_BODY_BYTES,
+    RequestFailed,
+    control_failure,
+    silence_failure,
+    stall_failure,
+)
 from specconsole.core.measure.metrics import default_requests_per_level
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchSpec

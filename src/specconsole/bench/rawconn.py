@@ -18,7 +18,7 @@ import socket
 from collections.abc import Callable
 from typing import cast
 
-from specconsole.bench.api import MAX_BODY_BYTES, RequestFailed
+from specconsole.bench.waits import MAX_BODY_BYTES, RequestFailed
 
 BodySink = Callable[[bytes], object]
 """Receives the de-chunked body bytes of one received buffer and returns a true value when

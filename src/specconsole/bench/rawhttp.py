@@ -26,18 +26,18 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.bench.api import (
+from specconsole.bench.api import loads_response
+from specconsole.bench.rawconn import READ_SIZE, BodySink, Connection, Stale
+from specconsole.bench.waits import (
     CONNECT_TIMEOUT_S,
     CONTROL_TIMEOUT_S,
     MAX_BODY_BYTES,
     RequestFailed,
     connect_failure,
     control_failure,
-    loads_response,
     silence_failure,
     stall_failure,
 )
-from specconsole.bench.rawconn import READ_SIZE, BodySink, Connection, Stale
 
 
 class RawStreamClient:

@@ -41,6 +41,7 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.core.measure.acceptance",
     "specconsole.core.measure.metrics",
     "specconsole.core.measure.result",
+    "specconsole.bench.waits",
     "specconsole.bench.api",
     "specconsole.bench.prompts",
     "specconsole.bench.ladder",
