@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -17,37 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.bench.servers import ROOT
+from tests.fixtures.plans import SEED_SERVER, sim_plan_text
 
 API_KEY = "sk-planted-key-0123456789abcdef"
 HF_TOKEN = "hf_plantedTokenValue0123456789abcd"
 HIDDEN = "hf_credentialUnderAPlainName01234567"
 
-PLAN = f"""\
-name = "secrets"
-
-[host]
-transport = "local"
-
-[service]
-kind = "process"
-run_dir = "{{plan_dir}}/run-{{port}}"
-stop_timeout = 5
-
-[server]
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-speculative_eagle_topk = 1
-tp_size = 4
-mem_fraction_static = 0.88
-cuda_graph_max_bs = 64
-max_running_requests = 64
-port = "auto"
-launcher = "{{python}} -m specconsole.sim"
-extra_args = ["--sim-load-seconds", "0.5", "--api-key", "{API_KEY}"]
-env = {{ HF_TOKEN = "{HF_TOKEN}", MODEL_CACHE_NOTE = "{HIDDEN}", HF_HOME = "/tmp/hf-home" }}
-
-[sweep]
+SWEEP = """[sweep]
 strategy = "grid"
 on_crash = "auto"
 load_timeout = 60
@@ -55,8 +32,8 @@ finally = "stop"
 
 [sweep.axes]
 speculative_num_steps = [1, 2]
-
-[bench]
+"""
+BENCH = """[bench]
 ladder = [1]
 requests_per_level = 2
 warmup_requests = 0
@@ -64,6 +41,22 @@ input_len = 32
 output_len = 8
 api_key = "env:SECRETS_TEST_KEY"
 """
+
+
+def plan_text(run_dir: Path) -> str:
+    """The simulated seed box with the planted secrets, its run folder in ``run_dir``."""
+    env = (
+        f'env = {{ HF_TOKEN = "{HF_TOKEN}", MODEL_CACHE_NOTE = "{HIDDEN}", '
+        'HF_HOME = "/tmp/hf-home" }\n'
+    )
+    return sim_plan_text(
+        run_dir,
+        extra_args=["--sim-load-seconds", "0.5", "--api-key", API_KEY],
+        sweep=SWEEP,
+        bench=BENCH,
+        name="secrets",
+        server=SEED_SERVER + env,
+    )
 
 
 def run(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -77,9 +70,15 @@ def run(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
+def write_plan(folder: Path) -> Path:
+    """The plan in ``folder``, its server's run folder (the box's files) in there too."""
+    plan = folder / "plan.toml"
+    plan.write_text(plan_text(folder / "run-{port}"))
+    return plan
+
+
 def test_a_headless_sweep_writes_and_prints_no_secret(tmp_path: Path) -> None:
-    plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN)
+    plan = write_plan(tmp_path)
     env = {**os.environ, "SECRETS_TEST_KEY": API_KEY}
     done = run("sweep", str(plan), "--headless", "--session", str(tmp_path / "s"), env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -98,11 +97,17 @@ def test_a_headless_sweep_writes_and_prints_no_secret(tmp_path: Path) -> None:
         for secret in (API_KEY, HF_TOKEN, HIDDEN):
             assert secret not in text, (path, secret)
     copy = (sessions[0] / "plan.toml").read_text()
-    assert '"--api-key", "<redacted>"' in copy and 'HF_HOME = "/tmp/hf-home"' in copy
+    assert re.search(r"--api-key['\"],\s*\"<redacted>\"", copy), copy
+    assert 'HF_HOME = "/tmp/hf-home"' in copy
     # what holds the key on the box (the launch script) is readable by its owner only
-    for path in (tmp_path).rglob("*"):
-        if path.is_file() and API_KEY in path.read_text(errors="replace"):
-            assert path == plan or not path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH), path
+    holders = [
+        path
+        for path in tmp_path.rglob("*")
+        if path.is_file() and path != plan and API_KEY in path.read_text(errors="replace")
+    ]
+    assert holders  # the server got its key from somewhere: the 0600 launch script
+    for path in holders:
+        assert not path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH), path
 
     # resume without the secrets: it names what to export (and runs nothing)
     clean = {k: v for k, v in os.environ.items() if k not in ("HF_TOKEN", "SECRETS_TEST_KEY")}
@@ -135,8 +140,7 @@ def test_the_secret_flag_rule(args: list[str], expected: list[str]) -> None:
 def test_render_prints_what_a_deploy_writes_and_no_secret(form: str, tmp_path: Path) -> None:
     """#3: ``render --as unit`` put ``Environment=HF_TOKEN=…`` inline while a deploy puts it
     in the 0600 file; every form now names the file or the marker, never a value."""
-    plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN)
+    plan = write_plan(tmp_path)
     done = run("render", str(plan), "--as", form, env=dict(os.environ))
     assert done.returncode in (0, 1), done.stderr
     for secret in (API_KEY, HF_TOKEN, HIDDEN):

@@ -39,10 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "again. Secret values stay in the unit and are not copied."
         ),
     )
-    i.add_argument("target", help="an ssh alias/hostname, or a profile/plan TOML file")
-    i.add_argument(
-        "--unit", default=None, help="the unit (default: the profile's, or sglang.service)"
-    )
+    add_box_target(i)
     i.add_argument("-o", "--output", default="-", help="plan file to write ('-': stdout)")
     i.set_defaults(handler=_import_cmd)
 
@@ -67,6 +64,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--box", metavar="NAME", help="the box to restore, for a session run on a pool ([[hosts]])"
     )
     r.set_defaults(handler=_rollback_cmd)
+
+
+def add_box_target(parser: argparse.ArgumentParser) -> None:
+    """``TARGET [--unit UNIT]``: the box's unit, named by an ssh alias or a profile file."""
+    parser.add_argument("target", help="an ssh alias/hostname, or a profile/plan TOML file")
+    parser.add_argument(
+        "--unit", default=None, help="the unit (default: the profile's, or sglang.service)"
+    )
 
 
 def profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[str, Any]]:

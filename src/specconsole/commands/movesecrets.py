@@ -16,6 +16,7 @@ import asyncio
 import sys
 from typing import Any
 
+from specconsole.commands.boxcmd import add_box_target
 from specconsole.commands.common import error
 
 
@@ -31,10 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "the same way; the running server keeps its environment until restarted."
         ),
     )
-    p.add_argument("target", help="an ssh alias/hostname, or a profile/plan TOML file")
-    p.add_argument(
-        "--unit", default=None, help="the unit (default: the profile's, or sglang.service)"
-    )
+    add_box_target(p)
     p.add_argument("--yes", action="store_true", help="make the change without asking")
     p.set_defaults(handler=_move_cmd)
 

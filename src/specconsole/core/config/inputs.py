@@ -108,21 +108,23 @@ _HOSTNAME = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})\Z")
 _IPV6 = re.compile(r"\[?[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?\]?\Z")
 
 
+def _box_name_problem(value: str, where: str, fits: bool, what: str, fix: str) -> str:
+    """The rule every name of a box follows: no control character, no leading ``-`` (ssh
+    would read an option), and the name's own characters (``fits``)."""
+    if problem := control_char_problem(value):
+        return f"{where} {problem}; fix: {fix}"
+    if value.startswith("-"):
+        return f"{where} = {value!r} starts with '-', which ssh would read as an option; fix: {fix}"
+    if not fits:
+        return f"{where} = {value!r} is not {what}; fix: {fix}"
+    return ""
+
+
 def host_problem(value: str, where: str) -> str:
     """'' for a hostname or an IP address, else why not (an option, a shell word, a blank)."""
-    if problem := control_char_problem(value):
-        return f"{where} {problem}; fix: give a hostname or an IP address"
-    if value.startswith("-"):
-        return (
-            f"{where} = {value!r} starts with '-', which ssh would read as an option; "
-            "fix: give a hostname or an IP address"
-        )
-    if not (_HOSTNAME.match(value) or (":" in value and _IPV6.match(value))):
-        return (
-            f"{where} = {value!r} is not a hostname or an IP address (letters, digits, '.', "
-            "'-', '_'; IPv6 in brackets); fix: give the box's name or address"
-        )
-    return ""
+    fits = bool(_HOSTNAME.match(value) or (":" in value and _IPV6.match(value)))
+    what = "a hostname or an IP address (letters, digits, '.', '-', '_'; IPv6 in brackets)"
+    return _box_name_problem(value, where, fits, what, "give the box's name or address")
 
 
 _ALIAS = re.compile(r"[A-Za-z0-9_.@:%+-]+\Z")
@@ -130,19 +132,9 @@ _ALIAS = re.compile(r"[A-Za-z0-9_.@:%+-]+\Z")
 
 def alias_problem(value: str, where: str) -> str:
     """'' for an ``~/.ssh/config`` ``Host`` alias (which may also be a hostname)."""
-    if problem := control_char_problem(value):
-        return f"{where} {problem}; fix: give the Host alias from ~/.ssh/config"
-    if value.startswith("-"):
-        return (
-            f"{where} = {value!r} starts with '-', which ssh would read as an option; "
-            "fix: give the Host alias from ~/.ssh/config, or a hostname"
-        )
-    if not _ALIAS.match(value):
-        return (
-            f"{where} = {value!r} is not an ssh Host alias (no blanks, quotes or shell "
-            "characters); fix: give the Host alias from ~/.ssh/config, or a hostname"
-        )
-    return ""
+    what = "an ssh Host alias (no blanks, quotes or shell characters)"
+    fix = "give the Host alias from ~/.ssh/config, or a hostname"
+    return _box_name_problem(value, where, bool(_ALIAS.match(value)), what, fix)
 
 
 _UNIT_NAME = re.compile(r"[A-Za-z0-9:_.\\@-]+\Z")
