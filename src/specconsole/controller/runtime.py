@@ -464,7 +464,7 @@ class Controller:
             epoch=effect.epoch,
             trial_index=effect.trial_index,
             after=after,
-            engine=cfg.engine if cfg is not None else None,
+            config=cfg,
             backend=self.backend,
             http=self.endpoint.http,
             url=self._url,

@@ -29,6 +29,8 @@ from typing import Protocol
 
 import httpx
 
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.secrets import scrub, secret_values
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import LogEvent
 from specconsole.core.machine import events as ev
@@ -76,7 +78,8 @@ class ServerWatch:
         epoch: int,
         trial_index: int | None,
         after: str | None,
-        engine: str | None,
+        engine: str | None = None,
+        config: ServerConfig | None = None,
         backend: ServiceBackend,
         http: httpx.AsyncClient,
         url: Callable[[], Awaitable[str]],
@@ -88,7 +91,10 @@ class ServerWatch:
         self.after = after
         self.cursor: str | None = after
         """The journal cursor of the last line read (a later watch continues from it)."""
-        self._engine = engine
+        self._engine = engine or (config.engine if config is not None else None)
+        self._secrets = () if config is None else secret_values(config)
+        """The configuration's secret values: no log line carries one past the reader (the
+        server may echo its own arguments), so no view, record or log file ever holds it."""
         self._backend = backend
         self._http = http
         self._url = url
@@ -130,7 +136,8 @@ class ServerWatch:
         try:
             async with aclosing(self._backend.logs(after=self.after)) as records:
                 async for record in records:
-                    await out.put((record.text, record.cursor, record.source_time))
+                    text = scrub(record.text, self._secrets)
+                    await out.put((text, record.cursor, record.source_time))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
