@@ -123,3 +123,22 @@ def test_the_remote_runner_records_the_same_figures(
         counters = level["spec_counters"]
         assert counters["drafts"] > 0 and counters["output_tokens"] == level["total_output_tokens"]
         assert sum(counters["per_position"]) == counters["accepted"]
+
+
+@pytest.mark.timeout(300)
+def test_specconsole_bench_engine_reads_the_counters(
+    llama_server: ServerFactory, llamacpp_build: LlamaCppBuild
+) -> None:
+    from tests.realengine.box import cli
+
+    draft = str(llamacpp_build.draft("req_Q4_0"))
+    server = llama_server("-md", draft, "--spec-type", "draft-simple", name="bench-cli")
+    code, out = cli(
+        "bench", server.url, "--engine", "llamacpp", "--ladder", "1", "--requests", "2",
+        "--output-len", "16", "--input-len", "32", "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    (record,) = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert record["backend"] == "sglang-oai-chat"  # --engine llamacpp: its first API, chat
+    counters = record["spec_counters"]
+    assert counters["drafts"] > 0 and counters["output_tokens"] == record["total_output_tokens"]

@@ -26,6 +26,7 @@ from specconsole.commands.bounded import (
     server_url,
 )
 from specconsole.core.config.inputs import load_json
+from specconsole.core.engine.registry import EngineNotFound, get_engine
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import parse_slo
 from specconsole.core.ports import DEFAULT_OUTPUT_LEN, BenchApi, BenchSpec
@@ -48,8 +49,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--api",
         choices=[a.value for a in BenchApi],
-        default=BenchApi.GENERATE.value,
-        help="SGLang /generate (default), /v1/completions or /v1/chat/completions",
+        default=None,
+        help="SGLang /generate (default), /v1/completions or /v1/chat/completions (with "
+        "--engine: the first it serves)",
+    )
+    p.add_argument(
+        "--engine",
+        default=None,
+        metavar="NAME",
+        help="the server's engine: its own speculative-decoding counters are read from "
+        "/metrics around each level (acceptance per level; e.g. llamacpp, vllm)",
     )
     p.add_argument(
         "--ladder",
@@ -227,6 +236,13 @@ def _extra_body(text: str | None) -> dict[str, Any] | None:
     return body
 
 
+def _engine(args: argparse.Namespace) -> Any:
+    try:
+        return get_engine(args.engine)
+    except EngineNotFound as exc:
+        raise ValueError(f"--engine: {exc}") from None
+
+
 def spec_from_args(args: argparse.Namespace) -> BenchSpec:
     from specconsole.bench.auth import parse_header
 
@@ -248,7 +264,8 @@ def spec_from_args(args: argparse.Namespace) -> BenchSpec:
         input_len=args.input_len,
         output_len=DEFAULT_OUTPUT_LEN if args.output_len is None else args.output_len,
         output_len_from_dataset=args.output_len is None,
-        api=BenchApi(args.api),
+        api=BenchApi(args.api or (_engine(args).endpoints.apis[0] if args.engine else "generate")),
+        spec_counters=_engine(args).endpoints.spec_counters if args.engine else None,
         prompts=args.prompts,
         range_ratio=args.range_ratio,
         seed=args.seed,

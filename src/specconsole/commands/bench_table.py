@@ -15,7 +15,9 @@ __all__ = ["HEADERS", "format_repeat_stats", "format_table"]
 
 def _row(level: LevelMetrics) -> list[str]:
     lat = level.latency_ms
-    accept = f"{level.accept_length:.2f}" if level.accept_length is not None else "-"
+    counted = level.counters  # the engine's own counters (--engine) win over /server_info
+    length = counted.acceptance_length if counted is not None else level.accept_length
+    accept = f"{length:.2f}" if length is not None else "-"
     return [
         f"{level.max_concurrency}{'*' if level.partial else ''}",
         f"{level.completed}/{level.failed}",
