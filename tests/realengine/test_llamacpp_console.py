@@ -15,11 +15,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from specconsole.controller.wiring import ConsoleBox, wire_controller
-from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
+from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.core.plans.parse import loads_plan
-from specconsole.session.store import Session
-from specconsole.ui.app import make_app
 from specconsole.ui.screens.quit import LeavingScreen
 from specconsole.ui.widgets.crash import CrashBanner
 from tests.fixtures.llamacpp import LlamaCppBuild
@@ -36,6 +33,7 @@ from tests.realengine.box import (
     seed_plan,
     users_unit,
 )
+from tests.ui.test_box_console import console
 
 pytestmark = [pytest.mark.llamacpp, pytest.mark.systemd, pytest.mark.slow]
 
@@ -63,16 +61,8 @@ async def test_the_seed_plan_in_the_console_crash_r_resumes_finally_best(
     code, out = await asyncio.to_thread(cli, "import", str(profile), "-o", imported)  # its own loop
     assert code == 0, out
     text = seed_plan((tmp_path / "imported.toml").read_text())
-    plan = loads_plan(text)
-    session = Session.create(tmp_path / "sessions", plan)
-    wired = wire_controller(plan, session, ControllerState(plan=plan, policy=plan.on_crash))
+    _session, wired, app = console(loads_plan(text), tmp_path)  # as `specconsole tui` opens it
     controller = wired.controller
-    app = make_app(
-        controller,
-        run_controller=controller.run,
-        box=ConsoleBox(wired, plan, str(session.path)),
-        tick_interval=None,
-    )
     app._gate.open = True  # the first deploy's confirmation has its own tests
     try:
         async with app.run_test(size=(120, 40)) as pilot:
