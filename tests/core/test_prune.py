@@ -84,9 +84,9 @@ def test_a_candidate_beaten_beyond_the_noise_is_pruned_with_its_figure() -> None
         0,
         4,
     )
-    assert info.threshold == pytest.approx(990.0)  # the best less noise_pct (1 %)
-    assert "pruned at c=4: aggregate_at_4 900.0 < 990.0" in prune.describe(info)
-    assert prune.verdict(p, trials, _level(4, 995.0)) is None  # within the noise: runs on
+    assert info.threshold == pytest.approx(950.0)  # the best less prune_margin_pct (5 %)
+    assert "pruned at c=4: aggregate_at_4 900.0 < 950.0" in prune.describe(info)
+    assert prune.verdict(p, trials, _level(4, 960.0)) is None  # within the noise: runs on
     assert prune.verdict(p, trials, _level(1, 1.0)) is None  # not the lead level
 
 
@@ -94,9 +94,9 @@ def test_a_latency_objective_prunes_the_slower_candidate() -> None:
     p = _plan("ttft_p99_ms_at_4")
     trials = [_ok(0, 1, 100.0, 1000.0, ttft_p99_ms=100.0)]
     info = prune.verdict(p, trials, _level(4, 1000.0, ttft_p99_ms=150.0))
-    assert info is not None and info.threshold == pytest.approx(101.0)
-    assert "> 101.0" in prune.describe(info)
-    assert prune.verdict(p, trials, _level(4, 1000.0, ttft_p99_ms=100.5)) is None
+    assert info is not None and info.threshold == pytest.approx(105.0)
+    assert "> 105.0" in prune.describe(info)
+    assert prune.verdict(p, trials, _level(4, 1000.0, ttft_p99_ms=104.0)) is None
 
 
 def test_repeats_widen_the_bar_by_one_more_runs_prediction_interval() -> None:
@@ -104,7 +104,7 @@ def test_repeats_widen_the_bar_by_one_more_runs_prediction_interval() -> None:
     ci = (960.0, 1040.0)  # 3 runs, mean 1000
     trials = [_ok(0, 1, 100.0, 1000.0, repeats=3, output_tok_s_ci=ci)]
     std = (ci[1] - ci[0]) / 2.0 * math.sqrt(3) / t_975(2)
-    expected = 1000.0 - 10.0 - t_975(2) * std * math.sqrt(1 + 1 / 3)
+    expected = 1000.0 - 50.0 - t_975(2) * std * math.sqrt(1 + 1 / 3)
     info = prune.verdict(p, trials, _level(4, expected - 1.0))
     assert info is not None and info.threshold == pytest.approx(expected)
     assert prune.verdict(p, trials, _level(4, expected + 1.0)) is None
@@ -151,9 +151,9 @@ def test_a_candidate_within_the_noise_runs_its_whole_ladder() -> None:
     d.send(ev.BenchFinished(levels=(_level(1, 100.0, 100.0), _level(4, 1000.0))))
     d.send(ev.TrialRecorded(index=0))
     _to_benchmark(d)
-    effects = d.send(ev.BenchLevelFinished(level_index=1, level=_level(4, 995.0)))
+    effects = d.send(ev.BenchLevelFinished(level_index=1, level=_level(4, 960.0)))
     assert effects == () and d.state.phase is Phase.BENCHMARKING
-    d.send(ev.BenchFinished(levels=(_level(1, 90.0, 90.0), _level(4, 995.0))))
+    d.send(ev.BenchFinished(levels=(_level(1, 90.0, 90.0), _level(4, 960.0))))
     assert d.find(fx.RecordTrial).record.status is TrialStatus.OK  # type: ignore[attr-defined]
 
 
@@ -182,3 +182,15 @@ def test_optimize_sees_a_pruned_trial_as_a_low_scoring_load() -> None:
     obs = {o.trial.index: o for o in optimize.observations(p, [best, pruned])}
     assert obs[1].values == (500.0,) and obs[1].violation == 0.0
     assert optimize.stale_trials(p, [best, pruned]) == 1  # a load without an improvement
+
+
+def test_the_margin_is_a_plan_key_that_reads_back() -> None:
+    import tomli_w
+
+    from specconsole.core.plans.parse import loads_plan, plan_document
+
+    p = replace(_plan(), prune_margin_pct=2.0)
+    again = loads_plan(tomli_w.dumps(plan_document(p)))
+    assert (again.prune, again.prune_margin_pct) == (True, 2.0)
+    info = prune.verdict(again, [_ok(0, 1, 100.0, 1000.0)], _level(4, 975.0))
+    assert info is not None and info.threshold == pytest.approx(980.0)

@@ -67,6 +67,7 @@ from specconsole.core.plans.objective import DEFAULT_GOAL, ObjectiveError
 from specconsole.core.plans.placeholders import port_in_run_dir
 from specconsole.core.plans.plan import (
     AUTO_PORT,
+    DEFAULT_PRUNE_MARGIN_PCT,
     FINALLY_CHOICES,
     CrashPolicy,
     PlanError,
@@ -122,6 +123,7 @@ _SWEEP_KEYS = {
     "seed",
     "finally",
     "prune",
+    "prune_margin_pct",
     "rate_search",
 }
 
@@ -253,6 +255,10 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
                 + ", ".join(repr(c) for c in FINALLY_CHOICES)
             )
         kw["finally_action"] = sweep["finally"]
+    if "prune_margin_pct" in sweep:
+        kw["prune_margin_pct"] = float(
+            plan_number(sweep["prune_margin_pct"], "[sweep] prune_margin_pct", minimum=-1e-12)
+        )
     if "noise_pct" in sweep:
         kw["noise_pct"] = float(
             plan_number(sweep["noise_pct"], "[sweep] noise_pct", minimum=-1e-12)
@@ -357,6 +363,8 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         sweep.update(goal_document(plan.goal))
     if plan.prune is not None:
         sweep["prune"] = plan.prune
+    if plan.prune_margin_pct != DEFAULT_PRUNE_MARGIN_PCT:
+        sweep["prune_margin_pct"] = plan.prune_margin_pct
     if plan.rate_search is not None:
         sweep["rate_search"] = rate_search_document(plan.rate_search)
     left_out = _bench_keys_left_out(plan)

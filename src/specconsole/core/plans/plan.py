@@ -56,6 +56,12 @@ class StrategyKind(StrEnum):
     the winner (``core.search.staged``)."""
 
 
+DEFAULT_PRUNE_MARGIN_PCT = 5.0
+"""A single benchmark run of the same configuration varies by a few percent (on the
+simulated seed box, 2-4 % between sessions with a short steady window), so a candidate is
+pruned only when it falls clearly below the best, not within that noise."""
+
+
 SPECULATIVE_PREFIXES: tuple[str, ...] = ("speculative_", "spec_", "draft_")
 """An axis whose name starts so is about the draft (SGLang's and vLLM's ``speculative_*``,
 an engine's own ``spec_*``/``draft_*`` options); every other axis is a capacity axis (the
@@ -135,6 +141,9 @@ class SweepPlan:
     """``[sweep] prune``: benchmark a candidate first where the objective is decided and stop
     it there when it falls short of the best beyond the noise (None: the strategy's default,
     :attr:`pruning`)."""
+    prune_margin_pct: float = DEFAULT_PRUNE_MARGIN_PCT
+    """``[sweep] prune_margin_pct``: how far (percent of the best's figure) a candidate must
+    fall short at the lead level to be pruned, on top of the best's own repeat spread."""
     rate_search: RateSearchSpec | None = None
     """``[sweep.rate_search]`` when the objective is ``max_rate_under_slo`` (else None)."""
     name: str = ""

@@ -9,21 +9,23 @@ seed tables stay complete), the benchmark runs that *lead* level first (``BenchS
 and the machine stops the ladder after it when :func:`verdict` says the candidate lost; the
 trial is recorded as ``pruned`` with the figure that decided it (``TrialRecord.prune``),
 never as a crash or a failure, never as the best. For ``max_rate_under_slo`` the lead is a
-rate probe just under the best trial's rate (``core.search.ratesearch``): a candidate that
-cannot hold the SLOs there cannot beat it.
+rate probe ``prune_margin_pct`` under the best trial's rate (``core.search.ratesearch``): a
+candidate that cannot hold the SLOs there cannot beat it.
 
 The rule (in the objective's better direction, so a latency is negated first):
 
     pruned  when  candidate < incumbent − margin − t(0.975, n−1) · s · √(1 + 1/n)
 
-``margin`` is ``noise_pct`` % of the incumbent's figure (the search's noise floor); when the
-incumbent's deciding figure was repeated (``[bench] repeats = n``) ``s`` is its per-run
-standard deviation and the last term is the 95 % prediction interval of one more run
-(``core.measure.stats.t_975``) — the candidate's single run must fall below it too; without
-repeats that term is 0. Exact for a per-level objective and for ``single_request``; for
-``peak_aggregate`` it is the searcher's heuristic (a candidate beaten where the best peaked
-might peak higher elsewhere), which is why it is an option. Weighted and Pareto objectives,
-``accept_length`` and ``capacity`` have no deciding level and are never pruned.
+``margin`` is ``prune_margin_pct`` % of the incumbent's figure (default 5: one benchmark run
+of a configuration varies by a few percent, so a candidate within that of the best runs
+its ladder); when the incumbent's deciding figure was repeated (``[bench] repeats = n``)
+``s`` is its per-run standard deviation and the last term is the 95 % prediction interval
+of one more run (``core.measure.stats.t_975``) — the candidate's single run must fall below
+it too; without repeats that term is 0. Exact for a per-level objective and for
+``single_request``; for ``peak_aggregate`` it is the searcher's heuristic (a candidate beaten
+where the best peaked might peak higher elsewhere), which is why it is an option. Weighted
+and Pareto objectives, ``accept_length`` and ``capacity`` have no deciding level and are
+never pruned.
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ def threshold(plan: SweepPlan, top: TrialRecord, metric: Metric) -> float | None
     if value is None:
         return None
     signed = value * metric.sign()
-    floor = signed - abs(value) * plan.noise_pct / 100.0 - _noise(metric, top)
+    floor = signed - abs(value) * plan.prune_margin_pct / 100.0 - _noise(metric, top)
     return floor * metric.sign()
 
 
@@ -159,15 +161,15 @@ def _named(metric: Metric, concurrency: int) -> str:
 
 
 def rate_start(plan: SweepPlan, trials: Sequence[TrialRecord]) -> float | None:
-    """The first rate probe of a rate search under pruning: just under the incumbent's
-    highest rate (by ``noise_pct``), so a candidate that misses there has lost. None: no
-    pruning or no incumbent (the search starts from its own bounds)."""
+    """The first rate probe of a rate search under pruning: ``prune_margin_pct`` under the
+    incumbent's highest rate, so a candidate that misses there has lost. None: no pruning
+    or no incumbent (the search starts from its own bounds)."""
     top = incumbent(plan, trials)
     metric = deciding_metric(plan)
     if top is None or metric is None or metric.kind.name != "max_rate_under_slo":
         return None
     rate = top.slo_rate
-    return None if rate is None else rate * (1.0 - plan.noise_pct / 100.0)
+    return None if rate is None else rate * (1.0 - plan.prune_margin_pct / 100.0)
 
 
 def rate_verdict(
