@@ -194,3 +194,38 @@ def test_the_margin_is_a_plan_key_that_reads_back() -> None:
     assert (again.prune, again.prune_margin_pct) == (True, 2.0)
     info = prune.verdict(again, [_ok(0, 1, 100.0, 1000.0)], _level(4, 975.0))
     assert info is not None and info.threshold == pytest.approx(980.0)
+
+
+def test_the_lead_level_running_first_leaves_the_others_pending() -> None:
+    from specconsole.core.ports import BenchProgress
+
+    d = Driver()
+    d.start(_plan())
+    _to_benchmark(d)
+    d.send(ev.BenchFinished(levels=(_level(1, 100.0, 100.0), _level(4, 1000.0))))
+    d.send(ev.TrialRecorded(index=0))
+    _to_benchmark(d)
+    assert [lv.position for lv in d.state.bench] == [1, 0]  # c=4 runs first
+
+    def tick(index: int, c: int) -> None:
+        d.send(
+            ev.BenchProgressed(
+                progress=BenchProgress(
+                    level_index=index,
+                    concurrency=c,
+                    completed=1,
+                    failed=0,
+                    total=4,
+                    running=1,
+                    output_tokens=8,
+                    current_tok_s=10.0,
+                    elapsed_s=0.1,
+                )
+            )
+        )
+
+    tick(1, 4)
+    assert not d.state.bench[0].done  # c=1 has not run yet
+    d.send(ev.BenchLevelFinished(level_index=1, level=_level(4, 990.0)))
+    tick(0, 1)
+    assert d.state.bench[1].done and not d.state.bench[0].done

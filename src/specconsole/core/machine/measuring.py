@@ -91,15 +91,18 @@ def _planned_requests(spec: BenchSpec, concurrency: int) -> int:
 
 
 def progress_for(spec: BenchSpec) -> tuple[LevelProgress, ...]:
-    """Fresh per-level progress for a benchmark of ``spec`` (in ladder order)."""
+    """Fresh per-level progress for a benchmark of ``spec`` (in ladder order, each with its
+    position in the run: the lead level first)."""
+    lead = spec.ladder.index(spec.lead) if spec.lead in spec.ladder else None
     return tuple(
         LevelProgress(
             concurrency=c,
             total=_planned_requests(spec, c),
             planned_duration_s=spec.duration_s if spec.requests_per_level is None else None,
             request_rate=spec.request_rate,
+            position=0 if i == lead else i + (lead is not None and i < lead),
         )
-        for c in spec.ladder
+        for i, c in enumerate(spec.ladder)
     )
 
 

@@ -286,8 +286,9 @@ def _on_bench_progress(state: ControllerState, event: ev.Event) -> Result:
         elapsed_s=p.elapsed_s,
         warmup=p.warmup,
     )
-    for i in range(p.level_index):  # earlier levels are finished
-        if not bench[i].done:
+    here = bench[p.level_index].position
+    for i in range(p.level_index):  # levels that ran before this one are finished
+        if not bench[i].done and bench[i].position <= here:  # (under pruning the lead first)
             bench[i] = replace(bench[i], done=True)
     detail = f"c={p.concurrency}"
     new = replace(state, bench=tuple(bench))

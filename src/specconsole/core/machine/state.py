@@ -97,6 +97,9 @@ class LevelProgress:
     """Runs of the ladder planned (``[bench] repeats``)."""
     request_rate: float | None = None
     """A rate search's probe: the Poisson rate offered (req/s; ``max_rate_under_slo``)."""
+    position: int = 0
+    """Where the level runs: 0 for the first (``BenchSpec.lead`` under pruning), then the
+    ladder's order; levels that ran before a level reporting progress are finished."""
 
     @property
     def fraction(self) -> float:
