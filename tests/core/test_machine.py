@@ -59,7 +59,12 @@ HAPPY = [
         Phase.RESTARTING,
         [fx.StopWatch, fx.Restart],
     ),
-    (Phase.RESTARTING, ev.Restarted(), Phase.LOADING, [fx.StartWatch, fx.StartTimer]),
+    (
+        Phase.RESTARTING,
+        ev.Restarted(),
+        Phase.LOADING,
+        [fx.StartWatch, fx.StartTelemetry, fx.StartTimer],
+    ),
     (Phase.LOADING, ev.LoadStageSeen(stage=LoadStage.KV_CACHE), Phase.LOADING, []),
     (Phase.LOADING, ev.CapacitySeen(max_total_num_tokens=1234), Phase.LOADING, []),
     (Phase.LOADING, ev.ServerReady(), Phase.READY, [fx.CancelTimer, fx.FetchServerInfo]),
@@ -77,7 +82,12 @@ HAPPY = [
         Phase.BENCHMARKING,
         [fx.RunBenchmark],
     ),
-    (Phase.BENCHMARKING, ev.BenchFinished(levels=levels()), Phase.RECORDING, [fx.RecordTrial]),
+    (
+        Phase.BENCHMARKING,
+        ev.BenchFinished(levels=levels()),
+        Phase.RECORDING,
+        [fx.StopTelemetry, fx.RecordTrial],
+    ),
     (
         Phase.RECORDING,
         ev.TrialRecorded(index=0),
@@ -655,7 +665,7 @@ def test_benchmark_only() -> None:
     assert d.state.trial.kind is TrialKind.BENCH_ONLY  # type: ignore[union-attr]
     watch = d.find(fx.StartWatch)
     assert watch.continue_previous  # type: ignore[attr-defined]
-    assert d.effect_types() == [fx.Notify, fx.StartWatch, fx.FetchServerInfo]
+    assert d.effect_types() == [fx.Notify, fx.StartWatch, fx.StartTelemetry, fx.FetchServerInfo]
     assert [p.phase for p in d.state.trial.phases] == [Phase.READY]  # type: ignore[union-attr]
     d.finish_trial()
     assert d.state.phase is Phase.PAUSED

@@ -31,6 +31,7 @@ from specconsole.controller.endpoint import ServerEndpoint
 from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper, noted
 from specconsole.controller.reattach import check_reattach
 from specconsole.controller.recording import HaltingSink, TrialRecorder
+from specconsole.controller.telemetry import GpuTelemetry
 from specconsole.controller.timers import Timers
 from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core.boxprobe import BoxProbe
@@ -90,11 +91,7 @@ class Controller:
         self.validator = validator
         self.clock = clock
         self.timing = WatchTiming(
-            health_interval_s=health_interval_s,
-            status_interval_s=status_interval_s,
-            log_batch_s=log_batch_s,
-            settle_after_s=settle_after_s,
-            exit_grace_s=exit_grace_s,
+            health_interval_s, status_interval_s, log_batch_s, settle_after_s, exit_grace_s
         )
         self.stop_on_finish = stop_on_finish
         self._state = state or ControllerState()
@@ -108,6 +105,7 @@ class Controller:
         self._timers = Timers()
         self._bench_results: dict[int, dict[str, Any]] = {}
         self.endpoint = ServerEndpoint(transport, backend, timeout_s=http_timeout_s)
+        self.telemetry = GpuTelemetry(transport, backend, self._post)  # the GPUs, per trial
         self._stopping = False
         self._stop_on_exit = False
         self.finished: asyncio.Event = asyncio.Event()
@@ -316,6 +314,8 @@ class Controller:
             self._start_watch(effect)
         elif isinstance(effect, fx.StopWatch):
             self._stop_watch()
+        elif isinstance(effect, fx.StartTelemetry | fx.StopTelemetry):
+            self.telemetry.perform(effect)
         elif isinstance(effect, fx.StartTimer):
             fired = ev.TimerFired(key=effect.key, epoch=e)
             self._timers.start(effect.key, effect.seconds, lambda: self._post(fired))
@@ -483,7 +483,7 @@ class Controller:
 
     async def _teardown(self) -> None:
         self._timers.cancel_all()
-        tasks = [t for t in (*self._ops, self._watch, self._bench) if t is not None]
+        tasks = [t for t in (*self._ops, self._watch, self._bench, self.telemetry.task) if t]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -26,6 +26,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.core.measure.acceptance import CounterAcceptance
+from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.core.measure.trials import PruneInfo, RateProbe
 from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
 from specconsole.present.labels import config_label
@@ -60,6 +61,8 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
         ),
         "measurement": level.measurement,
         "spec_counters": None if level.counters is None else level.counters.to_dict(),
+        "gpu": None if level.gpu is None else level.gpu.to_dict(),
+        "tokens_per_joule": level.tokens_per_joule,
     }
 
 
@@ -88,6 +91,7 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
             if isinstance(data.get("spec_counters"), Mapping)
             else None
         ),
+        gpu=GpuSpan.from_dict(data["gpu"]) if isinstance(data.get("gpu"), Mapping) else None,
     )
 
 
@@ -119,6 +123,7 @@ def _crash_to_dict(crash: CrashInfo) -> dict[str, Any]:
         "capacity": crash.capacity,
         "detected_at": crash.detected_at,
         "source_time": crash.source_time,
+        "gpu_memory": [s.to_dict() for s in crash.gpu_memory],
     }
 
 
@@ -136,6 +141,7 @@ def _crash_from_dict(data: Mapping[str, Any]) -> CrashInfo:
         capacity=_opt_int(data.get("capacity")),
         detected_at=_opt_float(data.get("detected_at")),
         source_time=_opt_float(data.get("source_time")),
+        gpu_memory=tuple(GpuSample.from_dict(s) for s in data.get("gpu_memory") or ()),
     )
 
 
@@ -257,6 +263,8 @@ def record_to_dict(
     if record.rate_probes:
         out["rate_probes"] = [_probe_to_dict(p) for p in record.rate_probes]
         out["slo_rate"] = record.slo_rate
+    if record.gpu is not None:
+        out["gpu"] = record.gpu.to_dict()
     if bench is not None:
         out["bench"] = dict(bench)
     return out
@@ -305,6 +313,7 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             speculation_off=str(data.get("speculation_off", "")),
             prune=None if data.get("prune") is None else _prune_from_dict(data["prune"]),
             rate_probes=tuple(_probe_from_dict(p) for p in data.get("rate_probes", ())),
+            gpu=TrialGpu.from_dict(data["gpu"]) if isinstance(data.get("gpu"), Mapping) else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"trial record is malformed ({type(exc).__name__}: {exc})") from None

@@ -17,6 +17,7 @@ from typing import Any
 
 from specconsole.sim.args import ParsedArgs
 from specconsole.sim.engine import Scheduler, StepReporter
+from specconsole.sim.gpustate import GpuBoard
 from specconsole.sim.model import MemoryPlan, plan_memory
 from specconsole.sim.profile import Profile
 from specconsole.sim.resolve import ResolvedArgs
@@ -88,6 +89,8 @@ class SimBox:
         )
         self.created = int(time.time())
         self._fatal = asyncio.Event()
+        self.gpus = GpuBoard(profile, args.tp_size)
+        """What its GPUs hold and how busy they are, for the box's ``nvidia-smi``."""
 
     @property
     def fatal_seen(self) -> bool:
@@ -100,10 +103,13 @@ class SimBox:
     def mark_fatal(self) -> None:
         self._fatal.set()
 
-    async def phase(self, share: float) -> None:
-        """Sleep for ``share`` of the load time (a load phase)."""
+    async def phase(self, share: float, gpu_gb: float = 0.0) -> None:
+        """Sleep for ``share`` of the load time (a load phase), allocating ``gpu_gb`` more
+        on each GPU meanwhile (what the box's ``nvidia-smi`` shows)."""
         seconds = self.opts.load_seconds * share
-        if seconds > 0:
+        if gpu_gb:
+            await self.gpus.ramp(gpu_gb, max(seconds, 0.0))
+        elif seconds > 0:
             await asyncio.sleep(seconds)
 
     # -- what a face fills in ------------------------------------------------------------------

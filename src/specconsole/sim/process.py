@@ -86,10 +86,13 @@ async def _serve(sim: SimBox, sock: socket.socket, app: object) -> int:
             return
         if not serving:
             listen()
+        busy = asyncio.create_task(sim.gpus.follow(sim.scheduler))  # nvidia-smi's load
         try:
             await sim.scheduler.run()
         except SchedulerCrash:
             sim.serving_crash()
+        finally:
+            busy.cancel()
 
     life = asyncio.create_task(lifecycle())
     fatal = asyncio.create_task(sim.wait_fatal())
@@ -117,6 +120,7 @@ async def _serve(sim: SimBox, sock: socket.socket, app: object) -> int:
     for task in (fatal, stopper, life, watcher):
         if task is not None:
             task.cancel()
+    sim.gpus.close()  # its memory is freed
     return 0
 
 

@@ -66,6 +66,10 @@ class GpuSection:
     """Memory of one GPU in GiB; it drives SGLang's auto chunked-prefill and graph sizes."""
     name: str = "NVIDIA GPU"
     """Device name (reported in ``/server_info``)."""
+    power_idle_w: float = 30.0
+    """Power draw of an idle GPU (the box's ``nvidia-smi``, :mod:`specconsole.sim.gpustate`)."""
+    power_max_w: float = 300.0
+    """Its power limit: what a fully busy GPU at the largest batch draws."""
 
 
 @dataclass(frozen=True, slots=True)

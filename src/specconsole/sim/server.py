@@ -107,17 +107,18 @@ class SimServer(SimBox):
         shares = p.load
         total = self.opts.load_seconds
         log.all_ranks(logfmt.init_distributed_begin())
-        await self.phase(shares.distributed)
+        await self.phase(shares.distributed, p.memory.cuda_context_gb)
         log.all_ranks(
             logfmt.init_distributed_end(total * shares.distributed, p.memory.cuda_context_gb)
         )
         # Target weights.
         log.all_ranks(logfmt.load_weight_begin(plan.avail_start_gb))
         if self.opts.hang_during_load:
-            await self.phase(shares.target_weights / 2)
+            await self.phase(shares.target_weights / 2, plan.target_weights_gb / 2)
             await asyncio.Event().wait()  # never ready; SIGTERM still stops us
-        await self.phase(shares.target_weights)
+        await self.phase(shares.target_weights, plan.target_weights_gb)
         if plan.failure is LoadFailure.WEIGHTS_OOM and plan.failed_graph == "target":
+            await self.gpus.fail_at(plan.total_gb)
             self._fatal_log(
                 logfmt.weights_oom_traceback(
                     1.25, plan.total_gb, max(plan.avail_start_gb, 0.0) % 1.0
@@ -137,8 +138,9 @@ class SimServer(SimBox):
         )
         if a.speculative:
             log.all_ranks(logfmt.load_weight_begin(plan.avail_after_target_gb))
-            await self.phase(shares.draft_weights)
+            await self.phase(shares.draft_weights, plan.draft_weights_gb)
             if plan.failure is LoadFailure.WEIGHTS_OOM:
+                await self.gpus.fail_at(plan.total_gb)
                 self._fatal_log(
                     logfmt.weights_oom_traceback(
                         plan.draft_weights_gb, plan.total_gb, max(plan.avail_after_target_gb, 0.0)
@@ -156,8 +158,10 @@ class SimServer(SimBox):
                     plan.draft_weights_gb,
                 )
             )
-        await self.phase(shares.kv_cache)
+        pool_gb = plan.spec_workspace_gb + plan.target_kv_gb + plan.draft_kv_gb
+        await self.phase(shares.kv_cache, pool_gb)  # the workspace, then the KV pool
         if plan.failure is LoadFailure.NOT_ENOUGH_MEMORY:
+            await self.gpus.fail_at(self.gpus.used_gb)  # past the static budget: refused
             self._fatal_log(logfmt.not_enough_memory_traceback(d, a.mem_fraction_static))
             return False
         half_t = plan.target_kv_gb / 2
@@ -212,8 +216,9 @@ class SimServer(SimBox):
             target = logfmt.GraphCapture("target decode", 1)
             drafts = []
         log.all_ranks(target.begin(d, bs, plan.avail_after_kv_gb))
-        await self.phase(shares.graph_target)
+        await self.phase(shares.graph_target, plan.graph_target_gb)
         if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE and plan.failed_graph == "target":
+            await self.gpus.fail_at(plan.total_gb)
             self._fatal_log(
                 logfmt.capture_failed_traceback(
                     d,
@@ -236,8 +241,9 @@ class SimServer(SimBox):
         for i, g in enumerate(drafts):
             share_gb = plan.graph_draft_gb / len(drafts)
             log.all_ranks(g.begin(d, bs, avail))
-            await self.phase(shares.graph_draft / len(drafts))
+            await self.phase(shares.graph_draft / len(drafts), share_gb)
             if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE and i == 0:
+                await self.gpus.fail_at(plan.total_gb)
                 self._fatal_log(
                     logfmt.capture_failed_traceback(
                         d,

@@ -49,6 +49,7 @@ def _crash(
         capacity=trial.capacity,
         detected_at=at,
         source_time=source_time,
+        gpu_memory=state.gpus,  # as last sampled: the memory at the fatal line
     )
     was_benchmarking = state.phase is Phase.BENCHMARKING
     new = _enter(replace(state, trial=replace(trial, crash=info, status=status)), Phase.CRASHED, at)

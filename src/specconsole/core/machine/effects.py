@@ -77,6 +77,19 @@ class StopWatch(Effect):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class StartTelemetry(Effect):
+    """Sample the box's GPUs (``nvidia-smi``, streamed) for ``trial_index`` until
+    ``StopTelemetry`` → GpuSampled*, or GpuTelemetryAbsent once for a box without GPUs."""
+
+    trial_index: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopTelemetry(Effect):
+    """Stop sampling the GPUs (the trial ended)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StartTimer(Effect):
     """Fire ``TimerFired(key)`` after ``seconds`` unless cancelled."""
 

@@ -20,6 +20,7 @@ from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
+from specconsole.core.measure.gpu import GpuSample
 from specconsole.core.measure.trials import LevelSummary, TrialRecord
 from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.ports import BenchProgress, ServiceStatus
@@ -237,6 +238,24 @@ class ServerExited(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GpuSampled(Outcome):
+    """One ``nvidia-smi`` sample of every GPU, taken for ``trial_index``'s telemetry. Holds
+    in every epoch (a crash begins a new one while the GPUs are still being watched); the
+    trial it was taken for decides where it counts."""
+
+    samples: tuple[GpuSample, ...]
+    trial_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuTelemetryAbsent(Outcome):
+    """The box has no GPU to sample (no ``nvidia-smi``, no device, or the backend's GPUs
+    are elsewhere): said once, nothing else changes."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimerFired(Outcome):
     """A timer set by ``StartTimer`` expired."""
 
@@ -383,6 +402,8 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     SpeculationOffSeen,
     FatalSeen,
     ServerExited,
+    GpuSampled,
+    GpuTelemetryAbsent,
     TimerFired,
     ServerInfoFetched,
     CacheFlushed,

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
+from specconsole.core.machine import telemetry
 from specconsole.core.machine.common import (
     IllegalTransition,
     Result,
@@ -155,6 +156,7 @@ def _on_benchmark_only(state: ControllerState, event: ev.Event) -> Result:
     return new, (
         *(e for e in begun if isinstance(e, fx.Notify)),
         fx.StartWatch(epoch=new.epoch, trial_index=trial.index, continue_previous=True),
+        *telemetry.start(new, trial),
         fx.FetchServerInfo(epoch=new.epoch),
     )
 

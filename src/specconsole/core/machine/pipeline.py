@@ -11,7 +11,7 @@ from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import results, speculation
+from specconsole.core.machine import results, speculation, telemetry
 from specconsole.core.machine.common import (
     Effects,
     Result,
@@ -113,6 +113,7 @@ def _on_reattach_checked(state: ControllerState, event: ev.Event) -> Result:
     return new, (
         fx.Notify(epoch=state.epoch, level="info", text=text),
         fx.StartWatch(epoch=state.epoch, trial_index=trial.index),
+        *telemetry.start(state, trial),
         fx.FetchServerInfo(epoch=state.epoch),
     )
 
@@ -145,6 +146,7 @@ def _on_restarted(state: ControllerState, event: ev.Event) -> Result:
     new = replace(new, load_stage=LoadStage.STARTING, load_stage_since=event.at)
     return new, (
         fx.StartWatch(epoch=state.epoch, trial_index=trial.index),
+        *telemetry.start(state, trial),
         fx.StartTimer(epoch=state.epoch, key=fx.LOAD_TIMER, seconds=_load_timeout(state)),
     )
 

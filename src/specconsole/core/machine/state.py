@@ -24,6 +24,7 @@ from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
+from specconsole.core.measure.gpu import GpuSample
 from specconsole.core.measure.trials import (
     BUSY_PHASES,
     COUNTED_KINDS,
@@ -232,6 +233,11 @@ class ControllerState:
     names and rules follow it."""
     engine_version_source: str = ""
     """Where it came from: ``declared``, ``detected``, ``server_info``, ``unknown``."""
+    gpus: tuple[GpuSample, ...] = ()
+    """The GPUs as last sampled for the trial in progress (empty between trials)."""
+    gpu_absent: str = ""
+    """Why the box's GPUs cannot be sampled, once known ('' while they can or nobody
+    asked): said once, and not asked again."""
     """Free-form labels the runtime sets (host, engine, service); not used by the machine."""
 
     @property

@@ -69,6 +69,7 @@ from specconsole.core.machine.state import (
     ControllerState,
     Phase,
 )
+from specconsole.core.machine.telemetry import on_absent, on_sampled
 
 _ANY_EPOCH = (
     ev.ConnectionChanged,
@@ -76,8 +77,11 @@ _ANY_EPOCH = (
     ev.BoxProbed,
     ev.EngineVersionKnown,
     ev.PreflightChecked,
+    ev.GpuSampled,
+    ev.GpuTelemetryAbsent,
 )
-"""Outcomes about the box or the pool, not a trial: they hold in every epoch."""
+"""Outcomes about the box or the pool, not a trial: they hold in every epoch (a GPU sample
+names the trial it was taken for)."""
 
 
 def step(state: ControllerState, event: ev.Event) -> Result:
@@ -284,6 +288,8 @@ ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.PoolChanged: _on_pool_changed,
     ev.EngineVersionKnown: _on_engine_version,
     ev.PreflightChecked: on_preflight,
+    ev.GpuSampled: on_sampled,
+    ev.GpuTelemetryAbsent: on_absent,
     ev.FocusBox: _on_focus_box,
     ev.SetPolicy: _on_set_policy,
     ev.Quit: _on_quit,

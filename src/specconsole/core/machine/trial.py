@@ -10,6 +10,7 @@ from dataclasses import replace
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
+from specconsole.core.machine import telemetry
 from specconsole.core.machine.common import (
     COUNTED_KINDS,
     NEEDS_DECISION,
@@ -61,6 +62,7 @@ def _begin_trial(
         trial=trial,
         bench=(),
         log_tail=(),
+        gpus=(),
         pending=None,
         pause_requested=pause_after,
     )
@@ -158,10 +160,12 @@ def _finish_trial(
         phases=(*phases, PhaseStamp(Phase.RECORDING, at)),
         errors=trial.errors + errors,
         note=(trial.note + "; " + note).strip("; ") if note else trial.note,
+        levels=telemetry.attach_levels(trial.levels, trial.gpu),
     )
-    new = replace(state, trial=record, phase=Phase.RECORDING, phase_since=at)
+    new = replace(state, trial=record, phase=Phase.RECORDING, phase_since=at, gpus=())
     new = replace(new, load_stage=None, load_stage_since=None)
-    return new, (*extra, fx.RecordTrial(epoch=new.epoch, record=record))
+    stop = telemetry.stop(state)  # the GPUs are sampled for a trial, never beyond it
+    return new, (*extra, *stop, fx.RecordTrial(epoch=new.epoch, record=record))
 
 
 def _available_choices(state: ControllerState) -> tuple[ResumeChoice, ...]:

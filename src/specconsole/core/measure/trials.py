@@ -19,6 +19,7 @@ from enum import StrEnum
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.measure.acceptance import CounterAcceptance
+from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.core.measure.stats import Spread
 
 
@@ -186,6 +187,13 @@ class LevelSummary:
     counters: CounterAcceptance | None = None
     """The engine's own speculative-decoding counters over the level (drafts, draft tokens,
     accepted, per position, the server's output tokens); ``accept_length`` is then theirs."""
+    gpu: GpuSpan | None = None
+    """What the GPUs did while the level was measured (``nvidia-smi``; None: not sampled)."""
+
+    @property
+    def tokens_per_joule(self) -> float | None:
+        """Output tokens per joule: aggregate tok/s over the GPUs' mean power."""
+        return None if self.gpu is None else self.gpu.tokens_per_joule(self.output_tok_s)
 
     @property
     def accept_rate(self) -> float | None:
@@ -263,6 +271,8 @@ class CrashInfo:
     """When the controller noticed (wall clock)."""
     source_time: float | None = None
     """When the fatal line was written, if the log said."""
+    gpu_memory: tuple[GpuSample, ...] = ()
+    """Each GPU as last sampled when the crash was seen: the memory at the fatal line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +345,9 @@ class TrialRecord:
     """Set when the trial was pruned (status ``pruned``): the figure that decided it."""
     rate_probes: tuple[RateProbe, ...] = ()
     """``max_rate_under_slo``: every rate probe, in the order they ran."""
+    gpu: TrialGpu | None = None
+    """What the GPUs did: memory while loading (peak) and at ready, and per level (also in
+    each level's ``gpu``); None when the box was not sampled."""
 
     @property
     def effective(self) -> ServerConfig:

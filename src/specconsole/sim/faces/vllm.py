@@ -142,7 +142,7 @@ class VllmServer(SimBox):
         a, p, plan, log, t = self.args, self.profile, self.plan, self.log, self.text
         shares, total = p.load, self.opts.load_seconds
         log.record(CORE, "engine", t.release, fatal.config_text(a))
-        await self.phase(shares.distributed)
+        await self.phase(shares.distributed, p.memory.cuda_context_gb)
         if not extensible(self.release):
             free, wanted = free_at_start_gb(p), p.gpu.memory_gb * a.mem_fraction_static
             if wanted > free:
@@ -151,18 +151,20 @@ class VllmServer(SimBox):
         if t.has("load"):
             log.record(CORE, "load", a.model_path)
         if self.opts.hang_during_load:
-            await self.phase(shares.target_weights / 2)
+            await self.phase(shares.target_weights / 2, plan.target_weights_gb / 2)
             await asyncio.Event().wait()  # never ready; SIGTERM still stops us
-        await self.phase(shares.target_weights)
+        await self.phase(shares.target_weights, plan.target_weights_gb)
         if plan.failure is LoadFailure.WEIGHTS_OOM and plan.failed_graph == "target":
+            await self.gpus.fail_at(plan.total_gb)
             self._fail("torch.OutOfMemoryError", fatal.oom(plan, 1.25), "load_model")
             return False
         log.record(CORE, "weights", total * shares.target_weights)
         if a.speculative:
             if t.has("drafter"):
                 log.record(CORE, "drafter")
-            await self.phase(shares.draft_weights)
+            await self.phase(shares.draft_weights, plan.draft_weights_gb)
             if plan.failure is LoadFailure.WEIGHTS_OOM:
+                await self.gpus.fail_at(plan.total_gb)
                 self._fail(
                     "torch.OutOfMemoryError", fatal.oom(plan, plan.draft_weights_gb), "load_model"
                 )
@@ -173,7 +175,10 @@ class VllmServer(SimBox):
         log.record(CORE, "loaded", *fatal.loaded_args(t, weights, took))
         if t.graphs_before_kv and not await self._graphs():
             return False
-        await self.phase(shares.kv_cache)
+        pool_gb = plan.spec_workspace_gb + plan.target_kv_gb + plan.draft_kv_gb
+        await self.phase(shares.kv_cache, pool_gb)
+        if plan.failure is LoadFailure.NOT_ENOUGH_MEMORY:
+            await self.gpus.fail_at(self.gpus.used_gb)
         if not self._kv():
             return False
         if not t.graphs_before_kv and not await self._graphs():
@@ -203,8 +208,10 @@ class VllmServer(SimBox):
         a, p, plan, log = self.args, self.profile, self.plan, self.log
         if not a.capture_bs:
             return True
-        await self.phase(p.load.graph_target + p.load.graph_draft)
+        graphs_gb = plan.graph_target_gb + plan.graph_draft_gb
+        await self.phase(p.load.graph_target + p.load.graph_draft, graphs_gb)
         if plan.failure is LoadFailure.CUDA_GRAPH_CAPTURE:
+            await self.gpus.fail_at(plan.total_gb)
             self._fail(
                 "torch.OutOfMemoryError", fatal.oom(plan, plan.graph_target_gb), "capture_model"
             )

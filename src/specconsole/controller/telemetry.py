@@ -1,0 +1,163 @@
+"""The GPU telemetry's I/O: stream ``nvidia-smi`` from the box while a trial runs and post
+every sample of every GPU to the controller.
+
+Why a module of its own (like ``controller.watcher``): the sampling is a long-running loop
+over the transport, and none of it decides anything — where a sample counts is
+``core.machine.telemetry``'s, reading it ``core.measure.gpu``'s. One command runs per
+trial, over the transport that carries everything else: ``nvidia-smi --query-gpu=...
+--format=csv,noheader,nounits -lms 500`` streamed line by line (``Transport.stream``), not
+one command per sample. It is bounded on both ends — on the box by ``timeout`` (when the
+box has it) and on this side by :data:`MAX_LINES` lines a run and :data:`MAX_RESTARTS`
+restarts a trial — and stopped with the trial (``StopTelemetry``). A box without
+``nvidia-smi`` or without a device is told once (``GpuTelemetryAbsent``) and never asked
+again; a batch job's GPUs are on its node, not on the box the transport reaches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+from collections.abc import Callable
+from contextlib import aclosing
+
+from specconsole.core.machine import effects as fx
+from specconsole.core.machine import events as ev
+from specconsole.core.measure.gpu import GpuSample, parse_sample, query_args
+from specconsole.core.ports import LocatedService, ServiceBackend, Transport
+
+log = logging.getLogger(__name__)
+
+INTERVAL_MS = 500
+"""How often the box's ``nvidia-smi`` prints a sample of every GPU."""
+BOX_LIMIT_S = 12 * 3600
+"""The longest one ``nvidia-smi`` may run on the box (``timeout``): a lost link cannot leave
+it running for ever."""
+MAX_LINES = 2_000_000
+"""Lines read from one run (about 55 hours of 4 GPUs at 2 Hz) before it is ended."""
+MAX_RESTARTS = 3
+"""Runs restarted in one trial after the stream ended early (a dropped link)."""
+RESTART_AFTER_S = 1.0
+NO_SMI = "__specconsole_no_nvidia_smi__"
+
+
+def command(interval_ms: int = INTERVAL_MS) -> str:
+    """The shell command run on the box: the query, bounded in time where ``timeout`` is
+    there, and a marker instead of an error when ``nvidia-smi`` is not."""
+    query = shlex.join(query_args(interval_ms))
+    return (
+        f"command -v nvidia-smi >/dev/null 2>&1 || {{ echo {NO_SMI}; exit 0; }}; "
+        f"if command -v timeout >/dev/null 2>&1; "
+        f"then exec timeout -k 5 {BOX_LIMIT_S} {query} 2>&1; else exec {query} 2>&1; fi"
+    )
+
+
+def absent_reason(lines: list[str]) -> str:
+    """Why a run that printed no sample found no GPU, from what it printed."""
+    if NO_SMI in lines:
+        return "no nvidia-smi"
+    text = " ".join(lines).strip()
+    if "No devices were found" in text:
+        return "nvidia-smi found no device"
+    return f"nvidia-smi: {lines[-1][:160]}" if lines else "nvidia-smi printed nothing"
+
+
+class Batcher:
+    """Groups a tick's lines (one per GPU) into one sample of every GPU: a tick ends when a
+    GPU index comes round again, or once as many GPUs as the last tick had were read."""
+
+    def __init__(self) -> None:
+        self._batch: list[GpuSample] = []
+        self._gpus: int | None = None
+
+    def add(self, sample: GpuSample) -> tuple[GpuSample, ...]:
+        """The tick this sample completes (or the one it starts after), else ()."""
+        done: tuple[GpuSample, ...] = ()
+        if self._batch and sample.index <= self._batch[-1].index:
+            done, self._gpus = tuple(self._batch), len(self._batch)
+            self._batch = []
+        self._batch.append(sample)
+        if not done and self._gpus is not None and len(self._batch) >= self._gpus:
+            done, self._batch = tuple(self._batch), []
+        return done
+
+
+class GpuTelemetry:
+    """Performs ``StartTelemetry`` / ``StopTelemetry``; posts ``GpuSampled`` and, once,
+    ``GpuTelemetryAbsent``."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        backend: ServiceBackend,
+        post: Callable[[ev.Event], None],
+        *,
+        interval_ms: int = INTERVAL_MS,
+    ) -> None:
+        self._transport = transport
+        self._backend = backend
+        self._post = post
+        self.interval_ms = interval_ms
+        self.task: asyncio.Task[None] | None = None
+        """The run sampling for the trial in progress (None between trials)."""
+        self.absent = ""
+        """Why the box's GPUs cannot be sampled, once known."""
+
+    def perform(self, effect: fx.Effect) -> None:
+        if isinstance(effect, fx.StartTelemetry):
+            self.stop()
+            if not self.absent:
+                self.task = asyncio.ensure_future(self._run(effect.trial_index, effect.epoch))
+        elif isinstance(effect, fx.StopTelemetry):
+            self.stop()
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+    def _say_absent(self, reason: str, epoch: int) -> None:
+        self.absent = reason
+        self._post(ev.GpuTelemetryAbsent(reason=reason, epoch=epoch))
+
+    async def _run(self, trial_index: int, epoch: int) -> None:
+        if isinstance(self._backend, LocatedService):
+            self._say_absent("the GPUs are on the batch job's node", epoch)
+            return
+        sampled = False
+        for attempt in range(MAX_RESTARTS + 1):
+            if attempt:
+                await asyncio.sleep(RESTART_AFTER_S)
+            said: list[str] = []
+            try:
+                sampled = await self._stream(trial_index, epoch, said) or sampled
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a dropped link: try again, a few times
+                log.debug("telemetry: the nvidia-smi stream ended with %s", exc)
+                continue
+            if not sampled:
+                self._say_absent(absent_reason(said), epoch)
+                return
+
+    async def _stream(self, trial_index: int, epoch: int, said: list[str]) -> bool:
+        """One run of ``nvidia-smi``: post its samples; whether it printed any. The first
+        lines that are not samples are kept in ``said`` (why there is no GPU)."""
+        batcher = Batcher()
+        sampled = False
+        lines = 0
+        async with aclosing(self._transport.stream(command(self.interval_ms))) as stream:
+            async for line in stream:
+                lines += 1
+                if lines > MAX_LINES:
+                    break
+                sample = parse_sample(line)
+                if sample is None:
+                    if len(said) < 8:
+                        said.append(line.strip()[:400])
+                    continue
+                sampled = True
+                tick = batcher.add(sample)
+                if tick:
+                    self._post(ev.GpuSampled(samples=tick, trial_index=trial_index, epoch=epoch))
+        return sampled

@@ -1,0 +1,359 @@
+"""GPU telemetry as data: ``nvidia-smi``'s CSV read into samples, and samples folded into the
+figures a trial records.
+
+Why pure and here: the question after a crash in load is "how close to the memory limit did
+the last good configuration come?", and energy per token is a figure next to tok/s. Both are
+arithmetic over what ``nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N``
+prints on the box, so the reading (:func:`parse_sample`) and the folding (:class:`GpuStats`,
+:class:`TrialGpu`) are plain data in, plain data out, tested without a GPU; the stream that
+carries the lines is the controller's (``controller.telemetry``).
+
+Definitions (per GPU, over the samples taken in a span: a trial's load, one ladder level):
+
+* memory peak / mean: the largest and the mean ``memory.used`` (MiB);
+* utilisation, power: the means of ``utilization.gpu`` (%) and ``power.draw`` (W) over the
+  samples that report them (``[N/A]`` is left out, never read as 0);
+* a span's power is the sum of its GPUs' mean power, its utilisation their mean;
+* tokens per joule = output tokens per second / watts (a level's aggregate tok/s over the
+  mean power of every GPU sampled during it).
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = [
+    "QUERY_FIELDS",
+    "GpuSample",
+    "GpuSpan",
+    "GpuStats",
+    "TrialGpu",
+    "fold",
+    "parse_sample",
+    "query_args",
+]
+
+QUERY_FIELDS: tuple[str, ...] = (
+    "timestamp",
+    "index",
+    "memory.used",
+    "memory.total",
+    "utilization.gpu",
+    "power.draw",
+    "temperature.gpu",
+)
+"""What is sampled, in the order ``nvidia-smi`` prints it (one GPU a line)."""
+
+MAX_LINE = 4096
+"""A longer line is not a sample (a bounded read: the stream may carry anything)."""
+
+
+def query_args(interval_ms: int) -> tuple[str, ...]:
+    """``nvidia-smi``'s argv for a sample of every GPU each ``interval_ms`` milliseconds
+    (memory in MiB, power in W, no units, no header), printed until it is stopped."""
+    return (
+        "nvidia-smi",
+        f"--query-gpu={','.join(QUERY_FIELDS)}",
+        "--format=csv,noheader,nounits",
+        "-lms",
+        str(int(interval_ms)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU at one moment, as ``nvidia-smi`` printed it."""
+
+    index: int
+    memory_used_mib: float
+    memory_total_mib: float
+    utilization_pct: float | None = None
+    power_w: float | None = None
+    temperature_c: float | None = None
+    stamp: str = ""
+    """The box's own ``timestamp`` (``2026/12/06 02:32:06.123``, the box's local time)."""
+
+    @property
+    def memory_share(self) -> float:
+        """Used / total memory, in [0, 1]."""
+        if self.memory_total_mib <= 0:
+            return 0.0
+        return min(1.0, max(0.0, self.memory_used_mib / self.memory_total_mib))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "memory_used_mib": self.memory_used_mib,
+            "memory_total_mib": self.memory_total_mib,
+            "utilization_pct": self.utilization_pct,
+            "power_w": self.power_w,
+            "temperature_c": self.temperature_c,
+            "stamp": self.stamp,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GpuSample:
+        return cls(
+            index=int(data["index"]),
+            memory_used_mib=float(data["memory_used_mib"]),
+            memory_total_mib=float(data["memory_total_mib"]),
+            utilization_pct=_opt(data.get("utilization_pct")),
+            power_w=_opt(data.get("power_w")),
+            temperature_c=_opt(data.get("temperature_c")),
+            stamp=str(data.get("stamp", "")),
+        )
+
+
+def _opt(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _number(text: str) -> float | None:
+    """``47600``, ``312.45`` or ``47600 MiB`` → the number; ``[N/A]``, ``[Not Supported]``,
+    ``N/A`` and anything else that is not a finite number → None."""
+    word = text.strip().split(" ")[0] if text.strip() else ""
+    try:
+        value = float(word)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def parse_sample(line: str) -> GpuSample | None:
+    """One line of the :data:`QUERY_FIELDS` query, or None when it is not one (a header, an
+    error message, a GPU without memory figures)."""
+    if len(line) > MAX_LINE:
+        return None
+    fields = [field.strip() for field in line.split(",")]
+    if len(fields) != len(QUERY_FIELDS):
+        return None
+    stamp, index, used, total, util, power, temp = fields
+    if not index.isdigit():
+        return None
+    used_mib, total_mib = _number(used), _number(total)
+    if used_mib is None or total_mib is None or total_mib <= 0:
+        return None
+    return GpuSample(
+        index=int(index),
+        memory_used_mib=used_mib,
+        memory_total_mib=total_mib,
+        utilization_pct=_number(util),
+        power_w=_number(power),
+        temperature_c=_number(temp),
+        stamp=stamp,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GpuStats:
+    """One GPU's figures over a span (running sums: folding a sample is O(1))."""
+
+    index: int
+    samples: int = 0
+    memory_total_mib: float = 0.0
+    memory_peak_mib: float = 0.0
+    memory_sum_mib: float = 0.0
+    utilization_sum: float = 0.0
+    utilization_samples: int = 0
+    power_sum_w: float = 0.0
+    power_samples: int = 0
+
+    def add(self, sample: GpuSample) -> GpuStats:
+        util, power = sample.utilization_pct, sample.power_w
+        return replace(
+            self,
+            samples=self.samples + 1,
+            memory_total_mib=sample.memory_total_mib,
+            memory_peak_mib=max(self.memory_peak_mib, sample.memory_used_mib),
+            memory_sum_mib=self.memory_sum_mib + sample.memory_used_mib,
+            utilization_sum=self.utilization_sum + (util or 0.0),
+            utilization_samples=self.utilization_samples + (util is not None),
+            power_sum_w=self.power_sum_w + (power or 0.0),
+            power_samples=self.power_samples + (power is not None),
+        )
+
+    @property
+    def memory_mean_mib(self) -> float | None:
+        return self.memory_sum_mib / self.samples if self.samples else None
+
+    @property
+    def utilization_pct(self) -> float | None:
+        n = self.utilization_samples
+        return self.utilization_sum / n if n else None
+
+    @property
+    def power_w(self) -> float | None:
+        n = self.power_samples
+        return self.power_sum_w / n if n else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The sums (read back) and the means (for readers)."""
+        return {
+            "index": self.index,
+            "samples": self.samples,
+            "memory_total_mib": self.memory_total_mib,
+            "memory_peak_mib": self.memory_peak_mib,
+            "memory_sum_mib": self.memory_sum_mib,
+            "utilization_sum": self.utilization_sum,
+            "utilization_samples": self.utilization_samples,
+            "power_sum_w": self.power_sum_w,
+            "power_samples": self.power_samples,
+            "memory_mean_mib": self.memory_mean_mib,
+            "utilization_mean_pct": self.utilization_pct,
+            "power_mean_w": self.power_w,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GpuStats:
+        return cls(
+            index=int(data["index"]),
+            samples=int(data.get("samples", 0)),
+            memory_total_mib=float(data.get("memory_total_mib", 0.0)),
+            memory_peak_mib=float(data.get("memory_peak_mib", 0.0)),
+            memory_sum_mib=float(data.get("memory_sum_mib", 0.0)),
+            utilization_sum=float(data.get("utilization_sum", 0.0)),
+            utilization_samples=int(data.get("utilization_samples", 0)),
+            power_sum_w=float(data.get("power_sum_w", 0.0)),
+            power_samples=int(data.get("power_samples", 0)),
+        )
+
+
+def fold(stats: Sequence[GpuStats], samples: Iterable[GpuSample]) -> tuple[GpuStats, ...]:
+    """``stats`` (one per GPU, by index) with ``samples`` added; a GPU seen first is added."""
+    by_index = {s.index: s for s in stats}
+    for sample in samples:
+        by_index[sample.index] = by_index.get(sample.index, GpuStats(sample.index)).add(sample)
+    return tuple(by_index[i] for i in sorted(by_index))
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpan:
+    """Every GPU over one span (a ladder level): what a level's record carries."""
+
+    gpus: tuple[GpuStats, ...] = ()
+
+    @property
+    def samples(self) -> int:
+        return max((g.samples for g in self.gpus), default=0)
+
+    @property
+    def memory_peak_mib(self) -> float | None:
+        """The fullest GPU's peak."""
+        return max((g.memory_peak_mib for g in self.gpus if g.samples), default=None)
+
+    @property
+    def memory_total_mib(self) -> float | None:
+        return max((g.memory_total_mib for g in self.gpus if g.samples), default=None)
+
+    @property
+    def memory_mean_mib(self) -> float | None:
+        """The fullest GPU's mean (the GPUs of one server hold about the same)."""
+        means = [g.memory_mean_mib for g in self.gpus if g.memory_mean_mib is not None]
+        return max(means) if means else None
+
+    @property
+    def power_w(self) -> float | None:
+        """Every sampled GPU's mean power, summed (None when none reported power)."""
+        powers = [g.power_w for g in self.gpus if g.power_w is not None]
+        return sum(powers) if powers else None
+
+    @property
+    def utilization_pct(self) -> float | None:
+        """The sampled GPUs' mean utilisation."""
+        utils = [g.utilization_pct for g in self.gpus if g.utilization_pct is not None]
+        return sum(utils) / len(utils) if utils else None
+
+    def tokens_per_joule(self, tok_s: float) -> float | None:
+        """``tok_s`` output tokens per second over this span's power (None: no power)."""
+        power = self.power_w
+        return tok_s / power if power and power > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "memory_peak_mib": self.memory_peak_mib,
+            "memory_mean_mib": self.memory_mean_mib,
+            "memory_total_mib": self.memory_total_mib,
+            "power_w": self.power_w,
+            "utilization_pct": self.utilization_pct,
+            "gpus": [g.to_dict() for g in self.gpus],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GpuSpan:
+        return cls(tuple(GpuStats.from_dict(g) for g in data.get("gpus", ())))
+
+
+@dataclass(frozen=True, slots=True)
+class TrialGpu:
+    """What the GPUs did during one trial: memory while it loaded (peak), at ready, and per
+    ladder level (by concurrency, every run of a repeated ladder together)."""
+
+    load: tuple[GpuStats, ...] = ()
+    """Samples taken before the server was ready (restart and load)."""
+    ready: tuple[GpuSample, ...] = ()
+    """The first sample of each GPU once the server was ready."""
+    levels: tuple[tuple[int, GpuSpan], ...] = ()
+    """(concurrency, its span) for every level sampled while it was measured."""
+
+    def level(self, concurrency: int) -> GpuSpan | None:
+        return next((span for c, span in self.levels if c == concurrency), None)
+
+    def with_level(self, concurrency: int, samples: Sequence[GpuSample]) -> TrialGpu:
+        span = self.level(concurrency) or GpuSpan()
+        grown = GpuSpan(fold(span.gpus, samples))
+        levels = tuple(sorted({**dict(self.levels), concurrency: grown}.items()))
+        return replace(self, levels=levels)
+
+    def with_load(self, samples: Sequence[GpuSample]) -> TrialGpu:
+        return replace(self, load=fold(self.load, samples))
+
+    def with_ready(self, samples: Sequence[GpuSample]) -> TrialGpu:
+        """The ready memory: each GPU's first sample once ready (later ones do not change
+        it)."""
+        known = {s.index for s in self.ready}
+        fresh = [s for s in samples if s.index not in known]
+        if not fresh:
+            return self
+        return replace(self, ready=tuple(sorted((*self.ready, *fresh), key=lambda s: s.index)))
+
+    @property
+    def load_peak_mib(self) -> float | None:
+        """The fullest GPU's peak while loading."""
+        return max((g.memory_peak_mib for g in self.load if g.samples), default=None)
+
+    @property
+    def ready_mib(self) -> float | None:
+        """The fullest GPU's memory once ready."""
+        return max((s.memory_used_mib for s in self.ready), default=None)
+
+    @property
+    def memory_total_mib(self) -> float | None:
+        totals = [s.memory_total_mib for s in self.ready] + [
+            g.memory_total_mib for g in self.load if g.samples
+        ]
+        return max(totals) if totals else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "load": [g.to_dict() for g in self.load],
+            "load_peak_mib": self.load_peak_mib,
+            "ready": [s.to_dict() for s in self.ready],
+            "ready_mib": self.ready_mib,
+            "memory_total_mib": self.memory_total_mib,
+            "levels": [{"concurrency": c, **span.to_dict()} for c, span in self.levels],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrialGpu:
+        return cls(
+            load=tuple(GpuStats.from_dict(g) for g in data.get("load", ())),
+            ready=tuple(GpuSample.from_dict(s) for s in data.get("ready", ())),
+            levels=tuple(
+                (int(lv["concurrency"]), GpuSpan.from_dict(lv)) for lv in data.get("levels", ())
+            ),
+        )
