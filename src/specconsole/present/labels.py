@@ -59,6 +59,7 @@ NOT_IN_LABELS: frozenset[str] = frozenset(
         "user",
         "working_directory",
         "box_flags",
+        "side_dir",
         "options",
     }
 )

@@ -110,6 +110,11 @@ class ServerConfig:
     """The flags the box's server binary accepts, from its own ``--help``
     (:mod:`.capabilities`; set by the controller before validation and deploy, never written
     to a file): renderers pick the spellings it has, validation refuses a flag it lacks."""
+    side_dir: str | None = field(default=None, compare=False, repr=False)
+    """The absolute folder on the box where the backend deploying this configuration puts its
+    side files (``Engine.side_files``: SGLang's adaptive config), set by the controller from
+    the backend before validation and deploy, never written to a file; the engine renders a
+    side file's path in it (``None``: the bare file name, as ``render`` shows it)."""
 
     def __getattr__(self, name: str) -> Any:
         """An engine option by its key, like a field: its value, or ``None`` when the engine

@@ -22,6 +22,7 @@ __all__ = [
     "ReleaseTable",
     "at_least",
     "flag_for",
+    "has_feature",
     "has_new_name",
     "parse_release",
     "parse_version",
@@ -60,6 +61,9 @@ class ReleaseTable:
     release up to the one that removes it still accepts."""
     rules_until: Mapping[str, str] = field(default_factory=dict)
     """Checks later releases dropped: rule -> first checked release without it."""
+    features_since: Mapping[str, str] = field(default_factory=dict)
+    """What later releases added: feature -> first release with it (SGLang's adaptive
+    mode), for the engine's rules and for a face of the simulator playing a release."""
 
 
 _VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post|rc|dev|a|b)(\d*))?\Z")
@@ -129,6 +133,17 @@ def unportable_changes(table: ReleaseTable) -> tuple[FlagChange, ...]:
         and c.removed is not None
         and parse_version(c.removed) <= newest
     )
+
+
+def has_feature(table: ReleaseTable, feature: str, version: str | None) -> bool | None:
+    """Whether release ``version`` has ``feature`` (``features_since``); ``None`` when the
+    release is unknown or not a release number."""
+    if version is None:
+        return None
+    try:
+        return parse_version(version) >= parse_version(table.features_since[feature])
+    except ValueError:
+        return None
 
 
 def rule_applies(table: ReleaseTable, rule: str, version: str | None) -> bool:

@@ -20,7 +20,13 @@ The slots, in the order a trial meets them:
 * **logs** — its :class:`~specconsole.core.logs.grammar.LogGrammar`: ready and capacity lines,
   statistics, tuning warnings, fatal causes with their fixes;
 * **endpoints** — where health, acceptance and capacity are read, the benchmark APIs it serves;
-* **editor** — the fields the console's editor shows for it, in its own vocabulary.
+* **editor** — the fields the console's editor shows for it, in its own vocabulary;
+* **tuning by level** — what it runs without speculation (the baseline a sweep compares
+  against), the one configuration that drafts each level's best length at that level's batch
+  sizes (or why it cannot: ``core.engine.schedule``), the files such a configuration needs
+  beside its unit, and the what-if that fixes the acceptance (a benchmark knob of its own:
+  SGLang's ``SGLANG_SIMULATE_ACC_LEN``, vLLM's synthetic rejection sampler, llama.cpp's
+  ``--spec-synth-len``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ if TYPE_CHECKING:
     from specconsole.core.config.model import ServerConfig, SpecAlgorithm
     from specconsole.core.config.options import OptionField
     from specconsole.core.config.releases import ReleaseTable
+    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
     from specconsole.core.measure.acceptance import SpecCounters
 
@@ -227,4 +234,40 @@ class Engine(Protocol):
     # -- editor --------------------------------------------------------------------------------
     def editor_fields(self, version: str | None) -> tuple[EditorField, ...]:
         """The editor's fields, in display order, spelled for release ``version``."""
+        ...
+
+    # -- tuning by level -----------------------------------------------------------------------
+    def without_speculation(self, config: ServerConfig) -> ServerConfig:
+        """``config`` drafting nothing and loading no draft: the baseline a sweep measures
+        speculation against (``[sweep] baseline``)."""
+        ...
+
+    def schedule(self, picks: Sequence[LevelPick]) -> ServerConfig | Issue:
+        """One configuration that drafts, at each pick's batch sizes
+        (``core.engine.schedule.level_ranges``), what that pick's configuration drafts — a
+        pick without speculation drafting nothing there — or the finding (field, message,
+        fix) why this engine cannot say it (the picks differ in more than the draft length,
+        it has no per-batch-size draft length). The release's rules are checked by
+        :meth:`check` like any configuration's."""
+        ...
+
+    def scheduled(self, config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
+        """The draft length ``config`` runs per batch-size range when it switches by batch
+        size (a schedule), ``None`` when it drafts one length at every size."""
+        ...
+
+    def side_files(self, config: ServerConfig) -> tuple[SideFile, ...]:
+        """Files ``config``'s command line names that the deploy must put in
+        ``config.side_dir`` on the box first (``()``: none)."""
+        ...
+
+    def fix_acceptance(self, config: ServerConfig, length: float) -> ServerConfig | Issue:
+        """``config`` with its acceptance fixed at ``length`` tokens per verify step (bonus
+        included) by the engine's own benchmark knob, or why it has none (for its release)."""
+        ...
+
+    def fixed_acceptance(self, config: ServerConfig) -> str | None:
+        """How ``config`` fixes its acceptance (``accept length 4.5
+        (SGLANG_SIMULATE_ACC_LEN)``), ``None`` when it drafts with the real one. A trial so
+        fixed is a what-if: recorded as such, never mixed with measured acceptance."""
         ...

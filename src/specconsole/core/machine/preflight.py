@@ -100,8 +100,14 @@ class PreflightReport:
 
 
 def planned_configs(plan: SweepPlan) -> list[ServerConfig]:
-    """The configurations the plan deploys: a ``staged`` plan's stages, else its grid."""
-    return staged_configs(plan) if plan.strategy is StrategyKind.STAGED else plan.grid()
+    """The configurations the plan deploys: a ``staged`` plan's stages, else its grid, and
+    the baseline when the plan measures one (a schedule is derived from the results)."""
+    configs = staged_configs(plan) if plan.strategy is StrategyKind.STAGED else plan.grid()
+    if plan.wants_baseline:
+        from specconsole.core.search.scheduling import baseline_config
+
+        configs = [*configs, baseline_config(plan)]
+    return configs
 
 
 def config_problems(

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
 
 
@@ -283,12 +284,13 @@ class Goal:
 
     def violation(self, trial: TrialRecord) -> float | None:
         """Total relative violation (0: feasible); None when the trial has no figures
-        (not ok, or a figure the goal needs is missing) or ran without the speculation it
-        asked for (``speculation_off``: it never wins a sweep)."""
+        (not ok, or a figure the goal needs is missing), ran without the speculation it
+        asked for (``speculation_off``: it never wins a sweep) or with its acceptance fixed
+        (a what-if, ``core.engine.schedule.Role``)."""
         if trial.status is not TrialStatus.OK or self.objective.interval(trial) is None:
             return None
-        if trial.speculation_off:
-            return None
+        if trial.speculation_off or config_role(trial.effective) is Role.WHAT_IF:
+            return None  # never measured with the real draft's acceptance: never the best
         total = 0.0
         for c in self.constraints:
             v = c.violation(trial)

@@ -125,6 +125,8 @@ _SWEEP_KEYS = {
     "prune",
     "prune_margin_pct",
     "rate_search",
+    "baseline",
+    "what_if_accept_length",
 }
 
 
@@ -226,7 +228,7 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         kw["max_wall_s"] = float(plan_number(sweep["max_wall_s"], "[sweep] max_wall_s"))
     if "load_timeout" in sweep:
         kw["load_timeout_s"] = float(plan_number(sweep["load_timeout"], "[sweep] load_timeout"))
-    for key in ("skip_infeasible", "start_at_base", "prune"):
+    for key in ("skip_infeasible", "start_at_base", "prune", "baseline"):
         if key in sweep:
             if not isinstance(sweep[key], bool):
                 raise PlanError(f"[sweep] {key} must be true or false")
@@ -263,7 +265,20 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         kw["noise_pct"] = float(
             plan_number(sweep["noise_pct"], "[sweep] noise_pct", minimum=-1e-12)
         )
+    if "what_if_accept_length" in sweep:
+        kw["what_if_accept"] = _accept_lengths(sweep["what_if_accept_length"])
     strategy = kw.get("strategy", StrategyKind.GRID)
+    if strategy is StrategyKind.SCHEDULE:
+        if not axes:
+            raise PlanError(
+                '[sweep] strategy = "schedule" needs [sweep.axes] with the draft lengths to '
+                "measure per level, e.g. speculative_num_steps = [1, 2, 3, 4, 5]"
+            )
+        if kw.get("prune"):
+            raise PlanError(
+                '[sweep] strategy = "schedule" reads every level of every candidate: '
+                "remove prune = true"
+            )
     if strategy in (StrategyKind.OPTIMIZE, StrategyKind.STAGED):
         if not axes:
             raise PlanError(
@@ -301,6 +316,23 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
         boxes=boxes,
         **kw,
     )
+
+
+def _accept_lengths(value: Any) -> tuple[float, ...]:
+    """``[sweep] what_if_accept_length``: one length or a list, each in [1, 64]."""
+    values = value if isinstance(value, list) else [value]
+    out: list[float] = []
+    for v in values:
+        number = plan_number(v, "[sweep] what_if_accept_length", minimum=1.0 - 1e-12)
+        if number > 64:
+            raise PlanError(
+                f"[sweep] what_if_accept_length = {number:g} is above 64 tokens per verify "
+                "step; give the accept length to assume, e.g. 4.5"
+            )
+        out.append(float(number))
+    if not out:
+        raise PlanError("[sweep] what_if_accept_length is empty; give e.g. 4.5 or [3.5, 4.5]")
+    return tuple(out)
 
 
 def _plain(value: Any) -> Any:
@@ -363,6 +395,10 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         sweep.update(goal_document(plan.goal))
     if plan.prune is not None:
         sweep["prune"] = plan.prune
+    if plan.baseline is not None:
+        sweep["baseline"] = plan.baseline
+    if plan.what_if_accept:
+        sweep["what_if_accept_length"] = list(plan.what_if_accept)
     if plan.prune_margin_pct != DEFAULT_PRUNE_MARGIN_PCT:
         sweep["prune_margin_pct"] = plan.prune_margin_pct
     if plan.rate_search is not None:

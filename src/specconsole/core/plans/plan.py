@@ -54,6 +54,10 @@ class StrategyKind(StrEnum):
     STAGED = "staged"
     """The capacity axes first (speculation as in the base), then the speculative axes on
     the winner (``core.search.staged``)."""
+    SCHEDULE = "schedule"
+    """Every static candidate of the axes, the baseline without speculation, then one
+    configuration that drafts each level's best length at its batch sizes, benchmarked on the
+    same ladder (``core.search.scheduling``)."""
 
 
 DEFAULT_PRUNE_MARGIN_PCT = 5.0
@@ -160,6 +164,21 @@ class SweepPlan:
     boxes: tuple[Box, ...] = ()
     """A pool of boxes (``[[hosts]]`` or ``[pool]``, see core.plans.pool); ``()``: one box, the
     ``[host]``/``[service]`` of ``profile``."""
+    baseline: bool | None = None
+    """``[sweep] baseline``: measure the base without speculation too (None: the strategy's
+    default, :attr:`wants_baseline`)."""
+    what_if_accept: tuple[float, ...] = ()
+    """``[sweep] what_if_accept_length``: accept lengths at which every static candidate that
+    loaded is measured again with its engine's acceptance fixed (a what-if, never mixed with
+    the measured acceptance)."""
+
+    @property
+    def wants_baseline(self) -> bool:
+        """Whether the sweep measures the base without speculation: ``baseline`` when given,
+        else whenever a schedule is asked for."""
+        return (
+            self.baseline if self.baseline is not None else self.strategy is StrategyKind.SCHEDULE
+        )
 
     @property
     def walk_axis(self) -> str | None:
@@ -184,13 +203,16 @@ class SweepPlan:
     @property
     def estimated_trials(self) -> int:
         """The *n* of "trial i of n": the grid size (a staged plan's two stages, which add
-        up: core.search.staged), capped by ``max_trials``."""
+        up: core.search.staged), each static candidate again per what-if acceptance, the
+        baseline and a schedule when asked for, capped by ``max_trials``."""
         n = self.grid_size
         if self.strategy is StrategyKind.STAGED:
             stages = [1, 1]
             for name, values in self.axes:
                 stages[speculative_axis(name)] *= len(values)
             n = stages[0] + stages[1] - 1
+        n *= 1 + len(self.what_if_accept)
+        n += int(self.wants_baseline) + int(self.strategy is StrategyKind.SCHEDULE)
         if self.max_trials is not None:
             n = min(n, self.max_trials)
         return n

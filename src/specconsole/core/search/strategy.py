@@ -16,6 +16,9 @@ Strategies (``core.plans.plan.StrategyKind``):
 * ``optimize``: a constrained, model-guided search over every axis (``core.search.optimize``).
 * ``staged``: the capacity axes first, then the speculative axes on the winner
   (``core.search.staged``).
+* ``schedule``: every static candidate, the baseline, then the configuration that drafts each
+  level's best length at its batch sizes (``core.search.scheduling``). After any strategy's
+  own trials come the baseline (``[sweep] baseline``) and the acceptance what-ifs.
 * ``plateau``: walk the axis upwards while single-request tok/s gains at least
   ``min_gain_pct`` percent over the previous success and peak aggregate tok/s does not fall;
   stop that walk at the first flat or worse step, or at a failure.
@@ -37,7 +40,7 @@ from specconsole.core.engine.vocabulary import field_word
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
-from specconsole.core.search import staged
+from specconsole.core.search import scheduling, staged
 
 SUCCESS: frozenset[TrialStatus] = frozenset({TrialStatus.OK})
 FAILURE: frozenset[TrialStatus] = frozenset(
@@ -116,6 +119,21 @@ def next_trial(
     them, or bisecting above them), so N boxes split the interval instead of waiting.
     A strategy with a model (``optimize``) gets the same list to fantasise over.
     """
+    skipped, pending = list(skipped), list(pending)
+    own = _own_next(plan, trials, skipped, pending)
+    if own is not None or pending:
+        return own  # the extras wait until the strategy's own trials are all decided
+    extra = scheduling.extra_trial(plan, trials, skipped, pending)
+    return None if extra is None else Proposal(*extra)
+
+
+def _own_next(
+    plan: SweepPlan,
+    trials: Sequence[TrialRecord],
+    skipped: list[ServerConfig],
+    pending: list[ServerConfig],
+) -> Proposal | None:
+    """The strategy's own next trial (the baseline and what-ifs come after: ``extra``)."""
     if plan.strategy is StrategyKind.OPTIMIZE:
         from specconsole.core.search import optimize  # Optuna and NumPy: only when searched
 
@@ -123,6 +141,9 @@ def next_trial(
         return None if suggestion is None else Proposal(suggestion.config, suggestion.reason)
     if plan.strategy is StrategyKind.STAGED:
         picked = staged.next_config(plan, trials, skipped, pending)
+        return None if picked is None else Proposal(*picked)
+    if plan.strategy is StrategyKind.SCHEDULE:
+        picked = scheduling.next_config(plan, trials, skipped, pending)
         return None if picked is None else Proposal(*picked)
     status, blocked = _outcomes(trials, skipped)
     pending = [cfg for cfg in pending if cfg not in status]
@@ -265,6 +286,8 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
         return (verdict.sentence,)
     if plan.strategy is StrategyKind.STAGED:
         return (*staged.findings(plan, trials), verdict.sentence)
+    if plan.strategy is StrategyKind.SCHEDULE:
+        return (*scheduling.findings(plan, trials), verdict.sentence)
     repeated = verdict.best is not None and any(lv.repeats > 1 for lv in verdict.best.levels)
     ties = (verdict.sentence,) if verdict.tied and repeated else ()
     if plan.strategy is StrategyKind.GRID or plan.walk_axis is None:

@@ -20,10 +20,11 @@ from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.releases import ReleaseTable
 from specconsole.core.engine.protocol import EditorField, Endpoints
 from specconsole.core.measure.acceptance import SpecCounters
-from specconsole.engines.llamacpp import editor, flags, rules
+from specconsole.engines.llamacpp import editor, flags, rules, tuning
 from specconsole.engines.llamacpp.options import OPTION_FIELDS
 
 if TYPE_CHECKING:
+    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
 
 __all__ = ["ENGINE", "LlamaCpp"]
@@ -129,6 +130,24 @@ class LlamaCpp:
 
     def editor_fields(self, version: str | None) -> tuple[EditorField, ...]:
         return editor.editor_fields(version)
+
+    def without_speculation(self, config: ServerConfig) -> ServerConfig:
+        return tuning.without_speculation(config)
+
+    def schedule(self, picks: Sequence[LevelPick]) -> ServerConfig | Issue:
+        return tuning.schedule(picks)
+
+    def scheduled(self, config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
+        return None  # one n_max at every batch size (tuning.schedule says why)
+
+    def side_files(self, config: ServerConfig) -> tuple[SideFile, ...]:
+        return ()
+
+    def fix_acceptance(self, config: ServerConfig, length: float) -> ServerConfig | Issue:
+        return tuning.fix_acceptance(config, length)
+
+    def fixed_acceptance(self, config: ServerConfig) -> str | None:
+        return tuning.fixed_acceptance(config)
 
 
 ENGINE = LlamaCpp()

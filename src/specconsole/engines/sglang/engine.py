@@ -11,10 +11,11 @@ from specconsole.core.config.capabilities import python_fingerprint
 from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import DEFAULT_SGLANG_LAUNCHER, ServerConfig, SpecAlgorithm
 from specconsole.core.engine.protocol import EditorField, Endpoints
-from specconsole.engines.sglang import editor, flags, releases, rules
+from specconsole.engines.sglang import adaptive, editor, flags, releases, rules, tuning
 from specconsole.engines.sglang.normalize import normalize
 
 if TYPE_CHECKING:
+    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
 
 __all__ = ["ENGINE", "SGLang"]
@@ -32,7 +33,7 @@ class SGLang:
     default_host = "127.0.0.1"
     default_port = 30000
     modelled_flags = flags.MODELLED_FLAGS
-    option_fields = ()
+    option_fields = adaptive.OPTION_FIELDS
     releases = releases.TABLE
     endpoints = Endpoints(
         server_info="/server_info",
@@ -65,6 +66,7 @@ class SGLang:
     ) -> None:
         rules.check_engine_version(config, report)
         rules.validate_sglang(config, algorithm, bad_ints, report)
+        adaptive.check_adaptive(config, algorithm, report)
 
     def normalize(
         self, config: ServerConfig, architecture: str | None = None
@@ -122,6 +124,24 @@ class SGLang:
 
     def editor_fields(self, version: str | None) -> tuple[EditorField, ...]:
         return editor.editor_fields(version)
+
+    def without_speculation(self, config: ServerConfig) -> ServerConfig:
+        return tuning.without_speculation(config)
+
+    def schedule(self, picks: Sequence[LevelPick]) -> ServerConfig | Issue:
+        return tuning.schedule(picks)
+
+    def scheduled(self, config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
+        return tuning.scheduled(config)
+
+    def side_files(self, config: ServerConfig) -> tuple[SideFile, ...]:
+        return tuning.side_files(config)
+
+    def fix_acceptance(self, config: ServerConfig, length: float) -> ServerConfig | Issue:
+        return tuning.fix_acceptance(config, length)
+
+    def fixed_acceptance(self, config: ServerConfig) -> str | None:
+        return tuning.fixed_acceptance(config)
 
 
 ENGINE = SGLang()

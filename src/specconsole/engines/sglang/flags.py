@@ -13,6 +13,14 @@ from typing import Any
 from specconsole.core.config import releases
 from specconsole.core.config.flags import flag_field, flag_value, flag_words
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.options import parse_option
+from specconsole.engines.sglang.adaptive import (
+    ADAPTIVE,
+    ADAPTIVE_CONFIG,
+    OPTION_FIELDS,
+    adaptive_on,
+    config_path,
+)
 from specconsole.engines.sglang.releases import TABLE
 
 __all__ = ["MODELLED_FLAGS", "parse_args", "render_flags"]
@@ -37,8 +45,23 @@ MODELLED_FLAGS: dict[str, str] = {
     "--attention-backend": "attention_backend",
     "--host": "host",
     "--port": "port",
+    "--speculative-adaptive": ADAPTIVE,
+    "--speculative-adaptive-config": ADAPTIVE_CONFIG,
 }
-"""SGLang flags (with aliases) that map to ``ServerConfig`` fields."""
+"""SGLang flags (with aliases) that map to ``ServerConfig`` fields or its own keys
+(:mod:`.adaptive`)."""
+
+_OPTION_FLAGS = {"--speculative-adaptive", "--speculative-adaptive-config"}
+"""Modelled flags that are SGLang's own keys (options), read apart from the fields."""
+
+
+def _adaptive_words(config: ServerConfig) -> list[str]:
+    """``--speculative-adaptive`` and its file, when the configuration asks for the mode."""
+    if not adaptive_on(config):
+        return []
+    words = ["--speculative-adaptive"] if dict(config.options).get(ADAPTIVE) is not False else []
+    path = config_path(config)
+    return words + (["--speculative-adaptive-config", path] if path else [])
 
 
 def render_flags(config: ServerConfig) -> list[str]:
@@ -64,12 +87,19 @@ def render_flags(config: ServerConfig) -> list[str]:
         ("--host", config.host),
         ("--port", config.port),
     )
-    return ["--model-path", config.model_path, *flag_words(pairs), *config.extra_args]
+    return [
+        "--model-path",
+        config.model_path,
+        *flag_words(pairs),
+        *_adaptive_words(config),
+        *config.extra_args,
+    ]
 
 
 def parse_args(tokens: Sequence[str]) -> dict[str, Any]:
     """``ServerConfig`` fields from SGLang's arguments; unmodelled flags kept in ``extra_args``."""
     fields: dict[str, Any] = {}
+    options: list[tuple[str, Any]] = []
     extra: list[str] = []
     toks = list(tokens)
     i = 0
@@ -81,7 +111,18 @@ def parse_args(tokens: Sequence[str]) -> dict[str, Any]:
         if field_name is None:
             extra.append(token)
             continue
+        if name == "--speculative-adaptive":  # a flag without a value
+            options.append((ADAPTIVE, parse_option(_OWN[ADAPTIVE], inline) if eq else True))
+            continue
         value, i = flag_value(name, inline if eq else None, toks, i)
+        if name in _OPTION_FLAGS:
+            options.append((field_name, parse_option(_OWN[field_name], value, key=name)))
+            continue
         fields[field_name] = flag_field(name, field_name, value)
     fields["extra_args"] = tuple(extra)
+    if options:
+        fields["options"] = tuple(options)
     return fields
+
+
+_OWN = {f.name: f for f in OPTION_FIELDS}

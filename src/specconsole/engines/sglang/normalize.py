@@ -14,6 +14,7 @@ from specconsole.core.config.bounds import is_int
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.speculation import TREE_ALGOS
+from specconsole.engines.sglang.adaptive import adaptive_on, schedule_of
 from specconsole.engines.sglang.rules import MSG_DRAFT_ADJUSTED
 
 MSG_MAX_RUNNING_RESET = (
@@ -62,6 +63,25 @@ def _normalize(config: ServerConfig, architecture: str | None) -> tuple[ServerCo
         config.speculative_eagle_topk,
         config.speculative_num_draft_tokens,
     )
+    adaptive = schedule_of(config) if adaptive_on(config) else None
+    if adaptive is not None and algo in (SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3):
+        # SGLang's adaptive resolution: topk 1, the middle candidate, draft tokens steps + 1.
+        if topk is None:
+            topk = 1
+            changes["speculative_eagle_topk"] = 1
+        if steps is None:
+            cands = adaptive.candidates
+            steps = cands[len(cands) // 2]
+            changes["speculative_num_steps"] = steps
+            notes.append(
+                Issue(
+                    "speculative_num_steps",
+                    Severity.NOTICE,
+                    f"unset with the adaptive mode: SGLang starts at the middle candidate "
+                    f"({steps} of {list(cands)}).",
+                    "set speculative_num_steps to one of the candidates.",
+                )
+            )
     if algo in TREE_ALGOS:
         if steps is None and topk is None and draft is None:
             tree = AUTO_TREE if algo is SpecAlgorithm.STANDALONE else auto_tree(architecture)

@@ -22,6 +22,7 @@ from specconsole.core.config.releases import FlagChange, ReleaseTable, parse_ver
 
 __all__ = [
     "DEFAULT_VERSION",
+    "FEATURES_SINCE",
     "FLAG_CHANGES",
     "KNOWN_RELEASES",
     "TABLE",
@@ -68,11 +69,23 @@ DEFAULT_VERSION = "0.5.9"
 """Names used when the release is unknown: the oldest checked spelling, which every release up
 to the one that removes it still accepts (the detected version replaces it before a deploy)."""
 
+FEATURES_SINCE: dict[str, str] = {
+    "adaptive": "0.5.11",
+    "adaptive_by_batch": "0.5.13",
+    "adaptive_zero_step": "0.5.14",
+}
+"""What later releases added (read from their wheels: 0.5.10 has no adaptive mode; 0.5.11 and
+0.5.12 adapt one candidate list to the acceptance; 0.5.13 keys candidates by batch size;
+0.5.14 takes a 0 candidate): ``adaptive`` is ``--speculative-adaptive`` and its config file,
+``adaptive_by_batch`` candidate steps per batch-size bucket, ``adaptive_zero_step`` a bucket
+without a draft (``engines.sglang.adaptive``)."""
+
 TABLE = ReleaseTable(
     changes=FLAG_CHANGES,
     known=KNOWN_RELEASES,
     default_version=DEFAULT_VERSION,
     rules_until=RULES_UNTIL,
+    features_since=FEATURES_SINCE,
 )
 """SGLang's releases as the core's release mechanics read them."""
 

@@ -12,9 +12,10 @@ from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.engine.protocol import EditorField, Endpoints
 from specconsole.core.measure.acceptance import SpecCounters
-from specconsole.engines.vllm import editor, flags, options, releases, rules
+from specconsole.engines.vllm import editor, flags, options, releases, rules, tuning
 
 if TYPE_CHECKING:
+    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
 
 __all__ = ["ENGINE", "SPEC_COUNTERS", "VLLM"]
@@ -126,6 +127,24 @@ class VLLM:
 
     def editor_fields(self, version: str | None) -> tuple[EditorField, ...]:
         return editor.editor_fields(version)
+
+    def without_speculation(self, config: ServerConfig) -> ServerConfig:
+        return tuning.without_speculation(config)
+
+    def schedule(self, picks: Sequence[LevelPick]) -> ServerConfig | Issue:
+        return tuning.schedule(picks)
+
+    def scheduled(self, config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
+        return tuning.scheduled(config)
+
+    def side_files(self, config: ServerConfig) -> tuple[SideFile, ...]:
+        return ()  # the schedule is inline in --speculative-config
+
+    def fix_acceptance(self, config: ServerConfig, length: float) -> ServerConfig | Issue:
+        return tuning.fix_acceptance(config, length)
+
+    def fixed_acceptance(self, config: ServerConfig) -> str | None:
+        return tuning.fixed_acceptance(config)
 
 
 ENGINE = VLLM()

@@ -21,6 +21,7 @@ from specconsole.core.config.flags import flag_field, flag_value, flag_words
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, parse_field
 from specconsole.engines.vllm.options import (
     PER_BATCH_K,
+    SYNTHETIC,
     ScheduleError,
     format_schedule,
     parse_schedule,
@@ -49,7 +50,11 @@ _METHOD_NAMES: dict[str, SpecAlgorithm] = {v: k for k, v in METHODS.items()} | {
     "deepseek_mtp": SpecAlgorithm.NEXTN,
     "eagle-3": SpecAlgorithm.EAGLE3,
 }
-_SPEC_KEYS = frozenset({"method", "model", "num_speculative_tokens", PER_BATCH_K})
+_SPEC_KEYS = frozenset(
+    {"method", "model", "num_speculative_tokens", PER_BATCH_K, "rejection_sample_method", SYNTHETIC}
+)
+SYNTHETIC_METHOD = ("rejection_sample_method", "synthetic")
+"""What a fixed acceptance needs besides its length (vLLM refuses the length without it)."""
 
 MODELLED_FLAGS: dict[str, str] = {
     "--model": "model_path",
@@ -95,6 +100,10 @@ def speculative_config(config: ServerConfig) -> dict[str, Any] | None:
             spec[PER_BATCH_K] = [list(entry) for entry in parse_schedule(schedule)]
         except ScheduleError:
             pass  # validation names it and the deploy is refused; render never raises
+    synthetic = dict(config.options).get(SYNTHETIC)
+    if isinstance(synthetic, int | float) and not isinstance(synthetic, bool):
+        spec[SYNTHETIC_METHOD[0]] = SYNTHETIC_METHOD[1]
+        spec[SYNTHETIC] = float(synthetic)
     return spec
 
 
@@ -148,6 +157,20 @@ def _schedule_ok(spec: dict[str, Any]) -> bool:
     return True
 
 
+def _synthetic_ok(spec: dict[str, Any]) -> bool:
+    """Whether the JSON's synthetic acceptance (if any) is the form specconsole renders: the
+    method with a numeric length, or neither (else the JSON stays verbatim)."""
+    method = spec.get(SYNTHETIC_METHOD[0])
+    length = spec.get(SYNTHETIC)
+    if method is None and length is None:
+        return True
+    return (
+        method == SYNTHETIC_METHOD[1]
+        and isinstance(length, int | float)
+        and not isinstance(length, bool)
+    )
+
+
 def _schedule_text(value: Any) -> str:
     """The ``[server]`` text of the JSON's schedule (compact form)."""
     return format_schedule(parse_schedule(json.dumps(value)))
@@ -184,7 +207,12 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
             spec = _read_spec(value)
             method = str(spec.get("method", "")).lower()
             algo = _METHOD_NAMES.get(method)
-            if algo is None or set(spec) - _SPEC_KEYS or not _schedule_ok(spec):
+            if (
+                algo is None
+                or set(spec) - _SPEC_KEYS
+                or not _schedule_ok(spec)
+                or not _synthetic_ok(spec)
+            ):
                 extra += [name, value]
                 continue
             fields["speculative_algorithm"] = algo
@@ -196,8 +224,13 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
                 fields["speculative_num_steps"] = parse_field(
                     "speculative_num_steps", spec["num_speculative_tokens"]
                 )
+            options = []
             if PER_BATCH_K in spec:
-                fields["options"] = ((PER_BATCH_K, _schedule_text(spec[PER_BATCH_K])),)
+                options.append((PER_BATCH_K, _schedule_text(spec[PER_BATCH_K])))
+            if SYNTHETIC in spec:
+                options.append((SYNTHETIC, float(spec[SYNTHETIC])))
+            if options:
+                fields["options"] = tuple(options)
             continue
         fields[_FLAGS[name]] = flag_field(name, _FLAGS[name], value)
     fields["extra_args"] = tuple(extra)

@@ -25,6 +25,7 @@ from specconsole.core.config.options import OptionField
 __all__ = [
     "OPTION_FIELDS",
     "PER_BATCH_K",
+    "SYNTHETIC",
     "Schedule",
     "ScheduleError",
     "format_schedule",
@@ -34,6 +35,10 @@ __all__ = [
 
 PER_BATCH_K = "num_speculative_tokens_per_batch_size"
 """The ``[server]`` key, ``SpeculativeConfig``'s field name."""
+SYNTHETIC = "synthetic_acceptance_length"
+"""``SpeculativeConfig``'s mean acceptance length for its synthetic rejection sampler
+(``rejection_sample_method = "synthetic"``, 0.34.0): a benchmark's what-if, rendered with the
+method it needs."""
 
 Schedule = tuple[tuple[int, int, int], ...]
 """``((start, end, K), ...)``: inclusive batch-size ranges, sorted."""
@@ -45,6 +50,16 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         flag="--speculative-config",
         hint="K per batch size, e.g. 1-8:5,9-64:3,65-1024:1 (vLLM 0.34+)",
         example='"1-8:5,9-64:3,65-1024:1"',
+    ),
+    OptionField(
+        name=SYNTHETIC,
+        kind="float",
+        flag="--speculative-config",
+        hint="what-if: every verify step accepts this many tokens on average (vLLM 0.34+)",
+        minimum=1.0,
+        maximum=1024.0,
+        example="4.5",
+        short="synthetic-accept",
     ),
 )
 """vLLM's own keys, in the order files and editors show them."""

@@ -24,10 +24,12 @@ __all__ = [
     "DEFAULT_VERSION",
     "KNOWN_RELEASES",
     "PER_BATCH_K_SINCE",
+    "SYNTHETIC_SINCE",
     "TABLE",
     "detect_command",
     "has_per_batch_k",
     "parse_detected",
+    "reads",
     "release_from_version_body",
 ]
 
@@ -42,7 +44,16 @@ PER_BATCH_K_SINCE = "0.34.0"
 """Oldest checked release whose ``SpeculativeConfig`` has
 ``num_speculative_tokens_per_batch_size`` (0.11.0's has not; the field arrived in between)."""
 
-TABLE = ReleaseTable(known=KNOWN_RELEASES, default_version=DEFAULT_VERSION)
+SYNTHETIC_SINCE = "0.34.0"
+"""Oldest checked release whose ``SpeculativeConfig`` has the synthetic rejection sampler
+(``rejection_sample_method = "synthetic"``, ``synthetic_acceptance_length``); 0.11.0's has
+not (it would ignore both keys and measure the real draft)."""
+
+TABLE = ReleaseTable(
+    known=KNOWN_RELEASES,
+    default_version=DEFAULT_VERSION,
+    features_since={"per_batch_k": PER_BATCH_K_SINCE, "synthetic_acceptance": SYNTHETIC_SINCE},
+)
 """vLLM's releases as the core's release mechanics read them (no flag renamed)."""
 
 
@@ -67,9 +78,14 @@ def release_from_version_body(body: Any) -> str | None:
 def has_per_batch_k(version: str | None) -> bool | None:
     """Whether release ``version`` reads ``num_speculative_tokens_per_batch_size`` (``None``:
     the release is unknown)."""
+    return reads(version, PER_BATCH_K_SINCE)
+
+
+def reads(version: str | None, since: str) -> bool | None:
+    """Whether release ``version`` is ``since`` or later (``None``: the release is unknown)."""
     if version is None:
         return None
     try:
-        return at_least(TABLE, version, PER_BATCH_K_SINCE)
+        return at_least(TABLE, version, since)
     except ValueError:
         return None

@@ -12,8 +12,13 @@ from specconsole.core.config.bounds import is_int
 from specconsole.core.config.issues import IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.speculation import NEEDS_DRAFT_MODEL, spec_fields_without_algorithm
-from specconsole.engines.vllm.options import PER_BATCH_K, ScheduleError, parse_schedule
-from specconsole.engines.vllm.releases import PER_BATCH_K_SINCE, has_per_batch_k
+from specconsole.engines.vllm.options import PER_BATCH_K, SYNTHETIC, ScheduleError, parse_schedule
+from specconsole.engines.vllm.releases import (
+    PER_BATCH_K_SINCE,
+    SYNTHETIC_SINCE,
+    has_per_batch_k,
+    reads,
+)
 
 __all__ = ["validate_vllm"]
 
@@ -35,17 +40,21 @@ def validate_vllm(
             "pass vLLM's own CUDA-graph option through extra_args.",
         )
     schedule = dict(config.options).get(PER_BATCH_K)
+    synthetic = dict(config.options).get(SYNTHETIC)
     if algo is None:
         spec_fields_without_algorithm(config, r)
-        if schedule is not None:
-            warn(
-                PER_BATCH_K,
-                "a K per batch size without speculative decoding does nothing.",
-                f"set speculative_algorithm, or remove {PER_BATCH_K}.",
-            )
+        for key, value in ((PER_BATCH_K, schedule), (SYNTHETIC, synthetic)):
+            if value is not None:
+                warn(
+                    key,
+                    f"{key} without speculative decoding does nothing.",
+                    f"set speculative_algorithm, or remove {key}.",
+                )
         return
     if isinstance(schedule, str):
         _check_schedule(config, schedule, r)
+    if synthetic is not None:
+        _check_synthetic(config, synthetic, r)
     if algo in NEEDS_DRAFT_MODEL and not config.speculative_draft_model_path:
         err(
             "speculative_draft_model_path",
@@ -101,4 +110,25 @@ def _check_schedule(config: ServerConfig, text: str, r: IssueReport) -> None:
             f"vLLM caps each K at num_speculative_tokens ({steps}).",
             f"raise speculative_num_steps to {max(k for _a, _b, k in schedule)} for the "
             "largest K to count.",
+        )
+
+
+def _check_synthetic(config: ServerConfig, length: object, r: IssueReport) -> None:
+    """vLLM's rules for the synthetic acceptance (``_resolve_synthetic_acceptance_rates``, its
+    text), and the release that has it."""
+    version = config.engine_version
+    if reads(version, SYNTHETIC_SINCE) is False:
+        r.err(
+            SYNTHETIC,
+            f"vLLM {version} has no synthetic rejection sampler: its SpeculativeConfig "
+            "ignores the keys and the real draft's acceptance would be measured.",
+            f"use vLLM {SYNTHETIC_SINCE} or later for the what-if, or remove {SYNTHETIC}.",
+        )
+    steps = config.speculative_num_steps
+    if isinstance(length, int | float) and is_int(steps) and not 1.0 <= length <= steps + 1:
+        r.err(
+            SYNTHETIC,
+            f"vLLM refuses it: synthetic_acceptance_length must be in [1, {steps + 1}], got "
+            f"{float(length)}.",
+            f"give a length between 1 and num_speculative_tokens + 1 ({steps + 1}).",
         )

@@ -1,0 +1,208 @@
+"""The per-level answer: at each concurrency of the ladder, which configuration is best, by how
+much, what no speculation and a schedule measured there, and where speculation stops paying.
+
+Why its own module: the seed's sweep ended in a dilemma one "best" cannot resolve — steps 5
+wins a single request, steps 3 the aggregate — because the best depends on the traffic. So
+every view (the console's trials pane, the headless summary, each report format) shows the
+same per-level table, computed once here from the records, and the schedule is derived from
+it (``core.search.scheduling``).
+
+The figure of a level is its aggregate output tok/s (at c=1, what the one request gets); its
+interval the 95 % confidence interval over ``[bench] repeats``, else the figure itself. A
+level's candidates are the trials the plan's goal deems feasible (``ok``, every constraint
+and SLO met, real acceptance — ``core.plans.objective``) that draft one length at every
+batch size (static) or nothing (the baseline); a schedule and a what-if have rows of their
+own and never take a level. Noise: a difference counts when the intervals do not overlap and
+it exceeds ``noise_pct`` percent (``[sweep] noise_pct``, the floor for single runs).
+
+Where speculation stops paying: per level the gain of the best speculative configuration
+over the best without speculation, as a range (the figures' intervals, widened by the noise
+floor); speculation pays at a level when that range's low end is above zero, and it stops
+paying from the smallest level above which it never pays again ("not within the ladder"
+when it pays at the top level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specconsole.core.engine.schedule import Role, config_role
+from specconsole.core.measure.trials import TrialRecord
+from specconsole.core.plans.objective import Goal, assess
+
+__all__ = [
+    "LevelFigure",
+    "LevelRow",
+    "LevelTable",
+    "level_figure",
+    "level_table",
+    "role_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LevelFigure:
+    """One trial's aggregate output tok/s at one level, with its interval."""
+
+    trial: TrialRecord
+    value: float
+    low: float
+    high: float
+
+    @property
+    def number(self) -> int:
+        return self.trial.index + 1
+
+
+def level_figure(trial: TrialRecord, concurrency: int) -> LevelFigure | None:
+    """``trial``'s figure at ``concurrency`` (None: the level did not run)."""
+    level = next((lv for lv in trial.levels if lv.concurrency == concurrency), None)
+    if level is None:
+        return None
+    low, high = level.output_tok_s_ci or (level.output_tok_s, level.output_tok_s)
+    value = level.output_tok_s
+    return LevelFigure(trial, value, min(low, value), max(high, value))
+
+
+def _pct(a: float, b: float) -> float | None:
+    return None if b <= 0 else (a / b - 1.0) * 100.0
+
+
+@dataclass(frozen=True, slots=True)
+class LevelRow:
+    """One ladder level."""
+
+    concurrency: int
+    best: LevelFigure | None
+    """The best static trial or baseline here."""
+    runner_up: LevelFigure | None
+    """The best of another configuration."""
+    baseline: LevelFigure | None
+    """The best trial without speculation."""
+    speculative: LevelFigure | None
+    """The best trial with speculation (static)."""
+    schedule: LevelFigure | None
+    """The last schedule trial's figure here."""
+    single: LevelFigure | None
+    """The single best static trial (by the plan's goal) here."""
+    noise_pct: float
+
+    @property
+    def margin_pct(self) -> float | None:
+        """How far the best leads the runner-up, percent."""
+        if self.best is None or self.runner_up is None:
+            return None
+        return _pct(self.best.value, self.runner_up.value)
+
+    @property
+    def tied(self) -> bool:
+        """The lead is not shown to be real: the intervals overlap or it is within the noise."""
+        if self.best is None or self.runner_up is None:
+            return False
+        margin = self.margin_pct or 0.0
+        return self.best.low <= self.runner_up.high or margin <= self.noise_pct
+
+    @property
+    def gain(self) -> tuple[float, float, float] | None:
+        """(gain, low, high) percent of the best speculative over no speculation."""
+        s, b = self.speculative, self.baseline
+        if s is None or b is None or b.value <= 0 or b.low <= 0:
+            return None
+        noise = self.noise_pct
+        mid = (s.value / b.value - 1.0) * 100.0
+        low = (s.low / b.high - 1.0) * 100.0 - noise
+        high = (s.high / b.low - 1.0) * 100.0 + noise
+        return (mid, min(low, mid), max(high, mid))
+
+    @property
+    def pays(self) -> bool | None:
+        """Speculation beats none here beyond the noise (None: not both measured)."""
+        gain = self.gain
+        return None if gain is None else gain[1] > 0.0
+
+    def versus(self, other: LevelFigure | None) -> float | None:
+        """The schedule's figure against ``other``'s, percent."""
+        if self.schedule is None or other is None:
+            return None
+        return _pct(self.schedule.value, other.value)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelTable:
+    """The per-level answer for a set of records."""
+
+    rows: tuple[LevelRow, ...]
+    single: TrialRecord | None
+    """The single best static configuration by the goal (what one static deploy would be)."""
+    schedule: TrialRecord | None
+    """The last schedule trial that was benchmarked."""
+
+    @property
+    def stops_paying(self) -> int | None:
+        """The smallest level from which speculation never pays again (None: it pays at the
+        top of the ladder, or it was not measured against no speculation)."""
+        measured = [r for r in self.rows if r.pays is not None]
+        if not measured or measured[-1].pays:
+            return None
+        start = None
+        for row in reversed(measured):
+            if row.pays:
+                break
+            start = row.concurrency
+        return start
+
+    @property
+    def has_baseline(self) -> bool:
+        return any(r.baseline is not None for r in self.rows)
+
+    @property
+    def worst_single(self) -> LevelRow | None:
+        """The level where the single best static falls furthest behind the level's best."""
+        rows = [r for r in self.rows if r.best is not None and r.single is not None]
+        if not rows:
+            return None
+        return min(rows, key=lambda r: r.single.value / r.best.value)  # type: ignore[union-attr]
+
+
+def role_of(trial: TrialRecord) -> Role:
+    """What the trial ran, as its engine says (static, baseline, schedule, what-if)."""
+    return config_role(trial.effective)
+
+
+def _best_two(figures: list[LevelFigure]) -> tuple[LevelFigure | None, LevelFigure | None]:
+    ranked = sorted(figures, key=lambda f: (-f.value, f.trial.index))
+    if not ranked:
+        return None, None
+    top = ranked[0]
+    other = next((f for f in ranked[1:] if f.trial.config != top.trial.config), None)
+    return top, other
+
+
+def level_table(trials: Sequence[TrialRecord], goal: Goal, noise_pct: float = 1.0) -> LevelTable:
+    """The per-level table of ``trials`` under ``goal`` (see the module docstring)."""
+    feasible = [t for t in trials if goal.feasible(t)]
+    roles = {t.index: role_of(t) for t in feasible}
+    candidates = [t for t in feasible if roles[t.index] in (Role.STATIC, Role.BASELINE)]
+    schedules = [t for t in feasible if roles[t.index] is Role.SCHEDULE and t.levels]
+    single = assess(candidates, goal).best
+    ladder = sorted({lv.concurrency for t in candidates + schedules for lv in t.levels})
+    rows: list[LevelRow] = []
+    for c in ladder:
+        figures = [f for t in candidates if (f := level_figure(t, c)) is not None]
+        best, runner = _best_two(figures)
+        base = [f for f in figures if roles[f.trial.index] is Role.BASELINE]
+        spec = [f for f in figures if roles[f.trial.index] is Role.STATIC]
+        rows.append(
+            LevelRow(
+                concurrency=c,
+                best=best,
+                runner_up=runner,
+                baseline=_best_two(base)[0],
+                speculative=_best_two(spec)[0],
+                schedule=level_figure(schedules[-1], c) if schedules else None,
+                single=level_figure(single, c) if single is not None else None,
+                noise_pct=noise_pct,
+            )
+        )
+    return LevelTable(tuple(rows), single, schedules[-1] if schedules else None)

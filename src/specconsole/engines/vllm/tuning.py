@@ -1,0 +1,177 @@
+"""vLLM's answers to tuning by level: the baseline, the per-batch-size K, the what-if.
+
+Why its own module: these are the engine's slots a per-level sweep asks
+(``core.engine.protocol``, "tuning by level"), in vLLM's terms (read from the 0.34.0 sdist,
+never imported):
+
+* **the baseline**: ``vllm serve`` without ``--speculative-config``;
+* **the schedule**: ``num_speculative_tokens_per_batch_size`` (:mod:`.options`), whose
+  inclusive ranges vLLM expands into a dense batch size → K table
+  (``build_dynamic_sd_schedule_lookup``, ``vllm/v1/spec_decode/dynamic/utils.py``) that the
+  scheduler indexes with the number of requests it schedules in each step — no EMA, no
+  warm-up: the K follows the batch at once. Each K is capped at ``num_speculative_tokens``
+  (the largest pick's, so every K counts; the KV lookahead and the CUDA graphs are sized for
+  it — 0.34 captures a graph per K of the table, ``cudagraph_utils.py``), a range's K 0
+  drafts nothing. The ranges are the levels' (``core.engine.schedule.level_ranges``); the
+  last one ends at ``max_num_seqs`` (vLLM's 1024 when unset: the tail carries the last K
+  anyway). Dynamic K is turned off with data parallelism (vLLM warns and drafts the static
+  K), which specconsole does not render;
+* **the what-if**: ``rejection_sample_method = "synthetic"`` with
+  ``synthetic_acceptance_length`` L (0.34.0): per position the *unconditional* acceptance
+  of vLLM's minimum-variance schedule — 1 for the first ``floor(L - 1)`` draft tokens, the
+  fraction for the next, 0 after (``_acceptance_length_to_rates``), so the mean is L at full
+  K and less when a smaller K drafts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from specconsole.core.config.issues import Issue, Severity
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.options import with_options
+from specconsole.core.engine.schedule import (
+    LevelPick,
+    ScheduleRow,
+    first_difference,
+    level_ranges,
+    merged,
+)
+from specconsole.engines.vllm.options import (
+    OPTION_FIELDS,
+    PER_BATCH_K,
+    SYNTHETIC,
+    ScheduleError,
+    format_schedule,
+    parse_schedule,
+)
+
+__all__ = [
+    "DEFAULT_MAX_NUM_SEQS",
+    "fix_acceptance",
+    "fixed_acceptance",
+    "schedule",
+    "scheduled",
+    "without_speculation",
+]
+
+DEFAULT_MAX_NUM_SEQS = 1024
+"""vLLM's largest ``max_num_seqs`` default (a GPU of 70 GiB or more): where an open last
+range ends when the configuration sets none."""
+
+_SPEC_FIELDS = (
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+)
+_DEPTH = ("speculative_num_steps", "speculative_num_draft_tokens", "description")
+_ORDER = [f.name for f in OPTION_FIELDS]
+
+
+def _refuse(field: str | None, message: str, fix: str) -> Issue:
+    return Issue(field, Severity.ERROR, message, fix)
+
+
+def without_speculation(config: ServerConfig) -> ServerConfig:
+    """``config`` without ``--speculative-config`` (and so without its own keys)."""
+    options = with_options(config.options, {k: None for k in _ORDER}, _ORDER)
+    return dataclasses.replace(config, **{name: None for name in _SPEC_FIELDS}, options=options)
+
+
+def _k(config: ServerConfig) -> int | None:
+    """The K ``config`` drafts at every batch size (0: none); None when it switches."""
+    if config.speculative_algorithm is None:
+        return 0
+    if PER_BATCH_K in dict(config.options):
+        return None
+    steps = config.speculative_num_steps
+    return steps if isinstance(steps, int) and steps >= 1 else None
+
+
+def schedule(picks: Sequence[LevelPick]) -> ServerConfig | Issue:
+    """One configuration whose per-batch-size K drafts each pick's K at its batch sizes."""
+    spec = [p for p in picks if isinstance(p.config, ServerConfig) and _k(p.config)]
+    if not spec:
+        return _refuse(
+            "speculative_algorithm",
+            "no level measured best with speculation: a schedule would draft nothing.",
+            "deploy the configuration without speculation (the baseline).",
+        )
+    base: ServerConfig = spec[0].config  # type: ignore[assignment]
+    ks: list[int] = []
+    for pick in picks:
+        config = pick.config
+        assert isinstance(config, ServerConfig)
+        k = _k(config)
+        if k is None:
+            return _refuse(
+                PER_BATCH_K,
+                f"c={pick.concurrency}'s best already switches its K by batch size (or has no "
+                "K): a schedule is built from static K values.",
+                "sweep static speculative_num_steps values (num_speculative_tokens).",
+            )
+        differs = first_difference(config, base if k else without_speculation(base), _DEPTH)
+        if differs is not None:
+            return _refuse(
+                differs,
+                f"c={pick.concurrency}'s best differs from c={spec[0].concurrency}'s in "
+                f"{differs}: one configuration switches only num_speculative_tokens by batch "
+                "size.",
+                f"measure the K values at one {differs} (hold it in the plan), or deploy each "
+                "level's best on its own.",
+            )
+        ks.append(k)
+    order = sorted(range(len(picks)), key=lambda i: picks[i].concurrency)
+    ranges = level_ranges([p.concurrency for p in picks])
+    rows = merged([ScheduleRow(s, e, ks[i]) for (s, e), i in zip(ranges, order, strict=True)])
+    last = max(base.max_running_requests or DEFAULT_MAX_NUM_SEQS, rows[-1].start)
+    text = format_schedule(tuple((r.start, r.end or last, r.steps) for r in rows))
+    top = max(ks)
+    options = with_options(base.options, {PER_BATCH_K: text}, _ORDER)
+    return dataclasses.replace(
+        base,
+        speculative_num_steps=top,
+        speculative_num_draft_tokens=None,
+        options=options,
+        description="",
+    )
+
+
+def scheduled(config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
+    """The K per batch-size range vLLM runs (capped at ``num_speculative_tokens``, the tail
+    carrying the last K), None without a per-batch-size K."""
+    text = dict(config.options).get(PER_BATCH_K)
+    if not isinstance(text, str) or config.speculative_algorithm is None:
+        return None
+    try:
+        table = parse_schedule(text)
+    except ScheduleError:
+        return None
+    cap = config.speculative_num_steps if isinstance(config.speculative_num_steps, int) else None
+    out = []
+    for i, (start, _end, k) in enumerate(table):
+        upto = table[i + 1][0] - 1 if i + 1 < len(table) else None  # a gap takes this K
+        out.append(ScheduleRow(start, upto, min(k, cap) if cap is not None else k))
+    return merged(out)
+
+
+def fix_acceptance(config: ServerConfig, length: float) -> ServerConfig | Issue:
+    """``synthetic_acceptance_length = length`` (its release and range are the rules')."""
+    if config.speculative_algorithm is None:
+        return _refuse(
+            "speculative_algorithm",
+            "without speculation there is no acceptance to fix.",
+            "fix it on a speculative configuration.",
+        )
+    options = with_options(config.options, {SYNTHETIC: float(length)}, _ORDER)
+    return dataclasses.replace(config, options=options)
+
+
+def fixed_acceptance(config: ServerConfig) -> str | None:
+    value = dict(config.options).get(SYNTHETIC)
+    if not isinstance(value, int | float) or config.speculative_algorithm is None:
+        return None
+    return f"accept length fixed at {float(value):g} (vLLM's synthetic rejection sampler)"
