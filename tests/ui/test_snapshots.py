@@ -32,6 +32,7 @@ from tests.ui.doubles import (
     paused_state,
     repeated_bench_state,
 )
+from tests.ui.gpu_scenes import gpu_crash_state, gpu_loading_state
 
 JOURNAL = (
     "[2026-07-20 12:01:02 TP0] Init torch distributed begin.",
@@ -125,6 +126,8 @@ SCENES: dict[str, Scene] = {
     "five_digits": (big_figures_state, (), _show_trials),
     "search": (idle_state, JOURNAL, _search),
     "diff_pane": (diffs_state, (), _open_trial_diff),
+    "gpu_loading": (gpu_loading_state, JOURNAL[:6], None),
+    "gpu_crash": (gpu_crash_state, CRASH_JOURNAL, None),
 }
 
 THREE_THEMES: frozenset[str] = frozenset(

@@ -48,6 +48,7 @@ from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
+from specconsole.present.gpu import trial_gpu_lines
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import state_glance
@@ -374,6 +375,7 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     if record.rate_probes:  # max_rate_under_slo: the answer, then every probe
         lines.append(f"highest rate under the SLOs: {rate_answer(record)}")
         lines.extend(f"  probe {probe_text(p)}" for p in record.rate_probes)
+    lines.extend(trial_gpu_lines(record))
     lines.extend(f"warning: {w}" for w in record.warnings)
     lines.extend(f"error: {e}" for e in record.errors)
     excerpt: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ from specconsole.core.machine.state import ControllerState, CrashInfo, Phase
 from specconsole.present.actions import choice_label
 from specconsole.present.crashtext import axis_fix, cause_text
 from specconsole.present.formats import DASH
+from specconsole.present.gpu import crash_memory
 from specconsole.present.keys import COMMAND_CHOICES, choice_hints
 from specconsole.present.labels import load_stage_label
 from specconsole.present.status import status_word
@@ -42,7 +43,8 @@ def crash_view(state: ControllerState) -> CrashView | None:
     if crash.load_stage is not None:
         where += f" ({load_stage_label(crash.load_stage)})"
     trial = f"Trial {index + 1}" if index is not None else "The server"
-    details = [crash.message] if crash.message else []
+    details = [crash_memory(crash.gpu_memory)] if crash.gpu_memory else []
+    details += [crash.message] if crash.message else []
     if crash.exit_status is not None:
         details.append(f"exit status {crash.exit_status}")
     if crash.signal is not None:

@@ -61,6 +61,7 @@ from specconsole.ui.widgets.box import BoxPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
 from specconsole.ui.widgets.crash import COMPACT_ROWS, WIDE_ROWS, CrashBanner
 from specconsole.ui.widgets.fleet import FleetLanes
+from specconsole.ui.widgets.gpus import GpuLine
 from specconsole.ui.widgets.header import StatusHeader
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.keybar import KeyBar, KeyBarState
@@ -130,6 +131,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
         yield FleetLanes(id="fleet")
+        yield GpuLine(id="gpus")
         yield CrashBanner(id="crash-banner")
         with Container(id="body"):
             yield JournalPane(self._classify, id="journal", classes="pane")
@@ -174,6 +176,7 @@ class MainScreen(Screen[None]):
         self._mark_trial_start(state)
         with self.app.batch_update():
             self.refresh_header(now)
+            self.query_one(GpuLine).show(state.gpus)
             banner = crash_view(state)
             self.query_one(CrashBanner).show(banner)
             self.set_class(banner is not None, "-banner")

@@ -1,0 +1,183 @@
+"""How the GPUs read to a person: the console's live line, the memory at a crash, a trial's
+GPU figures and a level's energy.
+
+Why one module: the same figures appear in the console (a line per width under the header),
+the crash banner ("GPU 0-3: 42.5 / 48.0 GiB at the fatal line"), the trial details, the
+headless summary and the reports, and each must read the same everywhere — memory in GiB to
+one decimal, power in whole watts, tokens per joule to two decimals. The live line picks the
+richest form that fits the width, from a bar, used/total, utilisation, power and temperature
+per GPU at 120 columns down to one line for all of them at 80 (a tiny bar per GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specconsole.core.machine.state import LevelSummary, TrialRecord
+from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
+from specconsole.present.formats import DASH
+
+__all__ = [
+    "crash_memory",
+    "gib",
+    "gpu_line",
+    "hot",
+    "level_energy",
+    "memory_groups",
+    "tok_per_joule",
+    "trial_gpu_lines",
+]
+
+HOT_SHARE = 0.95
+"""A GPU this full is shown as close to its limit."""
+_EIGHTHS = " ▏▎▍▌▋▊▉█"
+_HEIGHTS = "▁▂▃▄▅▆▇█"
+
+
+def gib(mib: float | None) -> str:
+    """``42.1`` (GiB, one decimal) from MiB; a dash when unknown."""
+    return DASH if mib is None else f"{mib / 1024:.1f}"
+
+
+def tok_per_joule(value: float | None) -> str:
+    """``1.70 tok/J``; a dash when unknown."""
+    return DASH if value is None else f"{value:.2f} tok/J"
+
+
+def _watts(value: float | None) -> str:
+    return DASH if value is None else f"{value:,.0f} W"
+
+
+def _pct(value: float | None) -> str:
+    return DASH if value is None else f"{value:.0f}%"
+
+
+def bar(share: float, width: int) -> str:
+    """A bar of exactly ``width`` cells filled to ``share`` in eighths of a cell."""
+    share = min(1.0, max(0.0, share))
+    eighths = round(share * width * 8)
+    full, part = divmod(eighths, 8)
+    text = "█" * full + (_EIGHTHS[part] if part and full < width else "")
+    return text.ljust(width, "░" if share < 1 else "█")
+
+
+def hot(samples: Sequence[GpuSample]) -> bool:
+    """Whether some GPU is close to its memory limit."""
+    return any(s.memory_share >= HOT_SHARE for s in samples)
+
+
+def _per_gpu(s: GpuSample, form: int) -> str:
+    used, total = gib(s.memory_used_mib), gib(s.memory_total_mib)
+    if form == 0:
+        temp = "" if s.temperature_c is None else f" {s.temperature_c:.0f}°C"
+        return (
+            f"GPU{s.index} ▕{bar(s.memory_share, 10)}▏ {used}/{total} GiB "
+            f"{_pct(s.utilization_pct):>4} {_watts(s.power_w):>5}{temp}"
+        )
+    if form == 1:
+        return (
+            f"GPU{s.index} ▕{bar(s.memory_share, 6)}▏{used}/{total} GiB "
+            f"{_pct(s.utilization_pct):>4} {_watts(s.power_w).replace(' ', '')}"
+        )
+    return (
+        f"{s.index}▕{bar(s.memory_share, 4)}▏{used}/{total} "
+        f"{_pct(s.utilization_pct):>4} {_watts(s.power_w).replace(' ', '')}"
+    )
+
+
+def _all_gpus(samples: Sequence[GpuSample], form: int) -> str:
+    """Every GPU in one: its own memory (a bar and GiB, or a bar's height), then the mean
+    utilisation and the total power (and the hottest temperature, when it fits)."""
+    total = max(s.memory_total_mib for s in samples)
+    utils = [s.utilization_pct for s in samples if s.utilization_pct is not None]
+    powers = [s.power_w for s in samples if s.power_w is not None]
+    temps = [s.temperature_c for s in samples if s.temperature_c is not None]
+    util = sum(utils) / len(utils) if utils else None
+    power = sum(powers) if powers else None
+    if form == 0:
+        each = " ".join(f"▕{bar(s.memory_share, 3)}▏{gib(s.memory_used_mib)}" for s in samples)
+        memory = f"{each} /{gib(total)} GiB"
+    else:
+        heights = "".join(_HEIGHTS[min(7, int(s.memory_share * 8))] for s in samples)
+        used = max(s.memory_used_mib for s in samples)
+        memory = f"{heights} {gib(used)}/{gib(total)} GiB"
+    text = f"GPUs {memory} · {_pct(util)} · {_watts(power)}"
+    if form < 2 and temps:
+        text += f" · {max(temps):.0f}°C"
+    return text
+
+
+def gpu_line(samples: Sequence[GpuSample], width: int) -> str:
+    """The live line for ``width`` cells: per GPU when that fits, else every GPU in one
+    (a bar per GPU, the fullest one's memory, mean utilisation, total power)."""
+    if not samples:
+        return ""
+    for form in (0, 1, 2):
+        text = "  ".join(_per_gpu(s, form) for s in samples)
+        if len(text) <= width:
+            return text
+    for form in (0, 1, 2):
+        text = _all_gpus(samples, form)
+        if len(text) <= width:
+            return text
+    return text[:width]
+
+
+def memory_groups(samples: Sequence[GpuSample]) -> str:
+    """``GPU 0-3: 42.5 / 48.0 GiB`` (GPUs holding the same, together), or one entry per GPU
+    (``GPU 0: 42.5 / 48.0 GiB · GPU 1: 40.1 / 48.0 GiB``)."""
+    groups: list[tuple[list[int], str]] = []
+    for s in sorted(samples, key=lambda x: x.index):
+        text = f"{gib(s.memory_used_mib)} / {gib(s.memory_total_mib)} GiB"
+        if groups and groups[-1][1] == text and groups[-1][0][-1] == s.index - 1:
+            groups[-1][0].append(s.index)
+        else:
+            groups.append(([s.index], text))
+    parts = []
+    for indices, text in groups:
+        name = f"{indices[0]}-{indices[-1]}" if len(indices) > 1 else str(indices[0])
+        parts.append(f"GPU {name}: {text}")
+    return " · ".join(parts)
+
+
+def crash_memory(samples: Sequence[GpuSample]) -> str:
+    """The memory at the fatal line, for the banner and the report ('' when not sampled)."""
+    return f"{memory_groups(samples)} at the fatal line" if samples else ""
+
+
+def level_energy(level: LevelSummary) -> str:
+    """``1.70 tok/J · 1,148 W · 100% · peak 43.1 GiB`` for a sampled level ('' when not)."""
+    span: GpuSpan | None = level.gpu
+    if span is None or not span.samples:
+        return ""
+    return (
+        f"{tok_per_joule(level.tokens_per_joule)} · {_watts(span.power_w)} · "
+        f"{_pct(span.utilization_pct)} · peak {gib(span.memory_peak_mib)} GiB"
+    )
+
+
+def _load_line(gpu: TrialGpu) -> str | None:
+    total = gpu.memory_total_mib
+    if total is None:
+        return None
+    parts = []
+    if gpu.ready_mib is not None:
+        parts.append(f"{gib(gpu.ready_mib)} at ready")
+    if gpu.load_peak_mib is not None:
+        parts.append(f"peak {gib(gpu.load_peak_mib)} while loading")
+    return f"GPU memory: {', '.join(parts)} (of {gib(total)} GiB)" if parts else None
+
+
+def trial_gpu_lines(record: TrialRecord) -> list[str]:
+    """A trial's GPU figures for its details: memory while loading and at ready, each
+    level's energy, the memory at a crash's fatal line."""
+    lines: list[str] = []
+    if record.gpu is not None and (load := _load_line(record.gpu)) is not None:
+        lines.append(load)
+    for level in sorted(record.levels, key=lambda lv: lv.concurrency):
+        energy = level_energy(level)
+        if energy:
+            lines.append(f"c={level.concurrency} GPUs: {energy}")
+    if record.crash is not None and record.crash.gpu_memory:
+        lines.append(f"GPU memory: {crash_memory(record.crash.gpu_memory)}")
+    return lines
