@@ -65,24 +65,7 @@ def bench_seconds(record: TrialRecord) -> float:
     )
 
 
-def sweep_text(
-    run_dir: Path, objective: str, seed: int, max_trials: int, prune: bool, axes: str
-) -> str:
-    from tests.fixtures.plans import sim_plan_text
-
-    sweep = f"""[sweep]
-strategy = "optimize"
-objective = "{objective}"
-on_crash = "auto"
-seed = {seed}
-max_trials = {max_trials}
-patience = 1000
-start_at_base = false
-load_timeout = 30
-prune = {str(prune).lower()}
-finally = "stop"
-{axes}"""
-    bench = f"""[bench]
+BENCH = f"""[bench]
 ladder = {list(LADDER)}
 input_len = {LENGTHS[0]}
 output_len = {LENGTHS[1]}
@@ -90,12 +73,22 @@ window = "steady"
 window_s = {WINDOW_S}
 warmup_requests = 0
 """
-    return sim_plan_text(
-        run_dir,
-        extra_args=["--sim-load-seconds", "0.2"],
-        sweep=sweep,
-        bench=bench,
-        name=f"prune-{prune}-{seed}",
+"""The seed's ladder over a short steady window: a trial costs seconds."""
+
+
+def sweep_text(
+    plan_text: Callable[..., str],
+    run_dir: Path,
+    objective: str,
+    seed: int,
+    max_trials: int,
+    prune: bool,
+) -> str:
+    """search_efficiency.py's real-loop plan, from a random start, with or without pruning."""
+    extra = f'start_at_base = false\nprune = {str(prune).lower()}\nfinally = "stop"\n'
+    name = f"prune-{prune}-{seed}"
+    return plan_text(
+        run_dir, objective, seed, max_trials, sweep_extra=extra, bench=BENCH, name=name
     )
 
 
@@ -153,7 +146,7 @@ def pruning_loop(
     max_trials: int,
     timeout_s: float,
     *,
-    axes: str,
+    plan_text: Callable[..., str],
     model_scores: Callable[[str, tuple[int, ...], tuple[int, int]], tuple[dict, float, Callable]],
 ) -> None:
     """Print the with/without pruning table (see the module docstring)."""
@@ -179,7 +172,7 @@ def pruning_loop(
                 with tempfile.TemporaryDirectory(prefix="prune-") as tmp:
                     folder = Path(tmp)
                     text = sweep_text(
-                        folder / "run-{port}", objective, seed, max_trials, prune, axes
+                        plan_text, folder / "run-{port}", objective, seed, max_trials, prune
                     )
                     runs[prune] = run_once(folder, text, scores, target, key, timeout_s)
                 r = runs[prune]

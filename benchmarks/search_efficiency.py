@@ -212,9 +212,18 @@ def run_random(
     return Run(cap + 1, crashes, False)
 
 
-def real_sweep_text(run_dir: Path, objective: str, seed: int, max_trials: int) -> str:
+def real_sweep_text(
+    run_dir: Path,
+    objective: str,
+    seed: int,
+    max_trials: int,
+    *,
+    sweep_extra: str = "",
+    bench: str | None = None,
+    name: str = "",
+) -> str:
     """The plan of one real-loop search: the seed box simulated by processes on this machine,
-    the same space, the short workload."""
+    the same space, the short workload (or ``bench``); ``sweep_extra`` adds ``[sweep]`` keys."""
     sweep = f"""[sweep]
 strategy = "optimize"
 objective = "{objective}"
@@ -223,8 +232,9 @@ seed = {seed}
 max_trials = {max_trials}
 patience = 1000
 load_timeout = 30
-{AXES}"""
-    bench = f"""[bench]
+{sweep_extra}{AXES}"""
+    if bench is None:
+        bench = f"""[bench]
 ladder = {list(REAL_LADDER)}
 input_len = {REAL_LENGTHS[0]}
 output_len = {REAL_LENGTHS[1]}
@@ -232,7 +242,9 @@ requests_per_level = 4
 warmup_requests = 0
 """
     extra = ["--sim-load-seconds", "0.2"]
-    return sim_plan_text(run_dir, extra_args=extra, sweep=sweep, bench=bench, name=f"real-{seed}")
+    return sim_plan_text(
+        run_dir, extra_args=extra, sweep=sweep, bench=bench, name=name or f"real-{seed}"
+    )
 
 
 def first_within(trials: list[TrialRecord], scores: dict, target: float) -> Run:
@@ -371,7 +383,7 @@ def main() -> int:
             objectives,
             args.real_trials,
             args.real_timeout,
-            axes=AXES,
+            plan_text=real_sweep_text,
             model_scores=model_scores,
         )
     if args.real_only or args.pruning:
