@@ -92,7 +92,7 @@ def test_stats_fold_and_means_skip_missing() -> None:
 def test_trial_gpu_round_trips() -> None:
     gpu = TrialGpu().with_load([_s(0, 40000)]).with_ready([_s(0, 44000)])
     gpu = gpu.with_level(64, [_s(0, 44100)]).with_ready([_s(0, 1)])  # ready: the first only
-    assert gpu.ready_mib == 44000 and gpu.load_peak_mib == 40000
+    assert gpu.ready_mib == 44000 and gpu.load_peak_mib == 44000  # ready counts
     assert TrialGpu.from_dict(gpu.to_dict()) == gpu
 
 
@@ -143,7 +143,7 @@ def test_samples_count_where_they_were_taken() -> None:
     assert d.state.gpus == ()  # the view ends with the trial
     record = d.find(fx.RecordTrial).record  # type: ignore[attr-defined]
     gpu = record.gpu
-    assert gpu.load_peak_mib == 43000 and gpu.ready_mib == 44000
+    assert gpu.load_peak_mib == 44000 and gpu.ready_mib == 44000
     by_c = {lv.concurrency: lv for lv in record.levels}
     assert by_c[1].gpu.power_w == 300.0 and by_c[1].tokens_per_joule == pytest.approx(100 / 300)
     assert by_c[4].gpu.memory_peak_mib == 44300

@@ -24,6 +24,7 @@ from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
 from specconsole.present.formats import format_rate, format_rate_ci
+from specconsole.present.gpu import crash_memory
 from specconsole.present.labels import measurement_note, record_label, report_title
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import report_glance
@@ -39,6 +40,7 @@ from specconsole.present.series import (
 from specconsole.present.status import status_detail
 from specconsole.present.textcharts import draw_aggregate, draw_single, new_figure, render_text
 from specconsole.session.acceptance_report import acceptance_lines
+from specconsole.session.gpu_report import gpu_markdown
 from specconsole.session.report_json import to_json
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -220,8 +222,11 @@ def to_markdown(
                 f"- trial {t.index + 1} `{record_label(t, plan.base if plan else None)}`: "
                 f"{c.cause}: {c.message}"
             )
+            if c.gpu_memory:
+                out.append(f"  - {crash_memory(c.gpu_memory)}")
             for fix in c.fixes[:3]:
                 out.append(f"  - fix: {fix}")
+    out += gpu_markdown(report_trials(trials), plan.base if plan else None)
     out += ["", "## Aggregate tok/s vs concurrency", "", "```", chart(trials, plan), "```"]
     out += ["", "## Single-request tok/s", "", "```", single_chart(trials, plan), "```", ""]
     return "\n".join(out)

@@ -25,11 +25,20 @@ from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
+from specconsole.present.gpu import crash_memory
 from specconsole.present.labels import measurement_note, record_label, report_title
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import report_glance
 from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.session.charts import chart_svg
+from specconsole.session.gpu_charts import gpu_chart_svg
+from specconsole.session.gpu_report import (
+    LEVEL_HEADERS,
+    MEMORY_HEADERS,
+    level_rows,
+    memory_rows,
+    sampled,
+)
 from specconsole.session.report_json import config_document, unit_diff
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -131,6 +140,33 @@ def _trial_section(record: TrialRecord, plan: SweepPlan | None) -> str:
     return "".join(parts)
 
 
+def _gpu_section(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> str:
+    """Memory and power per trial, beside the throughput charts (nothing when no trial's
+    GPUs were sampled)."""
+    shown = report_trials(trials)
+    if not sampled(shown):
+        return ""
+    base = plan.base if plan is not None else None
+    memory = memory_rows(shown, lambda t: record_label(t, base))
+    parts = [
+        "<h3>GPU memory and power</h3>",
+        f'<figure id="chart-gpu-memory" class="chart">{gpu_chart_svg("gpu-memory", trials, plan)}'
+        "<figcaption>Memory held at ready (bar), the peak while loading (▲), a crash's memory "
+        "at the fatal line (✖); dashed: the GPU's memory.</figcaption></figure>",
+        _table(MEMORY_HEADERS, memory, (True, False, True, True, True, False)),
+    ]
+    levels = level_rows(shown)
+    if levels:
+        energy = gpu_chart_svg("gpu-energy", trials, plan)
+        parts.append(
+            f'<figure id="chart-gpu-energy" class="chart">{energy}'
+            "<figcaption>Output tokens per joule (the level's tok/s over its GPUs' mean power)."
+            "</figcaption></figure>"
+        )
+        parts.append(_table(LEVEL_HEADERS, levels, (True,) * len(LEVEL_HEADERS)))
+    return "".join(parts)
+
+
 def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = "") -> str:
     """The whole report as one HTML document."""
     name = report_title(plan, title)
@@ -162,6 +198,7 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
     out.append(_figure("aggregate", "One line per trial; ✖ crashed trials.", trials, plan))
     out.append(_figure("single", "✖ on the x axis: trials that crashed.", trials, plan))
     out.append(_figure("pareto", "Dashed: the Pareto front (worth keeping).", trials, plan))
+    out.append(_gpu_section(trials, plan))
     front = pareto(trials)
     if front:
         out.append("<h2>Pareto set</h2>")
@@ -206,6 +243,8 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
                 f"<h3>Trial {t.index + 1}: {_e(record_label(t, base))} — "
                 f"{_e(crash.cause)}</h3><p>{_e(crash.message)}</p>"
             )
+            if crash.gpu_memory:
+                out.append(f'<p class="gpu-memory">{_e(crash_memory(crash.gpu_memory))}</p>')
             if crash.excerpt:
                 out.append(f"<pre>{_e(chr(10).join(crash.excerpt))}</pre>")
             if crash.fixes:

@@ -55,6 +55,8 @@ def _level(level: Any) -> dict[str, Any]:
     document = dataclasses.asdict(level)
     counters = level.counters  # with the derived figures (acceptance length, rate, per position)
     document["counters"] = None if counters is None else counters.to_dict()
+    document["gpu"] = None if level.gpu is None else level.gpu.to_dict()  # with the means
+    document["tokens_per_joule"] = level.tokens_per_joule
     return document
 
 
@@ -72,6 +74,7 @@ def _crash(record: TrialRecord) -> dict[str, Any] | None:
         "capacity": crash.capacity,
         "excerpt": list(crash.excerpt),
         "fixes": list(crash.fixes),
+        "gpu_memory": [s.to_dict() for s in crash.gpu_memory],
     }
 
 
@@ -103,6 +106,7 @@ def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, 
         "capacity": record.capacity,
         "accept_length": record.accept_length,
         "levels": [_level(lv) for lv in sorted(record.levels, key=lambda lv: lv.concurrency)],
+        "gpu": None if record.gpu is None else record.gpu.to_dict(),
         "crash": _crash(record),
         "warnings": list(record.warnings),
         "errors": list(record.errors),

@@ -323,8 +323,12 @@ class TrialGpu:
 
     @property
     def load_peak_mib(self) -> float | None:
-        """The fullest GPU's peak while loading."""
-        return max((g.memory_peak_mib for g in self.load if g.samples), default=None)
+        """The fullest GPU's peak while loading: what was sampled before ready, or at ready
+        (whatever the load allocated is still held then; a short load may fall between
+        two samples)."""
+        peaks = [g.memory_peak_mib for g in self.load if g.samples]
+        peaks += [s.memory_used_mib for s in self.ready]
+        return max(peaks) if peaks else None
 
     @property
     def ready_mib(self) -> float | None:
