@@ -9,10 +9,11 @@ deterministic.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 from specconsole.sim.profile import PerfSection
-from specconsole.sim.resolve import ResolvedArgs
+from specconsole.sim.resolve import FixedAccept, ResolvedArgs
 
 
 def depth_acceptance(perf: PerfSection, depth: int) -> float:
@@ -111,11 +112,42 @@ def accept_length(
     return sum((i + 1) * p for i, p in enumerate(dist))
 
 
+def fixed_distribution(fixed: FixedAccept, steps: int) -> tuple[float, ...]:
+    """``P(accept length == L)`` for ``L = 1 .. steps + 1`` under an engine's benchmark knob
+    (the draft's own quality plays no part): SGLang draws one length per verify step,
+    clamped to ``[1, steps + 1]`` — ``match-expected`` its floor or ceiling so the mean holds,
+    ``multinomial`` a normal around it (σ 1) rounded; vLLM's synthetic sampler accepts
+    position ``i`` with its unconditional rate."""
+    top = steps + 1
+    if fixed.method == "synthetic":
+        reach = [1.0, *(min(1.0, max(0.0, r)) for r in fixed.rates[:steps])]
+        reach += [0.0] * (top - len(reach)) + [0.0]
+        return tuple(max(reach[i] - reach[i + 1], 0.0) for i in range(top))
+    if fixed.method == "multinomial":
+        length = fixed.length  # the draw is clamped, not the mean
+        # clamped then rounded: k takes the half-open [k - 0.5, k + 0.5), the ends the tails
+        edges = [0.0]
+        edges += [
+            0.5 * (1.0 + math.erf((k + 0.5 - length) / math.sqrt(2.0))) for k in range(1, top)
+        ]
+        edges.append(1.0)
+        return tuple(max(edges[i + 1] - edges[i], 0.0) for i in range(top))
+    length = min(max(fixed.length, 1.0), float(top))
+    lower = int(length)
+    out = [0.0] * top
+    out[lower - 1] = 1.0 - (length - lower)
+    if lower < top:
+        out[lower] = length - lower
+    return tuple(out)
+
+
 def args_accept_distribution(args: ResolvedArgs, perf: PerfSection) -> tuple[float, ...]:
     """The accepted-tokens distribution a resolved configuration runs with (``(1.0,)``
-    without speculative decoding)."""
+    without speculative decoding; the engine's fixed acceptance when it sets one)."""
     if not args.speculative or args.num_steps <= 0:
         return (1.0,)
+    if args.fixed_accept is not None:
+        return fixed_distribution(args.fixed_accept, args.num_steps)
     return accept_distribution(
         perf,
         args.num_steps,

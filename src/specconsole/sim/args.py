@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.releases import has_new_name, parse_version, removed_flags
+from specconsole.core.config.releases import (
+    has_feature,
+    has_new_name,
+    parse_version,
+    removed_flags,
+)
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import get_engine
 
@@ -131,6 +136,9 @@ def sglang_parser(
     a("--speculative-num-steps", type=int, default=None)
     a("--speculative-eagle-topk", type=int, default=None)
     a("--speculative-num-draft-tokens", type=int, default=None)
+    if has_feature(imitated_engine().releases, "adaptive", engine_version) is not False:
+        a("--speculative-adaptive", action="store_true")
+        a("--speculative-adaptive-config", default=None)
     a("--speculative-accept-threshold-single", type=float, default=1.0)
     a("--speculative-accept-threshold-acc", type=float, default=1.0)
     a("--decode-log-interval", type=int, default=40)
@@ -246,10 +254,21 @@ def parse_argv(argv: Sequence[str]) -> ParsedArgs:
                 f"launch_server.py: error: ambiguous option: {name} could match "
                 f"{name}-decode, {name}-prefill"
             )
-        if version is not None and name in _not_yet(version):
+        if version is not None and (name in _not_yet(version) or name in _later(version)):
             raise SimArgError(f"launch_server.py: error: unrecognized arguments: {name}")
     ns, unknown = sglang_parser(engine_version=version).parse_known_args(args)
     return ParsedArgs(values=vars(ns), unknown=split_unknown(unknown))
+
+
+ADAPTIVE_FLAGS = ("--speculative-adaptive", "--speculative-adaptive-config")
+"""SGLang's adaptive mode's flags (its release table's ``adaptive`` feature)."""
+
+
+def _later(version: str) -> set[str]:
+    """Flags of features release ``version`` does not have yet."""
+    if has_feature(imitated_engine().releases, "adaptive", version) is False:
+        return set(ADAPTIVE_FLAGS)
+    return set()
 
 
 def _not_yet(version: str) -> set[str]:

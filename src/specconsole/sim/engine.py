@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from specconsole.sim.acceptance import args_accept_distribution
+from specconsole.sim.adaptive import AdaptiveRuntime
 from specconsole.sim.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
 from specconsole.sim.model import MemoryPlan, prefill_time, step_time
 from specconsole.sim.profile import PerfSection, Profile
@@ -219,13 +220,37 @@ class Scheduler:
     def set_args(self, args: ResolvedArgs) -> None:
         """Adopt (hot-updated) arguments: the accepted-token distributions follow them
         (running requests pick the new distribution up on their next step)."""
+        adaptive = getattr(self, "adaptive", None)
+        if args.adaptive is None:
+            self.adaptive = None
+        elif adaptive is None or adaptive.spec != args.adaptive:
+            self.adaptive = AdaptiveRuntime(args.adaptive, args.capture_bs, args.num_steps)
+        """SGLang's adaptive controller (``--speculative-adaptive``): per bucket its step."""
         self.args = args
         self._cdfs = {}
         self._at_batch: dict[int, ResolvedArgs] = {}
         self._generation += 1
 
+    def _say(self, event: str, *values: float) -> None:
+        """Tell the face what the adaptive controller did (``switch``: a decode step runs
+        another candidate's state; ``updated``: a bucket's EMA moved its step): the face
+        logs it in its engine's words, if it has an adaptive mode."""
+        say = getattr(self.reporter, "adaptive", None)
+        if say is not None:
+            say(self, event, *values)
+
     def step_args(self, batch: int) -> ResolvedArgs:
-        """The arguments a decode step of ``batch`` requests runs (a per-batch-size K)."""
+        """The arguments a decode step of ``batch`` requests runs (a per-batch-size K, or
+        the step SGLang's adaptive controller activates for the batch's bucket)."""
+        if self.adaptive is not None:
+            before = self.adaptive.active
+            steps = self.adaptive.steps_for(batch)
+            if steps != before:
+                self._say("switch", before, steps)
+            got = self._at_batch.get(-steps - 1)
+            if got is None:
+                got = self._at_batch[-steps - 1] = self.args.with_steps(steps)
+            return got
         if not self.args.spec_schedule:
             return self.args
         got = self._at_batch.get(batch)
@@ -399,6 +424,7 @@ class Scheduler:
         drafted = args.num_steps
         counters = self.draft_counters
         forwards = accepted = 0
+        drafts: list[float] = []
         for r in running:
             if r.aborted:
                 continue
@@ -406,6 +432,7 @@ class Scheduler:
                 r.stalled = True
                 continue
             n = self._draw(r, args) if spec else 1
+            drafts.append(n - 1)
             emit = min(n, r.max_new_tokens - r.generated)
             r.verify_ct += 1
             forwards += 1
@@ -419,6 +446,11 @@ class Scheduler:
             self.spec.accept_tokens += accepted
             self.interval_accept.forward_ct += forwards
             self.interval_accept.accept_tokens += accepted
+        if self.adaptive is not None:
+            slot = self.adaptive.slots[self.adaptive.spec.bucket_for(batch, self.args.capture_bs)]
+            old = slot.current
+            if self.adaptive.observe(drafts, batch) is not None:
+                self._say("updated", old, slot.current, slot.ema)
         self.running = [r for r in running if not r.finished and not r.aborted]
         self.stalled = forwards == 0 and bool(self.running)
         self.decode_iters += 1

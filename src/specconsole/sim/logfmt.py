@@ -134,6 +134,33 @@ class GraphCapture:
         )
 
 
+def adaptive_initialized(steps: int, candidates: Sequence[int]) -> str:
+    """The adaptive controller's first bucket, as the worker logs it at start
+    (``adaptive_spec_params.py``)."""
+    return (
+        f"AdaptiveSpeculativeParams initialized: steps={steps}, candidate_steps={list(candidates)}"
+    )
+
+
+def adaptive_state_built(steps: int, elapsed: float, mem_gb: float) -> str:
+    """One candidate's runtime state (its backends and CUDA graphs), built at load
+    (``eagle_worker_v2.py``)."""
+    return f"Built adaptive runtime state steps={steps}: elapsed={elapsed:.2f}s, mem={mem_gb:.2f}GB"
+
+
+def adaptive_switch(steps: int, new_steps: int) -> str:
+    """A decode step runs another candidate's state (``apply_runtime_state``)."""
+    return (
+        "Switch adaptive runtime state: "
+        f"steps {steps} -> {new_steps}, draft_tokens {steps + 1} -> {new_steps + 1}"
+    )
+
+
+def adaptive_updated(steps: int, new_steps: int, ema: float) -> str:
+    """A bucket's EMA moved its step (``AdaptiveStepSlot._apply_target_steps``)."""
+    return f"Adaptive spec params updated: steps {steps} -> {new_steps} (ema_accept_len={ema:.2f})"
+
+
 def capacity_line(
     max_total_num_tokens: int,
     chunked_prefill_size: int,

@@ -25,10 +25,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import engine_for
 from specconsole.sim.acceptance import accept_rate, args_accept_distribution
-from specconsole.sim.profile import Profile, default_profile_path, load_profile_cached
+from specconsole.sim.adaptive import AdaptiveSpec, graph_states, steady_steps
+from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
 from specconsole.sim.resolve import ResolvedArgs
 from specconsole.sim.textkind import TextKind, perf_for
 
@@ -102,7 +105,7 @@ def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
     w_draft = mem.draft_weights_gb * shard if args.speculative else 0.0
     kv_target = max(1, round(mem.target_kv_bytes_per_token * shard))
     kv_draft = round(mem.draft_kv_bytes_per_token * shard) if args.speculative else 0
-    slots = args.max_capture_bs * args.num_draft_tokens
+    slots = args.max_capture_bs * args.max_draft_tokens  # sized for the longest draft
     workspace = mem.spec_workspace_mb_per_slot * slots * MIB / GIB if args.speculative else 0.0
     static_budget = total * args.mem_fraction_static
     avail_after_target = avail_start - w_target
@@ -115,7 +118,7 @@ def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
     avail_after_kv = avail_after_draft - workspace - kv_gb
     graph_total = 0.0
     if args.capture_bs:
-        graph_total = mem.graph_base_gb + mem.graph_mb_per_slot * slots * MIB / GIB
+        graph_total = mem.graph_base_gb + mem.graph_mb_per_slot * graph_slots(args) * MIB / GIB
     draft_share = 0.3 if args.speculative else 0.0
     graph_target = graph_total * (1.0 - draft_share)
     graph_draft = graph_total * draft_share
@@ -154,9 +157,46 @@ def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
     )
 
 
+def graph_slots(args: ResolvedArgs) -> int:
+    """Captured batch x verify tokens the CUDA graphs hold: one state per adaptive candidate,
+    each over the captured sizes that route to a bucket holding it (``sim.adaptive``)."""
+    if args.adaptive is None:
+        return args.max_capture_bs * args.num_draft_tokens
+    return sum(bs * (step + 1) for step, bs in graph_states(args.adaptive, args.capture_bs))
+
+
 # ---------------------------------------------------------------------------------------------
 # Time
 # ---------------------------------------------------------------------------------------------
+
+
+def step_mix(
+    args: ResolvedArgs, batch: int, perf: PerfSection
+) -> tuple[tuple[ResolvedArgs, float], ...]:
+    """The arguments a steady stream of decode steps of ``batch`` requests runs, with their
+    shares: one entry, except when an adaptive bucket's EMA keeps moving between
+    candidates (:func:`specconsole.sim.adaptive.steady_steps`); a per-batch-size K drafts
+    the batch's."""
+    if args.adaptive is None:
+        return ((args.at_batch(batch), 1.0),)
+    bucket = args.adaptive.bucket_for(batch, args.capture_bs)
+    candidates = args.adaptive.buckets[bucket].candidates
+    if len(candidates) == 1:
+        return ((args.with_steps(candidates[0]), 1.0),)
+    accepted = tuple((s, _mean_length(args.with_steps(s), perf) - 1.0) for s in candidates)
+    mix = _settled(args.adaptive, bucket, args.num_steps, accepted)
+    return tuple((args.with_steps(s), share) for s, share in mix)
+
+
+@lru_cache(maxsize=1024)
+def _settled(
+    spec: AdaptiveSpec, bucket: int, initial: int, accepted: tuple[tuple[int, float], ...]
+) -> tuple[tuple[int, float], ...]:
+    return steady_steps(spec, bucket, initial, dict(accepted))
+
+
+def _mean_length(args: ResolvedArgs, perf: PerfSection) -> float:
+    return sum((i + 1) * p for i, p in enumerate(args_accept_distribution(args, perf)))
 
 
 def step_time(args: ResolvedArgs, profile: Profile, batch: int, context: float) -> float:
@@ -270,6 +310,8 @@ def _resolve(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedA
 
     face = face_for(config.engine)
     parsed = face.parse(face.words(config))
+    files = {f.name: f.text for f in engine_for(config).side_files(config)}
+    parsed = face.context(parsed, dict(config.env), lambda path: files.get(path.rsplit("/")[-1]))
     return face.resolve(parsed, face.with_release(parsed, profile))
 
 
@@ -313,9 +355,10 @@ def predict(
     plan = plan_for(args, profile)
     perf = perf_for(profile.perf, kind)
     running = min(concurrency, running_limit(args, plan, input_len, output_len))
-    args = args.at_batch(max(running, 1))  # a per-batch-size K drafts what the batch gets
-    length = sum((i + 1) * p for i, p in enumerate(args_accept_distribution(args, perf)))
-    rate = accept_rate(args, length)
+    mix = step_mix(args, max(running, 1), perf)  # what the batch drafts (a schedule's choice)
+    args = mix[0][0]
+    length = sum(share * _mean_length(a, perf) for a, share in mix)
+    rate = sum(share * accept_rate(a, _mean_length(a, perf)) for a, share in mix)
     if plan.failure is not None or running <= 0:
         return Prediction(
             concurrency,
@@ -337,7 +380,7 @@ def predict(
             0.0,
         )
     context = input_len + output_len / 2.0
-    t_step = step_time(args, profile, running, context)
+    t_step = sum(share * step_time(a, profile, running, context) for a, share in mix)
     ttft = prefill_time(args, profile, running * input_len)
     steps = decode_steps_needed(output_len, length)
     e2e = ttft + steps * t_step

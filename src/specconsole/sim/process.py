@@ -124,6 +124,15 @@ async def _serve(sim: SimBox, sock: socket.socket, app: object) -> int:
     return 0
 
 
+def _read(path: str) -> str | None:
+    """A file a flag names (SGLang's adaptive config), as the engine opens it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(1 << 20)  # bounded: a config, not a corpus
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m specconsole.sim [ENGINE] ...``: the face of the engine named (SGLang when
     none is) parses, resolves, then loads and serves (or fails) like that engine."""
@@ -149,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     profile = face.with_release(parsed, profile)
     log = face.writer(parsed, profile)
     try:
+        parsed = face.context(parsed, os.environ, _read)
         args = face.resolve(parsed, profile)
     except SimArgError as exc:
         return face.refused(log, exc)

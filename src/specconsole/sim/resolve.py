@@ -15,6 +15,8 @@ from typing import Any
 
 from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.releases import has_feature
+from specconsole.sim.adaptive import AdaptiveSpec, load_spec
 from specconsole.sim.args import (
     AUTO_SPEC_PARAMS,
     EAGLE_FAMILY,
@@ -25,9 +27,24 @@ from specconsole.sim.args import (
     ParsedArgs,
     SimArgError,
     argv_from_server_config,
+    imitated_engine,
     parse_argv,
 )
 from specconsole.sim.profile import Profile
+
+
+@dataclass(frozen=True, slots=True)
+class FixedAccept:
+    """An acceptance fixed by the engine's own benchmark knob."""
+
+    length: float
+    """Mean tokens per verify step, the bonus token included (at full draft length)."""
+    method: str = "match-expected"
+    """SGLang: ``match-expected`` (floor or ceiling, the mean kept) or ``multinomial`` (a
+    normal around it, rounded and clamped); vLLM: ``synthetic`` (per-position rates)."""
+    rates: tuple[float, ...] = ()
+    """vLLM: the unconditional acceptance of each draft position (resolved at the configured
+    ``num_speculative_tokens``; a smaller per-batch K drafts the first ones)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +93,32 @@ class ResolvedArgs:
     spec_schedule: tuple[tuple[int, int, int], ...] = ()
     """vLLM's per-batch-size K (``num_speculative_tokens_per_batch_size``): inclusive
     batch-size ranges and the draft length each drafts; ``()``: ``num_steps`` at every size."""
+    adaptive: AdaptiveSpec | None = None
+    """SGLang's adaptive mode (``--speculative-adaptive``, :mod:`specconsole.sim.adaptive`):
+    the buckets and their candidate steps; ``num_steps`` is the initial one."""
+    fixed_accept: FixedAccept | None = None
+    """The engine's benchmark knob fixing the acceptance (SGLang's ``SGLANG_SIMULATE_ACC_LEN``,
+    vLLM's synthetic rejection sampler); ``None``: the profile's draft decides."""
 
     @property
     def speculative(self) -> bool:
         return self.algorithm is not None and self.algorithm != "NGRAM"
+
+    @property
+    def max_draft_tokens(self) -> int:
+        """Verify width the memory is sized for: the largest adaptive candidate's + 1
+        (SGLang's ``max_speculative_num_draft_tokens``), else ``num_draft_tokens``."""
+        if self.adaptive is not None:
+            return max(self.adaptive.candidates) + 1
+        return self.num_draft_tokens
+
+    def with_steps(self, k: int) -> ResolvedArgs:
+        """These arguments drafting a chain of ``k`` (0: no draft) for one decode step."""
+        if k == self.num_steps:
+            return self
+        if k <= 0:
+            return replace(self, algorithm=None, num_steps=0, topk=0, num_draft_tokens=1)
+        return replace(self, num_steps=k, num_draft_tokens=k + 1)
 
     def steps_at(self, batch: int) -> int:
         """The draft length a decode step of ``batch`` requests drafts: ``num_steps``, or
@@ -98,12 +137,7 @@ class ResolvedArgs:
         K changes the chain drafted and verified; ``self`` when there is none)."""
         if not self.spec_schedule:
             return self
-        k = self.steps_at(batch)
-        if k == self.num_steps:
-            return self
-        if k <= 0:
-            return replace(self, algorithm=None, num_steps=0, topk=0, num_draft_tokens=1)
-        return replace(self, num_steps=k, num_draft_tokens=k + 1)
+        return self.with_steps(self.steps_at(batch))
 
     @property
     def max_capture_bs(self) -> int:
@@ -215,11 +249,14 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
     draft = v.get("speculative_num_draft_tokens")
     draft_path = v.get("speculative_draft_model_path")
     speculative = algorithm is not None and algorithm != "NGRAM"
+    adaptive: AdaptiveSpec | None = None
     if speculative:
         if max_running is None:
             max_running = 48
             warnings.append(MSG_MAX_RUNNING_48)
         warnings.append(MSG_MIXED_CHUNK)
+        if v.get("speculative_adaptive"):
+            adaptive, steps, topk, draft = _adaptive(v, unknown, algorithm, profile, warnings)
         if steps is None:
             if topk is not None or draft is not None:
                 raise SimArgError(
@@ -306,6 +343,8 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         "speculative_num_steps": steps if speculative else None,
         "speculative_eagle_topk": topk if speculative else None,
         "speculative_num_draft_tokens": draft if speculative else None,
+        "speculative_adaptive": adaptive is not None,
+        "speculative_adaptive_config": v.get("speculative_adaptive_config"),
         **thresholds,
         "enable_mixed_chunk": False,
         "decode_log_interval": decode_log_interval,
@@ -342,7 +381,76 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         warnings=tuple(warnings),
         server_args=server_args,
         unknown_args=dict(unknown),
+        adaptive=adaptive if speculative else None,
+        fixed_accept=_simulated_accept(v, profile) if speculative else None,
     )
+
+
+_ADAPTIVE_OFF: dict[str, str] = {
+    "enable_dp_attention": "attention DP is not supported (adaptive tier decisions are not "
+    "synchronized across DP ranks)",
+    "enable_multi_layer_eagle": "enable_multi_layer_eagle=True is not supported "
+    "(MultiLayerEagleWorkerV2 does not implement adaptive)",
+    "enable_two_batch_overlap": "enable_two_batch_overlap=True is not supported (adaptive "
+    "state swap would discard the TboAttnBackend wrapper)",
+    "enable_pdmux": "enable_pdmux=True is not supported (adaptive state swap does not update "
+    "decode_attn_backend_group)",
+}
+"""SGLang's ``adaptive_unsupported_reason`` for the flags the box keeps unmodelled."""
+
+
+def _adaptive(
+    v: Mapping[str, Any],
+    unknown: Mapping[str, Any],
+    algorithm: str | None,
+    profile: Profile,
+    warnings: list[str],
+) -> tuple[AdaptiveSpec | None, Any, Any, Any]:
+    """SGLang's adaptive resolution: turned off with its warning when unsupported, else the
+    loaded file, topk 1, the initial step (the middle candidate when unset; one of them, or
+    SGLang's ValueError) and draft tokens = steps + 1."""
+    steps, topk, draft = (
+        v.get("speculative_num_steps"),
+        v.get("speculative_eagle_topk"),
+        v.get("speculative_num_draft_tokens"),
+    )
+    reason = None
+    if algorithm not in ("EAGLE", "EAGLE3"):
+        reason = f"speculative_algorithm={algorithm} (only EAGLE/EAGLE3 are supported)"
+    elif topk is not None and topk != 1:
+        reason = f"speculative_eagle_topk={topk} (only topk=1 is supported)"
+    else:
+        reason = next((why for flag, why in _ADAPTIVE_OFF.items() if unknown.get(flag)), None)
+    if reason is not None:
+        warnings.append(
+            f"speculative_adaptive disabled: {reason}. Falling back to static speculative params."
+        )
+        return None, steps, topk, draft
+    spec = load_spec(v.get("adaptive_config_text"), profile.sim.version)
+    candidates = list(spec.candidates)
+    if steps is None:
+        steps = candidates[len(candidates) // 2]
+    if steps not in candidates:
+        raise SimArgError(
+            f"--speculative-num-steps={steps} is not in the adaptive config candidate_steps "
+            f"{candidates}. Pass one of those values."
+        )
+    return spec, steps, 1 if topk is None else topk, int(steps) + 1
+
+
+def _simulated_accept(v: Mapping[str, Any], profile: Profile) -> FixedAccept | None:
+    """``SGLANG_SIMULATE_ACC_LEN`` (> 0: on) and its method (the release's default)."""
+    length = v.get("simulate_acc_len")
+    if length is None or float(length) <= 0:
+        return None
+    matches = has_feature(imitated_engine().releases, "simulated_accept_matches_mean",
+                          profile.sim.version)  # fmt: skip
+    method = v.get("simulate_acc_method") or (
+        "multinomial" if matches is False else "match-expected"
+    )
+    if method not in ("multinomial", "match-expected"):
+        raise SimArgError(f"Invalid simulate_acc_method: {method}")
+    return FixedAccept(float(length), method)
 
 
 def resolve_config(config: ServerConfig, profile: Profile) -> ResolvedArgs:

@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from specconsole.sim import logfmt
+from specconsole.sim.adaptive import graph_states
 from specconsole.sim.args import ParsedArgs
 from specconsole.sim.box import SimBox, SimOptions
 from specconsole.sim.model import LoadFailure, uses_cuda_graph
@@ -136,6 +137,14 @@ class SimServer(SimBox):
                 plan.target_weights_gb,
             )
         )
+        if a.adaptive is not None:
+            first = a.adaptive.buckets[0]
+            start = (
+                a.num_steps
+                if a.num_steps in first.candidates
+                else first.candidates[len(first.candidates) // 2]
+            )
+            log.rank(logfmt.adaptive_initialized(start, first.candidates))
         if a.speculative:
             log.all_ranks(logfmt.load_weight_begin(plan.avail_after_target_gb))
             await self.phase(shares.draft_weights, plan.draft_weights_gb)
@@ -256,7 +265,22 @@ class SimServer(SimBox):
                 return False
             avail -= share_gb
             log.all_ranks(g.end(d, total * shares.graph_draft / len(drafts), share_gb, avail))
+        if a.adaptive is not None:
+            await self._adaptive_states()
         return True
+
+    async def _adaptive_states(self) -> None:
+        """SGLang's adaptive worker builds a runtime state per other candidate after the
+        graphs: its backends and its own CUDA graphs (the time and memory are the load's)."""
+        a, p, log = self.args, self.profile, self.log
+        assert a.adaptive is not None
+        seconds = self.opts.load_seconds * p.load.graph_draft / 2
+        for steps, bs in graph_states(a.adaptive, a.capture_bs):
+            if steps == a.num_steps:
+                continue
+            mem_gb = p.memory.graph_mb_per_slot * bs * (steps + 1) / 1024.0
+            await self.phase(p.load.graph_draft / 2)
+            log.rank(logfmt.adaptive_state_built(steps, seconds, mem_gb))
 
     def _fatal_log(self, traceback_text: str) -> None:
         """A scheduler rank died: its traceback, then the launcher's SIGQUIT line."""

@@ -42,6 +42,14 @@ class SGLangSteps:
             True,
         )
 
+    def adaptive(self, sched: Scheduler, event: str, *values: float) -> None:
+        """The adaptive controller's lines, as SGLang's worker logs them on rank 0."""
+        if event == "switch":
+            text = logfmt.adaptive_switch(int(values[0]), int(values[1]))
+        else:
+            text = logfmt.adaptive_updated(int(values[0]), int(values[1]), values[2])
+        self.log.scheduler(text, True)
+
     def decode(self, sched: Scheduler, batch: int) -> None:
         if sched.decode_iters % sched.args.decode_log_interval != 0:
             return

@@ -73,12 +73,14 @@ FEATURES_SINCE: dict[str, str] = {
     "adaptive": "0.5.11",
     "adaptive_by_batch": "0.5.13",
     "adaptive_zero_step": "0.5.14",
+    "simulated_accept_matches_mean": "0.5.11",
 }
 """What later releases added (read from their wheels: 0.5.10 has no adaptive mode; 0.5.11 and
 0.5.12 adapt one candidate list to the acceptance; 0.5.13 keys candidates by batch size;
 0.5.14 takes a 0 candidate): ``adaptive`` is ``--speculative-adaptive`` and its config file,
 ``adaptive_by_batch`` candidate steps per batch-size bucket, ``adaptive_zero_step`` a bucket
-without a draft (``engines.sglang.adaptive``)."""
+without a draft (``engines.sglang.adaptive``); ``simulated_accept_matches_mean``: from 0.5.11
+``SGLANG_SIMULATE_ACC_METHOD`` defaults to ``match-expected`` (0.5.10: ``multinomial``)."""
 
 TABLE = ReleaseTable(
     changes=FLAG_CHANGES,

@@ -16,7 +16,7 @@ word, the SGLang face reads SGLang's flags (``python -m specconsole.sim --model-
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -75,6 +75,16 @@ class Face(Protocol):
 
     def writer(self, parsed: ParsedArgs, profile: Profile) -> Any:
         """Its log writer (records in its format, flushed per record)."""
+        ...
+
+    def context(
+        self, parsed: ParsedArgs, env: Mapping[str, str], read: Callable[[str], str | None]
+    ) -> ParsedArgs:
+        """``parsed`` with what the launch's surroundings add: the environment's benchmark
+        knobs (SGLang's ``SGLANG_SIMULATE_ACC_LEN``) and the files its flags name (SGLang's
+        adaptive config; ``read(path)``: the text, None when it cannot be read). The process
+        passes its own environment and disk; ``sim.model`` a configuration's ``env`` and its
+        engine's side files. Raises ``SimArgError`` as the engine would."""
         ...
 
     def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:

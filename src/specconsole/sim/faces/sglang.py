@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.model import ServerConfig
@@ -67,6 +67,31 @@ class SGLangFace:
 
     def writer(self, parsed: ParsedArgs, profile: Profile) -> LogWriter:
         return LogWriter(int(parsed.values.get("tp_size") or 1))
+
+    def context(
+        self, parsed: ParsedArgs, env: Mapping[str, str], read: Callable[[str], str | None]
+    ) -> ParsedArgs:
+        """``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` from the environment (an ``EnvFloat``:
+        a bad value is SGLang's ValueError), and the adaptive config's text when the mode is
+        on (SGLang opens the file while it resolves its arguments)."""
+        values = dict(parsed.values)
+        length = env.get("SGLANG_SIMULATE_ACC_LEN")
+        if length is not None:
+            try:
+                values["simulate_acc_len"] = float(length)
+            except ValueError:
+                raise SimArgError(f"could not convert string to float: {length!r}") from None
+        if "SGLANG_SIMULATE_ACC_METHOD" in env:
+            values["simulate_acc_method"] = env["SGLANG_SIMULATE_ACC_METHOD"]
+        path = values.get("speculative_adaptive_config")
+        if values.get("speculative_adaptive") and path:
+            text = read(str(path))
+            if text is None:
+                raise SimArgError(
+                    f"[Errno 2] No such file or directory: {str(path)!r}", "FileNotFoundError"
+                )
+            values["adaptive_config_text"] = text
+        return ParsedArgs(values=values, unknown=parsed.unknown)
 
     def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:
         return resolve(parsed, profile)

@@ -20,10 +20,11 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.releases import has_feature
 from specconsole.core.engine.registry import get_engine
 from specconsole.sim.args import ParsedArgs, SimArgError
 from specconsole.sim.box import SimBox, SimOptions
@@ -368,7 +369,8 @@ class VllmFace:
             raise SimArgError(
                 f"--sim-engine-version: the vLLM face plays {', '.join(RELEASES)}, not {release!r}"
             )
-        parsed = parse_vllm(words, release, "schedule" in SOURCES[release])
+        synthetic = has_feature(get_engine(VLLM).releases, "synthetic_acceptance", release)
+        parsed = parse_vllm(words, release, "schedule" in SOURCES[release], bool(synthetic))
         return ParsedArgs(values={**parsed.values, "release": release}, unknown=parsed.unknown)
 
     def default_profile(self) -> str:
@@ -385,6 +387,11 @@ class VllmFace:
 
     def writer(self, parsed: ParsedArgs, profile: Profile) -> VllmLog:
         return VllmLog(text_for(self._release(parsed)))
+
+    def context(
+        self, parsed: ParsedArgs, env: Mapping[str, str], read: Callable[[str], str | None]
+    ) -> ParsedArgs:
+        return parsed  # its what-if and its schedule are inside --speculative-config
 
     def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:
         return resolve_vllm(parsed, profile, self._release(parsed))

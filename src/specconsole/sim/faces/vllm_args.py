@@ -32,7 +32,7 @@ from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.sim.args import ParsedArgs, SimArgError, split_unknown
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import ResolvedArgs
+from specconsole.sim.resolve import FixedAccept, ResolvedArgs
 
 __all__ = ["OWN_FLAGS", "VLLM", "help_text", "parse_vllm", "resolve_vllm"]
 
@@ -126,19 +126,25 @@ def _spec_json(words: Sequence[str]) -> tuple[int, dict[str, Any]] | None:
     return None
 
 
+SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length")
+"""``SpeculativeConfig``'s synthetic rejection sampler (0.34.0; 0.11.0 has none)."""
+
+
 def _without_extra_keys(
-    words: list[str], schedule_known: bool
+    words: list[str], schedule_known: bool, synthetic_known: bool = False
 ) -> tuple[list[str], Any, dict[str, Any]]:
     """The words with ``--speculative-config`` cut to the keys the engine models, the
     per-batch-size K as given (None without one), and the keys the release's
     ``SpeculativeConfig`` does not know (0.11's ignores them — the per-batch-size K too, when
-    ``schedule_known`` is False; 0.34's refuses them when it is built: :func:`resolve_vllm`)."""
+    ``schedule_known`` is False; 0.34's refuses them when it is built: :func:`resolve_vllm`).
+    The synthetic sampler's keys the release knows are read by :func:`_synthetic`."""
     found = _spec_json(words)
     if found is None:
         return words, None, {}
     i, spec = found
     modelled = {"method", "model", "num_speculative_tokens"}
     known = modelled | ({SCHEDULE_KEY} if schedule_known else set())
+    known |= set(SYNTHETIC_KEYS) if synthetic_known else set()
     extra = {k: spec[k] for k in sorted(set(spec) - known)}
     clean = json.dumps({k: v for k, v in spec.items() if k in modelled})
     out = list(words)
@@ -163,7 +169,18 @@ def _forbidden(extra: Mapping[str, Any]) -> SimArgError:
     )
 
 
-def parse_vllm(words: Sequence[str], release: str, schedule_known: bool) -> ParsedArgs:
+def _synthetic(words: Sequence[str]) -> tuple[str | None, Any]:
+    """The synthetic sampler's method and length in ``--speculative-config`` (if any)."""
+    found = _spec_json(words)
+    if found is None:
+        return None, None
+    spec = found[1]
+    return spec.get(SYNTHETIC_KEYS[0]), spec.get(SYNTHETIC_KEYS[1])
+
+
+def parse_vllm(
+    words: Sequence[str], release: str, schedule_known: bool, synthetic_known: bool = False
+) -> ParsedArgs:
     """``serve MODEL [flags]`` → the face's parsed values (``config``: the engine's reading as
     a ``ServerConfig``; ``spec_schedule``; its own flags; ``--sim-*``). Raises
     :class:`SimArgError` with vLLM's message for what vLLM refuses."""
@@ -172,7 +189,8 @@ def parse_vllm(words: Sequence[str], release: str, schedule_known: bool) -> Pars
         raise SimArgError(
             "vllm: error: the simulator's vLLM face runs `serve MODEL [flags]` (vllm serve)"
         )
-    args, schedule, extra_keys = _without_extra_keys(args[1:], schedule_known)
+    method, length = _synthetic(args[1:]) if synthetic_known else (None, None)
+    args, schedule, extra_keys = _without_extra_keys(args[1:], schedule_known, synthetic_known)
     engine = get_engine(VLLM)
     try:
         fields = engine.parse_args(["vllm", "serve"], args)
@@ -194,6 +212,7 @@ def parse_vllm(words: Sequence[str], release: str, schedule_known: bool) -> Pars
         "config": config,
         "spec_schedule": tuple(rows),
         "spec_forbidden": extra_keys if schedule_known else {},
+        "synthetic": (method, length),
     }
     return ParsedArgs(values=values, unknown=split_unknown(unknown))
 
@@ -249,6 +268,7 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
     draft = config.speculative_draft_model_path
     if draft is None and speculative:
         draft = profile.model.draft_name
+    fixed = _fixed_accept(v.get("synthetic") or (None, None), k) if speculative else None
     capture = _capture(max_num_seqs, k if speculative else 0, release, bool(v.get("enforce_eager")))
     server_args: dict[str, Any] = {
         "model": config.model_path,
@@ -294,4 +314,30 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
         face=VLLM,
         release=release,
         spec_schedule=tuple(v.get("spec_schedule") or ()) if speculative else (),
+        fixed_accept=fixed,
     )
+
+
+def _fixed_accept(synthetic: tuple[str | None, Any], k: int) -> FixedAccept | None:
+    """vLLM's synthetic rejection sampler (``rejection_sample_method = "synthetic"``): the
+    length resolved to its minimum-variance unconditional rates at the configured K
+    (``_acceptance_length_to_rates``); its refusals in its words."""
+    method, length = synthetic
+    if method != "synthetic":
+        if length is not None:
+            raise SimArgError(
+                "synthetic_acceptance_rates / synthetic_acceptance_length are only valid with "
+                "rejection_sample_method='synthetic'."
+            )
+        return None
+    if length is None or isinstance(length, bool) or not isinstance(length, int | float):
+        raise SimArgError(
+            "rejection_sample_method='synthetic' requires exactly one of "
+            "synthetic_acceptance_rates or synthetic_acceptance_length."
+        )
+    if not 1.0 <= float(length) <= float(k + 1):
+        raise SimArgError(f"synthetic_acceptance_length must be in [1, {k + 1}], got {length}.")
+    drafts = float(length) - 1.0
+    full = int(drafts)
+    rates = ([1.0] * full + [drafts - full] + [0.0] * (k - full - 1))[:k]
+    return FixedAccept(float(length), "synthetic", tuple(rates))
