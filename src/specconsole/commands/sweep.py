@@ -150,8 +150,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         lock = lock_session(session)
     except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
+    from specconsole.commands.simgpus import provide_simulated_gpus
     from specconsole.controller.pool_headless import sweep_headless
 
+    provide_simulated_gpus(plan)  # the demo's box: this machine, its GPUs the simulator's
     try:
         return asyncio.run(sweep_headless(plan, session, policy=policy, out=sys.stdout))
     except KeyboardInterrupt:
@@ -236,6 +238,9 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
     policy = CrashPolicy(on_crash) if on_crash else None
     if policy is None and saved in {c.value for c in CrashPolicy}:
         policy = CrashPolicy(saved)
+    from specconsole.commands.simgpus import provide_simulated_gpus
+
+    provide_simulated_gpus(plan)
     try:
         return asyncio.run(
             sweep_headless(plan, session, policy=policy, resume=True, out=sys.stdout)

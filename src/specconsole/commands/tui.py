@@ -235,8 +235,10 @@ def run_console(
     """Create a session, wire the controller to the box and run the console until quit
     (the session's first deploy is shown as a diff and confirmed unless
     ``confirm_first_deploy`` is False)."""
+    from specconsole.commands.simgpus import provide_simulated_gpus
     from specconsole.ui.theme import UnknownThemeError, choose_theme
 
+    provide_simulated_gpus(plan)  # the demo's box: this machine, its GPUs the simulator's
     try:
         theme_name = choose_theme(theme)
     except UnknownThemeError as exc:

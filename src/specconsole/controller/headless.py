@@ -57,6 +57,7 @@ from specconsole.present.leaving import rollback_advice, rollback_command
 from specconsole.present.progress import launch_block, state_glance
 from specconsole.present.runlog import deploy_lines, level_line, verdict
 from specconsole.present.status import status_word
+from specconsole.present.gpu import brief as gpu_brief
 from specconsole.session.report import render
 from specconsole.session.store import Session
 
@@ -199,6 +200,8 @@ class ProgressPrinter:
             parts.append(f"accept {format_ratio(record.accept_length)}")
         if record.predicted is not None and not record.predicted.feasible:
             parts.append("predicted infeasible")
+        if gpus := gpu_brief(record):
+            parts.append(gpus)
         if record.errors:
             parts.append("; ".join(record.errors))
         self._print(", ".join(parts))

@@ -18,6 +18,7 @@ from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.present.formats import DASH
 
 __all__ = [
+    "brief",
     "crash_memory",
     "gib",
     "gpu_line",
@@ -166,6 +167,21 @@ def _load_line(gpu: TrialGpu) -> str | None:
     if gpu.load_peak_mib is not None:
         parts.append(f"peak {gib(gpu.load_peak_mib)} while loading")
     return f"GPU memory: {', '.join(parts)} (of {gib(total)} GiB)" if parts else None
+
+
+def brief(record: TrialRecord) -> str:
+    """A trial's GPU figures in a few words, for the headless summary: ``GPU memory 43.1 of
+    48.0 GiB at ready, 1.74 tok/J at c=64`` (the peak level's energy); '' when not sampled."""
+    gpu = record.gpu
+    parts = []
+    if gpu is not None and gpu.ready_mib is not None:
+        parts.append(f"GPU memory {gib(gpu.ready_mib)} of {gib(gpu.memory_total_mib)} GiB at ready")
+    peak = record.peak_level
+    if peak is not None and peak.tokens_per_joule is not None:
+        parts.append(f"{tok_per_joule(peak.tokens_per_joule)} at c={peak.concurrency}")
+    if record.crash is not None and record.crash.gpu_memory:
+        parts.append(crash_memory(record.crash.gpu_memory))
+    return ", ".join(parts)
 
 
 def trial_gpu_lines(record: TrialRecord) -> list[str]:
