@@ -49,6 +49,7 @@ from specconsole.core.ports import (
     ServiceStatus,
     Transport,
 )
+from specconsole.remote.sidefiles import ask_side_dir, placed
 
 log = logging.getLogger(__name__)
 
@@ -111,17 +112,14 @@ class Controller:
         self.finished: asyncio.Event = asyncio.Event()
         self.finish_reason: str = ""
         self.exit_code: int = 0
-        self.halted: str = ""
-        """Why the run stopped itself at once (a write error, a failure of reach), or ''."""
+        self.halted: str = ""  # why the run stopped itself at once (a write error, reach)
         self._on_engine_version = on_engine_version
-        self.engine_versions: EngineVersionKeeper | None = None
-        """With ``detect_engine``: the box's release, asked before the first deploy."""
+        self.side_dir: str | None = None  # the backend's folder for side files, once asked
+        self.engine_versions: EngineVersionKeeper | None = None  # the box's release, asked
         if detect_engine:
             self.engine_versions = EngineVersionKeeper(transport, on_change=self._engine_known)
-        self.probe, self._on_probe = probe, on_probe
-        """Probe the box (``controller.boxprobe``) before the first event is handled."""
-        self.stop_if_unreachable = False
-        """A headless run: a box the probe cannot reach stops the run before any trial."""
+        self.probe, self._on_probe = probe, on_probe  # probe the box before the first event
+        self.stop_if_unreachable = False  # headless: an unreachable box stops the run
         self.preflight: Callable[[Controller], Awaitable[str]] | None = None  # why it can't run
 
     # -- public API ---------------------------------------------------------------------------
@@ -147,8 +145,7 @@ class Controller:
         self._inbox.put_nowait(event)
 
     def apply(self, event: ev.Event) -> None:
-        """Step ``event`` now, synchronously (not queued): for a pool orchestrator that must
-        update a box's view of the others before that box's next queued event is handled."""
+        """Step ``event`` now, not queued: a pool updates a box's view of the others first."""
         if event.at == 0.0:
             event = replace(event, at=self.clock())
         self._dispatch(event)
@@ -163,6 +160,7 @@ class Controller:
                 await self._probe_box(config)
             elif self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
                 await self.engine_versions.ensure(config)
+            self.side_dir = await ask_side_dir(self.backend)  # trial 1's argv names it
             if self.preflight is not None and not self._stopping:  # before the first deploy
                 self.halted = await self.preflight(self) or self.halted
                 self._stopping = self._stopping or bool(self.halted)
@@ -272,12 +270,14 @@ class Controller:
                 self.halt(f"could not write session.toml: {exc}")
 
     def versioned(self, config: ServerConfig) -> ServerConfig:
-        """``config`` in the box's release's flag names (while unknown: portable ones)."""
+        """``config`` for the box: its release's flags (portable while unknown), side files."""
+        config = placed(config, self.side_dir) if self.side_dir else config
         return config if self.engine_versions is None else self.engine_versions.apply(config)
 
     async def _for_box(self, config: ServerConfig) -> ServerConfig:
         if self.engine_versions is not None:  # resolved by run(); here if it had no config
             await self.engine_versions.ensure(config)
+        self.side_dir = self.side_dir or await ask_side_dir(self.backend)
         return self.versioned(config)
 
     def halt(self, reason: str) -> None:

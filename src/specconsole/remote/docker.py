@@ -42,6 +42,7 @@ from specconsole.core.ports import (
 )
 from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import clean_line, expand_home
+from specconsole.remote.sidefiles import folder_for, install, placed, side_diff, side_files
 
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
 
@@ -78,6 +79,8 @@ def docker_run_argv(config: ServerConfig, profile: ServiceProfile) -> list[str]:
         argv += ["-w", config.working_directory]
     if not host_network:
         argv += ["-p", f"127.0.0.1:{config.port}:{config.port}"]
+    if side_files(config) and config.side_dir:  # the adaptive config the flags name
+        argv += ["-v", f"{config.side_dir}:{config.side_dir}:ro"]
     argv += [profile.image, *to_argv(inside)]
     return argv
 
@@ -179,11 +182,21 @@ class DockerBackend:
     def _name(self) -> str:
         return shlex.quote(self._profile.container)
 
-    async def preview(self, config: ServerConfig) -> DeployPreview:
+    async def side_dir(self) -> str:
+        """Where a configuration's side files go (mounted read-only at the same path)."""
         store = await self._artifacts()
-        return await store.preview(render_run_script(config, self._profile))
+        return folder_for(store.path.rsplit("/", 1)[0])
+
+    async def preview(self, config: ServerConfig) -> DeployPreview:
+        config = placed(config, await self.side_dir())
+        store = await self._artifacts()
+        preview = await store.preview(render_run_script(config, self._profile))
+        files = await side_diff(self._transport, config, sudo=self._sudo)
+        return replace(preview, diff=preview.diff + files) if files else preview
 
     async def deploy(self, config: ServerConfig) -> Deployment:
+        config = placed(config, await self.side_dir())
+        await install(self._transport, config, sudo=self._sudo)
         return await (await self._artifacts()).deploy(render_run_script(config, self._profile))
 
     async def rollback(self) -> Deployment | None:

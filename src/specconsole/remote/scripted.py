@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import ClassVar
 
 from specconsole.core.config.model import ServerConfig
@@ -25,6 +26,7 @@ from specconsole.core.ports import (
 )
 from specconsole.remote.artifact import ArtifactStore, sha256_text
 from specconsole.remote.shell import clean_line, expand_home
+from specconsole.remote.sidefiles import folder_for, install, placed, side_diff
 
 
 class ScriptedBackend:
@@ -63,12 +65,22 @@ class ScriptedBackend:
         """The artifact for ``config`` (a backend renders it with :mod:`specconsole.core`)."""
         raise NotImplementedError
 
+    async def side_dir(self) -> str:
+        """Where this backend keeps a configuration's side files (``remote.sidefiles``)."""
+        run_dir, _ = await self._paths()
+        return folder_for(run_dir)
+
     async def preview(self, config: ServerConfig) -> DeployPreview:
+        config = placed(config, await self.side_dir())
         _, store = await self._paths()
-        return await store.preview(await self.render(config))
+        preview = await store.preview(await self.render(config))
+        files = await side_diff(self._transport, config)
+        return replace(preview, diff=preview.diff + files) if files else preview
 
     async def deploy(self, config: ServerConfig) -> Deployment:
+        config = placed(config, await self.side_dir())
         _, store = await self._paths()
+        await install(self._transport, config)  # before the script that names them
         return await store.deploy(await self.render(config))
 
     async def rollback(self) -> Deployment | None:

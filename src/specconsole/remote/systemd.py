@@ -48,6 +48,7 @@ from specconsole.core.ports import (
 )
 from specconsole.remote.artifact import ArtifactStore
 from specconsole.remote.shell import expand_home
+from specconsole.remote.sidefiles import folder_for, install, placed, side_diff
 from specconsole.remote.unitsource import UnitSource, read_unit_source
 
 SHOW_PROPERTIES = (
@@ -281,14 +282,25 @@ class SystemdBackend:
             context=context,
         )
 
-    async def preview(self, config: ServerConfig) -> DeployPreview:
+    async def side_dir(self) -> str:
+        """Where a configuration's side files go: ``UNIT-files`` beside the unit's secret
+        environment file, in the backup folder (``remote.sidefiles``)."""
         store = await self._artifacts()
-        return await store.preview((await self._render(config)).text)
+        return folder_for(store.backup_dir, f"{self.unit}-files")
+
+    async def preview(self, config: ServerConfig) -> DeployPreview:
+        config = placed(config, await self.side_dir())
+        store = await self._artifacts()
+        preview = await store.preview((await self._render(config)).text)
+        files = await side_diff(self._transport, config, sudo=self._sudo)
+        return replace(preview, diff=preview.diff + files) if files else preview
 
     async def deploy(self, config: ServerConfig) -> Deployment:
+        config = placed(config, await self.side_dir())
         store = await self._artifacts()
         edit = await self._render(config)
         await self._write_env_file(edit.env_file, edit.text, config)
+        await install(self._transport, config, sudo=self._sudo)  # before the unit names them
         deployment = await store.deploy(edit.text)
         await self._ctl("daemon-reload", what="systemctl daemon-reload")
         return deployment
