@@ -190,12 +190,14 @@ def pruning_loop(
                 saved.append(1.0 - on.bench_s_to_2pct / off.bench_s_to_2pct)
             if off.bench_s:
                 saved_all.append(1.0 - on.bench_s / off.bench_s)
-            # the same best: equal by the model (a capacity axis the objective cannot see,
-            # e.g. mem_fraction_static, may differ between two equally good trials)
+            # the same best: as good by the model, within the 2 % that counts as the optimum
+            # (two runs of a noisy benchmark rarely end on one configuration: a capacity
+            # axis the objective cannot see, e.g. mem_fraction_static, differs between
+            # equally good trials, and so do configurations within the measurement noise)
             same_best.append(
                 off.best_model is not None
                 and on.best_model is not None
-                and abs(on.best_model - off.best_model) <= 0.005 * abs(off.best_model)
+                and abs(on.best_model - off.best_model) <= 0.02 * abs(off.best_model)
             )
         print(f"\n{objective}: {_summary(saved, saved_all, same_best)}")
 
@@ -209,6 +211,6 @@ def _summary(saved: list[float], saved_all: list[float], same_best: list[bool]) 
 
     return (
         f"pruning saved {pct(saved)} of the benchmark seconds to 2 %, {pct(saved_all)} of "
-        f"all benchmark seconds; the same final best (by the model's score) in "
+        f"all benchmark seconds; the same final best (the model's scores within 2 %) in "
         f"{sum(same_best)} of {len(same_best)} seeds"
     )
