@@ -114,6 +114,7 @@ def test_optimize_is_a_lower_bound_from_its_patience() -> None:
     p = replace(_demo(), strategy=StrategyKind.OPTIMIZE, patience=4)
     got = eta.estimate(p, _two(), now=30.0, started_at=0.0)
     assert got.at_least and got.trials_left == 4  # trial 2 improved: patience starts again
+    assert got.remaining_s == pytest.approx(4 * (LOAD + BENCH + GAP))  # the mean trial's cost
     worse = replace(_record(2, 1, 30.0), index=2)  # steps=1 again: no improvement
     assert eta.estimate(p, [*_two(), worse], now=45.0, started_at=0.0).trials_left == 3
 

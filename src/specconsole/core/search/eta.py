@@ -79,6 +79,14 @@ class Costs:
     source: str
     """``this session (N trials)``, ``the box's last session`` or ``a guess from the plan``."""
     guess: bool = False
+    mean_s: float | None = None
+    """A finished trial's mean cost, whatever its outcome (the gap included): what a trial
+    of a search costs on average when its outcome cannot be foreseen (``optimize``: loads,
+    crashes and pruned ones mixed). None: the loaded trial's cost stands in."""
+
+    @property
+    def any_s(self) -> float:
+        return self.mean_s if self.mean_s is not None else self.ok_s + self.gap_s
 
     @property
     def ok_s(self) -> float:
@@ -144,6 +152,7 @@ def learn(trials: Sequence[TrialRecord], source: str = "") -> Costs | None:
         skip_s=mean(skips) if skips else 0.0,
         gap_s=mean(gaps) if gaps else 0.0,
         source=source or f"this session ({len(done)} trials)",
+        mean_s=mean([_total(t) or 0.0 for t in done]) + (mean(gaps) if gaps else 0.0),
     )
 
 
@@ -313,7 +322,10 @@ def estimate(
         counted = counted_before + sum(1 for t in known if t.kind in COUNTED_KINDS)
         limit = max(0, plan.max_trials - counted)
     rest = ahead(plan, known, skipped, limit)
-    remaining = left_now + sum(c.of(s) for s in rest.statuses)
+    if plan.strategy is StrategyKind.OPTIMIZE:  # outcomes unforeseen: the mean trial's cost
+        remaining = left_now + len(rest.statuses) * c.any_s
+    else:
+        remaining = left_now + sum(c.of(s) for s in rest.statuses)
     capped = False
     if plan.max_wall_s is not None and started_at is not None:
         wall_left = max(0.0, plan.max_wall_s - (now - started_at))
