@@ -88,8 +88,16 @@ def _changed_lines(diff: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
+SET = "set"
+"""How a flag without a value (``--speculative-adaptive``) reads when it is given."""
+
+
+def _shown(value: str | None) -> str:
+    return UNSET if value is None else (value or SET)
+
+
 def _arrow(name: str, old: str | None, new: str | None) -> str:
-    return f"{name}: {old or UNSET} → {new or UNSET}"
+    return f"{name}: {_shown(old)} → {_shown(new)}"
 
 
 def summary_lines(diff: str) -> list[str]:

@@ -16,6 +16,7 @@ only changes flag spellings, so it is no part of a name either.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import fields
 from enum import Enum
@@ -24,6 +25,7 @@ from typing import Any
 from specconsole.core.config.effective import effective_config
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import EngineNotFound, engine_for
+from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.engine.vocabulary import field_short
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import Notice, TrialRecord
@@ -120,10 +122,57 @@ def load_stage_label(stage: LoadStage | None) -> str:
     return LOAD_STAGE_LABELS.get(stage, stage.value.replace("_", " "))
 
 
+def schedule_text(config: ServerConfig) -> str | None:
+    """``schedule 1-2:5,3-8:4,9+:3``: a configuration that drafts by batch size, its
+    ranges and draft lengths (None: one length at every size)."""
+    try:
+        rows = engine_for(config).scheduled(config)
+    except EngineNotFound:
+        return None
+    if rows is None:
+        return None
+    return "schedule " + ",".join(f"{row.span}:{row.steps}" for row in rows)
+
+
+_FIXED_AT = re.compile(r"fixed at ([0-9.]+)")
+
+
+def what_if_length(config: ServerConfig) -> float | None:
+    """The accept length a what-if fixes (``Engine.fixed_acceptance``: "... fixed at L
+    (...)"), None when the configuration drafts with the real one."""
+    try:
+        said = engine_for(config).fixed_acceptance(config)
+    except EngineNotFound:
+        return None
+    found = _FIXED_AT.search(said or "")
+    return float(found.group(1)) if found else None
+
+
+def _role_label(config: ServerConfig, base: ServerConfig | None) -> str | None:
+    """The label of a baseline, a schedule or a what-if (None: an ordinary configuration)."""
+    role = config_role(config)
+    if role is Role.SCHEDULE:
+        return schedule_text(config)
+    if role is Role.BASELINE and (base is None or config_role(base) is not Role.BASELINE):
+        return "no-spec"
+    length = what_if_length(config) if role is Role.WHAT_IF else None
+    if length is None or base is None:
+        return None
+    fixed = engine_for(config).fix_acceptance(base, length)  # the knob drops out of the diff
+    plain = _plain_label(config, fixed if isinstance(fixed, ServerConfig) else None)
+    return f"{plain} what-if accept={length:g}"
+
+
 def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
     """Short label: the fields of what runs that differ from what ``base`` runs (or the
-    speculative ones)."""
+    speculative ones); ``no-spec`` for the baseline, the ranges of a schedule, a what-if's
+    fixed acceptance."""
     config = effective_config(config)
+    special = _role_label(config, base)
+    return special if special is not None else _plain_label(config, base)
+
+
+def _plain_label(config: ServerConfig, base: ServerConfig | None) -> str:
     if base is not None:
         base = effective_config(base)
         parts = [
