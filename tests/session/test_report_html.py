@@ -27,8 +27,8 @@ def test_html_report_is_self_contained(tmp_path: Path) -> None:
     assert all(ref.startswith("#") for ref in refs), [r for r in refs if not r.startswith("#")]
     assert "@import" not in text and "url(http" not in text
     # what the page must carry
-    assert text.count("<svg") == 3
-    for chart in ("aggregate", "single", "pareto"):
+    assert text.count("<svg") == 4
+    for chart in ("aggregate", "single", "pareto", "levels"):
         assert f'id="chart-{chart}"' in text
     assert "the largest value that loads is 9 (10 fails)" in text
     assert 'id="seed-table"' in text and "kv_cache_no_memory" in text
@@ -40,7 +40,7 @@ def test_html_report_renders_in_chromium(tmp_path: Path) -> None:
     page = _html_report(tmp_path)
     shot = render(page, tmp_path / "report.png")
     assert shot.console_errors == [], shot.console_errors
-    assert shot.dom.count("<svg") == 3, shot.log[-2000:]
+    assert shot.dom.count("<svg") == 4, shot.log[-2000:]
     assert "Aggregate throughput vs concurrency" in shot.dom
     with Image.open(shot.png) as image:
         rgb = image.convert("RGB")

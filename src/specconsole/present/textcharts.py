@@ -71,12 +71,18 @@ def _title(fig: Any, title: str, width: int) -> None:
 
 
 def draw_aggregate(
-    fig: Any, series: Sequence[Series], width: int, *, color: bool
+    fig: Any,
+    series: Sequence[Series],
+    width: int,
+    *,
+    color: bool,
+    title: str = "aggregate tok/s vs concurrency",
 ) -> tuple[LegendEntry, ...]:
     """Aggregate tok/s vs concurrency (log2 axis: ladders are geometric), one line per trial
-    (the most recent ``MAX_SERIES``); returns the legend."""
+    (the most recent ``MAX_SERIES``) — or per role of the per-level chart (``title``);
+    returns the legend."""
     fig.clear_figure()
-    _title(fig, "aggregate tok/s vs concurrency", width)
+    _title(fig, title, width)
     shown = list(series)[-MAX_SERIES:]
     ticks: set[float] = set()
     legend: list[LegendEntry] = []

@@ -37,10 +37,14 @@ CRASH_COLOR = "#d62728"
 _CRASHED = (TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT)
 
 
-def _figure(width: float, height: float) -> Any:
+def figure(width: float, height: float) -> Any:
+    """A matplotlib figure of its own (no pyplot state), laid out to fit its legend."""
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
+
+
+_figure = figure  # the name session.gpu_charts imports
 
 
 def _base(plan: SweepPlan | None) -> Any:
@@ -165,7 +169,7 @@ def _legend_outside(fig: Any, ax: Any) -> None:
 
 def chart_figure(chart: str, trials: Sequence[TrialRecord], plan: SweepPlan | None) -> Any:
     """One chart as its own figure, legend outside the plot area."""
-    fig = _figure(8.5, 4.2)
+    fig = figure(8.5, 4.2)
     ax = fig.add_subplot()
     CHARTS[chart](ax, trials, plan)
     _legend_outside(fig, ax)
@@ -186,7 +190,12 @@ def _save(fig: Any, fmt: str) -> bytes:
 
 def chart_svg(chart: str, trials: Sequence[TrialRecord], plan: SweepPlan | None) -> str:
     """``chart`` as an SVG document (no scripts, no external references)."""
-    text = _save(chart_figure(chart, trials, plan), "svg").decode()
+    return svg_text(chart_figure(chart, trials, plan))
+
+
+def svg_text(fig: Any) -> str:
+    """``fig`` as an inline ``<svg>`` element (the XML prologue dropped)."""
+    text = _save(fig, "svg").decode()
     start = text.find("<svg")
     return text[start:] if start >= 0 else text
 
@@ -195,7 +204,7 @@ def write_charts(
     trials: Sequence[TrialRecord], plan: SweepPlan | None, output: Path, fmt: str
 ) -> list[Path]:
     """The three charts stacked in one image file ``output`` (``png`` or ``svg``)."""
-    fig = _figure(9.5, 13.0)
+    fig = figure(9.5, 13.0)
     axes = fig.subplots(3, 1)
     for ax, draw in zip(axes, CHARTS.values(), strict=True):
         draw(ax, trials, plan)

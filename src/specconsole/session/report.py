@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.measure.stats import Spread, half_width
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search.levels import role_of
 from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS
 from specconsole.present.columns import cells as row_cells
@@ -41,8 +42,10 @@ from specconsole.present.status import status_detail
 from specconsole.present.textcharts import draw_aggregate, draw_single, new_figure, render_text
 from specconsole.session.acceptance_report import acceptance_lines
 from specconsole.session.gpu_report import gpu_markdown
+from specconsole.session.levels_report import best_at, levels_markdown, table_for
 from specconsole.session.report_json import to_json
-from specconsole.session.selection import best_per_concurrency, pareto, report_trials
+from specconsole.session.selection import best_per_concurrency as best_per_concurrency
+from specconsole.session.selection import pareto, report_trials
 
 FORMATS: tuple[str, ...] = ("md", "csv", "json")
 
@@ -182,17 +185,7 @@ def to_markdown(
             )
     else:
         out.append("(no successful trial)")
-    best = best_per_concurrency(trials)
-    out += ["", "## Best configuration per concurrency", ""]
-    if best:
-        out += ["| concurrency | best config | aggregate tok/s |", "|---:|---|---:|"]
-        for c, t, v in best:
-            out.append(
-                f"| {c} | {record_label(t, plan.base if plan else None)} "
-                f"(trial {t.index + 1}) | {_fmt(v)} |"
-            )
-    else:
-        out.append("(no successful trial)")
+    out += levels_markdown(trials, plan)  # the best per level, the schedule, no speculation
     ladder = sorted({lv.concurrency for t in report_trials(trials) for lv in t.levels})
     if ladder:
         out += ["", "## Aggregate output tok/s per concurrency", ""]
@@ -233,8 +226,9 @@ def to_markdown(
 
 
 def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
-    """The seed table, the runs each figure averages with the headlines' std and 95 % CI
-    (``[bench] repeats``; empty for one run), then one ``c=N tok/s`` column per level."""
+    """The seed table, each trial's role (static, baseline, schedule, what-if) and the levels
+    it is the best static at, the runs each figure averages with the headlines' std and 95 %
+    CI (``[bench] repeats``; empty for one run), then one ``c=N tok/s`` column per level."""
     table = rows(trials, plan)
     ladder = sorted({lv.concurrency for r in table for lv in r.record.levels})
     buf = io.StringIO()
@@ -249,11 +243,14 @@ def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
             "capacity",
             "accept_length",
             "status",
+            "role",
+            "best_at",
             "repeats",
             *(f"{name}_{part}" for name in CSV_SPREADS for part in SPREAD_PARTS),
             *(f"c{c}_tok_s" for c in ladder),
         ]
     )
+    levels = table_for(trials, plan)
     for r in table:
         by_c = {lv.concurrency: lv.output_tok_s for lv in r.record.levels}
         spreads = (r.record.single_request_spread, r.record.peak_aggregate_spread)
@@ -267,6 +264,8 @@ def to_csv(trials: Sequence[TrialRecord], plan: SweepPlan | None = None) -> str:
                 "" if r.capacity is None else r.capacity,
                 "" if r.accept_length is None else f"{r.accept_length:.3f}",
                 r.record.status.value,
+                role_of(r.record).value,
+                " ".join(map(str, best_at(levels, r.record))),
                 r.record.repeats if r.record.levels else "",
                 *(part for sp in spreads for part in _spread_parts(sp)),
                 *("" if c not in by_c else f"{by_c[c]:.2f}" for c in ladder),

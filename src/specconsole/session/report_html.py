@@ -39,8 +39,9 @@ from specconsole.session.gpu_report import (
     memory_rows,
     sampled,
 )
+from specconsole.session.levels_report import levels_html
 from specconsole.session.report_json import config_document, unit_diff
-from specconsole.session.selection import best_per_concurrency, pareto, report_trials
+from specconsole.session.selection import pareto, report_trials
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto;
@@ -212,18 +213,7 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
             for t in front
         ]
         out.append(_table(("trial", "config", "single", "peak"), rows, (True, False, True, True)))
-    best = best_per_concurrency(trials)
-    out.append("<h2>Best configuration per concurrency</h2>")
-    if best:
-        rows = [
-            (str(c), f"{record_label(t, base)} (trial {t.index + 1})", format_rate(v, 1))
-            for c, t, v in best
-        ]
-        out.append(
-            _table(("concurrency", "best config", "aggregate tok/s"), rows, (True, False, True))
-        )
-    else:
-        out.append("<p>(no successful trial)</p>")
+    out.append(levels_html(trials, plan, _table, _e))  # the best per level, the schedule
     searched = [t for t in shown if t.rate_probes]
     if searched:
         out.append("<h2>Highest rate under the SLOs</h2>")

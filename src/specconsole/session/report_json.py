@@ -25,11 +25,13 @@ from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.tables import server_config_to_table
 from specconsole.core.search.eta import estimate
+from specconsole.core.search.levels import role_of
 from specconsole.core.search.strategy import findings
 from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.probes import probe_text
 from specconsole.present.progress import figure_text, report_glance, span
 from specconsole.present.status import status_detail, status_word
+from specconsole.session.levels_report import fixed_text, levels_document
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
 SCHEMA_ID = "https://specconsole.invalid/report-schema.json"
@@ -113,6 +115,8 @@ def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, 
         "diff": unit_diff(record) or None,
         "prune": None if record.prune is None else dataclasses.asdict(record.prune),
         "slo_rate": record.slo_rate,
+        "role": role_of(record).value,
+        "fixed_acceptance": fixed_text(record),
         "rate_probes": [
             {
                 "rate": p.rate,
@@ -162,6 +166,7 @@ def report_document(
             {"concurrency": c, **ref(t), "aggregate_tok_s": v}
             for c, t, v in best_per_concurrency(trials)
         ],
+        "per_level": levels_document(trials, plan),
         "best": None if plan is None else _best(trials, plan, ref),
         "progress": None if plan is None else _progress(trials, plan),
     }

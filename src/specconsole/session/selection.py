@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specconsole.core.machine.state import TrialKind, TrialRecord, TrialStatus
+from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
+from specconsole.core.search.levels import level_table
 
 
 def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
@@ -39,14 +41,11 @@ def pareto(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
     return sorted(front, key=lambda t: t.single_request_tok_s or 0.0)
 
 
-def best_per_concurrency(trials: Sequence[TrialRecord]) -> list[tuple[int, TrialRecord, float]]:
-    """For each concurrency level measured: (level, best trial, its aggregate tok/s)."""
-    best: dict[int, tuple[TrialRecord, float]] = {}
-    for t in report_trials(trials):
-        if t.status is not TrialStatus.OK:
-            continue
-        for lv in t.levels:
-            current = best.get(lv.concurrency)
-            if current is None or lv.output_tok_s > current[1]:
-                best[lv.concurrency] = (t, lv.output_tok_s)
-    return [(c, t, v) for c, (t, v) in sorted(best.items())]
+def best_per_concurrency(
+    trials: Sequence[TrialRecord], goal: Goal = DEFAULT_GOAL
+) -> list[tuple[int, TrialRecord, float]]:
+    """For each concurrency level measured: (level, best static trial, its aggregate tok/s)
+    — the per-level table's best (``core.search.levels``: feasible under ``goal``, real
+    acceptance, a schedule aside)."""
+    table = level_table(report_trials(trials), goal)
+    return [(r.concurrency, r.best.trial, r.best.value) for r in table.rows if r.best is not None]

@@ -1,0 +1,197 @@
+"""The per-level answer in words: the table every view shows, its verdict sentences and the
+schedule chart's lines.
+
+Why here: the console's trials pane, the headless summary and every report format show the
+same per-level table (``core.search.levels``: each level's best static configuration, its
+lead, the schedule, the single best static, no speculation) and say the same sentences —
+how the schedule compares with each level's best and with the single best static, and where
+speculation stops paying, with its noise — so the words are made once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable
+from specconsole.present.formats import DASH, format_rate
+from specconsole.present.labels import record_label
+from specconsole.present.series import Series
+
+__all__ = [
+    "LEVEL_HEADERS",
+    "LevelCells",
+    "level_cells",
+    "level_series",
+    "level_verdicts",
+    "pct",
+    "stops_paying_text",
+]
+
+LEVEL_HEADERS: tuple[str, ...] = (
+    "c",
+    "best static",
+    "lead",
+    "schedule",
+    "vs best",
+    "vs single",
+    "none",
+    "spec gain",
+)
+"""The per-level table's columns: the level, its best static trial (number, label, figure),
+its lead over the runner-up, the schedule's figure and how it compares with the level's best
+and with the single best static, no speculation's figure and what speculation gains over it."""
+
+
+def pct(value: float | None, digits: int = 1) -> str:
+    """``+21.3 %`` (a signed percentage), a dash when unknown."""
+    if value is None:
+        return DASH
+    return f"{value:+.{digits}f} %".replace("-", "−")
+
+
+def _figure(f: LevelFigure | None) -> str:
+    """``1,947`` or ``1,947 ± 12`` over repeats."""
+    if f is None:
+        return DASH
+    text = format_rate(f.value, 1)
+    if f.high > f.low:
+        text += f" ± {format_rate((f.high - f.low) / 2, 1)}"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class LevelCells:
+    """One row of the table as text (in :data:`LEVEL_HEADERS` order)."""
+
+    cells: tuple[str, ...]
+    tied: bool
+    """The level's lead is not shown to be real (views may mark it ≈)."""
+
+
+def _best(row: LevelRow, base: ServerConfig | None) -> str:
+    if row.best is None:
+        return DASH
+    return f"#{row.best.number} {record_label(row.best.trial, base)} {_figure(row.best)}"
+
+
+def _lead(row: LevelRow) -> str:
+    if row.runner_up is None:
+        return DASH
+    other = f"#{row.runner_up.number}"
+    return f"≈ {other}" if row.tied else f"{pct(row.margin_pct)} over {other}"
+
+
+def _gain(row: LevelRow) -> str:
+    gain = row.gain
+    if gain is None:
+        return DASH
+    mid, low, high = gain
+    return f"{pct(mid, 0)} (±{(high - low) / 2:.0f})"
+
+
+def level_cells(table: LevelTable, base: ServerConfig | None) -> list[LevelCells]:
+    """The table's rows as text."""
+    return [
+        LevelCells(
+            (
+                f"{row.concurrency}",
+                _best(row, base),
+                _lead(row),
+                _figure(row.schedule),
+                pct(row.versus(row.best)),
+                pct(row.versus(row.single)),
+                _figure(row.baseline),
+                _gain(row),
+            ),
+            row.tied,
+        )
+        for row in table.rows
+    ]
+
+
+def stops_paying_text(table: LevelTable, noise_pct: float) -> str | None:
+    """Where speculation stops paying, with its noise (None without a baseline)."""
+    gains = [(r.concurrency, g) for r in table.rows if (g := r.gain) is not None]
+    if not gains:
+        return None
+    (c0, g0), (c1, g1) = gains[0], gains[-1]
+    spread = max((g[2] - g[1]) / 2 for _c, g in gains)
+    span = (
+        f"{pct(g0[0], 0)} at c={c0} … {pct(g1[0], 0)} at c={c1}, ± up to {spread:.0f} % "
+        f"with the noise floor of {noise_pct:g} %"
+    )
+    stop = table.stops_paying
+    if stop is None:
+        return (
+            f"speculation pays at every level measured ({span}): it stops paying not within "
+            "the ladder"
+        )
+    gain = next(g for c, g in gains if c == stop)
+    return (
+        f"speculation stops paying from c={stop}: {pct(gain[0])} there, "
+        f"{pct(gain[1])} to {pct(gain[2])} with the noise ({span})"
+    )
+
+
+def level_verdicts(table: LevelTable, base: ServerConfig | None, noise_pct: float) -> list[str]:
+    """The table's sentences: the schedule against each level's best and the single best
+    static, and where speculation stops paying."""
+    out: list[str] = []
+    schedule = table.schedule
+    rows = [r for r in table.rows if r.schedule is not None and r.best is not None]
+    if schedule is not None and rows:
+        label = f"#{schedule.index + 1} {record_label(schedule, base)}"
+        gaps = [r.versus(r.best) for r in rows]
+        worst = min(g for g in gaps if g is not None)
+        every = "the per-level best at every level"
+        text = f"schedule {label}: within {abs(min(worst, 0.0)):.1f} % of {every}"
+        if worst > 0:
+            text = f"schedule {label}: at or above {every} ({pct(worst)} at worst)"
+        weak = table.worst_single
+        if table.single is not None and weak is not None and weak.schedule is not None:
+            single = f"#{table.single.index + 1} {record_label(table.single, base)}"
+            text += (
+                f"; {pct(weak.versus(weak.single))} at c={weak.concurrency} against the single "
+                f"best static ({single}), where it is weakest"
+            )
+        out.append(text)
+    elif table.single is not None and (weak := table.worst_single) is not None:
+        single = f"#{table.single.index + 1} {record_label(table.single, base)}"
+        behind = weak.single.value / weak.best.value - 1.0  # type: ignore[union-attr]
+        out.append(
+            f"the single best static ({single}) falls {pct(behind * 100)} behind the level's "
+            f"best at c={weak.concurrency}: a schedule by batch size would recover it"
+        )
+    paying = stops_paying_text(table, noise_pct)
+    if paying is not None:
+        out.append(paying)
+    return out
+
+
+def level_series(table: LevelTable, base: ServerConfig | None) -> tuple[Series, ...]:
+    """The schedule chart's lines over concurrency: each level's best static (the envelope),
+    the single best static, no speculation and the schedule."""
+    xs = tuple(float(r.concurrency) for r in table.rows)
+
+    def line(label: str, figures: list[LevelFigure | None], number: int) -> Series | None:
+        pairs = [(x, f.value) for x, f in zip(xs, figures, strict=True) if f is not None]
+        if not pairs:
+            return None
+        return Series(label, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), number)
+
+    def named(figures: list[LevelFigure | None], what: str) -> tuple[str, int]:
+        trial = next((f.trial for f in figures if f is not None), None)
+        if trial is None:
+            return what, 0
+        return f"{what} #{trial.index + 1} {record_label(trial, base)}", trial.index + 1
+
+    lines = [line("best static per level", [r.best for r in table.rows], 0)]
+    for what, figures in (
+        ("single best", [r.single for r in table.rows]),
+        ("none", [r.baseline for r in table.rows]),
+        ("schedule", [r.schedule for r in table.rows]),
+    ):
+        label, number = named(figures, what)
+        lines.append(line(label, figures, number))
+    return tuple(s for s in lines if s is not None)
