@@ -1,12 +1,17 @@
-"""Snapshot an engine's speculative-decoding counters around one measured level.
+"""Snapshot an engine's speculative-decoding counters around one measured level, and during it.
 
 Why its own module: the ladder engine (:mod:`specconsole.bench.engine`) only says *when* —
 right before the measured phase starts and right after it ends — and this module does the
 rest: GET the engine's Prometheus text, keep the first snapshot, and after the level read
 again until the server's output-token counter has caught up with what the load generator
 counted (bounded: a counter that never catches up is recorded as it stands, and the cross-check
-shows the difference). The names come from the engine (``Endpoints.spec_counters``, carried in
-the plan as plain data); the arithmetic is :mod:`specconsole.core.measure.acceptance`'s.
+shows the difference). In between it snapshots every :data:`SERIES_S` on a connection of its
+own (the client's ``control_client()``: the level's streams hold every slot of the load's):
+each interval's acceptance, or the engine's own acceptance gauge when it keeps one, so drift
+within a level shows; the series is bounded (:data:`SERIES_MAX` figures: two neighbours
+merge and the interval doubles). The names come from the engine (``Endpoints.spec_counters``,
+carried in the plan as plain data); the arithmetic is
+:mod:`specconsole.core.measure.acceptance`'s.
 
 A snapshot that fails (no ``/metrics``, a server started without ``--metrics``) leaves the
 level without counter figures; it never fails the level. Standard library only (Python 3.10+):
@@ -16,8 +21,10 @@ bundled into the remote runner.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from specconsole.bench.api import RequestFailed
@@ -29,15 +36,20 @@ from specconsole.core.measure.acceptance import (
     Samples,
     SpecCounters,
     counter_deltas,
+    gauge_value,
     parse_prometheus,
 )
 
-__all__ = ["CATCH_UP_S", "CounterProbe"]
+__all__ = ["CATCH_UP_S", "SERIES_MAX", "SERIES_S", "CounterProbe"]
 
 CATCH_UP_S = 2.0
 """How long the after-level snapshot waits for the output-token counter to reach the load
 generator's count (servers update their counters as a request is released)."""
 POLL_S = 0.05
+SERIES_S = 0.5
+"""How often the counters are read during the level (the acceptance over time)."""
+SERIES_MAX = 40
+"""Figures kept for one level: past it, neighbours merge and the interval doubles."""
 
 
 class CounterProbe:
@@ -48,32 +60,79 @@ class CounterProbe:
         self._client = client
         self._counters = None if not counters else SpecCounters.from_dict(counters)
         self._before: Samples | None = None
+        self._make_sampler: Callable[[], StreamClient] | None = getattr(
+            client, "control_client", None
+        )
+        """A client of its own for the snapshots during the level (none: no series)."""
+        self._sampler: StreamClient | None = None
+        self._task: asyncio.Future[None] | None = None
+        self._series: list[float] = []
+        self._every = SERIES_S
 
     @classmethod
     async def started(
         cls, client: StreamClient, counters: Mapping[str, Any] | None
     ) -> CounterProbe:
-        """A probe that has taken its first snapshot (none without counters)."""
+        """A probe that has taken its first snapshot (none without counters) and reads
+        them during the level."""
         probe = cls(client, counters)
         await probe.start()
         return probe
 
-    async def _snapshot(self) -> Samples | None:
+    async def _snapshot(self, client: StreamClient | None = None) -> Samples | None:
         assert self._counters is not None
         try:
-            return parse_prometheus(await self._client.get_text(self._counters.path))
+            return parse_prometheus(await (client or self._client).get_text(self._counters.path))
         except RequestFailed:
             return None
 
     async def start(self) -> None:
         if self._counters is not None:
             self._before = await self._snapshot()
+            if self._before is not None and self._make_sampler is not None:
+                self._sampler = self._make_sampler()
+                self._task = asyncio.ensure_future(self._sample(self._sampler, self._before))
+
+    async def _sample(self, client: StreamClient, last: Samples) -> None:
+        """Each interval's acceptance (the engine's gauge when it names one: it is kept up
+        to date as it decodes, where its counters may count only finished requests)."""
+        counters = self._counters
+        assert counters is not None
+        while True:
+            await asyncio.sleep(self._every)
+            now = await self._snapshot(client)
+            if now is None:
+                continue
+            if counters.gauge is not None:
+                value = gauge_value(now, counters)
+            else:
+                value = counter_deltas(last, now, counters).acceptance_length
+            last = now
+            if value is not None:
+                self._series.append(value)
+            if len(self._series) >= SERIES_MAX:  # bounded: halve the resolution
+                pairs = zip(self._series[::2], self._series[1::2], strict=False)
+                self._series = [(a + b) / 2 for a, b in pairs]
+                self._every *= 2
+
+    async def aclose(self) -> None:
+        """Stop reading during the level (the level ended, however it ended)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            with contextlib.suppress(Exception):
+                await sampler.aclose()
 
     async def finish(self, phase: Phase) -> CounterAcceptance | None:
         """The level's deltas; None without counters or when a snapshot failed. After a
         phase whose requests all ran to their end (not a steady window, which cancels its
         streams) the read is repeated until the server's output counter reaches what the load
         generator counted, for at most :data:`CATCH_UP_S`."""
+        await self.aclose()
         counters, before = self._counters, self._before
         if counters is None or before is None:
             return None
@@ -90,5 +149,9 @@ class CounterProbe:
                 and figures.output_tokens < counted_output
             )
             if not behind or time.monotonic() >= deadline:
-                return figures
+                return dataclasses.replace(
+                    figures,
+                    series=tuple(self._series),
+                    series_interval_s=self._every if self._series else None,
+                )
             await asyncio.sleep(POLL_S)

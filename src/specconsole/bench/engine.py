@@ -203,6 +203,7 @@ class LadderRun:
     async def _level(self, index: int, concurrency: int) -> LevelMetrics | None:
         plan = self.plan
         client = self._factory(concurrency)
+        counters: CounterProbe | None = None
         try:
             if self._model is None and plan.api != API_GENERATE:
                 self._model = await resolve_model(client)
@@ -252,6 +253,8 @@ class LadderRun:
             self._emit(measured, level_result=metrics)  # the level's numbers, live
             return metrics
         finally:
+            if counters is not None:
+                await counters.aclose()  # its reads during the level end with it
             await client.aclose()
 
     async def _phase(

@@ -227,6 +227,13 @@ class HttpxStreamClient:
             raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
         return loads_response(data, path)
 
+    def control_client(self) -> HttpxStreamClient:
+        """A client of one connection of its own (same server and headers), for control
+        requests while every connection of this one streams."""
+        return HttpxStreamClient(
+            self._base_url, 1, timeout_s=self._timeout_s, headers=tuple(self._headers.items())
+        )
+
     async def get_text(self, path: str) -> str:
         status, data = await self._control("GET", path)
         if status != 200:

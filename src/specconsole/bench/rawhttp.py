@@ -47,6 +47,7 @@ class RawStreamClient:
         "_all",
         "_extra_head",
         "_gate",
+        "_headers",
         "_host",
         "_idle",
         "_port",
@@ -65,6 +66,7 @@ class RawStreamClient:
         headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         parts = urlsplit(base_url)
+        self._headers = headers
         self._extra_head = "".join(f"{k}: {v}\r\n" for k, v in headers)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"base URL {base_url!r}: give http://HOST:PORT (https unsupported)")
@@ -180,6 +182,11 @@ class RawStreamClient:
         if status != 200:
             raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
         return loads_response(data, path)
+
+    def control_client(self) -> RawStreamClient:
+        """A client of one connection of its own to the same server (same headers), for
+        control requests while every connection of this one streams."""
+        return RawStreamClient(self._url, 1, timeout_s=self._timeout_s, headers=self._headers)
 
     async def get_text(self, path: str) -> str:
         status, data = await self._status_and_body("GET", path)

@@ -180,7 +180,7 @@ class SteadyPhase(Phase):
             return dataclasses.replace(base, measurement=WINDOW_STEADY)
         rates: list[float] = []
         gaps: list[float] = []
-        tokens_in = 0
+        tokens_in = arrivals = 0
         for times, counts in zip(self.times, self.counts, strict=True):
             lo = bisect.bisect_left(times, ws)
             hi = bisect.bisect_right(times, we)
@@ -192,6 +192,7 @@ class SteadyPhase(Phase):
                 continue
             rates.append(got / span)
             tokens_in += got
+            arrivals += hi - lo - 1
             for i in range(lo + 1, hi):
                 k = counts[i]
                 if k > 0:
@@ -239,6 +240,7 @@ class SteadyPhase(Phase):
             max_output_tokens_per_s=max(base.max_output_tokens_per_s, self._peak_second()),
             max_concurrent_requests=max(base.max_concurrent_requests, n),
             concurrency=float(n),
+            chunk_accept_length=tokens_in / arrivals if arrivals else None,
             mean_decode_tok_s=mean_rate,
             median_decode_tok_s=median(rates),
             mean_request_tok_s=out_len / e2e,

@@ -14,14 +14,10 @@ from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
+from specconsole.present.acceptance import agreement, per_position_bars, sparkline
 from specconsole.present.labels import record_label
 
-__all__ = ["acceptance_lines", "per_position_text"]
-
-
-def per_position_text(rates: Sequence[float]) -> str:
-    """``0.71 0.57 0.29 0.14``: the share of drafts whose k-th token was kept."""
-    return " ".join(f"{rate:.2f}" for rate in rates) or "—"
+__all__ = ["acceptance_lines"]
 
 
 def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -> list[str]:
@@ -35,8 +31,8 @@ def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -
             "## Acceptance per level (the engine's own counters)",
             "",
             "| trial | config | c | drafts | drafted | accepted | accept length | accept rate "
-            "| per position | server output tokens |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|---|---:|",
+            "| per position | over time | client tokens/chunk | server output tokens |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|",
         ]
         for t in counted:
             label = record_label(t, base)
@@ -47,10 +43,14 @@ def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -
                 length = "—" if c.acceptance_length is None else f"{c.acceptance_length:.3f}"
                 rate = "—" if c.acceptance_rate is None else f"{c.acceptance_rate:.1%}"
                 output = "—" if c.output_tokens is None else str(c.output_tokens)
+                drafted = str(c.draft_tokens) if c.draft_tokens else "—"
+                over = sparkline(c.series) or "—"
+                client = agreement(lv) or "—"
                 out.append(
                     f"| {t.index + 1} | {label} | {lv.concurrency} | {c.drafts} | "
-                    f"{c.draft_tokens} | {c.accepted} | {length} | {rate} | "
-                    f"{per_position_text(c.per_position_rate)} | {output} |"
+                    f"{drafted} | {c.accepted} | {length} | {rate} | "
+                    f"{per_position_bars(c.per_position_rate) or '—'} | {over} | {client} | "
+                    f"{output} |"
                 )
     off = [t for t in trials if t.speculation_off]
     if off:

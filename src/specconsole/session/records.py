@@ -63,6 +63,7 @@ def _level_to_dict(level: LevelSummary) -> dict[str, Any]:
         "spec_counters": None if level.counters is None else level.counters.to_dict(),
         "gpu": None if level.gpu is None else level.gpu.to_dict(),
         "tokens_per_joule": level.tokens_per_joule,
+        "client_accept_length": level.client_accept_length,
     }
 
 
@@ -92,6 +93,7 @@ def _level_from_dict(data: Mapping[str, Any]) -> LevelSummary:
             else None
         ),
         gpu=GpuSpan.from_dict(data["gpu"]) if isinstance(data.get("gpu"), Mapping) else None,
+        client_accept_length=_opt_float(data.get("client_accept_length")),
     )
 
 

@@ -23,6 +23,7 @@ from specconsole.core.machine.state import TrialRecord
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
+from specconsole.present.acceptance import level_acceptance
 from specconsole.present.columns import REPORT_COLUMNS, cells
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
 from specconsole.present.gpu import crash_memory
@@ -128,11 +129,14 @@ def _trial_section(record: TrialRecord, plan: SweepPlan | None) -> str:
     base = plan.base if plan is not None else None
     config = config_document(record.effective)
     rows = [(k, v if isinstance(v, str) else repr(v)) for k, v in config.items()]
+    accept = [line for lv in sorted(record.levels, key=lambda lv: lv.concurrency)
+              for line in level_acceptance(lv)]  # fmt: skip
     parts = [
         f"<details><summary>Trial {record.index + 1}: {_e(record_label(record, base))}"
         f" — {_e(cells((REPORT_COLUMNS[-1],), record, base, precise=True)[0])}</summary>",
         _table(("[server] key", "value"), rows, (False, False)),
         _levels_table(record),
+        f'<pre class="acceptance">{_e(chr(10).join(accept))}</pre>' if accept else "",
     ]
     diff = unit_diff(record)
     if diff:

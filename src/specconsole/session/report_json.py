@@ -59,6 +59,7 @@ def _level(level: Any) -> dict[str, Any]:
     document["counters"] = None if counters is None else counters.to_dict()
     document["gpu"] = None if level.gpu is None else level.gpu.to_dict()  # with the means
     document["tokens_per_joule"] = level.tokens_per_joule
+    document["accept_disagreement"] = level.accept_disagreement  # the client's vs the engine's
     return document
 
 

@@ -200,6 +200,10 @@ class Scheduler:
         self.total_prompt_tokens = 0
         self.total_generated_tokens = 0
         self.total_requests = 0
+        self.finished_output_tokens = 0
+        self.finished_verify_ct = 0
+        """Tokens and verify steps of the requests that finished (never reset): SGLang's
+        ``generation_tokens_total`` / ``spec_verify_calls_total``, counted at the finish."""
         self.ttft = LatencyHistogram(TTFT_BUCKETS)
         self.e2e = LatencyHistogram(E2E_BUCKETS)
         """Server-side latencies from a request's arrival (``/metrics`` histograms)."""
@@ -406,6 +410,9 @@ class Scheduler:
             self.e2e.observe(r.finished_at - r.created)
             self.kv_used -= r.reserve
             self.finished_count += 1
+            self.finished_output_tokens += r.generated
+            if self.args.speculative:
+                self.finished_verify_ct += r.verify_ct
             r.event.set()
 
     async def _decode(self) -> None:

@@ -397,6 +397,16 @@ class SimServer(SimBox):
             },
         }
 
+    def _verify_calls(self) -> list[tuple[str, str, float]]:
+        """``sglang:spec_verify_calls_total`` (a counter from 0.5.14 on; 0.5.9 has none)."""
+        try:
+            release = tuple(int(p) for p in self.profile.sim.version.split(".")[:3])
+        except ValueError:
+            release = (0, 5, 14)
+        if release < (0, 5, 14):
+            return []
+        return [("sglang:spec_verify_calls_total", "counter", self.scheduler.finished_verify_ct)]
+
     def metrics_text(self) -> str:
         s = self.scheduler
         labels = f'model_name="{self.args.served_model_name}",engine_type="unified",tp_rank="0"'
@@ -413,7 +423,13 @@ class SimServer(SimBox):
                 "gauge",
                 1.0 if uses_cuda_graph(self.args, max(len(s.running), 1)) else 0.0,
             ),
-            ("sglang:spec_accept_length", "gauge", s.spec.avg_accept_length),
+            (  # the scheduler's last interval (its Decode batch lines'), as SGLang sets it
+                "sglang:spec_accept_length",
+                "gauge",
+                s.interval_accept.avg_accept_length
+                if s.interval_accept.forward_ct
+                else s.spec.avg_accept_length,
+            ),
             (
                 "sglang:spec_accept_rate",
                 "gauge",
@@ -421,9 +437,10 @@ class SimServer(SimBox):
                 if s.spec.forward_ct
                 else 0.0,
             ),
-            ("sglang:spec_verify_calls_total", "counter", s.spec.forward_ct),
+            # the tokenizer's counters: added as each request finishes, never reset
+            *self._verify_calls(),
             ("sglang:prompt_tokens_total", "counter", s.total_prompt_tokens),
-            ("sglang:generation_tokens_total", "counter", s.total_generated_tokens),
+            ("sglang:generation_tokens_total", "counter", s.finished_output_tokens),
             ("sglang:num_requests_total", "counter", s.total_requests),
         ]
         out: list[str] = []

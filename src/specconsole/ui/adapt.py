@@ -48,6 +48,7 @@ from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
+from specconsole.present.acceptance import level_acceptance
 from specconsole.present.gpu import trial_gpu_lines
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.probes import probe_text, rate_answer
@@ -372,6 +373,8 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         )
     if record.accept_length is not None:
         lines.append(f"accept length: {record.accept_length:.2f}")
+    for level in sorted(record.levels, key=lambda lv: lv.concurrency):
+        lines.extend(level_acceptance(level))
     if record.rate_probes:  # max_rate_under_slo: the answer, then every probe
         lines.append(f"highest rate under the SLOs: {rate_answer(record)}")
         lines.extend(f"  probe {probe_text(p)}" for p in record.rate_probes)

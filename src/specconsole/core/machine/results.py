@@ -93,6 +93,7 @@ def level_summary(lv: LevelMetrics) -> LevelSummary:
         request_goodput=lv.request_goodput,
         measurement=lv.measurement,
         counters=lv.counters,
+        client_accept_length=lv.chunk_accept_length,
     )
 
 

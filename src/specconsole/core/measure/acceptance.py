@@ -3,12 +3,18 @@
 Why: an acceptance figure a user can trust is the engine's own counters snapshotted right
 before and right after the measured requests, never a since-start average and never the
 client's guess from tokens per chunk. Every engine with speculative decoding counts the same
-four things under its own names — drafts, draft tokens, accepted tokens and accepted tokens
-per draft position (llama.cpp's ``llamacpp:spec_decode_*``, vLLM's ``vllm:spec_decode_*``) —
-and the output tokens it generated, which cross-checks the load generator's own count. An
-engine declares the names as data (:class:`SpecCounters`, in its ``Endpoints``); this module
-reads Prometheus text (:func:`parse_prometheus`) and turns two snapshots into one level's
-figures (:func:`counter_deltas` -> :class:`CounterAcceptance`), with nothing engine-specific.
+things under its own names — drafts (verify steps), draft tokens, accepted tokens and accepted
+tokens per draft position (llama.cpp's ``llamacpp:spec_decode_*``, vLLM's
+``vllm:spec_decode_*``) — and the output tokens it generated, which cross-checks the load
+generator's own count. Some count less: SGLang (0.5.14 on) counts verify steps
+(``sglang:spec_verify_calls_total``) and generated tokens as each request finishes, so its
+accepted tokens are the output less one bonus token per verify step, and it has no draft-token
+counter (no acceptance rate). An engine declares the names as data (:class:`SpecCounters`, in
+its ``Endpoints``); this module reads Prometheus text (:func:`parse_prometheus`) and turns two
+snapshots into one level's figures (:func:`counter_deltas` -> :class:`CounterAcceptance`),
+with nothing engine-specific. Snapshots taken during the level give the acceptance over time
+(``CounterAcceptance.series``: each interval's deltas, or the engine's own acceptance gauge
+where an interval's counters moved too little), so drift within a level shows.
 
 Definitions (per level, from the deltas):
 
@@ -30,6 +36,7 @@ __all__ = [
     "Samples",
     "SpecCounters",
     "counter_deltas",
+    "gauge_value",
     "parse_prometheus",
 ]
 
@@ -45,10 +52,11 @@ class SpecCounters:
 
     drafts: str
     """Draft proposals (verify steps that had a draft)."""
-    draft_tokens: str
-    """Tokens drafted."""
-    accepted: str
-    """Drafted tokens the target accepted."""
+    draft_tokens: str | None = None
+    """Tokens drafted (None: not counted; no acceptance rate then)."""
+    accepted: str | None = None
+    """Drafted tokens the target accepted (None: the output tokens less one bonus token per
+    draft, from :attr:`output_tokens`)."""
     per_position: str | None = None
     """Accepted tokens per draft position (one series per position)."""
     position_label: str = "position"
@@ -57,6 +65,10 @@ class SpecCounters:
     """Tokens generated (the cross-check of the load generator's count)."""
     path: str = "/metrics"
     """Where the Prometheus text is served."""
+    gauge: str | None = None
+    """An acceptance-length gauge the engine keeps up to date as it decodes (SGLang's
+    ``sglang:spec_accept_length``): the acceptance over time where the counters say too
+    little (counted only as requests finish)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,20 +79,23 @@ class SpecCounters:
             "position_label": self.position_label,
             "output_tokens": self.output_tokens,
             "path": self.path,
+            "gauge": self.gauge,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SpecCounters:
+        def name(key: str) -> str | None:
+            return None if data.get(key) is None else str(data[key])
+
         return cls(
             drafts=str(data["drafts"]),
-            draft_tokens=str(data["draft_tokens"]),
-            accepted=str(data["accepted"]),
-            per_position=None if data.get("per_position") is None else str(data["per_position"]),
+            draft_tokens=name("draft_tokens"),
+            accepted=name("accepted"),
+            per_position=name("per_position"),
             position_label=str(data.get("position_label") or "position"),
-            output_tokens=(
-                None if data.get("output_tokens") is None else str(data["output_tokens"])
-            ),
+            output_tokens=name("output_tokens"),
             path=str(data.get("path") or "/metrics"),
+            gauge=name("gauge"),
         )
 
 
@@ -95,6 +110,10 @@ class CounterAcceptance:
     """Accepted tokens at draft positions 0, 1, ... (empty: the engine reports none)."""
     output_tokens: int | None = None
     """Tokens the server says it generated during the level (None: no such counter)."""
+    series: tuple[float, ...] = ()
+    """The acceptance length over time within the level, one figure per interval."""
+    series_interval_s: float | None = None
+    """How long each figure of :attr:`series` covers."""
 
     @property
     def speculated(self) -> bool:
@@ -129,17 +148,21 @@ class CounterAcceptance:
             "acceptance_length": self.acceptance_length,
             "acceptance_rate": self.acceptance_rate,
             "per_position_rate": list(self.per_position_rate),
+            "series": list(self.series),
+            "series_interval_s": self.series_interval_s,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CounterAcceptance:
-        output = data.get("output_tokens")
+        output, every = data.get("output_tokens"), data.get("series_interval_s")
         return cls(
             drafts=int(data.get("drafts", 0)),
             draft_tokens=int(data.get("draft_tokens", 0)),
             accepted=int(data.get("accepted", 0)),
             per_position=tuple(int(n) for n in data.get("per_position") or ()),
             output_tokens=None if output is None else int(output),
+            series=tuple(float(x) for x in data.get("series") or ()),
+            series_interval_s=None if every is None else float(every),
         )
 
 
@@ -216,9 +239,18 @@ def _delta(after: float, before: float) -> int:
     return round(grown)
 
 
+def gauge_value(samples: Samples, counters: SpecCounters) -> float | None:
+    """The engine's acceptance gauge now (its series' mean: one per rank), if it keeps one
+    and it has a value (0 means "no verify step yet")."""
+    values = list(samples.get(counters.gauge, {}).values()) if counters.gauge else []
+    mean = sum(values) / len(values) if values else 0.0
+    return mean if mean > 0 else None
+
+
 def counter_deltas(before: Samples, after: Samples, counters: SpecCounters) -> CounterAcceptance:
     """What the engine counted between two snapshots. A series missing from ``before`` (the
-    per-position series appear with the first draft) counts from 0."""
+    per-position series appear with the first draft) counts from 0; an engine that does not
+    count accepted tokens has them as its output less one bonus token per draft."""
     per_position: tuple[int, ...] = ()
     if counters.per_position is not None:
         old = _by_position(before, counters.per_position, counters.position_label)
@@ -232,12 +264,20 @@ def counter_deltas(before: Samples, after: Samples, counters: SpecCounters) -> C
         output = _delta(
             _total(after, counters.output_tokens), _total(before, counters.output_tokens)
         )
-    return CounterAcceptance(
-        drafts=_delta(_total(after, counters.drafts), _total(before, counters.drafts)),
-        draft_tokens=_delta(
+    drafts = _delta(_total(after, counters.drafts), _total(before, counters.drafts))
+    if counters.accepted is not None:
+        accepted = _delta(_total(after, counters.accepted), _total(before, counters.accepted))
+    else:
+        accepted = max(0, (output or 0) - drafts) if drafts else 0
+    drafted = 0
+    if counters.draft_tokens is not None:
+        drafted = _delta(
             _total(after, counters.draft_tokens), _total(before, counters.draft_tokens)
-        ),
-        accepted=_delta(_total(after, counters.accepted), _total(before, counters.accepted)),
+        )
+    return CounterAcceptance(
+        drafts=drafts,
+        draft_tokens=drafted,
+        accepted=accepted,
         per_position=per_position,
         output_tokens=output,
     )

@@ -31,7 +31,9 @@ Definitions (all times in seconds internally, ``*_ms`` keys in milliseconds):
   ``spec_verify_ct`` over requests whose server reported ``spec_verify_ct``; ``counters``
   (``spec_counters`` in a record): the engine's own counters' deltas around the measured
   phase — drafts, draft tokens, accepted, per position, output tokens
-  (:mod:`specconsole.core.measure.acceptance`).
+  (:mod:`specconsole.core.measure.acceptance`); ``chunk_accept_length``: the client's own
+  estimate, tokens per token-carrying chunk after each stream's first (one chunk per verify
+  step when the server streams each step: the cross-check of the engine's figure).
 * TTST (AIPerf's time to second token): first token-carrying chunk to the next one.
 * Goodput (with an SLO, :mod:`specconsole.core.measure.slo`): completed requests meeting every
   objective / duration.
@@ -141,6 +143,8 @@ class LevelMetrics:
     """``avg_spec_accept_length`` from ``/server_info`` after the level (None if absent)."""
     request_accept_length: float | None = None
     """Σ completion tokens / Σ ``spec_verify_ct`` over requests that reported it."""
+    chunk_accept_length: float | None = None
+    """The client's estimate: tokens per token-carrying chunk after each stream's first."""
     partial: bool = False
     """The level was cut short (cancelled); its numbers cover what finished."""
     warmup_requests: int = 0
@@ -190,6 +194,7 @@ class LevelMetrics:
             "concurrency": self.concurrency,
             "accept_length": self.accept_length,
             "request_accept_length": self.request_accept_length,
+            "chunk_accept_length": self.chunk_accept_length,
             "mean_decode_tok_s": self.mean_decode_tok_s,
             "median_decode_tok_s": self.median_decode_tok_s,
             "mean_request_tok_s": self.mean_request_tok_s,
@@ -253,6 +258,7 @@ class LevelMetrics:
             },
             accept_length=opt_float("accept_length"),
             request_accept_length=opt_float("request_accept_length"),
+            chunk_accept_length=opt_float("chunk_accept_length"),
             partial=bool(record.get("partial", False)),
             warmup_requests=int(record.get("warmup_requests", 0)),
             slo=(
@@ -332,6 +338,9 @@ def compute_level_metrics(
     request_accept = (
         sum(r.output_len for r in verified) / verify_total if verify_total > 0 else None
     )
+    streamed = [r.chunk_tokens for r in ok if len(r.chunk_tokens) > 1]
+    chunks = sum(len(c) - 1 for c in streamed)
+    chunk_accept = sum(sum(c[1:]) for c in streamed) / chunks if chunks else None
     good: int | None = None
     if slo is not None and not slo.empty:
         good = sum(1 for r in ok if slo.is_good(r.ttft, r.tpot, r.latency))
@@ -358,6 +367,7 @@ def compute_level_metrics(
         latency_ms=latency,
         accept_length=accept_length,
         request_accept_length=request_accept,
+        chunk_accept_length=chunk_accept,
         partial=partial,
         warmup_requests=warmup_requests,
         slo=slo.to_dict() if good is not None and slo is not None else None,

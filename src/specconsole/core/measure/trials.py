@@ -22,6 +22,9 @@ from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.core.measure.stats import Spread
 
+ACCEPT_TOLERANCE = 0.10
+"""The client's tokens per chunk and the engine's acceptance length agree within this share."""
+
 
 class Phase(StrEnum):
     """Where the controller is. A trial walks VALIDATING → … → RECORDING."""
@@ -189,6 +192,20 @@ class LevelSummary:
     accepted, per position, the server's output tokens); ``accept_length`` is then theirs."""
     gpu: GpuSpan | None = None
     """What the GPUs did while the level was measured (``nvidia-smi``; None: not sampled)."""
+    client_accept_length: float | None = None
+    """The load generator's own estimate: tokens per token-carrying chunk (the cross-check
+    of ``accept_length``: :attr:`accept_disagreement`)."""
+
+    @property
+    def accept_disagreement(self) -> float | None:
+        """How far the client's tokens per chunk is from the engine's acceptance length, as a
+        share of the engine's (None when either is unknown); beyond
+        :data:`ACCEPT_TOLERANCE` the figures disagree (a server that streams several steps
+        per chunk, or one token per chunk whatever it accepted; a client that merges reads)."""
+        engine, client = self.accept_length, self.client_accept_length
+        if engine is None or client is None or engine <= 0:
+            return None
+        return abs(client - engine) / engine
 
     @property
     def tokens_per_joule(self) -> float | None:

@@ -11,6 +11,7 @@ from specconsole.core.config.capabilities import python_fingerprint
 from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import DEFAULT_SGLANG_LAUNCHER, ServerConfig, SpecAlgorithm
 from specconsole.core.engine.protocol import EditorField, Endpoints
+from specconsole.core.measure.acceptance import SpecCounters
 from specconsole.engines.sglang import adaptive, editor, flags, releases, rules, tuning
 from specconsole.engines.sglang.normalize import normalize
 
@@ -22,6 +23,17 @@ __all__ = ["ENGINE", "SGLang"]
 
 AUTO_DRAFT_TOKENS = 4
 """SGLang's auto-chosen (steps, topk, draft) is (3, 1, 4) for most models (sglang.md 1.2)."""
+
+SPEC_COUNTERS = SpecCounters(
+    drafts="sglang:spec_verify_calls_total",
+    output_tokens="sglang:generation_tokens_total",
+    gauge="sglang:spec_accept_length",
+)
+"""Its ``/metrics`` (with ``--enable-metrics``; ``TokenizerMetricsCollector`` in 0.5.14 and
+0.5.23): verify steps and generated tokens, both counted as each request finishes (accept
+length = tokens / verify steps, SGLang's own ``spec_accept_length``), no draft-token or
+per-position counter, and the scheduler's ``spec_accept_length`` gauge of its last interval.
+0.5.9 has only the gauges: a level then reads ``/server_info`` after its flush."""
 
 
 class SGLang:
@@ -40,6 +52,7 @@ class SGLang:
         flush_cache="/flush_cache",
         apis=("generate", "completions", "chat"),
         bench_backend="sglang",
+        spec_counters=SPEC_COUNTERS,
     )
 
     def launches(self, program: str, module: str | None) -> bool:

@@ -1,0 +1,89 @@
+"""How acceptance reads: where a level's figure came from, its drift within the level, the
+share of drafts kept at each position, and whether the client's own count agrees.
+
+Why: acceptance is the figure users distrust most (stuck at 1 after an upgrade, drifting over
+hours, defined differently by each tool). So every place that shows it — the trial details,
+the headless lines, the reports — says the same four things the same way: the engine's own
+figure (its counters' deltas around the level), a sparkline of it during the level (drift
+shows), a small bar per draft position (where the engine counts them), and the load
+generator's tokens per chunk beside it, flagged when the two disagree by more than
+``ACCEPT_TOLERANCE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specconsole.core.machine.state import LevelSummary
+from specconsole.core.measure.trials import ACCEPT_TOLERANCE
+
+__all__ = [
+    "agreement",
+    "level_acceptance",
+    "per_position_bars",
+    "sparkline",
+]
+
+_BLOCKS = "▁▂▃▄▅▆▇█"
+MIN_SPAN = 0.2
+"""A sparkline's scale spans at least this many tokens per step (noise stays flat)."""
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """One block per value, its height the value on a scale from the lowest to the highest
+    (at least :data:`MIN_SPAN` apart)."""
+    if not values:
+        return ""
+    low, high = min(values), max(values)
+    if high - low < MIN_SPAN:
+        middle = (high + low) / 2
+        low, high = middle - MIN_SPAN / 2, middle + MIN_SPAN / 2
+    top = len(_BLOCKS) - 1
+    return "".join(_BLOCKS[round((v - low) / (high - low) * top)] for v in values)
+
+
+def per_position_bars(rates: Sequence[float]) -> str:
+    """``▇▆▄▂ 0.92 0.81 0.55 0.27``: the share of drafts whose k-th token was kept."""
+    if not rates:
+        return ""
+    top = len(_BLOCKS) - 1
+    bars = "".join(_BLOCKS[round(min(1.0, max(0.0, r)) * top)] for r in rates)
+    return f"{bars} {' '.join(f'{r:.2f}' for r in rates)}"
+
+
+def agreement(level: LevelSummary) -> str:
+    """The cross-check in words: ``client 3.66 tokens/chunk: agrees`` or, beyond the
+    tolerance, ``⚠ client 3.10 tokens/chunk, 16% off the engine's 3.69``; '' when either is
+    unknown."""
+    off = level.accept_disagreement
+    client = level.client_accept_length
+    if off is None or client is None or level.accept_length is None:
+        return ""
+    if off <= ACCEPT_TOLERANCE:
+        return f"client {client:.2f} tokens/chunk: agrees"
+    return (
+        f"⚠ client {client:.2f} tokens/chunk, {off:.0%} off the engine's {level.accept_length:.2f}"
+    )
+
+
+def level_acceptance(level: LevelSummary) -> list[str]:
+    """A level's acceptance lines for the trial details (nothing without a figure)."""
+    if level.accept_length is None:
+        return []
+    counters = level.counters
+    source = "the engine's counters" if counters is not None and counters.speculated else None
+    head = f"c={level.concurrency} accept {level.accept_length:.2f}"
+    head += f" ({source})" if source else ""
+    if check := agreement(level):
+        head += f" · {check}"
+    lines = [head]
+    if counters is not None and counters.series:
+        every = counters.series_interval_s
+        span = f"{min(counters.series):.2f}–{max(counters.series):.2f}"
+        lines.append(
+            f"  over time {sparkline(counters.series)} {span}"
+            + (f", every {every:g} s" if every else "")
+        )
+    if counters is not None and counters.per_position_rate:
+        lines.append(f"  per position {per_position_bars(counters.per_position_rate)}")
+    return lines
