@@ -1,6 +1,5 @@
-"""``BenchSpec.lead`` (incumbent pruning): the deciding level runs first, warmed up even when
-the plan sends no warm-up (it runs on a just-loaded server and is compared with a best
-measured warm), then the rest in ladder order; the result keeps the ladder's order."""
+"""``BenchSpec.lead`` (incumbent pruning): the deciding level runs first, then the rest in
+ladder order; the result keeps the ladder's order."""
 
 from __future__ import annotations
 
@@ -21,10 +20,9 @@ def url() -> Iterator[str]:
         yield base
 
 
-def test_the_plan_orders_the_lead_first_and_warms_it() -> None:
+def test_the_plan_orders_the_lead_first() -> None:
     plan = LadderPlan(ladder=(1, 4, 16), prompts=(), lead=16, warmup_requests=0)
     assert plan.order() == [2, 0, 1]
-    assert [plan.warmup_for(i) for i in range(3)] == [0, 0, 1]
     assert LadderPlan(ladder=(1, 4), prompts=(), lead=None).order() == [0, 1]
     assert LadderPlan(ladder=(1, 4), prompts=(), lead=9).order() == [0, 1]  # not a level
 
@@ -35,7 +33,6 @@ async def test_the_lead_level_runs_first_and_the_result_keeps_the_ladder(url: st
     result = await make_run(spec, url, on_progress=events.append).run()
     finished = [e["concurrency"] for e in events if e.get("level_result") is not None]
     assert finished == [4, 1]
-    warm = [e for e in events if e["warmup"]]
-    assert warm and {e["concurrency"] for e in warm} == {4}  # only the lead is warmed
+    assert not any(e["warmup"] for e in events)  # the plan's warm-up (none), as for any level
     assert [lv.max_concurrency for lv in result.levels] == [1, 4]
     assert all(lv.completed == 4 for lv in result.levels)

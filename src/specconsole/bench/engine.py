@@ -207,7 +207,7 @@ class LadderRun:
         try:
             if self._model is None and plan.api != API_GENERATE:
                 self._model = await resolve_model(client)
-            warmup_total = plan.warmup_for(index) * concurrency
+            warmup_total = plan.warmup_requests * concurrency
             if warmup_total:
                 warm, _, _ = await self._phase(
                     client, index, concurrency, warmup_total, None, warmup=True

@@ -116,14 +116,6 @@ class LadderPlan:
         first = [i for i, c in enumerate(self.ladder) if c == self.lead][:1]
         return first + [i for i in range(len(self.ladder)) if i not in first]
 
-    def warmup_for(self, index: int) -> int:
-        """Warm-up requests per slot before the level at ``index``: the plan's, and at least
-        one for the lead level — it runs first on a just-loaded server (measured: 3-4 % low
-        at c=64 on the simulator without it), and its figure is compared with a best
-        measured warm."""
-        lead = self.lead is not None and self.ladder[index] == self.lead
-        return max(self.warmup_requests, 1) if lead else self.warmup_requests
-
     def requests_for(self, concurrency: int) -> int | None:
         """Measured requests at a level (None in duration mode)."""
         if self.requests_per_level is not None:
