@@ -24,6 +24,9 @@ prompt file for ``builtin``; of the generating parameters for ``random``).
   custom ``{"conversations": [...]}`` per line; an optional ``"output_len"`` sets that
   request's output length, a recorded answer sets it as for ShareGPT.
 * ``builtin``, ``random``: see :mod:`specconsole.bench.prompts`.
+* ``coding``, ``prose``: built-in sets like ``builtin``, each prompt in the model's chat
+  template on the text APIs (the chat API sends it as a user message: the server applies
+  the template), :mod:`specconsole.core.config.chat_templates`.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from specconsole.bench.prompts import (
     MAX_ENTRY_BYTES,
     MIN_TOKENS,
     RANDOM,
+    TEMPLATED,
     Prompt,
     PromptError,
     _fit_to_length,
@@ -51,6 +55,7 @@ from specconsole.bench.prompts import (
     load_jsonl_lines,
     random_text,
 )
+from specconsole.core.config.chat_templates import DEFAULT_TEMPLATE, apply_template
 
 SHAREGPT = "sharegpt"
 JSONL = "jsonl"
@@ -59,7 +64,7 @@ _READ_BLOCK = 1 << 16
 
 def parse_source(source: str) -> tuple[str, str | None]:
     """``"sharegpt:FILE"`` → ``("sharegpt", FILE)``; a bare path means ``jsonl``."""
-    if source in (BUILTIN, RANDOM):
+    if source in (BUILTIN, RANDOM, *TEMPLATED):
         return source, None
     kind, sep, path = source.partition(":")
     if sep and kind in (SHAREGPT, JSONL):
@@ -185,6 +190,7 @@ def load_dataset(
     range_ratio: float = 1.0,
     seed: int = 42,
     reply_lengths: bool = False,
+    chat_template: str | None = None,
 ) -> tuple[list[Prompt], dict[str, Any]]:
     """``count`` prompts (each with its output length) and the settings that identify the
     workload in records: ``dataset_name``, ``dataset_path``, ``dataset_sha256``.
@@ -193,6 +199,7 @@ def load_dataset(
     custom line's assistant turn) generates that answer's estimated token count, as
     bench_serving does without ``--sharegpt-output-len``; otherwise (and for entries without
     one) ``output_len``, drawn with ``range_ratio``. A line's own ``output_len`` always wins.
+    ``chat_template``: the family the ``coding`` and ``prose`` prompts are wrapped in.
     """
     if not 0 < range_ratio <= 1:
         raise PromptError("--range-ratio: give a number in (0, 1]; 1 means fixed lengths")
@@ -212,8 +219,10 @@ def load_dataset(
         settings["dataset_sha256"] = hashlib.sha256(
             f"random:{seed}:{input_len}:{range_ratio}".encode()
         ).hexdigest()
-    elif kind == BUILTIN:
-        texts = builtin_texts()
+    elif kind == BUILTIN or kind in TEMPLATED:
+        file = "prompts" if kind == BUILTIN else kind
+        template = (chat_template or DEFAULT_TEMPLATE) if kind in TEMPLATED else None
+        texts = builtin_texts(file)
         order = list(range(len(texts)))
         rng.shuffle(order)
         prompts = []
@@ -221,9 +230,16 @@ def load_dataset(
             j = order[i % len(order)]
             others = [t for k, t in enumerate(texts) if k != j]
             text = _fit_to_length(texts[j], others, _lengths(rng, input_len, range_ratio), rng)
-            prompts.append(Prompt(text=text, est_tokens=estimate_tokens(text)))
-        data = resources.files("specconsole.bench").joinpath("data/prompts.jsonl").read_bytes()
+            if template is None:
+                prompts.append(Prompt(text=text, est_tokens=estimate_tokens(text)))
+            else:  # the text APIs get the template; the chat API the message (its server's)
+                message = ({"role": "user", "content": text},)
+                templated = apply_template(template, text)
+                prompts.append(Prompt(templated, message, estimate_tokens(templated)))
+        data = resources.files("specconsole.bench").joinpath(f"data/{file}.jsonl").read_bytes()
         settings["dataset_sha256"] = hashlib.sha256(data).hexdigest()
+        if template is not None:
+            settings["chat_template"] = template
     else:
         assert path is not None
         settings["dataset_path"] = path

@@ -40,6 +40,7 @@ from specconsole.bench.waits import (
     silence_failure,
     stall_failure,
 )
+from specconsole.core.config.chat_templates import template_for
 from specconsole.core.measure.metrics import default_requests_per_level
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchSpec
@@ -72,6 +73,7 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         range_ratio=spec.range_ratio,
         seed=spec.seed,
         reply_lengths=spec.output_len_from_dataset,
+        chat_template=spec.chat_template or template_for(spec.model),
     )
     headers = request_headers(spec)
     if headers:

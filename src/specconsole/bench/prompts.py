@@ -27,6 +27,12 @@ CHARS_PER_TOKEN = 4.0
 
 BUILTIN = "builtin"
 RANDOM = "random"
+CODING = "coding"
+PROSE = "prose"
+TEMPLATED: tuple[str, ...] = (CODING, PROSE)
+"""Built-in workloads sent in the model's chat template (``bench/data/<name>.jsonl``):
+realistic coding requests (code to fix, review, refactor, write) and prose (edit, write,
+summarise), so a speculative sweep measures the acceptance the model shows in production."""
 
 _WORD_LIST = (
     "time year people way day man thing woman life child world school state family student "
@@ -99,9 +105,9 @@ def estimate_tokens(text: str) -> int:
     return max(1, round(len(text) / CHARS_PER_TOKEN))
 
 
-def builtin_texts() -> list[str]:
-    """The packaged prompt texts, in file order."""
-    data = resources.files("specconsole.bench").joinpath("data/prompts.jsonl").read_text("utf-8")
+def builtin_texts(name: str = "prompts") -> list[str]:
+    """The packaged prompt texts of ``bench/data/<name>.jsonl``, in file order."""
+    data = resources.files("specconsole.bench").joinpath(f"data/{name}.jsonl").read_text("utf-8")
     return [json.loads(line)["prompt"] for line in data.splitlines() if line.strip()]
 
 

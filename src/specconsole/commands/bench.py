@@ -129,8 +129,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         dest="prompts",
         default="builtin",
         metavar="SOURCE",
-        help="builtin (default), random, sharegpt:FILE (ShareGPT JSON), jsonl:FILE (or a "
-        'path) of {"prompt": ...} / {"messages": [...]} lines',
+        help="builtin (default), coding or prose (realistic sets in the model's chat template "
+        "on the text APIs: --model names it), random, sharegpt:FILE (ShareGPT JSON), "
+        'jsonl:FILE (or a path) of {"prompt": ...} / {"messages": [...]} lines',
     )
     p.add_argument(
         "--range-ratio",

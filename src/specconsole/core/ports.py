@@ -389,6 +389,10 @@ class BenchSpec:
     spec_counters: SpecCounters | None = None
     """The engine's speculative-decoding counters, snapshotted around each level (not a plan
     key: the trial's engine supplies them, ``Endpoints.spec_counters``)."""
+    chat_template: str | None = None
+    """The chat template family of the trial's model (``core.config.chat_templates``): what
+    the ``coding`` and ``prose`` workloads wrap each prompt in on the text APIs (not a plan
+    key: the trial's ``[server] model_path`` decides, or ``[bench] model``)."""
 
     def requests_at(self, concurrency: int) -> int | None:
         """Measured requests the level at ``concurrency`` sends: ``requests_per_level``,

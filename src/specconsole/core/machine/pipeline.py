@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from specconsole.core.config.chat_templates import template_for
 from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
@@ -239,13 +240,15 @@ def _on_server_info(state: ControllerState, event: ev.Event) -> Result:
 
 
 def _trial_bench_spec(state: ControllerState) -> BenchSpec:
-    """The plan's ``[bench]`` with what the trial's engine adds: the speculative-decoding
-    counters it keeps (``Endpoints.spec_counters``), snapshotted around each level."""
+    """The plan's ``[bench]`` with what the trial adds: its model's chat template (for the
+    templated workloads) and the speculative-decoding counters its engine keeps
+    (``Endpoints.spec_counters``), snapshotted around each level."""
     spec = _bench_spec(state)
     trial = state.trial
     config = (trial.normalized or trial.config) if trial is not None else state.current_config
     if config is None:
         return spec
+    spec = replace(spec, chat_template=template_for(spec.model or config.model_path))
     try:
         counters = engine_for(config).endpoints.spec_counters
     except EngineNotFound:

@@ -29,6 +29,7 @@ from specconsole.core.machine.common import Result, _notice
 from specconsole.core.machine.results import validate_config
 from specconsole.core.machine.state import ControllerState
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.core.plans.workload import workload_warning
 from specconsole.core.search.staged import planned as staged_configs
 
 __all__ = [
@@ -203,6 +204,13 @@ def check_flags(facts: PreflightFacts) -> list[Finding]:
     return [Finding("flags", str(text), blocking=False)] if text else []
 
 
+def check_workload(facts: PreflightFacts) -> list[Finding]:
+    """A speculative sweep on random tokens or bare, template-less text: its acceptance
+    will read low (``core.plans.workload``); said, never blocking."""
+    text = workload_warning(facts.plan)
+    return [Finding("workload", text, blocking=False)] if text else []
+
+
 def on_preflight(state: ControllerState, event: ev.Event) -> Result:
     """The findings, said once as a notice: an error when the plan cannot run."""
     assert isinstance(event, ev.PreflightChecked)
@@ -223,6 +231,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("inline secrets", check_inline_secrets),
     ("release", check_release),
     ("flags", check_flags),
+    ("workload", check_workload),
 )
 """The pre-flight's checks, in the order their findings are told."""
 

@@ -158,10 +158,10 @@ def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
 
 
 _DERIVED_BENCH_FIELDS: frozenset[str] = frozenset(
-    {"output_len_from_dataset", "spec_counters", "lead"}
+    {"output_len_from_dataset", "spec_counters", "lead", "chat_template"}
 )
 """BenchSpec fields a plan does not write: they follow from the keys it does (or, for the
-speculative-decoding counters, from the trial's engine)."""
+speculative-decoding counters and the chat template, from the trial's engine and model)."""
 
 
 def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
