@@ -21,6 +21,7 @@ from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.eta import Costs, Eta, estimate
 from specconsole.present.formats import format_elapsed, format_rate
 from specconsole.present.labels import record_label
+from specconsole.present.symbols import TRIAL_MARKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +32,8 @@ class Glance:
     eta: str
     best: str
     short: str = ""
-    """The console header's compact form: ``12:03 elapsed · ETA 8:10 · best #3 … 1,730 tok/s``."""
+    """The console header's compact form: ``12:03 elapsed · ETA 8:10 · ★ #3 steps=3 1,730
+    tok/s`` (the trials table's mark for the best)."""
 
     @property
     def line(self) -> str:
@@ -62,19 +64,39 @@ def eta_text(eta: Eta, now: float | None = None) -> str:
     return f"ETA {bound}{format_elapsed(eta.remaining_s)} ({', '.join(parts)})"
 
 
-def figure_text(plan: SweepPlan, record: TrialRecord) -> str:
-    """The objective's figure of a trial: ``peak_aggregate 1,730 tok/s``."""
+def figure_short(plan: SweepPlan, record: TrialRecord, *, precise: bool = False) -> str:
+    """The objective's figure without its name: ``1,730 tok/s`` (``1,730.4 tok/s`` precise;
+    req/s with two decimals); a weighted score as a number; a Pareto pair: ''."""
     objective = plan.goal.objective
-    if objective.kind is ObjectiveKind.PARETO:
-        return objective.describe
     score = objective.score(record)
-    if score is None:
+    if objective.kind is ObjectiveKind.PARETO or score is None:
+        return ""
+    if objective.kind is ObjectiveKind.WEIGHTED:
+        return format_rate(score, 1)
+    unit = objective.terms[0][0].kind.unit
+    digits = 2 if unit == "req/s" else (1 if precise else 0)
+    return f"{format_rate(abs(score), digits)} {unit}"
+
+
+def figure_text(plan: SweepPlan, record: TrialRecord) -> str:
+    """The objective's figure of a trial: ``peak_aggregate 1,730.4 tok/s``."""
+    objective = plan.goal.objective
+    figure = figure_short(plan, record, precise=True)
+    if not figure:
         return objective.describe
     if objective.kind is ObjectiveKind.WEIGHTED:
-        return f"{objective.describe} = {format_rate(score, 1)}"
-    metric = objective.terms[0][0]
-    digits = 2 if metric.kind.unit == "req/s" else 1
-    return f"{metric.name} {format_rate(abs(score), digits)} {metric.kind.unit}"
+        return f"{objective.describe} = {figure}"
+    return f"{objective.terms[0][0].name} {figure}"
+
+
+def best_short(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
+    """``★ #3 steps=3 1,730 tok/s`` (``core.plans.objective.best``); '' without a best."""
+    top = best(trials, plan.goal)
+    if top is None:
+        return ""
+    figure = figure_short(plan, top)
+    text = f"{TRIAL_MARKS['best']} #{top.index + 1} {record_label(top, plan.base)}"
+    return f"{text} {figure}" if figure else text
 
 
 def best_text(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
@@ -104,9 +126,9 @@ def glance(
     if not finished:
         seen = estimate(plan, every, now=now, started_at=started_at, current=current, prior=prior)
         eta, short = eta_text(seen, now), eta_short(seen)
-    top = best_text(plan, every)
-    compact = " · ".join(p for p in (f"{ran} elapsed" if ran else "", short, top) if p)
-    return Glance(f"elapsed {ran}" if ran else "", eta, top, compact)
+    shown = (f"{ran} elapsed" if ran else "", short, best_short(plan, every))
+    compact = " · ".join(p for p in shown if p)
+    return Glance(f"elapsed {ran}" if ran else "", eta, best_text(plan, every), compact)
 
 
 def span(trials: Sequence[TrialRecord]) -> tuple[float, float] | None:
@@ -167,6 +189,7 @@ def launch_block(
 
 __all__ = [
     "Glance",
+    "best_short",
     "best_text",
     "eta_short",
     "eta_text",
