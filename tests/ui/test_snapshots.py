@@ -33,6 +33,7 @@ from tests.ui.doubles import (
     repeated_bench_state,
 )
 from tests.ui.gpu_scenes import gpu_crash_state, gpu_loading_state
+from tests.ui.schedule_scenes import schedule_state
 
 JOURNAL = (
     "[2026-07-20 12:01:02 TP0] Init torch distributed begin.",
@@ -128,6 +129,7 @@ SCENES: dict[str, Scene] = {
     "diff_pane": (diffs_state, (), _open_trial_diff),
     "gpu_loading": (gpu_loading_state, JOURNAL[:6], None),
     "gpu_crash": (gpu_crash_state, CRASH_JOURNAL, None),
+    "schedule": (schedule_state, JOURNAL, _show_trials),
 }
 
 THREE_THEMES: frozenset[str] = frozenset(

@@ -47,6 +47,7 @@ from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
+from specconsole.present.gpu import brief as gpu_brief
 from specconsole.present.labels import (
     config_label,
     load_stage_label,
@@ -54,10 +55,11 @@ from specconsole.present.labels import (
     record_label,
 )
 from specconsole.present.leaving import rollback_advice, rollback_command
+from specconsole.present.levels import level_verdicts
 from specconsole.present.progress import launch_block, state_glance
 from specconsole.present.runlog import deploy_lines, level_line, verdict
 from specconsole.present.status import status_word
-from specconsole.present.gpu import brief as gpu_brief
+from specconsole.session.levels_report import table_for
 from specconsole.session.report import render
 from specconsole.session.store import Session
 
@@ -347,6 +349,8 @@ async def run_headless(
     if final.phase is Phase.DONE:
         for line in findings(plan, final.trials):
             printer._print(line)
+        for line in level_verdicts(table_for(final.trials, plan), plan.base, plan.noise_pct):
+            printer._print(line)  # per level: the schedule, where speculation stops paying
         launch_lines(plan, final.trials, session.path, printer)
     print("", file=out)
     print(render(final.trials, plan, "md"), file=out, flush=True)

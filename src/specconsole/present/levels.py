@@ -19,8 +19,10 @@ from specconsole.present.labels import record_label
 from specconsole.present.series import Series
 
 __all__ = [
+    "LEVELS_TITLE",
     "LEVEL_HEADERS",
     "LevelCells",
+    "compact_lines",
     "level_cells",
     "level_series",
     "level_verdicts",
@@ -41,6 +43,10 @@ LEVEL_HEADERS: tuple[str, ...] = (
 """The per-level table's columns: the level, its best static trial (number, label, figure),
 its lead over the runner-up, the schedule's figure and how it compares with the level's best
 and with the single best static, no speculation's figure and what speculation gains over it."""
+
+
+LEVELS_TITLE = "per level: best static, schedule, single best, none"
+"""The schedule chart's title (the console's second chart, the reports' chart)."""
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -195,3 +201,39 @@ def level_series(table: LevelTable, base: ServerConfig | None) -> tuple[Series, 
         label, number = named(figures, what)
         lines.append(line(label, figures, number))
     return tuple(s for s in lines if s is not None)
+
+
+def _short(f: LevelFigure | None) -> str:
+    return DASH if f is None else format_rate(f.value, 1)
+
+
+def compact_lines(table: LevelTable) -> list[str]:
+    """The table for a narrow pane: per level the best static (trial and figure), the
+    schedule against it, no speculation and speculation's gain, the best's lead — aligned,
+    the columns a narrow pane may cut last."""
+    header = ("c", "best static", "schedule", "vs best", "none", "gain", "lead")  # widest last
+    rows = [header]
+    for row in table.rows:
+        best = DASH if row.best is None else f"#{row.best.number} {_short(row.best)}"
+        lead = DASH if row.runner_up is None else _lead(row).replace(" over ", " ")
+        gain = row.gain
+        rows.append(
+            (
+                str(row.concurrency),
+                best,
+                _short(row.schedule),
+                pct(row.versus(row.best)),
+                _short(row.baseline),
+                DASH if gain is None else pct(gain[0], 0),
+                lead,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    right = (True, False, True, True, True, True, False)
+    return [
+        "  ".join(
+            cell.rjust(w) if r else cell.ljust(w)
+            for cell, w, r in zip(line, widths, right, strict=True)
+        ).rstrip()
+        for line in rows
+    ]

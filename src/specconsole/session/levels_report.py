@@ -19,7 +19,13 @@ from specconsole.core.plans.objective import DEFAULT_GOAL
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.levels import LevelFigure, LevelTable, level_table, role_of
 from specconsole.present.labels import record_label, schedule_text
-from specconsole.present.levels import LEVEL_HEADERS, level_cells, level_series, level_verdicts
+from specconsole.present.levels import (
+    LEVEL_HEADERS,
+    LEVELS_TITLE,
+    level_cells,
+    level_series,
+    level_verdicts,
+)
 from specconsole.present.series import hex_color
 from specconsole.present.textcharts import draw_aggregate, new_figure, render_text
 from specconsole.session.selection import report_trials
@@ -36,7 +42,7 @@ __all__ = [
     "table_for",
 ]
 
-CHART_TITLE = "per level: best static, schedule, single best, none"
+CHART_TITLE = LEVELS_TITLE
 
 
 def table_for(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> LevelTable:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.validation import validate
+from specconsole.core.engine.schedule import Role
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import (
     Capacity,
@@ -42,15 +43,16 @@ from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, marks, progress
 from specconsole.core.plans.plan import StrategyKind
 from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
+from specconsole.core.search.levels import LevelTable, level_table, role_of
 from specconsole.core.search.strategy import Proposal
 from specconsole.core.search.strategy import suggest_next as core_suggest_next
 from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
-from specconsole.present.acceptance import level_acceptance
 from specconsole.present.gpu import trial_gpu_lines
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
+from specconsole.present.levels import compact_lines, level_series, level_verdicts
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.progress import state_glance
 from specconsole.present.series import (
@@ -69,6 +71,7 @@ from specconsole.ui.viewmodels import (
     BenchView,
     ChartView,
     HeaderView,
+    LevelsView,
     LevelView,
     Tone,
     TrialDetails,
@@ -291,12 +294,35 @@ def chart_view(state: ControllerState) -> ChartView:
     axis = swept_axis(state.plan, records)
     if state.plan is not None and state.plan.strategy is StrategyKind.OPTIMIZE:
         return _objective_chart(state, records, aggregate_series(records, base, running))
+    table = _levels(state)
     return ChartView(
         aggregate=aggregate_series(records, base, running),
         single=single_series(records, axis),
         axis_name=axis_title(axis, state.plan.base.engine if state.plan is not None else None),
         crashed=crashed_at(records, axis),
+        levels=() if table is None else level_series(table, base),
     )
+
+
+def _levels(state: ControllerState) -> LevelTable | None:
+    """The per-level table when the session asks a per-level question (a schedule plan, a
+    baseline, or a trial that is one: ``core.search.levels``); None otherwise."""
+    plan = state.plan
+    asked = plan is not None and (plan.strategy is StrategyKind.SCHEDULE or plan.wants_baseline)
+    if not asked and all(role_of(t) is Role.STATIC for t in state.trials):
+        return None
+    table = level_table(state.trials, _goal(state), plan.noise_pct if plan else 1.0)
+    return table if table.rows else None
+
+
+def levels_view(state: ControllerState) -> LevelsView | None:
+    """The trials pane's per-level box (None: hidden)."""
+    table = _levels(state)
+    if table is None:
+        return None
+    base = _label_base(state, state.trials)
+    noise = state.plan.noise_pct if state.plan is not None else 1.0
+    return LevelsView(tuple(compact_lines(table)), tuple(level_verdicts(table, base, noise)))
 
 
 def _goal(state: ControllerState) -> Goal:
@@ -373,8 +399,6 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         )
     if record.accept_length is not None:
         lines.append(f"accept length: {record.accept_length:.2f}")
-    for level in sorted(record.levels, key=lambda lv: lv.concurrency):
-        lines.extend(level_acceptance(level))
     if record.rate_probes:  # max_rate_under_slo: the answer, then every probe
         lines.append(f"highest rate under the SLOs: {rate_answer(record)}")
         lines.extend(f"  probe {probe_text(p)}" for p in record.rate_probes)

@@ -117,6 +117,9 @@ class ChartView:
     """Positions on the swept axis of trials that crashed (marked on the x axis)."""
     single_title: str = ""
     """The second chart's title when it shows the search's objective over trials."""
+    levels: tuple[Series, ...] = ()
+    """The schedule chart's lines (each level's best static, the single best, none, the
+    schedule: ``present.levels``), drawn as the second chart when there are some."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +164,15 @@ class TrialDetails:
     title: str
     lines: tuple[str, ...]
     log_excerpt: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LevelsView:
+    """The trials pane's per-level box: the table and its sentences."""
+
+    lines: tuple[str, ...]
+    """The aligned table (``present.levels.compact_lines``), its header first."""
+    verdicts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,6 +197,7 @@ class MainScreen(Screen[None]):
             trials = self.query_one(TrialsPane)
             trials.show_rows(adapt.trial_rows(state))
             trials.show_details(adapt.trial_details(state, trials.selected_key))
+            trials.show_levels(adapt.levels_view(state))
 
     def _show_notice(self, state: ControllerState, previous: ControllerState, banner: bool) -> None:
         """A new warning or error the screen does not already show goes to the message

@@ -20,6 +20,7 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
+from specconsole.present.levels import LEVELS_TITLE
 from specconsole.present.textcharts import (
     LegendEntry,
     draw_aggregate,
@@ -118,24 +119,29 @@ class SingleRequestChart(_Chart):
 
     def show(self, view: ChartView) -> None:
         old = self._view
-        if (view.single, view.axis_name, view.crashed, view.single_title) == (
+        if (view.single, view.axis_name, view.crashed, view.single_title, view.levels) == (
             old.single,
             old.axis_name,
             old.crashed,
             old.single_title,
+            old.levels,
         ):
             return
         super().show(view)
 
     def _empty(self) -> str | None:
         view = self._view
-        if (view.single is not None and view.single.xs) or view.crashed:
+        if (view.single is not None and view.single.xs) or view.crashed or view.levels:
             return None
         what = view.single_title or f"single-request tok/s vs {view.axis_name}"
         return f"{what}\n(after the first benchmark)"
 
     def _draw(self, width: int) -> tuple[LegendEntry, ...]:
         view = self._view
+        if view.levels:  # a per-level question: the schedule chart takes this place
+            return draw_aggregate(
+                self.plt, view.levels, width, color=self.coloured, title=LEVELS_TITLE
+            )
         return draw_single(
             self.plt,
             view.single,

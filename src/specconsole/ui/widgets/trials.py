@@ -16,14 +16,14 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns
 from specconsole.present.symbols import MORE_COLUMNS
-from specconsole.ui.viewmodels import TrialDetails, TrialRow
+from specconsole.ui.viewmodels import LevelsView, TrialDetails, TrialRow
 
 PADDING = 2
 """Cells DataTable adds to every column (one each side)."""
@@ -90,9 +90,12 @@ class TrialsPane(Horizontal):
         self._label_width: int | None = None
         """The label column's cut width (None: whole)."""
         self.border_title = "Trials"
+        self._levels: LevelsView | None = None
 
     def compose(self) -> ComposeResult:
-        yield TrialsTable(id="trials-table", cursor_type="row", zebra_stripes=True)
+        with Vertical(id="trials-left"):
+            yield TrialsTable(id="trials-table", cursor_type="row", zebra_stripes=True)
+            yield Static("", id="levels-box", markup=False)
         with VerticalScroll(id="trial-details-box"):
             yield Static("No trials yet.", id="trial-details", markup=False)
 
@@ -197,6 +200,18 @@ class TrialsPane(Horizontal):
         event.stop()
         self._offset = max(0, self._offset + event.delta)
         self._draw()
+
+    def show_levels(self, view: LevelsView | None) -> None:
+        """The per-level box under the table: shown when the session asks a per-level
+        question (a schedule plan, a baseline), hidden otherwise."""
+        if view == self._levels:
+            return
+        self._levels = view
+        box = self.query_one("#levels-box", Static)
+        box.set_class(view is not None, "-shown")
+        box.border_title = "per level · aggregate tok/s"
+        if view is not None:
+            box.update("\n".join([*view.lines, *view.verdicts]))
 
     def show_details(self, details: TrialDetails | None) -> None:
         if self._details_shown and details == self._details:
