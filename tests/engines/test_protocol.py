@@ -12,7 +12,7 @@ import inspect
 
 import pytest
 
-from specconsole.core.config.issues import IssueReport
+from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.releases import ReleaseTable
 from specconsole.core.config.render import to_argv
@@ -27,6 +27,7 @@ from specconsole.core.engine.registry import (
     register,
     unregister,
 )
+from specconsole.core.engine.schedule import LevelPick, Role, SideFile, config_role
 from specconsole.core.logs.grammar import LogGrammar
 
 ENGINES = engine_names()
@@ -119,6 +120,32 @@ def test_engine_slots_answer_for_a_real_configuration(name: str) -> None:
     assert editor and all(isinstance(f, EditorField) for f in editor)
     own = {f.name for f in engine.option_fields}
     assert {f.name for f in editor} <= {f.name for f in dataclasses.fields(ServerConfig)} | own
+    # tuning by level: the baseline, a schedule (or why not), side files, the what-if
+    baseline = engine.without_speculation(config)
+    assert isinstance(baseline, ServerConfig) and engine.verify_tokens(baseline) == 0
+    assert config_role(baseline) is Role.BASELINE
+    picks = [
+        LevelPick(1, dataclasses.replace(config, speculative_num_steps=5)),
+        LevelPick(64, config),
+    ]
+    schedule = engine.schedule(picks)
+    if isinstance(schedule, Issue):  # it cannot say it: which key and what to do instead
+        assert schedule.blocking and schedule.field and schedule.fix
+        assert engine.scheduled(config) is None
+    else:
+        rows = engine.scheduled(schedule)
+        assert rows is not None and rows[0].start == 1 and rows[-1].end is None
+        assert config_role(schedule) is Role.SCHEDULE
+    assert engine.scheduled(config) is None
+    files = engine.side_files(schedule if isinstance(schedule, ServerConfig) else config)
+    assert all(isinstance(f, SideFile) and f.name and f.text for f in files)
+    assert engine.fixed_acceptance(config) is None
+    fixed = engine.fix_acceptance(config, 2.5)
+    if isinstance(fixed, ServerConfig):
+        said = engine.fixed_acceptance(fixed)
+        assert said and "fixed at 2.5" in said and config_role(fixed) is Role.WHAT_IF
+    else:
+        assert fixed.blocking and fixed.fix
 
 
 def test_an_unknown_engine_is_refused_with_the_known_names() -> None:
