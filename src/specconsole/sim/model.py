@@ -302,8 +302,9 @@ def profile_for(config: ServerConfig | ResolvedArgs) -> Profile:
     return load_profile_cached(parsed.values.get("sim_profile") or face.default_profile())
 
 
-def _resolve(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedArgs:
-    """``config`` resolved as its engine's face resolves the argv it would be deployed with."""
+def resolved(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedArgs:
+    """``config`` resolved as its engine's face resolves the argv it would be deployed with,
+    in the environment and with the side files it would be deployed with."""
     if isinstance(config, ResolvedArgs):
         return config
     from specconsole.sim.facetable import face_for
@@ -313,6 +314,9 @@ def _resolve(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedA
     files = {f.name: f.text for f in engine_for(config).side_files(config)}
     parsed = face.context(parsed, dict(config.env), lambda path: files.get(path.rsplit("/")[-1]))
     return face.resolve(parsed, face.with_release(parsed, profile))
+
+
+_resolve = resolved  # the name sim.ratemodel imports
 
 
 def plan_for(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
@@ -351,7 +355,7 @@ def predict(
             "predict needs concurrency >= 1, input_len >= 1 and output_len >= 1, got "
             f"{concurrency}, {input_len}, {output_len}"
         )
-    args = _resolve(config, profile)
+    args = resolved(config, profile)
     plan = plan_for(args, profile)
     perf = perf_for(profile.perf, kind)
     running = min(concurrency, running_limit(args, plan, input_len, output_len))

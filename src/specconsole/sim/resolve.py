@@ -26,9 +26,7 @@ from specconsole.sim.args import (
     MSG_TOPK1_DRAFT,
     ParsedArgs,
     SimArgError,
-    argv_from_server_config,
     imitated_engine,
-    parse_argv,
 )
 from specconsole.sim.profile import Profile
 
@@ -454,5 +452,8 @@ def _simulated_accept(v: Mapping[str, Any], profile: Profile) -> FixedAccept | N
 
 
 def resolve_config(config: ServerConfig, profile: Profile) -> ResolvedArgs:
-    """Resolve a :class:`ServerConfig` exactly as the simulator process would resolve its argv."""
-    return resolve(parse_argv(argv_from_server_config(config)), profile)
+    """Resolve a :class:`ServerConfig` exactly as the simulator process would resolve its argv
+    (its environment and side files too: ``sim.model.resolved``)."""
+    from specconsole.sim.model import resolved  # the model imports this module
+
+    return resolved(config, profile)
