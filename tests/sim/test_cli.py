@@ -48,3 +48,25 @@ def test_sim_predict_calibration_of_the_vllm_face(capsys: pytest.CaptureFixture[
 def test_sim_passthrough_reaches_the_simulator_parser(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "--port", "not-a-number"]) == 2
     assert "--port" in capsys.readouterr().err
+
+
+def test_sim_predict_schedule(capsys: pytest.CaptureFixture[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert main(["sim", "predict", "--schedule"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0] + " " + line.split()[1]: line.split() for line in out.splitlines()}
+    schedule = next(v for k, v in rows.items() if k.startswith("schedule 1-2:5,3-8:4,9+:3"))
+    steps3, steps5 = rows["steps 3"], rows["steps 5"]
+    # c=1 as steps 5, c=16..64 as steps 3 (columns: name, range, capacity, accept, c=1 ..)
+    assert schedule[4] == steps5[4] and schedule[6:9] == steps3[6:9]
+    assert "none" in out
+    # a schedule file on disk, predicted as the simulated server would run it
+    path = tmp_path / "adaptive.json"
+    path.write_text('{"1": {"candidate_steps": [5]}, "9": {"candidate_steps": [3]}}')
+    argv = ["sim", "predict", "--tp-size", "4", "--speculative-algorithm", "EAGLE3",
+            "--speculative-num-steps", "5", "--speculative-eagle-topk", "1",
+            "--mem-fraction-static", "0.88", "--cuda-graph-max-bs", "64",
+            "--max-running-requests", "64", "--speculative-adaptive",
+            "--speculative-adaptive-config", str(path), "--ladder", "1,64"]  # fmt: skip
+    assert main(argv) == 0
+    config = capsys.readouterr().out.splitlines()[-1].split()
+    assert config[3] == steps5[4] and config[4] == steps3[8]

@@ -11,6 +11,7 @@ a profile edit.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 
@@ -21,8 +22,8 @@ def register(subparsers: Any) -> None:
         help="run the simulated SGLang GPU box (or 'sim predict' for the model's numbers)",
         description=(
             "Run the simulated SGLang server with SGLang's flags (see docs/simulator.md), or "
-            "'specconsole sim predict [--calibration] [--ladder 1,4,16] [SGLang flags]' to "
-            "print the performance model's predictions."
+            "'specconsole sim predict [--calibration|--schedule] [--ladder 1,4,16] [SGLang "
+            "flags]' to print the performance model's predictions."
         ),
         add_help=False,
         # Every token after "sim" belongs to the simulator's own parser, options included.
@@ -74,49 +75,109 @@ def _predict(argv: list[str]) -> int:
         help="sweep the draft length (SGLang steps 1-10, vLLM K 1-8) with the profile's "
         "reference launch flags",
     )
+    ap.add_argument(
+        "--schedule",
+        action="store_true",
+        help="the calibration sweep, no speculation, then the schedule the per-level bests "
+        "make (SGLang's adaptive config, vLLM's per-batch-size K) and its prediction",
+    )
     try:
         opts, flags = ap.parse_known_args(argv)
     except SystemExit as exc:  # argparse said why (a bad --ladder, --help): its exit code
         return int(exc.code or 0)
     levels: tuple[int, ...] = opts.ladder
+    sweep = opts.calibration or opts.schedule
     try:
         face, words = select_face(flags)
-        if opts.calibration and not words and face.engine != DEFAULT_FACE:
+        if sweep and not words and face.engine != DEFAULT_FACE:
             words = face.words(face.calibration(load_profile(face.default_profile()), 1))
         parsed = face.parse(words)
         profile = load_profile(parsed.values.get("sim_profile") or face.default_profile())
     except (SimArgError, ProfileError, ValueError) as exc:
         print(exc)
         return 2
-    if opts.calibration:
+    configs: list[tuple[str, Any]]
+    if sweep:
         configs = [
             (f"{face.steps_word} {s}", face.calibration(profile, s))
             for s in range(1, face.calibration_steps + 1)
         ]
     else:
         try:
+            parsed = face.context(parsed, os.environ, _read)  # SGLANG_SIMULATE_ACC_LEN, files
             configs = [("config", face.resolve(parsed, face.with_release(parsed, profile)))]
         except SimArgError as exc:
             print(f"{exc.exception_type}: {exc}")
             return 2
+    if opts.schedule:
+        configs = _with_schedule(configs, levels, opts.input_len, opts.output_len, profile)
     print(f"profile {profile.source}; input {opts.input_len}, output {opts.output_len} tokens")
+    w = max(9, *(len(label) for label, _cfg in configs))
     print(
-        f"{'':<9} {'capacity':>9} {'accept':>6} "
+        f"{'':<{w}} {'capacity':>9} {'accept':>6} "
         + " ".join(f"{'c=' + str(c):>8}" for c in levels)
         + "   peak"
     )
     for label, cfg in configs:
+        if isinstance(cfg, str):  # the engine's refusal of a schedule
+            print(f"{label:<{w}} {cfg}")
+            continue
         first = predict(cfg, levels[0], opts.input_len, opts.output_len, profile)
         if not first.ok:
             reason = first.load_failure.value if first.load_failure else "request too large"
-            print(f"{label:<9} {first.max_total_num_tokens:>9} {'':>6} load fails: {reason}")
+            print(f"{label:<{w}} {first.max_total_num_tokens:>9} {'':>6} load fails: {reason}")
             continue
         preds = [predict(cfg, c, opts.input_len, opts.output_len, profile) for c in levels]
         best = max(preds, key=lambda p: p.aggregate_tok_s)
         cells = " ".join(f"{p.aggregate_tok_s:>8.0f}" for p in preds)
         print(
-            f"{label:<9} {first.max_total_num_tokens:>9} {first.accept_length:>6.2f} {cells}"
+            f"{label:<{w}} {first.max_total_num_tokens:>9} {first.accept_length:>6.2f} {cells}"
             f"   {best.aggregate_tok_s:,.0f} @ c={best.concurrency}; single "
             f"{preds[0].per_request_tok_s:.0f} tok/s"
         )
     return 0
+
+
+def _read(path: str) -> str | None:
+    """A file a flag names (SGLang's adaptive config), as the simulated server reads it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _with_schedule(
+    configs: list[tuple[str, Any]],
+    levels: tuple[int, ...],
+    input_len: int,
+    output_len: int,
+    profile: Any,
+) -> list[tuple[str, Any]]:
+    """The sweep, no speculation, and the schedule the predicted per-level bests make (the
+    derivation a ``strategy = "schedule"`` sweep runs: ``core.search.scheduling``) — or the
+    engine's refusal, as a line."""
+    from specconsole.core.config.issues import Issue
+    from specconsole.core.engine.registry import engine_for
+    from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
+    from specconsole.core.plans.objective import DEFAULT_GOAL
+    from specconsole.core.search.scheduling import best_picks, schedule_for
+    from specconsole.present.labels import schedule_text
+    from specconsole.sim.model import predict
+
+    base = configs[0][1]
+    rows = [*configs, ("none", engine_for(base).without_speculation(base))]
+    trials = []
+    for index, (_label, config) in enumerate(rows):
+        preds = [predict(config, c, input_len, output_len, profile) for c in levels]
+        if not all(p.ok for p in preds):
+            continue
+        measured = tuple(
+            LevelSummary(p.concurrency, p.aggregate_tok_s, p.per_request_tok_s, 1) for p in preds
+        )
+        trials.append(TrialRecord(index, config, status=TrialStatus.OK, levels=measured))
+    got = schedule_for(base, best_picks(trials, DEFAULT_GOAL))
+    if got is None or isinstance(got, Issue):
+        why = "nothing measured" if got is None else f"{got.field}: {got.message} {got.fix}"
+        return [*rows, ("schedule", f"not derived: {why}")]
+    return [*rows, (schedule_text(got) or "schedule", got)]

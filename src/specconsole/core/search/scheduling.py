@@ -36,17 +36,20 @@ from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.engine.schedule import LevelPick, Role
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
+from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.core.search.contenders import identity
 from specconsole.core.search.levels import level_table, role_of
 
 __all__ = [
     "baseline_config",
+    "best_picks",
     "derive",
     "extra_trial",
     "findings",
     "next_config",
     "picks",
+    "schedule_for",
 ]
 
 
@@ -57,7 +60,14 @@ def baseline_config(plan: SweepPlan) -> ServerConfig:
 
 def picks(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[LevelPick, ...]:
     """Each level's best static configuration (or the baseline), in ladder order."""
-    table = level_table(trials, plan.goal, plan.noise_pct)
+    return best_picks(trials, plan.goal, plan.noise_pct)
+
+
+def best_picks(
+    trials: Sequence[TrialRecord], goal: Goal, noise_pct: float = 1.0
+) -> tuple[LevelPick, ...]:
+    """Each level's best static configuration under ``goal`` (``core.search.levels``)."""
+    table = level_table(trials, goal, noise_pct)
     return tuple(
         LevelPick(row.concurrency, row.best.trial.config)
         for row in table.rows
@@ -69,11 +79,16 @@ def derive(plan: SweepPlan, trials: Sequence[TrialRecord]) -> ServerConfig | Iss
     """The schedule the per-level bests make, the engine's refusal, or None before any level
     was measured. A release the plan declares is checked here (a refusal names the field
     and the fix); the box's release is checked when the trial is validated."""
-    chosen = picks(plan, trials)
+    return schedule_for(plan.base, picks(plan, trials))
+
+
+def schedule_for(base: ServerConfig, chosen: Sequence[LevelPick]) -> ServerConfig | Issue | None:
+    """``base``'s engine's schedule for the per-level ``chosen`` (None: nothing chosen), or
+    its refusal; the configuration's own rules checked (``sim predict --schedule`` too)."""
     if not chosen:
         return None
     try:
-        result = engine_for(plan.base).schedule(chosen)
+        result = engine_for(base).schedule(chosen)
     except EngineNotFound as exc:
         return Issue(None, Severity.ERROR, str(exc), "install the engine's package.")
     if isinstance(result, Issue):
