@@ -20,7 +20,16 @@ Definitions (``ws``/``we``: window start/end on the level's clock, ``t0``: first
 * A stream's rate ``r_i`` = tokens it received after its first arrival in the window, over
   the time from that arrival to its last arrival in the window (whole decode steps, so no
   partial-step error); ``window_output_throughput`` ``R`` = Σ ``r_i`` over the ``n`` streams
-  with two or more arrivals in the window (``completed`` counts those streams).
+  with two or more arrivals in the window (``completed`` counts those streams). Arrivals that
+  open the window closer together than :data:`BURST_SHARE` of the stream's median gap are
+  one burst — a server catching up after a pause it had before the window (a descheduled
+  process runs its missed steps back to back), or reads of one moment the client split — so
+  the stream's span starts at the burst's last arrival: counting the tokens of the steps
+  missed before the window, in no time, would inflate the rate (by up to a pause over the
+  window: +17 % for 250 ms in 1.5 s). A stream silent at the window's start for more than
+  :data:`PAUSE_GAPS` median gaps (the server paused just after the window opened) is timed
+  from ``ws`` itself, every token it received in the window counted: the steps it then
+  catches up belong to the window.
 * ``mean_decode_tok_s`` / ``median_decode_tok_s``: mean / median of the ``r_i``.
 * Per-request figures for a whole request of ``L`` output tokens (the mean requested
   length): ``e2e*`` = ``ramp_s + (L − 1) / mean(r_i)``; ``output_throughput`` = ``n·L / e2e*``,
@@ -55,6 +64,10 @@ MIN_ARRIVALS = 3
 steps to time); a window whose time bound comes first is stretched until they have."""
 POLL_S = 0.02
 """How often the window's bounds are checked (the bounds use arrival times, not polls)."""
+BURST_SHARE = 0.25
+"""Arrivals closer than this share of a stream's median gap are one burst."""
+PAUSE_GAPS = 1.5
+"""A stream silent this many median gaps after the window opened: the server paused."""
 
 
 class SteadyPhase(Phase):
@@ -182,12 +195,13 @@ class SteadyPhase(Phase):
         gaps: list[float] = []
         tokens_in = arrivals = 0
         for times, counts in zip(self.times, self.counts, strict=True):
-            lo = bisect.bisect_left(times, ws)
             hi = bisect.bisect_right(times, we)
+            lo = bisect.bisect_left(times, ws)
             if hi - lo < 2:
                 continue
-            got = sum(counts[lo + 1 : hi])
-            span = times[hi - 1] - times[lo]
+            start, lo = _span_start(times, lo, hi, ws)
+            got = sum(counts[lo + 1 : hi]) + (counts[lo] if start < times[lo] else 0)
+            span = times[hi - 1] - start
             if span <= 0 or got <= 0:
                 continue
             rates.append(got / span)
@@ -257,3 +271,19 @@ class SteadyPhase(Phase):
             buckets[key] = buckets.get(key, 0) + total - previous
             previous = total
         return float(max(buckets.values())) if buckets else 0.0
+
+
+def _span_start(times: list[float], lo: int, hi: int, ws: float) -> tuple[float, int]:
+    """Where a stream's span starts, and the index of its first arrival counted from:
+    ``(times[lo], lo)`` normally; after a burst opening the window, its last arrival (see
+    :data:`BURST_SHARE`); after a pause at the window's start, ``ws`` itself and ``lo`` (its
+    tokens counted too: see :data:`PAUSE_GAPS`)."""
+    if hi - lo < 4:
+        return times[lo], lo
+    gaps = sorted(times[k + 1] - times[k] for k in range(lo, hi - 1))
+    typical = gaps[len(gaps) // 2]
+    if times[lo] - ws > PAUSE_GAPS * typical:
+        return ws, lo
+    while lo + 2 < hi and times[lo + 1] - times[lo] < typical * BURST_SHARE:
+        lo += 1
+    return times[lo], lo

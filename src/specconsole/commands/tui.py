@@ -315,7 +315,9 @@ async def _run(
             print(pool_app.final_message)
         print(f"session: {session.path}")
         return 1 if pool_app.final_failed else 0
-    wired = wire_controller(plan, session, ControllerState(plan=plan, policy=policy))
+    # the load in a process of its own: a busy console must not bend its figures
+    state = ControllerState(plan=plan, policy=policy)
+    wired = wire_controller(plan, session, state, isolate_load=True)
     controller, ports, recorder = wired.controller, wired.ports, wired.recorder
     app = make_app(
         controller,

@@ -116,12 +116,14 @@ def open_ports(
     *,
     placement: Placement | str = Placement.FORWARD,
     bench_url: str | None = None,
+    isolate_load: bool = False,
 ) -> Ports:
     """Transport, backend and runner for ``profile``; connection changes go to ``on_event``.
 
     The adapters come from ``specconsole.remote.make_transport``/``make_backend``; the
     benchmark runner from ``specconsole.bench.runner.make_runner`` for ``placement``
-    (``bench_url``: the direct placement's own address of the server).
+    (``bench_url``: the direct placement's own address of the server; ``isolate_load``: the
+    load of a direct or forward placement in a child process — the console's).
     """
     from specconsole.bench.runner import make_runner
     from specconsole.remote import make_backend, make_transport
@@ -139,10 +141,15 @@ def open_ports(
             on_event(ev.ConnectionChanged(state=states[event], detail=detail))
 
     transport = make_transport(profile, on_event=listener)
+    isolated = None
+    if isolate_load:
+        from specconsole.remote.local import LocalTransport
+
+        isolated = (LocalTransport(), sys.executable)
     return Ports(
         transport=transport,
         backend=make_backend(profile, transport),
-        runner=make_runner(placement, transport, url=bench_url),
+        runner=make_runner(placement, transport, url=bench_url, isolated=isolated),
     )
 
 
@@ -156,7 +163,12 @@ class Wired:
 
 
 def wire_controller(
-    plan: SweepPlan, session: Session, state: ControllerState, *, stop_on_finish: bool = False
+    plan: SweepPlan,
+    session: Session,
+    state: ControllerState,
+    *,
+    stop_on_finish: bool = False,
+    isolate_load: bool = False,
 ) -> Wired:
     """The controller for ``plan``'s box recording into ``session``, starting from ``state``.
 
@@ -177,7 +189,11 @@ def wire_controller(
             box[0].send(event)
 
     ports = open_ports(
-        plan.profile, on_connection, placement=plan.bench_placement, bench_url=plan.bench_url
+        plan.profile,
+        on_connection,
+        placement=plan.bench_placement,
+        bench_url=plan.bench_url,
+        isolate_load=isolate_load,
     )
     recorder = SessionRecorder(
         session,
