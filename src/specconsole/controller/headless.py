@@ -44,8 +44,10 @@ from specconsole.core.machine.state import (
 )
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.plan import CrashPolicy, SweepPlan
+from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
+from specconsole.present.draftcost import draft_cost_text
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
 from specconsole.present.gpu import brief as gpu_brief
 from specconsole.present.labels import (
@@ -97,7 +99,7 @@ class ProgressPrinter:
         # A trial's result comes before anything about the next one (the machine records a
         # trial and begins the next in one step, so both arrive in this snapshot).
         if isinstance(event, ev.TrialRecorded) and state.trials:
-            self._summarise(state.trials[-1])
+            self._summarise(state.trials[-1], state.trials)
             self._glance(state)
         elif isinstance(event, ev.StartSweep):
             self._glance(state)
@@ -185,10 +187,11 @@ class ProgressPrinter:
         if seen is not None:
             self._print(f"  {seen.line}")
 
-    def _summarise(self, record: TrialRecord) -> None:
+    def _summarise(self, record: TrialRecord, trials: tuple[TrialRecord, ...] = ()) -> None:
         parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
         if record.capacity is not None:
-            parts.append(f"capacity {format_int(record.capacity)}")
+            cost = draft_cost_text(draft_cost(record, trials), source=False)
+            parts.append(f"capacity {format_int(record.capacity)}" + (f" ({cost})" if cost else ""))
         if record.single_request_tok_s is not None:
             ci = half_width(record.single_request_spread)
             parts.append(f"single {format_rate_ci(record.single_request_tok_s, ci, 1)} tok/s")

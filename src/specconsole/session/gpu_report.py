@@ -1,4 +1,5 @@
-"""The report's GPU section: memory and power per trial, next to the throughput charts.
+"""The report's GPU section: memory and power per trial, next to the throughput charts, and
+what each trial's draft costs in KV tokens.
 
 Why a module of its own: the question after a crash in load is "how close to the limit did
 the configurations that loaded come?", and the cost of a throughput figure is its energy.
@@ -15,6 +16,8 @@ from collections.abc import Callable, Sequence
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
+from specconsole.core.search.draftcost import draft_cost
+from specconsole.present.draftcost import draft_cost_text
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.gpu import crash_memory, gib
 from specconsole.present.labels import record_label
@@ -22,6 +25,7 @@ from specconsole.present.labels import record_label
 __all__ = [
     "LEVEL_HEADERS",
     "MEMORY_HEADERS",
+    "draft_cost_lines",
     "gpu_markdown",
     "level_rows",
     "memory_rows",
@@ -107,8 +111,26 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str
     return out
 
 
+def draft_cost_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -> list[str]:
+    """``trial 3 steps=3 draft=4: capacity 349,078; the draft costs …`` per speculative
+    trial that loaded (nothing when none can say)."""
+    out = []
+    for t in trials:
+        text = draft_cost_text(draft_cost(t, trials))
+        if text and t.capacity is not None:
+            label = record_label(t, base)
+            out.append(f"trial {t.index + 1} {label}: capacity {t.capacity:,}; {text}")
+    return out
+
+
 def gpu_markdown(trials: Sequence[TrialRecord], base: ServerConfig | None) -> list[str]:
-    """The Markdown section (nothing when no trial was sampled)."""
+    """The Markdown section (nothing when no trial was sampled), and the draft's KV cost."""
+    costs = draft_cost_lines(trials, base)
+    cost = ["", "## KV cache: what the draft costs", "", *(f"- {c}" for c in costs)]
+    return _gpu_markdown(trials, base) + (cost if costs else [])
+
+
+def _gpu_markdown(trials: Sequence[TrialRecord], base: ServerConfig | None) -> list[str]:
     memory = memory_rows(trials, lambda t: record_label(t, base))
     if not memory:
         return []

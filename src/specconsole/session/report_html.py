@@ -36,6 +36,7 @@ from specconsole.session.gpu_charts import gpu_chart_svg
 from specconsole.session.gpu_report import (
     LEVEL_HEADERS,
     MEMORY_HEADERS,
+    draft_cost_lines,
     level_rows,
     memory_rows,
     sampled,
@@ -149,9 +150,17 @@ def _gpu_section(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> str:
     """Memory and power per trial, beside the throughput charts (nothing when no trial's
     GPUs were sampled)."""
     shown = report_trials(trials)
-    if not sampled(shown):
-        return ""
     base = plan.base if plan is not None else None
+    costs = draft_cost_lines(shown, base)
+    cost = (
+        "<h3>KV cache: what the draft costs</h3><ul>"
+        + "".join(f"<li>{_e(c)}</li>" for c in costs)
+        + "</ul>"
+        if costs
+        else ""
+    )
+    if not sampled(shown):
+        return cost
     memory = memory_rows(shown, lambda t: record_label(t, base))
     parts = [
         "<h3>GPU memory and power</h3>",
@@ -169,7 +178,7 @@ def _gpu_section(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> str:
             "</figcaption></figure>"
         )
         parts.append(_table(LEVEL_HEADERS, levels, (True,) * len(LEVEL_HEADERS)))
-    return "".join(parts)
+    return "".join(parts) + cost
 
 
 def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = "") -> str:

@@ -24,6 +24,7 @@ from specconsole.core.measure.stats import Spread
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.tables import server_config_to_table
+from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.eta import estimate
 from specconsole.core.search.levels import role_of
 from specconsole.core.search.strategy import findings
@@ -87,8 +88,27 @@ def unit_diff(record: TrialRecord) -> str:
     return record.deploy_diff
 
 
-def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, Any]:
-    """One trial: identity, full configuration, status, headline figures, levels, crash."""
+def _draft_cost(record: TrialRecord, trials: Sequence[TrialRecord]) -> dict[str, Any] | None:
+    """What the trial's draft costs in KV tokens (``core.search.draftcost``), if known."""
+    cost = draft_cost(record, trials)
+    if cost is None:
+        return None
+    baseline = None if cost.baseline_index is None else cost.baseline_index + 1
+    return {
+        "tokens": cost.tokens,
+        "share": cost.share,
+        "with_draft": cost.with_draft,
+        "without": cost.without,
+        "source": cost.source,
+        "baseline_trial": baseline,
+    }
+
+
+def trial_document(
+    record: TrialRecord, base: ServerConfig | None, trials: Sequence[TrialRecord] = ()
+) -> dict[str, Any]:
+    """One trial: identity, full configuration, status, headline figures, levels, crash (and,
+    with the session's ``trials``, what its draft costs)."""
     return {
         "trial": record.index + 1,
         "label": record_label(record, base),
@@ -110,6 +130,7 @@ def trial_document(record: TrialRecord, base: ServerConfig | None) -> dict[str, 
         "accept_length": record.accept_length,
         "levels": [_level(lv) for lv in sorted(record.levels, key=lambda lv: lv.concurrency)],
         "gpu": None if record.gpu is None else record.gpu.to_dict(),
+        "draft_cost": _draft_cost(record, trials),
         "crash": _crash(record),
         "warnings": list(record.warnings),
         "errors": list(record.errors),
@@ -153,7 +174,7 @@ def report_document(
             "base": config_document(plan.base),
         },
         "measurement": measurement_note(report_trials(trials)),
-        "trials": [trial_document(t, base) for t in report_trials(trials)],
+        "trials": [trial_document(t, base, trials) for t in report_trials(trials)],
         "findings": list(findings(plan, trials)) if plan is not None else [],
         "pareto": [
             {

@@ -43,12 +43,14 @@ from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, marks, progress
 from specconsole.core.plans.plan import StrategyKind
 from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
+from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.levels import LevelTable, level_table, role_of
 from specconsole.core.search.strategy import Proposal
 from specconsole.core.search.strategy import suggest_next as core_suggest_next
 from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
+from specconsole.present.draftcost import draft_cost_text
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
 from specconsole.present.gpu import trial_gpu_lines
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
@@ -383,6 +385,8 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     ]
     if record.capacity is not None:
         lines.append(f"capacity: {record.capacity:,} tokens (max_total_num_tokens)")
+        if cost := draft_cost_text(draft_cost(record, all_trials(state))):
+            lines.append(f"  {cost}")
     predicted = record.predicted
     if predicted is not None and predicted.predicted_tokens is not None:
         verdict = "" if predicted.feasible else " (predicted not to load)"
