@@ -42,6 +42,14 @@ DEMO_PLAN = "demo-sweep.toml"
 DEMO_PLANS: dict[str, str] = {"sglang": DEMO_PLAN, "vllm": "vllm-sweep.toml"}
 """The shipped demo plan per engine the simulator imitates (``demo --engine``): SGLang's seed
 sweep, and the same question asked of vLLM."""
+SCHEDULE_PLANS: dict[str, str] = {
+    "sglang": "schedule-sweep.toml",
+    "vllm": "vllm-schedule-sweep.toml",
+}
+"""The ending of the seed's story per engine (``demo --story schedule``): the best speculation
+per concurrency, deployed as one configuration (SGLang's adaptive mode, vLLM's per-batch-size
+K) and proven on the ladder."""
+DEMO_STORIES: dict[str, dict[str, str]] = {"seed": DEMO_PLANS, "schedule": SCHEDULE_PLANS}
 PROFILE_ENV = "SPECCONSOLE_PROFILE"
 """Environment variable naming the default plan/profile for a bare ``specconsole``."""
 
@@ -87,6 +95,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="sglang",
         help="the engine the simulated box serves: SGLang's seed sweep (default) or vLLM's "
         "(num_speculative_tokens 1-8 on Llama-3.1-8B with EAGLE-3, examples/vllm-sweep.toml)",
+    )
+    d.add_argument(
+        "--story",
+        choices=sorted(DEMO_STORIES),
+        default="seed",
+        help="seed: the steps sweep and its crash (default); schedule: steps 1-5 and no "
+        "speculation per level, then one schedule by batch size, proven on the ladder",
     )
     d.add_argument("--port", type=int, default=None, help="loopback port for the simulated server")
     d.add_argument(
@@ -182,13 +197,16 @@ def _cmd_tui(args: argparse.Namespace) -> int:
 
 
 def demo_plan(
-    port: int | None = None, load_seconds: float | None = None, engine: str = "sglang"
+    port: int | None = None,
+    load_seconds: float | None = None,
+    engine: str = "sglang",
+    story: str = "seed",
 ) -> SweepPlan:
-    """The shipped demo plan of ``engine`` (:data:`DEMO_PLANS`), optionally on another port or
-    with another load time."""
+    """The shipped demo plan of ``engine`` for ``story`` (:data:`DEMO_STORIES`), optionally on
+    another port or with another load time."""
     from specconsole.paths import examples_dir
 
-    plan, _theme = read_console_file(examples_dir() / DEMO_PLANS[engine], port=port)
+    plan, _theme = read_console_file(examples_dir() / DEMO_STORIES[story][engine], port=port)
     base = plan.base
     if port is not None and base.port != port:  # a plan with a fixed port
         base = dataclasses.replace(base, port=port)
@@ -205,7 +223,7 @@ def demo_plan(
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     try:
-        plan = demo_plan(args.port, args.load_seconds, args.engine)
+        plan = demo_plan(args.port, args.load_seconds, args.engine, args.story)
     except (PlanError, FileNotFoundError) as exc:
         return error(str(exc))
     policy = CrashPolicy(args.on_crash) if args.on_crash else CrashPolicy.PAUSE
