@@ -142,3 +142,51 @@ def test_vllm_schedule_beats_every_static_on_the_seed_box(tmp_path: Path) -> Non
     _check(session, side_file=False)
     schedule = session.load_trials()[-1]
     assert "num_speculative_tokens_per_batch_size" in " ".join(schedule.argv)
+
+
+WHAT_IF_SWEEP = """[sweep]
+strategy = "schedule"
+on_crash = "auto"
+load_timeout = 60
+finally = "stop"
+what_if_accept_length = 4.5
+
+[sweep.axes]
+speculative_num_steps = [3, 4, 5]
+"""
+
+
+def test_a_fixed_acceptance_is_a_what_if_apart_from_the_measured(tmp_path: Path) -> None:
+    """``what_if_accept_length = 4.5``: every static candidate again with SGLang's
+    ``SGLANG_SIMULATE_ACC_LEN`` (the simulator honours it: 4 tokens at steps 3, its cap,
+    4.5 at steps 4 and 5), recorded as what-ifs — never a level's best, never the sweep's."""
+    bench = BENCH.replace(f"ladder = {list(LADDER)}", "ladder = [1, 16]").replace(
+        "window_s = 2.0", "window_s = 1.0"
+    )
+    text = sim_plan_text(
+        tmp_path / "run",
+        extra_args=["--sim-load-seconds", "0.3", "--log-level", "info"],
+        sweep=WHAT_IF_SWEEP,
+        bench=bench,
+        name="what-if e2e",
+        server=SGLANG_SERVER,
+    )
+    (tmp_path / "plan.toml").write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-m", "specconsole", "sweep", str(tmp_path / "plan.toml"),
+         "--headless", "--session", str(tmp_path / "sessions")],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    (folder,) = list((tmp_path / "sessions").iterdir())
+    session = Session.open(folder)
+    plan, trials = session.load_plan(), session.load_trials()
+    roles = [role_of(t) for t in trials]
+    assert roles == [Role.STATIC] * 3 + [Role.BASELINE, Role.SCHEDULE] + [Role.WHAT_IF] * 3
+    for t, want in zip(trials[5:], (4.0, 4.5, 4.5), strict=True):
+        assert t.status is TrialStatus.OK
+        assert t.accept_length == pytest.approx(want, abs=0.15), (t.index + 1, t.accept_length)
+    table = level_table(trials, plan.goal, plan.noise_pct)
+    assert all(row.best.trial in trials[:5] for row in table.rows)  # type: ignore[union-attr]
+    assert "## What-if: fixed acceptance" in done.stdout
+    assert "with accept length fixed at 4.5 (SGLANG_SIMULATE_ACC_LEN)" in done.stdout

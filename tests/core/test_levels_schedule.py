@@ -111,7 +111,9 @@ def test_what_if_trials_come_last_and_never_win() -> None:
     assert len(trials) == 12
     what_ifs = trials[7:]
     assert all(role_of(t) is Role.WHAT_IF for t in what_ifs)
-    assert [dict(t.config.env)["SGLANG_SIMULATE_ACC_LEN"] for t in what_ifs] == ["4.5"] * 5
+    assert [dict(t.config.options)["simulate_accept_length"] for t in what_ifs] == [4.5] * 5
+    deployed = get_engine("sglang").normalize(what_ifs[0].config)[0]  # the variable it runs
+    assert dict(deployed.env)["SGLANG_SIMULATE_ACC_LEN"] == "4.5"
     boosted = [dataclasses.replace(t, levels=tuple(
         dataclasses.replace(lv, output_tok_s=lv.output_tok_s * 10) for lv in t.levels))
         for t in what_ifs]  # fmt: skip

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable
+from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label
 from specconsole.present.series import Series
@@ -28,6 +28,7 @@ __all__ = [
     "level_verdicts",
     "pct",
     "stops_paying_text",
+    "what_if_text",
 ]
 
 LEVEL_HEADERS: tuple[str, ...] = (
@@ -237,3 +238,18 @@ def compact_lines(table: LevelTable) -> list[str]:
         ).rstrip()
         for line in rows
     ]
+
+
+def what_if_text(what_if: WhatIf, base: ServerConfig | None) -> str:
+    """``with accept length fixed at 4.5 (SGLANG_SIMULATE_ACC_LEN), the best per level would
+    be: c=1 #9 steps=4 … ; c=64 #10 steps=3 …`` — the what-if's per-level answer."""
+    parts = [
+        f"c={c} #{f.number} {_plain(f.trial, base)} {format_rate(f.value, 1)}"
+        for c, f in what_if.bests
+    ]
+    return f"with {what_if.fixed}, the best per level would be: " + "; ".join(parts)
+
+
+def _plain(trial: object, base: ServerConfig | None) -> str:
+    """A what-if trial's configuration without its what-if (the static it fixes)."""
+    return record_label(trial, base).split(" what-if ")[0]  # type: ignore[arg-type]

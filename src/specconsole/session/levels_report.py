@@ -18,6 +18,7 @@ from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.objective import DEFAULT_GOAL
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.levels import LevelFigure, LevelTable, level_table, role_of
+from specconsole.core.search.levels import what_ifs as what_ifs_of
 from specconsole.present.labels import record_label, schedule_text
 from specconsole.present.levels import (
     LEVEL_HEADERS,
@@ -25,6 +26,7 @@ from specconsole.present.levels import (
     level_cells,
     level_series,
     level_verdicts,
+    what_if_text,
 )
 from specconsole.present.series import hex_color
 from specconsole.present.textcharts import draw_aggregate, new_figure, render_text
@@ -103,6 +105,7 @@ def levels_markdown(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> li
     what_ifs = _what_ifs(trials, plan)
     if what_ifs:
         out += ["", "## What-if: fixed acceptance (never mixed with measured results)", ""]
+        out += [f"- {what_if_text(w, base)}" for w in what_ifs_of(report_trials(trials))]
         for t in what_ifs:
             figures = ", ".join(f"c={lv.concurrency} {lv.output_tok_s:,.1f}" for lv in t.levels)
             out.append(
@@ -165,6 +168,14 @@ def levels_document(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> di
             {"trial": t.index + 1, "fixed_acceptance": fixed_text(t)}
             for t in _what_ifs(trials, plan)
         ],
+        "what_if_bests": [
+            {
+                "fixed_acceptance": w.fixed,
+                "text": what_if_text(w, base),
+                "bests": [{"concurrency": c, **(_figure_doc(f) or {})} for c, f in w.bests],
+            }
+            for w in what_ifs_of(report_trials(trials))
+        ],
     }
 
 
@@ -215,6 +226,9 @@ def levels_html(
     what_ifs = _what_ifs(trials, plan)
     if what_ifs:
         parts.append("<h3>What-if: fixed acceptance (never mixed with measured results)</h3><ul>")
+        parts += [
+            f"<li>{escape(what_if_text(w, base))}</li>" for w in what_ifs_of(report_trials(trials))
+        ]
         for t in what_ifs:
             figures = ", ".join(f"c={lv.concurrency} {lv.output_tok_s:,.1f}" for lv in t.levels)
             parts.append(

@@ -38,6 +38,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
+from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.releases import has_feature
 from specconsole.sim.args import SimArgError, imitated_engine
 
@@ -128,7 +129,12 @@ def load_spec(text: str | None, release: str | None) -> AdaptiveSpec:
         )
     knobs = tuple((k, v) for k, v in document.items() if not k.isdigit() and k in DEFAULT_KNOBS)
     if not by_batch:  # 0.5.11/0.5.12: one list, at least two distinct values
-        steps = sorted(set(document.get("candidate_steps", [1, 3, 7])))
+        flat = document.get("candidate_steps", [1, 3, 7])
+        if not isinstance(flat, list) or not all(
+            isinstance(v, int) and 0 < v <= SERVER_LIMITS["speculative_num_steps"] for v in flat
+        ):
+            raise _error(f"candidate_steps must be a list of positive ints, got {flat!r}")
+        steps = sorted(set(flat))
         if len(steps) < 2:
             raise SimArgError(
                 "candidate_steps must have at least 2 distinct values", "AssertionError"
@@ -147,6 +153,11 @@ def load_spec(text: str | None, release: str | None) -> AdaptiveSpec:
         ):
             kind = "non-negative" if zero_ok else "positive"
             raise _error(f"BS {key}: candidate_steps must be a list of {kind} ints, got {steps!r}")
+        if max(steps) > SERVER_LIMITS["speculative_num_steps"] or len(buckets) >= 4096:
+            raise _error(
+                f"BS {key}: candidate step {max(steps)} (or bucket {len(buckets) + 1}) is above "
+                "the simulator's limit; a real box runs far below it"
+            )
         own = tuple((k, v) for k, v in entry.items() if k in DEFAULT_KNOBS)
         buckets.append(Bucket(int(key), tuple(sorted(set(steps))), (*knobs, *own)))
     if not buckets:

@@ -12,7 +12,7 @@ and the tests can resolve a :class:`~specconsole.core.config.model.ServerConfig`
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -307,3 +307,41 @@ def argv_from_server_config(config: ServerConfig) -> list[str]:
     """The SGLang flags a :class:`ServerConfig` stands for (no launcher), in field order:
     exactly what the console deploys (the imitated engine's ``render_flags``)."""
     return imitated_engine().render_flags(config, [])
+
+
+def in_context(
+    parsed: ParsedArgs, env: Mapping[str, str], read: Callable[[str], str | None]
+) -> ParsedArgs:
+    """``parsed`` with what SGLang reads besides its flags: ``SGLANG_SIMULATE_ACC_LEN`` /
+    ``_METHOD`` from the environment (an ``EnvFloat``: a bad value is SGLang's ValueError),
+    and the adaptive config's text when the mode is on (SGLang opens the file while it
+    resolves its arguments; ``read(path)`` None: it cannot)."""
+    values = dict(parsed.values)
+    length = env.get("SGLANG_SIMULATE_ACC_LEN")
+    if length is not None:
+        try:
+            values["simulate_acc_len"] = float(length)
+        except ValueError:
+            raise SimArgError(f"could not convert string to float: {length!r}") from None
+    if "SGLANG_SIMULATE_ACC_METHOD" in env:
+        values["simulate_acc_method"] = env["SGLANG_SIMULATE_ACC_METHOD"]
+    path = values.get("speculative_adaptive_config")
+    if values.get("speculative_adaptive") and path:
+        text = read(str(path))
+        if text is None:
+            raise SimArgError(
+                f"[Errno 2] No such file or directory: {str(path)!r}", "FileNotFoundError"
+            )
+        values["adaptive_config_text"] = text
+    return ParsedArgs(values=values, unknown=parsed.unknown)
+
+
+def launch_context(config: ServerConfig) -> tuple[dict[str, str], Callable[[str], str | None]]:
+    """What a deployed ``config`` gives the server besides its flags: its environment as
+    deployed (normalized: a what-if key as its variable) and its side files by name."""
+    from specconsole.core.config.validation import normalized
+    from specconsole.core.engine.registry import engine_for
+
+    files = {f.name: f.text for f in engine_for(config).side_files(config)}
+    env = dict(normalized(config)[0].env)
+    return env, lambda path: files.get(path.rsplit("/")[-1])

@@ -28,9 +28,9 @@ from enum import StrEnum
 from functools import lru_cache
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.engine.registry import engine_for
 from specconsole.sim.acceptance import accept_rate, args_accept_distribution
 from specconsole.sim.adaptive import AdaptiveSpec, graph_states, steady_steps
+from specconsole.sim.args import launch_context
 from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
 from specconsole.sim.resolve import ResolvedArgs
 from specconsole.sim.textkind import TextKind, perf_for
@@ -311,8 +311,7 @@ def resolved(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedA
 
     face = face_for(config.engine)
     parsed = face.parse(face.words(config))
-    files = {f.name: f.text for f in engine_for(config).side_files(config)}
-    parsed = face.context(parsed, dict(config.env), lambda path: files.get(path.rsplit("/")[-1]))
+    parsed = face.context(parsed, *launch_context(config))
     return face.resolve(parsed, face.with_release(parsed, profile))
 
 

@@ -26,7 +26,11 @@ from specconsole.sim.args import (
     MSG_TOPK1_DRAFT,
     ParsedArgs,
     SimArgError,
+    argv_from_server_config,
     imitated_engine,
+    in_context,
+    launch_context,
+    parse_argv,
 )
 from specconsole.sim.profile import Profile
 
@@ -453,7 +457,6 @@ def _simulated_accept(v: Mapping[str, Any], profile: Profile) -> FixedAccept | N
 
 def resolve_config(config: ServerConfig, profile: Profile) -> ResolvedArgs:
     """Resolve a :class:`ServerConfig` exactly as the simulator process would resolve its argv
-    (its environment and side files too: ``sim.model.resolved``)."""
-    from specconsole.sim.model import resolved  # the model imports this module
-
-    return resolved(config, profile)
+    (in its environment, with its side files)."""
+    parsed = parse_argv(argv_from_server_config(config))
+    return resolve(in_context(parsed, *launch_context(config)), profile)

@@ -35,9 +35,11 @@ __all__ = [
     "LevelFigure",
     "LevelRow",
     "LevelTable",
+    "WhatIf",
     "level_figure",
     "level_table",
     "role_of",
+    "what_ifs",
 ]
 
 
@@ -206,3 +208,35 @@ def level_table(trials: Sequence[TrialRecord], goal: Goal, noise_pct: float = 1.
             )
         )
     return LevelTable(tuple(rows), single, schedules[-1] if schedules else None)
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """The what-if trials that fixed one acceptance, and each level's best of them: what the
+    box would do with a draft that accepts that much (never mixed with the measured table)."""
+
+    fixed: str
+    """How they fixed it (``Engine.fixed_acceptance``)."""
+    trials: tuple[TrialRecord, ...]
+    bests: tuple[tuple[int, LevelFigure], ...]
+    """(concurrency, the best what-if trial's figure there), in ladder order."""
+
+
+def what_ifs(trials: Sequence[TrialRecord]) -> tuple[WhatIf, ...]:
+    """The ``ok`` what-if trials, grouped by the acceptance they fixed, with per-level bests."""
+    from specconsole.core.engine.registry import engine_for
+
+    groups: dict[str, list[TrialRecord]] = {}
+    for t in trials:
+        if t.status.value == "ok" and t.levels and role_of(t) is Role.WHAT_IF:
+            said = engine_for(t.effective).fixed_acceptance(t.effective) or ""
+            groups.setdefault(said, []).append(t)
+    out = []
+    for fixed, members in groups.items():
+        ladder = sorted({lv.concurrency for t in members for lv in t.levels})
+        bests = []
+        for c in ladder:
+            figures = [f for t in members if (f := level_figure(t, c)) is not None]
+            bests.append((c, max(figures, key=lambda f: (f.value, -f.trial.index))))
+        out.append(WhatIf(fixed, tuple(members), tuple(bests)))
+    return tuple(out)

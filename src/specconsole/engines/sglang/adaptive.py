@@ -42,7 +42,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from specconsole.core.config.bounds import is_int
+from specconsole.core.config.bounds import SERVER_LIMITS, is_int
 from specconsole.core.config.flags import extra_flags
 from specconsole.core.config.issues import IssueReport
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
@@ -164,6 +164,10 @@ class AdaptiveFile:
         return ",".join(f"{k}:{'/'.join(map(str, s))}" for k, s in self.buckets)
 
 
+MAX_BUCKETS = 256
+"""More buckets than any batch-size ladder needs: a bound on what a file may hold."""
+
+
 def _checked_steps(key: str, steps: object) -> tuple[int, ...]:
     if (
         not isinstance(steps, list)
@@ -172,6 +176,14 @@ def _checked_steps(key: str, steps: object) -> tuple[int, ...]:
     ):
         raise AdaptiveError(
             f"BS {key}: candidate_steps must be a list of non-negative ints, got {steps!r}"
+        )
+    if (
+        int(key) > SERVER_LIMITS["max_running_requests"]
+        or max(steps) > SERVER_LIMITS["speculative_num_steps"]
+    ):
+        raise AdaptiveError(
+            f"BS {key}: a batch size above {SERVER_LIMITS['max_running_requests']:,} or a step "
+            f"above {SERVER_LIMITS['speculative_num_steps']} is beyond any real box"
         )
     return tuple(sorted(set(steps)))
 
@@ -205,6 +217,8 @@ def _file(
     own: tuple[tuple[int, tuple[tuple[str, object], ...]], ...],
     keys: list[str],
 ) -> AdaptiveFile:
+    if len(buckets) > MAX_BUCKETS:
+        raise AdaptiveError(f"{len(buckets)} buckets: give at most {MAX_BUCKETS}")
     if not buckets:
         raise AdaptiveError(
             "speculative_adaptive_config must contain at least one integer-string BS key, "

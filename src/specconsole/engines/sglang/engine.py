@@ -45,7 +45,7 @@ class SGLang:
     default_host = "127.0.0.1"
     default_port = 30000
     modelled_flags = flags.MODELLED_FLAGS
-    option_fields = adaptive.OPTION_FIELDS
+    option_fields = (*adaptive.OPTION_FIELDS, *tuning.OPTION_FIELDS)
     releases = releases.TABLE
     endpoints = Endpoints(
         server_info="/server_info",
@@ -84,7 +84,7 @@ class SGLang:
     def normalize(
         self, config: ServerConfig, architecture: str | None = None
     ) -> tuple[ServerConfig, list[Issue]]:
-        return normalize(config, architecture)
+        return normalize(tuning.with_simulated_env(config), architecture)
 
     def verify_tokens(self, config: ServerConfig) -> int:
         """SGLang's rules: no speculation → 0; an explicit draft-token count wins except with

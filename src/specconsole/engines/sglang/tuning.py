@@ -28,7 +28,7 @@ from collections.abc import Sequence
 
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.options import with_options
+from specconsole.core.config.options import OptionField, with_options
 from specconsole.core.engine.schedule import (
     LevelPick,
     ScheduleRow,
@@ -40,7 +40,6 @@ from specconsole.core.engine.schedule import (
 from specconsole.engines.sglang.adaptive import (
     ADAPTIVE,
     ADAPTIVE_CONFIG,
-    OPTION_FIELDS,
     SCHEDULE,
     AdaptiveFile,
     adaptive_on,
@@ -48,19 +47,40 @@ from specconsole.engines.sglang.adaptive import (
     schedule_of,
     side_file,
 )
+from specconsole.engines.sglang.adaptive import OPTION_FIELDS as ADAPTIVE_FIELDS
 
 __all__ = [
+    "ACCEPT",
+    "OPTION_FIELDS",
     "SIMULATE_ACC_LEN",
     "fix_acceptance",
     "fixed_acceptance",
     "schedule",
     "scheduled",
     "side_files",
+    "with_simulated_env",
     "without_speculation",
 ]
 
 SIMULATE_ACC_LEN = "SGLANG_SIMULATE_ACC_LEN"
 SIMULATE_ACC_METHOD = "SGLANG_SIMULATE_ACC_METHOD"
+ACCEPT = "simulate_accept_length"
+"""The what-if's ``[server]`` key: rendered as the environment variables by
+:func:`with_simulated_env` (what is deployed: the engine's normalization), kept as a key so
+the trial's record says it (records keep environment variables by name only)."""
+
+OPTION_FIELDS: tuple[OptionField, ...] = (
+    OptionField(
+        ACCEPT,
+        "float",
+        "",
+        f"what-if: every verify step accepts this many tokens on average ({SIMULATE_ACC_LEN})",
+        minimum=1.0,
+        maximum=65.0,
+        example="4.5",
+        short="what-if-accept",
+    ),
+)
 _SPEC_FIELDS = (
     "speculative_algorithm",
     "speculative_draft_model_path",
@@ -69,13 +89,13 @@ _SPEC_FIELDS = (
     "speculative_num_draft_tokens",
 )
 _DEPTH = ("speculative_num_steps", "speculative_num_draft_tokens", "description")
-_ORDER = [f.name for f in OPTION_FIELDS]
+_ORDER = [f.name for f in (*ADAPTIVE_FIELDS, *OPTION_FIELDS)]
 
 
 def without_speculation(config: ServerConfig) -> ServerConfig:
     """``config`` without a draft: no ``--speculative-*``, no adaptive mode, no what-if."""
     options = with_options(config.options, {k: None for k in _ORDER}, _ORDER)
-    env = tuple((n, v) for n, v in config.env if n not in (SIMULATE_ACC_LEN, SIMULATE_ACC_METHOD))
+    env = _without_knob(config.env)
     return dataclasses.replace(
         config, **{name: None for name in _SPEC_FIELDS}, options=options, env=env
     )
@@ -175,7 +195,8 @@ def side_files(config: ServerConfig) -> tuple[SideFile, ...]:
 
 
 def fix_acceptance(config: ServerConfig, length: float) -> ServerConfig | Issue:
-    """``SGLANG_SIMULATE_ACC_LEN=length`` (and ``match-expected``, so the mean holds)."""
+    """``simulate_accept_length = length``: ``SGLANG_SIMULATE_ACC_LEN`` (and
+    ``match-expected``, so the mean holds) once normalized (:func:`with_simulated_env`)."""
     if config.speculative_algorithm is None:
         return _refuse(
             "speculative_algorithm",
@@ -188,13 +209,25 @@ def fix_acceptance(config: ServerConfig, length: float) -> ServerConfig | Issue:
             f"an accept length of {length:g} is below 1 (the bonus token always counts).",
             "give a length of at least 1.",
         )
-    kept = tuple((n, v) for n, v in config.env if n not in (SIMULATE_ACC_LEN, SIMULATE_ACC_METHOD))
-    env = (*kept, (SIMULATE_ACC_LEN, f"{length:g}"), (SIMULATE_ACC_METHOD, "match-expected"))
-    return dataclasses.replace(config, env=env)
+    options = with_options(config.options, {ACCEPT: float(length)}, _ORDER)
+    return dataclasses.replace(config, env=_without_knob(config.env), options=options)
+
+
+def _without_knob(env: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((n, v) for n, v in env if n not in (SIMULATE_ACC_LEN, SIMULATE_ACC_METHOD))
+
+
+def with_simulated_env(config: ServerConfig) -> ServerConfig:
+    """``config`` as deployed: its what-if key written as SGLang's environment variables."""
+    length = dict(config.options).get(ACCEPT)
+    if not isinstance(length, int | float) or isinstance(length, bool):
+        return config
+    knob = ((SIMULATE_ACC_LEN, f"{length:g}"), (SIMULATE_ACC_METHOD, "match-expected"))
+    return dataclasses.replace(config, env=(*_without_knob(config.env), *knob))
 
 
 def fixed_acceptance(config: ServerConfig) -> str | None:
-    value = dict(config.env).get(SIMULATE_ACC_LEN)
+    value = dict(config.options).get(ACCEPT, dict(config.env).get(SIMULATE_ACC_LEN))
     try:
         length = float(value) if value is not None else -1.0
     except ValueError:

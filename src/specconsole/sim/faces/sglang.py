@@ -21,6 +21,7 @@ from specconsole.sim.args import (
     SimArgError,
     argv_from_server_config,
     imitated_engine,
+    in_context,
     parse_argv,
 )
 from specconsole.sim.model import MemoryPlan, calibration_config, plan_memory
@@ -71,27 +72,7 @@ class SGLangFace:
     def context(
         self, parsed: ParsedArgs, env: Mapping[str, str], read: Callable[[str], str | None]
     ) -> ParsedArgs:
-        """``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` from the environment (an ``EnvFloat``:
-        a bad value is SGLang's ValueError), and the adaptive config's text when the mode is
-        on (SGLang opens the file while it resolves its arguments)."""
-        values = dict(parsed.values)
-        length = env.get("SGLANG_SIMULATE_ACC_LEN")
-        if length is not None:
-            try:
-                values["simulate_acc_len"] = float(length)
-            except ValueError:
-                raise SimArgError(f"could not convert string to float: {length!r}") from None
-        if "SGLANG_SIMULATE_ACC_METHOD" in env:
-            values["simulate_acc_method"] = env["SGLANG_SIMULATE_ACC_METHOD"]
-        path = values.get("speculative_adaptive_config")
-        if values.get("speculative_adaptive") and path:
-            text = read(str(path))
-            if text is None:
-                raise SimArgError(
-                    f"[Errno 2] No such file or directory: {str(path)!r}", "FileNotFoundError"
-                )
-            values["adaptive_config_text"] = text
-        return ParsedArgs(values=values, unknown=parsed.unknown)
+        return in_context(parsed, env, read)
 
     def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:
         return resolve(parsed, profile)
