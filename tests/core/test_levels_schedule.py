@@ -175,3 +175,10 @@ def test_a_schedule_plan_says_what_it_needs() -> None:
     assert grid.wants_baseline and grid.estimated_trials == 6
     proposed = _run(grid)
     assert [role_of(t) for t in proposed] == [Role.STATIC] * 5 + [Role.BASELINE]
+
+
+def test_finally_best_may_choose_the_schedule_when_it_wins_the_objective() -> None:
+    weighted = _plan("objective = { weighted = { single_request = 1.0, peak_aggregate = 0.1 } }")
+    trials = _run(weighted)
+    assert best(trials, weighted.goal) is trials[-1]  # single of steps 5, peak of steps 3
+    assert role_of(trials[-1]) is Role.SCHEDULE
