@@ -29,10 +29,12 @@ def _s(index: int) -> GpuSample:
 
 def test_a_tick_is_one_sample_of_every_gpu() -> None:
     b = Batcher()
-    assert b.add(_s(0)) == () and b.add(_s(1)) == ()
-    tick = b.add(_s(0))  # the first tick ends when index 0 comes round again
-    assert [s.index for s in tick] == [0, 1]
-    assert b.add(_s(1)) != ()  # from then on a tick ends with its last GPU, at once
+    # the first tick: each line at once (how many GPUs there are is not known yet)
+    assert [s.index for s in b.add(_s(0))] == [0] and [s.index for s in b.add(_s(1))] == [1]
+    assert b.add(_s(0)) == ()  # index 0 again: two GPUs; a tick now goes out whole
+    assert [s.index for s in b.add(_s(1))] == [0, 1]
+    assert b.add(_s(0)) == ()
+    assert [s.index for s in b.add(_s(0))] == [0]  # GPU 1 gone: the incomplete tick goes
 
 
 def test_the_command_is_bounded_and_says_when_there_is_no_tool() -> None:
@@ -65,7 +67,7 @@ async def test_samples_follow_the_load(tmp_path: Path, monkeypatch: pytest.Monke
         samples = [e for e in posted if isinstance(e, ev.GpuSampled)]
         assert len(samples) >= 10, posted
         assert all(e.trial_index == 3 and e.epoch == 5 for e in samples)
-        assert all(len(e.samples) == 4 for e in samples[1:])  # 4 GPUs, one tick each
+        assert all(len(e.samples) == 4 for e in samples[4:])  # 4 GPUs, one tick each
         used = [e.samples[0].memory_used_mib for e in samples]
         assert used[0] < 100  # before the simulator: the box's GPUs, idle
         assert max(used) > 40_000 and used == sorted(used)  # rising as it loads

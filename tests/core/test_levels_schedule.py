@@ -182,3 +182,16 @@ def test_finally_best_may_choose_the_schedule_when_it_wins_the_objective() -> No
     trials = _run(weighted)
     assert best(trials, weighted.goal) is trials[-1]  # single of steps 5, peak of steps 3
     assert role_of(trials[-1]) is Role.SCHEDULE
+
+
+def test_the_single_request_chart_plots_only_trials_on_the_axis() -> None:
+    """The baseline (steps unset) and the schedule (steps = its largest candidate) did not run
+    at a point of the steps axis: the chart against it leaves them out; by trial number, not."""
+    from specconsole.present.series import single_series
+
+    trials = _run(_plan())
+    line = single_series(trials, "speculative_num_steps")
+    assert line is not None and line.xs == (1.0, 2.0, 3.0, 4.0, 5.0)
+    assert line.ys == tuple(t.single_request_tok_s for t in trials[:5])
+    everything = single_series(trials, None)
+    assert everything is not None and len(everything.xs) == 7

@@ -23,6 +23,7 @@ import pytest
 
 from specconsole.core.config.command import parse_command
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, replace_config
+from specconsole.core.config.releases import has_feature
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import (
     Capacity,
@@ -35,7 +36,6 @@ from specconsole.core.logs.events import (
     PrefillStats,
     Ready,
 )
-from specconsole.core.config.releases import has_feature
 from specconsole.engines.sglang.adaptive import FLAG_FEATURES
 from specconsole.engines.sglang.flags import MODELLED_FLAGS
 from specconsole.engines.sglang.flags import render_flags as sglang_flags

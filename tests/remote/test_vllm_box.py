@@ -31,6 +31,7 @@ from tests.fixtures.sim import VLLM_DRAFT, VLLM_MODEL
 from tests.fixtures.sshd import free_port
 from tests.remote.helpers import SIM
 from tests.remote.test_box_sweep import health, profile_toml
+from tests.remote.test_first_session import wait_health
 from tests.remote.test_systemd_edit import install_hand_written
 
 pytestmark = [pytest.mark.systemd, pytest.mark.slow]
@@ -88,6 +89,7 @@ def test_a_vllm_unit_imported_swept_and_left_on_the_best(
     profile = tmp_path / "box.toml"
     profile.write_text(profile_toml(nspawn_box))
     try:
+        wait_health(nspawn_box, port)  # the user's server is up before they import and sweep
         code, out = cli("import", str(profile), "-o", str(tmp_path / "imported.toml"))
         assert code == 0, out
         document = tomllib.loads((tmp_path / "imported.toml").read_text())

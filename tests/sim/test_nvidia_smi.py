@@ -156,5 +156,5 @@ def test_not_enough_memory_rises_past_the_budget_and_holds(
     expected = (plan.total_gb - plan.avail_after_draft_gb + plan.spec_workspace_gb) * GIB / 2**20
     assert peak == pytest.approx(expected, abs=2) and peak > budget_mib  # past the budget
     held = [t for t, m in seen if m == peak]
-    assert held[-1] - held[0] >= 0.4  # long enough for a 2 Hz sampler to see it
+    assert held[-1] - held[0] >= 1.0  # long enough for a sampler at 1 Hz to see it
     assert seen[-1][1] == 1.0  # killed: the driver freed it

@@ -23,17 +23,17 @@ import tomllib
 from pathlib import Path
 from typing import Any, TextIO
 
+from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.inputs import check_nesting, too_deep_message
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import (
-    ConfigError,
     ServerConfig,
     config_from_table,
     config_to_table,
     replace_config,
 )
-from specconsole.core.config.validation import errors, validate
-from specconsole.core.engine.registry import engine_for, engine_names
+from specconsole.core.config.validation import errors, normalized, validate
+from specconsole.core.engine.registry import engine_names
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.load_summary import LoadSummary, summarize
 from specconsole.core.plans.decoding import DecodeError, decode_text
@@ -271,7 +271,7 @@ def _check(trials: list[tuple[str, ServerConfig]], out: TextIO, *, quiet: bool) 
             mentioned = {i.field for i in issues}
             issues += [
                 i
-                for i in engine_for(config).normalize(config)[1]
+                for i in normalized(config)[1]
                 if i.severity is Severity.NOTICE and i.field not in mentioned
             ]
         for issue in issues:

@@ -60,7 +60,7 @@ from specconsole.present.leaving import rollback_advice, rollback_command
 from specconsole.present.levels import level_verdicts
 from specconsole.present.progress import launch_block, state_glance
 from specconsole.present.runlog import deploy_lines, level_line, verdict
-from specconsole.present.status import status_word
+from specconsole.present.status import record_status
 from specconsole.session.levels_report import table_for
 from specconsole.session.report import render
 from specconsole.session.store import Session
@@ -188,7 +188,7 @@ class ProgressPrinter:
             self._print(f"  {seen.line}")
 
     def _summarise(self, record: TrialRecord, trials: tuple[TrialRecord, ...] = ()) -> None:
-        parts = [f"trial {record.index + 1} {self._label(record)}: {status_word(record.status)}"]
+        parts = [f"trial {record.index + 1} {self._label(record)}: {record_status(record)}"]
         if record.capacity is not None:
             cost = draft_cost_text(draft_cost(record, trials), source=False)
             parts.append(f"capacity {format_int(record.capacity)}" + (f" ({cost})" if cost else ""))
@@ -203,6 +203,8 @@ class ProgressPrinter:
             parts.append(f"mean ± 95% CI over {record.repeats} runs")
         if record.accept_length is not None:
             parts.append(f"accept {format_ratio(record.accept_length)}")
+        if record.speculation_off:
+            parts.append(f"speculation off: {record.speculation_off}")
         if record.predicted is not None and not record.predicted.feasible:
             parts.append("predicted infeasible")
         if gpus := gpu_brief(record):

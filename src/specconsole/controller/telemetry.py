@@ -5,7 +5,7 @@ Why a module of its own (like ``controller.watcher``): the sampling is a long-ru
 over the transport, and none of it decides anything — where a sample counts is
 ``core.machine.telemetry``'s, reading it ``core.measure.gpu``'s. One command runs per
 trial, over the transport that carries everything else: ``nvidia-smi --query-gpu=...
---format=csv,noheader,nounits -lms 500`` streamed line by line (``Transport.stream``), not
+--format=csv,noheader,nounits -lms 1000`` streamed line by line (``Transport.stream``), not
 one command per sample. It is bounded on both ends — on the box by ``timeout`` (when the
 box has it) and on this side by :data:`MAX_LINES` lines a run and :data:`MAX_RESTARTS`
 restarts a trial — and stopped with the trial (``StopTelemetry``). A box without
@@ -28,8 +28,10 @@ from specconsole.core.ports import LocatedService, ServiceBackend, Transport
 
 log = logging.getLogger(__name__)
 
-INTERVAL_MS = 500
-"""How often the box's ``nvidia-smi`` prints a sample of every GPU."""
+INTERVAL_MS = 1000
+"""How often the box's ``nvidia-smi`` prints a sample of every GPU: once a second is what a
+person watching the line can follow, and what the console can afford (each tick is an SSH
+packet to decrypt and a redraw of the line: ``benchmarks/telemetry.py``)."""
 BOX_LIMIT_S = 12 * 3600
 """The longest one ``nvidia-smi`` may run on the box (``timeout``): a lost link cannot leave
 it running for ever."""
@@ -63,21 +65,29 @@ def absent_reason(lines: list[str]) -> str:
 
 
 class Batcher:
-    """Groups a tick's lines (one per GPU) into one sample of every GPU: a tick ends when a
-    GPU index comes round again, or once as many GPUs as the last tick had were read."""
+    """Groups a tick's lines (one per GPU) into one sample of every GPU: a tick is complete
+    once as many GPUs as the first tick had were read, or when a GPU index comes round again
+    (a GPU gone). Until the first tick has shown how many GPUs there are, each line goes out
+    on its own, so the first sample is not held back a whole interval."""
 
     def __init__(self) -> None:
         self._batch: list[GpuSample] = []
+        self._first: list[int] = []
         self._gpus: int | None = None
 
     def add(self, sample: GpuSample) -> tuple[GpuSample, ...]:
-        """The tick this sample completes (or the one it starts after), else ()."""
+        """The samples ready to go out with this line (() while a tick is incomplete)."""
+        if self._gpus is None:
+            if self._first and sample.index <= self._first[-1]:
+                self._gpus = len(self._first)  # the second tick began: now it is known
+            else:
+                self._first.append(sample.index)
+                return (sample,)
         done: tuple[GpuSample, ...] = ()
         if self._batch and sample.index <= self._batch[-1].index:
-            done, self._gpus = tuple(self._batch), len(self._batch)
-            self._batch = []
+            done, self._batch = tuple(self._batch), []
         self._batch.append(sample)
-        if not done and self._gpus is not None and len(self._batch) >= self._gpus:
+        if not done and len(self._batch) >= self._gpus:
             done, self._batch = tuple(self._batch), []
         return done
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.present.labels import short_name, trial_label
@@ -137,12 +138,19 @@ def _x_of(record: TrialRecord, axis: str | None) -> float:
     return float(record.index + 1)
 
 
+def _on_axis(record: TrialRecord, axis: str | None) -> bool:
+    """Whether the trial is a point of the swept axis: against the trial number every trial
+    is; against an axis only one drafting one length (no baseline, schedule or what-if —
+    their value of the axis, unset or the largest candidate, is not where they ran)."""
+    return axis is None or config_role(record.effective) is Role.STATIC
+
+
 def single_series(records: Sequence[TrialRecord], axis: str | None) -> Series | None:
-    """Single-request tok/s against ``axis`` (or the trial number), one point per trial."""
+    """Single-request tok/s against ``axis`` (or the trial number), one point per trial on it."""
     points = sorted(
         (_x_of(r, axis), r.single_request_tok_s)
         for r in records
-        if r.single_request_tok_s is not None
+        if r.single_request_tok_s is not None and _on_axis(r, axis)
     )
     if not points:
         return None

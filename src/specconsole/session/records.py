@@ -220,7 +220,7 @@ def record_to_dict(
     out: dict[str, Any] = {
         "version": RECORD_VERSION,
         "index": record.index,
-        "label": label if label is not None else config_label(record.config),
+        "label": label if label is not None else config_label(record.effective),
         "kind": record.kind.value,
         "status": record.status.value,
         "started_at": record.started_at,

@@ -9,7 +9,7 @@ phase advances (:meth:`GpuBoard.ramp`), all from the memory plan the face printe
 (:func:`specconsole.sim.model.plan_memory`) — and, while serving, how busy the scheduler
 keeps them (:meth:`GpuBoard.follow`). A load that fails for memory rises to where it failed
 and holds there for :data:`HOLD_S` before the engine reports it, so a sampler running at
-2 Hz sees the memory at the fatal line (a real allocator's failure is not instantaneous
+once a second sees the memory at the fatal line (a real allocator's failure is not instantaneous
 either: SGLang profiles the memory before it refuses).
 
 Files: ``box.json`` (the GPUs: names, memory, power range) and ``<pid>.json`` (this process's
@@ -33,8 +33,9 @@ from specconsole.sim.profile import Profile
 __all__ = ["HOLD_S", "GpuBoard", "write_box"]
 
 GIB_MIB = 1024.0
-HOLD_S = 0.6
-"""How long a failing allocation is held before the engine reports it."""
+HOLD_S = 1.2
+"""How long a failing allocation is held before the engine reports it (longer than the
+console's sampling interval, one second)."""
 RAMP_STEP_S = 0.1
 """Memory that grows during a load phase is written at most this often."""
 FOLLOW_S = 0.2
@@ -117,8 +118,8 @@ class GpuBoard:
 
     async def fail_at(self, used_gb: float) -> None:
         """A failing allocation: rise to ``used_gb`` and hold it for :data:`HOLD_S`."""
-        await self.ramp(used_gb - self.used_gb, HOLD_S / 2)
-        await asyncio.sleep(HOLD_S / 2)
+        await self.ramp(used_gb - self.used_gb, 0.2)
+        await asyncio.sleep(HOLD_S)
 
     def load(self, running: int, most: int) -> None:
         """``running`` requests of at most ``most``: how busy the GPUs are (written when it

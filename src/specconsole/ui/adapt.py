@@ -47,6 +47,7 @@ from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.levels import LevelTable, level_table, role_of
 from specconsole.core.search.strategy import Proposal
 from specconsole.core.search.strategy import suggest_next as core_suggest_next
+from specconsole.present.acceptance import level_acceptance
 from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
 from specconsole.present.columns import cells, console_columns
@@ -403,6 +404,8 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         )
     if record.accept_length is not None:
         lines.append(f"accept length: {record.accept_length:.2f}")
+    for level in sorted(record.levels, key=lambda lv: lv.concurrency):
+        lines.extend(level_acceptance(level))
     if record.rate_probes:  # max_rate_under_slo: the answer, then every probe
         lines.append(f"highest rate under the SLOs: {rate_answer(record)}")
         lines.extend(f"  probe {probe_text(p)}" for p in record.rate_probes)

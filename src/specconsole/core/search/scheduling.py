@@ -147,11 +147,7 @@ def extra_trial(
     if not plan.what_if_accept:
         return None
     engine = engine_for(plan.base)
-    loaded = [
-        t.config
-        for t in trials
-        if t.status is TrialStatus.OK and role_of(t) is Role.STATIC
-    ]
+    loaded = [t.config for t in trials if t.status is TrialStatus.OK and role_of(t) is Role.STATIC]
     for length in plan.what_if_accept:
         for config in dict.fromkeys(loaded):  # each configuration once, in trial order
             fixed = engine.fix_acceptance(config, length)

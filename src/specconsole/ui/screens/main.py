@@ -15,6 +15,7 @@ nothing is cut off at 80×24.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from textual import on
@@ -109,6 +110,17 @@ def _command_bindings() -> list[BindingType]:
     return out
 
 
+def gpus_only(previous: ControllerState, state: ControllerState) -> bool:
+    """Whether ``state`` differs from ``previous`` only by a GPU sample (the live line and
+    the trial's GPU figures): the GPU line is all there is to redraw."""
+    if state.gpus == previous.gpus:
+        return False
+    trial = state.trial
+    if trial is not None and previous.trial is not None and trial.gpu != previous.trial.gpu:
+        trial = replace(trial, gpu=previous.trial.gpu)
+    return replace(state, gpus=previous.gpus, trial=trial) == previous
+
+
 class MainScreen(Screen[None]):
     """The console's one working screen."""
 
@@ -166,6 +178,10 @@ class MainScreen(Screen[None]):
         """Draw a new snapshot (the app calls this for every ``StateChanged``)."""
         if state is self._state and self._rendered:
             return  # a log flood republishes the same snapshot; nothing to redraw
+        if self._rendered and gpus_only(self._state, state):
+            self._state = state  # a GPU sample: its line, not every pane (2 a second)
+            self.query_one(GpuLine).show(state.gpus)
+            return
         self._rendered = True
         previous, self._state = self._state, state
         if available(state) != available(previous) or len(state.fleet) != len(previous.fleet):

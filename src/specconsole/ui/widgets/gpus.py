@@ -28,6 +28,7 @@ class GpuLine(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._samples: tuple[GpuSample, ...] = ()
+        self._drawn = ""
         self.display = False
 
     @property
@@ -39,12 +40,16 @@ class GpuLine(Widget):
         if samples == self._samples:
             return
         self._samples = samples
-        self.display = bool(samples)
-        self.set_class(hot(samples), "-hot")
-        self.refresh()
+        if self.display != bool(samples):  # a layout change only when it shows or hides
+            self.display = bool(samples)
+        if self.has_class("-hot") != hot(samples):
+            self.set_class(hot(samples), "-hot")
+        if gpu_line(samples, self.content_size.width) != self._drawn:
+            self.refresh()  # a sample that reads the same is not drawn again
 
     def render(self) -> RenderResult:
-        return Text(gpu_line(self._samples, self.content_size.width), no_wrap=True)
+        self._drawn = gpu_line(self._samples, self.content_size.width)
+        return Text(self._drawn, no_wrap=True)
 
     @property
     def plain(self) -> str:
