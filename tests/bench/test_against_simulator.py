@@ -15,6 +15,8 @@ from specconsole.sim.resolve import resolve
 from specconsole.sim.textkind import TextKind
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
 
+pytestmark = pytest.mark.serial  # figures against the model
+
 INPUT_LEN = 256
 OUTPUT_LEN = 128
 

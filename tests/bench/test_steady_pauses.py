@@ -14,6 +14,8 @@ import pytest
 from specconsole.bench.steady import SteadyPhase
 from specconsole.core.measure.metrics import compute_level_metrics
 
+pytestmark = pytest.mark.serial  # figures against the model
+
 STEP_S = 0.1
 STREAMS = 8
 TOKENS = 4

@@ -24,7 +24,7 @@ from specconsole.sim.textkind import TextKind
 from tests.bench.test_remote_runner import run_on_bare_python
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 
 INPUT_LEN = 256
 OUTPUT_LEN = 512

@@ -29,7 +29,7 @@ from specconsole.core.search.levels import level_table, role_of
 from specconsole.session.store import Session
 from tests.fixtures.plans import SEED_SERVER, SIM_LAUNCHER, VLLM_LAUNCHER, sim_plan_text
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 
 REPO = Path(__file__).resolve().parents[2]
 LADDER = (1, 4, 16, 32, 64)

@@ -24,7 +24,7 @@ from specconsole.session.store import Session
 from specconsole.sim.model import DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN, peak_aggregate, predict
 from tests.session.test_report_resolved import DEMO, REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 
 SWEEP_TIMEOUT_S = 600.0
 """Bound on the whole demo (about 3 minutes on a loaded 2-core machine)."""

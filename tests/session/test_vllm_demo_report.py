@@ -24,7 +24,7 @@ from specconsole.session.store import Session
 from specconsole.sim.model import DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN, peak_aggregate, predict
 from tests.session.test_report_resolved import REPO
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 
 PLAN = REPO / "examples" / "vllm-sweep.toml"
 SWEEP_TIMEOUT_S = 600.0

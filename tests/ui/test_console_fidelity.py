@@ -32,7 +32,7 @@ from specconsole.sim.model import calibration_config, predict
 from specconsole.sim.profile import load_default_profile
 from specconsole.ui.app import make_app
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 
 TOLERANCE = 0.01
 HOLD_N = 600_000
