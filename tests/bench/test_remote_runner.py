@@ -73,17 +73,20 @@ def test_bad_plan_reports_an_error_line(url: str) -> None:
     assert done.returncode == 2 and last["type"] == "error" and "ladder" in last["message"]
 
 
-async def test_remote_runner_over_a_transport(transport: Transport, url: str) -> None:
+async def test_remote_runner_over_a_transport(
+    transport: Transport, url: str, tmp_path: Path
+) -> None:
     events: list[BenchProgress] = []
-    runner = RemoteBenchmarkRunner(transport)
+    workdir = tmp_path / "box-tmp"  # its own folder: other tests' runners share /tmp
+    workdir.mkdir()
+    runner = RemoteBenchmarkRunner(transport, workdir=str(workdir))
     spec = BenchSpec(ladder=(2,), requests_per_level=6, output_len=12, api=BenchApi.CHAT)
     result = await runner.run(spec, url, on_progress=events.append)
     level = result.levels[0]
     assert level.completed == 6 and level.total_output_tokens == 72
     assert result.settings["backend"] == "sglang-oai-chat" and not result.partial
     assert events and events[-1].completed == 6 and events[-1].concurrency == 2
-    leftovers = await transport.run("ls /tmp | grep -c '^specconsole-bench-' || true")
-    assert leftovers.stdout.strip() == "0"
+    assert list(workdir.iterdir()) == []  # the script it uploaded is gone
 
 
 async def test_remote_runner_stop_keeps_partial_result(transport: Transport, url: str) -> None:
