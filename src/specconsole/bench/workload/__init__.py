@@ -1,0 +1,1 @@
+"""What a benchmark sends: the prompt sets and datasets."""

@@ -1,0 +1,1 @@
+"""Charts drawn as text: the series a chart plots from the records, the plotext renderings and their markers."""
