@@ -13,13 +13,14 @@ back to back, per level:
    part of a TTFT difference is that connect rather than the client;
 
 and prints, for every metric both report, the two values and their % difference, then each
-against the simulator's own prediction (``specconsole.sim.model.predict`` for the same
+against the simulator's own prediction (``specconsole.sim.physics.model.predict`` for the same
 launch, c, mean prompt length and output length). Targets (from issue 14): output and
 request throughput within 1 %, TTFT/TPOT/ITL medians within 3 % of the reference; the
 verdicts are printed against both reference columns.
 
 The ShareGPT-format file is generated at run time from sentences written for this project
-(chat-kind text only — :func:`specconsole.sim.textkind.classify` is checked on every prompt —
+(chat-kind text only — :func:`specconsole.sim.physics.textkind.classify` is checked on every prompt
+—
 so ``predict``'s chat acceptance applies); entries have varied lengths.
 
 One run of a level is not enough to judge a 3 % target on a median TTFT at c = 64 (it moves
@@ -189,7 +190,7 @@ def run_reference(
     import aiohttp
     from benchmarks.reference_client import metrics, run_level
 
-    from specconsole.bench.datasets import load_dataset
+    from specconsole.bench.workload.datasets import load_dataset
 
     pool, _ = load_dataset(
         dataset, n, input_len=256, output_len=output_len, range_ratio=1.0, seed=SEED
@@ -208,10 +209,10 @@ def run_reference(
 
 def predicted(flags: tuple[str, ...], c: int, input_len: int) -> dict[str, float]:
     from specconsole.sim.args import parse_argv
-    from specconsole.sim.model import predict
+    from specconsole.sim.physics.model import predict
+    from specconsole.sim.physics.resolve import resolve
+    from specconsole.sim.physics.textkind import TextKind
     from specconsole.sim.profile import default_profile_path, load_profile
-    from specconsole.sim.resolve import resolve
-    from specconsole.sim.textkind import TextKind
 
     profile = load_profile(default_profile_path())
     p = predict(
@@ -417,7 +418,7 @@ def main() -> int:
 
     from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 
-    from specconsole.sim.textkind import TextKind, classify
+    from specconsole.sim.physics.textkind import TextKind, classify
 
     with tempfile.TemporaryDirectory(prefix="specconsole-fidelity-") as tmp:
         path = Path(tmp) / "sharegpt.json"

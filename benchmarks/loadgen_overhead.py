@@ -90,7 +90,7 @@ async def _reference_worker(api: str, url: str) -> dict[str, Any]:
     """The reference client: warm-up (c requests) and the measured level, both counted."""
     from benchmarks.reference_client import metrics, run_level
 
-    from specconsole.bench.datasets import load_dataset
+    from specconsole.bench.workload.datasets import load_dataset
 
     pool, _ = load_dataset(
         "random", CONCURRENCY + REQUESTS, input_len=INPUT_LEN, output_len=OUTPUT_LEN

@@ -13,7 +13,7 @@ memory fraction 0.80-0.92 x the largest captured CUDA-graph batch 32/64/128 (SGL
 running-request cap 64/128 (vLLM), plus the baseline. Offline, as
 ``benchmarks/search_efficiency.py``: each proposal comes from the real strategy code
 (``core.search.strategy.next_trial``, rebuilt from the records each time as in a session),
-each outcome from the pure model (``sim.model.predict`` over the ladder; a load failure is a
+each outcome from the pure model (``sim.physics.model.predict`` over the ladder; a load failure is a
 crashed record). The per-level bests are ``core.search.levels``' (the reports' table).
 
 Prints, per box: the trials each spends; per level the grid's best configuration and figure,
@@ -41,7 +41,7 @@ from specconsole.core.plans.plan import SweepPlan  # noqa: E402
 from specconsole.core.search.levels import LevelTable, level_table  # noqa: E402
 from specconsole.core.search.strategy import next_trial  # noqa: E402
 from specconsole.present.labels import config_label  # noqa: E402
-from specconsole.sim.model import predict  # noqa: E402
+from specconsole.sim.physics.model import predict  # noqa: E402
 
 INPUT_LEN, OUTPUT_LEN = 1024, 512
 SEED_PROFILE = ROOT / "examples" / "sim" / "qwen3.5-122b-a10b-eagle3.toml"

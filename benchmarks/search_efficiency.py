@@ -3,7 +3,7 @@
 For each simulator profile (the seed box and the second profile in ``examples/sim/``) the
 space is steps 1-10 x topk 1/2/4/8 x draft tokens (the valid ones for each tree) x
 ``mem_fraction_static`` 0.80-0.92 x ``cuda_graph_max_bs`` 32/64/128. The exhaustive optimum
-of the objective comes from the pure model (``sim.model.predict`` over the ladder, no
+of the objective comes from the pure model (``sim.physics.model.predict`` over the ladder, no
 servers). Each search then runs offline: a proposal from the real strategy code
 (``core.search.strategy.next_trial``, rebuilt from the records each time as in a session), its
 outcome from the model (a load failure becomes a crashed record; capacities are recorded as
@@ -63,7 +63,7 @@ from specconsole.core.search.contenders import identity  # noqa: E402
 from specconsole.core.search.optimize import project  # noqa: E402
 from specconsole.core.search.strategy import next_trial  # noqa: E402
 from specconsole.session.store import Session  # noqa: E402
-from specconsole.sim.model import predict  # noqa: E402
+from specconsole.sim.physics.model import predict  # noqa: E402
 from specconsole.sim.profile import Profile, default_profile_path, load_profile  # noqa: E402
 
 PROFILES = {

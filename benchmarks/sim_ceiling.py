@@ -27,9 +27,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 
 from specconsole.sim.args import parse_argv
-from specconsole.sim.model import CALIBRATION_LADDER, calibration_config, peak_aggregate, predict
+from specconsole.sim.physics.model import (
+    CALIBRATION_LADDER,
+    calibration_config,
+    peak_aggregate,
+    predict,
+)
+from specconsole.sim.physics.resolve import resolve
 from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve
 
 
 async def _one(host: str, port: int, path: str, body: bytes) -> tuple[int, int]:

@@ -46,7 +46,7 @@ from specconsole.core.machine import events as ev  # noqa: E402
 from specconsole.core.machine import step  # noqa: E402
 from specconsole.core.machine.state import ControllerState, Phase, TrialRecord  # noqa: E402
 from specconsole.remote.ssh import SshTransport  # noqa: E402
-from specconsole.sim import nvidia_smi  # noqa: E402
+from specconsole.sim.gpu import nvidia_smi  # noqa: E402
 
 BACKEND = object()
 """Not a batch job's backend: the GPUs are on the box the transport reaches."""

@@ -9,10 +9,10 @@ import pytest
 from specconsole.bench.runner import ThreadedBenchmarkRunner
 from specconsole.core.ports import BenchApi, BenchSpec
 from specconsole.sim.args import parse_argv
-from specconsole.sim.model import Prediction, predict
+from specconsole.sim.physics.model import Prediction, predict
+from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve
-from specconsole.sim.textkind import TextKind
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
 
 pytestmark = pytest.mark.serial  # figures against the model

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from specconsole.bench.api import build_request
-from specconsole.bench.auth import parse_header, request_headers
 from specconsole.bench.loadgen import plan_for
 from specconsole.bench.remote_runner import RemoteBenchmarkRunner
 from specconsole.bench.runner import ThreadedBenchmarkRunner
+from specconsole.bench.wire.auth import parse_header, request_headers
 from specconsole.core.plans.parse import parse_plan
 from specconsole.core.plans.plan import PlanError
 from specconsole.core.ports import BenchSpec

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.bench import datasets
-from specconsole.bench.datasets import iter_json_entries, load_dataset
 from specconsole.bench.loadgen import plan_for, run_ladder
-from specconsole.bench.prompts import PromptError
+from specconsole.bench.workload import datasets
+from specconsole.bench.workload.datasets import iter_json_entries, load_dataset
+from specconsole.bench.workload.prompts import PromptError
 from specconsole.core.plans.parse import parse_plan
 from specconsole.core.ports import BenchSpec
-from specconsole.sim.textkind import classify
+from specconsole.sim.physics.textkind import classify
 from tests.bench.servers import mini_server
 
 
@@ -128,7 +128,7 @@ def test_plan_takes_dataset_and_range_ratio() -> None:
 
 def _answer_lens(path: Path) -> dict[str, int]:
     """Each ShareGPT question → its answer's estimated tokens (~4 characters a token)."""
-    from specconsole.bench.prompts import estimate_tokens
+    from specconsole.bench.workload.prompts import estimate_tokens
 
     entries = json.loads(path.read_text())
     return {

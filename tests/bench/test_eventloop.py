@@ -10,8 +10,8 @@ import sys
 import pytest
 import uvloop  # a dependency (pyproject.toml): never skipped
 
-from specconsole.bench.eventloop import loop_name, new_event_loop
 from specconsole.bench.runner import ThreadedBenchmarkRunner
+from specconsole.bench.wire.eventloop import loop_name, new_event_loop
 from specconsole.core.ports import BenchApi, BenchSpec
 from tests.bench.servers import mini_server
 

@@ -9,7 +9,7 @@ import time
 
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.loadgen import HttpxStreamClient, plan_for
-from specconsole.bench.rawhttp import RawStreamClient
+from specconsole.bench.wire.rawhttp import RawStreamClient
 from specconsole.core.ports import BenchApi, BenchSpec
 from tests.bench.servers import mini_server
 from tests.fixtures.sim import running_simulator

@@ -15,7 +15,7 @@ from specconsole.bench.api import (
     build_request,
     make_parser,
 )
-from specconsole.bench.prompts import (
+from specconsole.bench.workload.prompts import (
     PromptError,
     builtin_texts,
     estimate_tokens,

@@ -13,7 +13,7 @@ import socket
 import pytest
 
 from specconsole.bench.api import RequestFailed, make_parser
-from specconsole.bench.rawhttp import RawStreamClient
+from specconsole.bench.wire.rawhttp import RawStreamClient
 
 
 def _generate_events(n: int) -> list[bytes]:

@@ -117,7 +117,7 @@ async def test_threaded_runner_through_an_ssh_forward(sshd: SshdServer, url: str
 
 async def test_raw_client_maps_failures_like_httpx(url: str, tmp_path: Path) -> None:
     from specconsole.bench.engine import LadderRun
-    from specconsole.bench.rawhttp import RawStreamClient
+    from specconsole.bench.wire.rawhttp import RawStreamClient
 
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "fine"}\n{"prompt": "FAIL500"}\n{"prompt": "DROP it"}\n')

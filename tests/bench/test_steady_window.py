@@ -17,10 +17,10 @@ from specconsole.bench.runner import ThreadedBenchmarkRunner
 from specconsole.core.measure.metrics import LevelMetrics
 from specconsole.core.ports import BenchSpec
 from specconsole.sim.args import parse_argv
-from specconsole.sim.model import Prediction, predict
+from specconsole.sim.physics.model import Prediction, predict
+from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve
-from specconsole.sim.textkind import TextKind
 from tests.bench.test_remote_runner import run_on_bare_python
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
 

@@ -36,7 +36,7 @@ from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.profile import ServiceProfile
 from specconsole.core.search.strategy import boundary_result
-from specconsole.session.report import render
+from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
 from tests.fixtures.sshd import SshdServer, free_port

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.engine_detect import (
+from specconsole.controller.headless import run_headless
+from specconsole.controller.probe.engine_detect import (
     EngineVersionInfo,
     EngineVersionKeeper,
     detect_engine_version,
     launcher_python,
     version_from_server_info,
 )
-from specconsole.controller.headless import run_headless
 from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
@@ -192,7 +192,7 @@ async def test_the_declared_release_overrides_detection(tmp_path: Path) -> None:
 
 
 def test_a_resume_keeps_the_release_the_session_found() -> None:
-    from specconsole.controller.engine_detect import recorded_engine_version
+    from specconsole.controller.probe.engine_detect import recorded_engine_version
 
     found = recorded_engine_version(
         {"engine_version": "0.5.23", "engine_version_source": "server_info"}

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.cli import main
-from specconsole.session.report import render
+from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 from tests.session.test_report_resolved import DEMO, REPO
 

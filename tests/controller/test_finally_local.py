@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.pool_headless import sweep_headless
+from specconsole.controller.fleet.pool_headless import sweep_headless
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.remote.local import LocalTransport

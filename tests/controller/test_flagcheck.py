@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.flagcheck import FlagSetKeeper, check_box_flags, read_box_flags
+from specconsole.controller.probe.flagcheck import FlagSetKeeper, check_box_flags, read_box_flags
 from specconsole.core.config.model import ServerConfig, config_from_table
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.validation import errors, validate
@@ -109,7 +109,7 @@ async def test_a_launcher_that_cannot_be_asked_is_no_failure(
 async def test_the_preflight_says_once_when_the_binary_could_not_say(
     transport: Transport,  # noqa: F811
 ) -> None:
-    from specconsole.controller.flagcheck import unread_reason
+    from specconsole.controller.probe.flagcheck import unread_reason
     from specconsole.core.machine.preflight import PreflightFacts, check_flags
     from specconsole.core.plans.parse import loads_plan
     from tests.controller.helpers import PLAN_TEXT

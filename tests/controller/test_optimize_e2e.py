@@ -4,7 +4,8 @@ The search runs over steps x mem fraction (40 configurations, some of which cras
 simulated seed box) with a budget of 7 trials; it is SIGKILLed while its fourth trial runs,
 and ``specconsole resume`` continues the same search from ``trials.jsonl`` alone: nothing
 recorded is repeated, the interrupted proposal is the next one, and the best configuration
-found is within 3% of the optimum the pure model (``sim.model.predict``) gives for the space.
+found is within 3% of the optimum the pure model (``sim.physics.model.predict``) gives for the
+space.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import next_trial
 from specconsole.session.store import Session
-from specconsole.sim.model import predict
+from specconsole.sim.physics.model import predict
 from tests.fixtures.plans import sim_plan_text
 
 pytestmark = pytest.mark.slow

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.pool import box_plan
-from specconsole.controller.pool_headless import sweep_headless as run_headless
+from specconsole.controller.fleet.pool import box_plan
+from specconsole.controller.fleet.pool_headless import sweep_headless as run_headless
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders

@@ -12,8 +12,8 @@ import asyncio
 import io
 from pathlib import Path
 
-from specconsole.controller.pool import box_plan
-from specconsole.controller.pool_headless import sweep_headless
+from specconsole.controller.fleet.pool import box_plan
+from specconsole.controller.fleet.pool_headless import sweep_headless
 from specconsole.core.machine.state import TrialStatus
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend

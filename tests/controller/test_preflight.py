@@ -127,7 +127,7 @@ def test_a_check_is_one_more_row() -> None:
 
 @pytest.mark.parametrize("which", ["ssh_config", "identity_files"])
 def test_files_the_plan_names_are_checked(which: str, tmp_path: Path) -> None:
-    from specconsole.controller.preflight import local_report
+    from specconsole.controller.probe.preflight import local_report
 
     value = f'["{tmp_path}/key"]' if which == "identity_files" else f'"{tmp_path}/cfg"'
     text = PLAN_TEXT.replace(

@@ -2,7 +2,8 @@
 rate search finds the simulator model's highest feasible rate within its tolerance.
 
 The SLO is a per-request decode speed at the probes' in-flight cap (``per_request_at_64 >=
-130``); the model's answer is ``sim.ratemodel.max_rate`` — the same ``sim.model`` physics,
+130``); the model's answer is ``sim.physics.ratemodel.max_rate`` — the same ``sim.physics.model``
+physics,
 under Poisson arrivals (Little's law for the batch, each arrival's prefill taking its share
 of the step clock). Every probe is recorded, and the report shows them.
 """
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 
 from specconsole.session.store import Session
-from specconsole.sim.ratemodel import max_rate
+from specconsole.sim.physics.ratemodel import max_rate
 from tests.fixtures.plans import sim_plan_text
 from tests.session.sim_sessions import cli, only_session
 

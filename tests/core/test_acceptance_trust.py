@@ -16,7 +16,7 @@ from specconsole.core.measure.acceptance import (
     gauge_value,
     parse_prometheus,
 )
-from specconsole.present.acceptance import (
+from specconsole.present.figures.acceptance import (
     agreement,
     level_acceptance,
     per_position_bars,

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from specconsole.core.machine.state import TrialRecord, TrialStatus
 from specconsole.core.search.draftcost import DraftCost, draft_cost
-from specconsole.present.draftcost import draft_cost_text
+from specconsole.present.figures.draftcost import draft_cost_text
 from tests.controller.helpers import plan
 
 

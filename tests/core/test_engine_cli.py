@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.cli import main
-from specconsole.core.config.systemd import parse_unit
+from specconsole.core.launch.systemd import parse_unit
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

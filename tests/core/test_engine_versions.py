@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.validation import errors, validate
+from specconsole.core.launch.command import parse_command
 from specconsole.engines.sglang.releases import (
     detect_command,
     flag_for,

@@ -23,10 +23,10 @@ from specconsole.cli import build_parser
 from specconsole.commands.bench import spec_from_args
 from specconsole.core.config.bounds import BENCH_BOUNDS, MAX_LADDER_LEVELS
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.systemd import parse_unit
-from specconsole.core.config.unit import edit_unit
-from specconsole.core.config.unit_read import UnitContext, read_cat
-from specconsole.core.config.unit_secrets import inline_secrets, move_inline_secrets
+from specconsole.core.launch.systemd import parse_unit
+from specconsole.core.launch.unit import edit_unit
+from specconsole.core.launch.unit_read import UnitContext, read_cat
+from specconsole.core.launch.unit_secrets import inline_secrets, move_inline_secrets
 from specconsole.core.ports import BenchSpec
 
 FUZZ = settings(

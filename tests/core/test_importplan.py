@@ -11,8 +11,8 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.importplan import InputKind, plan_from_unit, read_server_text
-from specconsole.core.config.systemd import parse_unit
+from specconsole.core.launch.importplan import InputKind, plan_from_unit, read_server_text
+from specconsole.core.launch.systemd import parse_unit
 from specconsole.core.plans.parse import loads_plan
 from tests.core.test_unit import HAND_WRITTEN
 

@@ -1,6 +1,6 @@
 """The per-level table and the schedule strategy, as records in and answers out (issue 30).
 
-Records carry the simulator model's figures for the seed box (``sim.model.predict``), so the
+Records carry the simulator model's figures for the seed box (``sim.physics.model.predict``), so the
 per-level bests are the calibrated ones: steps 5 at c=1, 4 at c=4, 3 from c=16.
 """
 
@@ -21,7 +21,7 @@ from specconsole.core.plans.plan import PlanError, StrategyKind
 from specconsole.core.search.levels import level_table, role_of
 from specconsole.core.search.scheduling import derive, picks
 from specconsole.core.search.strategy import findings, next_trial
-from specconsole.sim.model import predict
+from specconsole.sim.physics.model import predict
 
 LADDER = (1, 4, 16, 32, 64)
 PLAN = """
@@ -187,7 +187,7 @@ def test_finally_best_may_choose_the_schedule_when_it_wins_the_objective() -> No
 def test_the_single_request_chart_plots_only_trials_on_the_axis() -> None:
     """The baseline (steps unset) and the schedule (steps = its largest candidate) did not run
     at a point of the steps axis: the chart against it leaves them out; by trial number, not."""
-    from specconsole.present.series import single_series
+    from specconsole.present.charts.series import single_series
 
     trials = _run(_plan())
     line = single_series(trials, "speculative_num_steps")

@@ -1,6 +1,6 @@
 """strategy = "optimize": proposal rules (validation, infeasibility prior, SLO constraints,
 convergence with repeats), determinism and resumability, on records built from the pure
-simulator model (``sim.model.predict``), no servers."""
+simulator model (``sim.physics.model.predict``), no servers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from specconsole.core.plans.plan import PlanError, StrategyKind, SweepPlan
 from specconsole.core.search.focus import single_request_goal
 from specconsole.core.search.optimize import converged, encode, observations, space, space_size
 from specconsole.core.search.strategy import findings, next_trial, stop_reason
-from specconsole.sim.model import predict
+from specconsole.sim.physics.model import predict
 from tests.fixtures.plans import SEED_SERVER
 
 LADDER = (1, 16, 64)

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, config_from_table
 from specconsole.core.config.render import to_argv, to_command
-from specconsole.core.config.systemd import (
+from specconsole.core.launch.command import parse_command
+from specconsole.core.launch.systemd import (
     UnitOptions,
     parse_unit,
     systemd_quote,
@@ -355,7 +355,7 @@ def test_parse_command_errors(command: str, key: str) -> None:
     "word", ["plain", "", "a b", 'q"uote', "back\\slash", "100%", "$HOME", "tab\there", "new\nline"]
 )
 def test_systemd_quote_round_trip(word: str) -> None:
-    from specconsole.core.config.systemd import _unescape_exec
+    from specconsole.core.launch.systemd import _unescape_exec
 
     (back,) = systemd_split(systemd_quote(word))
     assert _unescape_exec(back, {}) == word

@@ -20,8 +20,8 @@ from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.parse import loads_plan
 from specconsole.present.status import record_status, status_detail
-from specconsole.session.acceptance_report import acceptance_lines
 from specconsole.session.records import record_from_dict, record_to_dict
+from specconsole.session.reports.acceptance_report import acceptance_lines
 from tests.controller.helpers import Driver
 
 PLAN = """

@@ -14,10 +14,10 @@ from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.secrets import REDACTED, env_file_text, is_secret_name, redact_env
-from specconsole.core.config.systemd import parse_unit, to_unit
-from specconsole.core.config.unit import edit_unit, split_cat
-from specconsole.core.config.unit_exec import word_spans
 from specconsole.core.engine.registry import engine_names
+from specconsole.core.launch.systemd import parse_unit, to_unit
+from specconsole.core.launch.unit import edit_unit, split_cat
+from specconsole.core.launch.unit_exec import word_spans
 from tests.core.test_render import configs
 
 ENV_FILE = "/var/backups/specconsole/sglang.service-env"

@@ -12,9 +12,9 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.systemd import parse_unit
-from specconsole.core.config.unit import edit_unit
-from specconsole.core.config.unit_read import (
+from specconsole.core.launch.systemd import parse_unit
+from specconsole.core.launch.unit import edit_unit
+from specconsole.core.launch.unit_read import (
     UnitContext,
     parse_env_file,
     read_cat,

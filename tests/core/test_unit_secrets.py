@@ -4,9 +4,9 @@ references; the moved unit runs exactly what the original ran."""
 
 from __future__ import annotations
 
-from specconsole.core.config.systemd import parse_unit
-from specconsole.core.config.unit_read import UnitContext
-from specconsole.core.config.unit_secrets import inline_secrets, move_inline_secrets
+from specconsole.core.launch.systemd import parse_unit
+from specconsole.core.launch.unit_read import UnitContext
+from specconsole.core.launch.unit_secrets import inline_secrets, move_inline_secrets
 
 ENV_FILE = "/var/backups/specconsole/sglang.service-user-env"
 UNIT = """\

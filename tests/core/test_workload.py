@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.bench.datasets import load_dataset
+from specconsole.bench.workload.datasets import load_dataset
 from specconsole.core.config.chat_templates import apply_template, template_for
 from specconsole.core.machine.preflight import PreflightFacts, run_checks
 from specconsole.core.plans.workload import workload_warning
 from specconsole.core.ports import BenchApi
-from specconsole.sim.textkind import TextKind, classify
+from specconsole.sim.physics.textkind import TextKind, classify
 from tests.controller.helpers import plan
 
 

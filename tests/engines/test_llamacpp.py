@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from specconsole.core.config.capabilities import flag_issues, parse_help, rendered_flags
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, config_from_table, config_to_table
 from specconsole.core.config.render import to_argv
-from specconsole.core.config.systemd import parse_unit
-from specconsole.core.config.unit import edit_unit
 from specconsole.core.config.validation import errors, validate
 from specconsole.core.engine.registry import get_engine
+from specconsole.core.launch.command import parse_command
+from specconsole.core.launch.systemd import parse_unit
+from specconsole.core.launch.unit import edit_unit
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "llamacpp"
 HELP = parse_help((DATA / "llama-server-help.txt").read_text(), source="llama-server --help")

@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, config_from_table
 from specconsole.core.config.render import to_argv, to_command
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.core.engine.vocabulary import field_short, field_word
+from specconsole.core.launch.command import parse_command
 from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import FatalCause
 

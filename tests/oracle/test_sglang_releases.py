@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm, replace_config
 from specconsole.core.config.releases import has_feature
+from specconsole.core.launch.command import parse_command
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import (
     Capacity,

@@ -22,7 +22,7 @@ from specconsole.sim.faces import vllm_fatal as fatal
 from specconsole.sim.faces.vllm_args import help_text
 from specconsole.sim.faces.vllm_memory import vllm_plan
 from specconsole.sim.faces.vllm_text import SOURCES, text_for
-from specconsole.sim.model import LoadFailure
+from specconsole.sim.physics.model import LoadFailure
 from specconsole.sim.profile import load_profile
 from tests.oracle.test_vllm_releases import need
 from tests.oracle.vllm_sdist import (

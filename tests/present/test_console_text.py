@@ -7,11 +7,11 @@ from __future__ import annotations
 from specconsole.core.machine.state import LevelSummary, Notice
 from specconsole.present.columns import CONSOLE_COLUMNS, fit_columns
 from specconsole.present.crashtext import banner_rows, cause_text, pack
-from specconsole.present.diffrows import SUMMARY_TITLE, diff_rows
-from specconsole.present.flagdiff import changed_spans, summary_lines
-from specconsole.present.footer import fit_parts, footer_hints, footer_text
-from specconsole.present.help import help_text
-from specconsole.present.keymap import BY_ID, COMMANDS
+from specconsole.present.deploys.diffrows import SUMMARY_TITLE, diff_rows
+from specconsole.present.deploys.flagdiff import changed_spans, summary_lines
+from specconsole.present.keyboard.footer import fit_parts, footer_hints, footer_text
+from specconsole.present.keyboard.help import help_text
+from specconsole.present.keyboard.keymap import BY_ID, COMMANDS
 from specconsole.present.notices import message_for, plain
 from specconsole.present.runlog import deploy_lines, level_line, verdict
 from tests.ui.doubles import PROCESS_DIFF, UNIT_DIFF, finished_trial, sweep_plan

@@ -1,4 +1,4 @@
-"""present.diffs and present.leaving: the diff pane's entries and line kinds, which
+"""present.deploys.diffs and present.leaving: the diff pane's entries and line kinds, which
 configuration an intent would deploy (asked of the real machine), and what quitting says."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, Deployed, Phase, TrialStatus
-from specconsole.present.diffs import (
+from specconsole.present.deploys.diffs import (
     NO_CHANGE,
     PENDING_KEY,
     deploy_target,

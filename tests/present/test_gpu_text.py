@@ -1,4 +1,4 @@
-"""How the GPUs read (present.gpu): the live line at each width, the memory at a crash,
+"""How the GPUs read (present.figures.gpu): the live line at each width, the memory at a crash,
 a trial's GPU figures."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from specconsole.core.machine.state import CrashInfo, LevelSummary, Phase, TrialRecord
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu, fold
-from specconsole.present.gpu import bar, crash_memory, gpu_line, hot, trial_gpu_lines
+from specconsole.present.figures.gpu import bar, crash_memory, gpu_line, hot, trial_gpu_lines
 from tests.controller.helpers import plan
 
 GPUS = tuple(GpuSample(i, 44125.0, 49152.0, 100.0, 287.4, 68.0) for i in range(4))

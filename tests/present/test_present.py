@@ -14,8 +14,8 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
-from specconsole.present import keys
 from specconsole.present.formats import format_peak, format_rate, format_tok_s
+from specconsole.present.keyboard import keys
 from specconsole.present.labels import (
     FIELD_ABBREVIATIONS,
     config_label,

@@ -1,4 +1,5 @@
-"""The operator's glance (``present.progress``): the same words for the console's header, the
+"""The operator's glance (``present.figures.progress``): the same words for the console's header,
+the
 headless lines and the reports — elapsed, the ETA (a guess before the first trial, ``≥`` for a
 lower bound) and the current best (the report's rule)."""
 
@@ -9,7 +10,7 @@ from dataclasses import replace
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import StrategyKind
 from specconsole.core.search.eta import Eta
-from specconsole.present.progress import (
+from specconsole.present.figures.progress import (
     best_text,
     eta_short,
     eta_text,

@@ -23,8 +23,8 @@ import pytest
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import StreamClient
 from specconsole.bench.loadgen import plan_for
-from specconsole.bench.rawhttp import RawStreamClient
 from specconsole.bench.remote_runner import build_script
+from specconsole.bench.wire.rawhttp import RawStreamClient
 from specconsole.core.engine.registry import get_engine
 from specconsole.core.ports import BenchApi, BenchSpec
 from tests.fixtures.llamacpp import LlamaCppBuild, ServerFactory

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config.systemd import parse_unit
+from specconsole.core.launch.systemd import parse_unit
 from tests.fixtures.llamacpp import LlamaCppBuild
 from tests.fixtures.nspawn import NspawnBox
 from tests.fixtures.sshd import free_port

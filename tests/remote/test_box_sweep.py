@@ -25,7 +25,7 @@ import tomli_w
 
 from specconsole.cli import main as cli_main
 from specconsole.core.config.secrets import redact_text
-from specconsole.core.config.systemd import parse_unit
+from specconsole.core.launch.systemd import parse_unit
 from specconsole.present.runlog import deploy_lines
 from tests.fixtures.nspawn import REPO, NspawnBox
 from tests.fixtures.sshd import free_port

@@ -36,7 +36,7 @@ import pytest
 import tomli_w
 
 from specconsole.controller.finish import apply_finally
-from specconsole.core.config.systemd import parse_unit
+from specconsole.core.launch.systemd import parse_unit
 from specconsole.remote import make_backend, make_transport
 from specconsole.session.store import Session
 from tests.fixtures.nspawn import NspawnBox

@@ -26,9 +26,9 @@ from specconsole.core.machine.state import TrialRecord, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.session.store import Session
-from specconsole.sim.model import calibration_config, plan_memory
+from specconsole.sim.physics.model import calibration_config, plan_memory
+from specconsole.sim.physics.resolve import resolve_config
 from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve_config
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
 from tests.fixtures.gpubox import GpuBox, gpu_sshd, install_in_container
 from tests.fixtures.nspawn import NspawnBox

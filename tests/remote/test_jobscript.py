@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.config.jobscript import SlurmJob, gpus_needed, job_script
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.launch.jobscript import SlurmJob, gpus_needed, job_script
 from specconsole.core.plans.profile import ProfileError, ServiceKind, parse_service
 from specconsole.core.ports import ServiceState
 from specconsole.remote.process import launch_script

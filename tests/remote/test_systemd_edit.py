@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.config.systemd import parse_unit
+from specconsole.core.launch.systemd import parse_unit
 from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
 from tests.fixtures.nspawn import REPO, NspawnBox

@@ -17,8 +17,8 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu, fold
-from specconsole.session.report import render
-from specconsole.session.report_html import to_html
+from specconsole.session.reports.report import render
+from specconsole.session.reports.report_html import to_html
 from tests.controller.helpers import plan
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,8 +16,8 @@ import pytest
 from specconsole.core.machine.results import combine_runs
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.measure.stats import spread
-from specconsole.session.report import render
-from specconsole.session.report_html import to_html
+from specconsole.session.reports.report import render
+from specconsole.session.reports.report_html import to_html
 from tests.controller.helpers import plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,7 +122,7 @@ def test_a_session_without_repeats_has_no_repeats_section() -> None:
 def test_comparing_two_repeated_sessions_says_when_the_change_is_noise() -> None:
     from dataclasses import replace
 
-    from specconsole.session.compare import Side, rows, to_markdown
+    from specconsole.session.reports.compare import Side, rows, to_markdown
 
     a_trials = _trials()
     b_first = a_trials[0]

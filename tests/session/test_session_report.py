@@ -25,7 +25,7 @@ from specconsole.session.files import SessionError
 from specconsole.session.listing import list_sessions
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.records import RecordError, record_from_dict, record_to_dict
-from specconsole.session.report import (
+from specconsole.session.reports.report import (
     best_per_concurrency,
     chart,
     pareto,

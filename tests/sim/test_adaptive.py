@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.sim.adaptive import AdaptiveRuntime, AdaptiveSpec, Bucket, load_spec
 from specconsole.sim.args import SimArgError, parse_argv
-from specconsole.sim.model import calibration_config, plan_memory, predict
+from specconsole.sim.physics.adaptive import AdaptiveRuntime, AdaptiveSpec, Bucket, load_spec
+from specconsole.sim.physics.model import calibration_config, plan_memory, predict
+from specconsole.sim.physics.resolve import resolve, resolve_config
 from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve, resolve_config
 
 PROFILE = load_default_profile()
 CAPTURE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 24, 32, 48, 64)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specconsole.sim.latency import TTFT_BUCKETS, LatencyHistogram
+from specconsole.sim.physics.latency import TTFT_BUCKETS, LatencyHistogram
 
 
 def test_observations_land_in_the_first_bucket_at_or_above_them() -> None:

@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.sim.acceptance import accept_length
 from specconsole.sim.args import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, SimArgError, parse_argv
-from specconsole.sim.model import (
+from specconsole.sim.physics.acceptance import accept_length
+from specconsole.sim.physics.model import (
     CALIBRATION_LADDER,
     LoadFailure,
     calibration_config,
@@ -27,8 +27,8 @@ from specconsole.sim.model import (
     predict,
     step_time,
 )
+from specconsole.sim.physics.resolve import resolve, resolve_config
 from specconsole.sim.profile import Profile, ProfileError, load_default_profile, load_profile
-from specconsole.sim.resolve import resolve, resolve_config
 
 SEED_SWEEP: dict[int, tuple[float, float]] = {
     1: (123, 1582),
@@ -387,7 +387,8 @@ def test_capacity_never_rises_with_more_draft_tokens(cfg: ServerConfig) -> None:
 
 def test_the_model_imports_no_server_code() -> None:
     code = (
-        "import sys, specconsole.sim.model, specconsole.sim.args, specconsole.sim.logfmt; "
+        "import sys, specconsole.sim.physics.model, specconsole.sim.args, "
+        "specconsole.sim.faces.sglang_log; "
         "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run(

@@ -1,12 +1,13 @@
-"""The simulator's model under Poisson arrivals (``sim.ratemodel``): a request decodes slower
+"""The simulator's model under Poisson arrivals (``sim.physics.ratemodel``): a request decodes
+slower
 as the rate rises, no steady state past what the box can finish, and ``max_rate`` is the
 boundary ``predict_rate`` draws for a per-request speed SLO."""
 
 from __future__ import annotations
 
-from specconsole.sim.model import calibration_config, predict
+from specconsole.sim.physics.model import calibration_config, predict
+from specconsole.sim.physics.ratemodel import max_rate, predict_rate
 from specconsole.sim.profile import default_profile_path, load_profile
-from specconsole.sim.ratemodel import max_rate, predict_rate
 
 PROFILE = load_profile(default_profile_path())
 CONFIG = calibration_config(PROFILE, 3)

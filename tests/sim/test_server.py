@@ -28,10 +28,10 @@ from specconsole.core.logs.events import (
 )
 from specconsole.engines.sglang.fatal import SGLangCause
 from specconsole.sim.args import parse_argv
-from specconsole.sim.model import plan_memory, predict
+from specconsole.sim.physics.model import plan_memory, predict
+from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve
-from specconsole.sim.textkind import TextKind
 from tests.fixtures.sim import (
     DEFAULT_FLAGS,
     async_running_simulator,
@@ -104,7 +104,7 @@ async def test_streamed_rate_matches_predict_at_two_concurrencies() -> None:
         # both sides before measuring; they are not the model's.
         await _closed_loop(client, limits.max_connections or 1, 1, out_len=4)
         for concurrency, per_worker in levels:
-            # The prompt is one word repeated: the "repetitive" kind (sim/textkind.py).
+            # The prompt is one word repeated: the "repetitive" kind (sim/physics/textkind.py).
             expected = predict(
                 args, concurrency, IN_LEN, OUT_LEN, profile=profile, kind=TextKind.REPETITIVE
             )

@@ -1,4 +1,4 @@
-"""The simulator's text-dependent acceptance rule (sim/textkind.py, docs/simulator.md)."""
+"""The simulator's text-dependent acceptance rule (sim/physics/textkind.py, docs/simulator.md)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import json
 from importlib import resources
 
 from specconsole.sim.args import parse_argv
-from specconsole.sim.model import predict
-from specconsole.sim.profile import load_default_profile
-from specconsole.sim.resolve import resolve
-from specconsole.sim.textkind import (
+from specconsole.sim.physics.model import predict
+from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.physics.textkind import (
     REJECTION_MULTIPLIER,
     TextKind,
     classify,
     perf_for,
     request_perf,
 )
+from specconsole.sim.profile import load_default_profile
 from tests.fixtures.sim import DEFAULT_FLAGS
 
 

@@ -15,7 +15,7 @@ from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import Capacity, FatalCause, KVCacheAllocated, Ready, SpecStats
 from specconsole.core.measure.acceptance import SpecCounters, counter_deltas, parse_prometheus
-from specconsole.sim.model import predict
+from specconsole.sim.physics.model import predict
 from tests.fixtures.sim import (
     VLLM_DRAFT,
     VLLM_MODEL,
@@ -35,7 +35,7 @@ PROMPT = (
     "Please write a friendly note to my neighbour about the garden party next week: mention "
     "the time, ask them to bring a dish, and say that children are welcome too."
 )
-"""A chat request (the profile's calibrated acceptance: sim/textkind)."""
+"""A chat request (the profile's calibrated acceptance: sim/physics/textkind)."""
 
 
 def _chat(base: str, max_tokens: int, stream: bool = False) -> httpx.Response:

@@ -284,7 +284,7 @@ FLEET_TAILS = {
 
 
 def fleet_state(focus: str = "gpu-a") -> ControllerState:
-    """The console on a pool of two boxes, as ``controller.pool_console`` composes it: the
+    """The console on a pool of two boxes, as ``controller.fleet.pool_console`` composes it: the
     focused box's snapshot (gpu-a benchmarking steps 4), the pool's trials (each naming its
     box) and one lane per box (gpu-b loading steps 5)."""
     state = benchmarking_state()

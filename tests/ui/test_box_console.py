@@ -28,7 +28,7 @@ from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.paths import examples_dir
-from specconsole.present.diffs import NEXT_KEY, NO_CHANGE, PENDING_KEY
+from specconsole.present.deploys.diffs import NEXT_KEY, NO_CHANGE, PENDING_KEY
 from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.session.store import Session

@@ -245,8 +245,8 @@ async def test_messages_take_their_own_line_and_skip_what_the_banner_says() -> N
 async def test_editor_uses_the_controllers_prediction_and_flags_a_crashed_configuration() -> None:
     from specconsole.core.machine.common import _minimum_capacity
     from specconsole.core.search.capacity import predict_capacity
-    from specconsole.present.actions import as_deployed
     from specconsole.present.formats import format_int
+    from specconsole.present.keyboard.actions import as_deployed
 
     state = crashed_sweep_state()
     app = _app(RecordingController(state))

@@ -1,10 +1,10 @@
 """The console on a pool of boxes: the fleet lanes, the box key and the trials' box column.
 
 The first tests drive the real app against the recording controller publishing the snapshots
-``controller.pool_console`` composes (``tests.ui.doubles.fleet_state``); the last runs the
+``controller.fleet.pool_console`` composes (``tests.ui.doubles.fleet_state``); the last runs the
 real pool of two process-backend boxes (the simulator on two loopback ports) behind the
 console's pool handle, started with ``s``, switched with ``n`` and quit with ``q``, which
-carries out ``[sweep] finally`` on both boxes (``controller.pool_box``).
+carries out ``[sweep] finally`` on both boxes (``controller.fleet.pool_box``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from specconsole.controller.pool import Pool, box_plan
-from specconsole.controller.pool_box import PoolBox
-from specconsole.controller.pool_console import PoolConsole
+from specconsole.controller.fleet.pool import Pool, box_plan
+from specconsole.controller.fleet.pool_box import PoolBox
+from specconsole.controller.fleet.pool_console import PoolConsole
 from specconsole.core.machine.events import FocusBox, LogLines, StartSweep
 from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.present.labels import config_label

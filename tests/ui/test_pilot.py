@@ -409,8 +409,8 @@ async def test_d_before_anything_runs_deploys_the_plans_first_configuration() ->
 
 
 async def test_footer_shows_exactly_the_keys_that_apply_and_banner_agrees() -> None:
-    from specconsole.present.footer import footer_hints
-    from specconsole.present.keys import BY_ID, available
+    from specconsole.present.keyboard.footer import footer_hints
+    from specconsole.present.keyboard.keys import BY_ID, available
     from specconsole.ui.widgets.keybar import KeyBar
 
     for state in (crashed_state(), loading_state(), dataclasses.replace(idle_state(), plan=plan())):

@@ -249,7 +249,7 @@ def test_validate_config_maps_core_issues_to_problems() -> None:
 
 
 def test_thin_ticks_keeps_labels_apart_and_is_order_free() -> None:
-    from specconsole.present.textcharts import thin_ticks
+    from specconsole.present.charts.textcharts import thin_ticks
 
     _positions, labels = thin_ticks([0, 2, 4, 5, 6], ["1", "4", "16", "32", "64"], 12)
     assert labels[0] == "1" and len(labels) < 5

@@ -46,13 +46,13 @@ from specconsole.bench.api import (
     make_parser,
 )
 from specconsole.bench.control import accept_length, flush_cache, open_connections, resolve_model
-from specconsole.bench.eventloop import loop_name
 from specconsole.bench.failures import overrun_limit, warmup_failure
 from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.phase import Phase
-from specconsole.bench.prompts import Prompt
 from specconsole.bench.rerun import RERUN_WAIT_S, answers_again, lost_midway
 from specconsole.bench.steady import WINDOW_STEADY, SteadyPhase
+from specconsole.bench.wire.eventloop import loop_name
+from specconsole.bench.workload.prompts import Prompt
 from specconsole.core.measure.metrics import LevelMetrics, RequestTimeline, compute_level_metrics
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import Slo

@@ -3,7 +3,7 @@
 Why its own module: the plan is plain JSON-able data that crosses SSH to the remote runner
 and is built by :mod:`specconsole.bench.loadgen` from a ``BenchSpec``, and the
 :class:`StreamClient` protocol is what the two HTTP clients (httpx in ``bench.loadgen``, asyncio
-Protocol in ``bench.rawhttp``) implement; neither needs the scheduling code in
+Protocol in ``bench.wire.rawhttp``) implement; neither needs the scheduling code in
 :mod:`specconsole.bench.engine`. Standard library only (Python 3.10+): it is bundled into the
 remote runner script.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from specconsole.bench.api import API_GENERATE, APIS
-from specconsole.bench.prompts import Prompt
+from specconsole.bench.workload.prompts import Prompt
 from specconsole.core.measure.metrics import DEFAULT_PERCENTILES, default_requests_per_level
 from specconsole.core.measure.slo import Slo
 

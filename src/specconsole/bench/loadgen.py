@@ -1,7 +1,7 @@
 """The console-side load generator: the ladder engine over a pool of c keep-alive connections.
 
 Which client: for ``http://`` URLs the standard-library client of
-:mod:`specconsole.bench.rawhttp` (the one the remote runner uses): measured with
+:mod:`specconsole.bench.wire.rawhttp` (the one the remote runner uses): measured with
 benchmarks/loadgen_overhead.py it spends less than half of httpx's CPU per streamed token
 (httpx's h11/httpcore layers cost more per chunk than parsing the tokens). ``https://`` URLs go
 through httpx (TLS verified). Either way: HTTP/1.1 keep-alive with a pool of exactly c
@@ -26,11 +26,8 @@ from typing import Any
 import httpx
 
 from specconsole.bench.api import loads_response
-from specconsole.bench.auth import header_names, request_headers
-from specconsole.bench.datasets import load_dataset
 from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import LadderPlan, ProgressSink, StreamClient
-from specconsole.bench.rawhttp import RawStreamClient
 from specconsole.bench.waits import (
     CONNECT_TIMEOUT_S,
     CONTROL_TIMEOUT_S,
@@ -40,6 +37,9 @@ from specconsole.bench.waits import (
     silence_failure,
     stall_failure,
 )
+from specconsole.bench.wire.auth import header_names, request_headers
+from specconsole.bench.wire.rawhttp import RawStreamClient
+from specconsole.bench.workload.datasets import load_dataset
 from specconsole.core.config.chat_templates import template_for
 from specconsole.core.measure.metrics import default_requests_per_level
 from specconsole.core.measure.result import BenchResult
@@ -179,7 +179,7 @@ class HttpxStreamClient:
     async def stream_into(
         self, path: str, body: bytes, sink: Callable[[bytes], object], stall_s: float
     ) -> None:
-        """The raw client's rules (:mod:`specconsole.bench.rawhttp`): a token within
+        """The raw client's rules (:mod:`specconsole.bench.wire.rawhttp`): a token within
         ``min(stall_s, request timeout)`` from the request on and between tokens — the
         deadline moves only when the sink reports a token."""
         limit = min(stall_s, self._timeout_s)

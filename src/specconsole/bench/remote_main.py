@@ -26,9 +26,9 @@ import time
 from typing import Any
 
 from specconsole.bench.engine import LadderRun
-from specconsole.bench.eventloop import new_event_loop
 from specconsole.bench.ladder import LadderPlan
-from specconsole.bench.rawhttp import RawStreamClient
+from specconsole.bench.wire.eventloop import new_event_loop
+from specconsole.bench.wire.rawhttp import RawStreamClient
 
 PROGRESS_INTERVAL_S = 0.05
 """Minimum spacing of progress lines (phase ends are always reported)."""

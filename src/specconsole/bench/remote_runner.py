@@ -3,9 +3,9 @@
 Why: at high concurrency the SSH tunnel or the console host can limit the measured
 throughput; generating the load on the box removes both. The box cannot be assumed to have
 specconsole, httpx or even pip, so :func:`build_script` bundles the *same* standard-library
-modules the console uses (``core.measure.metrics``, ``bench.api``, ``bench.prompts``,
+modules the console uses (``core.measure.metrics``, ``bench.api``, ``bench.workload.prompts``,
 ``bench.ladder``,
-``bench.phase``, ``bench.steady``, ``bench.engine``, ``bench.rawhttp``, ``bench.remote_main``)
+``bench.phase``, ``bench.steady``, ``bench.engine``, ``bench.wire.rawhttp``, ``bench.remote_main``)
 into one Python file whose tiny import hook serves them from memory. Nothing is re-implemented
 for the remote side, so both placements schedule, parse and compute identically.
 
@@ -43,7 +43,7 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.core.measure.result",
     "specconsole.bench.waits",
     "specconsole.bench.api",
-    "specconsole.bench.prompts",
+    "specconsole.bench.workload.prompts",
     "specconsole.bench.ladder",
     "specconsole.bench.phase",
     "specconsole.bench.steady",
@@ -52,9 +52,9 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.bench.acceptance",
     "specconsole.bench.failures",
     "specconsole.bench.engine",
-    "specconsole.bench.rawconn",
-    "specconsole.bench.rawhttp",
-    "specconsole.bench.eventloop",
+    "specconsole.bench.wire.rawconn",
+    "specconsole.bench.wire.rawhttp",
+    "specconsole.bench.wire.eventloop",
     "specconsole.bench.remote_main",
 )
 """Modules shipped in the script (all standard-library only, Python 3.10+)."""
@@ -64,6 +64,8 @@ BUNDLED_PACKAGES: tuple[str, ...] = (
     "specconsole.core",
     "specconsole.core.measure",
     "specconsole.bench",
+    "specconsole.bench.wire",
+    "specconsole.bench.workload",
 )
 """Packages the script provides as empty shells (their real ``__init__`` is not needed)."""
 

@@ -33,8 +33,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from specconsole.bench.engine import LadderRun
-from specconsole.bench.eventloop import new_event_loop
 from specconsole.bench.loadgen import make_run
+from specconsole.bench.wire.eventloop import new_event_loop
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import (
     BenchmarkRunner,

@@ -3,7 +3,7 @@
 Why apart from the request shapes and parsers (:mod:`specconsole.bench.api`): issue 27 found
 waits without an end (a server that accepts and never answers; one that trickles keep-alive
 bytes) and failures that named nothing ("connect x2"). The bounds live here once, for both
-clients (:mod:`~specconsole.bench.rawhttp`, :mod:`~specconsole.bench.loadgen`), and each
+clients (:mod:`~specconsole.bench.wire.rawhttp`, :mod:`~specconsole.bench.loadgen`), and each
 failure says the URL and the cause in words. Standard library only: the remote runner ships it.
 """
 

@@ -245,7 +245,7 @@ def _engine(args: argparse.Namespace) -> Any:
 
 
 def spec_from_args(args: argparse.Namespace) -> BenchSpec:
-    from specconsole.bench.auth import parse_header
+    from specconsole.bench.wire.auth import parse_header
 
     if args.window == "steady" and (args.requests is not None or args.duration is not None):
         raise ValueError(
@@ -329,7 +329,7 @@ class _ProgressLine:
 def run_bench(args: argparse.Namespace) -> int:
     """Handler of ``specconsole bench``; returns the exit status."""
     from specconsole.bench.loadgen import make_run
-    from specconsole.bench.prompts import PromptError
+    from specconsole.bench.workload.prompts import PromptError
 
     if args.output_file and (problem := output_file_problem(args.output_file, "--output-file")):
         print(f"error: {problem}", file=sys.stderr)

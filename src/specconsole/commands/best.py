@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _cmd_best(args: argparse.Namespace) -> int:
     from specconsole.core.plans.goalparse import parse_objective
     from specconsole.core.plans.plan import PlanError
+    from specconsole.present.figures.progress import figure_text
     from specconsole.present.labels import record_label
-    from specconsole.present.progress import figure_text
     from specconsole.session.files import SessionError
     from specconsole.session.store import Session
 

@@ -5,7 +5,7 @@ Why: a sweep should start from what already runs (``import`` reads the unit with
 crash leaves the server down — ``rollback SESSION`` restores the unit that was there before
 the last deploy (``--original``: the one before specconsole's first deploy), starts it and
 waits until it serves, naming the configuration that now runs and which trial (if any) it
-was. Thin: the parsing is :mod:`specconsole.core.config.importplan`'s, the rollback
+was. Thin: the parsing is :mod:`specconsole.core.launch.importplan`'s, the rollback
 :mod:`specconsole.controller.restore`'s, the box work the backend's.
 """
 
@@ -94,7 +94,7 @@ def profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[
 
 def _import_cmd(args: argparse.Namespace) -> int:
     from specconsole.core.config.errors import ConfigError
-    from specconsole.core.config.importplan import plan_from_unit
+    from specconsole.core.launch.importplan import plan_from_unit
     from specconsole.core.plans.profile import ProfileError, parse_profile
     from specconsole.core.ports import TransportError
 
@@ -140,7 +140,7 @@ def _import_cmd(args: argparse.Namespace) -> int:
 
 def _warn_inline_secrets(unit_text: str, target: str, profile: Any) -> None:
     """Say once, on stderr, that the unit holds secrets inline (never moved without asking)."""
-    from specconsole.core.config.unit_secrets import inline_secrets
+    from specconsole.core.launch.unit_secrets import inline_secrets
 
     found = inline_secrets(unit_text, profile.service.secret_env)
     if found:
@@ -234,6 +234,6 @@ def _rollback_target(plan: Any, box: str | None) -> Any:
         )
     if box not in names:
         raise ValueError(f"--box {box}: not a box of this session; use one of {', '.join(names)}")
-    from specconsole.controller.pool import box_plan
+    from specconsole.controller.fleet.pool import box_plan
 
     return box_plan(plan, plan.boxes[names.index(box)])

@@ -7,7 +7,7 @@ of the server running now; what runs and whether it serves), then renders each p
 configuration exactly the way a deploy would — validated and normalized for that release by
 the same function the controller uses (``core.machine.results.validate_config`` over
 ``EngineVersionKeeper.apply``), so the draft tokens SGLang derives are the ones shown — and
-prints, per trial, what changes flag by flag (``present.flagdiff``), then the unified diff
+prints, per trial, what changes flag by flag (``present.deploys.flagdiff``), then the unified diff
 against what the box would have at that point: the first against the unit on the box now,
 each next one against the previous trial's. Nothing is uploaded, restarted or recorded; no
 session folder is created. Environment values are redacted as everywhere.
@@ -25,7 +25,7 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import deploy_previewed, validate_config
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.present.box import probe_lines
-from specconsole.present.flagdiff import summary_lines
+from specconsole.present.deploys.flagdiff import summary_lines
 from specconsole.present.labels import config_label
 
 DRY_RUN_LIMIT = 200
@@ -35,9 +35,9 @@ DRY_RUN_LIMIT = 200
 async def dry_run(plan: SweepPlan, out: TextIO) -> int:
     """Print the planned diffs of ``plan``; returns the exit code (raises TransportError when
     the box cannot be reached, for the caller to report)."""
-    from specconsole.controller.boxprobe import probe_box
-    from specconsole.controller.endpoint import ServerEndpoint
-    from specconsole.controller.engine_detect import EngineVersionKeeper
+    from specconsole.controller.probe.boxprobe import probe_box
+    from specconsole.controller.probe.endpoint import ServerEndpoint
+    from specconsole.controller.probe.engine_detect import EngineVersionKeeper
     from specconsole.remote import make_backend, make_transport
     from specconsole.remote.artifact import unified_diff
 

@@ -147,7 +147,7 @@ def _read_document(path: str) -> tuple[dict[str, Any], str]:
         return document, text
     # Not TOML: a systemd unit (or `systemctl cat` output) or a command line also names a
     # configuration; read it as the [server] table it stands for.
-    from specconsole.core.config.importplan import read_server_text
+    from specconsole.core.launch.importplan import read_server_text
 
     try:
         _kind, config = read_server_text(text, path)

@@ -90,18 +90,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.format in IMAGE_FORMATS:
         if args.output is None:
             return error(f"--format {args.format} writes image files: give -o FILE")
-        from specconsole.session.charts import write_charts
+        from specconsole.session.reports.charts import write_charts
 
         written = write_charts(trials, plan, args.output, args.format)
         for path in written:
             print(path)
         return 0
     if args.format == "html":
-        from specconsole.session.report_html import to_html
+        from specconsole.session.reports.report_html import to_html
 
         text = to_html(trials, plan, title=name)
     else:
-        from specconsole.session.report import render
+        from specconsole.session.reports.report import render
 
         text = render(trials, plan, args.format, title=name)
         if args.format != "csv":
@@ -114,7 +114,7 @@ def _compare(
     first: tuple[str, tuple[TrialRecord, ...], SweepPlan | None],
     second: tuple[str, tuple[TrialRecord, ...], SweepPlan | None],
 ) -> int:
-    from specconsole.session.compare import Side, to_document, to_markdown
+    from specconsole.session.reports.compare import Side, to_document, to_markdown
 
     if args.format not in ("md", "json"):
         return error(f"two sessions compare as md or json, not {args.format}: use --format md")

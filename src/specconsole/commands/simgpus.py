@@ -3,7 +3,7 @@
 Why: a real GPU box has ``nvidia-smi`` on its PATH and the console samples it while each
 trial loads and runs; the demo's "box" is this machine running the simulator, which has no
 GPU. So before such a plan runs, this gives the box the simulator's own ``nvidia-smi``
-(:mod:`specconsole.sim.nvidia_smi`, reading what the simulator writes as it loads and
+(:mod:`specconsole.sim.gpu.nvidia_smi`, reading what the simulator writes as it loads and
 serves): a ``bin`` folder with it first on this process's PATH and a state folder of this
 server's own (per port, so two demos are two boxes), both inherited by every command the
 local transport runs — the simulator and the console's sampling alike. A machine with a
@@ -32,9 +32,9 @@ def provide_simulated_gpus(plan: SweepPlan) -> str | None:
         return None
     if "specconsole.sim" not in (base.launcher or "") or shutil.which("nvidia-smi"):
         return None
-    from specconsole.sim import nvidia_smi
-    from specconsole.sim.gpustate import write_box
-    from specconsole.sim.model import profile_for
+    from specconsole.sim.gpu import nvidia_smi
+    from specconsole.sim.gpu.gpustate import write_box
+    from specconsole.sim.physics.model import profile_for
 
     folder = data_dir() / f"sim-gpus-{base.port}"
     try:

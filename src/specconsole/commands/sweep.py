@@ -132,7 +132,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if not args.headless and not args.dry_run:
         return _in_console(args)
     from specconsole.controller.headless import plan_problems
-    from specconsole.controller.preflight import local_report
+    from specconsole.controller.probe.preflight import local_report
 
     problems = plan_problems(plan)
     problems += [f"{f.check}: {f.message}" for f in local_report(plan).blocking]
@@ -151,7 +151,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
     from specconsole.commands.simgpus import provide_simulated_gpus
-    from specconsole.controller.pool_headless import sweep_headless
+    from specconsole.controller.fleet.pool_headless import sweep_headless
 
     provide_simulated_gpus(plan)  # the demo's box: this machine, its GPUs the simulator's
     try:
@@ -219,7 +219,7 @@ def prepare_resume(session: Session) -> tuple[SweepPlan, list[str], object]:
 
 def _resume_locked(session: Session, on_crash: str | None) -> int:
     """Resume under the session lock: :func:`prepare_resume`, then run."""
-    from specconsole.controller.pool_headless import sweep_headless
+    from specconsole.controller.fleet.pool_headless import sweep_headless
     from specconsole.core.config.secrets import missing_values
     from specconsole.session.files import SessionError
 

@@ -310,9 +310,9 @@ async def _run(
     from specconsole.ui.app import make_app
 
     if plan.boxes:  # a pool ([[hosts]]): one lane per box, n switches the box shown
-        from specconsole.controller.pool import Pool
-        from specconsole.controller.pool_box import PoolBox
-        from specconsole.controller.pool_console import PoolConsole
+        from specconsole.controller.fleet.pool import Pool
+        from specconsole.controller.fleet.pool_box import PoolBox
+        from specconsole.controller.fleet.pool_console import PoolConsole
 
         pool = Pool(plan, session, policy=policy)
         console = PoolConsole(pool, autostart=autostart)
@@ -369,7 +369,7 @@ async def _run(
         print(app.final_message)
     print(f"session: {session.path} ({status})")
     if controller.state.phase is Phase.DONE:  # the finished sweep's winner, ready to paste
-        from specconsole.present.progress import launch_block
+        from specconsole.present.figures.progress import launch_block
 
         if (block := launch_block(plan, controller.state.trials, session.path)) is not None:
             print(block[0])

@@ -26,7 +26,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from specconsole.controller.serving import HEALTH_POLL_S, deployed_origin, unit_port, wait_serving
+from specconsole.controller.probe.serving import (
+    HEALTH_POLL_S,
+    deployed_origin,
+    unit_port,
+    wait_serving,
+)
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import missing_values, unredact_config
 from specconsole.core.machine.results import box_host, deploy_previewed

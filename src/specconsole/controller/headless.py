@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from specconsole.controller.serving import server_now
+from specconsole.controller.probe.serving import server_now
 from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
@@ -47,9 +47,11 @@ from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.strategy import findings
 from specconsole.present.box import probe_lines
-from specconsole.present.draftcost import draft_cost_text
+from specconsole.present.figures.draftcost import draft_cost_text
+from specconsole.present.figures.gpu import brief as gpu_brief
+from specconsole.present.figures.levels import level_verdicts
+from specconsole.present.figures.progress import launch_block, state_glance
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
-from specconsole.present.gpu import brief as gpu_brief
 from specconsole.present.labels import (
     config_label,
     load_stage_label,
@@ -57,12 +59,10 @@ from specconsole.present.labels import (
     record_label,
 )
 from specconsole.present.leaving import rollback_advice, rollback_command
-from specconsole.present.levels import level_verdicts
-from specconsole.present.progress import launch_block, state_glance
 from specconsole.present.runlog import deploy_lines, level_line, verdict
 from specconsole.present.status import record_status
-from specconsole.session.levels_report import table_for
-from specconsole.session.report import render
+from specconsole.session.reports.levels_report import table_for
+from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 
 EXIT_OK = 0
@@ -181,7 +181,7 @@ class ProgressPrinter:
         return level_line(lv)
 
     def _glance(self, state: ControllerState) -> None:
-        """Elapsed, the sweep's ETA and the current best (present.progress), after each
+        """Elapsed, the sweep's ETA and the current best (present.figures.progress), after each
         trial and as the sweep starts."""
         seen = state_glance(state, time.time())
         if seen is not None:
@@ -367,7 +367,7 @@ def launch_lines(
     plan: SweepPlan, trials: Sequence[TrialRecord], session: object, printer: ProgressPrinter
 ) -> None:
     """The best trial's exact launch at the end of a sweep, unprefixed so it can be copied
-    (``present.progress.launch_block``; secrets as references to their EnvironmentFile)."""
+    (``present.figures.progress.launch_block``; secrets as references to their EnvironmentFile)."""
     block = launch_block(plan, trials, session)
     if block is not None:
         printer._print(block[0])

@@ -8,7 +8,7 @@ service's state, ``/health`` — each with the reason it fails, which the contro
 
 from __future__ import annotations
 
-from specconsole.controller.endpoint import ServerEndpoint
+from specconsole.controller.probe.endpoint import ServerEndpoint
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.ports import ServiceBackend, ServiceState

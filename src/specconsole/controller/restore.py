@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from specconsole.controller.serving import deployed_origin, unit_port, wait_serving
+from specconsole.controller.probe.serving import deployed_origin, unit_port, wait_serving
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.plan import SweepPlan
 

@@ -26,9 +26,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-from specconsole.controller.boxprobe import probe_box
-from specconsole.controller.endpoint import ServerEndpoint
-from specconsole.controller.engine_detect import EngineVersionInfo, EngineVersionKeeper, noted
+from specconsole.controller.probe.boxprobe import probe_box
+from specconsole.controller.probe.endpoint import ServerEndpoint
+from specconsole.controller.probe.engine_detect import EngineVersionInfo, EngineVersionKeeper, noted
 from specconsole.controller.reattach import check_reattach
 from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.telemetry import GpuTelemetry

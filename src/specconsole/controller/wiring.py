@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from specconsole.controller.engine_detect import EngineVersionInfo, recorded_engine_version
-from specconsole.controller.flagcheck import FlagSetKeeper
-from specconsole.controller.preflight import box_target, preflight_hook
+from specconsole.controller.probe.engine_detect import EngineVersionInfo, recorded_engine_version
+from specconsole.controller.probe.flagcheck import FlagSetKeeper
+from specconsole.controller.probe.preflight import box_target, preflight_hook
 from specconsole.controller.runtime import Controller
 from specconsole.core.boxprobe import BoxProbe
 from specconsole.core.config.model import ServerConfig
@@ -105,7 +105,7 @@ class Ports:
             probe=True,
             on_probe=on_probe,
         )
-        if state.plan is not None:  # checked before the first deploy (controller.preflight)
+        if state.plan is not None:  # checked before the first deploy (controller.probe.preflight)
             controller.preflight = preflight_hook(state.plan, box_target(state.plan))
         return controller
 

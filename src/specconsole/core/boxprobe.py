@@ -4,7 +4,7 @@ Why: a user pointing the console at a production GPU box must see at once whethe
 reached (and if not, the exact reason: an alias that does not resolve, a refused host key, a
 failed login), which engine release runs there, the GPUs and their memory, the state of the
 service and the configuration it runs now, and whether it serves — not learn any of it on
-the first deploy. The runtime gathers these facts (``controller.boxprobe``) and delivers a
+the first deploy. The runtime gathers these facts (``controller.probe.boxprobe``) and delivers a
 :class:`BoxProbe` to the state machine as ``events.BoxProbed``; ``ControllerState.box``
 carries it, so every view renders the same facts and the session records them. Parsing what
 the box printed (``nvidia-smi --query-gpu``) is pure and lives here, tested without I/O.

@@ -338,7 +338,7 @@ class BenchSpec:
     api: BenchApi = BenchApi.GENERATE
     prompts: str = "builtin"
     """The dataset (``[bench] dataset``): ``builtin``, ``random``, ``sharegpt:FILE``,
-    ``jsonl:FILE`` or a JSONL path (bench/datasets.py)."""
+    ``jsonl:FILE`` or a JSONL path (bench/workload/datasets.py)."""
     range_ratio: float = 1.0
     """Lengths drawn uniformly from ``[max(1, int(len × ratio)), len]`` (1: fixed)."""
     output_len_from_dataset: bool = False

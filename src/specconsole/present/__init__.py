@@ -1,7 +1,8 @@
 """How core data reads to a person: one home for every human-facing rendering.
 
 The console (``specconsole.ui``), the headless printer (``specconsole.controller.headless``)
-and the session reports (``specconsole.session.report``) all show the same things — a trial's
+and the session reports (``specconsole.session.reports.report``) all show the same things — a
+trial's
 label, its status, tok/s figures, the keys that apply now — so each is written once here and
 the three front ends only lay it out. Nothing here imports Textual or Rich (an import-linter
 contract enforces it), so every rendering is a plain function unit-tested on its own.

@@ -22,10 +22,10 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
+from specconsole.present.charts.series import swept_axis
 from specconsole.present.editor_fields import FIELDS, field_text
 from specconsole.present.formats import format_int
 from specconsole.present.labels import short_name
-from specconsole.present.series import swept_axis
 
 CAUSES: dict[str, str] = {
     "kv_cache_no_memory": "no GPU memory left for the KV cache",

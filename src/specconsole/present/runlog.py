@@ -17,7 +17,7 @@ from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatu
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, best
 from specconsole.core.plans.plan import SweepPlan
-from specconsole.present.flagdiff import summary_lines
+from specconsole.present.deploys.flagdiff import summary_lines
 from specconsole.present.formats import format_rate_ci, format_ratio
 from specconsole.present.labels import config_label
 
@@ -47,7 +47,7 @@ def level_line(lv: LevelSummary) -> str:
 
 
 def deploy_lines(diff: str) -> list[str]:
-    """What a deploy changes, flag by flag (``present.flagdiff``); the unified diff itself
+    """What a deploy changes, flag by flag (``present.deploys.flagdiff``); the unified diff itself
     is in the session's records and the console's diff pane."""
     if not diff.strip():
         return ["deploy: the box already has this configuration (no change)"]

@@ -27,8 +27,8 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from specconsole.core.config.jobscript import launch_lines
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.launch.jobscript import launch_lines
 from specconsole.core.ports import LogRecord, ServiceState, ServiceStatus
 from specconsole.remote.scripted import ScriptedBackend, parse_cursor
 

@@ -4,7 +4,7 @@
 machine when it is one); every Slurm command runs there. Why it is built this way:
 
 * The deployed artifact is the batch script ``RUN_DIR/job.sh``, rendered in the core
-  (:func:`specconsole.core.config.jobscript.job_script`: partition, ``--gres=gpu:N`` from
+  (:func:`specconsole.core.launch.jobscript.job_script`: partition, ``--gres=gpu:N`` from
   ``tp_size``, time limit, account, the per-job output file, the user's own ``#SBATCH`` lines).
   Its sha256 is the deployed identity, as for every backend; each submission keeps a copy
   (``jobs/ID.sh``) so "is what runs the configuration I deployed?" survives a console restart.
@@ -40,8 +40,8 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 
-from specconsole.core.config.jobscript import SlurmJob, job_script
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.launch.jobscript import SlurmJob, job_script
 from specconsole.core.ports import (
     LogRecord,
     ServiceState,

@@ -26,14 +26,14 @@ from contextlib import aclosing
 from dataclasses import replace
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.systemd import UnitOptions, to_unit
-from specconsole.core.config.unit import (
+from specconsole.core.launch.systemd import UnitOptions, to_unit
+from specconsole.core.launch.unit import (
     UnitEdit,
     edit_unit,
     generate_unit,
     is_generated,
 )
-from specconsole.core.config.unit_parse import unit_user
+from specconsole.core.launch.unit_parse import unit_user
 from specconsole.core.plans import launch
 from specconsole.core.plans.profile import ServiceProfile, UnitScope, UnitTemplate
 from specconsole.core.ports import (
@@ -242,7 +242,7 @@ class SystemdBackend:
 
     async def read_unit(self) -> UnitSource | None:
         """The unit's files and the context its specifiers and ``EnvironmentFile=`` variables
-        resolve in (for :func:`~specconsole.core.config.systemd.parse_unit`); None when the
+        resolve in (for :func:`~specconsole.core.launch.systemd.parse_unit`); None when the
         unit is not installed."""
         return await read_unit_source(
             self._transport, self._systemctl("").rstrip(), self.unit, sudo=self._sudo,

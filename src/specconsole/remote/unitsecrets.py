@@ -1,6 +1,6 @@
 """Moving the secrets a user wrote inline in their unit to a 0600 file on the box, on consent.
 
-Why a module: the edit itself is pure (:mod:`specconsole.core.config.unit_secrets`); this is
+Why a module: the edit itself is pure (:mod:`specconsole.core.launch.unit_secrets`); this is
 the order of the writes that keeps the secret in one place (issue 33 #8). The 0600 file is
 written first (in a 0700 folder, owned by the service's user), then the unit is replaced the
 way every deploy replaces it (backup, atomic upload) and systemd reloads it; last, every backup
@@ -15,8 +15,8 @@ import shlex
 from dataclasses import dataclass
 
 from specconsole.core.config.secrets import scrub
-from specconsole.core.config.unit_parse import unit_user
-from specconsole.core.config.unit_secrets import MovedSecrets, move_inline_secrets
+from specconsole.core.launch.unit_parse import unit_user
+from specconsole.core.launch.unit_secrets import MovedSecrets, move_inline_secrets
 from specconsole.core.ports import TransportError
 from specconsole.remote.artifact import unified_diff
 from specconsole.remote.systemd import SystemdBackend

@@ -8,7 +8,7 @@ specifiers (``%H``, a user manager's ``%h``…) and the ``EnvironmentFile=`` fil
 variables ``ExecStart`` uses (``--model-path $MODEL``). The probe, ``import`` and the
 edit-deploy all read the unit here, so they read the same thing.
 
-The files' contents stay in memory, in :class:`~specconsole.core.config.unit_read.UnitContext`:
+The files' contents stay in memory, in :class:`~specconsole.core.launch.unit_read.UnitContext`:
 they often hold secrets, and nothing here writes or prints them.
 """
 
@@ -19,8 +19,8 @@ import shlex
 from dataclasses import dataclass
 
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.unit_parse import read_settings
-from specconsole.core.config.unit_read import CatOutput, UnitContext, read_cat
+from specconsole.core.launch.unit_parse import read_settings
+from specconsole.core.launch.unit_read import CatOutput, UnitContext, read_cat
 from specconsole.core.ports import Transport
 
 __all__ = ["UnitSource", "read_unit_source"]

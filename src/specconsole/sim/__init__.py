@@ -7,11 +7,12 @@ package is that stand-in. It is split so the physics can be used without any I/O
 
 - :mod:`specconsole.sim.profile` — the typed, TOML-loaded description of a model on a box;
 - :mod:`specconsole.sim.args` — SGLang's argument rules (auto defaults, warnings, errors);
-- :mod:`specconsole.sim.model` — the memory model (KV capacity, load failures) and the
+- :mod:`specconsole.sim.physics.model` — the memory model (KV capacity, load failures) and the
   performance model (accept length, step time, ``predict``);
-- :mod:`specconsole.sim.logfmt` — SGLang's log lines, in its exact formats;
-- :mod:`specconsole.sim.server` — the simulated server's life (load sequence, scheduler,
-  faults, dying like SGLang); :mod:`specconsole.sim.http` its HTTP API (starlette) and
-  :mod:`specconsole.sim.streams` its streamed answers; :mod:`specconsole.sim.process` the
+- :mod:`specconsole.sim.faces.sglang_log` — SGLang's log lines, in its exact formats;
+- :mod:`specconsole.sim.faces.sglang_server` — the simulated server's life (load sequence,
+scheduler,
+  faults, dying like SGLang); :mod:`specconsole.sim.faces.sglang_http` its HTTP API (starlette) and
+  :mod:`specconsole.sim.faces.streams` its streamed answers; :mod:`specconsole.sim.process` the
   process (uvicorn) — imported only when the process runs.
 """

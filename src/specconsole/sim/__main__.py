@@ -1,6 +1,7 @@
 """``python -m specconsole.sim``: start a simulated SGLang server with SGLang's flags.
 
-Kept separate from :mod:`specconsole.sim.server` so that importing the package never pulls in
+Kept separate from :mod:`specconsole.sim.faces.sglang_server` so that importing the package never
+pulls in
 starlette or uvicorn; only running the process does.
 """
 

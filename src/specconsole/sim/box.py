@@ -17,10 +17,10 @@ from typing import Any
 
 from specconsole.sim.args import ParsedArgs
 from specconsole.sim.engine import Scheduler, StepReporter
-from specconsole.sim.gpustate import GpuBoard
-from specconsole.sim.model import MemoryPlan, plan_memory
+from specconsole.sim.gpu.gpustate import GpuBoard
+from specconsole.sim.physics.model import MemoryPlan, plan_memory
+from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import ResolvedArgs
 
 __all__ = ["SimBox", "SimOptions"]
 

@@ -3,7 +3,8 @@
 SGLang runs one scheduler loop per box: each iteration is either a prefill of newly admitted
 requests or one decode (draft + verify) step for *all* running requests at once. That shared
 clock is what makes batch size matter, so the simulator reproduces it literally: the step
-durations come from :mod:`specconsole.sim.model`, each decode step hands every running request
+durations come from :mod:`specconsole.sim.physics.model`, each decode step hands every running
+request
 a seeded number of accepted tokens, requests beyond the running limit queue, and the loop
 sleeps to absolute deadlines so streams are paced in real time (or not at all, unthrottled).
 
@@ -24,13 +25,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from specconsole.sim.acceptance import args_accept_distribution
-from specconsole.sim.adaptive import AdaptiveRuntime
-from specconsole.sim.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
-from specconsole.sim.model import MemoryPlan, prefill_time, step_time
+from specconsole.sim.physics.acceptance import args_accept_distribution
+from specconsole.sim.physics.adaptive import AdaptiveRuntime
+from specconsole.sim.physics.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
+from specconsole.sim.physics.model import MemoryPlan, prefill_time, step_time
+from specconsole.sim.physics.resolve import ResolvedArgs
+from specconsole.sim.physics.textkind import TextKind, request_perf
 from specconsole.sim.profile import PerfSection, Profile
-from specconsole.sim.resolve import ResolvedArgs
-from specconsole.sim.textkind import TextKind, request_perf
 
 GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 """Weyl-sequence step: low-discrepancy draws keep every stream's accepted-token total within
@@ -92,7 +93,8 @@ class SimRequest:
     stalled: bool = False
     weyl: float = 0.0
     kind: TextKind = TextKind.CHAT
-    """What the prompt asks for (:mod:`specconsole.sim.textkind`): it sets the acceptance."""
+    """What the prompt asks for (:mod:`specconsole.sim.physics.textkind`): it sets the acceptance.
+    """
     perf: PerfSection | None = None
     """The acceptance coefficients this request's text drafts with (None: the profile's)."""
     cdf: list[float] = field(default_factory=list)
@@ -281,7 +283,7 @@ class Scheduler:
         self, rid: str, input_len: int, max_new_tokens: int, text: str | None = None
     ) -> SimRequest:
         """Queue a request; the loop admits it when a slot and KV space are free. ``text``
-        (the prompt) sets its acceptance by :func:`specconsole.sim.textkind.request_perf`;
+        (the prompt) sets its acceptance by :func:`specconsole.sim.physics.textkind.request_perf`;
         None drafts with the profile's calibrated (chat) acceptance."""
         index = self.arrivals
         self.arrivals += 1

@@ -1,7 +1,7 @@
 """Which face the simulator shows: the table from an imitated engine's registered name to the
 module of its face (:mod:`specconsole.sim.faces`), and how a command line picks one.
 
-Why its own module: the box's physics (:mod:`specconsole.sim.model`) resolves a deployed
+Why its own module: the box's physics (:mod:`specconsole.sim.physics.model`) resolves a deployed
 configuration the way its engine's face would, and the faces import the physics; the table
 loads a face by name only when asked, so neither imports the other. Adding a face is a row
 here and a module there; nothing else names an engine.

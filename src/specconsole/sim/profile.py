@@ -2,7 +2,8 @@
 
 A profile holds every number the simulator's physics needs (GPU memory, weight sizes, KV bytes
 per token, acceptance and step-time coefficients), so that the memory and performance models
-in :mod:`specconsole.sim.model` contain equations only and every behaviour of the simulated box
+in :mod:`specconsole.sim.physics.model` contain equations only and every behaviour of the simulated
+box
 follows from a readable TOML file. Profiles are pure data: loading one does no other I/O, and
 a wrong file fails with a :class:`ProfileError` that names the table, the key and the fix.
 
@@ -67,7 +68,7 @@ class GpuSection:
     name: str = "NVIDIA GPU"
     """Device name (reported in ``/server_info``)."""
     power_idle_w: float = 30.0
-    """Power draw of an idle GPU (the box's ``nvidia-smi``, :mod:`specconsole.sim.gpustate`)."""
+    """Power draw of an idle GPU (the box's ``nvidia-smi``, :mod:`specconsole.sim.gpu.gpustate`)."""
     power_max_w: float = 300.0
     """Its power limit: what a fully busy GPU at the largest batch draws."""
 

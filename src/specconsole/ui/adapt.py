@@ -47,18 +47,8 @@ from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.levels import LevelTable, level_table, role_of
 from specconsole.core.search.strategy import Proposal
 from specconsole.core.search.strategy import suggest_next as core_suggest_next
-from specconsole.present.acceptance import level_acceptance
-from specconsole.present.actions import as_deployed
 from specconsole.present.box import connection_word
-from specconsole.present.columns import cells, console_columns
-from specconsole.present.draftcost import draft_cost_text
-from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
-from specconsole.present.gpu import trial_gpu_lines
-from specconsole.present.labels import config_summary, load_stage_label, trial_label
-from specconsole.present.levels import compact_lines, level_series, level_verdicts
-from specconsole.present.probes import probe_text, rate_answer
-from specconsole.present.progress import state_glance
-from specconsole.present.series import (
+from specconsole.present.charts.series import (
     Series,
     aggregate_series,
     axis_title,
@@ -66,8 +56,18 @@ from specconsole.present.series import (
     single_series,
     swept_axis,
 )
+from specconsole.present.charts.symbols import TRIAL_MARKS
+from specconsole.present.columns import cells, console_columns
+from specconsole.present.figures.acceptance import level_acceptance
+from specconsole.present.figures.draftcost import draft_cost_text
+from specconsole.present.figures.gpu import trial_gpu_lines
+from specconsole.present.figures.levels import compact_lines, level_series, level_verdicts
+from specconsole.present.figures.progress import state_glance
+from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
+from specconsole.present.keyboard.actions import as_deployed
+from specconsole.present.labels import config_summary, load_stage_label, trial_label
+from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.status import status_detail
-from specconsole.present.symbols import TRIAL_MARKS
 from specconsole.ui.form import Problem
 from specconsole.ui.viewmodels import (
     LINE_KINDS,

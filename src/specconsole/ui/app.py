@@ -33,8 +33,8 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.events import Intent, Quit, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
-from specconsole.present.actions import apply_block
-from specconsole.present.keys import CHOICE_COMMANDS
+from specconsole.present.keyboard.actions import apply_block
+from specconsole.present.keyboard.keys import CHOICE_COMMANDS
 from specconsole.present.leaving import finally_due, server_down_message
 from specconsole.ui import adapt
 from specconsole.ui.asking import EditQueue, ask, deploys

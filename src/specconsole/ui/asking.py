@@ -1,7 +1,7 @@
 """Keys that change the box ask first; edits the phase cannot take now wait in a queue.
 
 Why: a single letter on a production box must say what it is about to do. ``ask`` shows the
-confirmation ``present.actions`` writes for a key the key table marks ``confirm`` (skip,
+confirmation ``present.keyboard.actions`` writes for a key the key table marks ``confirm`` (skip,
 roll back, deploy, cancel a trial) and sends the intent only on yes — and only if the
 target is still the one named (the controller may have moved on while the dialog was
 open). A deploy that will meet the first-deploy gate is not asked twice: the gate shows its
@@ -22,9 +22,9 @@ from textual.app import App
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, Phase
-from specconsole.present.actions import apply_block, confirmation, label, still_valid
-from specconsole.present.diffs import deploying_config
-from specconsole.present.keymap import BY_ID
+from specconsole.present.deploys.diffs import deploying_config
+from specconsole.present.keyboard.actions import apply_block, confirmation, label, still_valid
+from specconsole.present.keyboard.keymap import BY_ID
 from specconsole.ui.screens.confirm import ConfirmActionScreen
 
 Say = Callable[[str, str], None]

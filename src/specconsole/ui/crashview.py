@@ -3,7 +3,8 @@ would deploy, and the fixes with the sweep's own axis first.
 
 Why apart from ``ui.adapt``: the banner is where a user decides, and its content draws on
 three sources that are not the other panes' — the decisions the machine offers (with the
-configuration each would deploy, ``present.actions``), the cause in words and the fix on the
+configuration each would deploy, ``present.keyboard.actions``), the cause in words and the fix on
+the
 swept axis from the controller's recorded prediction (``present.crashtext``), and the trial
 that failed without a crash. Pure functions, no Textual.
 """
@@ -12,11 +13,11 @@ from __future__ import annotations
 
 from specconsole.core.machine.events import Resume
 from specconsole.core.machine.state import ControllerState, CrashInfo, Phase
-from specconsole.present.actions import choice_label
 from specconsole.present.crashtext import axis_fix, cause_text
+from specconsole.present.figures.gpu import crash_memory
 from specconsole.present.formats import DASH
-from specconsole.present.gpu import crash_memory
-from specconsole.present.keys import COMMAND_CHOICES, choice_hints
+from specconsole.present.keyboard.actions import choice_label
+from specconsole.present.keyboard.keys import COMMAND_CHOICES, choice_hints
 from specconsole.present.labels import load_stage_label
 from specconsole.present.status import status_word
 from specconsole.ui.adapt import all_trials

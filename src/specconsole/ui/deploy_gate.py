@@ -3,7 +3,7 @@
 Why: on a production box the first deploy edits the user's unit and restarts their server.
 Before sending an intent that would deploy (``s`` starting the sweep, ``d``, an applied
 edit, a retry), the gate asks the pure machine which configuration it would deploy
-(``present.diffs.deploying_config``), has the box render the diff (``BoxOps.preview``, the
+(``present.deploys.diffs.deploying_config``), has the box render the diff (``BoxOps.preview``, the
 same path a deploy takes) and pushes ``ConfirmDeployScreen``. Deploy sends the intent and
 opens the gate for the rest of the session; cancel sends nothing, so the box is untouched
 and the sweep not started, and says so. Intents that deploy nothing pass straight through,
@@ -24,7 +24,7 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState
 from specconsole.core.ports import TransportError
-from specconsole.present.diffs import (
+from specconsole.present.deploys.diffs import (
     NEXT_KEY,
     DiffEntry,
     deploying_config,

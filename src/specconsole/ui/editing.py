@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.events import DeployConfig, Intent, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
-from specconsole.present.actions import apply_block, label
+from specconsole.present.charts.series import swept_axis
 from specconsole.present.crashtext import seen_before
 from specconsole.present.editor_fields import (
     editing_release,
@@ -23,7 +23,7 @@ from specconsole.present.editor_fields import (
     release_line,
     with_release,
 )
-from specconsole.present.series import swept_axis
+from specconsole.present.keyboard.actions import apply_block, label
 from specconsole.ui.asking import EditQueue
 from specconsole.ui.form import Problem, Validator
 from specconsole.ui.screens.editor import EditorScreen

@@ -4,7 +4,7 @@ The editor binds one text box per launch parameter, named by its ``ServerConfig`
 (which fields, and the flag each renders as for the box's release, is
 ``specconsole.present.editor_fields``'s). Typing produces strings; this module turns them into
 a candidate ``ServerConfig`` (or per-field parse errors that name the field and the fix);
-``present.flagdiff`` lists what differs from the deployed configuration. Validation of the
+``present.deploys.flagdiff`` lists what differs from the deployed configuration. Validation of the
 *values* against the release's rules is the core's job
 (``specconsole.core.config.validation``), injected by the app.
 """
@@ -23,8 +23,8 @@ from specconsole.core.config.model import (
     option_fields,
     replace_config,
 )
+from specconsole.present.deploys.flagdiff import config_diff
 from specconsole.present.editor_fields import FIELDS, FormField, field_text
-from specconsole.present.flagdiff import config_diff
 
 __all__ = [
     "FIELDS",

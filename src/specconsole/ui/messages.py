@@ -57,11 +57,13 @@ class SendIntent(Message):
 @dataclass
 class RequestAction(Message):
     """A key that changes the box: the app asks first when the key table says so
-    (``present.keymap.Key.confirm``), naming the target (``present.actions``), then sends
+    (``present.keyboard.keymap.Key.confirm``), naming the target (``present.keyboard.actions``),
+    then sends
     ``intent``."""
 
     command: str
-    """The ``present.keymap`` command id (``skip``, ``rollback``, ``cancel``, ``deploy``)."""
+    """The ``present.keyboard.keymap`` command id (``skip``, ``rollback``, ``cancel``, ``deploy``).
+    """
     intent: Intent
     selected: int | None = None
     """The trial selected in the trials table (``x`` says when it is not the running one)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from specconsole.core.measure.stats import Spread
-from specconsole.present.series import Series
+from specconsole.present.charts.series import Series
 
 LINE_KINDS: tuple[str, ...] = ("fatal", "warning", "capacity", "ready", "progress")
 """Journal highlight classes, most severe first (the stylesheet styles ``journal--<kind>``)."""
@@ -53,7 +53,7 @@ class HeaderView:
     sweep: str = ""
     """``sweep running`` / ``sweep paused`` / empty."""
     glance: str = ""
-    """Elapsed, the sweep's ETA and the current best (``present.progress``), or empty."""
+    """Elapsed, the sweep's ETA and the current best (``present.figures.progress``), or empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +119,7 @@ class ChartView:
     """The second chart's title when it shows the search's objective over trials."""
     levels: tuple[Series, ...] = ()
     """The schedule chart's lines (each level's best static, the single best, none, the
-    schedule: ``present.levels``), drawn as the second chart when there are some."""
+    schedule: ``present.figures.levels``), drawn as the second chart when there are some."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +171,7 @@ class LevelsView:
     """The trials pane's per-level box: the table and its sentences."""
 
     lines: tuple[str, ...]
-    """The aligned table (``present.levels.compact_lines``), its header first."""
+    """The aligned table (``present.figures.levels.compact_lines``), its header first."""
     verdicts: tuple[str, ...] = ()
 
 
@@ -188,7 +188,7 @@ class CrashView:
     fixes: tuple[str, ...]
     """SGLang's own suggested fixes (and ours), one per line."""
     choices: tuple[tuple[str, str], ...] = ()
-    """(key, label) of exactly the decisions available now (``present.keys``)."""
+    """(key, label) of exactly the decisions available now (``present.keyboard.keys``)."""
     previews: tuple[tuple[str, str], ...] = ()
     """The same decisions with what each would deploy (``r resume: steps=7``); the banner
     shows these when they fit, else ``choices``."""

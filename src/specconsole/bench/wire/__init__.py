@@ -1,1 +1,2 @@
-"""The load generator's wire: raw HTTP/1.1 connections and streams, the event loop, and the API key it sends."""
+"""The load generator's wire: raw HTTP/1.1 connections and streams, the event loop, and the API key
+it sends."""

@@ -1,7 +1,7 @@
 """One keep-alive HTTP/1.1 connection of the stdlib client: the response parsed in place as
 bytes arrive, and a watchdog that only progress re-arms.
 
-Why apart from the client (:mod:`specconsole.bench.rawhttp`, the pool and the requests): the
+Why apart from the client (:mod:`specconsole.bench.wire.rawhttp`, the pool and the requests): the
 parser is the hot path of the load generator (profiled in docs/benchmark.md: the response body
 is de-chunked inside ``data_received`` and handed to the caller's sink once per received
 buffer, so a streamed token costs no coroutine resumption, no future and no timer), and the

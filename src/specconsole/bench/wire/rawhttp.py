@@ -5,7 +5,7 @@ where nothing but the Python standard library can be assumed, and it is the cons
 for ``http://`` too. It implements only what the benchmark needs — POST with a JSON body, GET,
 chunked or Content-Length responses, a pool of at most c keep-alive connections, TCP_NODELAY —
 and maps failures to the same error kinds as the httpx client so results from every placement
-read the same. The response parsing and the watchdog are :mod:`specconsole.bench.rawconn`'s.
+read the same. The response parsing and the watchdog are :mod:`specconsole.bench.wire.rawconn`'s.
 
 Every wait is bounded and every failure names the URL and the cause (issue 27):
 
@@ -27,7 +27,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from specconsole.bench.api import loads_response
-from specconsole.bench.rawconn import READ_SIZE, BodySink, Connection, Stale
 from specconsole.bench.waits import (
     CONNECT_TIMEOUT_S,
     CONTROL_TIMEOUT_S,
@@ -38,6 +37,7 @@ from specconsole.bench.waits import (
     silence_failure,
     stall_failure,
 )
+from specconsole.bench.wire.rawconn import READ_SIZE, BodySink, Connection, Stale
 
 
 class RawStreamClient:

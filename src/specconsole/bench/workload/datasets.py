@@ -23,7 +23,7 @@ prompt file for ``builtin``; of the generating parameters for ``random``).
   ``assistant`` message is the recorded answer, not part of the prompt) or bench_serving's
   custom ``{"conversations": [...]}`` per line; an optional ``"output_len"`` sets that
   request's output length, a recorded answer sets it as for ShareGPT.
-* ``builtin``, ``random``: see :mod:`specconsole.bench.prompts`.
+* ``builtin``, ``random``: see :mod:`specconsole.bench.workload.prompts`.
 * ``coding``, ``prose``: built-in sets like ``builtin``, each prompt in the model's chat
   template on the text APIs (the chat API sends it as a user message: the server applies
   the template), :mod:`specconsole.core.config.chat_templates`.
@@ -40,7 +40,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from specconsole.bench.prompts import (
+from specconsole.bench.workload.prompts import (
     BUILTIN,
     MAX_ENTRY_BYTES,
     MIN_TOKENS,

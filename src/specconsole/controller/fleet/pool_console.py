@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from specconsole.controller.pool import Pool
+from specconsole.controller.fleet.pool import Pool
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import BoxLane, ControllerState, Notice, Phase, TrialRecord
 

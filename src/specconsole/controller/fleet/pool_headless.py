@@ -1,6 +1,6 @@
 """Headless sweeps on a pool of boxes: the single-box progress lines, prefixed by the box.
 
-Why its own module: the pool runs one controller per box (``controller.pool``), so the
+Why its own module: the pool runs one controller per box (``controller.fleet.pool``), so the
 headless driver subscribes one :class:`ProgressPrinter` per box (each line starts with
 ``[BOX]``), prints the pool's own notices (a box leaving the pool, boxes that are not alike),
 waits until nothing more can happen without a decision, carries out ``[sweep] finally`` on
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from specconsole.controller.finish import FinalOutcome, finish_box
+from specconsole.controller.fleet.pool import BoxRun, Pool
 from specconsole.controller.headless import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -31,8 +32,7 @@ from specconsole.controller.headless import (
     closing_meta,
     run_headless,
 )
-from specconsole.controller.pool import BoxRun, Pool
-from specconsole.controller.serving import server_now
+from specconsole.controller.probe.serving import server_now
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
@@ -46,7 +46,7 @@ from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.fleet import as_port
 from specconsole.core.search.strategy import findings
 from specconsole.present.leaving import rollback_command
-from specconsole.session.report import render
+from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 
 
@@ -146,7 +146,7 @@ async def run_pool_headless(
 
 async def servers_now(pool: Pool) -> list[tuple[str, str]]:
     """(box, what its server does right now) for every box still in the pool, asked side by
-    side (``controller.serving.server_now``; bounded, never raises)."""
+    side (``controller.probe.serving.server_now``; bounded, never raises)."""
     runs = pool.alive()
 
     def ran(run: BoxRun) -> tuple[TrialRecord, ...]:

@@ -19,16 +19,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TypeVar
 
-from specconsole.controller.engine_detect import (
+from specconsole.controller.probe.engine_detect import (
     EngineVersionInfo,
     EngineVersionKeeper,
     ServerInfoCall,
 )
 from specconsole.core.boxprobe import NVIDIA_SMI_QUERY, BoxProbe, GpuInfo, parse_gpus
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.importplan import read_server_text
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import redact_config
+from specconsole.core.launch.importplan import read_server_text
 from specconsole.core.ports import (
     REACH_FAILURES,
     AuthenticationFailed,

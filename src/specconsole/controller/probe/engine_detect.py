@@ -34,7 +34,7 @@ from specconsole.core.machine.events import ConfigValidated
 from specconsole.core.ports import Transport, TransportError
 
 if TYPE_CHECKING:
-    from specconsole.controller.flagcheck import FlagSetKeeper
+    from specconsole.controller.probe.flagcheck import FlagSetKeeper
 
 __all__ = [
     "EngineVersionInfo",
@@ -52,7 +52,7 @@ ServerInfoCall = Callable[[ServerConfig], Awaitable[Any]]
 
 UNVERSIONED = "unversioned"
 """The source of an engine whose flags follow no release number (llama.cpp: its build says
-"build 0"; the binary's ``--help`` decides, ``controller.flagcheck``): never "unknown"."""
+"build 0"; the binary's ``--help`` decides, ``controller.probe.flagcheck``): never "unknown"."""
 
 DETECT_BUDGET_S = 20.0
 """How long the box is given to answer before the version is recorded as unknown."""
@@ -177,7 +177,7 @@ class EngineVersionKeeper:
         self.on_change = on_change
         self.info: EngineVersionInfo | None = None
         self.flags: FlagSetKeeper | None = None
-        """The box's binary's own flags (its ``--help``, ``controller.flagcheck``), asked with
+        """The box's binary's own flags (its ``--help``, ``controller.probe.flagcheck``), asked with
         the release and applied with it."""
 
     async def ensure(

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from specconsole.controller.flagcheck import unread_reason
+from specconsole.controller.probe.flagcheck import unread_reason
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.render import launcher_argv
 from specconsole.core.machine import events as ev
@@ -54,7 +54,7 @@ def _dataset_problem(plan: SweepPlan) -> str:
     """Why the benchmark cannot be prepared ('' when it can): the dataset file, its entries,
     the request headers' ``env:VAR`` values — what every trial's benchmark would fail on."""
     from specconsole.bench.loadgen import plan_for
-    from specconsole.bench.prompts import PromptError
+    from specconsole.bench.workload.prompts import PromptError
 
     try:
         plan_for(plan.bench)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from specconsole.controller.boxprobe import running_config
+from specconsole.controller.probe.boxprobe import running_config
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.results import box_host
 from specconsole.core.machine.state import TrialRecord, TrialStatus
@@ -73,7 +73,7 @@ async def unit_port(backend: ServiceBackend, default: int) -> int:
     if read_unit is None:
         return default
     from specconsole.core.config.model import ConfigError
-    from specconsole.core.config.systemd import parse_unit
+    from specconsole.core.launch.systemd import parse_unit
 
     source = await read_unit()
     if source is None or source.text is None:

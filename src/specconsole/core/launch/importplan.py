@@ -21,7 +21,6 @@ from typing import Any
 
 import tomli_w
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import (
     ServerConfig,
@@ -30,8 +29,9 @@ from specconsole.core.config.model import (
     option_fields,
 )
 from specconsole.core.config.secrets import drop_secret_flags, split_secrets
-from specconsole.core.config.systemd import parse_unit
-from specconsole.core.config.unit_read import UnitContext
+from specconsole.core.launch.command import parse_command
+from specconsole.core.launch.systemd import parse_unit
+from specconsole.core.launch.unit_read import UnitContext
 
 __all__ = ["InputKind", "plan_from_unit", "read_server_text"]
 

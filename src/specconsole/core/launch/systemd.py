@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import exec_words
-from specconsole.core.config.unit_parse import parse_unit
-from specconsole.core.config.unit_read import systemd_split
+from specconsole.core.launch.unit_parse import parse_unit
+from specconsole.core.launch.unit_read import systemd_split
 
 __all__ = ["UnitOptions", "parse_unit", "systemd_quote", "systemd_split", "to_unit"]
 

@@ -36,7 +36,7 @@ from specconsole.core.config.secrets import (
     is_secret_flag,
     split_secrets,
 )
-from specconsole.core.config.systemd import (
+from specconsole.core.launch.systemd import (
     _HEADER,
     UnitOptions,
     _exec_lines,
@@ -45,9 +45,9 @@ from specconsole.core.config.systemd import (
     systemd_split,
     to_unit,
 )
-from specconsole.core.config.unit_exec import Rerender, decode_word, edit_exec, word_spans
-from specconsole.core.config.unit_parse import read_settings, unit_entries
-from specconsole.core.config.unit_read import (
+from specconsole.core.launch.unit_exec import Rerender, decode_word, edit_exec, word_spans
+from specconsole.core.launch.unit_parse import read_settings, unit_entries
+from specconsole.core.launch.unit_read import (
     UnitContext,
     specifier_values,
     split_cat,

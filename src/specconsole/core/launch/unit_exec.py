@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, parse_field
 from specconsole.core.config.options import OptionField, parse_option
 from specconsole.core.config.render import launcher_argv, to_argv
 from specconsole.core.config.secrets import is_secret_flag
-from specconsole.core.config.systemd import _unescape_exec, systemd_quote, systemd_split
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import engine_for
+from specconsole.core.launch.command import parse_command
+from specconsole.core.launch.systemd import _unescape_exec, systemd_quote, systemd_split
 
 if TYPE_CHECKING:
     from specconsole.core.config.capabilities import FlagSet

@@ -16,10 +16,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from specconsole.core.config.command import parse_command
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.unit_read import (
+from specconsole.core.launch.command import parse_command
+from specconsole.core.launch.unit_read import (
     UnitContext,
     expand_exec,
     expand_specifiers,

@@ -24,14 +24,14 @@ from specconsole.core.config.secrets import (
     is_secret_name,
     looks_like_credential,
 )
-from specconsole.core.config.unit import (
+from specconsole.core.launch.unit import (
     _edit_env_line,
     _env_words,
     _key,
     _sections,
 )
-from specconsole.core.config.unit_exec import decode_word, word_spans
-from specconsole.core.config.unit_read import unit_lines
+from specconsole.core.launch.unit_exec import decode_word, word_spans
+from specconsole.core.launch.unit_read import unit_lines
 
 __all__ = ["InlineSecret", "MovedSecrets", "inline_secrets", "move_inline_secrets"]
 

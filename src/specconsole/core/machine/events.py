@@ -340,7 +340,7 @@ class ConnectionChanged(Outcome):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BoxProbed(Outcome):
-    """The box probe finished (``controller.boxprobe``): reachable or the exact error, engine
+    """The box probe finished (``controller.probe.boxprobe``): reachable or the exact error, engine
     release, GPUs, the service's state, the configuration it runs now, serving or not. Holds
     in every epoch (it is about the box, not a trial); ``ControllerState.box`` carries it."""
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import missing_values
-from specconsole.core.config.unit_secrets import inline_secrets
+from specconsole.core.launch.unit_secrets import inline_secrets
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import Result, _notice
 from specconsole.core.machine.results import validate_config
@@ -198,7 +198,7 @@ def check_release(facts: PreflightFacts) -> list[Finding]:
 
 
 def check_flags(facts: PreflightFacts) -> list[Finding]:
-    """The box's binary could not say which flags it accepts (``controller.flagcheck``): not
+    """The box's binary could not say which flags it accepts (``controller.probe.flagcheck``): not
     blocking — a flag it refuses is a configuration finding when it can say."""
     text = facts.extra.get("flags")
     return [Finding("flags", str(text), blocking=False)] if text else []

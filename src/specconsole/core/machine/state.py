@@ -154,7 +154,8 @@ class Notice:
 
 @dataclass(frozen=True, slots=True)
 class BoxLane:
-    """One box of a pool as the console's fleet lanes show it (``controller.pool_console``)."""
+    """One box of a pool as the console's fleet lanes show it
+    (``controller.fleet.pool_console``)."""
 
     box: str
     phase: Phase = Phase.IDLE
@@ -200,7 +201,7 @@ class ControllerState:
     the exact error, engine release, GPUs, the service's state and running configuration,
     serving or not. None until the probe finished."""
     pool: PoolView | None = None
-    """Set when this machine is one box of a pool (``controller.pool``)."""
+    """Set when this machine is one box of a pool (``controller.fleet.pool``)."""
     fleet: tuple[BoxLane, ...] = ()
     """Every box of the pool, for the console (set only on the snapshot the console shows,
     which is the focused box's: ``pool.box``); never read by the machine."""

@@ -10,7 +10,7 @@ a secret. The rules, once:
 * a secret variable (``core.config.secrets``: ``*TOKEN*``, ``*API_KEY*``…, or listed in
   ``[service] secret_env``) is never written with its value: the unit names the
   ``EnvironmentFile=`` the systemd backend writes it to (0600, ``BACKUP_DIR/UNIT-env``) —
-  the same generated unit the backend deploys (``core.config.unit.generate_unit``) — and
+  the same generated unit the backend deploys (``core.launch.unit.generate_unit``) — and
   the command line sources that file (``set -a; . FILE; set +a; …``);
 * the ``plan`` form is a ``[server]`` table (with the ``[service]`` keys that decide the unit
   and the environment file, and the name) that ``render`` turns into exactly these texts;
@@ -37,8 +37,8 @@ from specconsole.core.config.secrets import (
     split_secrets,
     unredact_config,
 )
-from specconsole.core.config.systemd import UnitOptions
-from specconsole.core.config.unit import generate_unit
+from specconsole.core.launch.systemd import UnitOptions
+from specconsole.core.launch.unit import generate_unit
 from specconsole.core.measure.trials import TrialRecord
 from specconsole.core.plans.objective import Goal, assess
 from specconsole.core.plans.plan import SweepPlan

@@ -41,7 +41,7 @@ from specconsole.core.config.inputs import (
     load_toml,
     unit_name_problem,
 )
-from specconsole.core.config.jobscript import JobScriptError, check_time_limit, sbatch_option
+from specconsole.core.launch.jobscript import JobScriptError, check_time_limit, sbatch_option
 
 
 class ProfileError(ValueError):

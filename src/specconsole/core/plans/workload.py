@@ -18,7 +18,8 @@ from specconsole.core.ports import BenchApi
 __all__ = ["TEMPLATED_DATASETS", "speculates", "workload_warning"]
 
 TEMPLATED_DATASETS: frozenset[str] = frozenset({"coding", "prose"})
-"""Built-in workloads wrapped in the model's chat template (``bench.prompts.TEMPLATED``)."""
+"""Built-in workloads wrapped in the model's chat template (``bench.workload.prompts.TEMPLATED``).
+"""
 
 
 def speculates(plan: SweepPlan) -> bool:

@@ -1,1 +1,2 @@
-"""Charts drawn as text: the series a chart plots from the records, the plotext renderings and their markers."""
+"""Charts drawn as text: the series a chart plots from the records, the plotext renderings and their
+markers."""

@@ -7,7 +7,7 @@ characters, read from here, so a mark cannot change without its explanation.
 
 from __future__ import annotations
 
-from specconsole.present.series import CRASH_MARKER
+from specconsole.present.charts.series import CRASH_MARKER
 
 TRIAL_MARKS: dict[str, str] = {"best": "★", "tied": "≈", "pareto": "◆"}
 """How the trials table marks the best trial, those statistically tied with it, and the

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.present.series import CRASH_MARKER, MAX_SERIES, Series
+from specconsole.present.charts.series import CRASH_MARKER, MAX_SERIES, Series
 
 CRASH_COLOR: tuple[int, int, int] = (214, 39, 40)
 

@@ -3,7 +3,7 @@ diff wrapped with its ``+``/``-`` gutter on every row and the changed words mark
 
 Why: a process-backend deploy changes one 400-character command line; wrapped by the
 terminal it became six rows of which only the first said ``+`` or ``-``, with nothing
-showing which value changed. Here the summary (``present.flagdiff``) says it in one line per
+showing which value changed. Here the summary (``present.deploys.flagdiff``) says it in one line per
 flag, every wrapped row keeps its gutter, and the words that differ between a removed line
 and the added line replacing it carry their spans, so the pane can highlight them (and the
 mono theme can underline them). Pure: the diff pane draws these rows.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specconsole.present.diffs import NO_CHANGE, line_kind
-from specconsole.present.flagdiff import Span, changed_spans, summary_lines
+from specconsole.present.deploys.diffs import NO_CHANGE, line_kind
+from specconsole.present.deploys.flagdiff import Span, changed_spans, summary_lines
 
 SUMMARY_TITLE = "What changes (flags):"
 
@@ -24,7 +24,7 @@ class DiffRow:
     """One screen row of the diff pane."""
 
     kind: str
-    """``title``, ``summary``, ``blank``, or a line kind of ``present.diffs.line_kind``."""
+    """``title``, ``summary``, ``blank``, or a line kind of ``present.deploys.diffs.line_kind``."""
     text: str
     spans: tuple[Span, ...] = ()
     """Ranges of ``text`` holding changed words (``add``/``remove`` rows)."""

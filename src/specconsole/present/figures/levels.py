@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
+from specconsole.present.charts.series import Series
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label
-from specconsole.present.series import Series
 
 __all__ = [
     "LEVELS_TITLE",

@@ -19,9 +19,9 @@ from specconsole.core.plans.launch import best_launch
 from specconsole.core.plans.objective import ObjectiveKind, best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.eta import Costs, Eta, estimate
+from specconsole.present.charts.symbols import TRIAL_MARKS
 from specconsole.present.formats import format_elapsed, format_rate
 from specconsole.present.labels import record_label
-from specconsole.present.symbols import TRIAL_MARKS
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,1 +1,2 @@
-"""The console's keys in words: the keymap, which key applies when and why not, the footer and the help screen."""
+"""The console's keys in words: the keymap, which key applies when and why not, the footer and the
+help screen."""

@@ -4,7 +4,7 @@ Why: single letters act on a production box. A key that deploys says what it dep
 crash banner names what ``r``, ``t``, ``S`` and ``o`` would deploy — and the keys that throw
 something away (skip a planned trial, roll back, deploy over what serves, cancel a running
 trial) ask once, naming their target and the flags that change. Targets are asked of the
-pure state machine (``present.diffs.deploying_config``), so the preview is exactly what the
+pure state machine (``present.deploys.diffs.deploying_config``), so the preview is exactly what the
 controller would do; the confirmation keeps its target so a state that changed while it was
 open is noticed instead of acted on.
 """
@@ -17,9 +17,9 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import validate_config
 from specconsole.core.machine.state import ControllerState, ResumeChoice
-from specconsole.present.diffs import deploy_target, deploying_config
-from specconsole.present.flagdiff import config_diff
-from specconsole.present.keys import COMMAND_CHOICES, available
+from specconsole.present.deploys.diffs import deploy_target, deploying_config
+from specconsole.present.deploys.flagdiff import config_diff
+from specconsole.present.keyboard.keys import COMMAND_CHOICES, available
 from specconsole.present.labels import config_label
 
 NOTHING_PLANNED = "nothing left in the plan"
@@ -96,7 +96,7 @@ def _flags(state: ControllerState, target: ServerConfig | None) -> tuple[str, ..
 def confirmation(
     state: ControllerState, command: str, *, selected: int | None = None
 ) -> Confirmation | None:
-    """The dialog for ``command`` (a ``present.keymap`` id) in ``state``; None when it has
+    """The dialog for ``command`` (a ``present.keyboard.keymap`` id) in ``state``; None when it has
     nothing to act on now. ``selected`` is the trial selected in the trials table."""
     if command == "deploy":
         target = deploy_target(state)

@@ -2,7 +2,7 @@
 
 Why: at 80 columns the footer cannot list every key, and the keys people need most when
 something went wrong (``?`` help, ``q`` quit) were the ones cut off. The rule here: ``?``
-and ``q`` are pinned first; then the commands that apply now (``present.keys.available``)
+and ``q`` are pinned first; then the commands that apply now (``present.keyboard.keys.available``)
 in the key table's order, minus those the crash banner already lists while it shows; then
 follow, search and diff (and ``n`` on a pool, ``1-3`` in the stacked layout). A hint that
 does not fit is dropped whole — never cut mid-word — and later, shorter ones may still fit.
@@ -15,7 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from specconsole.present.keymap import COMMANDS, DIFF_KEY, FOLLOW, NEXT_BOX, PINNED, SEARCH, Key
+from specconsole.present.keyboard.keymap import (
+    COMMANDS,
+    DIFF_KEY,
+    FOLLOW,
+    NEXT_BOX,
+    PINNED,
+    SEARCH,
+    Key,
+)
 
 GAP = 2
 """Spaces between two hints."""
@@ -58,7 +66,7 @@ def footer_hints(
     """The hints that fit in ``width`` cells.
 
     Args:
-        available: ids of the commands that apply now (``present.keys.available``).
+        available: ids of the commands that apply now (``present.keyboard.keys.available``).
         width: the footer's width in cells.
         banner: ids of the commands the crash banner lists now (left out here).
         pool: the console shows a pool of boxes (``n`` applies).

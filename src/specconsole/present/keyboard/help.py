@@ -2,7 +2,7 @@
 
 Why generated: a help page written by hand listed ``s`` four times, showed the pool-only
 ``n`` outside a pool and missed whole screens' keys. Here every row comes from
-``present.keymap`` (one row per key and state), the symbols from the tables' own marks and
+``present.keyboard.keymap`` (one row per key and state), the symbols from the tables' own marks and
 the field abbreviations from ``present.labels``, so the page is the current key map. Rows
 wrap with a hanging indent under their description column, so nothing is ragged at 80
 columns.
@@ -14,8 +14,9 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from specconsole.present.charts.symbols import SYMBOLS
 from specconsole.present.columns import CONSOLE_COLUMNS
-from specconsole.present.keymap import (
+from specconsole.present.keyboard.keymap import (
     COMMANDS,
     PANE_KEYS,
     SCREEN_KEYS,
@@ -24,7 +25,6 @@ from specconsole.present.keymap import (
     Key,
 )
 from specconsole.present.labels import FIELD_ABBREVIATIONS
-from specconsole.present.symbols import SYMBOLS
 
 MIN_WIDTH = 40
 """Narrower than this the page is laid out for this width (and cut by the screen)."""

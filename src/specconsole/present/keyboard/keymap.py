@@ -1,9 +1,9 @@
 """The key table: every key of the console, where it works, when it applies, what it does.
 
-Why one table: the screens' bindings, the footer (``present.footer``), the crash banner and
-the help screen (``present.help``) are all generated from it, so a key documented is a key
+Why one table: the screens' bindings, the footer (``present.keyboard.footer``), the crash banner and
+the help screen (``present.keyboard.help``) are all generated from it, so a key documented is a key
 bound, and the help can never list a key twice or miss one. ``COMMANDS`` are the
-state-dependent keys of the main screen (``present.keys.available`` says which apply now);
+state-dependent keys of the main screen (``present.keyboard.keys.available`` says which apply now);
 ``SCREEN_KEYS`` are the keys that always work on the main screen; ``SECTION_KEYS`` the keys
 of the panes, the diff pane, the editor and the dialogs. Nothing here imports Textual: the
 console turns ``Key.binding`` and ``Key.id`` into ``Binding`` objects.

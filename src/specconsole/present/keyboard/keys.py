@@ -2,7 +2,7 @@
 
 The state machine says which intents it accepts in each phase (``core.machine.legal_intents``)
 and, after a crash, which decisions are possible (``PendingDecision.choices``). ``COMMANDS``
-(the key table, ``present.keymap``) names every console command with its key and label;
+(the key table, ``present.keyboard.keymap``) names every console command with its key and label;
 ``available(state)`` is the set of command ids that would be accepted now, so the footer
 shows exactly those keys and the crash banner lists exactly those choices. Nothing here knows
 about Textual: the console's ``check_action`` asks ``available`` by command id.
@@ -13,10 +13,11 @@ from __future__ import annotations
 from specconsole.core.machine import events as ev
 from specconsole.core.machine import legal_intents
 from specconsole.core.machine.state import ControllerState, Phase, ResumeChoice
-from specconsole.present.keymap import COMMANDS, Key
+from specconsole.present.keyboard.keymap import COMMANDS, Key
 
 Command = Key
-"""A state-dependent command is a ``Key`` of the key table (``present.keymap.COMMANDS``)."""
+"""A state-dependent command is a ``Key`` of the key table (``present.keyboard.keymap.COMMANDS``).
+"""
 
 BY_ID: dict[str, Key] = {c.id: c for c in COMMANDS}
 

@@ -1,1 +1,2 @@
-"""A session's reports: Markdown, HTML and JSON, their charts and sections, and the comparison of sessions."""
+"""A session's reports: Markdown, HTML and JSON, their charts and sections, and the comparison of
+sessions."""

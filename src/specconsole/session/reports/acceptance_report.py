@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
-from specconsole.present.acceptance import agreement, per_position_bars, sparkline
+from specconsole.present.figures.acceptance import agreement, per_position_bars, sparkline
 from specconsole.present.labels import record_label
 
 __all__ = ["acceptance_lines"]

@@ -6,7 +6,7 @@ page) and PNG from the same figure, and its object API (``matplotlib.figure.Figu
 ``pyplot`` global state) keeps every chart a pure function of the trials. It is imported only
 here, lazily, so the console and the headless runs never pay for it.
 
-Three charts, the same series as the terminal ones (``present.series``: trial numbers,
+Three charts, the same series as the terminal ones (``present.charts.series``: trial numbers,
 labels and colours): aggregate tok/s vs concurrency (one coloured, labelled line per trial,
 the legend outside the plot, crashed trials listed with an ✖ at the concurrency they reached),
 single-request tok/s vs the swept axis (crashed trials as ✖ on the x axis) and the Pareto
@@ -22,8 +22,7 @@ from typing import Any
 
 from specconsole.core.machine.state import Phase, TrialRecord, TrialStatus
 from specconsole.core.plans.plan import SweepPlan
-from specconsole.present.labels import trial_label
-from specconsole.present.series import (
+from specconsole.present.charts.series import (
     aggregate_series,
     axis_title,
     crashed_at,
@@ -31,6 +30,7 @@ from specconsole.present.series import (
     single_series,
     swept_axis,
 )
+from specconsole.present.labels import trial_label
 from specconsole.session.selection import pareto, report_trials
 
 CRASH_COLOR = "#d62728"
@@ -44,7 +44,7 @@ def figure(width: float, height: float) -> Any:
     return Figure(figsize=(width, height), layout="constrained")
 
 
-_figure = figure  # the name session.gpu_charts imports
+_figure = figure  # the name session.reports.gpu_charts imports
 
 
 def _base(plan: SweepPlan | None) -> Any:

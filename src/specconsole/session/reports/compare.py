@@ -21,7 +21,7 @@ from specconsole.core.search.strategy import findings
 from specconsole.present.formats import DASH, format_rate_ci
 from specconsole.present.labels import record_label
 from specconsole.present.status import status_word
-from specconsole.session.report_json import report_document
+from specconsole.session.reports.report_json import report_document
 from specconsole.session.selection import report_trials
 
 

@@ -5,7 +5,7 @@ Why: "how close to the limit did each configuration come?" is a picture — a ba
 for the memory held at ready, a mark for the peak while loading, the crashed trials' memory
 at the fatal line in red, the GPU's total across the top — and so is what each trial's
 throughput cost: its GPUs' power, and tokens per joule, at each concurrency. Drawn with
-matplotlib like the other charts (``session.charts``: inline SVG, no scripts), from the
+matplotlib like the other charts (``session.reports.charts``: inline SVG, no scripts), from the
 trials' records alone.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.present.charts.series import hex_color
 from specconsole.present.labels import trial_label
-from specconsole.present.series import hex_color
-from specconsole.session.charts import CRASH_COLOR, _figure, _legend_outside, _save
-from specconsole.session.gpu_report import sampled
+from specconsole.session.reports.charts import CRASH_COLOR, _figure, _legend_outside, _save
+from specconsole.session.reports.gpu_report import sampled
 from specconsole.session.selection import report_trials
 
 __all__ = ["GPU_CHARTS", "gpu_chart_svg"]

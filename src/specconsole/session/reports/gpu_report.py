@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.search.draftcost import draft_cost
-from specconsole.present.draftcost import draft_cost_text
+from specconsole.present.figures.draftcost import draft_cost_text
+from specconsole.present.figures.gpu import crash_memory, gib
 from specconsole.present.formats import DASH, format_rate
-from specconsole.present.gpu import crash_memory, gib
 from specconsole.present.labels import record_label
 
 __all__ = [

@@ -3,8 +3,8 @@ speculation), the schedule itself, the what-ifs, and the schedule chart — in M
 HTML and CSV.
 
 Why one module: every format shows the same answer (``core.search.levels``, worded by
-``present.levels``), and the schedule chart is drawn from the same lines in text (plotext)
-and in SVG (matplotlib, lazily, as ``session.charts`` does).
+``present.figures.levels``), and the schedule chart is drawn from the same lines in text (plotext)
+and in SVG (matplotlib, lazily, as ``session.reports.charts`` does).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from specconsole.core.plans.objective import DEFAULT_GOAL
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.levels import LevelFigure, LevelTable, level_table, role_of
 from specconsole.core.search.levels import what_ifs as what_ifs_of
-from specconsole.present.labels import record_label, schedule_text
-from specconsole.present.levels import (
+from specconsole.present.charts.series import hex_color
+from specconsole.present.charts.textcharts import draw_aggregate, new_figure, render_text
+from specconsole.present.figures.levels import (
     LEVEL_HEADERS,
     LEVELS_TITLE,
     level_cells,
@@ -28,8 +29,7 @@ from specconsole.present.levels import (
     level_verdicts,
     what_if_text,
 )
-from specconsole.present.series import hex_color
-from specconsole.present.textcharts import draw_aggregate, new_figure, render_text
+from specconsole.present.labels import record_label, schedule_text
 from specconsole.session.selection import report_trials
 
 __all__ = [
@@ -181,7 +181,7 @@ def levels_document(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> di
 
 def levels_chart_svg(table: LevelTable, plan: SweepPlan | None) -> str:
     """The schedule chart as inline SVG (matplotlib, imported here only)."""
-    from specconsole.session.charts import figure, svg_text
+    from specconsole.session.reports.charts import figure, svg_text
 
     fig = figure(8.5, 4.2)
     ax = fig.add_subplot()

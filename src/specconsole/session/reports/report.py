@@ -22,15 +22,7 @@ from specconsole.core.measure.stats import Spread, half_width
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.levels import role_of
 from specconsole.core.search.strategy import findings
-from specconsole.present.columns import REPORT_COLUMNS
-from specconsole.present.columns import cells as row_cells
-from specconsole.present.formats import format_rate, format_rate_ci
-from specconsole.present.gpu import crash_memory
-from specconsole.present.labels import measurement_note, record_label, report_title
-from specconsole.present.probes import probe_text, rate_answer
-from specconsole.present.progress import report_glance
-from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
-from specconsole.present.series import (
+from specconsole.present.charts.series import (
     aggregate_series,
     axis_title,
     crashed_at,
@@ -38,12 +30,25 @@ from specconsole.present.series import (
     single_series,
     swept_axis,
 )
+from specconsole.present.charts.textcharts import (
+    draw_aggregate,
+    draw_single,
+    new_figure,
+    render_text,
+)
+from specconsole.present.columns import REPORT_COLUMNS
+from specconsole.present.columns import cells as row_cells
+from specconsole.present.figures.gpu import crash_memory
+from specconsole.present.figures.progress import report_glance
+from specconsole.present.figures.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
+from specconsole.present.formats import format_rate, format_rate_ci
+from specconsole.present.labels import measurement_note, record_label, report_title
+from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.status import status_detail
-from specconsole.present.textcharts import draw_aggregate, draw_single, new_figure, render_text
-from specconsole.session.acceptance_report import acceptance_lines
-from specconsole.session.gpu_report import gpu_markdown
-from specconsole.session.levels_report import best_at, levels_markdown, table_for
-from specconsole.session.report_json import to_json
+from specconsole.session.reports.acceptance_report import acceptance_lines
+from specconsole.session.reports.gpu_report import gpu_markdown
+from specconsole.session.reports.levels_report import best_at, levels_markdown, table_for
+from specconsole.session.reports.report_json import to_json
 from specconsole.session.selection import best_per_concurrency as best_per_concurrency
 from specconsole.session.selection import pareto, report_trials
 
@@ -96,7 +101,7 @@ def chart(
     height: int = 20,
 ) -> str:
     """Plain-text chart of aggregate tok/s vs concurrency, one marked series per trial, the
-    legend under the plot (``present.textcharts``)."""
+    legend under the plot (``present.charts.textcharts``)."""
     shown = [t for t in report_trials(trials) if t.status is TrialStatus.OK and t.levels]
     if not shown:
         return "(no successful trial to chart)"

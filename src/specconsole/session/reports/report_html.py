@@ -2,7 +2,7 @@
 
 Why one self-contained file: a report is mailed, attached to a ticket or opened from a CI
 artifact, often offline. Everything is inline — the stylesheet, and the charts as SVG drawn
-by matplotlib (``session.charts``) — with no script, font, image or link to fetch, so the
+by matplotlib (``session.reports.charts``) — with no script, font, image or link to fetch, so the
 page renders the same anywhere (a test renders it in headless Chromium and checks that it
 loads without console errors, that the charts are there and that the picture is not blank).
 
@@ -23,17 +23,17 @@ from specconsole.core.machine.state import TrialRecord
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
-from specconsole.present.acceptance import level_acceptance
 from specconsole.present.columns import REPORT_COLUMNS, cells
+from specconsole.present.figures.acceptance import level_acceptance
+from specconsole.present.figures.gpu import crash_memory
+from specconsole.present.figures.progress import report_glance
+from specconsole.present.figures.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
 from specconsole.present.formats import format_ms, format_rate, format_rate_ci
-from specconsole.present.gpu import crash_memory
 from specconsole.present.labels import measurement_note, record_label, report_title
 from specconsole.present.probes import probe_text, rate_answer
-from specconsole.present.progress import report_glance
-from specconsole.present.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
-from specconsole.session.charts import chart_svg
-from specconsole.session.gpu_charts import gpu_chart_svg
-from specconsole.session.gpu_report import (
+from specconsole.session.reports.charts import chart_svg
+from specconsole.session.reports.gpu_charts import gpu_chart_svg
+from specconsole.session.reports.gpu_report import (
     LEVEL_HEADERS,
     MEMORY_HEADERS,
     draft_cost_lines,
@@ -41,8 +41,8 @@ from specconsole.session.gpu_report import (
     memory_rows,
     sampled,
 )
-from specconsole.session.levels_report import levels_html
-from specconsole.session.report_json import config_document, unit_diff
+from specconsole.session.reports.levels_report import levels_html
+from specconsole.session.reports.report_json import config_document, unit_diff
 from specconsole.session.selection import pareto, report_trials
 
 STYLE = """

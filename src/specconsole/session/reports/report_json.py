@@ -28,11 +28,11 @@ from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.eta import estimate
 from specconsole.core.search.levels import role_of
 from specconsole.core.search.strategy import findings
+from specconsole.present.figures.progress import figure_text, report_glance, span
 from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.probes import probe_text
-from specconsole.present.progress import figure_text, report_glance, span
 from specconsole.present.status import status_detail, status_word
-from specconsole.session.levels_report import fixed_text, levels_document
+from specconsole.session.reports.levels_report import fixed_text, levels_document
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
 SCHEMA_ID = "https://specconsole.invalid/report-schema.json"

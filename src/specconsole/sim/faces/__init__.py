@@ -1,6 +1,7 @@
 """The simulator's faces: what the simulated box says, per engine it imitates.
 
-Why: the box (:mod:`specconsole.sim.box`, the physics in :mod:`specconsole.sim.model`) is one;
+Why: the box (:mod:`specconsole.sim.box`, the physics in :mod:`specconsole.sim.physics.model`) is
+one;
 the engines it imitates speak differently — SGLang's flags, log lines, ``/server_info`` and
 ``/generate``; vLLM's ``vllm serve MODEL``, its V1 start-up and statistics lines, ``/version``
 and ``/metrics`` counters. A face is chosen by the registered name of the engine it imitates,
@@ -25,9 +26,9 @@ if TYPE_CHECKING:
     from specconsole.core.config.model import ServerConfig
     from specconsole.sim.args import ParsedArgs, SimArgError
     from specconsole.sim.box import SimBox, SimOptions
-    from specconsole.sim.model import MemoryPlan
+    from specconsole.sim.physics.model import MemoryPlan
+    from specconsole.sim.physics.resolve import ResolvedArgs
     from specconsole.sim.profile import Profile
-    from specconsole.sim.resolve import ResolvedArgs
 
 __all__ = ["Face"]
 
@@ -83,7 +84,7 @@ class Face(Protocol):
         """``parsed`` with what the launch's surroundings add: the environment's benchmark
         knobs (SGLang's ``SGLANG_SIMULATE_ACC_LEN``) and the files its flags name (SGLang's
         adaptive config; ``read(path)``: the text, None when it cannot be read). The process
-        passes its own environment and disk; ``sim.model`` a configuration's ``env`` and its
+        passes its own environment and disk; ``sim.physics.model`` a configuration's ``env`` and its
         engine's side files. Raises ``SimArgError`` as the engine would."""
         ...
 

@@ -14,7 +14,7 @@ __all__ = ["count_prompt_tokens", "model_list", "positive_int", "prompt_text"]
 
 
 def prompt_text(payload: dict[str, Any]) -> str | None:
-    """The text whose kind sets the request's acceptance (:mod:`specconsole.sim.textkind`):
+    """The text whose kind sets the request's acceptance (:mod:`specconsole.sim.physics.textkind`):
     ``text`` / ``prompt``, or the last user message; None for token ids (no text to read)."""
     for key in ("text", "prompt"):
         value = payload.get(key)

@@ -1,9 +1,11 @@
 """The simulator's SGLang face: SGLang's flags, log, API and death on the box.
 
 Why a thin module: SGLang was the simulator's first engine, and its pieces keep their homes —
-argument rules in :mod:`specconsole.sim.args` / :mod:`specconsole.sim.resolve`, texts in
-:mod:`specconsole.sim.logfmt`, the server's life in :mod:`specconsole.sim.server`, routes in
-:mod:`specconsole.sim.http`. This module binds them into the :class:`~.Face` the process
+argument rules in :mod:`specconsole.sim.args` / :mod:`specconsole.sim.physics.resolve`, texts in
+:mod:`specconsole.sim.faces.sglang_log`, the server's life in
+:mod:`specconsole.sim.faces.sglang_server`, routes in
+:mod:`specconsole.sim.faces.sglang_http`. This module binds them into the :class:`~.Face` the
+process
 asks for; what the SGLang face does is unchanged by the faces existing.
 """
 
@@ -15,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.sim import logfmt
 from specconsole.sim.args import (
     ParsedArgs,
     SimArgError,
@@ -24,10 +25,11 @@ from specconsole.sim.args import (
     in_context,
     parse_argv,
 )
-from specconsole.sim.model import MemoryPlan, calibration_config, plan_memory
+from specconsole.sim.faces import sglang_log as logfmt
+from specconsole.sim.faces.sglang_server import LOG_LEVELS, LogWriter, SimServer
+from specconsole.sim.physics.model import MemoryPlan, calibration_config, plan_memory
+from specconsole.sim.physics.resolve import ResolvedArgs, resolve
 from specconsole.sim.profile import Profile, default_profile_path
-from specconsole.sim.resolve import ResolvedArgs, resolve
-from specconsole.sim.server import LOG_LEVELS, LogWriter, SimServer
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -104,7 +106,7 @@ class SGLangFace:
         return SimServer(args, parsed, profile, opts, log)
 
     def app(self, sim: SimBox) -> Starlette:
-        from specconsole.sim.http import build_app
+        from specconsole.sim.faces.sglang_http import build_app
 
         assert isinstance(sim, SimServer)
         return build_app(sim)

@@ -18,14 +18,14 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from specconsole.sim import logfmt
 from specconsole.sim.args import imitated_engine
-from specconsole.sim.bodies import count_prompt_tokens as _count_prompt_tokens
-from specconsole.sim.bodies import model_list
-from specconsole.sim.bodies import positive_int as _positive_int
-from specconsole.sim.bodies import prompt_text as _prompt_text
-from specconsole.sim.server import SimServer
-from specconsole.sim.streams import generate_stream, meta_info, openai_stream, wait_finished
+from specconsole.sim.faces import sglang_log as logfmt
+from specconsole.sim.faces.bodies import count_prompt_tokens as _count_prompt_tokens
+from specconsole.sim.faces.bodies import model_list
+from specconsole.sim.faces.bodies import positive_int as _positive_int
+from specconsole.sim.faces.bodies import prompt_text as _prompt_text
+from specconsole.sim.faces.sglang_server import SimServer
+from specconsole.sim.faces.streams import generate_stream, meta_info, openai_stream, wait_finished
 
 DEFAULT_MAX_NEW_TOKENS = 128
 """SGLang's default ``max_new_tokens`` when a request gives none."""

@@ -6,8 +6,9 @@ flag says so. Every log line is flushed as it is written because the console fol
 live and must see a fatal line the moment it appears.
 
 The box it runs on (memory plan, scheduler, options) is :mod:`specconsole.sim.box`; SGLang's
-HTTP API is :mod:`specconsole.sim.http` (streams in :mod:`specconsole.sim.streams`), its texts
-:mod:`specconsole.sim.logfmt`, the process entry point :mod:`specconsole.sim.process`.
+HTTP API is :mod:`specconsole.sim.faces.sglang_http` (streams in
+:mod:`specconsole.sim.faces.streams`), its texts
+:mod:`specconsole.sim.faces.sglang_log`, the process entry point :mod:`specconsole.sim.process`.
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import signal
 import sys
 from typing import Any
 
-from specconsole.sim import logfmt
-from specconsole.sim.adaptive import graph_states
 from specconsole.sim.args import ParsedArgs
 from specconsole.sim.box import SimBox, SimOptions
-from specconsole.sim.model import LoadFailure, uses_cuda_graph
+from specconsole.sim.faces import sglang_log as logfmt
+from specconsole.sim.faces.sglang_steps import SGLangSteps
+from specconsole.sim.physics.adaptive import graph_states
+from specconsole.sim.physics.model import LoadFailure, uses_cuda_graph
+from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import ResolvedArgs
-from specconsole.sim.sglang_steps import SGLangSteps
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,

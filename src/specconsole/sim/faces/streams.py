@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specconsole.sim.engine import SimRequest
-from specconsole.sim.server import SimServer
+from specconsole.sim.faces.sglang_server import SimServer
 
 SSE_DONE = b"data: [DONE]\n\n"
 

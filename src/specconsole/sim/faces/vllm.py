@@ -32,9 +32,9 @@ from specconsole.sim.faces import vllm_fatal as fatal
 from specconsole.sim.faces.vllm_args import VLLM, help_text, parse_vllm, resolve_vllm
 from specconsole.sim.faces.vllm_memory import TOO_SHORT, extensible, free_at_start_gb, vllm_plan
 from specconsole.sim.faces.vllm_text import RELEASES, SOURCES, VllmText, text_for
-from specconsole.sim.model import LoadFailure, MemoryPlan
+from specconsole.sim.physics.model import LoadFailure, MemoryPlan
+from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import ResolvedArgs
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

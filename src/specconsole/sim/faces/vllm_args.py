@@ -1,5 +1,5 @@
 """``vllm serve MODEL [flags]`` as the simulator's vLLM face reads it, resolved by vLLM's
-rules into the box's :class:`~specconsole.sim.resolve.ResolvedArgs`.
+rules into the box's :class:`~specconsole.sim.physics.resolve.ResolvedArgs`.
 
 Why apart from the face's life (:mod:`.vllm`): this is where vLLM's decisions live — its
 defaults for the GPU (``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192 on a GPU of
@@ -31,8 +31,8 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.sim.args import ParsedArgs, SimArgError, split_unknown
+from specconsole.sim.physics.resolve import FixedAccept, ResolvedArgs
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import FixedAccept, ResolvedArgs
 
 __all__ = ["OWN_FLAGS", "VLLM", "help_text", "parse_vllm", "resolve_vllm"]
 

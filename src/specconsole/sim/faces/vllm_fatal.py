@@ -16,9 +16,9 @@ import math
 from typing import Any
 
 from specconsole.sim.faces.vllm_text import SOURCES, VllmText
-from specconsole.sim.model import GIB, MemoryPlan
+from specconsole.sim.physics.model import GIB, MemoryPlan
+from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import ResolvedArgs
 
 __all__ = [
     "ROUTES",

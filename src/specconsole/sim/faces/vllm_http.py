@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from specconsole.sim.bodies import count_prompt_tokens, model_list, positive_int, prompt_text
-from specconsole.sim.streams import StreamShape, openai_stream, wait_finished
+from specconsole.sim.faces.bodies import count_prompt_tokens, model_list, positive_int, prompt_text
+from specconsole.sim.faces.streams import StreamShape, openai_stream, wait_finished
 
 if TYPE_CHECKING:
     from specconsole.sim.faces.vllm import VllmServer
@@ -264,7 +264,7 @@ def build_app(sim: VllmServer) -> Starlette:
     api_key = sim.parsed.values.get("api_key")
     middleware: list[Middleware] = []
     if api_key:
-        from specconsole.sim.http import RequireApiKey
+        from specconsole.sim.faces.sglang_http import RequireApiKey
 
         middleware.append(Middleware(RequireApiKey, api_key=str(api_key)))
     return Starlette(routes=routes, middleware=middleware)

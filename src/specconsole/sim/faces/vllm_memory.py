@@ -1,6 +1,6 @@
 """How vLLM spends a GPU, by release: where the KV cache gets its memory.
 
-Why apart from the box's memory model (:func:`specconsole.sim.model.plan_memory`): the parts
+Why apart from the box's memory model (:func:`specconsole.sim.physics.model.plan_memory`): the parts
 are the box's — weights, the draft, activations, CUDA graphs, the KV cache per token — but the
 order vLLM sizes them in changed between the releases the face plays:
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from specconsole.sim.model import GIB, LoadFailure, MemoryPlan, plan_memory
+from specconsole.sim.physics.model import GIB, LoadFailure, MemoryPlan, plan_memory
+from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
-from specconsole.sim.resolve import ResolvedArgs
 
 __all__ = ["TOO_SHORT", "extensible", "free_at_start_gb", "needed_gb", "vllm_plan"]
 

@@ -1,1 +1,2 @@
-"""The simulated box's GPUs: the state the simulator's processes write and the box's nvidia-smi that reads it."""
+"""The simulated box's GPUs: the state the simulator's processes write and the box's nvidia-smi that
+reads it."""

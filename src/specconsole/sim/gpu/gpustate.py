@@ -2,11 +2,11 @@
 
 Why: a tuner asks "how close to the memory limit did this load come?" and watches power and
 utilisation follow the load. The simulated box answers through its own ``nvidia-smi``
-(:mod:`specconsole.sim.nvidia_smi`), which reads what each simulator process writes here:
+(:mod:`specconsole.sim.gpu.nvidia_smi`), which reads what each simulator process writes here:
 the memory it holds on each of its GPUs — the CUDA context, the target's and the draft's
 weights, the speculative workspace and the KV pool, the CUDA graphs, each added as its load
 phase advances (:meth:`GpuBoard.ramp`), all from the memory plan the face printed in its log
-(:func:`specconsole.sim.model.plan_memory`) — and, while serving, how busy the scheduler
+(:func:`specconsole.sim.physics.model.plan_memory`) — and, while serving, how busy the scheduler
 keeps them (:meth:`GpuBoard.follow`). A load that fails for memory rises to where it failed
 and holds there for :data:`HOLD_S` before the engine reports it, so a sampler running at
 once a second sees the memory at the fatal line (a real allocator's failure is not instantaneous
@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from specconsole.sim.nvidia_smi import BOX_FILE, state_dir
+from specconsole.sim.gpu.nvidia_smi import BOX_FILE, state_dir
 from specconsole.sim.profile import Profile
 
 __all__ = ["HOLD_S", "GpuBoard", "write_box"]

@@ -15,7 +15,7 @@ What it reports comes from files in :func:`state_dir` (``SPECCONSOLE_SIM_GPU_DIR
 ``/tmp/specconsole-sim-gpu``): ``box.json`` (the GPUs: name, memory, power range, written by
 every simulator as it starts) and one ``<pid>.json`` per live simulator (the memory it holds
 on each GPU and how busy it keeps it, written as it loads and serves:
-:mod:`specconsole.sim.gpustate`). Memory is summed over live processes (a dead one's file is
+:mod:`specconsole.sim.gpu.gpustate`). Memory is summed over live processes (a dead one's file is
 ignored: the driver frees what a killed process held); utilisation follows the busiest;
 power rises from idle with utilisation and the batch; temperature follows power.
 
@@ -299,7 +299,7 @@ def install(bin_dir: Path, *, python: str | None = None, state: Path | None = No
     env = f"export {STATE_ENV}={_quote(str(state))}\n" if state is not None else ""
     target.write_text(
         "#!/bin/sh\n"
-        "# the specconsole simulated box's nvidia-smi (specconsole.sim.nvidia_smi)\n"
+        "# the specconsole simulated box's nvidia-smi (specconsole.sim.gpu.nvidia_smi)\n"
         f"{env}exec {_quote(python or sys.executable)} -I -S "
         f'{_quote(str(Path(__file__).resolve()))} "$@"\n'
     )

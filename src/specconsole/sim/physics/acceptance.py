@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from specconsole.sim.physics.resolve import FixedAccept, ResolvedArgs
 from specconsole.sim.profile import PerfSection
-from specconsole.sim.resolve import FixedAccept, ResolvedArgs
 
 
 def depth_acceptance(perf: PerfSection, depth: int) -> float:

@@ -28,12 +28,12 @@ from enum import StrEnum
 from functools import lru_cache
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.sim.acceptance import accept_rate, args_accept_distribution
-from specconsole.sim.adaptive import AdaptiveSpec, graph_states, steady_steps
 from specconsole.sim.args import launch_context
+from specconsole.sim.physics.acceptance import accept_rate, args_accept_distribution
+from specconsole.sim.physics.adaptive import AdaptiveSpec, graph_states, steady_steps
+from specconsole.sim.physics.resolve import ResolvedArgs
+from specconsole.sim.physics.textkind import TextKind, perf_for
 from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
-from specconsole.sim.resolve import ResolvedArgs
-from specconsole.sim.textkind import TextKind, perf_for
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -159,7 +159,7 @@ def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
 
 def graph_slots(args: ResolvedArgs) -> int:
     """Captured batch x verify tokens the CUDA graphs hold: one state per adaptive candidate,
-    each over the captured sizes that route to a bucket holding it (``sim.adaptive``)."""
+    each over the captured sizes that route to a bucket holding it (``sim.physics.adaptive``)."""
     if args.adaptive is None:
         return args.max_capture_bs * args.num_draft_tokens
     return sum(bs * (step + 1) for step, bs in graph_states(args.adaptive, args.capture_bs))
@@ -175,7 +175,7 @@ def step_mix(
 ) -> tuple[tuple[ResolvedArgs, float], ...]:
     """The arguments a steady stream of decode steps of ``batch`` requests runs, with their
     shares: one entry, except when an adaptive bucket's EMA keeps moving between
-    candidates (:func:`specconsole.sim.adaptive.steady_steps`); a per-batch-size K drafts
+    candidates (:func:`specconsole.sim.physics.adaptive.steady_steps`); a per-batch-size K drafts
     the batch's."""
     if args.adaptive is None:
         return ((args.at_batch(batch), 1.0),)
@@ -315,7 +315,7 @@ def resolved(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedA
     return face.resolve(parsed, face.with_release(parsed, profile))
 
 
-_resolve = resolved  # the name sim.ratemodel imports
+_resolve = resolved  # the name sim.physics.ratemodel imports
 
 
 def plan_for(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
@@ -340,7 +340,7 @@ def predict(
 ) -> Prediction:
     """Expected rates of ``concurrency`` closed-loop clients sending fixed-length requests.
 
-    ``kind`` is the kind of text the requests ask for (:mod:`specconsole.sim.textkind`);
+    ``kind`` is the kind of text the requests ask for (:mod:`specconsole.sim.physics.textkind`);
     the default, chat, is the profile's calibrated acceptance.
 
     Requests run in waves of ``running`` (the running limit): a wave is prefilled, then decodes

@@ -1,6 +1,6 @@
 """The simulated box under Poisson arrivals: what a request sees at a given request rate.
 
-Why apart from :mod:`specconsole.sim.model`: ``predict`` answers for a closed loop of c
+Why apart from :mod:`specconsole.sim.physics.model`: ``predict`` answers for a closed loop of c
 clients; ``objective = "max_rate_under_slo"`` offers *open* Poisson traffic at a rate, and
 its answer (the highest rate at which the SLOs hold) must be checked against the model too.
 This is the mean-field picture of the same scheduler the simulator runs
@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.sim.model import (
+from specconsole.sim.physics.model import (
     DEFAULT_INPUT_LEN,
     DEFAULT_OUTPUT_LEN,
     _resolve,

@@ -16,7 +16,6 @@ from typing import Any
 from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import has_feature
-from specconsole.sim.adaptive import AdaptiveSpec, load_spec
 from specconsole.sim.args import (
     AUTO_SPEC_PARAMS,
     EAGLE_FAMILY,
@@ -32,6 +31,7 @@ from specconsole.sim.args import (
     launch_context,
     parse_argv,
 )
+from specconsole.sim.physics.adaptive import AdaptiveSpec, load_spec
 from specconsole.sim.profile import Profile
 
 
@@ -96,7 +96,7 @@ class ResolvedArgs:
     """vLLM's per-batch-size K (``num_speculative_tokens_per_batch_size``): inclusive
     batch-size ranges and the draft length each drafts; ``()``: ``num_steps`` at every size."""
     adaptive: AdaptiveSpec | None = None
-    """SGLang's adaptive mode (``--speculative-adaptive``, :mod:`specconsole.sim.adaptive`):
+    """SGLang's adaptive mode (``--speculative-adaptive``, :mod:`specconsole.sim.physics.adaptive`):
     the buckets and their candidate steps; ``num_steps`` is the initial one."""
     fixed_accept: FixedAccept | None = None
     """The engine's benchmark knob fixing the acceptance (SGLang's ``SGLANG_SIMULATE_ACC_LEN``,

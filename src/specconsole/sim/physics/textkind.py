@@ -23,7 +23,7 @@ The rule (also in docs/simulator.md):
      /``for`` line opening a block, ``#include``, "Python function", "bash script",
      "SQL query", "regular expression", "unit test"...);
    * ``chat``: everything else. **Chat is the calibrated kind**: its acceptance is exactly
-     the profile's, so :func:`specconsole.sim.model.predict` without a kind is unchanged.
+     the profile's, so :func:`specconsole.sim.physics.model.predict` without a kind is unchanged.
 
 2. **Scale**: each depth's conditional acceptance ``q`` becomes ``1 - (1 - q) × m`` — the
    rejection probability times the kind's multiplier ``m`` (:data:`REJECTION_MULTIPLIER`:
@@ -33,7 +33,7 @@ The rule (also in docs/simulator.md):
 3. **Seeded draws**: each request then draws its per-step accepted counts from that
    distribution with the scheduler's seeded Weyl sequence (``--random-seed``, by arrival
    order), so a run is reproducible and a kind's mean is exactly what
-   :func:`specconsole.sim.model.predict` says for that ``kind``.
+   :func:`specconsole.sim.physics.model.predict` says for that ``kind``.
 
 Pure: no I/O, no clocks, no global random state.
 """

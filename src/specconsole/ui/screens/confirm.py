@@ -7,7 +7,7 @@ what is on the box now and waits: ``enter``/``y`` deploys (later deploys of the 
 ahead without asking; their diffs stay in the diff pane, ``v``), ``esc``/``n`` cancels,
 which leaves the box untouched and the sweep not started. Headless runs never ask.
 ``ConfirmActionScreen`` asks once for a key (or a discarded edit), with the question and its
-lines written by ``present.actions``.
+lines written by ``present.keyboard.actions``.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class ConfirmDeployScreen(ModalScreen[bool]):
 
 
 class ConfirmActionScreen(ModalScreen[bool]):
-    """Asks once before a key acts (``present.actions.Confirmation``: the question names
+    """Asks once before a key acts (``present.keyboard.actions.Confirmation``: the question names
     the target, the lines say what happens and which flags change); True = go ahead."""
 
     BINDINGS: ClassVar[list[BindingType]] = [

@@ -15,13 +15,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from specconsole.core.machine.state import ResumeChoice
-from specconsole.present.keys import BY_ID, CHOICE_COMMANDS
+from specconsole.present.keyboard.keys import BY_ID, CHOICE_COMMANDS
 from specconsole.ui.viewmodels import CrashView
 
 _KEY_CHOICES: dict[str, ResumeChoice] = {
     BY_ID[command].key: choice for choice, command in CHOICE_COMMANDS.items()
 }
-"""The key of each decision (``present.keys``); the view lists the ones available now."""
+"""The key of each decision (``present.keyboard.keys``); the view lists the ones available now."""
 
 
 class CrashScreen(ModalScreen[ResumeChoice | None]):

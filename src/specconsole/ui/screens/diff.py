@@ -5,7 +5,7 @@ was on the box is kept in the trial's record (values of environment variables re
 This screen shows the deploy in progress (or, before the session's first, the preview of
 it: what ``s`` or ``d`` would change) and every recorded trial's diff, starting at the trial
 selected in the trials table; ``←``/``→`` step through them. It only renders entries
-built by ``present.diffs`` from the state: it changes nothing.
+built by ``present.deploys.diffs`` from the state: it changes nothing.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from specconsole.present.diffs import DiffEntry
+from specconsole.present.deploys.diffs import DiffEntry
 from specconsole.ui.widgets.diffview import DiffView
 
 EMPTY = "No deploy yet: a diff appears here as soon as a trial deploys (d or s)."

@@ -1,5 +1,5 @@
 """The ``?`` help screen: every key, one row per key and state, then what the symbols, the
-columns and the abbreviations mean — generated from the key table (``present.help``), so it
+columns and the abbreviations mean — generated from the key table (``present.keyboard.help``), so it
 is always the current key map. Laid out for the width it has: rows wrap under their own
 column, so nothing is ragged at 80 columns. The pool-only ``n`` shows only on a pool.
 """
@@ -16,7 +16,7 @@ from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.widget import Widget
 
-from specconsole.present.help import help_lines
+from specconsole.present.keyboard.help import help_lines
 
 
 class HelpText(Widget):

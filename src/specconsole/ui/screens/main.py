@@ -2,8 +2,9 @@
 
 It renders ``ControllerState`` snapshots (through ``ui.adapt``) and turns keys into intents,
 posted to the app as messages (``ui.messages``): it never imports the app or calls the
-controller. Every binding comes from the key table (``present.keymap``); the keys that apply
-now come from ``present.keys.available`` (``check_action``), so the footer (``KeyBar``)
+controller. Every binding comes from the key table (``present.keyboard.keymap``); the keys that
+apply
+now come from ``present.keyboard.keys.available`` (``check_action``), so the footer (``KeyBar``)
 lists exactly those, ``?`` and ``q`` first; any other command key says why it does nothing.
 Keys that change the box go to the app as ``RequestAction`` (it asks first when the key
 table says so). Notices the screen does not already show go to the message line above the
@@ -38,10 +39,10 @@ from specconsole.core.machine.events import (
 )
 from specconsole.core.machine.state import ControllerState, ResumeChoice
 from specconsole.present.box import box_panel, box_shown
-from specconsole.present.diffs import deploy_target
+from specconsole.present.deploys.diffs import deploy_target
 from specconsole.present.fleet import focused_box, lane_views, next_box
-from specconsole.present.keymap import COMMANDS, PANE_KEYS, SCREEN_KEYS, Key
-from specconsole.present.keys import CHOICE_COMMANDS, available
+from specconsole.present.keyboard.keymap import COMMANDS, PANE_KEYS, SCREEN_KEYS, Key
+from specconsole.present.keyboard.keys import CHOICE_COMMANDS, available
 from specconsole.present.labels import config_summary
 from specconsole.present.notices import message_for
 from specconsole.ui import adapt

@@ -4,7 +4,7 @@ Two views of the sweep, as the tuning question needs them: aggregate output tok/
 concurrency with one line per trial (where does each configuration peak?), and
 single-request tok/s against the swept axis (does drafting deeper still pay?). What is drawn
 and how each series looks (colour, or marker under ``mono``; crashed trials as ``✖`` on the
-x axis) is ``present.textcharts``, shared with the text report; this module only sizes the
+x axis) is ``present.charts.textcharts``, shared with the text report; this module only sizes the
 plot and lays the legend out *under* it, outside the data. The figure is rebuilt from scratch
 on every render, so what is drawn depends only on the view and the widget's size.
 """
@@ -20,13 +20,13 @@ from rich.text import Text
 from textual.app import RenderResult
 from textual_plotext import PlotextPlot
 
-from specconsole.present.levels import LEVELS_TITLE
-from specconsole.present.textcharts import (
+from specconsole.present.charts.textcharts import (
     LegendEntry,
     draw_aggregate,
     draw_single,
     legend_rows,
 )
+from specconsole.present.figures.levels import LEVELS_TITLE
 from specconsole.ui.viewmodels import ChartView
 
 MIN_PLOT_ROWS = 6

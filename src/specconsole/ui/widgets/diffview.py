@@ -4,7 +4,7 @@ the changed words marked; in the mono theme bold/strike/dim and reverse instead 
 so the diff reads the same under ``NO_COLOR``.
 
 Used by the diff pane (``v``) and the first-deploy confirmation; the rows for a width come
-from ``present.diffrows`` (the summary from ``present.flagdiff``).
+from ``present.deploys.diffrows`` (the summary from ``present.deploys.flagdiff``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from textual.app import RenderResult
 from textual.geometry import Size
 from textual.widget import Widget
 
-from specconsole.present.diffrows import diff_rows
-from specconsole.present.diffs import diff_lines
+from specconsole.present.deploys.diffrows import diff_rows
+from specconsole.present.deploys.diffs import diff_lines
 
 DIFF_KINDS: tuple[str, ...] = ("header", "hunk", "add", "remove", "context", "title", "summary")
 

@@ -3,7 +3,7 @@
 Why a line of its own: while a trial loads, the question is how close the memory comes to
 the limit, and that must be on screen with the journal at 80×24, not behind a key. The line
 shows while a trial's GPUs are being sampled (hidden between trials and on a box without
-GPUs); its text for the width is ``present.gpu.gpu_line``'s, and it turns to the warning
+GPUs); its text for the width is ``present.figures.gpu.gpu_line``'s, and it turns to the warning
 colour when a GPU is nearly full.
 """
 
@@ -17,7 +17,7 @@ from textual.app import RenderResult
 from textual.widget import Widget
 
 from specconsole.core.measure.gpu import GpuSample
-from specconsole.present.gpu import gpu_line, hot
+from specconsole.present.figures.gpu import gpu_line, hot
 
 
 class GpuLine(Widget):

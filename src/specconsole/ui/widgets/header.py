@@ -2,8 +2,9 @@
 
 Two lines so it fits 80 columns: the first says the phase (with the loading sub-phase or
 ladder level) and its elapsed time, trial *i of n*, the sweep state, the connection and the
-sweep's glance (elapsed, ETA, the current best: ``present.progress``), as many of them as
-fit the width whole (``present.footer.fit_parts``: a figure is never cut); the second is the
+sweep's glance (elapsed, ETA, the current best: ``present.figures.progress``), as many of them as
+fit the width whole (``present.keyboard.footer.fit_parts``: a figure is never cut); the second is
+the
 configuration being tried, then host/engine/service (cut first when narrow).
 Colour comes from the phase's tone (``-tone-bad`` etc.), which the stylesheet maps to theme
 variables.
@@ -16,7 +17,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import RenderResult
 
-from specconsole.present.footer import fit_parts
+from specconsole.present.keyboard.footer import fit_parts
 from specconsole.ui.viewmodels import HeaderView, Tone
 from specconsole.ui.widgets.viewstatic import ViewStatic
 

@@ -3,7 +3,7 @@
 Why not Textual's ``Footer``: it lists every enabled binding in binding order and cuts the
 line at the screen's edge, so at 80 columns ``? help`` and ``q quit`` fell off in exactly
 the states (crash, paused) where people need them. This bar draws what
-``present.footer.footer_hints`` chooses for its own width from the state the screen gives
+``present.keyboard.footer.footer_hints`` chooses for its own width from the state the screen gives
 it, drops whole hints rather than cutting one, and leaves the crash banner's own keys to
 the banner. A click on a hint presses its key.
 """
@@ -19,8 +19,8 @@ from textual.app import RenderResult
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from specconsole.present.footer import GAP, footer_hints
-from specconsole.present.keymap import BY_ID
+from specconsole.present.keyboard.footer import GAP, footer_hints
+from specconsole.present.keyboard.keymap import BY_ID
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +28,7 @@ class KeyBarState:
     """What the footer is drawn from."""
 
     available: frozenset[str] = frozenset()
-    """Command ids that apply now (``present.keys.available``)."""
+    """Command ids that apply now (``present.keyboard.keys.available``)."""
     banner: frozenset[str] = frozenset()
     """Command ids the crash banner lists (left out of the footer while it shows)."""
     pool: bool = False

@@ -21,8 +21,8 @@ from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
+from specconsole.present.charts.symbols import MORE_COLUMNS
 from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns
-from specconsole.present.symbols import MORE_COLUMNS
 from specconsole.ui.viewmodels import LevelsView, TrialDetails, TrialRow
 
 PADDING = 2
