@@ -87,6 +87,11 @@ def test_the_banner_keeps_title_and_choices_first() -> None:
     assert len(rows) == 5 and all(len(t) <= 40 for _, t in rows)
     assert pack(["aaaa", "bbbb"], 9) == ["aaaa", "bbbb"]  # never split an item
     assert cause_text("kv_cache_no_memory") == "no GPU memory left for the KV cache"
+    # an engine's own words where the generic sentence would mislead: llama.cpp on a CPU
+    assert cause_text("kv_cache_no_memory", "sglang") == "no GPU memory left for the KV cache"
+    assert "GPU" not in cause_text("kv_cache_no_memory", "llamacpp")
+    assert cause_text("too_many_slots", "llamacpp").startswith("more slots (parallel)")
+    assert cause_text("too_many_slots", "no-such-engine") == "too many slots"
 
 
 def test_notices_are_sentences_and_the_banner_keeps_its_own() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.engine.vocabulary import field_word
+from specconsole.core.engine.vocabulary import cause_word, field_word
 from specconsole.core.machine.state import (
     CapacityPrediction,
     ControllerState,
@@ -38,15 +38,17 @@ CAUSES: dict[str, str] = {
     "load_timeout": "it did not finish loading in time",
     "cuda_graph_capture_failed": "CUDA-graph capture failed",
 }
-"""Known crash causes as sentences; any other cause reads as its words."""
+"""Known crash causes as sentences (an engine may say its own: ``LogGrammar.cause_words``);
+any other cause reads as its words."""
 
 MEMORY_CAUSES = frozenset({"kv_cache_no_memory", "cuda_oom", "cuda_graph_capture_failed"})
 """Causes a smaller speculative tree (the swept axis, usually) can cure."""
 
 
-def cause_text(cause: str) -> str:
-    """``no GPU memory left for the KV cache`` for ``kv_cache_no_memory``."""
-    return CAUSES.get(cause, cause.replace("_", " "))
+def cause_text(cause: str, engine: str | None = None) -> str:
+    """``no GPU memory left for the KV cache`` for ``kv_cache_no_memory`` (in ``engine``'s
+    own words where its grammar has them: llama.cpp's KV cache may live in host memory)."""
+    return cause_word(engine, cause) or CAUSES.get(cause, cause.replace("_", " "))
 
 
 def _last_loaded(records: Sequence[TrialRecord], axis: str) -> TrialRecord | None:
@@ -151,8 +153,9 @@ def seen_before(trials: Sequence[TrialRecord], config: ServerConfig) -> str | No
         return None
     last = same[-1]
     if last.crash is not None:
+        cause = cause_text(last.crash.cause, config.engine)
         return (
-            f"already crashed in trial {last.index + 1}: {cause_text(last.crash.cause)} "
+            f"already crashed in trial {last.index + 1}: {cause} "
             "— deploying it again will most likely crash again"
         )
     if last.status is TrialStatus.OK:

@@ -54,8 +54,9 @@ def crash_view(state: ControllerState) -> CrashView | None:
         details.append(f"capacity seen: {crash.capacity:,} tokens")
     record = next((r for r in all_trials(state) if r.index == index), None)
     lead = axis_fix(state, record) if record is not None else None
+    engine = record.config.engine if record is not None else None
     return CrashView(
-        title=f"{trial} crashed while {where}: {cause_text(crash.cause)}",
+        title=f"{trial} crashed while {where}: {cause_text(crash.cause, engine)}",
         cause=" · ".join(details) if details else DASH,
         excerpt=crash.excerpt,
         fixes=((lead,) if lead else ()) + crash.fixes,

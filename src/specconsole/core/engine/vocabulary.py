@@ -14,7 +14,7 @@ from functools import cache
 
 from specconsole.core.engine.registry import EngineNotFound, get_engine
 
-__all__ = ["field_short", "field_word"]
+__all__ = ["cause_word", "field_short", "field_word"]
 
 
 @cache
@@ -38,3 +38,13 @@ def field_short(engine: str | None, name: str) -> str | None:
     if not engine:
         return None
     return _words(str(engine)).get(name, ("", ""))[1] or None
+
+
+def cause_word(engine: str | None, cause: str) -> str | None:
+    """The sentence ``engine``'s log grammar gives a crash cause, if it has its own."""
+    if not engine:
+        return None
+    try:
+        return get_engine(str(engine)).log_grammar.cause_words.get(cause)
+    except EngineNotFound:
+        return None

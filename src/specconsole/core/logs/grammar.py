@@ -128,6 +128,9 @@ class LogGrammar:
     precedence: Mapping[str, int] = field(default_factory=dict)
     """Rank of each of its own causes among the generic ones (:data:`.fatal.GENERIC_RANKS`;
     lower wins when one excerpt shows several)."""
+    cause_words: Mapping[str, str] = field(default_factory=dict)
+    """Its own sentence for a cause, where the generic one would mislead or there is none
+    (llama.cpp on a CPU has no GPU memory to run out of; its own causes)."""
     fixes: Mapping[str, tuple[SuggestedFix, ...]] = field(default_factory=dict)
     """Its remedies per cause, most effective first; a cause it leaves out gets the generic
     remedies (:data:`.fatal.GENERIC_FIXES`)."""

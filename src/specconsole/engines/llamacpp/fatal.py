@@ -17,6 +17,7 @@ from specconsole.core.logs.events import FatalCause, SuggestedFix
 from specconsole.core.logs.grammar import FatalSignature
 
 __all__ = [
+    "CAUSE_WORDS",
     "FIXES",
     "HINTS",
     "PRECEDENCE",
@@ -88,6 +89,19 @@ PRECEDENCE: dict[str, int] = {
     LlamaCause.REMOVED_ARGUMENT: 590,
 }
 """Ranks among the generic causes (the KV cache is 100, a bad argument 600)."""
+
+CAUSE_WORDS: dict[str, str] = {
+    FatalCause.KV_CACHE_NO_MEMORY: "not enough memory for the KV cache (ctx_size × parallel)",
+    LlamaCause.DRAFT_UNREADABLE: "the draft model could not be loaded",
+    LlamaCause.MODEL_UNREADABLE: "the model could not be loaded",
+    LlamaCause.TOO_MANY_SLOTS: "more slots (parallel) than llama-server allows",
+    LlamaCause.HTTP_THREAD_POOL: "llama-server could not start its HTTP threads",
+    LlamaCause.PORT_IN_USE: "its port is already in use",
+    LlamaCause.SPECULATION_CONFIG: "the speculation settings were refused",
+    LlamaCause.REMOVED_ARGUMENT: "this build removed an argument it was given",
+}
+"""The crash banner's sentence per cause: llama-server's KV cache lives where its layers do —
+host memory on a CPU build — so the generic "no GPU memory" would mislead."""
 
 HINTS: tuple[str, ...] = (
     "failed to",

@@ -34,7 +34,16 @@ from specconsole.core.logs.fields import int_after, num_after
 from specconsole.core.logs.grammar import Header, HeaderReader, LogGrammar
 from specconsole.core.logs.state import Handler, ParseState
 
-from .fatal import FIXES, HINTS, PRECEDENCE, RECOVERABLE, SIGNATURES, LlamaCause, removed_flag_fix
+from .fatal import (
+    CAUSE_WORDS,
+    FIXES,
+    HINTS,
+    PRECEDENCE,
+    RECOVERABLE,
+    SIGNATURES,
+    LlamaCause,
+    removed_flag_fix,
+)
 from .flags import MODELLED_FLAGS
 
 __all__ = ["GRAMMAR", "HEADS", "READY_LINE"]
@@ -237,6 +246,7 @@ GRAMMAR = LogGrammar(
     signatures=SIGNATURES,
     precedence=PRECEDENCE,
     fixes=FIXES,
+    cause_words=CAUSE_WORDS,
     recoverable=RECOVERABLE,
     hints=HINTS,
 )
