@@ -32,8 +32,8 @@ from specconsole.controller.fleet.pool_headless import sweep_headless as run_hea
 from specconsole.controller.wiring import resolve_local_placeholders  # noqa: E402
 from specconsole.core.plans.parse import loads_plan  # noqa: E402
 from specconsole.core.search.strategy import findings  # noqa: E402
-from specconsole.remote.local import LocalTransport  # noqa: E402
 from specconsole.remote.process import ProcessBackend  # noqa: E402
+from specconsole.remote.transport.local import LocalTransport  # noqa: E402
 from specconsole.session.store import Session  # noqa: E402
 
 

@@ -122,7 +122,7 @@ async def _worker(
     if mode == "ssh":
         assert sshd is not None
         from specconsole.core.plans.profile import HostProfile, TransportKind
-        from specconsole.remote.ssh import SshTransport
+        from specconsole.remote.transport.ssh import SshTransport
 
         transport = SshTransport(
             HostProfile(

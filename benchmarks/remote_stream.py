@@ -32,9 +32,9 @@ from tests.fixtures.sshd import SshdServer  # noqa: E402
 from specconsole.core.config.model import ServerConfig  # noqa: E402
 from specconsole.core.plans.profile import HostProfile, ServiceProfile, TransportKind  # noqa: E402
 from specconsole.core.ports import Transport  # noqa: E402
-from specconsole.remote.local import LocalTransport  # noqa: E402
 from specconsole.remote.process import ProcessBackend  # noqa: E402
-from specconsole.remote.ssh import SshTransport  # noqa: E402
+from specconsole.remote.transport.local import LocalTransport  # noqa: E402
+from specconsole.remote.transport.ssh import SshTransport  # noqa: E402
 
 STREAM_LINES = 200_000
 LOG_LINES = 100_000

@@ -45,7 +45,7 @@ from specconsole.core.machine import effects as fx  # noqa: E402
 from specconsole.core.machine import events as ev  # noqa: E402
 from specconsole.core.machine import step  # noqa: E402
 from specconsole.core.machine.state import ControllerState, Phase, TrialRecord  # noqa: E402
-from specconsole.remote.ssh import SshTransport  # noqa: E402
+from specconsole.remote.transport.ssh import SshTransport  # noqa: E402
 from specconsole.sim.gpu import nvidia_smi  # noqa: E402
 
 BACKEND = object()

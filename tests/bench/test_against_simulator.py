@@ -75,7 +75,7 @@ async def test_openai_apis_against_the_simulator(sim: SimProcess, api: BenchApi)
 @pytest.mark.slow
 async def test_stalled_streams_fail_as_timeouts_in_both_clients() -> None:
     from specconsole.bench.remote_runner import RemoteBenchmarkRunner
-    from specconsole.remote.local import LocalTransport
+    from specconsole.remote.transport.local import LocalTransport
 
     spec = BenchSpec(
         ladder=(2,),

@@ -20,7 +20,7 @@ from specconsole.bench.wire.auth import parse_header, request_headers
 from specconsole.core.plans.parse import parse_plan
 from specconsole.core.plans.plan import PlanError
 from specconsole.core.ports import BenchSpec
-from specconsole.remote.local import LocalTransport
+from specconsole.remote.transport.local import LocalTransport
 from tests.bench.servers import ROOT
 from tests.fixtures.sim import running_simulator
 

@@ -15,8 +15,8 @@ from specconsole.bench.loadgen import plan_for
 from specconsole.bench.remote_runner import RemoteBenchmarkRunner, build_script
 from specconsole.bench.runner import ForwardedBenchmarkRunner
 from specconsole.core.ports import BenchApi, BenchProgress, BenchSpec, Transport
-from specconsole.remote.local import LocalTransport
-from specconsole.remote.ssh import SshTransport
+from specconsole.remote.transport.local import LocalTransport
+from specconsole.remote.transport.ssh import SshTransport
 from tests.bench.servers import mini_server
 from tests.fixtures.sshd import SshdServer
 from tests.remote.helpers import ssh_profile

@@ -18,7 +18,7 @@ from tests.fixtures.sim import running_simulator
 
 async def test_a_stalled_stream_fails_as_stall_long_before_the_request_timeout() -> None:
     from specconsole.bench.remote_runner import RemoteBenchmarkRunner
-    from specconsole.remote.local import LocalTransport
+    from specconsole.remote.transport.local import LocalTransport
 
     spec = BenchSpec(
         ladder=(2,),

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from specconsole.controller.headless import run_headless
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.remote.process import ProcessBackend
-from specconsole.remote.ssh import SshTransport
+from specconsole.remote.transport.ssh import SshTransport
 from specconsole.session.store import Session
 
 

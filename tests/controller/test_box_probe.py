@@ -27,8 +27,8 @@ from specconsole.controller.probe.boxprobe import probe_box
 from specconsole.core.config.secrets import REDACTED
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.plans import LOCAL_HOST
 from tests.fixtures.sshd import free_port

@@ -133,8 +133,8 @@ class FatalLinePoller:
 
 async def _stop_server(run_dir: Path) -> None:
     """Stop whatever simulator the sweep left serving (by the backend's PID file)."""
-    from specconsole.remote.local import LocalTransport
     from specconsole.remote.process import ProcessBackend
+    from specconsole.remote.transport.local import LocalTransport
 
     backend = ProcessBackend(LocalTransport(), ServiceProfile(run_dir=str(run_dir), stop_timeout=5))
     await backend.stop()

@@ -28,8 +28,8 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.profile import ServiceProfile
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
 

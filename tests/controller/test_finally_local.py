@@ -17,8 +17,8 @@ import pytest
 from specconsole.controller.fleet.pool_headless import sweep_headless
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.sshd import free_port
 from tests.session.sim_sessions import finally_plan_text

@@ -110,7 +110,7 @@ async def test_the_preflight_says_once_when_the_binary_could_not_say(
     transport: Transport,  # noqa: F811
 ) -> None:
     from specconsole.controller.probe.flagcheck import unread_reason
-    from specconsole.core.machine.preflight import PreflightFacts, check_flags
+    from specconsole.core.machine.handlers.preflight import PreflightFacts, check_flags
     from specconsole.core.plans.parse import loads_plan
     from tests.controller.helpers import PLAN_TEXT
 

@@ -30,7 +30,7 @@ from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import boundary_result
 from specconsole.remote.process import ProcessBackend
-from specconsole.remote.ssh import SshTransport
+from specconsole.remote.transport.ssh import SshTransport
 from specconsole.session.store import Session
 from tests.controller.test_e2e import FATAL_TEXT, FatalLinePoller
 from tests.fixtures.plans import sim_plan_text

@@ -15,8 +15,8 @@ from pathlib import Path
 from specconsole.controller.fleet.pool import box_plan
 from specconsole.controller.fleet.pool_headless import sweep_headless
 from specconsole.core.machine.state import TrialStatus
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.plans import assert_pool_serves_its_best, local_pool_plan
 from tests.session.sim_sessions import BENCH

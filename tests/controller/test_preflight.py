@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.machine.preflight import (
+from specconsole.core.machine.handlers.preflight import (
     CHECKS,
     Finding,
     PreflightFacts,

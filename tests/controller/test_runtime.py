@@ -207,8 +207,8 @@ async def test_headless_pause_policy_exits_3_and_resume_finishes(tmp_path: Path)
     assert code == EXIT_OK, out.getvalue()
     assert len(session.load_trials()) == 2  # nothing re-run: the grid was complete
     assert "sweep finished: plan complete" in out.getvalue()
-    from specconsole.remote.local import LocalTransport
     from specconsole.remote.process import ProcessBackend
+    from specconsole.remote.transport.local import LocalTransport
 
     await ProcessBackend(LocalTransport(), plan.profile.service).stop()
 

@@ -15,7 +15,7 @@ from specconsole.controller.telemetry import Batcher, GpuTelemetry, absent_reaso
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.measure.gpu import GpuSample
-from specconsole.remote.local import LocalTransport
+from specconsole.remote.transport.local import LocalTransport
 from tests.fixtures.gpubox import local_gpus
 from tests.fixtures.sim import async_running_simulator
 

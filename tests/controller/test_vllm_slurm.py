@@ -19,8 +19,8 @@ from specconsole.controller.headless import EXIT_OK, run_headless
 from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.parse import loads_plan
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.slurm import SlurmBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.plans import VLLM_LAUNCHER, VLLM_SERVER, sim_plan_text
 from tests.fixtures.slurm import SlurmCluster

@@ -15,10 +15,10 @@ from specconsole.core.machine.state import ConnectionState, ControllerState
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.profile import HostProfile, Profile, TransportKind
 from specconsole.core.ports import BenchSpec, Placement
-from specconsole.remote.connection import ConnectionEvent
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
-from specconsole.remote.ssh import SshTransport
+from specconsole.remote.transport.connection import ConnectionEvent
+from specconsole.remote.transport.local import LocalTransport
+from specconsole.remote.transport.ssh import SshTransport
 from specconsole.session.store import Session
 from tests.bench.servers import mini_server
 from tests.controller.helpers import PLAN_TEXT

@@ -45,7 +45,7 @@ def test_the_effective_configuration_is_what_sglang_runs_and_idempotent() -> Non
 
 
 def test_the_pre_flight_says_an_unknown_release_once_without_blocking() -> None:
-    from specconsole.core.machine.preflight import PreflightFacts, check_release
+    from specconsole.core.machine.handlers.preflight import PreflightFacts, check_release
     from specconsole.core.plans.plan import SweepPlan
 
     plan = SweepPlan(base=EAGLE)

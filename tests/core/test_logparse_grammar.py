@@ -28,7 +28,7 @@ from specconsole.core.logs.grammar import FatalSignature, Header, HeaderReader
 from specconsole.core.logs.load_summary import summarize
 from specconsole.core.logs.state import ParseState
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.watch import looks_fatal, translate
+from specconsole.core.machine.handlers.watch import looks_fatal, translate
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "logs"
 

@@ -21,7 +21,7 @@ from specconsole.core.machine import (
 )
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.crash import _observe_down, _on_crashed_exit_seen
+from specconsole.core.machine.handlers.crash import _observe_down, _on_crashed_exit_seen
 from specconsole.core.machine.state import (
     ControllerState,
     LevelSummary,

@@ -13,9 +13,9 @@ from dataclasses import replace
 
 from specconsole.core.logs.events import SpeculationOff
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.speculation import NO_DRAFTS
+from specconsole.core.machine.handlers.speculation import NO_DRAFTS
+from specconsole.core.machine.handlers.watch import translate
 from specconsole.core.machine.state import LevelSummary, Phase, TrialStatus
-from specconsole.core.machine.watch import translate
 from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.parse import loads_plan

@@ -10,7 +10,7 @@ import pytest
 
 from specconsole.bench.workload.datasets import load_dataset
 from specconsole.core.config.chat_templates import apply_template, template_for
-from specconsole.core.machine.preflight import PreflightFacts, run_checks
+from specconsole.core.machine.handlers.preflight import PreflightFacts, run_checks
 from specconsole.core.plans.workload import workload_warning
 from specconsole.core.ports import BenchApi
 from specconsole.sim.physics.textkind import TextKind, classify

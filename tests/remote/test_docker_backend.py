@@ -29,7 +29,7 @@ from specconsole.remote.docker import (
     parse_docker_time,
     status_from_inspect,
 )
-from specconsole.remote.local import LocalTransport
+from specconsole.remote.transport.local import LocalTransport
 from tests.fixtures.dockerd import DockerEngine, docker_engine  # noqa: F401
 from tests.remote.helpers import READY, counter_config, sim_config
 

@@ -6,10 +6,10 @@ from specconsole.core.plans.profile import loads_profile
 from specconsole.core.ports import ServiceBackend, Transport
 from specconsole.remote import make_backend, make_transport
 from specconsole.remote.docker import DockerBackend
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
-from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.local import LocalTransport
+from specconsole.remote.transport.ssh import SshTransport
 
 
 async def test_factory_follows_the_profile() -> None:

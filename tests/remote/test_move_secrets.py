@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.core.plans.parse import loads_plan
-from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.nspawn import REPO, NspawnBox
 from tests.fixtures.sshd import free_port
 from tests.remote.helpers import SIM

@@ -14,7 +14,7 @@ import pytest
 from specconsole.core.plans.profile import ServiceKind, ServiceProfile
 from specconsole.core.ports import ServiceBackend, ServiceState, Transport
 from specconsole.remote.process import ProcessBackend
-from specconsole.remote.ssh import SshTransport
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.sshd import SshdServer
 from tests.remote.helpers import READY, counter_config, drain, read_until, sim_config, ssh_profile
 

@@ -20,8 +20,8 @@ from specconsole.core.engine.registry import get_engine
 from specconsole.core.plans.profile import ServiceKind, ServiceProfile
 from specconsole.core.ports import Transport
 from specconsole.remote.process import ProcessBackend
-from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.nspawn import NspawnBox
 from tests.remote.helpers import READY, read_until, sim_config
 from tests.remote.test_systemd_backend import box_profile, records_until, unit_profile

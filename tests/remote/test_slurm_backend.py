@@ -16,8 +16,8 @@ import pytest
 
 from specconsole.core.plans.profile import ServiceKind, ServiceProfile
 from specconsole.core.ports import LocatedService, ServiceBackend, ServiceState
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.slurm import SlurmBackend
+from specconsole.remote.transport.local import LocalTransport
 from tests.fixtures.slurm import SlurmCluster
 from tests.remote.helpers import READY, drain, read_until, sim_config
 

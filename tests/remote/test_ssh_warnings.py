@@ -22,7 +22,7 @@ def python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_importing_the_ssh_transport_prints_no_warning() -> None:
     done = python(
-        "from specconsole.remote.ssh import SshTransport\n"
+        "from specconsole.remote.transport.ssh import SshTransport\n"
         "import asyncssh\n"
         "asyncssh.import_private_key(asyncssh.generate_private_key('ssh-ed25519')"
         ".export_private_key())\n"
@@ -35,7 +35,7 @@ def test_importing_the_ssh_transport_prints_no_warning() -> None:
 def test_the_filter_is_narrow() -> None:
     done = python(
         "import warnings\n"
-        "import specconsole.remote.sshlib\n"
+        "import specconsole.remote.transport.sshlib\n"
         "from cryptography.utils import CryptographyDeprecationWarning\n"
         "warnings.warn('elsewhere', CryptographyDeprecationWarning)\n"
         "warnings.warn('a user warning', UserWarning)\n"

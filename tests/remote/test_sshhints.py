@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specconsole.remote.sshhints import SshEntry, host_key_fix, lookup, unknown_alias_hint
+from specconsole.remote.transport.sshhints import SshEntry, host_key_fix, lookup, unknown_alias_hint
 
 CONFIG = """\
 # my boxes

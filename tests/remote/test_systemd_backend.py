@@ -28,8 +28,8 @@ from specconsole.core.ports import (
     SudoWouldPrompt,
     TransportError,
 )
-from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.nspawn import NspawnBox
 from tests.remote.helpers import READY, counter_config, sim_config
 

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from specconsole.core.launch.systemd import parse_unit
-from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.nspawn import REPO, NspawnBox
 from tests.remote.helpers import READY, SIM
 from tests.remote.test_systemd_backend import (

@@ -13,8 +13,8 @@ import pytest
 
 from specconsole.core.plans.profile import HostProfile, TransportKind
 from specconsole.core.ports import ConnectionLost, HostKeyRejected, Transport, TransportError
-from specconsole.remote.connection import ConnectionEvent
-from specconsole.remote.ssh import SshTransport
+from specconsole.remote.transport.connection import ConnectionEvent
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.lifecycle import free_port
 from tests.fixtures.sshd import SshdServer
 from tests.remote.helpers import ssh_profile

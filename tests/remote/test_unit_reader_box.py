@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.core.launch.systemd import parse_unit
-from specconsole.remote.ssh import SshTransport
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.ssh import SshTransport
 from tests.fixtures.nspawn import NspawnBox
 from tests.fixtures.sshd import free_port
 from tests.remote.helpers import SIM

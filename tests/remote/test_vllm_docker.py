@@ -20,7 +20,7 @@ from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.remote.docker import DockerBackend
-from specconsole.remote.local import LocalTransport
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.dockerd import DockerEngine, docker_engine  # noqa: F401
 from tests.fixtures.nspawn import REPO

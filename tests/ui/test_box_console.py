@@ -29,8 +29,8 @@ from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.paths import examples_dir
 from specconsole.present.deploys.diffs import NEXT_KEY, NO_CHANGE, PENDING_KEY
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.screens.confirm import ConfirmDeployScreen

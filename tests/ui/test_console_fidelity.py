@@ -25,8 +25,8 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.paths import examples_dir
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from specconsole.sim.physics.model import calibration_config, predict
 from specconsole.sim.profile import load_default_profile

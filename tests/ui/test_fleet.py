@@ -22,8 +22,8 @@ from specconsole.controller.fleet.pool_console import PoolConsole
 from specconsole.core.machine.events import FocusBox, LogLines, StartSweep
 from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.present.labels import config_label
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.widgets.fleet import FleetLanes

@@ -22,8 +22,8 @@ import pytest
 from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
+from specconsole.remote.transport.local import LocalTransport
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.quit import LeavingScreen
 from specconsole.ui.widgets.crash import CrashBanner

@@ -33,7 +33,7 @@ from specconsole.controller.wiring import Ports, wire_controller
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.preflight import config_problems
+from specconsole.core.machine.handlers.preflight import config_problems
 from specconsole.core.machine.state import (
     ControllerState,
     LevelSummary,

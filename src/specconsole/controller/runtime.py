@@ -9,7 +9,7 @@ transition is published, in order, to subscribers (the console, the headless pri
 session recorder, tests) as ``callback(state, event)``.
 
 What the watch over a loading server sees (log, status, health) is turned into events by
-the pure ``core.machine.watch`` (the one home of crash detection); its I/O is in
+the pure ``core.machine.handlers.watch`` (the one home of crash detection); its I/O is in
 ``controller.watcher``. What an operation's raw result means (validation, benchmark figures,
 ``/server_info``) is decided by the pure ``core.machine.results``.
 

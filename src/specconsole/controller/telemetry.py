@@ -3,7 +3,7 @@ every sample of every GPU to the controller.
 
 Why a module of its own (like ``controller.watcher``): the sampling is a long-running loop
 over the transport, and none of it decides anything — where a sample counts is
-``core.machine.telemetry``'s, reading it ``core.measure.gpu``'s. One command runs per
+``core.machine.handlers.telemetry``'s, reading it ``core.measure.gpu``'s. One command runs per
 trial, over the transport that carries everything else: ``nvidia-smi --query-gpu=...
 --format=csv,noheader,nounits -lms 1000`` streamed line by line (``Transport.stream``), not
 one command per sample. It is bounded on both ends — on the box by ``timeout`` (when the

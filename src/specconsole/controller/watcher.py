@@ -1,9 +1,9 @@
 """The watch's I/O: follow the server's log, poll its status and ``GET /health`` while it
-loads or serves, and post what the pure watch (``core.machine.watch``) makes of it.
+loads or serves, and post what the pure watch (``core.machine.handlers.watch``) makes of it.
 
 Why a module of its own: the three pollers, their batching and their timing are the
 runtime's most intricate I/O, and none of it decides anything — the rules (what is fatal,
-which load stage comes next, when an exit is an exit) are in ``core.machine.watch``:
+which load stage comes next, when an exit is an exit) are in ``core.machine.handlers.watch``:
 
 * the log stream, parsed line by line (``core.logs``): a fatal line is reported the
   moment it is read; a traceback ends at the next ordinary line or when the stream ends,
@@ -34,7 +34,7 @@ from specconsole.core.config.secrets import scrub, secret_values
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import LogEvent
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import watch as core_watch
+from specconsole.core.machine.handlers import watch as core_watch
 from specconsole.core.ports import ServiceBackend
 
 log = logging.getLogger(__name__)

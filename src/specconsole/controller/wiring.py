@@ -127,7 +127,7 @@ def open_ports(
     """
     from specconsole.bench.runner import make_runner
     from specconsole.remote import make_backend, make_transport
-    from specconsole.remote.connection import ConnectionEvent
+    from specconsole.remote.transport.connection import ConnectionEvent
 
     states = {  # a drop is "reconnecting" until the last attempt fails
         ConnectionEvent.CONNECTED: ConnectionState.CONNECTED,
@@ -143,7 +143,7 @@ def open_ports(
     transport = make_transport(profile, on_event=listener)
     isolated = None
     if isolate_load:
-        from specconsole.remote.local import LocalTransport
+        from specconsole.remote.transport.local import LocalTransport
 
         isolated = (LocalTransport(), sys.executable)
     return Ports(

@@ -16,12 +16,12 @@ from specconsole.core.plans.profile import (
     TransportKind,
 )
 from specconsole.core.ports import ServiceBackend, Transport
-from specconsole.remote.connection import ConnectionListener
 from specconsole.remote.docker import DockerBackend
-from specconsole.remote.local import LocalTransport
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.slurm import SlurmBackend
 from specconsole.remote.systemd import SystemdBackend
+from specconsole.remote.transport.connection import ConnectionListener
+from specconsole.remote.transport.local import LocalTransport
 
 
 def make_transport(
@@ -33,7 +33,7 @@ def make_transport(
     """
     host = profile.host if isinstance(profile, Profile) else profile
     if host.transport is TransportKind.SSH:
-        from specconsole.remote.ssh import SshTransport  # asyncssh: only to reach a box
+        from specconsole.remote.transport.ssh import SshTransport  # asyncssh: only to reach a box
 
         return SshTransport(host, on_event=on_event)
     return LocalTransport()

@@ -29,6 +29,7 @@ from specconsole.core.logs.events import (
 )
 from specconsole.core.logs.events import ServiceExited as LogServiceExited
 from specconsole.core.machine.common import _minimum_capacity as minimum_capacity
+from specconsole.core.machine.handlers.watch import is_fatal, looks_fatal
 from specconsole.core.machine.state import (
     BUSY_PHASES,
     CapacityPrediction,
@@ -38,7 +39,6 @@ from specconsole.core.machine.state import (
     Phase,
     TrialRecord,
 )
-from specconsole.core.machine.watch import is_fatal, looks_fatal
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, marks, progress
 from specconsole.core.plans.plan import StrategyKind

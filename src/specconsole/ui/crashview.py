@@ -67,7 +67,8 @@ def crash_view(state: ControllerState) -> CrashView | None:
 
 def _choices(state: ControllerState, *, targets: bool = False) -> tuple[tuple[str, str], ...]:
     """The banner's choices (``targets``: each naming what it would deploy); a decision
-    already pressed (kept until the crash is recorded, ``core.machine.deferral``) says it is
+    already pressed (kept until the crash is recorded, ``core.machine.handlers.deferral``) says it
+    is
     queued."""
     queued = {i.choice for i in state.deferred if isinstance(i, Resume)}
     out = []

@@ -1,6 +1,6 @@
 """The pre-flight's I/O: gathering, before the first deploy, the facts its checks decide on.
 
-Why here (the decisions are :mod:`specconsole.core.machine.preflight`'s): each fact costs a
+Why here (the decisions are :mod:`specconsole.core.machine.handlers.preflight`'s): each fact costs a
 file read or a command on the box, each bounded in time, and each is gathered once, after the
 box probe and before the first trial is deployed (issue 27 #16) — in a headless sweep, a
 resume and every box of a pool. ``sweep`` also runs the part that needs no box
@@ -24,7 +24,7 @@ from specconsole.controller.probe.flagcheck import unread_reason
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.render import launcher_argv
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.preflight import (
+from specconsole.core.machine.handlers.preflight import (
     CHECKS,
     Finding,
     PreflightFacts,

@@ -189,7 +189,8 @@ def classify_fatal(
 
     Every line of the excerpt is read; the cause ranked first among those the excerpt shows
     wins, with the line that proves it. ``grammars``: every registered engine's by default.
-    Used by :mod:`specconsole.core.machine.watch` (one line out of context) and usable on any
+    Used by :mod:`specconsole.core.machine.handlers.watch` (one line out of context) and usable on
+    any
     excerpt; the parser classifies its traceback groups the same way.
     """
     chosen = registered_grammars() if grammars is None else tuple(grammars)

@@ -1,7 +1,8 @@
 """Fatal-cause classification: the generic causes, and the one classifier grammars plug into.
 
 Why it exists apart from the line parser: it is the one "is this fatal, and why?" rule of the
-product. The parser applies it to each grouped traceback, :mod:`specconsole.core.machine.watch`
+product. The parser applies it to each grouped traceback,
+:mod:`specconsole.core.machine.handlers.watch`
 to single lines and the console's journal highlighter through the parser; each cause carries
 the remedies of the grammar that knows it.
 

@@ -364,7 +364,7 @@ class EngineVersionKnown(Outcome):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreflightChecked(Outcome):
-    """The pre-flight's findings before the first deploy (``core.machine.preflight``): what
+    """The pre-flight's findings before the first deploy (``core.machine.handlers.preflight``): what
     blocks the plan and what is only said once. Holds in every epoch, like BoxProbed."""
 
     findings: tuple[str, ...]

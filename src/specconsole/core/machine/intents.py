@@ -9,7 +9,6 @@ from dataclasses import replace
 
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import telemetry
 from specconsole.core.machine.common import (
     IllegalTransition,
     Result,
@@ -18,19 +17,20 @@ from specconsole.core.machine.common import (
     _require_trial,
     _rest,
 )
+from specconsole.core.machine.handlers import telemetry
+from specconsole.core.machine.handlers.trial import (
+    _available_choices,
+    _begin_trial,
+    _continue_sweep,
+    _finish_trial,
+    _peek_next,
+)
 from specconsole.core.machine.state import (
     ControllerState,
     Phase,
     ResumeChoice,
     TrialKind,
     TrialStatus,
-)
-from specconsole.core.machine.trial import (
-    _available_choices,
-    _begin_trial,
-    _continue_sweep,
-    _finish_trial,
-    _peek_next,
 )
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import measuring
 from specconsole.core.machine.common import (
     LOG_TAIL_LINES,
     WATCHED_PHASES,
@@ -19,7 +18,8 @@ from specconsole.core.machine.common import (
     Result,
     _notice,
 )
-from specconsole.core.machine.crash import (
+from specconsole.core.machine.handlers import measuring
+from specconsole.core.machine.handlers.crash import (
     _observe_down,
     _on_crashed_exit_seen,
     _on_crashed_server_down,
@@ -27,20 +27,8 @@ from specconsole.core.machine.crash import (
     _on_fatal,
     _on_timer,
 )
-from specconsole.core.machine.deferral import defer, deferrable, deferred_intents, release
-from specconsole.core.machine.intents import (
-    _on_benchmark_only,
-    _on_cancel_busy,
-    _on_cancel_recording,
-    _on_cancel_resting,
-    _on_deploy_config,
-    _on_pause,
-    _on_quit,
-    _on_resume,
-    _on_set_policy,
-    _on_start_sweep,
-)
-from specconsole.core.machine.pipeline import (
+from specconsole.core.machine.handlers.deferral import defer, deferrable, deferred_intents, release
+from specconsole.core.machine.handlers.pipeline import (
     _on_bench_finished,
     _on_bench_level_finished,
     _on_bench_progress,
@@ -60,8 +48,21 @@ from specconsole.core.machine.pipeline import (
     _on_validated,
     _trial_bench_spec,
 )
-from specconsole.core.machine.preflight import on_preflight
-from specconsole.core.machine.speculation import on_speculation_off
+from specconsole.core.machine.handlers.preflight import on_preflight
+from specconsole.core.machine.handlers.speculation import on_speculation_off
+from specconsole.core.machine.handlers.telemetry import on_absent, on_sampled
+from specconsole.core.machine.intents import (
+    _on_benchmark_only,
+    _on_cancel_busy,
+    _on_cancel_recording,
+    _on_cancel_resting,
+    _on_deploy_config,
+    _on_pause,
+    _on_quit,
+    _on_resume,
+    _on_set_policy,
+    _on_start_sweep,
+)
 from specconsole.core.machine.state import (
     BUSY_PHASES,
     RESTING_PHASES,
@@ -69,7 +70,6 @@ from specconsole.core.machine.state import (
     ControllerState,
     Phase,
 )
-from specconsole.core.machine.telemetry import on_absent, on_sampled
 
 _ANY_EPOCH = (
     ev.ConnectionChanged,

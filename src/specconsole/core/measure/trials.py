@@ -357,7 +357,7 @@ class TrialRecord:
     speculation_off: str = ""
     """Why the server ran without the speculation the configuration asked for ('' when it
     speculated, or was not asked to): neither a crash nor an ordinary success, and never the
-    best of a sweep (``core.machine.speculation``)."""
+    best of a sweep (``core.machine.handlers.speculation``)."""
     prune: PruneInfo | None = None
     """Set when the trial was pruned (status ``pruned``): the figure that decided it."""
     rate_probes: tuple[RateProbe, ...] = ()

@@ -5,7 +5,8 @@ would say next in a conversation, so random token soup (bench_serving's ``random
 is accepted far less than real requests, and so is bare text sent without the model's chat
 template (``/generate`` or ``/v1/completions`` fed a prompt file or the plain built-in set):
 a speculative sweep benchmarked that way reads low and may pick too short a draft. The
-pre-flight says so once (``core.machine.preflight``, a warning, never blocking); the chat API
+pre-flight says so once (``core.machine.handlers.preflight``, a warning, never blocking); the chat
+API
 (the server applies the template) and the templated built-in workloads (``coding``,
 ``prose``) are what it suggests.
 """

@@ -1,7 +1,7 @@
 """When a crash is a crash, and what follows it: a fatal log line, the server's exit or the
 load timeout while a trial is LOADING..BENCHMARKING stops everything, stops the server
 (never a restart loop) and records the crash once the server is down. What counts as a
-fatal line or an exit is decided before, in ``core.machine.watch``.
+fatal line or an exit is decided before, in ``core.machine.handlers.watch``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from dataclasses import replace
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import Result, _enter, _load_timeout, _notice, _require_trial
+from specconsole.core.machine.handlers.trial import _finish_trial
 from specconsole.core.machine.state import (
     ControllerState,
     CrashInfo,
     Phase,
     TrialStatus,
 )
-from specconsole.core.machine.trial import _finish_trial
 from specconsole.core.ports import ServiceState, ServiceStatus
 
 

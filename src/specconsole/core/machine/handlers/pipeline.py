@@ -12,7 +12,7 @@ from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import results, speculation, telemetry
+from specconsole.core.machine import results
 from specconsole.core.machine.common import (
     Effects,
     Result,
@@ -23,7 +23,9 @@ from specconsole.core.machine.common import (
     _notice,
     _require_trial,
 )
-from specconsole.core.machine.measuring import benchmark_plan, progress_for
+from specconsole.core.machine.handlers import speculation, telemetry
+from specconsole.core.machine.handlers.measuring import benchmark_plan, progress_for
+from specconsole.core.machine.handlers.trial import _after_recorded, _finish_trial
 from specconsole.core.machine.state import (
     RESTING_PHASES,
     ControllerState,
@@ -34,7 +36,6 @@ from specconsole.core.machine.state import (
     TrialStatus,
     close_open_stamp,
 )
-from specconsole.core.machine.trial import _after_recorded, _finish_trial
 from specconsole.core.ports import BenchSpec
 from specconsole.core.search.capacity import predict_capacity
 

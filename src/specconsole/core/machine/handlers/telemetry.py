@@ -6,7 +6,8 @@ phase — but its figures belong to the trial: a sample taken while the server l
 towards the load's peak, the first once it is ready is the memory at ready, one taken while a
 ladder level is measured counts towards that level (its peak, means and, with its tok/s,
 tokens per joule), and the latest when a crash is seen is the memory at the fatal line
-(``core.machine.crash`` copies :attr:`ControllerState.gpus`). The trial's sampling starts with
+(``core.machine.handlers.crash`` copies :attr:`ControllerState.gpus`). The trial's sampling starts
+with
 its server (:func:`start`) and stops with the trial (:func:`stop`, in ``_finish_trial``); a
 box without GPUs is said once (:func:`on_absent`).
 """

@@ -14,7 +14,8 @@ way the plain pipeline does not:
   trial records every probe. Under pruning the first probe sits just under the best
   trial's rate, and a miss there prunes the trial.
 
-The pipeline (``core.machine.pipeline``) asks :func:`benchmark_plan` and :func:`progress_for`
+The pipeline (``core.machine.handlers.pipeline``) asks :func:`benchmark_plan` and
+:func:`progress_for`
 when the benchmark starts; the table routes level and benchmark outcomes through here.
 """
 
@@ -25,6 +26,7 @@ from dataclasses import replace
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import Result, _notice
+from specconsole.core.machine.handlers.trial import _finish_trial
 from specconsole.core.machine.state import (
     ControllerState,
     LevelProgress,
@@ -32,7 +34,6 @@ from specconsole.core.machine.state import (
     TrialRecord,
     TrialStatus,
 )
-from specconsole.core.machine.trial import _finish_trial
 from specconsole.core.measure.trials import LevelSummary, PruneInfo
 from specconsole.core.ports import BenchSpec
 from specconsole.core.search import prune, ratesearch

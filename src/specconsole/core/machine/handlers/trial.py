@@ -10,7 +10,6 @@ from dataclasses import replace
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import telemetry
 from specconsole.core.machine.common import (
     COUNTED_KINDS,
     NEEDS_DECISION,
@@ -21,6 +20,7 @@ from specconsole.core.machine.common import (
     _notice,
     _rest,
 )
+from specconsole.core.machine.handlers import telemetry
 from specconsole.core.machine.state import (
     ControllerState,
     PendingDecision,

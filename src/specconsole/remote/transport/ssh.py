@@ -37,8 +37,6 @@ from specconsole.core.ports import (
     PortForward,
     TransportError,
 )
-from specconsole.remote import sshhints
-from specconsole.remote.connection import ConnectionEvent, ConnectionListener
 from specconsole.remote.shell import (
     ShellFiles,
     check_stream_end,
@@ -46,7 +44,9 @@ from specconsole.remote.shell import (
     command_name,
     wrap_sudo,
 )
-from specconsole.remote.sshlib import asyncssh
+from specconsole.remote.transport import sshhints
+from specconsole.remote.transport.connection import ConnectionEvent, ConnectionListener
+from specconsole.remote.transport.sshlib import asyncssh
 
 _DROP_ERRORS: tuple[type[BaseException], ...] = (
     asyncssh.ConnectionLost,
