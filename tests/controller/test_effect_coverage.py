@@ -57,7 +57,7 @@ def test_the_runtime_performs_every_effect_type() -> None:
 
 def test_the_machine_emits_every_effect_type() -> None:
     emitted: set[str] = set()
-    for path in pathlib.Path(machine.__file__).parent.glob("*.py"):
+    for path in pathlib.Path(machine.__file__).parent.rglob("*.py"):
         emitted |= _fx_names(ast.parse(path.read_text("utf-8")), calls=True)
     never = _effect_types() - emitted
     assert not never, f"core/machine never emits {sorted(never)} (dead effect types)"

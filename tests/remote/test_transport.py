@@ -48,7 +48,8 @@ async def test_stream_applies_backpressure(transport: Transport, tmp_path: Path)
     counter = tmp_path / "written"
     command = (
         f"i=0; while [ $i -lt 200000 ]; do i=$((i+1)); printf '%s\\n' "
-        f'"$i-$(printf %0200d 0)"; [ $((i % 1000)) -eq 0 ] && echo $i > {counter}; done'
+        f'"$i-$(printf %0200d 0)"; [ $((i % 1000)) -eq 0 ] '
+        f"&& echo $i > {counter}.new && mv {counter}.new {counter}; done"  # never read half-written
     )
     stream = transport.stream(command)
     async with asyncio.timeout(30):
