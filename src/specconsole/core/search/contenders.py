@@ -35,6 +35,18 @@ def identity(config: ServerConfig) -> ServerConfig:
     )
 
 
+def not_to_propose(
+    trials: Iterable[TrialRecord],
+    skipped: Iterable[ServerConfig],
+    pending: Iterable[ServerConfig] = (),
+) -> set[ServerConfig]:
+    """Configurations (by :func:`identity`) a strategy must not propose: every decided
+    trial's (a cancelled one runs again), every one the user skipped and every one pending
+    (proposed, not yet recorded)."""
+    out = {identity(t.config) for t in trials if t.status is not TrialStatus.CANCELLED}
+    return out | {identity(c) for c in skipped} | {identity(c) for c in pending}
+
+
 def measurements(trials: Iterable[TrialRecord], config: ServerConfig) -> int:
     """How many successful trials measured ``config``."""
     key = identity(config)
@@ -89,4 +101,4 @@ def contender(
     return Repeat(runner.config, reason)
 
 
-__all__ = ["MAX_MEASUREMENTS", "Repeat", "contender", "identity", "measurements"]
+__all__ = ["MAX_MEASUREMENTS", "Repeat", "contender", "identity", "measurements", "not_to_propose"]

@@ -38,7 +38,7 @@ from specconsole.core.engine.schedule import LevelPick, Role
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
-from specconsole.core.search.contenders import identity
+from specconsole.core.search.contenders import identity, not_to_propose
 from specconsole.core.search.levels import level_table, role_of
 
 __all__ = [
@@ -97,11 +97,6 @@ def schedule_for(base: ServerConfig, chosen: Sequence[LevelPick]) -> ServerConfi
     return errors[0] if errors else result
 
 
-def _blocked(trials: Iterable[TrialRecord], skipped: Iterable[ServerConfig]) -> set[ServerConfig]:
-    out = {identity(t.config) for t in trials if t.status is not TrialStatus.CANCELLED}
-    return out | {identity(c) for c in skipped}
-
-
 def next_config(
     plan: SweepPlan,
     trials: Sequence[TrialRecord],
@@ -110,7 +105,7 @@ def next_config(
 ) -> tuple[ServerConfig, str] | None:
     """The next trial of ``strategy = "schedule"`` and its reason (None: done)."""
     pending = list(pending)
-    blocked = _blocked(trials, skipped) | {identity(c) for c in pending}
+    blocked = not_to_propose(trials, skipped, pending)
     grid = plan.grid()
     for i, config in enumerate(grid):
         if identity(config) not in blocked:
@@ -139,7 +134,7 @@ def extra_trial(
 ) -> tuple[ServerConfig, str] | None:
     """What any strategy runs after its own trials: the baseline (``[sweep] baseline``) and
     the what-if acceptances of the static candidates that loaded."""
-    blocked = _blocked(trials, skipped) | {identity(c) for c in pending}
+    blocked = not_to_propose(trials, skipped, pending)
     if plan.wants_baseline and plan.strategy is not StrategyKind.SCHEDULE:
         baseline = baseline_config(plan)
         if identity(baseline) not in blocked:

@@ -30,7 +30,7 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SPECULATIVE_PREFIXES, SweepPlan, speculative_axis
-from specconsole.core.search.contenders import identity
+from specconsole.core.search.contenders import identity, not_to_propose
 from specconsole.core.search.space import SHORT, space
 
 speculative = speculative_axis
@@ -100,12 +100,6 @@ def stage_two(plan: SweepPlan, trials: Sequence[TrialRecord]) -> Stage:
     return Stage(2, "speculation", spec, _combos(plan, spec, held) if spec else ())
 
 
-def _blocked(trials: Iterable[TrialRecord], skipped: Iterable[ServerConfig]) -> set[ServerConfig]:
-    """Configurations not to propose: every decided trial (cancelled ones run again)."""
-    out = {identity(t.config) for t in trials if t.status is not TrialStatus.CANCELLED}
-    return out | {identity(c) for c in skipped}
-
-
 def next_config(
     plan: SweepPlan,
     trials: Sequence[TrialRecord],
@@ -114,7 +108,7 @@ def next_config(
 ) -> tuple[ServerConfig, str] | None:
     """The next configuration and its reason, or None when both stages are done. Stage 2
     waits for stage 1 to be decided (nothing of it left to run, here or elsewhere)."""
-    blocked = _blocked(trials, skipped) | {identity(c) for c in pending}
+    blocked = not_to_propose(trials, skipped, pending)
     one = stage_one(plan)
     for i, config in enumerate(one.configs):
         if identity(config) not in blocked:
