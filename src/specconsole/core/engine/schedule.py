@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 __all__ = [
+    "LengthWords",
     "LevelPick",
+    "Refusal",
     "Role",
     "ScheduleRow",
     "SideFile",
@@ -36,6 +39,8 @@ __all__ = [
     "first_difference",
     "level_ranges",
     "merged",
+    "pick_rows",
+    "static_lengths",
 ]
 
 
@@ -100,6 +105,86 @@ def merged(rows: Sequence[ScheduleRow]) -> tuple[ScheduleRow, ...]:
         else:
             out.append(row)
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why the picks make no schedule, with the field and the fix (an engine turns it into
+    its ``Issue``: this module stays below the configuration model)."""
+
+    field: str | None
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class LengthWords:
+    """How an engine names what its schedule switches, for :func:`static_lengths`'
+    refusals (SGLang: the draft length, ``speculative_num_steps``; vLLM: K)."""
+
+    field: str
+    """The key refused when a pick does not draft one length at every batch size."""
+    switches: str
+    """What such a pick does: ``its draft length (or has no draft length)``."""
+    built_from: str
+    """What a schedule is built from instead: ``static chains``."""
+    sweep_fix: str
+    """The fix for such a pick: ``sweep static speculative_num_steps values at topk 1.``"""
+    length: str
+    """What one configuration switches by batch size: ``the draft length``."""
+    lengths: str
+    """What to measure at one value of a differing key: ``draft lengths``."""
+
+
+def static_lengths(
+    picks: Sequence[LevelPick],
+    length_of: Callable[[Any], int | None],
+    without: Callable[[Any], object],
+    ignore: Collection[str],
+    words: LengthWords,
+) -> tuple[object, list[int]] | Refusal:
+    """The configuration a schedule of ``picks`` is built on (the first speculative pick's)
+    and each pick's static draft length (``length_of``: 0 without a draft, None when it
+    switches), or why there is none: no pick speculates, a pick switches, or two picks differ
+    in more than the draft length (``ignore``; a pick without a draft is compared with
+    ``without(base)``)."""
+    spec = [p for p in picks if length_of(p.config)]  # truthy: speculates, statically
+    if not spec:
+        return Refusal(
+            "speculative_algorithm",
+            "no level measured best with speculation: a schedule would draft nothing.",
+            "deploy the configuration without speculation (the baseline).",
+        )
+    base = spec[0].config
+    lengths: list[int] = []
+    for pick in picks:
+        length = length_of(pick.config)
+        if length is None:
+            return Refusal(
+                words.field,
+                f"c={pick.concurrency}'s best already switches {words.switches}: a schedule "
+                f"is built from {words.built_from}.",
+                words.sweep_fix,
+            )
+        differs = first_difference(pick.config, base if length else without(base), ignore)
+        if differs is not None:
+            return Refusal(
+                differs,
+                f"c={pick.concurrency}'s best differs from c={spec[0].concurrency}'s in "
+                f"{differs}: one configuration switches only {words.length} by batch size.",
+                f"measure the {words.lengths} at one {differs} (hold it in the plan), or "
+                "deploy each level's best on its own.",
+            )
+        lengths.append(length)
+    return base, lengths
+
+
+def pick_rows(picks: Sequence[LevelPick], lengths: Sequence[int]) -> tuple[ScheduleRow, ...]:
+    """Each pick's draft length over the batch sizes its level stands for
+    (:func:`level_ranges`), neighbours with the same length merged."""
+    ranges = level_ranges([p.concurrency for p in picks])
+    order = sorted(range(len(picks)), key=lambda i: picks[i].concurrency)
+    return merged([ScheduleRow(s, e, lengths[i]) for (s, e), i in zip(ranges, order, strict=True)])
 
 
 def first_difference(a: object, b: object, ignore: Collection[str] = ()) -> str | None:

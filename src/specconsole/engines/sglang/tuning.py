@@ -30,12 +30,13 @@ from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.options import OptionField, with_options
 from specconsole.core.engine.schedule import (
+    LengthWords,
     LevelPick,
+    Refusal,
     ScheduleRow,
     SideFile,
-    first_difference,
-    level_ranges,
-    merged,
+    pick_rows,
+    static_lengths,
 )
 from specconsole.engines.sglang.adaptive import (
     ADAPTIVE,
@@ -111,6 +112,17 @@ def _steps(config: ServerConfig) -> int | None:
     return steps if isinstance(steps, int) and steps >= 1 else None
 
 
+_WORDS = LengthWords(
+    field="speculative_num_steps",
+    switches="its draft length (or has no draft length)",
+    built_from="static chains",
+    sweep_fix="sweep static speculative_num_steps values at topk 1.",
+    length="the draft length",
+    lengths="draft lengths",
+)
+"""How SGLang's refusals of a schedule name what it switches."""
+
+
 def _refuse(field: str | None, message: str, fix: str) -> Issue:
     return Issue(field, Severity.ERROR, message, fix)
 
@@ -119,37 +131,11 @@ def schedule(picks: Sequence[LevelPick]) -> ServerConfig | Issue:
     """One adaptive configuration drafting each pick's length at its batch sizes."""
     if not picks:
         return _refuse(None, "no level was measured.", "benchmark the static candidates first.")
-    spec = [p for p in picks if isinstance(p.config, ServerConfig) and _steps(p.config)]
-    if not spec:
-        return _refuse(
-            "speculative_algorithm",
-            "no level measured best with speculation: a schedule would draft nothing.",
-            "deploy the configuration without speculation (the baseline).",
-        )
-    base: ServerConfig = spec[0].config  # type: ignore[assignment]
-    lengths: list[int] = []
-    for pick in picks:
-        config = pick.config
-        assert isinstance(config, ServerConfig)
-        steps = _steps(config)
-        if steps is None:
-            return _refuse(
-                "speculative_num_steps",
-                f"c={pick.concurrency}'s best already switches its draft length (or has no "
-                "draft length): a schedule is built from static chains.",
-                "sweep static speculative_num_steps values at topk 1.",
-            )
-        other = base if steps else without_speculation(base)
-        differs = first_difference(config, other, _DEPTH)
-        if differs is not None:
-            return _refuse(
-                differs,
-                f"c={pick.concurrency}'s best differs from c={spec[0].concurrency}'s in "
-                f"{differs}: one configuration switches only the draft length by batch size.",
-                f"measure the draft lengths at one {differs} (hold it in the plan), or deploy "
-                "each level's best on its own.",
-            )
-        lengths.append(steps)
+    found = static_lengths(picks, _steps, without_speculation, _DEPTH, _WORDS)
+    if isinstance(found, Refusal):
+        return _refuse(found.field, found.message, found.fix)
+    base, lengths = found
+    assert isinstance(base, ServerConfig)
     if base.speculative_algorithm not in (SpecAlgorithm.EAGLE, SpecAlgorithm.EAGLE3):
         return _refuse(
             "speculative_algorithm",
@@ -164,9 +150,7 @@ def schedule(picks: Sequence[LevelPick]) -> ServerConfig | Issue:
             f"{base.speculative_eagle_topk}.",
             "measure the draft lengths at speculative_eagle_topk = 1.",
         )
-    ranges = level_ranges([p.concurrency for p in picks])
-    order = sorted(range(len(picks)), key=lambda i: picks[i].concurrency)
-    table = merged([ScheduleRow(s, e, lengths[i]) for (s, e), i in zip(ranges, order, strict=True)])
+    table = pick_rows(picks, lengths)
     adaptive = AdaptiveFile(tuple((row.start, (row.steps,)) for row in table))
     top = max(lengths)
     options = with_options(

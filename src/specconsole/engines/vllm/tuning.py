@@ -32,11 +32,13 @@ from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.options import with_options
 from specconsole.core.engine.schedule import (
+    LengthWords,
     LevelPick,
+    Refusal,
     ScheduleRow,
-    first_difference,
-    level_ranges,
     merged,
+    pick_rows,
+    static_lengths,
 )
 from specconsole.engines.vllm.options import (
     OPTION_FIELDS,
@@ -71,6 +73,17 @@ _DEPTH = ("speculative_num_steps", "speculative_num_draft_tokens", "description"
 _ORDER = [f.name for f in OPTION_FIELDS]
 
 
+_WORDS = LengthWords(
+    field=PER_BATCH_K,
+    switches="its K by batch size (or has no K)",
+    built_from="static K values",
+    sweep_fix="sweep static speculative_num_steps values (num_speculative_tokens).",
+    length="num_speculative_tokens",
+    lengths="K values",
+)
+"""How vLLM's refusals of a schedule name what it switches."""
+
+
 def _refuse(field: str | None, message: str, fix: str) -> Issue:
     return Issue(field, Severity.ERROR, message, fix)
 
@@ -93,40 +106,12 @@ def _k(config: ServerConfig) -> int | None:
 
 def schedule(picks: Sequence[LevelPick]) -> ServerConfig | Issue:
     """One configuration whose per-batch-size K drafts each pick's K at its batch sizes."""
-    spec = [p for p in picks if isinstance(p.config, ServerConfig) and _k(p.config)]
-    if not spec:
-        return _refuse(
-            "speculative_algorithm",
-            "no level measured best with speculation: a schedule would draft nothing.",
-            "deploy the configuration without speculation (the baseline).",
-        )
-    base: ServerConfig = spec[0].config  # type: ignore[assignment]
-    ks: list[int] = []
-    for pick in picks:
-        config = pick.config
-        assert isinstance(config, ServerConfig)
-        k = _k(config)
-        if k is None:
-            return _refuse(
-                PER_BATCH_K,
-                f"c={pick.concurrency}'s best already switches its K by batch size (or has no "
-                "K): a schedule is built from static K values.",
-                "sweep static speculative_num_steps values (num_speculative_tokens).",
-            )
-        differs = first_difference(config, base if k else without_speculation(base), _DEPTH)
-        if differs is not None:
-            return _refuse(
-                differs,
-                f"c={pick.concurrency}'s best differs from c={spec[0].concurrency}'s in "
-                f"{differs}: one configuration switches only num_speculative_tokens by batch "
-                "size.",
-                f"measure the K values at one {differs} (hold it in the plan), or deploy each "
-                "level's best on its own.",
-            )
-        ks.append(k)
-    order = sorted(range(len(picks)), key=lambda i: picks[i].concurrency)
-    ranges = level_ranges([p.concurrency for p in picks])
-    rows = merged([ScheduleRow(s, e, ks[i]) for (s, e), i in zip(ranges, order, strict=True)])
+    found = static_lengths(picks, _k, without_speculation, _DEPTH, _WORDS)
+    if isinstance(found, Refusal):
+        return _refuse(found.field, found.message, found.fix)
+    base, ks = found
+    assert isinstance(base, ServerConfig)
+    rows = pick_rows(picks, ks)
     last = max(base.max_running_requests or DEFAULT_MAX_NUM_SEQS, rows[-1].start)
     text = format_schedule(tuple((r.start, r.end or last, r.steps) for r in rows))
     top = max(ks)
