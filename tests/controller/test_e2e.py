@@ -38,7 +38,7 @@ from specconsole.core.plans.profile import ServiceProfile
 from specconsole.core.search.strategy import boundary_result
 from specconsole.session.reports.report import render
 from specconsole.session.store import Session
-from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.plans import sim_plan_text, ssh_host
 from tests.fixtures.sshd import SshdServer, free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
@@ -56,18 +56,7 @@ def plan_text(
     on_crash: str = "auto",
     strategy: str = "boundary",
 ) -> str:
-    host = f"""[host]
-transport = "ssh"
-hostname = "{sshd.host}"
-port = {sshd.port}
-user = "{sshd.username}"
-identity_files = ["{sshd.client_key}"]
-known_hosts = "{sshd.known_hosts}"
-ssh_config = ""
-use_agent = false
-connect_timeout = 10
-reconnect_max_delay = 1
-"""
+    host = ssh_host(sshd)
     sweep = f"""[sweep]
 strategy = "{strategy}"
 on_crash = "{on_crash}"

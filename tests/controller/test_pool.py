@@ -33,7 +33,7 @@ from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.ssh import SshTransport
 from specconsole.session.store import Session
 from tests.controller.test_e2e import FATAL_TEXT, FatalLinePoller
-from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.plans import sim_plan_text, ssh_keys
 from tests.fixtures.sshd import SshdServer, free_port
 from tests.remote.helpers import ssh_profile
 
@@ -52,20 +52,6 @@ requests_per_level = 4
 input_len = 64
 output_len = 16
 warmup_requests = 0
-"""
-
-
-def ssh_keys(sshd: SshdServer) -> str:
-    return f"""transport = "ssh"
-hostname = "{sshd.host}"
-port = {sshd.port}
-user = "{sshd.username}"
-identity_files = ["{sshd.client_key}"]
-known_hosts = "{sshd.known_hosts}"
-ssh_config = ""
-use_agent = false
-connect_timeout = 10
-reconnect_max_delay = 1
 """
 
 

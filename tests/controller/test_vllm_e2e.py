@@ -28,7 +28,7 @@ from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
-from tests.fixtures.plans import VLLM_LAUNCHER, VLLM_SERVER, sim_plan_text
+from tests.fixtures.plans import VLLM_LAUNCHER, VLLM_SERVER, sim_plan_text, ssh_host
 from tests.fixtures.sshd import SshdServer, free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
@@ -37,18 +37,7 @@ OUTPUT_LEN = 48
 
 
 def vllm_plan_text(sshd: SshdServer, folder: Path, port: int) -> str:
-    host = f"""[host]
-transport = "ssh"
-hostname = "{sshd.host}"
-port = {sshd.port}
-user = "{sshd.username}"
-identity_files = ["{sshd.client_key}"]
-known_hosts = "{sshd.known_hosts}"
-ssh_config = ""
-use_agent = false
-connect_timeout = 10
-reconnect_max_delay = 1
-"""
+    host = ssh_host(sshd)
     sweep = """[sweep]
 strategy = "boundary"
 axis = "speculative_num_steps"

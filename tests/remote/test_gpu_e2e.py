@@ -32,7 +32,7 @@ from specconsole.sim.profile import load_default_profile
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
 from tests.fixtures.gpubox import GpuBox, gpu_sshd, install_in_container
 from tests.fixtures.nspawn import NspawnBox
-from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.plans import sim_plan_text, ssh_host
 from tests.fixtures.sshd import SshdServer, free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
@@ -58,21 +58,6 @@ api = "generate"
 UNIT = "specconsole-gpu-e2e.service"
 BUDGET_MIB = 48.0 * 0.88 * 1024
 """The static budget of the seed box's GPUs (mem_fraction_static 0.88 of 48 GiB)."""
-
-
-def ssh_host(sshd: SshdServer) -> str:
-    return f"""[host]
-transport = "ssh"
-hostname = "{sshd.host}"
-port = {sshd.port}
-user = "{sshd.username}"
-identity_files = ["{sshd.client_key}"]
-known_hosts = "{sshd.known_hosts}"
-ssh_config = ""
-use_agent = false
-connect_timeout = 10
-reconnect_max_delay = 1
-"""
 
 
 @pytest.fixture(scope="module")

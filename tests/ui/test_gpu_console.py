@@ -29,9 +29,9 @@ from specconsole.ui.widgets.crash import CrashBanner
 from specconsole.ui.widgets.gpus import GpuLine
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
 from tests.fixtures.gpubox import GpuBox, gpu_sshd
-from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.plans import sim_plan_text, ssh_host
 from tests.fixtures.sshd import SshdServer, free_port
-from tests.remote.test_gpu_e2e import BENCH, ssh_host
+from tests.remote.test_gpu_e2e import BENCH
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 
