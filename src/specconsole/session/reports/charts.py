@@ -16,7 +16,7 @@ chart (single-request vs peak aggregate, the front joined).
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,14 +76,19 @@ def draw_aggregate(ax: Any, trials: Sequence[TrialRecord], plan: SweepPlan | Non
             clip_on=False,
             label=f"{trial_label(record, _base(plan))}: crashed {where}".rstrip(),
         )
+    concurrency_axes(ax, ticks, "aggregate output tok/s", "Aggregate throughput vs concurrency")
+
+
+def concurrency_axes(ax: Any, ticks: Iterable[float], ylabel: str, title: str) -> None:
+    """The axes of a chart against concurrency: a log2 x axis ticked at the levels measured,
+    y from 0, a light grid."""
     ax.set_xscale("log", base=2)
-    if ticks:
-        ordered = sorted(ticks)
+    if ordered := sorted(set(ticks)):
         ax.set_xticks(ordered, [f"{t:g}" for t in ordered])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("concurrency (requests in flight)")
-    ax.set_ylabel("aggregate output tok/s")
-    ax.set_title("Aggregate throughput vs concurrency")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
 
 

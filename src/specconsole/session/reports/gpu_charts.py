@@ -18,7 +18,13 @@ from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.present.charts.series import hex_color
 from specconsole.present.labels import trial_label
-from specconsole.session.reports.charts import CRASH_COLOR, _figure, _legend_outside, _save
+from specconsole.session.reports.charts import (
+    CRASH_COLOR,
+    _figure,
+    _legend_outside,
+    _save,
+    concurrency_axes,
+)
 from specconsole.session.reports.gpu_report import sampled
 from specconsole.session.selection import report_trials
 
@@ -77,15 +83,8 @@ def draw_power(ax: Any, trials: Sequence[TrialRecord], plan: SweepPlan | None) -
             label=f"{trial_label(t, base)} (≤ {most:,.0f} W)",
         )
         ticks.update(c for c, _e, _p in points)
-    ax.set_xscale("log", base=2)
-    if ticks:
-        ordered = sorted(ticks)
-        ax.set_xticks(ordered, [f"{c:g}" for c in ordered])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("concurrency (requests in flight)")
-    ax.set_ylabel("output tokens per joule")
-    ax.set_title("Energy: tokens per joule vs concurrency")
-    ax.grid(True, alpha=0.3)
+    title = "Energy: tokens per joule vs concurrency"
+    concurrency_axes(ax, ticks, "output tokens per joule", title)
 
 
 GPU_CHARTS = {"gpu-memory": draw_memory, "gpu-energy": draw_power}
