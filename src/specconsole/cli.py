@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from specconsole import __version__
+from specconsole.startup import hold_collection, release_collection
 
 COMMAND_MODULES: tuple[str, ...] = (
     "specconsole.commands.engine",
@@ -54,6 +55,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
+    hold_collection()  # the console's start; the app releases it at its first frame
+    try:
+        return _dispatch(argv)
+    finally:
+        release_collection()  # whatever way out (an error, --help, the console closed)
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` and run its command (the console's when none is named)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
@@ -64,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             parser.print_help()
             return 0
+    if not getattr(args, "opens_console", False):
+        release_collection()  # a sweep or a report runs for long: it collects as usual
     try:
         return int(handler(args) or 0)
     except KeyboardInterrupt:

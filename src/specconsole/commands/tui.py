@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     t.add_argument(
         "--start", action="store_true", help="start the sweep at once instead of waiting for s"
     )
-    t.set_defaults(handler=_cmd_tui)
+    t.set_defaults(handler=_cmd_tui, opens_console=True)
 
     d = subparsers.add_parser(
         "demo",
@@ -110,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="simulated load time per trial (default: the plan's, about 1 s)",
     )
-    d.set_defaults(handler=_cmd_demo)
+    d.set_defaults(handler=_cmd_demo, opens_console=True)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -36,6 +36,7 @@ from specconsole.paths import themes_dir
 from specconsole.present.keyboard.actions import apply_block
 from specconsole.present.keyboard.keys import CHOICE_COMMANDS
 from specconsole.present.leaving import finally_due, server_down_message
+from specconsole.startup import release_collection
 from specconsole.ui import adapt
 from specconsole.ui.asking import EditQueue, ask, deploys
 from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
@@ -137,6 +138,7 @@ class SpecConsoleApp(App[None]):
     def on_mount(self) -> None:
         self.set_class(self._theme_key == "mono", "-mono")
         self.push_screen(MainScreen(self._classify))
+        self.call_after_refresh(release_collection)  # the first frame is up: collect again
         self._bridge.start()
         if self._run_controller is not None:
             self._controller_worker = self.run_worker(
