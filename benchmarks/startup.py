@@ -61,6 +61,33 @@ app = make_app(Idle(), theme="dark", tick_interval=None)
 """
 )
 
+DEMO_PATH = HARNESS.format(
+    imports=r"""
+from specconsole.startup import hold_collection
+hold_collection()
+import atexit, shutil, tempfile
+from pathlib import Path
+from specconsole.cli import build_parser
+build_parser()
+from specconsole.commands.tui import demo_plan
+from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
+from specconsole.core.machine.state import ControllerState
+from specconsole.session.store import Session
+from specconsole.ui.app import make_app
+
+plan = resolve_local_placeholders(demo_plan())
+parent = tempfile.mkdtemp(prefix="startup-session-")
+atexit.register(shutil.rmtree, parent, True)
+session = Session.create(Path(parent), plan)
+wired = wire_controller(plan, session, ControllerState(plan=plan))
+app = make_app(wired.controller, theme="dark", tick_interval=None)
+"""
+)
+"""The demo's own start path: the parser, the demo plan read and validated, a session, the
+controller wired to the box (local transport; not started, so nothing is deployed) and the
+console with that plan — what ``specconsole demo`` does before its first frame, less the
+simulator it launches in a process of its own."""
+
 BARE_TEXTUAL = HARNESS.format(
     imports=r"""
 from textual.app import App
@@ -112,6 +139,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     firsts, imports = measure(CONSOLE, args.runs, cached=True)
+    demo_firsts, demo_imports = measure(DEMO_PATH, args.runs, cached=True)
     bare_firsts, bare_imports = measure(BARE_TEXTUAL, args.runs, cached=True)
     cold_firsts, _ = measure(CONSOLE, args.runs, cached=False)
     print(
@@ -119,6 +147,10 @@ def main() -> None:
         f"over {args.runs} runs (target ≤ 350 ms)"
     )
     print(f"  of which interpreter start + imports: median {ms(imports)}")
+    print(
+        f"the demo's start path (plan, session, controller wired): median {ms(demo_firsts)}, "
+        f"worst {max(demo_firsts) * 1000:.0f} ms (imports and wiring {ms(demo_imports)})"
+    )
     print(
         f"bare Textual app (one Static), same harness: median {ms(bare_firsts)} "
         f"(imports {ms(bare_imports)}); the console takes "

@@ -26,6 +26,7 @@ def collector_on_after() -> Iterator[None]:
     yield
     startup.release_collection()
     gc.enable()
+    gc.unfreeze()  # the rest of the suite's process collects as it did before
 
 
 def test_hold_then_release_freezes_what_was_built_and_collects_again() -> None:

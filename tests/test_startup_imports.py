@@ -17,8 +17,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-HEAVY = ("optuna", "numpy", "scipy", "matplotlib", "asyncssh", "uvicorn", "starlette")
-"""Libraries no plain console start needs (the simulator's server runs in its own process)."""
+HEAVY = ("optuna", "numpy", "scipy", "matplotlib", "asyncssh", "uvicorn", "starlette", "httpx")
+"""Libraries no plain console start needs before its first frame (the simulator's server runs
+in its own process; httpx, 60 ms with the command-line client it imports when click is
+installed, comes with the controller's first request, which starts after the first frame)."""
 
 START_PATH = r"""
 import json, sys, tempfile
@@ -65,3 +67,16 @@ def test_optuna_arrives_with_the_optimize_strategy_only() -> None:
         "(['before'] if before else [])))\n"
     )
     assert imported(code, "optuna") == ["optuna"]
+
+
+def test_httpx_arrives_with_the_controllers_first_request_only() -> None:
+    code = (
+        "import json, sys\n"
+        "from specconsole.controller import runtime\n"
+        "from specconsole.controller.probe.endpoint import ServerEndpoint\n"
+        "before = 'httpx' in sys.modules\n"
+        "ServerEndpoint(None, None).open()\n"
+        "print(json.dumps([m for m in sys.argv[1:] if m in sys.modules] + "
+        "(['before'] if before else [])))\n"
+    )
+    assert imported(code, "httpx") == ["httpx"]

@@ -120,12 +120,12 @@ class Box:
             pilot, lambda: isinstance(self.app.screen, ConfirmDeployScreen), 30, "the confirm"
         )
         # the screen shows its diff once mounted: read it after that, not the frame before
-        await _until(
-            pilot,
-            lambda: self.app.screen.query_one(DiffView).plain != NO_CHANGE,
-            5,
-            "the confirm's diff",
-        )
+        await _until(pilot, self._confirm_shows_its_diff, 5, "the confirm's diff")
+
+    def _confirm_shows_its_diff(self) -> bool:
+        """The confirm's diff is on screen (not before the pushed screen has composed)."""
+        views = self.app.screen.query(DiffView)
+        return bool(views) and views.first().plain != NO_CHANGE
 
     async def close(self) -> None:
         self.wired.recorder.close()

@@ -21,9 +21,7 @@ import functools
 import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from specconsole.bench.api import loads_response
 from specconsole.bench.engine import LadderRun
@@ -44,6 +42,9 @@ from specconsole.core.config.chat_templates import template_for
 from specconsole.core.measure.metrics import default_requests_per_level
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchSpec
+
+if TYPE_CHECKING:
+    import httpx
 
 MAX_PROMPT_POOL = 512
 """Distinct prompts generated per run (used round-robin); bounds memory and the remote
@@ -135,6 +136,8 @@ class HttpxStreamClient:
         timeout_s: float = 600.0,
         headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
+        import httpx  # here, not at the top: 60 ms that the console's start need not pay
+
         self._base_url = base_url.rstrip("/")
         self._headers = {**_HEADERS, **dict(headers)}
         self._timeout_s = timeout_s
@@ -146,6 +149,8 @@ class HttpxStreamClient:
         self._gate = asyncio.Semaphore(max(1, concurrency))
 
     def _new_client(self) -> httpx.AsyncClient:
+        import httpx
+
         # TCP_NODELAY: httpcore writes the request head and body separately; with Nagle the
         # body waits for the server's delayed ACK (~40 ms) and inflates TTFT.
         transport = httpx.AsyncHTTPTransport(
@@ -182,6 +187,8 @@ class HttpxStreamClient:
         """The raw client's rules (:mod:`specconsole.bench.wire.rawhttp`): a token within
         ``min(stall_s, request timeout)`` from the request on and between tokens — the
         deadline moves only when the sink reports a token."""
+        import httpx
+
         limit = min(stall_s, self._timeout_s)
         where = f"{self._base_url}{path}"
         loop = asyncio.get_running_loop()
@@ -208,6 +215,8 @@ class HttpxStreamClient:
     async def _control(self, method: str, path: str) -> tuple[int, bytes]:
         """A control request's status and body: the whole answer within
         :data:`~specconsole.bench.api.CONTROL_TIMEOUT_S`, at most MAX_BODY_BYTES."""
+        import httpx
+
         limit = min(CONTROL_TIMEOUT_S, self._timeout_s)
         where = f"{self._base_url}{path}"
         try:
@@ -266,6 +275,8 @@ async def _capped(response: httpx.Response, where: str) -> bytes:
 
 def _failure(exc: httpx.HTTPError, where: str) -> RequestFailed:
     """Map an httpx exception to the error kinds the level counts, naming the URL."""
+    import httpx
+
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
         return RequestFailed("connect", f"cannot connect to {where}: {exc or type(exc).__name__}")
     if isinstance(exc, httpx.TimeoutException):

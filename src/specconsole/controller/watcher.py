@@ -25,9 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
-from typing import Protocol
-
-import httpx
+from typing import TYPE_CHECKING, Protocol
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import scrub, secret_values
@@ -36,6 +34,9 @@ from specconsole.core.logs.events import LogEvent
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.handlers import watch as core_watch
 from specconsole.core.ports import ServiceBackend
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger(__name__)
 

@@ -141,6 +141,17 @@ class SpecConsoleApp(App[None]):
         self.call_after_refresh(release_collection)  # the first frame is up: collect again
         self._bridge.start()
         if self._run_controller is not None:
+            # After the first frame: the controller's first steps (reaching the box, its HTTP
+            # client) must not hold the console's first paint back. Intents sent before it
+            # runs wait in its queue.
+            self.call_after_refresh(self._start_controller)
+        if self._tick_interval:
+            self.set_interval(self._tick_interval, self._tick)
+        for intent in self._initial_intents:  # e.g. --start: through the first-deploy gate
+            self.send_intent(intent)
+
+    def _start_controller(self) -> None:
+        if self._run_controller is not None and self._controller_worker is None:
             self._controller_worker = self.run_worker(
                 self._run_controller(),
                 name="controller",
@@ -148,10 +159,6 @@ class SpecConsoleApp(App[None]):
                 exclusive=True,
                 exit_on_error=False,
             )
-        if self._tick_interval:
-            self.set_interval(self._tick_interval, self._tick)
-        for intent in self._initial_intents:  # e.g. --start: through the first-deploy gate
-            self.send_intent(intent)
 
     async def on_unmount(self) -> None:
         await self._bridge.stop()

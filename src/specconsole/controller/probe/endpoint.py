@@ -9,14 +9,15 @@ the pure ``core.machine.results``.
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import results
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class ServerEndpoint:
@@ -32,6 +33,8 @@ class ServerEndpoint:
         self._urls: dict[tuple[str, int], str] = {}
 
     def open(self) -> None:
+        import httpx  # here, not at the top: 60 ms that the console's start need not pay
+
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s))
 
     async def close(self) -> None:
@@ -69,6 +72,8 @@ class ServerEndpoint:
 
     async def health_problem(self, cfg: ServerConfig) -> str | None:
         """None when ``/health`` answers 200, else what went wrong."""
+        import httpx
+
         try:
             response = await self.http.get(f"{await self.url(cfg)}/health", timeout=5.0)
         except httpx.HTTPError as exc:

@@ -17,8 +17,6 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-import httpx
-
 from specconsole.controller.probe.boxprobe import running_config
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.results import box_host
@@ -51,6 +49,8 @@ async def wait_serving(
     """Poll ``/health`` on the box's ``host``:``port`` (through the transport) until it
     answers 200 or ``timeout_s`` passes; True when it did. With ``backend``, a service that
     has failed or exited ends the wait at once (it will not start serving by itself)."""
+    import httpx  # here, not at the top: 60 ms that the console's start need not pay
+
     forward = await transport.forward_local_port(port, host)
     deadline = time.monotonic() + timeout_s
     async with httpx.AsyncClient(base_url=forward.url, timeout=5.0) as client:
