@@ -17,10 +17,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-HEAVY = ("optuna", "numpy", "scipy", "matplotlib", "asyncssh", "uvicorn", "starlette", "httpx")
-"""Libraries no plain console start needs before its first frame (the simulator's server runs
-in its own process; httpx, 60 ms with the command-line client it imports when click is
-installed, comes with the controller's first request, which starts after the first frame)."""
+HEAVY = (
+    "optuna",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "asyncssh",
+    "uvicorn",
+    "starlette",
+    "httpx",
+    "plotext",
+    "textual_plotext",
+)
+"""Libraries no plain console start needs before its first frame: the simulator's server runs
+in its own process; httpx (60 ms with the command-line client it imports when click is
+installed) comes with the controller's first request, which starts after the first frame;
+plotext with a chart's first data."""
 
 START_PATH = r"""
 import json, sys, tempfile

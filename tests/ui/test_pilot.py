@@ -17,8 +17,10 @@ from specconsole.ui.messages import IntentSent, LogBatch
 from specconsole.ui.screens.confirm import ConfirmActionScreen
 from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.quit import QuitScreen
+from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.message import MessageLine
+from specconsole.ui.widgets.plot import ChartPlot
 from tests.controller.helpers import plan
 from tests.ui.doubles import (
     NOW,
@@ -440,3 +442,18 @@ async def test_footer_shows_exactly_the_keys_that_apply_and_banner_agrees() -> N
                     for c in available(state)
                     if c in ("resume", "retry", "edit", "skip", "rollback")
                 }
+
+
+async def test_a_chart_mounts_its_plot_with_its_first_data_only() -> None:
+    """plotext (15 ms of a start) arrives with the first data: an empty chart is text."""
+    controller = RecordingController(idle_state())
+    app = _app(controller)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for chart in (ThroughputChart, SingleRequestChart):
+            assert not app.screen.query_one(chart).query(ChartPlot)
+        controller.publish(benchmarking_state())
+        await pilot.pause()
+        for chart in (ThroughputChart, SingleRequestChart):
+            plots = app.screen.query_one(chart).query(ChartPlot)
+            assert len(plots) == 1 and plots.first().display

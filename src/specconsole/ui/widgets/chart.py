@@ -1,4 +1,4 @@
-"""Throughput charts drawn with textual-plotext, each owning its own ``Plot`` (``self.plt``).
+"""Throughput charts drawn with textual-plotext, each owning its own ``Plot`` once it has data.
 
 Two views of the sweep, as the tuning question needs them: aggregate output tok/s against
 concurrency with one line per trial (where does each configuration peak?), and
@@ -7,18 +7,23 @@ and how each series looks (colour, or marker under ``mono``; crashed trials as `
 x axis) is ``present.charts.textcharts``, shared with the text report; this module only sizes the
 plot and lays the legend out *under* it, outside the data. The figure is rebuilt from scratch
 on every render, so what is drawn depends only on the view and the widget's size.
+
+Start-up pays only for what it uses: a chart without data says what it will show, as text;
+the plot (``ui.widgets.plot``, and plotext behind it — 15 ms of a start) is imported and
+mounted inside the chart with its first data.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.style import Style
 from rich.text import Text
 from textual.app import RenderResult
-from textual_plotext import PlotextPlot
+from textual.widget import Widget
 
 from specconsole.present.charts.textcharts import (
     LegendEntry,
@@ -29,6 +34,11 @@ from specconsole.present.charts.textcharts import (
 from specconsole.present.figures.levels import LEVELS_TITLE
 from specconsole.ui.viewmodels import ChartView
 
+if TYPE_CHECKING:
+    from textual_plotext import Plot
+
+    from specconsole.ui.widgets.plot import ChartPlot
+
 MIN_PLOT_ROWS = 6
 """The plot keeps at least this many rows; the legend is cut before the plot shrinks."""
 
@@ -36,17 +46,26 @@ PLOT_SHARE = 0.6
 """…and at least this share of the widget's height."""
 
 
-class _Chart(PlotextPlot):
-    """A plot with its legend underneath."""
+class _Chart(Widget):
+    """A chart: its empty text, or the plot with its legend underneath (a child of its own)."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self._view = ChartView()
+        self._plot: ChartPlot | None = None
 
     def show(self, view: ChartView) -> None:
         if view == self._view:
             return
         self._view = view
+        if self._empty() is None and self._plot is None:
+            from specconsole.ui.widgets.plot import ChartPlot  # with the first data only
+
+            self._plot = ChartPlot(self.figure)
+            self.mount(self._plot)
+        if self._plot is not None:
+            self._plot.display = self._empty() is None
+            self._plot.refresh()
         self.refresh()
 
     @property
@@ -57,22 +76,24 @@ class _Chart(PlotextPlot):
     def _empty(self) -> str | None:
         raise NotImplementedError
 
-    def _draw(self, width: int) -> tuple[LegendEntry, ...]:
+    def _draw(self, plt: Plot, width: int) -> tuple[LegendEntry, ...]:
         raise NotImplementedError
 
     def render(self) -> RenderResult:
         empty = self._empty()
-        if empty is not None:
-            return Text(empty, justify="center")
-        width, height = self.size.width, self.size.height
-        legend = self._draw(width)
+        return Text("" if empty is None else empty, justify="center")
+
+    def figure(self, plt: Plot, width: int, height: int, theme: str) -> RenderResult:
+        """The plot drawn into ``plt`` in plotext theme ``theme`` and the legend under it, for
+        ``width`` × ``height`` cells (the plot widget calls this from its own ``render``)."""
+        legend = self._draw(plt, width)
         keep = max(MIN_PLOT_ROWS, math.ceil(height * PLOT_SHARE))
         rows = _legend_text(legend, width, max(0, height - keep))
         plot_rows = max(1, height - len(rows))
-        self.plt.plotsize(width, plot_rows)
-        self.plt._set_size(width, plot_rows)
-        self.plt.theme(self._get_plotext_theme_name(self.app.theme))
-        return Group(Text.from_ansi(self.plt.build().rstrip("\n")), *rows)
+        plt.plotsize(width, plot_rows)
+        plt._set_size(width, plot_rows)
+        plt.theme(theme)
+        return Group(Text.from_ansi(plt.build().rstrip("\n")), *rows)
 
 
 def _legend_text(entries: Sequence[LegendEntry], width: int, max_rows: int) -> list[Text]:
@@ -110,8 +131,8 @@ class ThroughputChart(_Chart):
             return None
         return "aggregate tok/s vs concurrency\n(one line per trial, after its benchmark)"
 
-    def _draw(self, width: int) -> tuple[LegendEntry, ...]:
-        return draw_aggregate(self.plt, self._view.aggregate, width, color=self.coloured)
+    def _draw(self, plt: Plot, width: int) -> tuple[LegendEntry, ...]:
+        return draw_aggregate(plt, self._view.aggregate, width, color=self.coloured)
 
 
 class SingleRequestChart(_Chart):
@@ -136,14 +157,12 @@ class SingleRequestChart(_Chart):
         what = view.single_title or f"single-request tok/s vs {view.axis_name}"
         return f"{what}\n(after the first benchmark)"
 
-    def _draw(self, width: int) -> tuple[LegendEntry, ...]:
+    def _draw(self, plt: Plot, width: int) -> tuple[LegendEntry, ...]:
         view = self._view
         if view.levels:  # a per-level question: the schedule chart takes this place
-            return draw_aggregate(
-                self.plt, view.levels, width, color=self.coloured, title=LEVELS_TITLE
-            )
+            return draw_aggregate(plt, view.levels, width, color=self.coloured, title=LEVELS_TITLE)
         return draw_single(
-            self.plt,
+            plt,
             view.single,
             view.crashed,
             view.axis_name,
