@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
@@ -47,34 +48,33 @@ def test_release_never_turns_on_a_collector_someone_else_turned_off() -> None:
     assert not gc.isenabled()
 
 
-def test_a_command_that_is_not_the_console_runs_with_the_collector_on(
+@pytest.mark.parametrize(
+    ("module", "handler", "argv", "collecting"),
+    [
+        # a sweep or a report runs for long: it collects from the start
+        (engine_command, "_validate_cmd", ["validate", "plan.toml"], True),
+        # the console: held until the app's first frame (or until the command returns)
+        (tui_command, "_cmd_demo", ["demo"], False),
+    ],
+    ids=["validate", "demo"],
+)
+def test_only_the_console_command_starts_with_the_collector_held(
     monkeypatch: pytest.MonkeyPatch,
+    module: ModuleType,
+    handler: str,
+    argv: list[str],
+    collecting: bool,
 ) -> None:
     seen: list[bool] = []
 
-    def validate(args: argparse.Namespace) -> int:
+    def command(args: argparse.Namespace) -> int:
         seen.append(gc.isenabled())
         return 0
 
-    monkeypatch.setattr(engine_command, "_validate_cmd", validate)
-    assert cli.main(["validate", "plan.toml"]) == 0
-    assert seen == [True]
+    monkeypatch.setattr(module, handler, command)
+    assert cli.main(argv) == 0
+    assert seen == [collecting]
     assert gc.isenabled()
-
-
-def test_the_console_command_starts_with_the_collector_held(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    seen: list[bool] = []
-
-    def demo(args: argparse.Namespace) -> int:
-        seen.append(gc.isenabled())
-        return 0
-
-    monkeypatch.setattr(tui_command, "_cmd_demo", demo)
-    assert cli.main(["demo"]) == 0
-    assert seen == [False]  # held until the app's first frame…
-    assert gc.isenabled()  # …or until the command returns, whichever comes first
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--no-such-option"]])
