@@ -15,6 +15,7 @@ import pytest
 
 from specconsole.core.measure.gpu import QUERY_FIELDS, parse_sample, query_args
 from specconsole.sim.gpu import nvidia_smi
+from specconsole.sim.gpu.gpustate import FOLLOW_S, UTILIZATION_PERIOD_S, GpuBoard
 from specconsole.sim.physics.model import GIB, calibration_config, plan_memory
 from specconsole.sim.physics.resolve import resolve_config
 from specconsole.sim.profile import load_default_profile
@@ -112,7 +113,7 @@ def test_memory_follows_the_load_and_the_plan(
         idle_power = _run(box, "--query-gpu=power.draw", "--format=csv,noheader,nounits")
         busy = threading.Thread(target=_load, args=(sim.base_url,), daemon=True)
         busy.start()
-        time.sleep(0.8)
+        time.sleep(UTILIZATION_PERIOD_S + 2 * FOLLOW_S)  # a whole sample period of load
         loaded = _run(
             box, "--query-gpu=utilization.gpu,power.draw", "--format=csv,noheader,nounits"
         )
@@ -123,7 +124,7 @@ def test_memory_follows_the_load_and_the_plan(
 
 
 def _load(url: str) -> None:
-    body = {"text": "hello " * 32, "sampling_params": {"max_new_tokens": 256}}
+    body = {"text": "hello " * 32, "sampling_params": {"max_new_tokens": 512}}
     with httpx.Client(timeout=60) as client:
         threads = [
             threading.Thread(target=client.post, args=(f"{url}/generate",), kwargs={"json": body})
@@ -158,3 +159,25 @@ def test_not_enough_memory_rises_past_the_budget_and_holds(
     held = [t for t, m in seen if m == peak]
     assert held[-1] - held[0] >= 1.0  # long enough for a sampler at 1 Hz to see it
     assert seen[-1][1] == 1.0  # killed: the driver freed it
+
+
+def test_utilization_is_a_sample_periods_average_not_an_instant(tmp_path: Path) -> None:
+    """NVML's utilization.gpu is the share of its sample period a kernel ran: the instant
+    between two requests at c = 1 reads close to the busy figure, not 0 %, and a load that
+    has ended fades to 0 within one period."""
+    board = GpuBoard(load_default_profile(), 1, tmp_path)
+
+    def busy_pct() -> float:
+        return round(100 * nvidia_smi.read_box(tmp_path)[0]["busy"], 1)
+
+    try:
+        for _ in range(10):
+            board.load(1, 8)
+        assert busy_pct() == 65.0
+        board.load(0, 8)  # the gap between two requests
+        assert 50.0 < busy_pct() < 65.0
+        for _ in range(round(UTILIZATION_PERIOD_S / FOLLOW_S)):
+            board.load(0, 8)
+        assert busy_pct() == 0.0
+    finally:
+        board.close()

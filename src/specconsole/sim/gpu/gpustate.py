@@ -7,10 +7,11 @@ the memory it holds on each of its GPUs — the CUDA context, the target's and t
 weights, the speculative workspace and the KV pool, the CUDA graphs, each added as its load
 phase advances (:meth:`GpuBoard.ramp`), all from the memory plan the face printed in its log
 (:func:`specconsole.sim.physics.model.plan_memory`) — and, while serving, how busy the scheduler
-keeps them (:meth:`GpuBoard.follow`). A load that fails for memory rises to where it failed
-and holds there for :data:`HOLD_S` before the engine reports it, so a sampler running at
-once a second sees the memory at the fatal line (a real allocator's failure is not instantaneous
-either: SGLang profiles the memory before it refuses).
+keeps them (:meth:`GpuBoard.follow`), averaged over a sample period as NVML reports it. A
+load that fails for memory rises to where it failed and holds there for :data:`HOLD_S` before
+the engine reports it, so a sampler running at once a second sees the memory at the fatal
+line (a real allocator's failure is not instantaneous either: SGLang profiles the memory
+before it refuses).
 
 Files: ``box.json`` (the GPUs: names, memory, power range) and ``<pid>.json`` (this process's
 share), each replaced atomically; this process's file is removed when it exits cleanly and
@@ -24,13 +25,14 @@ import asyncio
 import contextlib
 import json
 import os
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from specconsole.sim.gpu.nvidia_smi import BOX_FILE, state_dir
 from specconsole.sim.profile import Profile
 
-__all__ = ["HOLD_S", "GpuBoard", "write_box"]
+__all__ = ["HOLD_S", "UTILIZATION_PERIOD_S", "GpuBoard", "write_box"]
 
 GIB_MIB = 1024.0
 HOLD_S = 1.2
@@ -39,7 +41,12 @@ console's sampling interval, one second)."""
 RAMP_STEP_S = 0.1
 """Memory that grows during a load phase is written at most this often."""
 FOLLOW_S = 0.2
-"""While serving, how often the load is written (only when it changed)."""
+"""While serving, how often the load is looked at (and written when it changed)."""
+UTILIZATION_PERIOD_S = 1.0
+"""What ``busy`` and ``batch`` average over. NVML's ``utilization.gpu`` is "percent of time
+over the past sample period during which one or more kernels was executing" (a period of 1/6
+to 1 s), so the instant between two requests at c = 1 does not read 0 %; a point sample
+would, once in a while."""
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
@@ -86,6 +93,10 @@ class GpuBoard:
         self.used_gb = 0.0
         self.busy = 0.0
         self.batch = 0.0
+        self._recent: deque[tuple[float, float]] = deque(
+            maxlen=max(1, round(UTILIZATION_PERIOD_S / FOLLOW_S))
+        )
+        """(busy, batch) at each of the last looks, one sample period's worth."""
         self._file = self.directory / f"{os.getpid()}.json"
         write_box(profile, self.directory)
         self._write()
@@ -122,10 +133,13 @@ class GpuBoard:
         await asyncio.sleep(HOLD_S)
 
     def load(self, running: int, most: int) -> None:
-        """``running`` requests of at most ``most``: how busy the GPUs are (written when it
-        changed)."""
-        busy = 0.0 if running <= 0 else 0.6 + 0.4 * min(1.0, running / 8.0)
-        batch = 0.0 if most <= 0 else min(1.0, running / most)
+        """``running`` requests of at most ``most`` now: how busy the GPUs are, averaged over
+        the last :data:`UTILIZATION_PERIOD_S` of looks (written when it changed)."""
+        now_busy = 0.0 if running <= 0 else 0.6 + 0.4 * min(1.0, running / 8.0)
+        now_batch = 0.0 if most <= 0 else min(1.0, running / most)
+        self._recent.append((now_busy, now_batch))
+        busy = round(sum(b for b, _ in self._recent) / len(self._recent), 3)
+        batch = round(sum(b for _, b in self._recent) / len(self._recent), 3)
         if (busy, batch) != (self.busy, self.batch):
             self.busy, self.batch = busy, batch
             self._write()
