@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 
 from specconsole.bench.engine import LadderRun
-from specconsole.bench.loadgen import HttpxStreamClient, plan_for
+from specconsole.bench.loadgen import make_run, plan_for
+from specconsole.bench.wire.httpxclient import HttpxStreamClient
 from specconsole.bench.wire.rawhttp import RawStreamClient
 from specconsole.core.ports import BenchApi, BenchSpec
 from tests.bench.servers import mini_server
@@ -44,3 +45,16 @@ async def test_httpx_client_fails_a_stalled_stream_as_stall() -> None:
         level = (await run.run()).levels[0]
     assert time.monotonic() - t0 < 60
     assert level.errors == {"stall": 1} and level.completed == 0
+
+
+async def test_make_run_takes_httpx_for_https_only() -> None:
+    """``https://`` goes through httpx (imported then); ``http://`` through the stdlib client."""
+    spec = BenchSpec(ladder=(1,), requests_per_level=1, output_len=4, input_len=4)
+    clients = {
+        scheme: make_run(spec, f"{scheme}://127.0.0.1:9")._factory(1)
+        for scheme in ("http", "https")
+    }
+    assert isinstance(clients["http"], RawStreamClient)
+    assert isinstance(clients["https"], HttpxStreamClient)
+    for client in clients.values():
+        await client.aclose()
