@@ -140,21 +140,12 @@ async def test_a_box_without_nvidia_smi_runs_the_same_sweep(
 
 @pytest.mark.systemd
 async def test_systemd_box_records_gpus(nspawn_box: NspawnBox, tmp_path: Path) -> None:
-    host = f"""[host]
-transport = "ssh"
-hostname = "{nspawn_box.host}"
-port = {nspawn_box.port}
-user = "root"
-identity_files = ["{nspawn_box.client_key}"]
-known_hosts = "{nspawn_box.known_hosts}"
-ssh_config = ""
-use_agent = false
-reconnect_max_delay = 1
-"""
     service = f'kind = "systemd"\nunit = "{UNIT}"\n'
     with install_in_container(nspawn_box):
         try:
-            code, said, trials = await sweep(host, tmp_path / "run", tmp_path, service)
+            code, said, trials = await sweep(
+                ssh_host(nspawn_box), tmp_path / "run", tmp_path, service
+            )
         finally:
             nspawn_box.ssh(f"systemctl stop {UNIT}; rm -f /etc/systemd/system/{UNIT}; true")
     assert code == 0, said
