@@ -18,6 +18,7 @@ __all__ = [
     "control_failure",
     "silence_failure",
     "stall_failure",
+    "status_failure",
 ]
 
 
@@ -51,6 +52,12 @@ def stall_failure(stall_s: float, where: str = "") -> RequestFailed:
     return RequestFailed(
         "stall", f"no token for {stall_s:g} s{source} (stall_timeout_s); {stall_s:g} s lost"
     )
+
+
+def status_failure(status: int, body: bytes) -> RequestFailed:
+    """An answer other than 200 (either client): the status names the kind, the start of the
+    body says why."""
+    return RequestFailed(f"http_{status}", body.decode("utf-8", "replace")[:300])
 
 
 def silence_failure(timeout_s: float, where: str) -> RequestFailed:

@@ -30,6 +30,7 @@ from specconsole.bench.waits import (
     control_failure,
     silence_failure,
     stall_failure,
+    status_failure,
 )
 
 __all__ = ["HttpxStreamClient"]
@@ -123,8 +124,8 @@ class HttpxStreamClient:
                         client.stream("POST", path, content=body) as response,
                     ):
                         if response.status_code != 200:
-                            text = (await _capped(response, where)).decode("utf-8", "replace")
-                            raise RequestFailed(f"http_{response.status_code}", text[:300])
+                            body = await _capped(response, where)
+                            raise status_failure(response.status_code, body)
                         async for data in response.aiter_raw():
                             if sink(data):
                                 deadline.reschedule(loop.time() + limit)
@@ -156,7 +157,7 @@ class HttpxStreamClient:
     async def get_json(self, path: str) -> Any:
         status, data = await self._control("GET", path)
         if status != 200:
-            raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
+            raise status_failure(status, data)
         return loads_response(data, path)
 
     def control_client(self) -> HttpxStreamClient:
@@ -169,7 +170,7 @@ class HttpxStreamClient:
     async def get_text(self, path: str) -> str:
         status, data = await self._control("GET", path)
         if status != 200:
-            raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
+            raise status_failure(status, data)
         return data.decode("utf-8", "replace")
 
     async def post(self, path: str) -> int:

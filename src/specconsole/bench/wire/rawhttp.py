@@ -36,6 +36,7 @@ from specconsole.bench.waits import (
     control_failure,
     silence_failure,
     stall_failure,
+    status_failure,
 )
 from specconsole.bench.wire.rawconn import READ_SIZE, BodySink, Connection, Stale
 
@@ -180,7 +181,7 @@ class RawStreamClient:
     async def get_json(self, path: str) -> Any:
         status, data = await self._status_and_body("GET", path)
         if status != 200:
-            raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
+            raise status_failure(status, data)
         return loads_response(data, path)
 
     def control_client(self) -> RawStreamClient:
@@ -191,7 +192,7 @@ class RawStreamClient:
     async def get_text(self, path: str) -> str:
         status, data = await self._status_and_body("GET", path)
         if status != 200:
-            raise RequestFailed(f"http_{status}", data.decode("utf-8", "replace")[:300])
+            raise status_failure(status, data)
         return data.decode("utf-8", "replace")
 
     async def post(self, path: str) -> int:
