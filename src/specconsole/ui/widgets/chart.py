@@ -58,13 +58,14 @@ class _Chart(Widget):
         if view == self._view:
             return
         self._view = view
-        if self._empty() is None and self._plot is None:
+        drawn = self._empty() is None
+        if drawn and self._plot is None:
             from specconsole.ui.widgets.plot import ChartPlot  # with the first data only
 
             self._plot = ChartPlot(self.figure)
             self.mount(self._plot)
         if self._plot is not None:
-            self._plot.display = self._empty() is None
+            self._plot.display = drawn
             self._plot.refresh()
         self.refresh()
 
