@@ -46,6 +46,17 @@ def data_dir() -> Path:
     return Path(user_data_dir("specconsole", appauthor=False))
 
 
+def cache_dir() -> Path:
+    """Per-user cache folder: ``$SPECCONSOLE_HOME/cache`` when that is set, else the
+    platform's (``~/.cache/specconsole`` on Linux). Only things rebuilt when missing go here."""
+    override = os.environ.get("SPECCONSOLE_HOME")
+    if override:
+        return Path(override) / "cache"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("specconsole", appauthor=False))
+
+
 def sessions_dir() -> Path:
     """Default parent folder for session records."""
     return data_dir() / "sessions"

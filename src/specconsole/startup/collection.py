@@ -9,8 +9,7 @@ but the console's; the app calls :func:`release_collection` once its first frame
 screen, which moves everything built so far to the permanent generation (``gc.freeze``:
 never scanned again, which also keeps later collections of a console open for hours short)
 and turns collection back on. Nothing is held when the entry point did not hold it (tests,
-embedding). It lives at the top level, not in ``ui``: the entry holds it before it knows the
-command.
+embedding).
 """
 
 from __future__ import annotations
