@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from textual.color import Color
+from textual.css import stylesheet as textual_stylesheet
 
 from specconsole.paths import themes_dir
 from specconsole.ui.app import make_app
@@ -73,3 +75,32 @@ async def test_no_color_picks_mono(monkeypatch: pytest.MonkeyPatch) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert app.theme == THEMES["mono"].name
+
+
+async def test_the_stylesheet_is_parsed_once_before_the_first_frame(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The theme set at start only gives the stylesheet its variables (``App.refresh_css``):
+    Textual's own refresh would parse it twice before the first frame. A theme switched
+    later is Textual's whole refresh, and repaints."""
+    parsed: list[object] = []
+    real_parse = textual_stylesheet.parse
+
+    def counting_parse(scope: str, css: str, read_from: tuple[str, str], **kwargs: object):  # type: ignore[no-untyped-def]
+        if read_from[0].endswith("specconsole.tcss"):
+            parsed.append(read_from)
+        return real_parse(scope, css, read_from, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(textual_stylesheet, "parse", counting_parse)
+    app = make_app(
+        RecordingController(crashed_state()), theme="dark", clock=lambda: NOW, tick_interval=None
+    )
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert len(parsed) == 1
+        dark = app.screen.query_one("#crash-banner").styles.background
+        assert dark.rgb == Color.parse(app.get_css_variables()["error"]).rgb  # $bad: $error
+        app.theme = THEMES["light"].name
+        await pilot.pause()
+        assert len(parsed) == 2
+        assert app.screen.query_one("#crash-banner").styles.background != dark
