@@ -92,3 +92,28 @@ def test_httpx_arrives_with_the_controllers_first_request_only() -> None:
         "(['before'] if before else [])))\n"
     )
     assert imported(code, "httpx") == ["httpx"]
+
+
+CONSOLE_ONLY = r"""
+import json, sys
+from specconsole.core.machine.state import ControllerState
+from specconsole.ui.app import make_app
+
+class Idle:
+    state = ControllerState()
+    def subscribe(self, callback):
+        return lambda: None
+    def send(self, event):
+        pass
+
+make_app(Idle(), theme="dark", tick_interval=None)
+print(json.dumps(sorted(m for m in sys.argv[1:] if m in sys.modules)))
+"""
+
+
+def test_the_consoles_own_modules_do_no_engine_work_at_import() -> None:
+    """The console's modules look no engine up while they load: the editor's default fields
+    are built when first shown, so the registry's entry-point scan (``importlib.metadata``)
+    and the default engine's package wait for the plan that needs them."""
+    modules = ("importlib.metadata", "specconsole.engines.sglang", "specconsole.engines.vllm")
+    assert imported(CONSOLE_ONLY, *modules) == []

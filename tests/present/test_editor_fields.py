@@ -12,7 +12,7 @@ from specconsole.core.config.validation import validate
 from specconsole.engines.sglang.flags import render_flags as sglang_flags
 from specconsole.engines.sglang.releases import KNOWN_RELEASES
 from specconsole.present.editor_fields import (
-    FIELDS,
+    default_fields,
     editing_release,
     editor_fields,
     release_line,
@@ -65,8 +65,9 @@ def test_cuda_graph_max_bs_is_labelled_with_the_releases_flag(
 
 
 def test_the_default_field_list_is_the_unknown_releases() -> None:
-    assert editor_fields("sglang", None) == FIELDS
-    assert [f.flag for f in FIELDS][:2] == ["--speculative-algorithm", "--speculative-num-steps"]
+    assert editor_fields("sglang", None) == default_fields()
+    flags = [f.flag for f in default_fields()]
+    assert flags[:2] == ["--speculative-algorithm", "--speculative-num-steps"]
 
 
 def test_vllm_flags_fields_it_does_not_render_and_hides_them_unless_set() -> None:

@@ -23,7 +23,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.present.charts.series import swept_axis
-from specconsole.present.editor_fields import FIELDS, field_text
+from specconsole.present.editor_fields import default_fields, field_text
 from specconsole.present.formats import format_int
 from specconsole.present.labels import short_name
 
@@ -146,7 +146,7 @@ def banner_rows(
 def seen_before(trials: Sequence[TrialRecord], config: ServerConfig) -> str | None:
     """What the session already knows about ``config``: that it crashed (and why) or how it
     ran, by the editor's fields (the editor flags a configuration that already crashed)."""
-    names = [f.name for f in FIELDS]
+    names = [f.name for f in default_fields()]
     key = [field_text(config, n) for n in names]
     same = [t for t in trials if [field_text(t.config, n) for n in names] == key]
     if not same:

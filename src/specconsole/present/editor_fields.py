@@ -12,6 +12,7 @@ does not use: ``tests/present/test_editor_fields.py`` renders each).
 
 from __future__ import annotations
 
+import functools
 import shlex
 
 from specconsole.core.config.model import ServerConfig
@@ -19,8 +20,8 @@ from specconsole.core.engine.protocol import EditorField as FormField
 from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
 
 __all__ = [
-    "FIELDS",
     "FormField",
+    "default_fields",
     "editing_release",
     "editor_fields",
     "field_text",
@@ -35,8 +36,13 @@ def editor_fields(engine: str, version: str | None) -> tuple[FormField, ...]:
     return get_engine(engine).editor_fields(version)
 
 
-FIELDS: tuple[FormField, ...] = editor_fields(DEFAULT_ENGINE, None)
-"""The fields when the engine and release are unknown (the default engine's names)."""
+@functools.cache
+def default_fields() -> tuple[FormField, ...]:
+    """The fields when the engine and release are unknown (the default engine's names).
+    Built on first use, not at import: it looks the engine up in the registry, which reads
+    the installed entry points and imports the engine's package (some 10 ms the console's
+    first frame does not need)."""
+    return editor_fields(DEFAULT_ENGINE, None)
 
 
 def shown_fields(

@@ -24,10 +24,9 @@ from specconsole.core.config.model import (
     replace_config,
 )
 from specconsole.present.deploys.flagdiff import config_diff
-from specconsole.present.editor_fields import FIELDS, FormField, field_text
+from specconsole.present.editor_fields import FormField, default_fields, field_text
 
 __all__ = [
-    "FIELDS",
     "FormField",
     "Problem",
     "Validator",
@@ -58,9 +57,11 @@ Validator = Callable[[ServerConfig], Sequence[Problem]]
 """Checks a candidate configuration with the engine's rules."""
 
 
-def form_values(config: ServerConfig, fields: Sequence[FormField] = FIELDS) -> dict[str, str]:
-    """Text for every field of the form (the edited engine's ``fields``)."""
-    return {f.name: field_text(config, f.name) for f in fields}
+def form_values(config: ServerConfig, fields: Sequence[FormField] | None = None) -> dict[str, str]:
+    """Text for every field of the form (the edited engine's ``fields``; the default
+    engine's when none are given)."""
+    shown = default_fields() if fields is None else fields
+    return {f.name: field_text(config, f.name) for f in shown}
 
 
 _NUMBERS: dict[str, tuple[type[int] | type[float], str, str]] = {
@@ -100,7 +101,7 @@ def _parse(field: FormField, text: str) -> object:
 
 
 def parse_form(
-    base: ServerConfig, values: Mapping[str, str], fields: Sequence[FormField] = FIELDS
+    base: ServerConfig, values: Mapping[str, str], fields: Sequence[FormField] | None = None
 ) -> tuple[ServerConfig | None, dict[str, str]]:
     """Build the candidate configuration from the text boxes.
 
@@ -115,7 +116,7 @@ def parse_form(
     own: dict[str, str] = {}
     errors: dict[str, str] = {}
     keys = option_fields(base.engine)
-    for field in fields:
+    for field in default_fields() if fields is None else fields:
         if field.name not in values:
             continue
         if field.name in keys:  # the engine's own key: typed and bounded by its OptionField

@@ -17,7 +17,7 @@ import shlex
 from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.present.editor_fields import FIELDS, FormField, field_text
+from specconsole.present.editor_fields import FormField, default_fields, field_text
 
 UNSET = "unset"
 """How a flag that is not given reads on either side of the arrow."""
@@ -141,13 +141,13 @@ def _cut(line: str) -> str:
 def config_diff(
     deployed: ServerConfig | None,
     candidate: ServerConfig,
-    fields: Sequence[FormField] = FIELDS,
+    fields: Sequence[FormField] | None = None,
 ) -> list[str]:
     """``--flag: old → new`` for every editable field that differs (all that are set, if
     nothing is deployed), each named by the flag the edited release renders (the key when
     it renders none)."""
     lines = []
-    for field in fields:
+    for field in default_fields() if fields is None else fields:
         label = field.flag or field.name
         new = field_text(candidate, field.name) or UNSET
         old = UNSET if deployed is None else (field_text(deployed, field.name) or UNSET)

@@ -30,9 +30,8 @@ from textual.widgets import Footer, Input, Label, Static
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import CapacityPrediction
 from specconsole.present.crashtext import capacity_text
-from specconsole.present.editor_fields import shown_fields
+from specconsole.present.editor_fields import default_fields, shown_fields
 from specconsole.ui.form import (
-    FIELDS,
     FormField,
     Problem,
     Validator,
@@ -102,7 +101,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         predict: Predictor,
         suggest: Suggester | None = None,
         title: str = "Parameters",
-        fields: Sequence[FormField] = FIELDS,
+        fields: Sequence[FormField] | None = None,
         release: str = "",
         history: History | None = None,
         apply_note: str | None = None,
@@ -116,7 +115,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         self._predict = predict
         self._suggest = suggest
         self._title = title
-        self._all_fields = tuple(fields)
+        self._all_fields = tuple(default_fields() if fields is None else fields)
         """Every field, in the edited release's flag names (the diff and parse use them)."""
         self._fields = shown_fields(self._all_fields, base, deployed)
         """The boxes shown: what the release renders, and anything else base or deployed
