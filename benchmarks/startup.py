@@ -20,8 +20,15 @@ that measured the figures documented before 2026-12-06) is ignored: without a ca
 start compiles all of specconsole's modules again, some 120 ms here, which no installed
 console pays.
 
+The console is measured twice: as every start after the first finds it (dataclasses' methods
+compiled by an earlier start, ``specconsole.startup.generated_code``; its cache lives under a
+temporary ``$SPECCONSOLE_HOME`` the warm-up run fills), and as the first start after an
+install or upgrade finds it (no such cache: every method compiled).
+
 The peer is Textual itself: the same harness starts an app with one ``Static``, the least any
 Textual console can pay here, so the figures read as "ours against the floor" on this machine.
+The variants are taken in turns, one run of each and then again, so a burst of load on the
+machine touches them alike.
 
     .venv/bin/python benchmarks/startup.py [--runs 7]
 """
