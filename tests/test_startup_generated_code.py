@@ -188,6 +188,16 @@ def test_only_the_command_line_entry_installs_it(
     assert "exec" not in vars(dataclasses)
 
 
+def test_a_folder_that_is_not_absolute_is_never_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cache_generated_code(Path("~/.cache/specconsole")) is None
+    build("relative")
+    stop_caching()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_nothing_else_is_replaced(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     def theirs(*args: object) -> None:
         raise AssertionError("not called here")

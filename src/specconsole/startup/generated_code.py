@@ -138,9 +138,10 @@ _installed: GeneratedCodeCache | None = None
 def cache_generated_code(directory: Path) -> GeneratedCodeCache | None:
     """Route ``dataclasses``' code generation through a cache kept in ``directory`` and saved
     at exit. Returns it, or ``None`` when something else already replaced ``exec`` there (or
-    this was already called: the first cache stays)."""
+    this was already called: the first cache stays), or when ``directory`` is not absolute (a
+    home that cannot be found gives ``~/.cache``, which would land in the working folder)."""
     global _installed
-    if "exec" in vars(dataclasses):
+    if "exec" in vars(dataclasses) or not directory.is_absolute():
         return None
     _installed = GeneratedCodeCache(cache_file(directory))
     dataclasses.exec = _installed.exec  # type: ignore[attr-defined]
