@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
 from textual import on
-from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
@@ -63,7 +62,8 @@ from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.help import HelpScreen
 from specconsole.ui.screens.main import MainScreen
 from specconsole.ui.screens.quit import LeavingScreen, QuitChoice, QuitScreen
-from specconsole.ui.theme import THEMES, choose_theme
+from specconsole.ui.theme import choose_theme
+from specconsole.ui.themed import ThemedApp
 from specconsole.ui.viewmodels import CrashView, LineClassifier
 
 STOP_SERVER_TIMEOUT_S = 60.0
@@ -73,7 +73,7 @@ Clock = Callable[[], float]
 """Wall-clock seconds, like ``time.time``; tests pass a fixed one."""
 
 
-class SpecConsoleApp(App[None]):
+class SpecConsoleApp(ThemedApp):
     """specconsole's console."""
 
     CSS_PATH: ClassVar[list[str]] = [str(themes_dir() / "specconsole.tcss")]  # type: ignore[misc]
@@ -100,13 +100,7 @@ class SpecConsoleApp(App[None]):
     ) -> None:
         # NO_COLOR: the terminal's own colours (Textual's NoColor filter), not a black
         # screen painted by the mono palette through its Monochrome filter.
-        super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
-        if theme not in THEMES:
-            theme = choose_theme(theme)  # raises UnknownThemeError naming the choices
-        self._theme_key = theme
-        for palette in THEMES.values():  # before the stylesheet is read: it uses their variables
-            self.register_theme(palette)
-        self.theme = THEMES[theme].name
+        super().__init__(theme, ansi_color=True if "NO_COLOR" in os.environ else None)
         self._controller = controller
         self._clock = clock
         self._classify = classify
@@ -136,7 +130,7 @@ class SpecConsoleApp(App[None]):
     # ----------------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        self.set_class(self._theme_key == "mono", "-mono")
+        self.set_class(self.theme_key == "mono", "-mono")
         self.push_screen(MainScreen(self._classify))
         self.call_after_refresh(release_collection)  # the first frame is up: collect again
         self._bridge.start()
@@ -149,20 +143,6 @@ class SpecConsoleApp(App[None]):
             self.set_interval(self._tick_interval, self._tick)
         for intent in self._initial_intents:  # e.g. --start: through the first-deploy gate
             self.send_intent(intent)
-
-    def refresh_css(self, animate: bool = True) -> None:
-        """Textual's refresh, except for the one the theme set in ``__init__`` queues.
-
-        Why: that refresh runs before any screen exists. Textual's version parses every
-        stylesheet (ours is 11 KB) into a throwaway copy, and its new variables empty the
-        parse cache, so the first screen parses all of it again. Before any screen exists
-        nothing has been styled or parsed, so the new variables are all the stylesheet needs:
-        the first screen parses it once, with them (half the parsing before the first frame,
-        some 15 ms here). Every later refresh (a theme switched at run time) is Textual's."""
-        if not self.screen_stack:
-            self.stylesheet.set_variables(self.get_css_variables())
-            return
-        super().refresh_css(animate)
 
     def _start_controller(self) -> None:
         if self._run_controller is not None and self._controller_worker is None:
