@@ -96,17 +96,11 @@ def test_httpx_arrives_with_the_controllers_first_request_only() -> None:
 
 CONSOLE_ONLY = r"""
 import json, sys
+from types import SimpleNamespace
 from specconsole.core.machine.state import ControllerState
 from specconsole.ui.app import make_app
-
-class Idle:
-    state = ControllerState()
-    def subscribe(self, callback):
-        return lambda: None
-    def send(self, event):
-        pass
-
-make_app(Idle(), theme="dark", tick_interval=None)
+idle = SimpleNamespace(state=ControllerState(), subscribe=lambda _: lambda: None, send=print)
+make_app(idle, theme="dark", tick_interval=None)
 print(json.dumps(sorted(m for m in sys.argv[1:] if m in sys.modules)))
 """
 
