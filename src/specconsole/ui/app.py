@@ -16,7 +16,6 @@ message line instead of a toast: it never covers the journal or a dialog.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 import time
@@ -26,7 +25,7 @@ from typing import ClassVar
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
-from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
+from textual.worker import Worker, WorkerState
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.events import Intent, Quit, Resume
@@ -39,6 +38,7 @@ from specconsole.startup import release_collection
 from specconsole.ui import adapt
 from specconsole.ui.asking import EditQueue, ask, deploys
 from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
+from specconsole.ui.controller_worker import STOP_SERVER_TIMEOUT_S, ControllerWorker
 from specconsole.ui.deploy_gate import DeployGate, open_diff_pane
 from specconsole.ui.editing import apply_edit, make_editor
 from specconsole.ui.form import Validator
@@ -65,9 +65,6 @@ from specconsole.ui.screens.quit import LeavingScreen, QuitChoice, QuitScreen
 from specconsole.ui.theme import choose_theme
 from specconsole.ui.themed import ThemedApp
 from specconsole.ui.viewmodels import CrashView, LineClassifier
-
-STOP_SERVER_TIMEOUT_S = 60.0
-"""How long quitting with "stop server" waits for the controller to stop it."""
 
 Clock = Callable[[], float]
 """Wall-clock seconds, like ``time.time``; tests pass a fixed one."""
@@ -106,11 +103,10 @@ class SpecConsoleApp(ThemedApp):
         self._classify = classify
         self._validate = validate
         self._predict = predict
-        self._run_controller = run_controller
+        self._controller_run = ControllerWorker(self, run_controller)
         self._tick_interval = tick_interval
         self._bridge = ControllerBridge(controller, self.post_message)
         self._state = controller.state
-        self._controller_worker: Worker[object] | None = None
         self.sent_intents: list[Intent] = []
         """Every intent this app sent, oldest first (observable in tests)."""
         self._box = box
@@ -134,28 +130,19 @@ class SpecConsoleApp(ThemedApp):
         self.push_screen(MainScreen(self._classify))
         self.call_after_refresh(release_collection)  # the first frame is up: collect again
         self._bridge.start()
-        if self._run_controller is not None:
+        if self._controller_run.has_run:
             # After the first frame: the controller's first steps (reaching the box, its HTTP
             # client) must not hold the console's first paint back. Intents sent before it
             # runs wait in its queue.
-            self.call_after_refresh(self._start_controller)
+            self.call_after_refresh(self._controller_run.start)
         if self._tick_interval:
             self.set_interval(self._tick_interval, self._tick)
         for intent in self._initial_intents:  # e.g. --start: through the first-deploy gate
             self.send_intent(intent)
 
-    def _start_controller(self) -> None:
-        if self._run_controller is not None and self._controller_worker is None:
-            self._controller_worker = self.run_worker(
-                self._run_controller(),
-                name="controller",
-                group="controller",
-                exclusive=True,
-                exit_on_error=False,
-            )
-
     async def on_unmount(self) -> None:
         await self._bridge.stop()
+        await self._controller_run.torn_down()  # Textual cancelled it but does not wait
 
     def _tick(self) -> None:
         screen = self._main_screen
@@ -402,8 +389,7 @@ class SpecConsoleApp(ThemedApp):
 
     def _quit(self, *, stop_server: bool) -> None:
         self.send_intent(Quit(stop_server=stop_server))
-        worker = self._controller_worker
-        if not stop_server or worker is None or worker.is_finished:
+        if not stop_server or not self._controller_run.running:
             if stop_server:
                 self.final_message = "Asked the controller to stop the server on the box."
             self.exit()
@@ -412,16 +398,7 @@ class SpecConsoleApp(ThemedApp):
         self.notify("Stopping the server…", timeout=STOP_SERVER_TIMEOUT_S)
 
         async def wait_then_exit() -> None:
-            try:
-                await asyncio.wait_for(worker.wait(), STOP_SERVER_TIMEOUT_S)
-                self.final_message = "The server on the box was stopped, as you chose."
-            except TimeoutError:
-                self.final_message = (
-                    f"The server did not confirm it stopped within {STOP_SERVER_TIMEOUT_S:g} s: "
-                    "check the box."
-                )
-            except (WorkerFailed, WorkerCancelled) as exc:
-                self.final_message = f"Stopping the server failed ({exc}): check the box."
+            self.final_message = await self._controller_run.server_stopped()
             self.exit()
 
         self.run_worker(wait_then_exit(), group="quit", exit_on_error=False)

@@ -1,0 +1,55 @@
+"""The console waits for its controller's teardown whenever it closes, and only so long
+(``ui.controller_worker``).
+
+Why: Textual cancels an app's workers as it closes but does not wait for them, and the event
+loop closes right after; the controller's teardown (stopping the commands that stream the
+journal and the GPUs, saving the session) was cut short midway, leaving a streaming command
+unreaped. A teardown that never ends must not keep the console from closing either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from specconsole.ui import controller_worker
+from specconsole.ui.app import make_app
+from tests.ui.doubles import NOW, RecordingController, idle_state
+
+
+class TearingDown(RecordingController):
+    """A controller whose run ends with a teardown that awaits (as stopping a command does)."""
+
+    def __init__(self, teardown_s: float) -> None:
+        super().__init__(idle_state())
+        self.teardown_s = teardown_s
+        self.started = asyncio.Event()
+        self.torn_down = False
+
+    async def run(self) -> None:
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(self.teardown_s)
+            self.torn_down = True
+
+
+async def test_closing_the_console_waits_for_the_controllers_teardown() -> None:
+    controller = TearingDown(teardown_s=0.3)
+    app = make_app(controller, run_controller=controller.run, clock=lambda: NOW, tick_interval=None)
+    async with app.run_test(size=(100, 30)):
+        await asyncio.wait_for(controller.started.wait(), 10)
+    assert controller.torn_down
+
+
+async def test_a_teardown_that_never_ends_does_not_keep_the_console_open(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(controller_worker, "TEARDOWN_TIMEOUT_S", 0.2)
+    controller = TearingDown(teardown_s=3600)
+    app = make_app(controller, run_controller=controller.run, clock=lambda: NOW, tick_interval=None)
+    async with app.run_test(size=(100, 30)):
+        await asyncio.wait_for(controller.started.wait(), 10)
+    assert not controller.torn_down  # closed after the bound, the teardown still waiting
