@@ -13,6 +13,7 @@ the 2 % and 15 % bar.)
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -56,7 +57,9 @@ async def test_the_schedule_demo_ends_with_the_schedule_beating_every_static(
         assert box.display and box.has_class("-shown")
         text = str(box.render())
         assert "best static" in text and "schedule" in text and "none" in text, text
-        assert "of the per-level best at every level" in text, text
+        # measured: a hair below the level's best ("within 0.3 % of") or at or above it
+        verdict = r"(within [\d.]+ % of|at or above) the per-level best at every level"
+        assert re.search(verdict, text), text
         chart = app.screen.query_one(SingleRequestChart)
         labels = [s.label for s in chart._view.levels]
         assert labels[0] == "best static per level" and labels[-1].startswith("schedule #7")
