@@ -15,6 +15,8 @@ import pytest
 
 from specconsole.ui import controller_worker
 from specconsole.ui.app import make_app
+from specconsole.ui.messages import LogBatch, StateChanged
+from specconsole.ui.widgets.journal import JournalPane
 from tests.ui.doubles import NOW, RecordingController, idle_state
 
 
@@ -53,3 +55,18 @@ async def test_a_teardown_that_never_ends_does_not_keep_the_console_open(
     async with app.run_test(size=(100, 30)):
         await asyncio.wait_for(controller.started.wait(), 10)
     assert not controller.torn_down  # closed after the bound, the teardown still waiting
+
+
+async def test_what_arrives_while_the_console_closes_never_reaches_for_its_panes() -> None:
+    """Once the console is leaving, Textual removes its panes while the bridge's last batch
+    and snapshots can still be dispatched (seen once: a ``LogBatch`` handled after the
+    journal pane was gone, under load). They are dropped, not an error."""
+    controller = TearingDown(teardown_s=0.0)
+    app = make_app(controller, run_controller=controller.run, clock=lambda: NOW, tick_interval=None)
+    async with app.run_test(size=(100, 30)):
+        await asyncio.wait_for(controller.started.wait(), 10)
+        main = app.screen
+        app.exit()
+        await main.query_one(JournalPane).remove()  # as Textual's close does, pane by pane
+        app._log_batch(LogBatch(("a line after the journal went",)))
+        app._state_changed(StateChanged(controller.state))

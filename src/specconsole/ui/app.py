@@ -151,9 +151,11 @@ class SpecConsoleApp(ThemedApp):
 
     @property
     def _main_screen(self) -> MainScreen | None:
+        """The main screen; None once the console is closing (Textual is removing its panes
+        while the bridge's last batch and the controller's teardown still arrive)."""
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
-                return screen
+                return screen if screen.is_attached else None
         return None
 
     @property
@@ -174,6 +176,8 @@ class SpecConsoleApp(ThemedApp):
         state = self._state = message.state
         now = self._clock()
         for screen in self.screen_stack:  # the main screen, and a dialog that shows state
+            if not screen.is_attached:  # the console is closing
+                continue
             if isinstance(screen, StateView):
                 screen.render_state(state, now)
             if isinstance(screen, EditorScreen):
