@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from specconsole.bench.api import API_GENERATE, APIS
+from specconsole.bench.api import API_GENERATE, APIS, loads_response
+from specconsole.bench.waits import status_failure
 from specconsole.bench.workload.prompts import Prompt
 from specconsole.core.measure.metrics import DEFAULT_PERCENTILES, default_requests_per_level
 from specconsole.core.measure.slo import Slo
@@ -52,6 +53,31 @@ class StreamClient(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class ControlRequests:
+    """:class:`StreamClient`'s control requests, written once over a client's own
+    ``_status_and_body(method, path)`` (the whole answer, bounded in time and size), so the
+    standard-library and the httpx client answer them alike."""
+
+    async def _status_and_body(self, method: str, path: str) -> tuple[int, bytes]:
+        raise NotImplementedError
+
+    async def get_json(self, path: str) -> Any:
+        status, data = await self._status_and_body("GET", path)
+        if status != 200:
+            raise status_failure(status, data)
+        return loads_response(data, path)
+
+    async def get_text(self, path: str) -> str:
+        status, data = await self._status_and_body("GET", path)
+        if status != 200:
+            raise status_failure(status, data)
+        return data.decode("utf-8", "replace")
+
+    async def post(self, path: str) -> int:
+        status, _ = await self._status_and_body("POST", path)
+        return status
 
 
 ClientFactory = Callable[[int], StreamClient]

@@ -17,11 +17,10 @@ import functools
 import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import httpx
 
-from specconsole.bench.api import loads_response
+from specconsole.bench.ladder import ControlRequests
 from specconsole.bench.waits import (
     CONNECT_TIMEOUT_S,
     CONTROL_TIMEOUT_S,
@@ -49,7 +48,7 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-class HttpxStreamClient:
+class HttpxStreamClient(ControlRequests):
     """:class:`~specconsole.bench.ladder.StreamClient` over httpx: c keep-alive connections.
 
     The pool is c single-connection ``httpx.AsyncClient`` objects handed out from a free list,
@@ -136,7 +135,7 @@ class HttpxStreamClient:
         except httpx.HTTPError as exc:
             raise _failure(exc, where) from exc
 
-    async def _control(self, method: str, path: str) -> tuple[int, bytes]:
+    async def _status_and_body(self, method: str, path: str) -> tuple[int, bytes]:
         """A control request's status and body: the whole answer within
         :data:`~specconsole.bench.api.CONTROL_TIMEOUT_S`, at most MAX_BODY_BYTES."""
         limit = min(CONTROL_TIMEOUT_S, self._timeout_s)
@@ -154,27 +153,12 @@ class HttpxStreamClient:
         except httpx.HTTPError as exc:
             raise _failure(exc, where) from exc
 
-    async def get_json(self, path: str) -> Any:
-        status, data = await self._control("GET", path)
-        if status != 200:
-            raise status_failure(status, data)
-        return loads_response(data, path)
-
     def control_client(self) -> HttpxStreamClient:
         """A client of one connection of its own (same server and headers), for control
         requests while every connection of this one streams."""
         return HttpxStreamClient(
             self._base_url, 1, timeout_s=self._timeout_s, headers=tuple(self._headers.items())
         )
-
-    async def get_text(self, path: str) -> str:
-        status, data = await self._control("GET", path)
-        if status != 200:
-            raise status_failure(status, data)
-        return data.decode("utf-8", "replace")
-
-    async def post(self, path: str) -> int:
-        return (await self._control("POST", path))[0]
 
     async def aclose(self) -> None:
         for client in self._clients:

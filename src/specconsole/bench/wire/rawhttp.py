@@ -23,10 +23,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.bench.api import loads_response
+from specconsole.bench.ladder import ControlRequests
 from specconsole.bench.waits import (
     CONNECT_TIMEOUT_S,
     CONTROL_TIMEOUT_S,
@@ -36,12 +35,11 @@ from specconsole.bench.waits import (
     control_failure,
     silence_failure,
     stall_failure,
-    status_failure,
 )
 from specconsole.bench.wire.rawconn import READ_SIZE, BodySink, Connection, Stale
 
 
-class RawStreamClient:
+class RawStreamClient(ControlRequests):
     """:class:`specconsole.bench.ladder.StreamClient` over :class:`asyncio.Protocol`."""
 
     __slots__ = (
@@ -178,26 +176,10 @@ class RawStreamClient:
         if status != 200:
             raise RequestFailed(f"http_{status}", conn.error_text())
 
-    async def get_json(self, path: str) -> Any:
-        status, data = await self._status_and_body("GET", path)
-        if status != 200:
-            raise status_failure(status, data)
-        return loads_response(data, path)
-
     def control_client(self) -> RawStreamClient:
         """A client of one connection of its own to the same server (same headers), for
         control requests while every connection of this one streams."""
         return RawStreamClient(self._url, 1, timeout_s=self._timeout_s, headers=self._headers)
-
-    async def get_text(self, path: str) -> str:
-        status, data = await self._status_and_body("GET", path)
-        if status != 200:
-            raise status_failure(status, data)
-        return data.decode("utf-8", "replace")
-
-    async def post(self, path: str) -> int:
-        status, _ = await self._status_and_body("POST", path)
-        return status
 
     async def _status_and_body(self, method: str, path: str) -> tuple[int, bytes]:
         pieces: list[bytes] = []
