@@ -130,11 +130,10 @@ class SpecConsoleApp(ThemedApp):
         self.push_screen(MainScreen(self._classify))
         self.call_after_refresh(release_collection)  # the first frame is up: collect again
         self._bridge.start()
-        if self._controller_run.has_run:
-            # After the first frame: the controller's first steps (reaching the box, its HTTP
-            # client) must not hold the console's first paint back. Intents sent before it
-            # runs wait in its queue.
-            self.call_after_refresh(self._controller_run.start)
+        # After the first frame: the controller's first steps (reaching the box, its HTTP
+        # client) must not hold the console's first paint back. Intents sent before it runs
+        # wait in its queue. (Nothing starts when the controller runs elsewhere.)
+        self.call_after_refresh(self._controller_run.start)
         if self._tick_interval:
             self.set_interval(self._tick_interval, self._tick)
         for intent in self._initial_intents:  # e.g. --start: through the first-deploy gate

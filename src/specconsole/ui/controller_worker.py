@@ -36,11 +36,6 @@ class ControllerWorker:
         self._worker: Worker[object] | None = None
 
     @property
-    def has_run(self) -> bool:
-        """The app runs the controller (it is not running elsewhere)."""
-        return self._run is not None
-
-    @property
     def running(self) -> bool:
         return self._worker is not None and not self._worker.is_finished
 
@@ -56,10 +51,9 @@ class ControllerWorker:
             )
 
     async def server_stopped(self) -> str:
-        """Wait for the controller to finish after ``Quit(stop_server=True)``; what to tell
-        the user once the console has closed."""
-        if self._worker is None:
-            return "Asked the controller to stop the server on the box."
+        """Wait for the running controller to finish after ``Quit(stop_server=True)``; what
+        to tell the user once the console has closed."""
+        assert self._worker is not None, "only a running controller is waited for"
         try:
             await asyncio.wait_for(self._worker.wait(), STOP_SERVER_TIMEOUT_S)
         except TimeoutError:
