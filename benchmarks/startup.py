@@ -65,12 +65,18 @@ async def settled(pilot):
 app.run(headless=True, size=(120, 40), auto_pilot=settled)
 """
 
-ENTRY = r"""
-from specconsole.paths import cache_dir
-from specconsole.startup import cache_generated_code, hold_collection
+HOLD = r"""
+from specconsole.startup import hold_collection
 hold_collection()  # as the console's entry point does (released at the first frame)
+"""
+
+CACHE = r"""
+from specconsole.paths import cache_dir
+from specconsole.startup import cache_generated_code
 cache_generated_code(cache_dir())  # as the entry point does ($SPECCONSOLE_HOME: a temp dir)
 """
+
+ENTRY = HOLD + CACHE
 """What ``specconsole.cli.main`` does before its first import."""
 
 CONSOLE_APP = r"""
@@ -89,13 +95,7 @@ app = make_app(Idle(), theme="dark", tick_interval=None)
 
 CONSOLE = HARNESS.format(imports=ENTRY + CONSOLE_APP)
 
-CONSOLE_UNCACHED = HARNESS.format(
-    imports=r"""
-from specconsole.startup import hold_collection
-hold_collection()
-"""
-    + CONSOLE_APP
-)
+CONSOLE_UNCACHED = HARNESS.format(imports=HOLD + CONSOLE_APP)
 """The console as its first start after an install or upgrade finds it: dataclasses'
 generated methods not cached yet, so each is compiled (as every start did before)."""
 
