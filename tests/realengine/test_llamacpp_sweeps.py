@@ -39,7 +39,15 @@ def plan(build: LlamaCppBuild, run_dir: Path, *, draft: str = "req_Q4_0", **swee
             "metrics": True,
             "port": "auto",
         },
-        "sweep": {"strategy": "grid", "on_crash": "auto", "load_timeout": 120, **sweep},
+        # finally = "stop": a test stops the server it started (the default leaves the best
+        # one serving, as a user wants, and a llama-server per test would outlive the suite)
+        "sweep": {
+            "strategy": "grid",
+            "on_crash": "auto",
+            "load_timeout": 120,
+            "finally": "stop",
+            **sweep,
+        },
         "bench": {
             "ladder": [1],
             "input_len": 32,
