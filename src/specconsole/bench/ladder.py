@@ -60,6 +60,8 @@ class ControlRequests:
     ``_status_and_body(method, path)`` (the whole answer, bounded in time and size), so the
     standard-library and the httpx client answer them alike."""
 
+    __slots__ = ()  # the standard-library client keeps its instances slotted
+
     async def _status_and_body(self, method: str, path: str) -> tuple[int, bytes]:
         raise NotImplementedError
 
