@@ -16,8 +16,8 @@ from types import ModuleType
 import pytest
 
 from specconsole import cli, startup
-from specconsole.commands import engine as engine_command
 from specconsole.commands import tui as tui_command
+from specconsole.commands import validate as validate_command
 from specconsole.ui.app import make_app
 from tests.ui.doubles import NOW, RecordingController, idle_state
 
@@ -52,7 +52,7 @@ def test_release_never_turns_on_a_collector_someone_else_turned_off() -> None:
     ("module", "handler", "argv", "collecting"),
     [
         # a sweep or a report runs for long: it collects from the start
-        (engine_command, "_validate_cmd", ["validate", "plan.toml"], True),
+        (validate_command, "_validate_cmd", ["validate", "plan.toml"], True),
         # the console: held until the app's first frame (or until the command returns)
         (tui_command, "_cmd_demo", ["demo"], False),
     ],

@@ -18,7 +18,8 @@ from specconsole.paths import cache_dir
 from specconsole.startup import cache_generated_code, hold_collection, release_collection
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "specconsole.commands.engine",
+    "specconsole.commands.validate",
+    "specconsole.commands.parselog",
     "specconsole.commands.bench",
     "specconsole.commands.sweep",
     "specconsole.commands.report",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from specconsole.bench.engine import LadderRun
+from specconsole.bench.ladder_run import LadderRun
 from specconsole.bench.loadgen import make_run, plan_for
 from specconsole.bench.wire.httpxclient import HttpxStreamClient
 from specconsole.bench.wire.rawhttp import RawStreamClient

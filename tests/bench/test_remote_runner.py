@@ -116,7 +116,7 @@ async def test_threaded_runner_through_an_ssh_forward(sshd: SshdServer, url: str
 
 
 async def test_raw_client_maps_failures_like_httpx(url: str, tmp_path: Path) -> None:
-    from specconsole.bench.engine import LadderRun
+    from specconsole.bench.ladder_run import LadderRun
     from specconsole.bench.wire.rawhttp import RawStreamClient
 
     prompts = tmp_path / "p.jsonl"

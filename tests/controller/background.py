@@ -9,8 +9,8 @@ import contextlib
 import io
 from collections.abc import AsyncIterator, Callable
 
-from specconsole.controller.headless import run_headless
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.headless.sweep import run_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.ssh import SshTransport
 from specconsole.session.store import Session

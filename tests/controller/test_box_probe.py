@@ -22,11 +22,11 @@ from pathlib import Path
 import httpx
 
 from specconsole.cli import main as cli_main
-from specconsole.controller.fleet.pool_headless import sweep_headless
 from specconsole.controller.probe.boxprobe import probe_box
 from specconsole.core.config.secrets import REDACTED
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.headless.pool import sweep_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session

@@ -30,12 +30,12 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.headless import run_headless
 from specconsole.core.machine.state import Phase, TrialKind, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.profile import ServiceProfile
 from specconsole.core.search.strategy import boundary_result
+from specconsole.headless.sweep import run_headless
 from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text, ssh_host

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.headless import run_headless
 from specconsole.controller.probe.engine_detect import (
     EngineVersionInfo,
     EngineVersionKeeper,
@@ -28,6 +27,7 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.profile import ServiceProfile
+from specconsole.headless.sweep import run_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session

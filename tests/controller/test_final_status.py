@@ -9,7 +9,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from specconsole.controller.headless import (
+from specconsole.controller.outcome import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.fleet.pool_headless import sweep_headless
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.headless.pool import sweep_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session

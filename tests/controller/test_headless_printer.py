@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from specconsole.controller.headless import ProgressPrinter
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import Phase
+from specconsole.headless.printer import ProgressPrinter
 from tests.controller.helpers import Driver, levels, plan
 
 

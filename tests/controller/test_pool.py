@@ -8,7 +8,7 @@ box would, detect the crash at steps 10 within 2 s of the fatal line, and still 
 bisection that 9 is the largest value that loads.
 
 How much faster the pool is than one box is a speed figure, measured by
-``benchmarks/fleet.py`` (one, two and four boxes side by side in one run), not asserted here:
+``benchmarks/pool.py`` (one, two and four boxes side by side in one run), not asserted here:
 a wall-clock bound in a test fails on a busy machine without saying anything about the code.
 """
 
@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.fleet.pool import box_plan
-from specconsole.controller.fleet.pool_headless import sweep_headless as run_headless
+from specconsole.controller.pool.run import box_plan
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import boundary_result
+from specconsole.headless.pool import sweep_headless as run_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.ssh import SshTransport
 from specconsole.session.store import Session
@@ -134,4 +134,4 @@ async def test_two_boxes_sweep_the_seed_plan_in_parallel(sshd: SshdServer, tmp_p
     assert latency < 2.0
     assert boundary_result(pool, trials) == (9, 10)
     assert "the largest value that loads is 9 (10 fails)" in text
-    print(f"two boxes {wall:.1f} s (the speed-up over one box: benchmarks/fleet.py)")
+    print(f"two boxes {wall:.1f} s (the speed-up over one box: benchmarks/pool.py)")

@@ -12,9 +12,9 @@ import asyncio
 import io
 from pathlib import Path
 
-from specconsole.controller.fleet.pool import box_plan
-from specconsole.controller.fleet.pool_headless import sweep_headless
+from specconsole.controller.pool.run import box_plan
 from specconsole.core.machine.state import TrialStatus
+from specconsole.headless.pool import sweep_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session

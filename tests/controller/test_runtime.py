@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.bench.remote_runner import RemoteBenchmarkRunner
-from specconsole.controller.headless import EXIT_OK, EXIT_PAUSED, run_headless
+from specconsole.controller.outcome import EXIT_OK, EXIT_PAUSED
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders
 from specconsole.core.machine import events as ev
@@ -31,6 +31,7 @@ from specconsole.core.machine.state import (
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.ports import ServiceState
+from specconsole.headless.sweep import run_headless
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
 

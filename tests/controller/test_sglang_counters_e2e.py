@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.headless import run_headless
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.measure.trials import ACCEPT_TOLERANCE
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.headless.sweep import run_headless
 from specconsole.session.reports.report import render
 from specconsole.session.store import Session
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.headless import EXIT_OK, run_headless
+from specconsole.controller.outcome import EXIT_OK
 from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.parse import loads_plan
+from specconsole.headless.sweep import run_headless
 from specconsole.remote.slurm import SlurmBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session

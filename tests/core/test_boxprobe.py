@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import tomli_w
 
-from specconsole.core.boxprobe import BoxProbe, GpuInfo, parse_gpus, probe_table
+from specconsole.core.boxfacts import BoxProbe, GpuInfo, parse_gpus, probe_table
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine import step

@@ -329,7 +329,7 @@ def test_capacity_needs_two_points_and_comparable_trials() -> None:
 
 @pytest.mark.parametrize("name", ["demo-sweep.toml", "seed-box.toml"])
 def test_example_configurations_are_valid(name: str) -> None:
-    from specconsole.controller.headless import plan_problems
+    from specconsole.controller.outcome import plan_problems
 
     p = resolve_placeholders(loads_plan((examples_dir() / name).read_text()), {"python": "py"})
     assert plan_problems(p) == []

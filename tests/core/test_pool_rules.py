@@ -11,7 +11,7 @@ from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import PlanError
 from specconsole.core.plans.pool import box_port
 from specconsole.core.plans.profile import ServiceKind, TransportKind
-from specconsole.core.search.fleet import as_port, records_on_port, unlike_boxes
+from specconsole.core.search.pool import as_port, records_on_port, unlike_boxes
 from specconsole.core.search.strategy import findings, next_trial
 from tests.controller.helpers import PLAN_TEXT
 

@@ -64,7 +64,7 @@ CALLED_ROUTES = (
     "/v1/chat/completions",  # bench
 )
 """What specconsole needs a vLLM server to serve (``/server_info`` and ``/flush_cache`` are
-SGLang's; the benchmark tolerates their absence, bench/engine.py)."""
+SGLang's; the benchmark tolerates their absence, bench/ladder_run.py)."""
 
 
 def need(version: str) -> VllmRelease:
@@ -176,5 +176,5 @@ def test_every_route_we_call_exists_in_the_release(version: str) -> None:
     served = routes(need(version))
     missing = [r for r in CALLED_ROUTES if r not in served]
     assert not missing, f"vllm {version} serves no {missing}"
-    # why the benchmark must tolerate a 404 from /flush_cache on vLLM (bench/engine.py)
+    # why the benchmark must tolerate a 404 from /flush_cache on vLLM (bench/ladder_run.py)
     assert "/flush_cache" not in served

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specconsole.core.boxprobe import BoxProbe, GpuInfo
+from specconsole.core.boxfacts import BoxProbe, GpuInfo
 from specconsole.core.config.model import ServerConfig
 from specconsole.present.box import gpu_text, probe_lines
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from specconsole.core.boxprobe import BoxProbe
+from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.machine.state import ConnectionState, ControllerState
 from specconsole.present.box import box_panel, box_shown, connection_word
 

@@ -20,8 +20,8 @@ from collections import defaultdict
 
 import pytest
 
-from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import StreamClient
+from specconsole.bench.ladder_run import LadderRun
 from specconsole.bench.loadgen import plan_for
 from specconsole.bench.remote_runner import build_script
 from specconsole.bench.wire.rawhttp import RawStreamClient

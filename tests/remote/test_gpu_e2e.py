@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.headless import run_headless
 from specconsole.core.machine.state import TrialRecord, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.headless.sweep import run_headless
 from specconsole.session.store import Session
 from specconsole.sim.physics.model import calibration_config, plan_memory
 from specconsole.sim.physics.resolve import resolve_config

@@ -283,8 +283,8 @@ FLEET_TAILS = {
 }
 
 
-def fleet_state(focus: str = "gpu-a") -> ControllerState:
-    """The console on a pool of two boxes, as ``controller.fleet.pool_console`` composes it: the
+def pool_state(focus: str = "gpu-a") -> ControllerState:
+    """The console on a pool of two boxes, as ``controller.pool.console`` composes it: the
     focused box's snapshot (gpu-a benchmarking steps 4), the pool's trials (each naming its
     box) and one lane per box (gpu-b loading steps 5)."""
     state = benchmarking_state()
@@ -312,7 +312,7 @@ def fleet_state(focus: str = "gpu-a") -> ControllerState:
     labels = (("box", focus), *LABELS)
     trial = dataclasses.replace(state.trial, box="gpu-a") if state.trial is not None else None
     return dataclasses.replace(
-        state, trial=trial, trials=trials, fleet=lanes, pool=PoolView(box=focus), labels=labels
+        state, trial=trial, trials=trials, lanes=lanes, pool=PoolView(box=focus), labels=labels
     )
 
 

@@ -26,10 +26,10 @@ from tests.ui.doubles import (
     crashed_state,
     crashed_sweep_state,
     diffs_state,
-    fleet_state,
     idle_state,
     loading_state,
     paused_state,
+    pool_state,
     repeated_bench_state,
 )
 from tests.ui.gpu_scenes import gpu_crash_state, gpu_loading_state
@@ -121,7 +121,7 @@ SCENES: dict[str, Scene] = {
     "crashed": (crashed_state, CRASH_JOURNAL, None),
     "editor_error": (idle_state, (), _type_invalid_tree),
     "help": (idle_state, (), _open_help),
-    "fleet": (fleet_state, JOURNAL, None),
+    "pool": (pool_state, JOURNAL, None),
     "crash_banner": (crashed_sweep_state, CRASH_JOURNAL, None),
     "paused": (paused_state, JOURNAL, None),
     "five_digits": (big_figures_state, (), _show_trials),

@@ -1,6 +1,6 @@
 """Snapshot an engine's speculative-decoding counters around one measured level, and during it.
 
-Why its own module: the ladder engine (:mod:`specconsole.bench.engine`) only says *when* —
+Why its own module: the ladder engine (:mod:`specconsole.bench.ladder_run`) only says *when* —
 right before the measured phase starts and right after it ends — and this module does the
 rest: GET the engine's Prometheus text, keep the first snapshot, and after the level read
 again until the server's output-token counter has caught up with what the load generator

@@ -4,7 +4,7 @@ Why its own module: the plan is plain JSON-able data that crosses SSH to the rem
 and is built by :mod:`specconsole.bench.loadgen` from a ``BenchSpec``, and the
 :class:`StreamClient` protocol is what the two HTTP clients (httpx in ``bench.loadgen``, asyncio
 Protocol in ``bench.wire.rawhttp``) implement; neither needs the scheduling code in
-:mod:`specconsole.bench.engine`. Standard library only (Python 3.10+): it is bundled into the
+:mod:`specconsole.bench.ladder_run`. Standard library only (Python 3.10+): it is bundled into the
 remote runner script.
 """
 

@@ -7,7 +7,7 @@ benchmarks/loadgen_overhead.py it spends less than half of httpx's CPU per strea
 through httpx (TLS verified). Either way: HTTP/1.1 keep-alive with a pool of exactly c
 connections per level (the warm-up opens them, so the measured phase never pays a TCP
 handshake), raw body bytes handed to the SSE parser as they arrive. Everything about
-scheduling and metrics lives in :mod:`specconsole.bench.engine`, shared with the remote
+scheduling and metrics lives in :mod:`specconsole.bench.ladder_run`, shared with the remote
 runner; this module picks the client (httpx's adapter is
 :mod:`specconsole.bench.wire.httpxclient`, imported only for ``https://``) and turns a
 :class:`~specconsole.core.ports.BenchSpec` into a :class:`~specconsole.bench.ladder.LadderPlan`.
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import LadderPlan, ProgressSink, StreamClient
+from specconsole.bench.ladder_run import LadderRun
 from specconsole.bench.wire.auth import header_names, request_headers
 from specconsole.bench.wire.rawhttp import RawStreamClient
 from specconsole.bench.workload.datasets import load_dataset

@@ -25,8 +25,8 @@ import sys
 import time
 from typing import Any
 
-from specconsole.bench.engine import LadderRun
 from specconsole.bench.ladder import LadderPlan
+from specconsole.bench.ladder_run import LadderRun
 from specconsole.bench.wire.eventloop import new_event_loop
 from specconsole.bench.wire.rawhttp import RawStreamClient
 

@@ -4,8 +4,8 @@ Why: at high concurrency the SSH tunnel or the console host can limit the measur
 throughput; generating the load on the box removes both. The box cannot be assumed to have
 specconsole, httpx or even pip, so :func:`build_script` bundles the *same* standard-library
 modules the console uses (``core.measure.metrics``, ``bench.api``, ``bench.workload.prompts``,
-``bench.ladder``,
-``bench.phase``, ``bench.steady``, ``bench.engine``, ``bench.wire.rawhttp``, ``bench.remote_main``)
+``bench.ladder``, ``bench.phase``, ``bench.steady``, ``bench.ladder_run``,
+``bench.wire.rawhttp``, ``bench.remote_main``)
 into one Python file whose tiny import hook serves them from memory. Nothing is re-implemented
 for the remote side, so both placements schedule, parse and compute identically.
 
@@ -51,7 +51,7 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.bench.control",
     "specconsole.bench.acceptance",
     "specconsole.bench.failures",
-    "specconsole.bench.engine",
+    "specconsole.bench.ladder_run",
     "specconsole.bench.wire.rawconn",
     "specconsole.bench.wire.rawhttp",
     "specconsole.bench.wire.eventloop",

@@ -32,7 +32,7 @@ from tempfile import gettempdir
 from typing import Any
 from urllib.parse import urlsplit
 
-from specconsole.bench.engine import LadderRun
+from specconsole.bench.ladder_run import LadderRun
 from specconsole.bench.loadgen import make_run
 from specconsole.bench.wire.eventloop import new_event_loop
 from specconsole.core.measure.result import BenchResult

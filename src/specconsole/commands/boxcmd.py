@@ -234,6 +234,6 @@ def _rollback_target(plan: Any, box: str | None) -> Any:
         )
     if box not in names:
         raise ValueError(f"--box {box}: not a box of this session; use one of {', '.join(names)}")
-    from specconsole.controller.fleet.pool import box_plan
+    from specconsole.controller.pool.run import box_plan
 
     return box_plan(plan, plan.boxes[names.index(box)])

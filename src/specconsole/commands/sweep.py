@@ -131,7 +131,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         return error(str(exc))
     if not args.headless and not args.dry_run:
         return _in_console(args)
-    from specconsole.controller.headless import plan_problems
+    from specconsole.controller.outcome import plan_problems
     from specconsole.controller.probe.preflight import local_report
 
     problems = plan_problems(plan)
@@ -151,7 +151,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except (SessionNotCreated, SessionLocked) as exc:
         return error(str(exc))
     from specconsole.commands.simgpus import provide_simulated_gpus
-    from specconsole.controller.fleet.pool_headless import sweep_headless
+    from specconsole.headless.pool import sweep_headless
 
     provide_simulated_gpus(plan)  # the demo's box: this machine, its GPUs the simulator's
     try:
@@ -174,15 +174,17 @@ def _dry_run(plan: SweepPlan) -> int:
 
 def _in_console(args: argparse.Namespace) -> int:
     """Without --headless the sweep runs in the console: ``tui PLAN --start``."""
-    from specconsole.cli import build_parser
+    from specconsole.commands import tui
 
+    parser = argparse.ArgumentParser(prog="specconsole")
+    tui.register(parser.add_subparsers(dest="command"))
     argv = ["tui", str(args.plan), "--start"]
     if args.session is not None:
         argv += ["--session", str(args.session)]
     if args.on_crash is not None:
         argv += ["--on-crash", args.on_crash]
     try:
-        console_args = build_parser().parse_args(argv)
+        console_args = parser.parse_args(argv)
     except SystemExit:
         return error("the console is not available here; add --headless")
     return int(console_args.handler(console_args) or 0)
@@ -219,8 +221,8 @@ def prepare_resume(session: Session) -> tuple[SweepPlan, list[str], object]:
 
 def _resume_locked(session: Session, on_crash: str | None) -> int:
     """Resume under the session lock: :func:`prepare_resume`, then run."""
-    from specconsole.controller.fleet.pool_headless import sweep_headless
     from specconsole.core.config.secrets import missing_values
+    from specconsole.headless.pool import sweep_headless
     from specconsole.session.files import SessionError
 
     try:

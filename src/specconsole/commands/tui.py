@@ -310,9 +310,9 @@ async def _run(
     from specconsole.ui.app import make_app
 
     if plan.boxes:  # a pool ([[hosts]]): one lane per box, n switches the box shown
-        from specconsole.controller.fleet.pool import Pool
-        from specconsole.controller.fleet.pool_box import PoolBox
-        from specconsole.controller.fleet.pool_console import PoolConsole
+        from specconsole.controller.pool.box import PoolBox
+        from specconsole.controller.pool.console import PoolConsole
+        from specconsole.controller.pool.run import Pool
 
         pool = Pool(plan, session, policy=policy)
         console = PoolConsole(pool, autostart=autostart)
@@ -354,7 +354,7 @@ async def _run(
                 await asyncio.wait_for(ports.backend.stop(), 30.0)
         with contextlib.suppress(Exception):
             await ports.transport.close()
-    from specconsole.controller.headless import RESUMABLE_STATUSES, closing_meta, console_status
+    from specconsole.controller.outcome import RESUMABLE_STATUSES, closing_meta, console_status
 
     status, code = console_status(controller.state, controller.halted)
     final = controller.state

@@ -34,7 +34,7 @@ from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.telemetry import GpuTelemetry
 from specconsole.controller.timers import Timers
 from specconsole.controller.watcher import ServerWatch, WatchTiming
-from specconsole.core.boxprobe import BoxProbe
+from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import IllegalTransition, results, step
 from specconsole.core.machine import effects as fx

@@ -21,7 +21,7 @@ from specconsole.controller.probe.engine_detect import EngineVersionInfo, record
 from specconsole.controller.probe.flagcheck import FlagSetKeeper
 from specconsole.controller.probe.preflight import box_target, preflight_hook
 from specconsole.controller.runtime import Controller
-from specconsole.core.boxprobe import BoxProbe
+from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import deploy_previewed

@@ -27,6 +27,12 @@ from specconsole.core.measure.result import BenchResult
 # --------------------------------------------------------------------------------------------
 
 
+PARENT_PID_ENV = "SPECCONSOLE_PARENT_PID"
+"""The variable in which the local transport names the process that ran a command, so a
+server it started on this machine can outlive the run only when it does not watch that PID
+(the simulator watches it: ``specconsole.sim.parentwatch``; a real server ignores it)."""
+
+
 class TransportError(Exception):
     """A transport operation failed; the message says what and how to fix it."""
 

@@ -1,6 +1,6 @@
 """How core data reads to a person: one home for every human-facing rendering.
 
-The console (``specconsole.ui``), the headless printer (``specconsole.controller.headless``)
+The console (``specconsole.ui``), the headless printer (``specconsole.headless``)
 and the session reports (``specconsole.session.reports.report``) all show the same things — a
 trial's
 label, its status, tok/s figures, the keys that apply now — so each is written once here and

@@ -1,6 +1,6 @@
 """The box probe as lines of text, for the headless output and the console's box panel.
 
-Why here: what a probe found (``core.boxprobe.BoxProbe``) is shown the same way wherever it
+Why here: what a probe found (``core.boxfacts.BoxProbe``) is shown the same way wherever it
 is printed; formatting belongs to ``present``, never to the core or the controller. The
 console's panel (``box_panel``) adds the moment before the probe answers (connecting) and
 the header's word for the live connection (``connection_word``).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specconsole.core.boxprobe import BoxProbe, GpuInfo
+from specconsole.core.boxfacts import BoxProbe, GpuInfo
 from specconsole.core.machine.state import ConnectionState, ControllerState
 from specconsole.present.labels import config_summary
 
@@ -106,4 +106,4 @@ def box_shown(state: ControllerState) -> bool:
     lanes say it per box), and always when the box cannot be reached."""
     if state.box is not None and not state.box.reachable:
         return True
-    return state.trial is None and state.pending is None and not state.fleet
+    return state.trial is None and state.pending is None and not state.lanes

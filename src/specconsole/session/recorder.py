@@ -15,7 +15,7 @@ from typing import IO, Any
 
 import tomli_w
 
-from specconsole.core.boxprobe import BoxProbe, probe_table
+from specconsole.core.boxfacts import BoxProbe, probe_table
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import scrub, secret_values
 from specconsole.core.machine.state import ControllerState, TrialRecord
@@ -24,7 +24,7 @@ from specconsole.session.files import atomic_write
 from specconsole.session.store import Session
 
 PROBE_FILE = "box.toml"
-"""What the box probe found as the session's controller started (``core.boxprobe``)."""
+"""What the box probe found as the session's controller started (``core.boxfacts``)."""
 
 
 class SessionRecorder:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from specconsole.sim.args import ParsedArgs
-from specconsole.sim.engine import Scheduler, StepReporter
 from specconsole.sim.gpu.gpustate import GpuBoard
 from specconsole.sim.physics.model import MemoryPlan, plan_memory
 from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
+from specconsole.sim.scheduler import Scheduler, StepReporter
 
 __all__ = ["SimBox", "SimOptions"]
 

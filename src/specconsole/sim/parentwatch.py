@@ -16,7 +16,8 @@ import asyncio
 import os
 from collections.abc import Callable, Mapping
 
-PARENT_PID_ENV = "SPECCONSOLE_PARENT_PID"
+from specconsole.core.ports import PARENT_PID_ENV
+
 POLL_S = 0.5
 
 

@@ -19,10 +19,10 @@ import uvicorn
 
 from specconsole.sim.args import SimArgError
 from specconsole.sim.box import SimBox, SimOptions
-from specconsole.sim.engine import SchedulerCrash
 from specconsole.sim.facetable import select_face
 from specconsole.sim.parentwatch import parent_pid, watch_parent
 from specconsole.sim.profile import ProfileError, load_profile
+from specconsole.sim.scheduler import SchedulerCrash
 
 
 class _QuietServer(uvicorn.Server):

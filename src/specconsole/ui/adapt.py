@@ -361,7 +361,7 @@ def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
     records = all_trials(state)
     base = _label_base(state, records)
     marked = marks(records, _goal(state))
-    shown = console_columns(bool(state.fleet))
+    shown = console_columns(bool(state.lanes))
     columns = tuple(c.id for c in shown)
     rows = []
     for record in records:

@@ -362,7 +362,7 @@ class SpecConsoleApp(ThemedApp):
         self.push_screen(CrashScreen(view), chosen)
 
     def open_help(self) -> None:
-        self.push_screen(HelpScreen(pool=len(self._state.fleet) > 1))
+        self.push_screen(HelpScreen(pool=len(self._state.lanes) > 1))
 
     def request_quit(self) -> None:
         """Quit; asks first while a trial runs. The server is stopped only if chosen. After a

@@ -30,7 +30,7 @@ from textual.message import Message
 
 from specconsole.core.machine.events import Event, LogLines
 from specconsole.core.machine.state import ControllerState
-from specconsole.present.fleet import focused_box
+from specconsole.present.pool import focused_box
 from specconsole.ui.messages import LogBatch, StateChanged
 
 if TYPE_CHECKING:

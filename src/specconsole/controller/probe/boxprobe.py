@@ -5,7 +5,7 @@ login, sudo that prompts) must show the moment the console opens or before a hea
 sweep's first trial, not on the first deploy; and the user should see what the box is —
 the engine release, the GPUs, the service's state and the configuration it runs now, and
 whether it serves — before anything changes it. :func:`probe_box` gathers those facts
-through the ports, bounded in time, and returns a :class:`specconsole.core.boxprobe.BoxProbe`
+through the ports, bounded in time, and returns a :class:`specconsole.core.boxfacts.BoxProbe`
 (pure data, no secret values); the controller delivers it to the machine as
 ``events.BoxProbed``. It never raises (but a cancel): what cannot be told is said in the
 probe's ``*_detail`` fields; only a failure of reach makes the probe ``reachable=False``.
@@ -24,7 +24,7 @@ from specconsole.controller.probe.engine_detect import (
     EngineVersionKeeper,
     ServerInfoCall,
 )
-from specconsole.core.boxprobe import NVIDIA_SMI_QUERY, BoxProbe, GpuInfo, parse_gpus
+from specconsole.core.boxfacts import NVIDIA_SMI_QUERY, BoxProbe, GpuInfo, parse_gpus
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import redact_config

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specconsole.core.boxprobe import BoxProbe
+from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specconsole.core.boxprobe import BoxProbe
+from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
@@ -154,8 +154,8 @@ class Notice:
 
 @dataclass(frozen=True, slots=True)
 class BoxLane:
-    """One box of a pool as the console's fleet lanes show it
-    (``controller.fleet.pool_console``)."""
+    """One box of a pool as the console's pool lanes show it
+    (``controller.pool.console``)."""
 
     box: str
     phase: Phase = Phase.IDLE
@@ -197,12 +197,12 @@ class ControllerState:
     (``core.deferral``): a key pressed as the crash banner appears is never lost."""
     connection: ConnectionState = ConnectionState.UNKNOWN
     box: BoxProbe | None = None
-    """What the box probe found as the controller started (``core.boxprobe``): reachable or
+    """What the box probe found as the controller started (``core.boxfacts``): reachable or
     the exact error, engine release, GPUs, the service's state and running configuration,
     serving or not. None until the probe finished."""
     pool: PoolView | None = None
-    """Set when this machine is one box of a pool (``controller.fleet.pool``)."""
-    fleet: tuple[BoxLane, ...] = ()
+    """Set when this machine is one box of a pool (``controller.pool.run``)."""
+    lanes: tuple[BoxLane, ...] = ()
     """Every box of the pool, for the console (set only on the snapshot the console shows,
     which is the focused box's: ``pool.box``); never read by the machine."""
     sweep_active: bool = False

@@ -2,7 +2,7 @@
 
 Why this is its own module: a pool is an orchestration over ordinary single-box machines,
 so the plan keeps its single-box meaning (``[host]``/``[service]``) and this module only adds
-the list of boxes and the pure rules the orchestrator (``controller.fleet.pool``) applies:
+the list of boxes and the pure rules the orchestrator (``controller.pool.run``) applies:
 
 * **Which boxes.** ``[[hosts]]`` entries, each a ``[host]`` table of its own plus ``name``,
   an optional ``service`` table (merged over the top-level ``[service]``) and an optional
@@ -13,7 +13,7 @@ the list of boxes and the pure rules the orchestrator (``controller.fleet.pool``
   plan's port + slot), so two runs never stop each other's server.
 
 The rules the orchestrator applies to the boxes' trials (the shared view, "alike") are in
-:mod:`specconsole.core.search.fleet`.
+:mod:`specconsole.core.search.pool`.
 """
 
 from __future__ import annotations

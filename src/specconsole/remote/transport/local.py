@@ -15,7 +15,7 @@ import os
 import signal
 from collections.abc import AsyncIterator
 
-from specconsole.core.ports import CommandResult, PortForward, TransportError
+from specconsole.core.ports import PARENT_PID_ENV, CommandResult, PortForward, TransportError
 from specconsole.remote.shell import (
     ShellFiles,
     check_stream_end,
@@ -23,7 +23,6 @@ from specconsole.remote.shell import (
     command_name,
     wrap_sudo,
 )
-from specconsole.sim.parentwatch import PARENT_PID_ENV
 
 _STREAM_LIMIT = 1 << 20
 """Lines longer than this arrive in pieces; the pipe is not read ahead beyond about twice it."""
@@ -31,7 +30,7 @@ _STREAM_LIMIT = 1 << 20
 
 def _child_env() -> dict[str, str]:
     """The environment of every command: ours, naming this process as the one to outlive
-    (the demo's simulator stops when it is gone; see :mod:`specconsole.sim.parentwatch`)."""
+    (the demo's simulator stops when it is gone; ``core.ports.PARENT_PID_ENV``)."""
     return {**os.environ, PARENT_PID_ENV: str(os.getpid())}
 
 

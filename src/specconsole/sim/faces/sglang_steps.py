@@ -1,6 +1,6 @@
 """SGLang's statistics lines, printed after the simulated scheduler's steps.
 
-Why apart from the scheduler (:mod:`specconsole.sim.engine`): the box runs steps; *what it
+Why apart from the scheduler (:mod:`specconsole.sim.scheduler`): the box runs steps; *what it
 says* about them is the face's. SGLang logs a ``Prefill batch`` line per prefill and a ``Decode
 batch`` line every ``--decode-log-interval`` decode iterations, with the throughput and the
 accept length over that interval (its texts are :mod:`specconsole.sim.faces.sglang_log`'s).
@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from specconsole.sim.engine import Scheduler, SpecCounters
 from specconsole.sim.faces import sglang_log as logfmt
 from specconsole.sim.physics.model import uses_cuda_graph
+from specconsole.sim.scheduler import Scheduler, SpecCounters
 
 __all__ = ["SGLangSteps"]
 

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.sim.engine import SimRequest
 from specconsole.sim.faces.sglang_server import SimServer
+from specconsole.sim.scheduler import SimRequest
 
 SSE_DONE = b"data: [DONE]\n\n"
 

@@ -39,7 +39,7 @@ from specconsole.sim.profile import Profile
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from specconsole.sim.engine import Scheduler
+    from specconsole.sim.scheduler import Scheduler
 
 __all__ = ["DEFAULT_RELEASE", "FACE", "PROFILE_NAME", "VllmFace", "VllmLog", "VllmServer"]
 

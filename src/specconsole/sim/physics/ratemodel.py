@@ -4,7 +4,7 @@ Why apart from :mod:`specconsole.sim.physics.model`: ``predict`` answers for a c
 clients; ``objective = "max_rate_under_slo"`` offers *open* Poisson traffic at a rate, and
 its answer (the highest rate at which the SLOs hold) must be checked against the model too.
 This is the mean-field picture of the same scheduler the simulator runs
-(:mod:`specconsole.sim.engine`), with the model's step and prefill times:
+(:mod:`specconsole.sim.scheduler`), with the model's step and prefill times:
 
 * every arrival costs one prefill iteration (``prefill_time`` of its prompt), which takes
   its share ``r · t_prefill`` of the step clock from decoding;

@@ -40,11 +40,11 @@ from specconsole.core.machine.events import (
 from specconsole.core.machine.state import ControllerState, ResumeChoice
 from specconsole.present.box import box_panel, box_shown
 from specconsole.present.deploys.diffs import deploy_target
-from specconsole.present.fleet import focused_box, lane_views, next_box
 from specconsole.present.keyboard.keymap import COMMANDS, PANE_KEYS, SCREEN_KEYS, Key
 from specconsole.present.keyboard.keys import CHOICE_COMMANDS, available
 from specconsole.present.labels import config_summary
 from specconsole.present.notices import message_for
+from specconsole.present.pool import focused_box, lane_views, next_box
 from specconsole.ui import adapt
 from specconsole.ui.crashview import crash_view
 from specconsole.ui.messages import (
@@ -62,12 +62,12 @@ from specconsole.ui.widgets.bench import BenchPanel
 from specconsole.ui.widgets.box import BoxPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
 from specconsole.ui.widgets.crash import COMPACT_ROWS, WIDE_ROWS, CrashBanner
-from specconsole.ui.widgets.fleet import FleetLanes
 from specconsole.ui.widgets.gpus import GpuLine
 from specconsole.ui.widgets.header import StatusHeader
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.keybar import KeyBar, KeyBarState
 from specconsole.ui.widgets.message import MessageLine
+from specconsole.ui.widgets.pool import PoolLanes
 from specconsole.ui.widgets.trials import TrialsPane
 
 COMPACT_WIDTH = 100
@@ -143,7 +143,7 @@ class MainScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusHeader(id="status")
-        yield FleetLanes(id="fleet")
+        yield PoolLanes(id="lanes")
         yield GpuLine(id="gpus")
         yield CrashBanner(id="crash-banner")
         with Container(id="body"):
@@ -185,7 +185,7 @@ class MainScreen(Screen[None]):
             return
         self._rendered = True
         previous, self._state = self._state, state
-        if available(state) != available(previous) or len(state.fleet) != len(previous.fleet):
+        if available(state) != available(previous) or len(state.lanes) != len(previous.lanes):
             self.refresh_bindings()  # the keys that apply now are exactly those enabled
         if focused_box(state) != focused_box(previous):
             self.journal.reset()  # the pane now follows another box: its lines follow
@@ -233,7 +233,7 @@ class MainScreen(Screen[None]):
         self.query_one(KeyBar).keys_now = KeyBarState(
             available=available(self._state),
             banner=BANNER_COMMANDS if banner else frozenset(),
-            pool=len(self._state.fleet) > 1,
+            pool=len(self._state.lanes) > 1,
             compact=self.compact,
         )
 
@@ -263,7 +263,7 @@ class MainScreen(Screen[None]):
 
     def refresh_header(self, now: float) -> None:
         self.query_one(StatusHeader).show(adapt.header_view(self._state, now))
-        self.query_one(FleetLanes).lanes = lane_views(self._state, now)
+        self.query_one(PoolLanes).lanes = lane_views(self._state, now)
 
     def _mark_trial_start(self, state: ControllerState) -> None:
         """Put a separator in the journal when a new trial begins (its log follows)."""

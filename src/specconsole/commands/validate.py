@@ -1,4 +1,4 @@
-"""``validate``, ``render`` and ``parse-log``: the engine knowledge, usable without the console.
+"""``validate`` and ``render``: the engine knowledge about a configuration, without a box.
 
 Why: users want to check a configuration before a ~100 s load, see exactly what would be
 deployed (argv, command line or systemd unit), and make sense of logs they already have
@@ -17,7 +17,6 @@ then the same errors) or the log shows a fatal error (parse-log), 2 the input ca
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tomllib
 from pathlib import Path
@@ -33,9 +32,6 @@ from specconsole.core.config.model import (
     replace_config,
 )
 from specconsole.core.config.validation import errors, normalized, validate
-from specconsole.core.engine.registry import engine_names
-from specconsole.core.logs import LogParser
-from specconsole.core.logs.load_summary import LoadSummary, summarize
 from specconsole.core.plans.decoding import DecodeError, decode_text
 from specconsole.core.plans.launch import RENDER_FORMS, launch_text
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
@@ -59,7 +55,7 @@ def _with_version(config: ServerConfig, version: str | None) -> ServerConfig:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``validate``, ``render`` and ``parse-log`` subcommands."""
+    """Add the ``validate`` and ``render`` subcommands."""
     v = subparsers.add_parser(
         "validate",
         help="check a configuration (or profile/plan) TOML with SGLang's rules",
@@ -97,20 +93,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     r.add_argument(*_VERSION_ARGS, **_VERSION_KW)  # type: ignore[arg-type]
     r.set_defaults(handler=_render_cmd)
-
-    p = subparsers.add_parser(
-        "parse-log",
-        help="turn a saved server log or journalctl output into events (JSON lines)",
-        description=(
-            "Read an SGLang or vLLM log (plain, or journalctl -o short / short-iso / cat / json) "
-            "and print one JSON event per line, then a one-line summary: phases reached, "
-            "capacity, ready or the fatal cause. Exit 1 when the log shows a fatal error."
-        ),
-    )
-    p.add_argument("file", nargs="?", default="-", help="log file ('-' or nothing for stdin)")
-    p.add_argument("--engine", choices=engine_names(), default=None, help="default: detect")
-    p.add_argument("--summary-only", action="store_true", help="print only the summary line")
-    p.set_defaults(handler=_parse_log_cmd)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,44 +339,3 @@ def _service(document: dict[str, Any], path: str) -> ServiceProfile:
         return parse_service(table)
     except (ProfileError, TypeError) as exc:
         raise _InputError(f"{path}: {exc}") from None
-
-
-# ---------------------------------------------------------------------------------------------
-# parse-log
-# ---------------------------------------------------------------------------------------------
-
-
-def _parse_log_cmd(args: argparse.Namespace) -> int:
-    out, err = sys.stdout, sys.stderr
-    parser = LogParser(engine=args.engine or None)
-    summary = LoadSummary()
-    try:
-        if args.file == "-":
-            stream: TextIO = sys.stdin
-            close = False
-        else:
-            stream = open(args.file, encoding="utf-8", errors="replace")  # noqa: SIM115
-            close = True
-    except OSError as exc:
-        return _fail(f"{args.file}: cannot read ({exc.strerror or exc}).", err)
-    try:
-        while True:
-            chunk = stream.read(1 << 16)
-            if not chunk:
-                break
-            batch = parser.feed_chunk(chunk)
-            summary = summarize(batch, summary)  # folded as we go: logs can be large
-            if not args.summary_only:
-                for event in batch:
-                    print(json.dumps(event.to_dict()), file=out)
-        tail = parser.flush()
-        summary = summarize(tail, summary)
-        if not args.summary_only:
-            for event in tail:
-                print(json.dumps(event.to_dict()), file=out)
-    finally:
-        if close:
-            stream.close()
-    print(json.dumps(summary.to_dict()), file=out)
-    print(summary.one_line(), file=err)
-    return 1 if summary.fatal is not None else 0

@@ -9,7 +9,7 @@ time, the speed-up over the first count (one box), the trials run and the bounda
 Two cores are shared by every box's simulator and load generator, so the speed-up here is a
 floor: on real boxes each has its own GPUs.
 
-Run: ``.venv/bin/python benchmarks/fleet.py [--boxes 1,2,4] [--plan PLAN]``.
+Run: ``.venv/bin/python benchmarks/pool.py [--boxes 1,2,4] [--plan PLAN]``.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from specconsole.controller.fleet.pool import box_plan  # noqa: E402
-from specconsole.controller.fleet.pool_headless import sweep_headless as run_headless  # noqa: E402
+from specconsole.controller.pool.run import box_plan  # noqa: E402
 from specconsole.controller.wiring import resolve_local_placeholders  # noqa: E402
 from specconsole.core.plans.parse import loads_plan  # noqa: E402
 from specconsole.core.search.strategy import findings  # noqa: E402
+from specconsole.headless.pool import sweep_headless as run_headless  # noqa: E402
 from specconsole.remote.process import ProcessBackend  # noqa: E402
 from specconsole.remote.transport.local import LocalTransport  # noqa: E402
 from specconsole.session.store import Session  # noqa: E402
@@ -74,7 +74,7 @@ async def main() -> None:
     print(f"{'boxes':>5}  {'wall s':>7}  {'speed-up':>8}  {'trials':>6}  finding")
     base: float | None = None
     for n in counts:
-        with tempfile.TemporaryDirectory(prefix="specconsole-fleet-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="specconsole-pool-") as tmp:
             wall, trials, found = await one(text, n, Path(tmp), Path(args.plan).parent)
         base = wall if base is None else base  # the first count is the reference
         speedup = base / wall

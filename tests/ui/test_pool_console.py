@@ -1,10 +1,10 @@
-"""The console on a pool of boxes: the fleet lanes, the box key and the trials' box column.
+"""The console on a pool of boxes: the pool lanes, the box key and the trials' box column.
 
 The first tests drive the real app against the recording controller publishing the snapshots
-``controller.fleet.pool_console`` composes (``tests.ui.doubles.fleet_state``); the last runs the
+``controller.pool.console`` composes (``tests.ui.doubles.pool_state``); the last runs the
 real pool of two process-backend boxes (the simulator on two loopback ports) behind the
 console's pool handle, started with ``s``, switched with ``n`` and quit with ``q``, which
-carries out ``[sweep] finally`` on both boxes (``controller.fleet.pool_box``).
+carries out ``[sweep] finally`` on both boxes (``controller.pool.box``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from specconsole.controller.fleet.pool import Pool, box_plan
-from specconsole.controller.fleet.pool_box import PoolBox
-from specconsole.controller.fleet.pool_console import PoolConsole
+from specconsole.controller.pool.box import PoolBox
+from specconsole.controller.pool.console import PoolConsole
+from specconsole.controller.pool.run import Pool, box_plan
 from specconsole.core.machine.events import FocusBox, LogLines, StartSweep
 from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.present.labels import config_label
@@ -26,16 +26,16 @@ from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from specconsole.ui.app import SpecConsoleApp, make_app
-from specconsole.ui.widgets.fleet import FleetLanes
 from specconsole.ui.widgets.journal import JournalPane
+from specconsole.ui.widgets.pool import PoolLanes
 from specconsole.ui.widgets.trials import TrialsPane
 from tests.fixtures.plans import assert_pool_serves_its_best, local_pool_plan
 from tests.ui.doubles import (
     FLEET_TAILS,
     NOW,
     RecordingController,
-    fleet_state,
     idle_state,
+    pool_state,
     steps_config,
 )
 
@@ -45,7 +45,7 @@ def _app(controller: RecordingController | PoolConsole, **kw: object) -> SpecCon
 
 
 def _lanes_text(app: SpecConsoleApp) -> str:
-    return str(app.screen.query_one(FleetLanes).render())
+    return str(app.screen.query_one(PoolLanes).render())
 
 
 def _column(app: SpecConsoleApp, column: str) -> list[str]:
@@ -54,7 +54,7 @@ def _column(app: SpecConsoleApp, column: str) -> list[str]:
 
 
 async def test_two_boxes_show_a_lane_each_and_n_switches_the_journal() -> None:
-    controller = RecordingController(fleet_state("gpu-a"))
+    controller = RecordingController(pool_state("gpu-a"))
     app = _app(controller)
     async with app.run_test(size=(120, 40)) as pilot:
         controller.log("line of gpu-a")
@@ -79,7 +79,7 @@ async def test_two_boxes_show_a_lane_each_and_n_switches_the_journal() -> None:
             FocusBox(box="gpu-b", at=NOW)
         ]
         # the pool's handle answers with gpu-b's snapshot and its recent journal
-        controller.publish(fleet_state("gpu-b"), LogLines(lines=("line of gpu-b",), at=NOW))
+        controller.publish(pool_state("gpu-b"), LogLines(lines=("line of gpu-b",), at=NOW))
         await pilot.pause(0.25)
         journal = app.screen.query_one(JournalPane).log_view
         assert list(journal.lines) == ["line of gpu-b"]  # gpu-a's lines are gone
@@ -91,7 +91,7 @@ async def test_one_box_has_no_lanes_no_box_key_and_no_box_column() -> None:
     app = _app(controller)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.25)
-        assert not app.screen.query_one(FleetLanes).display
+        assert not app.screen.query_one(PoolLanes).display
         assert app.screen.check_action("next_box", ()) is False
         await pilot.press("n")
         await pilot.pause()
@@ -127,7 +127,7 @@ async def _until(pilot: Pilot[None], done: object, timeout: float, what: str) ->
 
 @pytest.mark.slow
 async def test_console_on_a_real_pool_of_two_boxes(tmp_path: Path) -> None:
-    plan = local_pool_plan(tmp_path, sweep=SWEEP, bench=BENCH, name="fleet", load_seconds=0.5)
+    plan = local_pool_plan(tmp_path, sweep=SWEEP, bench=BENCH, name="pool", load_seconds=0.5)
     session = Session.create(tmp_path / "sessions", plan)
     pool = Pool(plan, session)
     console = PoolConsole(pool)

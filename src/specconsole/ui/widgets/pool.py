@@ -1,9 +1,9 @@
-"""The fleet lanes: one line per box of a pool under the header.
+"""The pool lanes: one line per box of a pool under the header.
 
 Why a widget of its own: on a pool the header speaks for the focused box only; the lanes
 say at a glance what every box is doing (phase, trial, elapsed, its last journal line), and
 which one the journal pane shows (marked ``▶``; ``n`` moves to the next box). It renders
-``present.fleet.LaneView`` values from one reactive and knows nothing about the controller;
+``present.pool.LaneView`` values from one reactive and knows nothing about the controller;
 outside a pool it is hidden.
 """
 
@@ -15,16 +15,16 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from specconsole.present.fleet import LaneView
+from specconsole.present.pool import LaneView
 
 TONES: tuple[str, ...] = ("good", "bad", "busy", "quiet")
 
 
-class FleetLanes(Widget):
+class PoolLanes(Widget):
     """Draws ``lanes``; one terminal line each."""
 
     DEFAULT_CSS = """
-    FleetLanes {
+    PoolLanes {
         height: auto;
         max-height: 9;
         text-wrap: nowrap;
@@ -33,11 +33,11 @@ class FleetLanes(Widget):
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "fleet--box",
-        "fleet--focused",
-        "fleet--meta",
-        "fleet--tail",
-        *(f"fleet--{tone}" for tone in TONES),
+        "lanes--box",
+        "lanes--focused",
+        "lanes--meta",
+        "lanes--tail",
+        *(f"lanes--{tone}" for tone in TONES),
     }
 
     lanes: reactive[tuple[LaneView, ...]] = reactive((), layout=True)
@@ -49,7 +49,7 @@ class FleetLanes(Widget):
         self.display = bool(self.lanes)
 
     def render(self) -> Text:
-        style = lambda name: self.get_component_rich_style(f"fleet--{name}", partial=True)  # noqa: E731
+        style = lambda name: self.get_component_rich_style(f"lanes--{name}", partial=True)  # noqa: E731
         width = max((len(lane.box) for lane in self.lanes), default=0)
         text = Text(no_wrap=True, overflow="ellipsis")
         for i, lane in enumerate(self.lanes):

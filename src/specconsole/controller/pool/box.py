@@ -3,7 +3,7 @@
 Why: quitting the console after a finished pool sweep must leave the boxes as the headless
 pool sweep leaves them — ``[sweep] finally`` on every box still in the pool, side by side,
 ``best`` meaning the best of the *pool's* trials, deployed on each box's own port and in its
-engine release's flag names (``controller.fleet.pool_headless.finish_pool``, what the headless pool
+engine release's flag names (``controller.pool.finish.finish_pool``, what the headless pool
 sweep does). The outcome is one line per box, each naming its box. ``preview`` (the diff
 pane's "what would change") is the focused box's.
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from specconsole.controller.fleet.pool import Pool
-from specconsole.controller.fleet.pool_console import PoolConsole
-from specconsole.controller.fleet.pool_headless import finish_pool, pool_final_status
+from specconsole.controller.pool.console import PoolConsole
+from specconsole.controller.pool.finish import finish_pool, pool_final_status
+from specconsole.controller.pool.run import Pool
 from specconsole.controller.wiring import preview_deploy
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.search.fleet import as_port
+from specconsole.core.search.pool import as_port
 from specconsole.present.leaving import deploying_line, rollback_command
 
 

@@ -1,7 +1,7 @@
-"""The console's fleet lanes: one line per box of a pool, as plain values.
+"""The console's pool lanes: one line per box of a pool, as plain values.
 
 Why here and not in the widget: the lanes are a pure function of the console's snapshot
-(``ControllerState.fleet``, the focused box in ``pool.box``) and the clock, so they are
+(``ControllerState.lanes``, the focused box in ``pool.box``) and the clock, so they are
 tested without Textual and the widget only draws them. Each lane says the box, its phase,
 the trial it runs (number and configuration), how long it has been in that phase, and the
 box's last journal line.
@@ -35,14 +35,14 @@ class LaneView:
 
 def focused_box(state: ControllerState) -> str | None:
     """The box the console shows (None outside a pool)."""
-    if not state.fleet or state.pool is None:
+    if not state.lanes or state.pool is None:
         return None
     return state.pool.box
 
 
 def next_box(state: ControllerState) -> str | None:
     """The box after the focused one, in pool order, skipping boxes out of the pool."""
-    names = [lane.box for lane in state.fleet if not lane.removed]
+    names = [lane.box for lane in state.lanes if not lane.removed]
     current = focused_box(state)
     if len(names) < 2:
         return None
@@ -69,7 +69,7 @@ def lane_views(state: ControllerState, now: float) -> tuple[LaneView, ...]:
     focus = focused_box(state)
     base = state.plan.base if state.plan is not None else None
     out = []
-    for lane in state.fleet:
+    for lane in state.lanes:
         phase, tone = _phase(lane)
         trial = ""
         if lane.trial_index is not None:

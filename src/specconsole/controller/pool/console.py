@@ -6,7 +6,7 @@ at a time — the *focused* one: its header, crash banner, benchmark panel and j
 its keys act on it — plus what it cannot show of the others, carried on the same snapshot:
 
 * ``trials`` is the whole pool's (each record names its box, the trials table shows it);
-* ``fleet`` is one ``BoxLane`` per box (phase, trial, since when, last journal line).
+* ``lanes`` is one ``BoxLane`` per box (phase, trial, since when, last journal line).
 
 ``FocusBox`` switches the focused box: the console is sent that box's recent journal (kept
 here, bounded, per box) as one ``LogLines``, so the pane shows its story, not the other
@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
 
-from specconsole.controller.fleet.pool import Pool
+from specconsole.controller.pool.run import Pool
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import BoxLane, ControllerState, Notice, Phase, TrialRecord
 
@@ -63,7 +63,7 @@ class PoolConsole:
         if trial is not None and not trial.box:
             trial = replace(trial, box=self.focus)  # the record gets it when it is written
         return replace(
-            focused, trial=trial, trials=self._pool_trials(), fleet=self._lanes(), notice=notice
+            focused, trial=trial, trials=self._pool_trials(), lanes=self._lanes(), notice=notice
         )
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:

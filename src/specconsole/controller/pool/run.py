@@ -18,7 +18,7 @@ view consistent:
   ``cancelled`` ("box unreachable: re-queued") — a failure of reach is not a result — so
   another box runs it.
 * Boxes are assumed alike; if a box's first capacity line differs by more than 1% from what
-  another box's trials say for the same configuration (``core.search.fleet.unlike_boxes``), the pool
+  another box's trials say for the same configuration (``core.search.pool.unlike_boxes``), the pool
   says so and moves that box into a group of its own, so their results are kept apart.
 * Every record says which box ran it (``TrialRecord.box``); the session is written once
   (trials appended by each box's :class:`BoxRecorder`, one ``session.toml`` for the pool).
@@ -47,7 +47,7 @@ from specconsole.core.machine.state import (
 )
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.pool import Box, box_port
-from specconsole.core.search.fleet import as_port, records_on_port, unlike_boxes
+from specconsole.core.search.pool import as_port, records_on_port, unlike_boxes
 from specconsole.core.search.strategy import next_trial
 from specconsole.present.labels import config_label
 from specconsole.session.recorder import SessionRecorder
