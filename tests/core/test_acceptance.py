@@ -20,6 +20,7 @@ from specconsole.core.measure.acceptance import (
     parse_prometheus,
 )
 from specconsole.core.measure.metrics import LevelMetrics, RequestTimeline, compute_level_metrics
+from specconsole.core.measure.prometheus import read_prometheus
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "llamacpp"
 
@@ -69,10 +70,12 @@ def test_series_with_more_labels_are_summed_and_positions_read_by_their_label() 
             'vllm:spec_decode_num_accepted_tokens_per_pos_total{position="2",engine="0"} 5.0 171',
             'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 10.0',
             'vllm:generation_tokens_total{model_name="a \\"quoted\\" name"} 120',
-            "not a sample line",
         ]
     )
     samples = parse_prometheus(text)
+    # one line the format does not allow and none of the answer is trusted
+    refused = read_prometheus(text + "\nnot a sample line\n")
+    assert refused.samples == {} and "not Prometheus text" in refused.problem
     assert samples["vllm:generation_tokens_total"] == {(("model_name", 'a "quoted" name'),): 120}
     figures = counter_deltas({}, samples, VLLM)
     assert (figures.drafts, figures.draft_tokens, figures.accepted) == (15, 45, 30)
@@ -86,7 +89,9 @@ def test_no_drafts_no_figures_a_reset_counts_from_zero_and_the_dict_round_trips(
     assert figures.acceptance_rate is None and figures.per_position_rate == ()
     assert figures.output_tokens is None  # the counter is not in the text
     restarted = parse_prometheus("llamacpp:spec_decode_num_drafts_total 2\n")
-    assert counter_deltas(quiet, restarted, LLAMACPP).drafts == 2
+    reset = counter_deltas(quiet, restarted, LLAMACPP)  # a counter went backwards
+    assert reset.unknown == "counter reset (llamacpp:spec_decode_num_drafts_total went from 3 to 2)"
+    assert reset.acceptance_length is None and not reset.speculated
     full = CounterAcceptance(4, 10, 6, (3, 2, 1), 40)
     assert CounterAcceptance.from_dict(full.to_dict()) == full
     assert SpecCounters.from_dict(LLAMACPP.to_dict()) == LLAMACPP

@@ -14,8 +14,13 @@ carried in the plan as plain data); the arithmetic is
 :mod:`specconsole.core.measure.acceptance`'s.
 
 A snapshot that fails (no ``/metrics``, a server started without ``--metrics``) leaves the
-level without counter figures; it never fails the level. Standard library only (Python 3.10+):
-bundled into the remote runner.
+level without counter figures; it never fails the level. An answer that is not trusted (not
+Prometheus text, a counter that went backwards — also between two reads during the level,
+where a reset and regrowth would hide from the end points) leaves the level's counters
+``unknown`` with the reason. The load generator's own output-token count is recorded beside
+the server's (``client_output_tokens``): the cross-check of a counter that lies. Standard
+library only (Python 3.10+) but for ``prometheus_client``'s parser: bundled, with it, into
+the remote runner.
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from specconsole.core.measure.acceptance import (
     SpecCounters,
     counter_deltas,
     gauge_value,
-    parse_prometheus,
+    is_reset,
 )
+from specconsole.core.measure.prometheus import read_prometheus
 
 __all__ = ["CATCH_UP_S", "SERIES_MAX", "SERIES_S", "CounterProbe"]
 
@@ -68,6 +74,11 @@ class CounterProbe:
         self._task: asyncio.Future[None] | None = None
         self._series: list[float] = []
         self._every = SERIES_S
+        self._untrusted = ""
+        self._problem = ""
+        """Why the level's counters cannot be trusted, seen by a snapshot during the level
+        (a counter that went backwards between two reads: a reset the end points may hide)
+        or by the first snapshot (an answer that is not Prometheus text)."""
 
     @classmethod
     async def started(
@@ -80,11 +91,18 @@ class CounterProbe:
         return probe
 
     async def _snapshot(self, client: StreamClient | None = None) -> Samples | None:
+        """The counters now (None: no answer, or one that is not trusted — its reason kept
+        in :attr:`_problem`)."""
         assert self._counters is not None
         try:
-            return parse_prometheus(await (client or self._client).get_text(self._counters.path))
+            text = await (client or self._client).get_text(self._counters.path)
         except RequestFailed:
             return None
+        scrape = read_prometheus(text)
+        if not scrape.trusted:
+            self._problem = f"{self._counters.path}: {scrape.problem}"
+            return None
+        return scrape.samples
 
     async def start(self) -> None:
         if self._counters is not None:
@@ -103,10 +121,13 @@ class CounterProbe:
             now = await self._snapshot(client)
             if now is None:
                 continue
+            interval = counter_deltas(last, now, counters)
+            if is_reset(interval) and not self._untrusted:
+                self._untrusted = interval.unknown
             if counters.gauge is not None:
                 value = gauge_value(now, counters)
             else:
-                value = counter_deltas(last, now, counters).acceptance_length
+                value = interval.acceptance_length
             last = now
             if value is not None:
                 self._series.append(value)
@@ -134,15 +155,19 @@ class CounterProbe:
         generator counted, for at most :data:`CATCH_UP_S`."""
         await self.aclose()
         counters, before = self._counters, self._before
-        if counters is None or before is None:
+        if counters is None:
             return None
         counted_output = None if isinstance(phase, SteadyPhase) else phase.output_tokens
+        if before is None:  # no answer: no figures; an answer not trusted: unknown, and why
+            return CounterAcceptance.untrusted(self._problem) if self._problem else None
         deadline = time.monotonic() + CATCH_UP_S
         while True:
             after = await self._snapshot()
             if after is None:
-                return None
+                return CounterAcceptance.untrusted(self._problem) if self._problem else None
             figures = counter_deltas(before, after, counters)
+            if self._untrusted and figures.trusted:
+                figures = CounterAcceptance.untrusted(self._untrusted)
             behind = (
                 counted_output is not None
                 and figures.output_tokens is not None
@@ -151,7 +176,8 @@ class CounterProbe:
             if not behind or time.monotonic() >= deadline:
                 return dataclasses.replace(
                     figures,
-                    series=tuple(self._series),
-                    series_interval_s=self._every if self._series else None,
+                    series=tuple(self._series) if figures.trusted else (),
+                    series_interval_s=self._every if self._series and figures.trusted else None,
+                    client_output_tokens=counted_output,
                 )
             await asyncio.sleep(POLL_S)

@@ -5,7 +5,7 @@ throughput; generating the load on the box removes both. The box cannot be assum
 specconsole, httpx or even pip, so :func:`build_script` bundles the *same* standard-library
 modules the console uses (``core.measure.metrics``, ``bench.api``, ``bench.workload.prompts``,
 ``bench.ladder``, ``bench.phase``, ``bench.steady``, ``bench.ladder_run``,
-``bench.wire.rawhttp``, ``bench.remote_main``)
+``bench.wire.rawhttp``, ``bench.remote_main``), and ``prometheus_client``'s text parser,
 into one Python file whose tiny import hook serves them from memory. Nothing is re-implemented
 for the remote side, so both placements schedule, parse and compute identically.
 
@@ -35,6 +35,11 @@ from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import BenchProgress, BenchSpec, Transport, TransportError
 
 BUNDLED_MODULES: tuple[str, ...] = (
+    "prometheus_client.validation",
+    "prometheus_client.samples",
+    "prometheus_client.metrics_core",
+    "prometheus_client.parser",
+    "specconsole.core.measure.prometheus",
     "specconsole.core.measure.stats",
     "specconsole.core.measure.slo",
     "specconsole.core.measure.timeline",
@@ -57,9 +62,13 @@ BUNDLED_MODULES: tuple[str, ...] = (
     "specconsole.bench.wire.eventloop",
     "specconsole.bench.remote_main",
 )
-"""Modules shipped in the script (all standard-library only, Python 3.10+)."""
+"""Modules shipped in the script (all standard-library only, Python 3.10+): specconsole's own,
+and the four modules of ``prometheus_client``'s text parser (its package's ``__init__`` is not
+shipped: it would load the HTTP exposition too), so the box reads ``/metrics`` with the same
+strict parser as the console without anything installed."""
 
 BUNDLED_PACKAGES: tuple[str, ...] = (
+    "prometheus_client",
     "specconsole",
     "specconsole.core",
     "specconsole.core.measure",

@@ -68,7 +68,11 @@ def validate_config(config: ServerConfig) -> ev.Outcome:
 
 def _accept_length(lv: LevelMetrics) -> float | None:
     """The level's acceptance length: the engine's own counters' (1 + accepted / drafts)
-    when they counted drafts, else ``/server_info``'s, else the per-request estimate."""
+    when they counted drafts, else ``/server_info``'s, else the per-request estimate; unknown
+    when the counters were read and cannot be trusted (a reset mid-level also resets what
+    the other sources count)."""
+    if lv.counters is not None and not lv.counters.trusted:
+        return None
     if lv.counters is not None and lv.counters.speculated:
         return lv.counters.acceptance_length
     return lv.accept_length if lv.accept_length is not None else lv.request_accept_length

@@ -10,11 +10,12 @@ generator's own count. Some count less: SGLang (0.5.14 on) counts verify steps
 (``sglang:spec_verify_calls_total``) and generated tokens as each request finishes, so its
 accepted tokens are the output less one bonus token per verify step, and it has no draft-token
 counter (no acceptance rate). An engine declares the names as data (:class:`SpecCounters`, in
-its ``Endpoints``); this module reads Prometheus text (:func:`parse_prometheus`) and turns two
-snapshots into one level's figures (:func:`counter_deltas` -> :class:`CounterAcceptance`),
-with nothing engine-specific. Snapshots taken during the level give the acceptance over time
-(``CounterAcceptance.series``: each interval's deltas, or the engine's own acceptance gauge
-where an interval's counters moved too little), so drift within a level shows.
+its ``Endpoints``); this module turns two snapshots of its Prometheus text (read strictly by
+:mod:`specconsole.core.measure.prometheus`) into one level's figures (:func:`counter_deltas`
+-> :class:`CounterAcceptance`), with nothing engine-specific. Snapshots taken during the
+level give the acceptance over time (``CounterAcceptance.series``: each interval's deltas,
+or the engine's own acceptance gauge where an interval's counters moved too little), so
+drift within a level shows.
 
 Definitions (per level, from the deltas):
 
@@ -22,7 +23,17 @@ Definitions (per level, from the deltas):
 * acceptance rate = accepted / draft tokens;
 * per position k: accepted at position k (and / drafts, the rate a k-th draft token is kept).
 
-Standard library only (Python 3.10+): the remote benchmark runner ships this module.
+Nothing the box says is taken on trust: a counter that went backwards or vanished (the server
+restarted mid-level), a per-position series that appears after the engine had drafted, a
+value that is not a count (``NaN``, ``+Inf``, negative, past any count) or counts that do not
+fit together (more accepted than drafted, positions that do not sum to the accepted total)
+make the level's counters ``unknown`` with the reason (:attr:`CounterAcceptance.unknown`;
+``unknown (counter reset)`` for the first two), never a negative or huge figure. The server's
+output-token count is kept beside the load generator's (:attr:`CounterAcceptance.output_gap`,
+flagged beyond :data:`OUTPUT_BAND`).
+
+Standard library only (Python 3.10+) but for ``prometheus_client``'s parser, which the
+remote benchmark runner bundles with this module.
 """
 
 from __future__ import annotations
@@ -31,17 +42,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from specconsole.core.measure.prometheus import Samples, read_prometheus
+
 __all__ = [
+    "COUNTER_RESET",
+    "OUTPUT_BAND",
     "CounterAcceptance",
     "Samples",
     "SpecCounters",
     "counter_deltas",
     "gauge_value",
+    "is_reset",
     "parse_prometheus",
 ]
-
-Samples = dict[str, dict[tuple[tuple[str, str], ...], float]]
-"""Prometheus samples: metric name -> {sorted label pairs: value}."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +114,8 @@ class SpecCounters:
 
 @dataclass(frozen=True, slots=True)
 class CounterAcceptance:
-    """One level's speculative-decoding counts, as the engine counted them (deltas)."""
+    """One level's speculative-decoding counts, as the engine counted them (deltas), or
+    why they cannot be trusted (:attr:`unknown`: every figure is then None)."""
 
     drafts: int
     draft_tokens: int
@@ -114,28 +128,53 @@ class CounterAcceptance:
     """The acceptance length over time within the level, one figure per interval."""
     series_interval_s: float | None = None
     """How long each figure of :attr:`series` covers."""
+    unknown: str = ""
+    """Why the level's counters are not trusted (``counter reset``: a counter went
+    backwards, the server restarted; a scrape that was not Prometheus text; a counter that
+    is not a count); '' when they are. The counts are then 0 and no figure is derived."""
+    client_output_tokens: int | None = None
+    """The output tokens the load generator received during the level (None: not counted,
+    as in a steady window): the cross-check of :attr:`output_tokens`."""
+
+    @classmethod
+    def untrusted(cls, reason: str, **kept: Any) -> CounterAcceptance:
+        """A level whose counters cannot be trusted, for ``reason``."""
+        return cls(0, 0, 0, unknown=reason or "unknown", **kept)
+
+    @property
+    def trusted(self) -> bool:
+        return not self.unknown
 
     @property
     def speculated(self) -> bool:
-        """Whether the engine drafted at all during the level."""
-        return self.drafts > 0
+        """Whether the engine drafted at all during the level (False when not known)."""
+        return self.trusted and self.drafts > 0
 
     @property
     def acceptance_length(self) -> float | None:
         """1 + accepted / drafts: tokens per verify step, the bonus token included."""
-        return 1.0 + self.accepted / self.drafts if self.drafts > 0 else None
+        return 1.0 + self.accepted / self.drafts if self.speculated else None
 
     @property
     def acceptance_rate(self) -> float | None:
         """accepted / draft tokens."""
-        return self.accepted / self.draft_tokens if self.draft_tokens > 0 else None
+        return self.accepted / self.draft_tokens if self.trusted and self.draft_tokens > 0 else None
 
     @property
     def per_position_rate(self) -> tuple[float, ...]:
         """The share of drafts whose k-th token was accepted, per position k."""
-        if self.drafts <= 0:
+        if not self.speculated:
             return ()
         return tuple(n / self.drafts for n in self.per_position)
+
+    @property
+    def output_gap(self) -> float | None:
+        """How far the server's output-token count is from the load generator's, as a share
+        of the load generator's (None when either is unknown)."""
+        server, client = self.output_tokens, self.client_output_tokens
+        if server is None or client is None or client <= 0:
+            return None
+        return abs(server - client) / client
 
     def to_dict(self) -> dict[str, Any]:
         """The counts, plus the derived figures for readers (never read back)."""
@@ -145,6 +184,8 @@ class CounterAcceptance:
             "accepted": self.accepted,
             "per_position": list(self.per_position),
             "output_tokens": self.output_tokens,
+            "client_output_tokens": self.client_output_tokens,
+            "unknown": self.unknown,
             "acceptance_length": self.acceptance_length,
             "acceptance_rate": self.acceptance_rate,
             "per_position_rate": list(self.per_position_rate),
@@ -154,89 +195,177 @@ class CounterAcceptance:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CounterAcceptance:
-        output, every = data.get("output_tokens"), data.get("series_interval_s")
+        """Read back a record (the remote runner's JSON from the box, a session's line):
+        never raises; a count that is not a count makes the level ``unknown``."""
+        if not isinstance(data, Mapping):
+            return cls.untrusted("the counters' record is not a table")
+        unknown = data.get("unknown")
+        reason = unknown[:300] if isinstance(unknown, str) else ""
+        counts = [_count(data.get(key, 0)) for key in ("drafts", "draft_tokens", "accepted")]
+        raw_positions = data.get("per_position") or ()
+        positions = (
+            [_count(n) for n in raw_positions[:MAX_POSITIONS]]
+            if isinstance(raw_positions, list | tuple)
+            else [None]
+        )
+        output = _optional_count(data.get("output_tokens"))
+        client = _optional_count(data.get("client_output_tokens"))
+        series = [_finite(x) for x in (data.get("series") or ())[:MAX_SERIES]]
+        every = _finite(data.get("series_interval_s"))
+        bad = None in counts or None in positions or output is False or client is False
+        if reason or bad:
+            return cls.untrusted(reason or "the recorded counts are not counts")
         return cls(
-            drafts=int(data.get("drafts", 0)),
-            draft_tokens=int(data.get("draft_tokens", 0)),
-            accepted=int(data.get("accepted", 0)),
-            per_position=tuple(int(n) for n in data.get("per_position") or ()),
-            output_tokens=None if output is None else int(output),
-            series=tuple(float(x) for x in data.get("series") or ()),
-            series_interval_s=None if every is None else float(every),
+            drafts=counts[0] or 0,
+            draft_tokens=counts[1] or 0,
+            accepted=counts[2] or 0,
+            per_position=tuple(n or 0 for n in positions),
+            output_tokens=output if isinstance(output, int) else None,
+            series=tuple(x for x in series if x is not None and 0 < x <= MAX_LENGTH),
+            series_interval_s=every if every is not None and every > 0 else None,
+            client_output_tokens=client if isinstance(client, int) else None,
         )
 
 
-def _labels(text: str) -> tuple[tuple[str, str], ...]:
-    """``a="x",b="y"`` -> sorted pairs (values unescaped: ``\\"``, ``\\\\``, ``\\n``)."""
-    pairs: list[tuple[str, str]] = []
-    i, n = 0, len(text)
-    while i < n:
-        eq = text.find("=", i)
-        if eq < 0:
-            break
-        name = text[i:eq].strip().lstrip(",").strip()
-        j = text.find('"', eq) + 1
-        if j <= 0:
-            break
-        value: list[str] = []
-        while j < n and text[j] != '"':
-            if text[j] == "\\" and j + 1 < n:
-                j += 1
-                value.append("\n" if text[j] == "n" else text[j])
-            else:
-                value.append(text[j])
-            j += 1
-        pairs.append((name, "".join(value)))
-        i = j + 1
-    return tuple(sorted(pairs))
+MAX_COUNT = 10**15
+"""A count past this is not a count of one level (a quadrillion tokens)."""
+MAX_POSITIONS = 64
+"""Draft positions read (no engine drafts more than a few dozen tokens a step)."""
+MAX_SERIES = 4096
+MAX_LENGTH = 1.0 + MAX_POSITIONS
+"""The longest acceptance length there can be: every position accepted, plus the bonus."""
+OUTPUT_BAND = 0.05
+"""The server's output-token count and the load generator's agree within this share."""
+
+
+def _count(value: Any) -> int | None:
+    """A recorded count: a whole, finite, non-negative number below :data:`MAX_COUNT`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if value != value or value in (float("inf"), float("-inf")):
+        return None
+    if value < 0 or value > MAX_COUNT or value != int(value):
+        return None
+    return int(value)
+
+
+def _optional_count(value: Any) -> int | bool | None:
+    """A count, None when absent, False when present and not a count."""
+    if value is None:
+        return None
+    count = _count(value)
+    return False if count is None else count
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if value == value and abs(value) != float("inf") else None
 
 
 def parse_prometheus(text: str) -> Samples:
-    """Every sample of a Prometheus text exposition (comments and bad lines skipped; a
-    trailing timestamp ignored)."""
-    samples: Samples = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] == "#":
-            continue
-        brace = line.find("{")
-        if brace >= 0:
-            close = line.rfind("}")
-            if close < brace:
-                continue
-            name, labels, rest = line[:brace], _labels(line[brace + 1 : close]), line[close + 1 :]
-        else:
-            name, _, rest = line.partition(" ")
-            labels = ()
-        words = rest.split()
-        if not name or not words:
-            continue
-        try:
-            value = float(words[0])
-        except ValueError:
-            continue
-        samples.setdefault(name, {})[labels] = value
-    return samples
+    """Every sample of a Prometheus text exposition, read strictly
+    (:func:`~specconsole.core.measure.prometheus.read_prometheus`); none when the text is
+    not trusted (its reason is :func:`read_prometheus`'s ``problem``)."""
+    return read_prometheus(text).samples
 
 
-def _total(samples: Samples, name: str) -> float:
-    return sum(samples.get(name, {}).values())
+COUNTER_RESET = "counter reset"
+"""The reason a level's counters are not trusted when one went backwards (the server
+restarted, a counter was reset) or a position series appeared mid-level."""
+
+
+class _Untrusted(Exception):
+    """A snapshot pair whose deltas cannot be trusted (internal: caught below)."""
+
+    def __init__(self, reason: str, *, reset: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.reset = reset
+
+
+def _series(samples: Samples, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """A counter's series, each checked to be a count (finite, not negative)."""
+    series = samples.get(name, {})
+    for value in series.values():
+        if value != value or value in (float("inf"), float("-inf")) or value < 0:
+            raise _Untrusted(f"{name} is {value!r}, not a count")
+        if value > MAX_COUNT:
+            raise _Untrusted(f"{name} is {value:.3g}, past any count")
+    return series
+
+
+def _grown(before: Samples, after: Samples, name: str) -> int:
+    """A counter's increase over the level, summed over its series (whatever other labels
+    they carry). A series that went backwards or vanished is a reset; one that appears
+    counts from 0."""
+    old, new = _series(before, name), _series(after, name)
+    total = 0.0
+    for labels, value in old.items():
+        if labels not in new:
+            raise _Untrusted(f"{COUNTER_RESET} ({name}: a series vanished)", reset=True)
+        if new[labels] < value:
+            raise _Untrusted(
+                f"{COUNTER_RESET} ({name} went from {value:g} to {new[labels]:g})", reset=True
+            )
+    for labels, value in new.items():
+        total += value - old.get(labels, 0.0)
+    return round(total)
 
 
 def _by_position(samples: Samples, name: str, label: str) -> dict[int, float]:
     out: dict[int, float] = {}
-    for labels, value in samples.get(name, {}).items():
+    for labels, value in _series(samples, name).items():
         position = dict(labels).get(label)
         if position is None or not position.isdigit():
             continue
+        if len(position) > 3 or int(position) >= MAX_POSITIONS:
+            raise _Untrusted(f"{name}: position {position[:20]} is not a draft position")
         out[int(position)] = out.get(int(position), 0.0) + value
     return out
 
 
-def _delta(after: float, before: float) -> int:
-    """A counter's increase as a count (a reset — the server restarted — counts from 0)."""
-    grown = after - before if after >= before else after
-    return round(grown)
+def _positions(before: Samples, after: Samples, counters: SpecCounters, drafts_before: float):
+    """Accepted tokens per position over the level. The position series appear with the
+    engine's first draft: one appearing after the engine had drafted is a reset."""
+    if counters.per_position is None:
+        return ()
+    old = _by_position(before, counters.per_position, counters.position_label)
+    new = _by_position(after, counters.per_position, counters.position_label)
+    for k, value in old.items():
+        if k not in new or new[k] < value:
+            shown = "vanished" if k not in new else f"went from {value:g} to {new[k]:g}"
+            raise _Untrusted(f"{COUNTER_RESET} (position {k} {shown})", reset=True)
+    if drafts_before > 0 and any(k not in old for k in new):
+        appeared = min(k for k in new if k not in old)
+        raise _Untrusted(f"{COUNTER_RESET} (position {appeared} appeared mid-level)", reset=True)
+    if not new:
+        return ()
+    return tuple(round(new.get(k, 0.0) - old.get(k, 0.0)) for k in range(max(new) + 1))
+
+
+def _consistent(figures: CounterAcceptance, *, accepted_counted: bool) -> None:
+    """The counts must fit together as every engine increments them (drafts first, then the
+    draft tokens, the accepted total, the positions): no more accepted than drafted, no
+    position accepted more often than there were drafts, no more than one token a position
+    per draft, and the positions summing to the accepted total — at most one step's worth
+    below it (a read that raced the positions' increments)."""
+    drafts, accepted = figures.drafts, figures.accepted
+    positions, drafted = figures.per_position, figures.draft_tokens
+    most = drafts * MAX_POSITIONS
+    if accepted > most or drafted > most:
+        raise _Untrusted(f"{max(accepted, drafted)} tokens in {drafts} drafts")
+    if drafted and accepted > drafted:
+        raise _Untrusted(f"{accepted} accepted of {drafted} drafted tokens")
+    if positions and max(positions) > drafts:
+        raise _Untrusted(f"a position accepted {max(positions)} times in {drafts} drafts")
+    if positions and accepted_counted:  # (SGLang's accepted is its output less the bonus)
+        slack = len(positions) + round(OUTPUT_BAND * accepted)
+        if not 0 <= accepted - sum(positions) <= slack:
+            raise _Untrusted(
+                f"the positions sum to {sum(positions)}, the accepted total is {accepted}"
+            )
 
 
 def gauge_value(samples: Samples, counters: SpecCounters) -> float | None:
@@ -244,40 +373,46 @@ def gauge_value(samples: Samples, counters: SpecCounters) -> float | None:
     and it has a value (0 means "no verify step yet")."""
     values = list(samples.get(counters.gauge, {}).values()) if counters.gauge else []
     mean = sum(values) / len(values) if values else 0.0
-    return mean if mean > 0 else None
+    return mean if 0 < mean <= MAX_LENGTH else None  # NaN, ±Inf and absurd values too
 
 
 def counter_deltas(before: Samples, after: Samples, counters: SpecCounters) -> CounterAcceptance:
-    """What the engine counted between two snapshots. A series missing from ``before`` (the
-    per-position series appear with the first draft) counts from 0; an engine that does not
-    count accepted tokens has them as its output less one bonus token per draft."""
-    per_position: tuple[int, ...] = ()
-    if counters.per_position is not None:
-        old = _by_position(before, counters.per_position, counters.position_label)
-        new = _by_position(after, counters.per_position, counters.position_label)
-        if new:
-            per_position = tuple(
-                _delta(new.get(k, 0.0), old.get(k, 0.0)) for k in range(max(new) + 1)
-            )
-    output: int | None = None
-    if counters.output_tokens is not None and counters.output_tokens in after:
-        output = _delta(
-            _total(after, counters.output_tokens), _total(before, counters.output_tokens)
+    """What the engine counted between two snapshots, or why it cannot be trusted (a
+    counter that went backwards or vanished, a position series that appeared after the
+    engine had drafted: ``counter reset``; a value that is not a count; counts that do not
+    fit together). A series missing from ``before`` counts from 0 (llama.cpp's per-position
+    series appear with its first draft); an engine that does not count accepted tokens has
+    them as its output less one bonus token per draft. Never raises."""
+    try:
+        output: int | None = None
+        named = counters.output_tokens
+        if named is not None and (named in after or named in before):
+            output = _grown(before, after, named)
+        drafts = _grown(before, after, counters.drafts)
+        drafts_before = sum(_series(before, counters.drafts).values())
+        per_position = _positions(before, after, counters, drafts_before)
+        if counters.accepted is not None:
+            accepted = _grown(before, after, counters.accepted or "")
+        elif drafts and output is not None and output < drafts:
+            raise _Untrusted(f"{output} output tokens in {drafts} verify steps")
+        else:
+            accepted = max(0, (output or 0) - drafts) if drafts else 0
+        drafted = 0
+        if counters.draft_tokens is not None:
+            drafted = _grown(before, after, counters.draft_tokens)
+        figures = CounterAcceptance(
+            drafts=drafts,
+            draft_tokens=drafted,
+            accepted=accepted,
+            per_position=per_position,
+            output_tokens=output,
         )
-    drafts = _delta(_total(after, counters.drafts), _total(before, counters.drafts))
-    if counters.accepted is not None:
-        accepted = _delta(_total(after, counters.accepted), _total(before, counters.accepted))
-    else:
-        accepted = max(0, (output or 0) - drafts) if drafts else 0
-    drafted = 0
-    if counters.draft_tokens is not None:
-        drafted = _delta(
-            _total(after, counters.draft_tokens), _total(before, counters.draft_tokens)
-        )
-    return CounterAcceptance(
-        drafts=drafts,
-        draft_tokens=drafted,
-        accepted=accepted,
-        per_position=per_position,
-        output_tokens=output,
-    )
+        _consistent(figures, accepted_counted=counters.accepted is not None)
+    except _Untrusted as why:
+        return CounterAcceptance.untrusted(why.reason)
+    return figures
+
+
+def is_reset(figures: CounterAcceptance) -> bool:
+    """Whether a level's counters were untrusted because one went backwards."""
+    return figures.unknown.startswith(COUNTER_RESET)

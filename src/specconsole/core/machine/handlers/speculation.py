@@ -41,12 +41,16 @@ def configured_off(config: ServerConfig) -> str:
 
 def uncounted(config: ServerConfig, levels: Sequence[LevelSummary]) -> str:
     """:data:`NO_DRAFTS` when ``config`` should speculate and every level whose engine
-    counters were read completed requests without a single draft ('' otherwise)."""
+    counters were read (and trusted) completed requests without a single draft ('' otherwise)."""
     try:
         speculates = engine_for(config).verify_tokens(config) > 0
     except EngineNotFound:
         return ""
-    drafts = [lv.counters.drafts for lv in levels if lv.counters is not None and lv.completed]
+    drafts = [
+        lv.counters.drafts
+        for lv in levels
+        if lv.counters is not None and lv.counters.trusted and lv.completed
+    ]
     return NO_DRAFTS if speculates and drafts and not any(drafts) else ""
 
 
