@@ -210,3 +210,21 @@ async def test_each_level_result_arrives_while_the_ladder_still_runs(
         lv.to_record() for lv in result.levels
     ]
     assert live[0] is not None and live[0].max_concurrency == 1 and live[0].completed == 4
+
+
+def test_the_bundled_metrics_reader_runs_on_a_bare_python() -> None:
+    """``prometheus_client``'s parser travels in the script: a box without it reads
+    ``/metrics`` as strictly as the console (issue 44)."""
+    spec = BenchSpec(ladder=(1,), requests_per_level=1)
+    script = build_script(plan_for(spec), "http://127.0.0.1:9").rsplit("sys.exit(", 1)[0]
+    script += (
+        "from specconsole.core.measure.prometheus import read_prometheus\n"
+        "import json\n"
+        "good = read_prometheus('# TYPE a_total counter\\na_total{engine=\"0\"} 3\\n')\n"
+        "bad = read_prometheus('<html>502</html>')\n"
+        "print(json.dumps({'type': 'x', 'good': good.samples['a_total'][(('engine', '0'),)],"
+        " 'bad': bad.problem, 'isolated': 'prometheus_client.exposition' not in sys.modules}))\n"
+    )
+    (message,) = run_on_bare_python(script)
+    assert message["good"] == 3.0 and message["isolated"]
+    assert message["bad"].startswith("not Prometheus text")

@@ -83,6 +83,12 @@ class SpecCounters:
     ``sglang:spec_accept_length``): the acceptance over time where the counters say too
     little (counted only as requests finish)."""
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every metric named here."""
+        named = (self.drafts, self.draft_tokens, self.accepted, self.per_position)
+        return tuple(n for n in (*named, self.output_tokens, self.gauge) if n)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "drafts": self.drafts,
@@ -210,7 +216,12 @@ class CounterAcceptance:
         )
         output = _optional_count(data.get("output_tokens"))
         client = _optional_count(data.get("client_output_tokens"))
-        series = [_finite(x) for x in (data.get("series") or ())[:MAX_SERIES]]
+        raw_series = data.get("series") or ()
+        series = (
+            [_finite(x) for x in raw_series[:MAX_SERIES]]
+            if isinstance(raw_series, list | tuple)
+            else []
+        )
         every = _finite(data.get("series_interval_s"))
         bad = None in counts or None in positions or output is False or client is False
         if reason or bad:

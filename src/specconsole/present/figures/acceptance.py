@@ -7,7 +7,9 @@ the headless lines, the reports — says the same four things the same way: the 
 figure (its counters' deltas around the level), a sparkline of it during the level (drift
 shows), a small bar per draft position (where the engine counts them), and the load
 generator's tokens per chunk beside it, flagged when the two disagree by more than
-``ACCEPT_TOLERANCE``.
+``ACCEPT_TOLERANCE``. Counters that cannot be trusted (a reset mid-level, an answer that was
+not Prometheus text) read ``accept unknown (counter reset (…))`` everywhere, never a figure,
+and the server's output-token count is flagged when it strays from the load generator's.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specconsole.core.machine.state import LevelSummary
+from specconsole.core.measure.acceptance import OUTPUT_BAND, CounterAcceptance
 from specconsole.core.measure.trials import ACCEPT_TOLERANCE
 
 __all__ = [
     "agreement",
     "level_acceptance",
+    "output_check",
     "per_position_bars",
     "sparkline",
+    "unknown_acceptance",
 ]
 
 _BLOCKS = "▁▂▃▄▅▆▇█"
@@ -66,16 +71,38 @@ def agreement(level: LevelSummary) -> str:
     )
 
 
+def unknown_acceptance(counters: CounterAcceptance | None) -> str:
+    """``unknown (counter reset (…))`` for counters that cannot be trusted ('' otherwise)."""
+    return "" if counters is None or counters.trusted else f"unknown ({counters.unknown})"
+
+
+def output_check(counters: CounterAcceptance | None) -> str:
+    """The server's output-token count against the load generator's, flagged beyond
+    :data:`OUTPUT_BAND`: ``⚠ the server counted 1,200 output tokens, the client 1,000 (20%
+    apart)``; '' when they agree or either is unknown."""
+    gap = None if counters is None else counters.output_gap
+    if counters is None or gap is None or gap <= OUTPUT_BAND:
+        return ""
+    return (
+        f"⚠ the server counted {counters.output_tokens:,} output tokens, the client "
+        f"{counters.client_output_tokens:,} ({gap:.0%} apart)"
+    )
+
+
 def level_acceptance(level: LevelSummary) -> list[str]:
-    """A level's acceptance lines for the trial details (nothing without a figure)."""
+    """A level's acceptance lines for the trial details (nothing without a figure; counters
+    that cannot be trusted say so, with the reason)."""
+    counters = level.counters
+    check = output_check(counters)
+    if unknown := unknown_acceptance(counters):
+        return [f"c={level.concurrency} accept {unknown}" + (f" · {check}" if check else "")]
     if level.accept_length is None:
         return []
-    counters = level.counters
     source = "the engine's counters" if counters is not None and counters.speculated else None
     head = f"c={level.concurrency} accept {level.accept_length:.2f}"
     head += f" ({source})" if source else ""
-    if check := agreement(level):
-        head += f" · {check}"
+    for flag in (agreement(level), check):
+        head += f" · {flag}" if flag else ""
     lines = [head]
     if counters is not None and counters.series:
         every = counters.series_interval_s

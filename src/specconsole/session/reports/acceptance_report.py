@@ -14,7 +14,13 @@ from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
-from specconsole.present.figures.acceptance import agreement, per_position_bars, sparkline
+from specconsole.present.figures.acceptance import (
+    agreement,
+    output_check,
+    per_position_bars,
+    sparkline,
+    unknown_acceptance,
+)
 from specconsole.present.labels import record_label
 
 __all__ = ["acceptance_lines"]
@@ -40,12 +46,18 @@ def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -
                 c = lv.counters
                 if c is None:
                     continue
+                if unknown := unknown_acceptance(c):
+                    out.append(
+                        f"| {t.index + 1} | {label} | {lv.concurrency} | — | — | — | {unknown} "
+                        f"| — | — | — | {output_check(c) or '—'} | — |"
+                    )
+                    continue
                 length = "—" if c.acceptance_length is None else f"{c.acceptance_length:.3f}"
                 rate = "—" if c.acceptance_rate is None else f"{c.acceptance_rate:.1%}"
                 output = "—" if c.output_tokens is None else str(c.output_tokens)
                 drafted = str(c.draft_tokens) if c.draft_tokens else "—"
                 over = sparkline(c.series) or "—"
-                client = agreement(lv) or "—"
+                client = " · ".join(x for x in (agreement(lv), output_check(c)) if x) or "—"
                 out.append(
                     f"| {t.index + 1} | {label} | {lv.concurrency} | {c.drafts} | "
                     f"{drafted} | {c.accepted} | {length} | {rate} | "
