@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -57,6 +58,38 @@ def test_a_silent_server_costs_the_request_timeout_once_not_per_request() -> Non
         done = bench("--ladder", "1,4", "--requests", "8", "--stall-timeout", "1", url)
     assert done.returncode == 1
     assert "level c=1: every warm-up request failed (stall)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("api", "flush"), [("generate", False), ("generate", True), ("chat", True)]
+)
+async def test_a_silent_server_fails_a_level_after_its_first_stall(api: str, flush: bool) -> None:
+    """Issue 44: without a warm-up, 6 requests at c=1 against a server that accepts and never
+    answers fail after the first stall (or the first control request's silence: the model
+    name, the flush), not after six stalls and the control timeouts (30 s each) around them.
+    In process (no interpreter start-up is timed), and the bound is counted in stall
+    timeouts, so it holds on a loaded machine: three stalls' worth is still half the six
+    stalls (plus 60 s of control timeouts) it cost before."""
+    from specconsole.bench.runner import ThreadedBenchmarkRunner
+    from specconsole.core.ports import BenchSpec
+
+    stall = 1.0
+    spec = BenchSpec(
+        ladder=(1,),
+        requests_per_level=6,
+        warmup_requests=0,
+        stall_timeout_s=stall,
+        api=api,
+        model="m" if api != "generate" else None,
+        flush_cache=flush,
+    )
+    with hostile_server("silent") as url:
+        t0 = time.monotonic()
+        result = await ThreadedBenchmarkRunner().run(spec, url)
+        elapsed = time.monotonic() - t0
+    assert elapsed < 3 * stall, elapsed
+    assert result.error is not None and "stall" in result.error, result.error
+    assert not result.levels or result.levels[0].errors == {"stall": 1}
 
 
 def test_a_refused_port_names_the_url_and_the_refusal() -> None:

@@ -105,8 +105,12 @@ def test_the_simulators_port_is_bounded(port: str, capsys: pytest.CaptureFixture
                 "--speculative-num-draft-tokens",
                 "4",
             ],
-            "must be >= 1",
+            "--speculative-num-steps -3: must be",
         ),
+        # issue 44: refused even where the engine would ignore it (no algorithm named)
+        (["--speculative-num-steps", "-3"], "--speculative-num-steps -3: must be a finite"),
+        (["--mem-fraction-static", "7"], "a share of GPU memory is at most 1"),
+        (["--max-running-requests", "-64"], "--max-running-requests -64: must be"),
     ],
 )
 def test_sim_predict_is_bounded(
@@ -224,3 +228,26 @@ def test_the_shipped_optimize_example_validates(capsys: pytest.CaptureFixture[st
     code, text = run(["validate", str(ROOT / "examples" / "optimize-sweep.toml")], capsys)
     assert code == 0, text
     assert "optimize skips them" in text or " OK " in text
+
+
+def test_resume_names_a_damaged_session_file_before_asking_for_its_secrets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: the session's own files are checked first — a damaged ``session.toml`` is
+    named (and rebuilt from the records) before ``resume`` asks for a secret it needs; a
+    damaged ``trials.jsonl`` stops it before the secret is asked for at all."""
+    monkeypatch.delenv("SPECCONSOLE_API_KEY", raising=False)
+    text = PLAN_TEXT.replace(
+        "max_running_requests = 64",
+        'max_running_requests = 64\nextra_args = ["--api-key", "s3cret-value"]',
+    )
+    session = Session.create(tmp_path, loads_plan(text))
+    meta = session.path / "session.toml"
+    meta.write_text(meta.read_text() + "garbage = [\n")
+    code, out = run(["resume", str(session.path)], capsys)
+    assert code != 0 and "s3cret-value" not in out
+    damaged, secret = out.find("session.toml"), out.find("SPECCONSOLE_API_KEY")
+    assert 0 <= damaged < secret, out
+    (session.path / "trials.jsonl").write_text('{"index": 0, trunc\n{"also": "bad"}\n')
+    code, out = run(["resume", str(session.path)], capsys)
+    assert code != 0 and "trials.jsonl: line 1" in out and "SPECCONSOLE_API_KEY" not in out

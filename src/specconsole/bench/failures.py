@@ -16,12 +16,27 @@ from specconsole.bench.api import RequestFailed
 from specconsole.bench.rerun import LOST_CONNECTION_KINDS
 from specconsole.core.measure.metrics import RequestTimeline
 
-__all__ = ["overrun_limit", "warmup_failure"]
+__all__ = ["SILENT_KINDS", "overrun_limit", "silent_wave", "warmup_failure"]
+
+SILENT_KINDS = frozenset({"stall", "timeout"})
+"""Failures that mean the server said nothing (no token within the stall or request
+timeout), as opposed to an answer (an HTTP error) or a lost connection."""
 
 
 def overrun_limit(asked: int) -> int:
     """Most tokens a stream may carry for ``asked`` (``max_tokens`` with ``ignore_eos``)."""
     return 2 * asked + 64
+
+
+def silent_wave(records: Sequence[RequestTimeline], concurrency: int, tokens: int) -> bool:
+    """Whether a measured phase's outcome is decided: its first ``concurrency`` requests
+    (one request per slot) all ended in silence and the server streamed no token at all. A
+    level of a server that accepts and never answers then stops after one stall timeout
+    instead of waiting it once per request (issue 44): every later request would wait the
+    same, and the level is "every request failed" either way."""
+    if tokens or len(records) < max(1, concurrency):
+        return False
+    return all(r.error_kind in SILENT_KINDS for r in records)
 
 
 def warmup_failure(records: Sequence[RequestTimeline], *, reached: bool) -> RequestFailed | None:

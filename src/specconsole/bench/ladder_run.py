@@ -34,7 +34,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from specconsole.bench.acceptance import CounterProbe
 from specconsole.bench.api import (
@@ -46,7 +47,7 @@ from specconsole.bench.api import (
     make_parser,
 )
 from specconsole.bench.control import accept_length, flush_cache, open_connections, resolve_model
-from specconsole.bench.failures import overrun_limit, warmup_failure
+from specconsole.bench.failures import overrun_limit, silent_wave, warmup_failure
 from specconsole.bench.ladder import ClientFactory, LadderPlan, ProgressSink, StreamClient
 from specconsole.bench.phase import Phase
 from specconsole.bench.rerun import RERUN_WAIT_S, answers_again, lost_midway
@@ -56,6 +57,8 @@ from specconsole.bench.workload.prompts import Prompt
 from specconsole.core.measure.metrics import LevelMetrics, RequestTimeline, compute_level_metrics
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.slo import Slo
+
+T = TypeVar("T")
 
 PROGRESS_TICK_S = 0.25
 """Interval of the rate-update progress events between request completions."""
@@ -206,7 +209,7 @@ class LadderRun:
         counters: CounterProbe | None = None
         try:
             if self._model is None and plan.api != API_GENERATE:
-                self._model = await resolve_model(client)
+                self._model = await self._within_stall(resolve_model(client), "GET /v1/models")
             warmup_total = plan.warmup_requests * concurrency
             if warmup_total:
                 warm, _, _ = await self._phase(
@@ -220,8 +223,8 @@ class LadderRun:
             if plan.window == WINDOW_STEADY:
                 await open_connections(client, concurrency)
             if plan.flush_cache:
-                await flush_cache(client)
-            counters = await CounterProbe.started(client, plan.spec_counters)
+                await self._within_stall(flush_cache(client), "POST /flush_cache")
+            counters = await self._counters(client)
             count = plan.requests_for(concurrency)
             measured, duration, partial = await self._phase(
                 client,
@@ -232,8 +235,14 @@ class LadderRun:
                 warmup=False,
                 steady=plan.window == WINDOW_STEADY,
             )
-            accept = None if partial else await accept_length(client)
-            spec = None if partial else await counters.finish(measured)
+            # nothing completed (a silent server): nothing to read, and no wait for it
+            answered = measured.output_tokens > 0
+            accept = None if partial or not answered else await accept_length(client)
+            spec = (
+                None
+                if partial or counters is None or not answered
+                else await counters.finish(measured)
+            )
             metrics = compute_level_metrics(
                 measured.records,
                 duration=duration,
@@ -256,6 +265,28 @@ class LadderRun:
             if counters is not None:
                 await counters.aclose()  # its reads during the level end with it
             await client.aclose()
+
+    async def _within_stall(self, request: Awaitable[T], what: str) -> T:
+        """A control request before the level, bounded by the stall timeout: a server that
+        says nothing for that long is silent (the level fails at once, naming the request),
+        not worth the control timeout per request."""
+        stall = self.plan.stall_timeout_s
+        try:
+            return await asyncio.wait_for(request, stall)
+        except asyncio.TimeoutError:  # noqa: UP041 - distinct from TimeoutError on 3.10
+            raise RequestFailed(
+                "stall", f"{what}: no answer for {stall:g} s (stall_timeout_s): a silent server"
+            ) from None
+
+    async def _counters(self, client: StreamClient) -> CounterProbe | None:
+        """The level's counter probe, its first read bounded by the stall timeout (no
+        counters when ``/metrics`` stays silent: the level is measured without them)."""
+        try:
+            return await asyncio.wait_for(
+                CounterProbe.started(client, self.plan.spec_counters), self.plan.stall_timeout_s
+            )
+        except asyncio.TimeoutError:  # noqa: UP041 - distinct from TimeoutError on 3.10
+            return None
 
     async def _phase(
         self,
@@ -317,6 +348,8 @@ class LadderRun:
     def _more(self, phase: Phase, count: int | None, duration_s: float | None) -> bool:
         if count is not None and phase.issued >= count:
             return False
+        if not phase.warmup and silent_wave(phase.records, phase.concurrency, phase.output_tokens):
+            return False  # the server is silent: the level's outcome is decided
         return duration_s is None or self._clock() - phase.t0 < duration_s
 
     async def _closed_loop(

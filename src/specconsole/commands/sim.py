@@ -11,7 +11,9 @@ a profile edit.
 from __future__ import annotations
 
 import argparse
+import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -40,6 +42,25 @@ def _run(args: argparse.Namespace) -> int:
     from specconsole.sim.process import main
 
     return main(rest)
+
+
+_SHARES = ("mem_fraction_static", "gpu_memory_utilization")
+"""Flags that are a share of the GPU's memory: more than 1 is no share."""
+
+
+def _unusable_number(values: Mapping[str, Any]) -> str:
+    """Why a parsed flag's number cannot be predicted for ('' when every one can): negative,
+    not finite, or a memory share above 1 — refused as ``validate`` and a plan refuse them,
+    even where the engine would ignore the flag (no speculative algorithm named)."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if not math.isfinite(value) or value < 0:
+            return f"{flag} {value}: must be a finite number, 0 or more; fix: give e.g. {flag} 3"
+        if name in _SHARES and value > 1:
+            return f"{flag} {value}: a share of GPU memory is at most 1; fix: e.g. {flag} 0.85"
+    return ""
 
 
 def _predict(argv: list[str]) -> int:
@@ -92,6 +113,9 @@ def _predict(argv: list[str]) -> int:
         if sweep and not words and face.engine != DEFAULT_FACE:
             words = face.words(face.calibration(load_profile(face.default_profile()), 1))
         parsed = face.parse(words)
+        if problem := _unusable_number(parsed.values):
+            print(problem)
+            return 2
         profile = load_profile(parsed.values.get("sim_profile") or face.default_profile())
     except (SimArgError, ProfileError, ValueError) as exc:
         print(exc)

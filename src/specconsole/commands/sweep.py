@@ -229,14 +229,14 @@ def _resume_locked(session: Session, on_crash: str | None) -> int:
         plan, notices, saved = prepare_resume(session)
     except (SessionError, PlanError, OSError) as exc:
         return error(str(exc))
-    if missing := missing_values(plan.base):
+    for notice in notices:  # the session's own files first (a damaged one, rebuilt)…
+        print(f"specconsole: notice: {notice}", file=sys.stderr)
+    if missing := missing_values(plan.base):  # …then what it needs from this shell
         return error(
             f"server.env: the session does not store the values of {', '.join(missing)}"
             " (secrets are never written to session files); "
             f"export {missing[0]}=... in this shell, then resume"
         )
-    for notice in notices:
-        print(f"specconsole: notice: {notice}", file=sys.stderr)
     policy = CrashPolicy(on_crash) if on_crash else None
     if policy is None and saved in {c.value for c in CrashPolicy}:
         policy = CrashPolicy(saved)
