@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specconsole.core.config.model import ServerConfig, config_to_table
+from specconsole.core.measure.gpu import read_figure
 
 __all__ = [
     "NVIDIA_SMI_QUERY",
@@ -46,24 +47,31 @@ class GpuInfo:
 
 
 def _mib(text: str) -> int | None:
-    """``81559`` or ``81559 MiB`` → 81559; ``[N/A]`` and the like → None."""
-    word = text.strip().split(" ")[0] if text.strip() else ""
-    try:
-        return int(float(word))
-    except ValueError:
-        return None
+    """``81559`` or ``81559 MiB`` → 81559; ``[N/A]``, another unit (``79.6 GiB``), a negative
+    or impossible size → None (``core.measure.gpu.read_figure``)."""
+    value = read_figure(text, "memory.total")
+    return None if value is None else int(value)
 
 
 def parse_gpus(text: str) -> tuple[GpuInfo, ...]:
     """The GPUs in ``nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,
-    noheader[,nounits]`` output; lines that are not three comma-separated fields are skipped."""
+    noheader[,nounits]`` output; lines that are not three comma-separated fields are skipped,
+    a name is kept printable and short, and memory used past the total is not believed."""
     gpus: list[GpuInfo] = []
-    for line in text.splitlines():
+    for line in text.splitlines()[:MAX_GPUS]:
         fields = [field.strip() for field in line.rsplit(",", 2)]
-        if len(fields) != 3 or not fields[0]:
+        if len(fields) != 3 or not fields[0] or len(line) > 4096:
             continue
-        gpus.append(GpuInfo(fields[0], _mib(fields[1]), _mib(fields[2])))
+        name = "".join(c for c in fields[0] if c.isprintable())[:80]
+        total, used = _mib(fields[1]), _mib(fields[2])
+        if total is not None and used is not None and used > total:
+            used = None
+        gpus.append(GpuInfo(name or "?", total, used))
     return tuple(gpus)
+
+
+MAX_GPUS = 1024
+"""Lines read from the GPU query (no box has more GPUs)."""
 
 
 @dataclass(frozen=True, slots=True)

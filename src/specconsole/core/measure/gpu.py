@@ -13,15 +13,23 @@ Definitions (per GPU, over the samples taken in a span: a trial's load, one ladd
 * memory peak / mean: the largest and the mean ``memory.used`` (MiB);
 * utilisation, power: the means of ``utilization.gpu`` (%) and ``power.draw`` (W) over the
   samples that report them (``[N/A]`` is left out, never read as 0);
-* a span's power is the sum of its GPUs' mean power, its utilisation their mean;
+* a span's power is the sum of its GPUs' mean power — known only when every GPU of the span
+  reported power (a GPU printing ``[N/A]`` or gone from the list makes it unknown, never a
+  partial sum) —, its utilisation their mean;
 * tokens per joule = output tokens per second / watts (a level's aggregate tok/s over the
-  mean power of every GPU sampled during it).
+  mean power of every GPU sampled during it), only where that power is known.
+
+Nothing the box prints is taken on trust: a figure in another unit (``47.6 GiB`` where MiB
+were asked for), a negative or impossible one (over 100 %, 5 kW, 16 TiB), memory used past
+its total, ``[N/A]`` and ``[Not Supported]`` are not read as numbers; what the box printed
+instead is kept with the sample (:attr:`GpuSample.unread`) and shown as such.
 
 Standard library only.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -35,6 +43,7 @@ __all__ = [
     "fold",
     "parse_sample",
     "query_args",
+    "read_figure",
 ]
 
 QUERY_FIELDS: tuple[str, ...] = (
@@ -50,6 +59,11 @@ QUERY_FIELDS: tuple[str, ...] = (
 
 MAX_LINE = 4096
 """A longer line is not a sample (a bounded read: the stream may carry anything)."""
+MAX_MEMORY_MIB = 16 * 1024 * 1024
+"""No GPU holds 16 TiB: a larger figure is not a memory size."""
+MAX_POWER_W = 5000.0
+"""No GPU draws 5 kW: a larger figure is not its power (a wrong unit, a lie)."""
+MAX_TEMPERATURE_C = 200.0
 
 
 def query_args(interval_ms: int) -> tuple[str, ...]:
@@ -76,6 +90,13 @@ class GpuSample:
     temperature_c: float | None = None
     stamp: str = ""
     """The box's own ``timestamp`` (``2026/12/06 02:32:06.123``, the box's local time)."""
+    unread: tuple[tuple[str, str], ...] = ()
+    """Figures the box did not give, and what it printed instead: ``(("power.draw",
+    "[N/A]"),)``; shown as such, never as 0."""
+
+    def said(self, field: str) -> str:
+        """What the box printed for ``field`` when it is not a figure ('' when it is)."""
+        return next((what for name, what in self.unread if name == field), "")
 
     @property
     def memory_share(self) -> float:
@@ -93,6 +114,7 @@ class GpuSample:
             "power_w": self.power_w,
             "temperature_c": self.temperature_c,
             "stamp": self.stamp,
+            **({"unread": [list(pair) for pair in self.unread]} if self.unread else {}),
         }
 
     @classmethod
@@ -105,46 +127,93 @@ class GpuSample:
             power_w=_opt(data.get("power_w")),
             temperature_c=_opt(data.get("temperature_c")),
             stamp=str(data.get("stamp", "")),
+            unread=tuple(
+                (str(pair[0]), str(pair[1]))
+                for pair in data.get("unread") or ()
+                if isinstance(pair, list | tuple) and len(pair) == 2
+            ),
         )
 
 
 def _opt(value: Any) -> float | None:
-    return None if value is None else float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
-def _number(text: str) -> float | None:
+UNITS: dict[str, tuple[str, float]] = {
+    "memory.used": ("MiB", MAX_MEMORY_MIB),
+    "memory.total": ("MiB", MAX_MEMORY_MIB),
+    "utilization.gpu": ("%", 100.0),
+    "power.draw": ("W", MAX_POWER_W),
+    "temperature.gpu": ("C", MAX_TEMPERATURE_C),
+}
+"""Each figure's unit as ``nvidia-smi`` prints it (with ``nounits`` dropped; a number in
+another unit — ``47.6 GiB``, ``287 mW`` — is not read as this one) and the most it can be."""
+
+
+def read_figure(text: str, field: str) -> float | None:
     """``47600``, ``312.45`` or ``47600 MiB`` → the number; ``[N/A]``, ``[Not Supported]``,
-    ``N/A`` and anything else that is not a finite number → None."""
-    word = text.strip().split(" ")[0] if text.strip() else ""
+    ``N/A``, a number in another unit, a negative one, one past what the figure can be, and
+    anything else that is not a finite number → None (never 0)."""
+    words = text.strip().split()
+    if not words or len(words) > 2:
+        return None
+    unit, most = UNITS[field]
+    if len(words) == 2 and words[1] != unit:
+        return None
     try:
-        value = float(word)
+        value = float(words[0])
     except ValueError:
         return None
-    return value if value == value and abs(value) != float("inf") else None
+    if not math.isfinite(value) or value < 0 or value > most:
+        return None
+    return value
+
+
+def unreadable(text: str) -> str:
+    """What ``nvidia-smi`` printed instead of a figure, as the box said it (``[N/A]``,
+    ``[Not Supported]``), or why it is not read (``not a number``)."""
+    word = text.strip()
+    if word.startswith("[") and word.endswith("]") and len(word) <= 40:
+        return word
+    return "not a number" if word else "empty"
 
 
 def parse_sample(line: str) -> GpuSample | None:
     """One line of the :data:`QUERY_FIELDS` query, or None when it is not one (a header, an
-    error message, a GPU without memory figures)."""
+    error message, a GPU without memory figures, memory used past its total). A figure the
+    box did not give (``[N/A]``) or gave in a form that cannot be trusted is None, with what
+    it said in :attr:`GpuSample.unread`."""
     if len(line) > MAX_LINE:
         return None
     fields = [field.strip() for field in line.split(",")]
     if len(fields) != len(QUERY_FIELDS):
         return None
     stamp, index, used, total, util, power, temp = fields
-    if not index.isdigit():
+    if not index.isdigit() or len(index) > 3:
         return None
-    used_mib, total_mib = _number(used), _number(total)
-    if used_mib is None or total_mib is None or total_mib <= 0:
+    used_mib, total_mib = read_figure(used, "memory.used"), read_figure(total, "memory.total")
+    if used_mib is None or total_mib is None or total_mib <= 0 or used_mib > total_mib:
         return None
+    figures = {
+        "utilization.gpu": (util, read_figure(util, "utilization.gpu")),
+        "power.draw": (power, read_figure(power, "power.draw")),
+        "temperature.gpu": (temp, read_figure(temp, "temperature.gpu")),
+    }
+    unread = tuple(
+        (field, unreadable(text)) for field, (text, value) in figures.items() if value is None
+    )
     return GpuSample(
         index=int(index),
         memory_used_mib=used_mib,
         memory_total_mib=total_mib,
-        utilization_pct=_number(util),
-        power_w=_number(power),
-        temperature_c=_number(temp),
-        stamp=stamp,
+        utilization_pct=figures["utilization.gpu"][1],
+        power_w=figures["power.draw"][1],
+        temperature_c=figures["temperature.gpu"][1],
+        stamp=stamp[:40],
+        unread=unread,
     )
 
 
@@ -256,10 +325,29 @@ class GpuSpan:
         return max(means) if means else None
 
     @property
+    def power_unknown(self) -> str:
+        """Why this span's power is not known ('' when it is): a GPU that reported no power
+        (``[N/A]``, ``[Not Supported]``), or one missing from most of the samples (a GPU
+        gone from ``nvidia-smi``'s list) — a sum over the others would read low."""
+        sampled = [g for g in self.gpus if g.samples]
+        if not sampled:
+            return "not sampled"
+        silent = [str(g.index) for g in sampled if not g.power_samples]
+        if silent:
+            return f"no power from GPU {', '.join(silent)}"
+        most = max(g.samples for g in sampled)
+        missing = [str(g.index) for g in sampled if 2 * g.samples < most]
+        if missing:
+            return f"GPU {', '.join(missing)} missing from most samples"
+        return ""
+
+    @property
     def power_w(self) -> float | None:
-        """Every sampled GPU's mean power, summed (None when none reported power)."""
-        powers = [g.power_w for g in self.gpus if g.power_w is not None]
-        return sum(powers) if powers else None
+        """Every sampled GPU's mean power, summed; None unless every GPU of the span
+        reported it (:attr:`power_unknown`)."""
+        if self.power_unknown:
+            return None
+        return sum(g.power_w or 0.0 for g in self.gpus if g.samples)
 
     @property
     def utilization_pct(self) -> float | None:
@@ -268,7 +356,8 @@ class GpuSpan:
         return sum(utils) / len(utils) if utils else None
 
     def tokens_per_joule(self, tok_s: float) -> float | None:
-        """``tok_s`` output tokens per second over this span's power (None: no power)."""
+        """``tok_s`` output tokens per second over this span's power (None unless the power
+        of every GPU of the span is known)."""
         power = self.power_w
         return tok_s / power if power and power > 0 else None
 

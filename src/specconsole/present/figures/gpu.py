@@ -4,7 +4,9 @@ GPU figures and a level's energy.
 Why one module: the same figures appear in the console (a line per width under the header),
 the crash banner ("GPU 0-3: 42.5 / 48.0 GiB at the fatal line"), the trial details, the
 headless summary and the reports, and each must read the same everywhere — memory in GiB to
-one decimal, power in whole watts, tokens per joule to two decimals. The live line picks the
+one decimal, power in whole watts, tokens per joule to two decimals; a figure the box did not
+give reads as what it printed (``[N/A]``), and an energy whose power is not known for every GPU
+reads "tok/J unknown (no power from GPU 2)" — never 0 W or 0 %. The live line picks the
 richest form that fits the width, from a bar, used/total, utilisation, power and temperature
 per GPU at 120 columns down to one line for all of them at 80 (a tiny bar per GPU).
 """
@@ -67,22 +69,35 @@ def hot(samples: Sequence[GpuSample]) -> bool:
     return any(s.memory_share >= HOT_SHARE for s in samples)
 
 
+def _power(s: GpuSample) -> str:
+    """A GPU's power, or what the box printed instead (``[N/A]``): never 0 W."""
+    return _watts(s.power_w) if s.power_w is not None else s.said("power.draw") or DASH
+
+
+def _util(s: GpuSample) -> str:
+    return (
+        _pct(s.utilization_pct)
+        if s.utilization_pct is not None
+        else (s.said("utilization.gpu") or DASH)
+    )
+
+
 def _per_gpu(s: GpuSample, form: int) -> str:
     used, total = gib(s.memory_used_mib), gib(s.memory_total_mib)
     if form == 0:
         temp = "" if s.temperature_c is None else f" {s.temperature_c:.0f}°C"
         return (
             f"GPU{s.index} ▕{bar(s.memory_share, 10)}▏ {used}/{total} GiB "
-            f"{_pct(s.utilization_pct):>4} {_watts(s.power_w):>5}{temp}"
+            f"{_util(s):>4} {_power(s):>5}{temp}"
         )
     if form == 1:
         return (
             f"GPU{s.index} ▕{bar(s.memory_share, 6)}▏{used}/{total} GiB "
-            f"{_pct(s.utilization_pct):>4} {_watts(s.power_w).replace(' ', '')}"
+            f"{_util(s):>4} {_power(s).replace(' ', '')}"
         )
     return (
         f"{s.index}▕{bar(s.memory_share, 4)}▏{used}/{total} "
-        f"{_pct(s.utilization_pct):>4} {_watts(s.power_w).replace(' ', '')}"
+        f"{_util(s):>4} {_power(s).replace(' ', '')}"
     )
 
 
@@ -94,7 +109,7 @@ def _all_gpus(samples: Sequence[GpuSample], form: int) -> str:
     powers = [s.power_w for s in samples if s.power_w is not None]
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
     util = sum(utils) / len(utils) if utils else None
-    power = sum(powers) if powers else None
+    power = sum(powers) if powers and len(powers) == len(samples) else None  # all or none
     if form == 0:
         each = " ".join(f"▕{bar(s.memory_share, 3)}▏{gib(s.memory_used_mib)}" for s in samples)
         memory = f"{each} /{gib(total)} GiB"
@@ -102,7 +117,9 @@ def _all_gpus(samples: Sequence[GpuSample], form: int) -> str:
         heights = "".join(_HEIGHTS[min(7, int(s.memory_share * 8))] for s in samples)
         used = max(s.memory_used_mib for s in samples)
         memory = f"{heights} {gib(used)}/{gib(total)} GiB"
-    text = f"GPUs {memory} · {_pct(util)} · {_watts(power)}"
+    unsaid = next((s.said("power.draw") for s in samples if s.power_w is None), "")
+    watts = _watts(power) if power is not None else f"power {unsaid or DASH}"
+    text = f"GPUs {memory} · {_pct(util)} · {watts}"
     if form < 2 and temps:
         text += f" · {max(temps):.0f}°C"
     return text
@@ -151,10 +168,11 @@ def level_energy(level: LevelSummary) -> str:
     span: GpuSpan | None = level.gpu
     if span is None or not span.samples:
         return ""
-    return (
-        f"{tok_per_joule(level.tokens_per_joule)} · {_watts(span.power_w)} · "
-        f"{_pct(span.utilization_pct)} · peak {gib(span.memory_peak_mib)} GiB"
-    )
+    if why := span.power_unknown:
+        energy = f"tok/J unknown ({why})"
+    else:
+        energy = f"{tok_per_joule(level.tokens_per_joule)} · {_watts(span.power_w)}"
+    return f"{energy} · {_pct(span.utilization_pct)} · peak {gib(span.memory_peak_mib)} GiB"
 
 
 def _load_line(gpu: TrialGpu) -> str | None:
