@@ -476,7 +476,20 @@ def accept_length_from_server_info(info: Any) -> float | None:
         states = info["decode"]
     if isinstance(states, list) and states and isinstance(states[0], dict):
         value = states[0].get("avg_spec_accept_length")
-        if isinstance(value, (int, float)):
-            return float(value)
-    value = info.get("avg_spec_accept_length")
-    return float(value) if isinstance(value, (int, float)) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return _accept_figure(value)
+    return _accept_figure(info.get("avg_spec_accept_length"))
+
+
+MAX_ACCEPT_LENGTH = 65.0
+"""No engine accepts more than 64 draft tokens a step, plus the bonus token."""
+
+
+def _accept_figure(value: Any) -> float | None:
+    """An acceptance length the server reported, when it can be one: finite, at least 1
+    (the bonus token), at most :data:`MAX_ACCEPT_LENGTH` — else None (``NaN``, a negative,
+    a string, ``true``: not a figure)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if value == value and 1.0 <= value <= MAX_ACCEPT_LENGTH else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from specconsole.core.boxjson import MAX_JSON_CHARS, read_box_json
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import results
@@ -84,13 +85,17 @@ class ServerEndpoint:
 
     async def server_info(self, cfg: ServerConfig) -> Any:
         """The engine's server-info document (SGLang's ``/server_info``) as JSON; ``None``
-        when the engine serves none (``Endpoints.server_info``)."""
+        when the engine serves none (``Endpoints.server_info``). An answer that is not JSON
+        (a proxy's HTML page) raises ``ValueError`` naming the path and what came instead."""
         path = engine_for(cfg).endpoints.server_info
         if path is None:
             return None
         response = await self.http.get(f"{await self.url(cfg)}{path}")
         response.raise_for_status()
-        return response.json()
+        body, problem = read_box_json(response.content[: MAX_JSON_CHARS + 1])
+        if problem:  # a proxy's HTML, NaN, a cut-off body: said, never read as an answer
+            raise ValueError(f"{path} answered {problem}")
+        return body
 
     async def flush_cache(self, cfg: ServerConfig) -> None:
         """Empty the engine's prefix cache (a no-op when it has no such endpoint)."""

@@ -213,22 +213,31 @@ class EngineVersionKeeper:
                 version, detail = None, f"{type(exc).__name__}: {exc}"
             info = EngineVersionInfo(version, "detected" if version else "unknown", detail)
             if version is None and running is not None and server_info is not None:
-                info = await self._ask_running(running, server_info) or info
+                asked = await self._ask_running(running, server_info)
+                if isinstance(asked, EngineVersionInfo):
+                    info = asked
+                elif asked:  # why the running server's answer could not be read
+                    info = replace(info, detail=f"{info.detail}; {asked}")
         self._set(info)
         return info
 
     async def _ask_running(
         self, running: ServerConfig, server_info: ServerInfoCall
-    ) -> EngineVersionInfo | None:
-        """The release the server serving ``running`` reports (bounded; None: no answer)."""
+    ) -> EngineVersionInfo | str:
+        """The release the server serving ``running`` reports (bounded), or why it told
+        none ('' when it was not asked)."""
         try:
             async with asyncio.timeout(self.budget_s):
                 body = await server_info(running)
-        except Exception:  # no answer is an answer: the release stays unknown
-            return None
+        except TimeoutError:
+            return f"the running server gave no answer within {self.budget_s:g} s"
+        except Exception as exc:  # no answer is an answer: the release stays unknown
+            return f"the running server's answer: {str(exc)[:200] or type(exc).__name__}"
+        if body is None:
+            return ""
         version = version_from_server_info(body, running)
         if version is None:
-            return None
+            return "the running server's answer names no release number"
         return EngineVersionInfo(version, "server_info", "/server_info of the server running now")
 
     def from_server_info(self, body: Any, config: ServerConfig | None = None) -> None:

@@ -13,8 +13,9 @@ a second configuration of the same binary, asks nothing again.
 :func:`check_box_flags` is the check on its own — the pre-flight before a session's first
 deploy calls it; :class:`FlagSetKeeper` is what the controller holds (through its engine
 version keeper). Neither ever fails a sweep: a box that cannot be asked (no such binary yet, a
-launcher whose help cannot be read, no answer in time) is checked by the release tables only,
-and the reason is kept.
+launcher whose help cannot be read, no answer in time, a help in another layout — hard-wrapped,
+or listing none of the engine's port flags: :func:`~specconsole.core.config.capabilities.
+help_trouble`) is checked by the release tables only, and the reason is kept.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specconsole.core.config.capabilities import FlagSet, flag_issues, parse_help
+from specconsole.core.config.capabilities import (
+    MAX_HELP_CHARS,
+    FlagSet,
+    flag_issues,
+    help_trouble,
+    parse_help,
+)
 from specconsole.core.config.issues import Issue
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import launcher_argv
@@ -101,10 +108,13 @@ async def read_box_flags(
         return BoxFlags(None, f"{shown}: no answer within {timeout:g} s", fingerprint)
     except TransportError as exc:
         return BoxFlags(None, f"{shown}: the box could not be asked ({exc})", fingerprint)
-    flags = parse_help(text, source=shown)
+    flags = parse_help(text[:MAX_HELP_CHARS], source=shown)
     if flags is None:
         first = (text.strip().splitlines() or ["no output"])[0][:120]
         return BoxFlags(None, f"{shown} printed no flags ({first!r})", fingerprint)
+    anchors = [flag for flag, key in engine.modelled_flags.items() if key == "port"]
+    if trouble := help_trouble(text, flags, anchors):
+        return BoxFlags(None, f"{shown} printed a help in another layout ({trouble})", fingerprint)
     _write_cache(cache_dir, engine.name, launcher, fingerprint, flags)
     return BoxFlags(flags, shown, fingerprint)
 
@@ -191,6 +201,6 @@ def unread_reason(keeper: FlagSetKeeper | None, config: ServerConfig) -> str:
     if known is None or known.flags is not None:
         return ""
     return (
-        f"the server binary's own flags could not be read ({known.detail}); its flags are "
-        "checked by the engine's rules only"
+        f"--help not trusted: the engine's rules only — the server binary's own flags could "
+        f"not be read ({known.detail}); its flags are checked by the engine's rules only"
     )

@@ -173,7 +173,8 @@ def _release_unknown(controller: Controller, first: Any) -> str:
     left_out = keeper.portable_note(first)
     what = left_out.split(": ", 1)[1] if left_out else "nothing release-dependent is rendered"
     return (
-        f"the engine release on the box is not known ({keeper.info.detail}); trial 1 is "
+        f"release unknown: portable flags — the engine release on the box is not known "
+        f"({keeper.info.detail}); trial 1 is "
         f"deployed only with flags every release accepts: {what}"
     )
 

@@ -36,6 +36,7 @@ __all__ = [
     "FlagSet",
     "binary_fingerprint",
     "flag_issues",
+    "help_trouble",
     "parse_help",
     "python_fingerprint",
     "removed_note",
@@ -109,6 +110,31 @@ def parse_help(text: str, *, source: str = "") -> FlagSet | None:
     if not accepted:
         return None
     return FlagSet(frozenset(accepted), removed, source)
+
+
+MAX_HELP_CHARS = 4 * 1024 * 1024
+"""A longer answer is not a help text (llama-server's is about 60 KiB)."""
+WRAP_SHARE = 0.2
+"""A help with this share of its lines at exactly its widest is hard-wrapped (``fold``, a
+terminal's column limit): flags cut in two. Real helps wrap at words: 0.1-4 % of their
+lines are at the widest."""
+
+
+def help_trouble(text: str, flags: FlagSet, anchors: Sequence[str]) -> str:
+    """Why a help text that :func:`parse_help` read is not to be trusted ('' when it is):
+    too large, hard-wrapped (a flag may be cut in two, and refusing a configuration for a flag
+    the help "lacks" would be a lie), or listing none of ``anchors`` — flags every build of
+    the engine has (its port flag) — so it is another program's help or another layout."""
+    if len(text) > MAX_HELP_CHARS:
+        return f"{len(text):,} characters, past {MAX_HELP_CHARS:,}"
+    widths = [len(line.rstrip()) for line in text.splitlines() if line.strip()]
+    widest = max(widths, default=0)
+    at_widest = sum(1 for w in widths if w == widest)
+    if at_widest >= 5 and at_widest >= WRAP_SHARE * len(widths):
+        return f"hard-wrapped at {widest} columns ({at_widest} of {len(widths)} lines)"
+    if anchors and not any(flags.accepts(flag) for flag in anchors):
+        return f"it lists none of {', '.join(anchors)}"
+    return ""
 
 
 def _names(line: str) -> tuple[list[str], str]:

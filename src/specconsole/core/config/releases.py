@@ -66,7 +66,11 @@ class ReleaseTable:
     mode), for the engine's rules and for a face of the simulator playing a release."""
 
 
-_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.?(post|rc|dev|a|b)(\d*))?\Z")
+_VERSION_RE = re.compile(
+    r"v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?:\.?(post|rc|dev|a|b)(\d{0,6}))?\Z"
+)
+"""A release number as engines print them; each part at most six digits (a longer one is
+no release: ``0.5.99999999999999999999`` is refused, not read as the newest)."""
 
 
 def parse_version(text: str) -> Version:
@@ -152,11 +156,20 @@ def rule_applies(table: ReleaseTable, rule: str, version: str | None) -> bool:
     return version is None or not at_least(table, version, until)
 
 
+MAX_RELEASE_LINES = 200
+"""Lines of a detection command's output looked at (the release is printed last)."""
+
+
 def parse_release(output: str) -> str | None:
     """The last line of ``output`` that is a release number (``v`` dropped), else ``None``
-    (an import error, an empty reply)."""
-    for line in reversed(output.strip().splitlines()):
+    (an import error, an empty reply, an HTML page, a number that is no release): never a
+    guess — ``None`` means "release unknown" and the trials get portable flags."""
+    if not isinstance(output, str):
+        return None
+    for line in reversed(output.strip().splitlines()[-MAX_RELEASE_LINES:]):
         word = line.strip()
+        if len(word) > 40:
+            continue
         try:
             parse_version(word)
         except ValueError:

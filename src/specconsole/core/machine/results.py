@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from specconsole.core.boxjson import scalar
 from specconsole.core.config import validation
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
@@ -166,7 +167,8 @@ def server_info_items(data: Any) -> tuple[tuple[str, str], ...]:
     """The ``SERVER_INFO_KEYS`` found in a ``/server_info`` answer, as (name, JSON) pairs.
 
     SGLang nests the resolved arguments (``server_args``, ``internal_states`` as a dict or a
-    list of per-rank dicts); top-level keys win over nested ones.
+    list of per-rank dicts); top-level keys win over nested ones. Only plain figures are kept
+    (``core.boxjson.scalar``: no ``NaN``, no nested structure, no megabyte string).
     """
     flat: dict[str, Any] = {}
     if isinstance(data, Mapping):
@@ -177,9 +179,8 @@ def server_info_items(data: Any) -> tuple[tuple[str, str], ...]:
                 flat.update({k: v for k, v in inner.items() if k not in flat})
             elif isinstance(inner, list) and inner and isinstance(inner[0], Mapping):
                 flat.update({k: v for k, v in inner[0].items() if k not in flat})
-    return tuple(
-        (key, json.dumps(flat[key])) for key in SERVER_INFO_KEYS if flat.get(key) is not None
-    )
+    kept = ((key, scalar(flat.get(key))) for key in SERVER_INFO_KEYS)
+    return tuple((key, json.dumps(value)) for key, value in kept if value is not None)
 
 
 def box_host(config: ServerConfig) -> str:
