@@ -10,7 +10,11 @@ one command per sample. It is bounded on both ends — on the box by ``timeout``
 box has it) and on this side by :data:`MAX_LINES` lines a run and :data:`MAX_RESTARTS`
 restarts a trial — and stopped with the trial (``StopTelemetry``). A box without
 ``nvidia-smi`` or without a device is told once (``GpuTelemetryAbsent``) and never asked
-again; a batch job's GPUs are on its node, not on the box the transport reaches.
+again; a batch job's GPUs are on its node, not on the box the transport reaches. A run that
+stops printing for :data:`SILENT_TICKS` intervals (a hung driver) or exits after it sampled is
+said to be lost (``GpuTelemetryLost``: the live line drops its last sample rather than show it
+as current, the trial's record says why its figures end) and restarted, a bounded number of
+times.
 """
 
 from __future__ import annotations
@@ -41,6 +45,11 @@ MAX_RESTARTS = 3
 """Runs restarted in one trial after the stream ended early (a dropped link)."""
 RESTART_AFTER_S = 1.0
 NO_SMI = "__specconsole_no_nvidia_smi__"
+SILENT_TICKS = 5
+"""Intervals without a line after which a running ``nvidia-smi`` is taken as stalled (a
+hung driver): its run is ended and restarted, and the GPU figures are said to be lost
+meanwhile — never left on screen as if they were current."""
+MIN_SILENCE_S = 5.0
 
 
 def command(interval_ms: int = INTERVAL_MS) -> str:
@@ -112,6 +121,8 @@ class GpuTelemetry:
         """The run sampling for the trial in progress (None between trials)."""
         self.absent = ""
         """Why the box's GPUs cannot be sampled, once known."""
+        self.sampled = False
+        """Whether this trial's runs printed a sample (a run that then stops is lost)."""
 
     def perform(self, effect: fx.Effect) -> None:
         if isinstance(effect, fx.StartTelemetry):
@@ -130,34 +141,59 @@ class GpuTelemetry:
         self.absent = reason
         self._post(ev.GpuTelemetryAbsent(reason=reason, epoch=epoch))
 
+    @property
+    def silence_s(self) -> float:
+        """How long a running ``nvidia-smi`` may print nothing before it is stalled."""
+        return max(MIN_SILENCE_S, SILENT_TICKS * self.interval_ms / 1000)
+
+    def _say_lost(self, reason: str, trial_index: int, epoch: int) -> None:
+        self._post(ev.GpuTelemetryLost(reason=reason, trial_index=trial_index, epoch=epoch))
+
     async def _run(self, trial_index: int, epoch: int) -> None:
         if isinstance(self._backend, LocatedService):
             self._say_absent("the GPUs are on the batch job's node", epoch)
             return
-        sampled = False
+        self.sampled = False
+        why = ""
         for attempt in range(MAX_RESTARTS + 1):
             if attempt:
                 await asyncio.sleep(RESTART_AFTER_S)
             said: list[str] = []
+            silent = False
             try:
-                sampled = await self._stream(trial_index, epoch, said) or sampled
+                await self._stream(trial_index, epoch, said)
+                why = f"nvidia-smi exited{f' ({said[-1][:120]})' if said else ''}"
+            except TimeoutError:
+                silent, why = True, f"nvidia-smi printed nothing for {self.silence_s:g} s"
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a dropped link: try again, a few times
                 log.debug("telemetry: the nvidia-smi stream ended with %s", exc)
+                why = f"the nvidia-smi stream ended: {str(exc)[:160] or type(exc).__name__}"
+                if self.sampled:
+                    self._say_lost(why, trial_index, epoch)
                 continue
-            if not sampled:
-                self._say_absent(absent_reason(said), epoch)
+            if not self.sampled:
+                self._say_absent(why if silent else absent_reason(said), epoch)
                 return
+            self._say_lost(why, trial_index, epoch)  # a sample again clears it
+        if self.sampled:
+            gone = f"{why}; not restarted after {MAX_RESTARTS} restarts"
+            self._say_lost(gone, trial_index, epoch)
 
-    async def _stream(self, trial_index: int, epoch: int, said: list[str]) -> bool:
-        """One run of ``nvidia-smi``: post its samples; whether it printed any. The first
-        lines that are not samples are kept in ``said`` (why there is no GPU)."""
+    async def _stream(self, trial_index: int, epoch: int, said: list[str]) -> None:
+        """One run of ``nvidia-smi``: post its samples (:attr:`sampled` once it printed one).
+        The first lines that are not samples are kept in ``said`` (why there is no GPU);
+        ``TimeoutError`` when it prints nothing for :attr:`silence_s`."""
         batcher = Batcher()
-        sampled = False
         lines = 0
         async with aclosing(self._transport.stream(command(self.interval_ms))) as stream:
-            async for line in stream:
+            while True:
+                try:  # a line every interval, or the run is stalled (TimeoutError)
+                    async with asyncio.timeout(self.silence_s):
+                        line = await anext(stream)
+                except StopAsyncIteration:
+                    break
                 lines += 1
                 if lines > MAX_LINES:
                     break
@@ -166,8 +202,7 @@ class GpuTelemetry:
                     if len(said) < 8:
                         said.append(line.strip()[:400])
                     continue
-                sampled = True
+                self.sampled = True
                 tick = batcher.add(sample)
                 if tick:
                     self._post(ev.GpuSampled(samples=tick, trial_index=trial_index, epoch=epoch))
-        return sampled

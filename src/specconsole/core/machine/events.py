@@ -248,6 +248,16 @@ class GpuSampled(Outcome):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GpuTelemetryLost(Outcome):
+    """The GPUs were being sampled and the samples stopped: ``nvidia-smi`` went silent (a
+    hung driver) or exited and could not be restarted. The GPU figures stop there — shown
+    as lost, never as the last sample or as 0 — until a sample arrives again."""
+
+    reason: str
+    trial_index: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GpuTelemetryAbsent(Outcome):
     """The box has no GPU to sample (no ``nvidia-smi``, no device, or the backend's GPUs
     are elsewhere): said once, nothing else changes."""
@@ -403,6 +413,7 @@ OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     FatalSeen,
     ServerExited,
     GpuSampled,
+    GpuTelemetryLost,
     GpuTelemetryAbsent,
     TimerFired,
     ServerInfoFetched,

@@ -239,6 +239,8 @@ class ControllerState:
     gpu_absent: str = ""
     """Why the box's GPUs cannot be sampled, once known ('' while they can or nobody
     asked): said once, and not asked again."""
+    gpu_lost: str = ""
+    """Why the samples stopped (``nvidia-smi`` silent or gone), until one arrives again."""
     """Free-form labels the runtime sets (host, engine, service); not used by the machine."""
 
     @property

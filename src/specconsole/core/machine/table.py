@@ -50,7 +50,7 @@ from specconsole.core.machine.handlers.pipeline import (
 )
 from specconsole.core.machine.handlers.preflight import on_preflight
 from specconsole.core.machine.handlers.speculation import on_speculation_off
-from specconsole.core.machine.handlers.telemetry import on_absent, on_sampled
+from specconsole.core.machine.handlers.telemetry import on_absent, on_lost, on_sampled
 from specconsole.core.machine.intents import (
     _on_benchmark_only,
     _on_cancel_busy,
@@ -78,6 +78,7 @@ _ANY_EPOCH = (
     ev.EngineVersionKnown,
     ev.PreflightChecked,
     ev.GpuSampled,
+    ev.GpuTelemetryLost,
     ev.GpuTelemetryAbsent,
 )
 """Outcomes about the box or the pool, not a trial: they hold in every epoch (a GPU sample
@@ -290,6 +291,7 @@ ANYWHERE: dict[type[ev.Event], Handler] = {
     ev.PreflightChecked: on_preflight,
     ev.GpuSampled: on_sampled,
     ev.GpuTelemetryAbsent: on_absent,
+    ev.GpuTelemetryLost: on_lost,
     ev.FocusBox: _on_focus_box,
     ev.SetPolicy: _on_set_policy,
     ev.Quit: _on_quit,

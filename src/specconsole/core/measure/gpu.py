@@ -388,6 +388,9 @@ class TrialGpu:
     """The first sample of each GPU once the server was ready."""
     levels: tuple[tuple[int, GpuSpan], ...] = ()
     """(concurrency, its span) for every level sampled while it was measured."""
+    lost: str = ""
+    """Why the samples stopped during the trial ('' when they did not): ``nvidia-smi``
+    silent or gone; the figures above cover only what was sampled before."""
 
     def level(self, concurrency: int) -> GpuSpan | None:
         return next((span for c, span in self.levels if c == concurrency), None)
@@ -439,6 +442,7 @@ class TrialGpu:
             "ready_mib": self.ready_mib,
             "memory_total_mib": self.memory_total_mib,
             "levels": [{"concurrency": c, **span.to_dict()} for c, span in self.levels],
+            **({"lost": self.lost} if self.lost else {}),
         }
 
     @classmethod
@@ -449,4 +453,5 @@ class TrialGpu:
             levels=tuple(
                 (int(lv["concurrency"]), GpuSpan.from_dict(lv)) for lv in data.get("levels", ())
             ),
+            lost=str(data.get("lost") or ""),
         )

@@ -214,4 +214,6 @@ def trial_gpu_lines(record: TrialRecord) -> list[str]:
             lines.append(f"c={level.concurrency} GPUs: {energy}")
     if record.crash is not None and record.crash.gpu_memory:
         lines.append(f"GPU memory: {crash_memory(record.crash.gpu_memory)}")
+    if record.gpu is not None and record.gpu.lost:
+        lines.append(f"GPU telemetry lost: {record.gpu.lost} (the figures above end there)")
     return lines

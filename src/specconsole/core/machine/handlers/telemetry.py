@@ -24,7 +24,7 @@ from specconsole.core.machine.state import ControllerState, Phase, TrialRecord
 from specconsole.core.measure.gpu import GpuSample, TrialGpu
 from specconsole.core.measure.trials import LevelSummary
 
-__all__ = ["attach_levels", "on_absent", "on_sampled", "start", "stop"]
+__all__ = ["attach_levels", "on_absent", "on_lost", "on_sampled", "start", "stop"]
 
 _LOADING = frozenset({Phase.DEPLOYING, Phase.RESTARTING, Phase.LOADING})
 _SERVING = frozenset({Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING})
@@ -65,7 +65,7 @@ def on_sampled(state: ControllerState, event: ev.Event) -> Result:
     trial = state.trial
     if trial is None or event.trial_index != trial.index or not event.samples:
         return state, ()
-    new = replace(state, gpus=_latest(state.gpus, event.samples))
+    new = replace(state, gpus=_latest(state.gpus, event.samples), gpu_lost="")
     gpu = trial.gpu or TrialGpu()
     if state.phase in _LOADING:
         gpu = gpu.with_load(event.samples)
@@ -77,6 +77,21 @@ def on_sampled(state: ControllerState, event: ev.Event) -> Result:
     else:  # crashed, recording: the view follows, the record is settled
         return new, ()
     return replace(new, trial=replace(trial, gpu=gpu)), ()
+
+
+def on_lost(state: ControllerState, event: ev.Event) -> Result:
+    """The samples stopped: the live view drops the last one (it would read as now), the
+    trial's record says why its GPU figures end there, and a notice says it once."""
+    assert isinstance(event, ev.GpuTelemetryLost)
+    if state.gpu_lost == event.reason:
+        return state, ()
+    text = f"GPU telemetry lost ({event.reason}): the GPU figures stop here, they are not 0"
+    new = _notice(replace(state, gpus=(), gpu_lost=event.reason), "warning", text, event.at)
+    trial = new.trial
+    if trial is not None and event.trial_index == trial.index:
+        gpu = trial.gpu or TrialGpu()
+        new = replace(new, trial=replace(trial, gpu=replace(gpu, lost=event.reason)))
+    return new, (fx.Notify(epoch=state.epoch, level="warning", text=text),)
 
 
 def on_absent(state: ControllerState, event: ev.Event) -> Result:
