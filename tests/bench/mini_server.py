@@ -8,7 +8,8 @@ format follows SGLang's (``python/sglang/srt/entrypoints/http_server.py`` in sgl
 
 Control is through the prompt text: ``FAIL500`` answers 500, ``DROP`` aborts the stream
 midway. Flags: ``--step-s`` seconds per decode step, ``--chunks 1,3,2`` tokens per step
-(cycled), ``--no-continuous-usage`` to send OpenAI usage only at the end.
+(cycled), ``--no-continuous-usage`` to send OpenAI usage only at the end,
+``--metrics-reset-every N`` to restart the ``/metrics`` counters every N-th scrape.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 STATE = {"tokens": 0, "verify": 0, "in_flight": 0, "max_in_flight": 0, "flushes": 0}
+COUNTERS = {"tokens": 0, "verify": 0, "scrapes": 0}
+"""What ``/metrics`` counts (SGLang's names): since start, never reset by a flush — unless
+``--metrics-reset-every N`` restarts them every N-th scrape, as a server restarted between
+two scrapes would (issue 44)."""
 
 
 def _chunks(total: int, pattern: list[int]) -> list[int]:
@@ -38,7 +43,9 @@ def _chunks(total: int, pattern: list[int]) -> list[int]:
     return out
 
 
-def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starlette:
+def make_app(
+    step_s: float, pattern: list[int], continuous_usage: bool, reset_every: int = 0
+) -> Starlette:
     async def steps(prompt: str, total: int) -> AsyncIterator[int]:
         STATE["in_flight"] += 1
         STATE["max_in_flight"] = max(STATE["max_in_flight"], STATE["in_flight"])
@@ -49,6 +56,8 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
                     raise RuntimeError("dropped on purpose")
                 STATE["tokens"] += k
                 STATE["verify"] += 1
+                COUNTERS["tokens"] += k
+                COUNTERS["verify"] += 1
                 yield k
         finally:
             STATE["in_flight"] -= 1
@@ -140,6 +149,19 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
             state["avg_spec_accept_length"] = STATE["tokens"] / STATE["verify"]
         return JSONResponse({"internal_states": [state], "version": "mini"})
 
+    async def metrics(request: Request) -> Response:
+        COUNTERS["scrapes"] += 1
+        if reset_every and COUNTERS["scrapes"] % reset_every == 0:
+            COUNTERS.update(tokens=0, verify=0)  # a restart between two scrapes
+        labels = 'model_name="mini-model",is_streaming="true"'
+        text = (
+            "# TYPE sglang:spec_verify_calls_total counter\n"
+            f'sglang:spec_verify_calls_total{{model_name="mini-model"}} {COUNTERS["verify"]}.0\n'
+            "# TYPE sglang:generation_tokens_total counter\n"
+            f"sglang:generation_tokens_total{{{labels}}} {COUNTERS['tokens']}.0\n"
+        )
+        return PlainTextResponse(text)
+
     async def reset_peak(request: Request) -> Response:
         STATE["max_in_flight"] = 0
         return PlainTextResponse("ok")
@@ -154,6 +176,7 @@ def make_app(step_s: float, pattern: list[int], continuous_usage: bool) -> Starl
             Route("/v1/chat/completions", openai(True), methods=["POST"]),
             Route("/flush_cache", flush, methods=["POST", "GET"]),
             Route("/server_info", server_info),
+            Route("/metrics", metrics),
             Route("/reset_peak", reset_peak, methods=["POST"]),
             Route("/v1/models", models),
         ]
@@ -165,6 +188,7 @@ def main() -> None:
     parser.add_argument("--step-s", type=float, default=0.01)
     parser.add_argument("--chunks", default="1")
     parser.add_argument("--no-continuous-usage", action="store_true")
+    parser.add_argument("--metrics-reset-every", type=int, default=0)
     args = parser.parse_args()
     # IPPROTO_TCP explicitly: asyncio only sets TCP_NODELAY on accepted sockets whose proto is
     # TCP, and without it Nagle's algorithm batches SSE chunks behind delayed ACKs (~40 ms).
@@ -172,7 +196,10 @@ def main() -> None:
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)
     app = make_app(
-        args.step_s, [int(x) for x in args.chunks.split(",")], not args.no_continuous_usage
+        args.step_s,
+        [int(x) for x in args.chunks.split(",")],
+        not args.no_continuous_usage,
+        args.metrics_reset_every,
     )
     config = uvicorn.Config(app, log_level="error", access_log=False)
     server = uvicorn.Server(config)
