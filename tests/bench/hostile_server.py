@@ -2,9 +2,10 @@
 
 Each mode misbehaves in one way a broken or hostile inference server could: it accepts and
 never answers, trickles its response head or keep-alive bytes forever, streams tokens without
-end, floods one endless SSE line, answers control requests with deeply nested JSON, or sends
-a negative Content-Length. ``python -m tests.bench.hostile_server MODE`` prints its port and
-serves until terminated. Every loop sleeps between sends and stops when the client goes.
+end, floods one endless SSE line, answers control requests with deeply nested JSON, sends
+a negative Content-Length, or answers everything with a proxy's HTML page (``html``).
+``python -m tests.bench.hostile_server MODE`` prints its port and serves until terminated.
+Every loop sleeps between sends and stops when the client goes.
 """
 
 from __future__ import annotations
@@ -70,6 +71,10 @@ async def handle(mode: str, reader: asyncio.StreamReader, writer: asyncio.Stream
                 writer.write(_chunk(b"data: " + body + b"\n\n") + b"0\r\n\r\n")
             else:
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        elif mode == "html":  # a proxy in front: every answer an HTML error page
+            page = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+            writer.write(head % len(page) + page)
         elif mode == "negative-length":
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello")
         await writer.drain()
