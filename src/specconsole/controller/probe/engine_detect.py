@@ -58,13 +58,23 @@ DETECT_BUDGET_S = 20.0
 """How long the box is given to answer before the version is recorded as unknown."""
 
 
+_SYSTEM_BINS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/")
+"""Folders whose programs run on the system's own ``python3``."""
+
+
 def launcher_python(config: ServerConfig) -> str:
-    """The interpreter that runs the launcher (``/opt/sglang/.venv/bin/python``), else
-    ``python3``."""
+    """The interpreter that runs the launcher (``/opt/sglang/.venv/bin/python``); for a
+    program installed in an environment's ``bin`` folder (``/opt/vllm/.venv/bin/vllm
+    serve``: a console script) that environment's ``python3``; else ``python3``."""
     words = shlex.split(effective_launcher(config))
     for word in words:
         if word.rsplit("/", 1)[-1].startswith("python"):
             return word
+    program = words[0] if words else ""
+    folder = program.rpartition("/")[0]
+    in_environment = folder.endswith("/bin") and not program.startswith(_SYSTEM_BINS)
+    if program.startswith("/") and in_environment:
+        return f"{folder}/python3"
     return "python3"
 
 

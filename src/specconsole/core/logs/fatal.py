@@ -213,7 +213,9 @@ def is_request_exception(lines: Iterable[str]) -> bool:
     return name in REQUEST_EXCEPTIONS
 
 
-_EXC_RE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b")
+_EXC_RE = re.compile(r"^(?:[A-Za-z_][\w]*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt)\b")
+"""``ValueError:``, ``torch.OutOfMemoryError:``, and Python's bare ``Exception:`` (vLLM's
+engine core re-raises a worker's failure as one)."""
 
 
 def is_exception_line(line: str) -> bool:

@@ -97,6 +97,11 @@ class TracebackGroup:
         self.add(body)
         return True
 
+    @property
+    def last(self) -> str:
+        """The last line taken."""
+        return self.tail[-1] if self.tail else self.head[-1] if self.head else ""
+
     def classification_lines(self) -> list[str]:
         return [*self.head, *self.evidence, *self.tail]
 

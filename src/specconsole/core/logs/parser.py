@@ -29,7 +29,7 @@ from specconsole.core.logs.events import (
 )
 
 from .dialect import Dialect, FastReader, dialect_for, grammars_for
-from .fatal import is_request_exception
+from .fatal import is_exception_line, is_request_exception
 from .grammar import LogGrammar
 from .groups import TracebackGroup
 from .prefixes import json_record, strip_engine_header, strip_outer
@@ -213,6 +213,18 @@ class LogParser:
     def in_traceback(self) -> bool:
         """True while a traceback group is open (its event is not emitted yet)."""
         return self._group is not None
+
+    @property
+    def traceback_proven(self) -> bool:
+        """An open traceback that ends on its exception line, and that line names a fatal
+        cause by itself (vLLM's ``ValueError: To serve at least one request ...``): only a
+        chained traceback written with it could still change the verdict, so a watch may
+        settle it sooner than an unexplained one."""
+        group = self._group
+        if group is None or not group.seen_exception or group.pending_close:
+            return False
+        last = group.last
+        return is_exception_line(last) and self._rules.signature(last) is not None
 
     # -- line handling ------------------------------------------------------------------------
 

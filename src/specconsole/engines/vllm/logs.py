@@ -29,7 +29,15 @@ from specconsole.core.logs.fields import int_after, num_after
 from specconsole.core.logs.grammar import Header, HeaderReader, LogGrammar
 from specconsole.core.logs.state import Handler, ParseState
 
-from .fatal import CONSEQUENCE_TEXTS, FIXES, HINTS, REQUEST_ERRORS, SIGNATURES
+from .fatal import (
+    CAUSE_WORDS,
+    CONSEQUENCE_TEXTS,
+    FIXES,
+    HINTS,
+    PRECEDENCE,
+    REQUEST_ERRORS,
+    SIGNATURES,
+)
 
 __all__ = ["GRAMMAR", "HEADS", "UVICORN_READY"]
 
@@ -45,7 +53,8 @@ def on_kv(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[Lo
     """``GPU KV cache size: 1,234,567 tokens`` (0.11, its own line) or, from the 0.2x
     releases, one line with the concurrency too: ``GPU KV cache size: 1,234,567 tokens,
     Maximum concurrency for 131,072 tokens per request: 9.42x`` (``GPU + host`` with a host
-    tier). Numbers carry thousands separators."""
+    tier; ``CPU KV cache size: 46,592 tokens, ...`` on the CPU backend, 0.32). Numbers carry
+    thousands separators."""
     i = body.find(_KV_SIZE, 0, 24)
     if i < 0:
         return []
@@ -139,10 +148,11 @@ def on_spec(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[
 def on_engine(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     """Periodic statistics: V1 ``Engine 000: Avg prompt throughput: ..., Running: N reqs,
     Waiting: N reqs, GPU KV cache usage: X%`` and V0 ``Avg prompt throughput: ..., Running: N
-    reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: X%``."""
+    reqs, Swapped: N reqs, Pending: N reqs, GPU KV cache usage: X%`` (``CPU KV cache usage``
+    on the CPU backend)."""
     if "Avg generation throughput" not in body:
         return []
-    usage = num_after(body, "GPU KV cache usage:")
+    usage = num_after(body, "KV cache usage:")
     waiting = int_after(body, "Waiting:")
     if waiting is None:
         waiting = int_after(body, "Pending:")
@@ -181,7 +191,14 @@ def on_starting(s: ParseState, body: str, ts: str | None, rank: str | None) -> l
 
 def on_model_loading(s: ParseState, body: str, ts: str | None, rank: str | None) -> list[LogEvent]:
     """``Model loading took 15.23 GiB and 5.31 seconds`` (0.11; target and draft summed) or
-    ``Model loading took 15.23 GiB memory and 5.31 seconds`` (0.34)."""
+    ``Model loading took 15.23 GiB memory and 5.31 seconds`` (0.34); ``Loading drafter
+    model...``: the draft's weights begin (the CPU model runner, 0.32, which logs no
+    ``Model loading took``; a death from here on is the draft's)."""
+    if body.startswith("Loading drafter model"):
+        key = rank or ""
+        s.weights_begin[key] = s.weights_begin.get(key, 0) + 1
+        s.weights_started = True
+        return [WeightsBegin(timestamp=ts, rank=rank, role=Role.DRAFT)]
     if body.startswith("Model loading took"):
         key = rank or ""
         n = s.weights_end.get(key, 0)
@@ -216,6 +233,7 @@ def on_graph(s: ParseState, body: str, ts: str | None, rank: str | None) -> list
 
 HEADS: dict[str, Handler] = {
     "GPU": on_kv,
+    "CPU": on_kv,
     "Maximum": on_concurrency,
     "SpecDecoding": on_spec,
     "Engine": on_engine,
@@ -268,6 +286,8 @@ GRAMMAR = LogGrammar(
     header_examples=HEADER_EXAMPLES,
     ready_lines=(UVICORN_READY,),
     signatures=SIGNATURES,
+    precedence=PRECEDENCE,
+    cause_words=CAUSE_WORDS,
     fixes=FIXES,
     request_errors=REQUEST_ERRORS,
     consequence_texts=CONSEQUENCE_TEXTS,

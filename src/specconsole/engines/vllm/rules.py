@@ -14,8 +14,10 @@ from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.speculation import NEEDS_DRAFT_MODEL, spec_fields_without_algorithm
 from specconsole.engines.vllm.options import PER_BATCH_K, SYNTHETIC, ScheduleError, parse_schedule
 from specconsole.engines.vllm.releases import (
+    MAX_SPEC_LEN,
     PER_BATCH_K_SINCE,
     SYNTHETIC_SINCE,
+    UNCAPPED_K_SINCE,
     has_per_batch_k,
     reads,
 )
@@ -72,6 +74,8 @@ def validate_vllm(
             "vLLM needs num_speculative_tokens, rendered from speculative_num_steps.",
             "set speculative_num_steps (e.g. 3).",
         )
+    if is_int(steps) and steps > MAX_SPEC_LEN:
+        _check_k_cap(config.engine_version, steps, r)
     if is_int(topk) and topk > 1:
         err(
             "speculative_eagle_topk",
@@ -85,6 +89,24 @@ def validate_vllm(
             f"verifies num_speculative_tokens + 1 = {steps + 1}).",
             "remove speculative_num_draft_tokens.",
         )
+
+
+def _check_k_cap(version: str | None, steps: int, r: IssueReport) -> None:
+    """More draft tokens than the release's rejection sampler verifies: it starts, then dies
+    on its first drafting request (refused when the release is known to cap, warned while it
+    is unknown)."""
+    capped = reads(version, UNCAPPED_K_SINCE)
+    if capped is True:
+        return
+    said = f"vLLM {version}" if version else "vLLM before 0.34 (the box's release is unknown)"
+    (r.err if capped is False else r.warn)(
+        "speculative_num_steps",
+        f"{said} verifies at most {MAX_SPEC_LEN} draft tokens (its rejection sampler's "
+        f"MAX_SPEC_LEN): num_speculative_tokens {steps} starts, then its first drafting request "
+        "fails the engine and the server exits.",
+        f"set speculative_num_steps to {MAX_SPEC_LEN} or less, or use vLLM {UNCAPPED_K_SINCE} "
+        "or later.",
+    )
 
 
 def _check_schedule(config: ServerConfig, text: str, r: IssueReport) -> None:

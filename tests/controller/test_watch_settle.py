@@ -1,0 +1,56 @@
+"""A traceback whose exception line names the cause is settled at once, not after the
+one-second fallback, and its fatal event carries the time that line was written.
+
+Why: vLLM's engine core logs its death as one record (every line under one header) and the
+next line comes seconds later (tests/data/vllm/crash-long-context.log: 4 s), so the generic
+"a traceback ends at the next ordinary line, or after 1 s of silence" would report every
+vLLM death in load a second late and without the fatal line's own time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from specconsole.controller.watcher import ServerWatch, WatchTiming
+from specconsole.core.machine import events as ev
+from tests.realengine.vllm_recipes import recorded
+
+
+async def _watch(lines: list[str], written: float, timing: WatchTiming) -> list[tuple[float, Any]]:
+    """Feed ``lines`` (each written at ``written``), then silence; what was posted, when."""
+    posted: list[tuple[float, Any]] = []
+    unused: Any = object()
+    watch = ServerWatch(
+        epoch=0,
+        trial_index=None,
+        after=None,
+        engine="vllm",
+        backend=unused,
+        http=unused,
+        url=unused,
+        post=lambda event: posted.append((time.monotonic(), event)),
+        sink=None,
+        timing=timing,
+    )
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for line in lines:
+        queue.put_nowait((line, None, written))
+    consumer = asyncio.create_task(watch._consume_logs(queue, asyncio.Event()))
+    await asyncio.sleep(1.5)
+    consumer.cancel()
+    await asyncio.gather(consumer, return_exceptions=True)
+    return posted
+
+
+async def test_a_proven_traceback_is_reported_at_once_with_its_lines_time() -> None:
+    lines = recorded("crash-long-context").read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if "ValueError: To serve" in line)
+    started = time.monotonic()
+    posted = await _watch(lines[: end + 1], 1_796_600_000.5, WatchTiming(settle_after_s=1.0))
+    fatal = [(at, e) for at, e in posted if isinstance(e, ev.FatalSeen)]
+    assert len(fatal) == 1, posted
+    at, event = fatal[0]
+    assert event.source_time == 1_796_600_000.5
+    assert at - started < 0.8  # settle_proven_s (0.2 s), not the 1 s fallback
