@@ -152,3 +152,19 @@ def test_what_the_box_says_instead_of_a_figure_is_shown_as_such() -> None:
     assert parse_sample("t, 0, 43310, 49140, 100, 287 mW, 67").power_w is None  # type: ignore[union-attr]
     assert parse_sample("t, 0, 43310, 49140, 250, -3, 67").utilization_pct is None  # type: ignore[union-attr]
     assert parse_sample("t, 0, 59000, 49140, 100, 287, 67") is None
+
+
+def test_memory_another_process_holds_is_named_in_the_preflight() -> None:
+    from specconsole.core.boxfacts import BoxProbe, foreign_memory
+    from specconsole.core.machine.handlers.preflight import PreflightFacts, check_gpus
+    from tests.controller.helpers import plan
+
+    gpus = parse_gpus("NVIDIA H100, 81559, 12800\nNVIDIA H100, 81559, 3\n")
+    idle = BoxProbe(target="box", gpus=gpus, service_state="inactive")
+    text = foreign_memory(idle)
+    assert text.startswith("another process holds GPU memory with the service inactive")
+    assert "GPU 0 12.5 GiB" in text and "GPU 1" not in text
+    (finding,) = check_gpus(PreflightFacts(plan=plan(), extra={"gpus": text}))
+    assert finding.check == "gpus" and not finding.blocking
+    # the server itself runs: what it holds is its own
+    assert foreign_memory(BoxProbe(target="box", gpus=gpus, service_state="running")) == ""

@@ -25,6 +25,7 @@ __all__ = [
     "NVIDIA_SMI_QUERY",
     "BoxProbe",
     "GpuInfo",
+    "foreign_memory",
     "parse_gpus",
     "probe_table",
 ]
@@ -112,6 +113,31 @@ class BoxProbe:
     """``/health`` answered 200 (True), did not (False), or was not asked (None)."""
     serving_detail: str = ""
     """The health check's answer (``/health 200 on port 30000``, the error)."""
+
+
+FOREIGN_MIB = 1024
+"""GPU memory held while the service does not run past which another process is named."""
+_IDLE_STATES = frozenset({"inactive", "exited", "failed"})
+
+
+def foreign_memory(probe: BoxProbe | None) -> str:
+    """Memory another process holds on the box's GPUs ('' when none is seen): what a GPU
+    holds while the service is not running is not the server's, and every memory figure of
+    the sweep (``nvidia-smi``'s ``memory.used``) will include it."""
+    if probe is None or not probe.reachable or probe.service_state not in _IDLE_STATES:
+        return ""
+    held = [
+        (gpu_index, gpu.memory_used_mib)
+        for gpu_index, gpu in enumerate(probe.gpus)
+        if gpu.memory_used_mib is not None and gpu.memory_used_mib > FOREIGN_MIB
+    ]
+    if not held:
+        return ""
+    each = ", ".join(f"GPU {i} {mib / 1024:.1f} GiB" for i, mib in held)
+    return (
+        f"another process holds GPU memory with the service {probe.service_state} ({each}): "
+        "every memory figure of the sweep includes it, and the server has that much less"
+    )
 
 
 def probe_table(probe: BoxProbe) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from specconsole.controller.probe.flagcheck import unread_reason
+from specconsole.core.boxfacts import foreign_memory
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.render import launcher_argv
 from specconsole.core.machine import events as ev
@@ -159,7 +160,10 @@ async def run_preflight(
         unit_name=plan.profile.service.unit,
         target=target,
         release=_release_unknown(controller, grid[0] if grid else plan.base),
-        extra={"flags": _flags_unread(controller, grid[0] if grid else plan.base)},
+        extra={
+            "flags": _flags_unread(controller, grid[0] if grid else plan.base),
+            "gpus": foreign_memory(probe),
+        },
     )
     return run_checks(replace(facts))
 

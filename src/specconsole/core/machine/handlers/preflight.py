@@ -204,6 +204,13 @@ def check_flags(facts: PreflightFacts) -> list[Finding]:
     return [Finding("flags", str(text), blocking=False)] if text else []
 
 
+def check_gpus(facts: PreflightFacts) -> list[Finding]:
+    """GPU memory another process holds before the first deploy (``core.boxfacts``): said,
+    never blocking — the memory figures include it."""
+    text = facts.extra.get("gpus")
+    return [Finding("gpus", str(text), blocking=False)] if text else []
+
+
 def check_workload(facts: PreflightFacts) -> list[Finding]:
     """A speculative sweep on random tokens or bare, template-less text: its acceptance
     will read low (``core.plans.workload``); said, never blocking."""
@@ -231,6 +238,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("inline secrets", check_inline_secrets),
     ("release", check_release),
     ("flags", check_flags),
+    ("gpus", check_gpus),
     ("workload", check_workload),
 )
 """The pre-flight's checks, in the order their findings are told."""
