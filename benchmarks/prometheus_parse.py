@@ -4,7 +4,9 @@ beside the hand-written parser it replaced, on a vLLM-sized exposition.
 Why it matters where it matters: during a level the counters are read every 0.5 s
 (``bench.acceptance.SERIES_S``) on the box (remote runner) or on the console, next to a load
 generator that must not be starved; a real vLLM serves 374 series (histograms with their
-buckets, labelled ``engine`` and ``model_name``, with ``*_created`` samples). The figure is
+buckets, labelled ``engine`` and ``model_name``, with ``*_created`` samples) — read from the
+real vLLM bed's recording (``tests/data/vllm/metrics-after.txt``) where it is there, else a
+generated one of the same shape. The figure is
 the CPU time of one read, and its share of one core at two reads a second.
 
 The peer is the hand-written reader as it stood before issue 44 (kept here verbatim as the
@@ -135,17 +137,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reads", type=int, default=300)
     args = parser.parse_args()
-    text = vllm_like()
+    real = ROOT / "tests" / "data" / "vllm" / "metrics-after.txt"
+    text = real.read_text() if real.is_file() else vllm_like()
+    print(f"exposition: {'the real vLLM bed' if real.is_file() else 'vLLM-shaped, generated'}")
     scrape = read_prometheus(text)
     assert scrape.trusted, scrape.problem
     series = sum(len(s) for s in scrape.samples.values())
     print(f"exposition: {series} series, {len(text):,} characters")
     names = [
+        "vllm:spec_decode_num_drafts_total",
+        "vllm:spec_decode_num_draft_tokens_total",
+        "vllm:spec_decode_num_accepted_tokens_total",
         "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-        "vllm:metric_1_total",
-        "vllm:metric_4_total",
-        "vllm:metric_7_total",
-        "vllm:metric_10_total",
+        "vllm:generation_tokens_total",
     ]
     readers = (
         ("prometheus_client, every line", read_prometheus),

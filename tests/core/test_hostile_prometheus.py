@@ -264,3 +264,26 @@ def test_what_the_counters_cannot_be_trusted_for_is_said() -> None:
     # the first draft of the server's life: the positions appear, counted from 0
     first = _deltas(_text(0, 0, 0, {}), _text(4, 12, 6, {0: 4, 1: 2}))
     assert first.trusted and first.per_position == (4, 2)
+
+
+def test_a_real_vllms_exposition_is_trusted_whole() -> None:
+    """The real vLLM 0.32 bed's ``/metrics`` around one level (tests/data/vllm/: 444 series,
+    ``*_created`` samples, ``engine``/``model_name`` labels) is read whole, its counters'
+    deltas fit together, and the counters-only read (during a level) sees the same counts."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parent.parent / "data" / "vllm"
+    before = read_prometheus((data / "metrics-before.txt").read_text())
+    after = read_prometheus((data / "metrics-after.txt").read_text())
+    assert before.trusted and after.trusted, (before.problem, after.problem)
+    assert sum(len(s) for s in after.samples.values()) > 370
+    vllm = get_engine("vllm").endpoints.spec_counters
+    figures = counter_deltas(before.samples, after.samples, vllm)
+    assert figures.trusted and figures.speculated, figures
+    assert sum(figures.per_position) == figures.accepted <= figures.draft_tokens
+    narrow = counter_deltas(
+        read_prometheus((data / "metrics-before.txt").read_text(), vllm.names).samples,
+        read_prometheus((data / "metrics-after.txt").read_text(), vllm.names).samples,
+        vllm,
+    )
+    assert narrow == figures
