@@ -21,6 +21,7 @@ from specconsole.core.measure.gpu import (
     MAX_TEMPERATURE_C,
     GpuSample,
     GpuSpan,
+    TrialGpu,
     fold,
     parse_sample,
 )
@@ -168,3 +169,29 @@ def test_memory_another_process_holds_is_named_in_the_preflight() -> None:
     assert finding.check == "gpus" and not finding.blocking
     # the server itself runs: what it holds is its own
     assert foreign_memory(BoxProbe(target="box", gpus=gpus, service_state="running")) == ""
+
+
+def test_the_report_says_a_levels_power_is_unknown_never_a_partial_sum() -> None:
+    from specconsole.core.measure.trials import TrialRecord, TrialStatus
+    from specconsole.session.reports.gpu_report import level_rows
+    from tests.controller.helpers import plan
+
+    na = parse_sample("2026/12/06 02:32:06.123, 0, 43310, 49140, 100, [N/A], 67")
+    ok = parse_sample("2026/12/06 02:32:06.123, 1, 43310, 49140, 99, 287.41, 68")
+    assert na is not None and ok is not None
+    level = LevelSummary(
+        concurrency=4,
+        output_tok_s=900.0,
+        per_request_tok_s=225.0,
+        completed=8,
+        gpu=GpuSpan(fold((), [na, ok])),
+    )
+    record = TrialRecord(
+        index=0,
+        config=plan().base,
+        status=TrialStatus.OK,
+        levels=(level,),
+        gpu=TrialGpu().with_level(4, [na, ok]),
+    )
+    ((_, c, _, power, _, _, tpj),) = level_rows([record])
+    assert (c, power, tpj) == ("4", "unknown (no power from GPU 0)", "unknown")

@@ -90,15 +90,16 @@ def level_rows(trials: Sequence[TrialRecord]) -> list[tuple[str, ...]]:
                 continue
             util = span.utilization_pct
             tpj = lv.tokens_per_joule
+            why = span.power_unknown  # said, never a partial sum or 0 W
             rows.append(
                 (
                     str(t.index + 1),
                     str(lv.concurrency),
                     format_rate(lv.output_tok_s, 1),
-                    format_rate(span.power_w, 0),
+                    f"unknown ({why})" if why else format_rate(span.power_w, 0),
                     DASH if util is None else f"{util:.0f}%",
                     gib(span.memory_peak_mib),
-                    DASH if tpj is None else f"{tpj:.2f}",
+                    "unknown" if why else DASH if tpj is None else f"{tpj:.2f}",
                 )
             )
     return rows
