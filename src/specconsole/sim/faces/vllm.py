@@ -231,7 +231,7 @@ class VllmServer(SimBox):
         log, t = self.log, self.text
         address = f"http://{self.args.host}:{self.port}"
         if t.has("tasks"):
-            log.record(API, "tasks", "('generate',)")
+            log.record(API, "tasks", "['generate']")  # a list once it crossed the IPC
             log.record(API, "serving", address)
         else:
             log.record(API, "serving", 0, address)
@@ -268,7 +268,12 @@ class VllmServer(SimBox):
             if not (idle and was_idle):
                 usage = 100.0 * s.used_tokens / max(s.capacity, 1)
                 lines = self.text.stats_line(
-                    d_prompt / span, d_gen / span, len(s.running), len(s.waiting), usage
+                    d_prompt / span,
+                    d_gen / span,
+                    len(s.running),
+                    len(s.waiting),
+                    usage,
+                    hit_rate=0.0 if prompt else None,  # the prefix cache looked up, never hit
                 )
                 self.log.lines(API, lines, record=True)  # the front end's stat loggers
             was_idle = idle

@@ -129,6 +129,10 @@ def _spec_json(words: Sequence[str]) -> tuple[int, dict[str, Any]] | None:
 SYNTHETIC_KEYS = ("rejection_sample_method", "synthetic_acceptance_length")
 """``SpeculativeConfig``'s synthetic rejection sampler (0.34.0; 0.11.0 has none)."""
 
+NGRAM_KEYS = ("prompt_lookup_max", "prompt_lookup_min")
+"""``SpeculativeConfig``'s n-gram match window (0.11.0, 0.32.0 and 0.34.0 have both): taken and
+not modelled (the face runs n-gram without drafting)."""
+
 
 def _without_extra_keys(
     words: list[str], schedule_known: bool, synthetic_known: bool = False
@@ -143,7 +147,7 @@ def _without_extra_keys(
         return words, None, {}
     i, spec = found
     modelled = {"method", "model", "num_speculative_tokens"}
-    known = modelled | ({SCHEDULE_KEY} if schedule_known else set())
+    known = modelled | set(NGRAM_KEYS) | ({SCHEDULE_KEY} if schedule_known else set())
     known |= set(SYNTHETIC_KEYS) if synthetic_known else set()
     extra = {k: spec[k] for k in sorted(set(spec) - known)}
     clean = json.dumps({k: v for k, v in spec.items() if k in modelled})
@@ -207,9 +211,11 @@ def parse_vllm(
     except (TypeError, ValueError) as exc:
         raise SimArgError(str(exc)) from None
     rows = sorted((int(a), int(b), int(k)) for a, b, k in schedule) if schedule else []
+    given = _spec_json(list(words[1:]))
     values: dict[str, Any] = {
         **vars(own),
         "config": config,
+        "spec_given": given[1] if given is not None else None,
         "spec_schedule": tuple(rows),
         "spec_forbidden": extra_keys if schedule_known else {},
         "synthetic": (method, length),
@@ -273,9 +279,8 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
     server_args: dict[str, Any] = {
         "model": config.model_path,
         "served_model_name": names[0],
-        "speculative_config": {"method": algorithm, "model": draft, "num_speculative_tokens": k}
-        if algorithm
-        else None,
+        # echoed as given, as vLLM's "non-default args" record does (its own method words)
+        "speculative_config": v.get("spec_given") if algorithm else None,
         "gpu_memory_utilization": mem,
         "max_num_seqs": max_num_seqs,
         "max_num_batched_tokens": batched,

@@ -161,12 +161,24 @@ def _gib(x: float) -> str:
     return f"{round(x, 2)}"
 
 
+_METHOD_WORDS = {
+    "EAGLE": "eagle",
+    "EAGLE3": "eagle3",
+    "NGRAM": "ngram",
+    "STANDALONE": "draft_model",
+}
+"""vLLM's word for each method (when the command line gave none the face could echo)."""
+
+
 def config_text(a: ResolvedArgs) -> str:
     """The engine's configuration in its start-up record (abridged: the fields a tuner reads)."""
+    given = a.server_args.get("speculative_config") or {}
+    method = given.get("method") or _METHOD_WORDS.get(a.algorithm or "", "")
+    k = a.num_steps or given.get("num_speculative_tokens")  # n-gram: given, not modelled
+    draft = f"'{a.draft_model_path}'" if a.draft_model_path else "None"
     spec = (
-        f"SpeculativeConfig(method='{(a.algorithm or '').lower()}', model='{a.draft_model_path}', "
-        f"num_spec_tokens={a.num_steps})"
-        if a.speculative
+        f"SpeculativeConfig(method='{str(method).lower()}', model={draft}, num_spec_tokens={k})"
+        if a.algorithm and k
         else "None"
     )
     return (

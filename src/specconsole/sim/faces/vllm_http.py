@@ -69,10 +69,27 @@ def _too_long(sim: VllmServer, prompt: int, max_tokens: int) -> JSONResponse | N
     return None
 
 
+FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")
+"""vLLM's ``FINISH_REASON_STRINGS`` (0.32.0, 0.34.0): one ``request_success`` series each."""
+
+
 def _family(name: str, kind: str, doc: str, rows: list[tuple[str, float]]) -> list[str]:
     out = [f"# HELP {name} {doc}", f"# TYPE {name} {kind}"]
     out += [f"{name}{{{labels}}} {float(value)!r}" for labels, value in rows]
     return out
+
+
+def _created(name: str, doc: str, labels: list[str], stamp: float) -> list[str]:
+    """prometheus_client's ``NAME_created`` gauge family beside a counter or histogram (the
+    series' creation time, not a count: a reader must skip it)."""
+    return _family(f"{name}_created", "gauge", doc, [(row, stamp) for row in labels])
+
+
+def _counter(name: str, doc: str, rows: list[tuple[str, float]], stamp: float) -> list[str]:
+    """A counter family (``NAME_total``) and its ``NAME_created`` gauges, as a real vLLM
+    exposes them."""
+    out = _family(name, "counter", doc, rows)
+    return out + _created(name.removesuffix("_total"), doc, [r for r, _v in rows], stamp)
 
 
 def metrics_text(sim: VllmServer) -> str:
@@ -99,62 +116,66 @@ def metrics_text(sim: VllmServer) -> str:
         "KV-cache usage. 1 means 100 percent usage.",
         [(base, usage)],
     )
-    out += _family(
+    born = sim.created
+    out += _counter(
         "vllm:prompt_tokens_total",
-        "counter",
         "Number of prefill tokens processed.",
         [(base, s.total_prompt_tokens)],
+        born,
     )
-    out += _family(
+    out += _counter(
         "vllm:generation_tokens_total",
-        "counter",
         "Number of generation tokens processed.",
         [(base, s.total_generated_tokens)],
+        born,
     )
-    out += _family(
+    out += _counter(
         "vllm:request_success_total",
-        "counter",
         "Count of successfully processed requests.",
         [
             (
-                f'engine="0",finished_reason="length",model_name="{a.served_model_name}"',
-                s.finished_count,
+                f'engine="0",finished_reason="{reason}",model_name="{a.served_model_name}"',
+                s.finished_count if reason == "length" else 0,
             )
+            for reason in FINISH_REASONS
         ],
+        born,
     )
     if a.speculative or a.spec_schedule:
         c = s.draft_counters
-        out += _family(
+        out += _counter(
             "vllm:spec_decode_num_drafts_total",
-            "counter",
             "Number of spec decoding drafts.",
             [(base, c.drafts)],
+            born,
         )
-        out += _family(
+        out += _counter(
             "vllm:spec_decode_num_draft_tokens_total",
-            "counter",
             "Number of draft tokens.",
             [(base, c.draft_tokens)],
+            born,
         )
-        out += _family(
+        out += _counter(
             "vllm:spec_decode_num_accepted_tokens_total",
-            "counter",
             "Number of accepted tokens.",
             [(base, c.accepted)],
+            born,
         )
         per_pos = c.per_position(a.num_steps)
-        out += _family(
+        out += _counter(
             "vllm:spec_decode_num_accepted_tokens_per_pos_total",
-            "counter",
             "Accepted tokens per draft position.",
             [(f'{base},position="{i}"', n) for i, n in enumerate(per_pos)],
+            born,
         )
-    out += s.ttft.exposition(
-        "vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", base
+    histograms = (
+        ("vllm:time_to_first_token_seconds", "time to first token", s.ttft),
+        ("vllm:e2e_request_latency_seconds", "e2e request latency", s.e2e),
     )
-    out += s.e2e.exposition(
-        "vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", base
-    )
+    for name, what, histogram in histograms:
+        doc = f"Histogram of {what} in seconds."
+        out += histogram.exposition(name, doc, base)
+        out += _created(name, doc, [base], born)
     return "\n".join(out) + "\n"
 
 

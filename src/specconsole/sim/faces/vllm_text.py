@@ -143,6 +143,7 @@ SOURCES: dict[str, dict[str, tuple[str, int, str]]] = {
             "Engine %03d: Avg prompt throughput: %.1f tokens/s, Avg generation throughput: "
             "%.1f tokens/s, Running: %d reqs, Waiting: %d reqs, %s KV cache usage: %.1f%%",
         ),
+        "hit_rate": ("vllm/v1/metrics/loggers.py", 322, "Prefix cache hit rate: %.1f%%"),
         "spec": ("vllm/v1/spec_decode/metrics.py", 120, _SPEC),
         "failed": ("vllm/v1/engine/core.py", 1757, "EngineCore failed to start."),
         "fatal": ("vllm/v1/engine/core.py", 1759, "EngineCore encountered a fatal error."),
@@ -228,16 +229,27 @@ class VllmText:
         )
 
     def stats_line(
-        self, prompt_tput: float, gen_tput: float, running: int, waiting: int, usage: float
+        self,
+        prompt_tput: float,
+        gen_tput: float,
+        running: int,
+        waiting: int,
+        usage: float,
+        hit_rate: float | None = None,
     ) -> list[str]:
         """The periodic ``Engine 000: ...`` statistics (``v1/metrics/loggers.py``): 0.11
-        always shows the prefix-cache hit rate; 0.34 only once it has a lookup (the
-        simulator has no prefix cache)."""
+        always shows the prefix-cache hit rate; 0.34 once its prefix cache (on by default)
+        has been looked up, i.e. from the first request on (``hit_rate``; the simulator's
+        cache never hits) — as the real 0.32 does."""
         if self.release == "0.11.0":
             args: tuple[object, ...] = (0, prompt_tput, gen_tput, running, waiting, usage, 0.0)
-        else:
-            args = (0, prompt_tput, gen_tput, running, waiting, "GPU", usage)
-        return self.record("stats", args)
+            return self.record("stats", args)
+        args = (0, prompt_tput, gen_tput, running, waiting, "GPU", usage)
+        lines = self.record("stats", args)
+        if hit_rate is not None:
+            _path, _line, fmt = SOURCES[self.release]["hit_rate"]
+            lines[-1] += ", " + fmt % hit_rate
+        return lines
 
     def version_lines(self, version: str, model: str) -> list[str]:
         """The first record of the API server: its release (0.34 draws its logo, monochrome
