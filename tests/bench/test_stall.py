@@ -43,3 +43,20 @@ def test_stall_timeout_is_a_plan_key_with_bounds() -> None:
     assert loads_plan(text).bench.stall_timeout_s == 5.0
     with pytest.raises(PlanError, match="stall_timeout_s"):
         loads_plan(PLAN_TEXT.replace("input_len = 64", "input_len = 64\nstall_timeout_s = inf"))
+
+
+async def test_a_server_that_streamed_before_it_stalled_is_not_a_silent_one() -> None:
+    """Issue 44 stops a level after its first wave only when the server said nothing at all:
+    streams that stall after some tokens are each measured (3 requests, 3 stalls)."""
+    spec = BenchSpec(
+        ladder=(1,),
+        requests_per_level=3,
+        warmup_requests=0,
+        output_len=50,
+        prompts="random",
+        input_len=16,
+        stall_timeout_s=0.5,
+    )
+    with running_simulator("--sim-stall-after-tokens", "5") as stalled:
+        result = await ThreadedBenchmarkRunner().run(spec, stalled.base_url)
+    assert result.levels[0].errors == {"stall": 3}

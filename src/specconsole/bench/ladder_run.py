@@ -236,7 +236,7 @@ class LadderRun:
                 steady=plan.window == WINDOW_STEADY,
             )
             # nothing completed (a silent server): nothing to read, and no wait for it
-            answered = measured.output_tokens > 0
+            answered = measured.streamed > 0
             accept = None if partial or not answered else await accept_length(client)
             spec = (
                 None
@@ -348,7 +348,7 @@ class LadderRun:
     def _more(self, phase: Phase, count: int | None, duration_s: float | None) -> bool:
         if count is not None and phase.issued >= count:
             return False
-        if not phase.warmup and silent_wave(phase.records, phase.concurrency, phase.output_tokens):
+        if not phase.warmup and silent_wave(phase.records, phase.concurrency, phase.streamed):
             return False  # the server is silent: the level's outcome is decided
         return duration_s is None or self._clock() - phase.t0 < duration_s
 

@@ -44,10 +44,14 @@ class Phase:
         self.records: list[RequestTimeline] = []
         self.window: deque[tuple[float, int]] = deque()
         self.window_tokens = 0
+        self.streamed = 0
+        """Tokens streamed in this phase so far, finished requests or not (a steady window
+        cancels its streams: none finishes): whether the server said anything at all."""
 
     def add_tokens(self, now: float, tokens: int) -> None:
         self.window.append((now, tokens))
         self.window_tokens += tokens
+        self.streamed += tokens
 
     def snapshot(self, level_count: int) -> dict[str, Any]:
         now = self.clock()
