@@ -287,3 +287,10 @@ def test_a_real_vllms_exposition_is_trusted_whole() -> None:
         vllm,
     )
     assert narrow == figures
+
+
+def test_an_unknown_level_reads_back_as_recorded() -> None:
+    figures = CounterAcceptance.untrusted(
+        "counter reset (x went from 3 to 1)", output_tokens=None, client_output_tokens=120
+    )
+    assert CounterAcceptance.from_dict(figures.to_dict()) == figures

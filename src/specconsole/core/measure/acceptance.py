@@ -224,8 +224,14 @@ class CounterAcceptance:
         )
         every = _finite(data.get("series_interval_s"))
         bad = None in counts or None in positions or output is False or client is False
-        if reason or bad:
-            return cls.untrusted(reason or "the recorded counts are not counts")
+        if bad:
+            return cls.untrusted("the recorded counts are not counts")
+        if reason:  # as recorded: the reason, and the output counts beside it
+            return cls.untrusted(
+                reason,
+                output_tokens=output if isinstance(output, int) else None,
+                client_output_tokens=client if isinstance(client, int) else None,
+            )
         return cls(
             drafts=counts[0] or 0,
             draft_tokens=counts[1] or 0,
