@@ -1,0 +1,137 @@
+"""The vLLM box the end-to-end tests share: a hand-written ``vllm serve`` unit in the real
+systemd container (the vLLM bed's venv and models bind-mounted read-only), its host profile,
+the plans built from ``specconsole import``, and the checks of a trial's acceptance against
+the server's own counters and log.
+
+Why one place: the systemd sweep and the plain-process sweeps drive the same server with the
+same workload — SmolLM2-135M on the CPU, n-gram speculation, prompts that repeat themselves
+(examples/vllm-cpu-prompts.jsonl) so every level drafts — and check its figures the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import tomli_w
+
+from tests.fixtures.nspawn import NspawnBox
+from tests.fixtures.vllm import BASE_FLAGS, SERVED_NAME, SERVER_ENV, VllmBed
+
+UNIT = "vllm-box.service"
+UNIT_PATH = f"/etc/systemd/system/{UNIT}"
+BACKUPS = "/var/backups/specconsole"
+REPO = Path(__file__).resolve().parents[2]
+PROMPTS = REPO / "examples" / "vllm-cpu-prompts.jsonl"
+STATS_INTERVAL_S = "1"
+"""``VLLM_LOG_STATS_INTERVAL``: vLLM's statistics and ``SpecDecoding metrics`` lines every
+second while requests run (its default is 10 s)."""
+LONG_CONTEXT = 65536
+"""More than the bed's 1 GiB KV cache holds (46,592 tokens): with
+``VLLM_ALLOW_LONG_MAX_MODEL_LEN=1`` (the model's own limit is 8,192) vLLM loads, then refuses
+to start because one request of that length does not fit — the seed's crash in load."""
+SPEC_LINE = re.compile(r"SpecDecoding metrics: .*Accepted: (\d+) tokens, Drafted: (\d+) tokens")
+API_PID = re.compile(r"\(APIServer pid=(\d+)\)")
+
+
+def unit_env() -> dict[str, str]:
+    """The bed's environment, plus the statistics every second and the long context allowed."""
+    return {
+        **SERVER_ENV,
+        "VLLM_LOG_STATS_INTERVAL": STATS_INTERVAL_S,
+        "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1",
+    }
+
+
+def users_unit(bed: VllmBed, port: int, k: int = 4) -> str:
+    """A ``vllm serve`` unit as a user writes it: n-gram speculation in its JSON, the CPU
+    backend's environment, no restarts."""
+    spec = json.dumps({"method": "ngram", "num_speculative_tokens": k})
+    env = "".join(f"Environment={key}={value}\n" for key, value in unit_env().items())
+    return (
+        "[Unit]\n"
+        "Description=vLLM on the CPU with n-gram speculation (hand-written)\n"
+        "After=network.target\n"
+        "\n"
+        "[Service]\n"
+        f"{env}"
+        f"ExecStart={bed.vllm} serve {bed.target} \\\n"
+        f"    --speculative-config '{spec}' \\\n"
+        f"    --max-model-len 2048 {' '.join(BASE_FLAGS)} --served-model-name {SERVED_NAME} \\\n"
+        f"    --host 127.0.0.1 --port {port}\n"
+        "Restart=no\n"
+        "TimeoutStopSec=30\n"
+        "\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def install(box: NspawnBox, text: str) -> None:
+    """Write the unit, forget earlier backups, daemon-reload (the sweep starts it)."""
+    box.ssh(
+        f"printf %s {shlex.quote(text)} > {UNIT_PATH} && rm -rf {BACKUPS} && "
+        "systemctl daemon-reload"
+    )
+
+
+def profile_toml(box: NspawnBox) -> str:
+    host = {
+        "transport": "ssh",
+        "hostname": box.host,
+        "port": box.port,
+        "user": "root",
+        "identity_files": [str(box.client_key)],
+        "known_hosts": str(box.known_hosts),
+        "ssh_config": "",
+        "use_agent": False,
+        "reconnect_max_delay": 1,
+    }
+    return tomli_w.dumps({"host": host, "service": {"kind": "systemd", "unit": UNIT}})
+
+
+BENCH = {
+    "ladder": [1, 2],
+    "api": "completions",
+    "dataset": f"jsonl:{PROMPTS}",
+    "output_len": 32,
+    "requests_per_level": 2,
+    "warmup_requests": 0,
+    "stall_timeout_s": 180,
+}
+"""Two levels of two requests each, 32 tokens out, prompts that repeat themselves (every
+level drafts): enough for exact counter deltas, short on a shared 2-core box."""
+
+
+def journal_spec_totals(box: NspawnBox, api_pid: int) -> tuple[int, int]:
+    """(accepted, drafted) summed over every ``SpecDecoding metrics`` line the API server
+    ``api_pid`` wrote to the unit's journal."""
+    text = box.ssh(f"journalctl -u {UNIT} -o cat --no-pager | grep 'APIServer pid={api_pid})'")
+    found = [(int(a), int(d)) for a, d in SPEC_LINE.findall(text)]
+    return sum(a for a, _d in found), sum(d for _a, d in found)
+
+
+def api_pid(log: str) -> int:
+    """The API server's PID a trial's log names."""
+    found = API_PID.search(log)
+    assert found, log[:2000]
+    return int(found[1])
+
+
+def check_acceptance(record: dict) -> dict[str, int]:
+    """Every level's acceptance is the counters' deltas exactly (length, rate, per position),
+    and the tokens the server counted are the load generator's; the trial's totals."""
+    bench = {lv["max_concurrency"]: lv for lv in record["bench"]["levels"]}
+    totals = {"drafts": 0, "draft_tokens": 0, "accepted": 0}
+    for level in record["levels"]:
+        counters = level["spec_counters"]
+        assert counters["drafts"] > 0, level
+        assert level["accept_length"] == 1 + counters["accepted"] / counters["drafts"]
+        assert counters["acceptance_rate"] == counters["accepted"] / counters["draft_tokens"]
+        assert sum(counters["per_position"]) == counters["accepted"]
+        assert counters["output_tokens"] == bench[level["concurrency"]]["total_output_tokens"]
+        for key in totals:
+            totals[key] += counters[key]
+    return totals
