@@ -67,7 +67,8 @@ def install(box: NspawnBox, text: str) -> None:
     )
 
 
-def profile_toml(box: NspawnBox) -> str:
+def profile_toml(box: NspawnBox, unit: str = UNIT) -> str:
+    """The host profile reaching ``box`` over its sshd as root, its service the ``unit``."""
     host = {
         "transport": "ssh",
         "hostname": box.host,
@@ -79,7 +80,7 @@ def profile_toml(box: NspawnBox) -> str:
         "use_agent": False,
         "reconnect_max_delay": 1,
     }
-    return tomli_w.dumps({"host": host, "service": {"kind": "systemd", "unit": UNIT}})
+    return tomli_w.dumps({"host": host, "service": {"kind": "systemd", "unit": unit}})
 
 
 def seed_plan(imported: str) -> str:
@@ -106,11 +107,12 @@ def seed_plan(imported: str) -> str:
     return tomli_w.dumps(document)
 
 
-def versions(box: NspawnBox) -> list[str]:
-    """Every deployed version of the unit, oldest first (the backups each deploy left), then
+def versions(box: NspawnBox, unit: str = UNIT) -> list[str]:
+    """Every deployed version of ``unit``, oldest first (the backups each deploy left), then
     the unit as it is now."""
-    names = box.ssh(f"ls {BACKUPS} 2>/dev/null | grep '^{UNIT}\\.' | sort; true").split()
-    return [box.ssh(f"cat {BACKUPS}/{name}") for name in names] + [box.ssh(f"cat {UNIT_PATH}")]
+    names = box.ssh(f"ls {BACKUPS} 2>/dev/null | grep '^{unit}\\.' | sort; true").split()
+    path = f"/etc/systemd/system/{unit}"
+    return [box.ssh(f"cat {BACKUPS}/{name}") for name in names] + [box.ssh(f"cat {path}")]
 
 
 def others(text: str) -> list[str]:

@@ -28,13 +28,11 @@ from specconsole.core.launch.systemd import parse_unit
 from tests.fixtures.nspawn import NspawnBox
 from tests.fixtures.sshd import free_port
 from tests.fixtures.vllm import VllmBed
-from tests.realengine.box import cli, session_dir
+from tests.realengine.box import cli, session_dir, versions
 from tests.realengine.vllm_box import (
-    BACKUPS,
     BENCH,
     LONG_CONTEXT,
     UNIT,
-    UNIT_PATH,
     api_pid,
     check_acceptance,
     install,
@@ -62,11 +60,6 @@ def seed_plan(imported: str) -> str:
     }
     document["bench"] = BENCH
     return tomli_w.dumps(document)
-
-
-def versions(box: NspawnBox) -> list[str]:
-    names = box.ssh(f"ls {BACKUPS} 2>/dev/null | grep '^{UNIT}\\.' | sort; true").split()
-    return [box.ssh(f"cat {BACKUPS}/{name}") for name in names] + [box.ssh(f"cat {UNIT_PATH}")]
 
 
 def others(text: str) -> list[str]:
@@ -136,7 +129,7 @@ def test_the_seed_workflow_on_a_real_vllm_unit(
             assert counters["output_tokens"] == bench[level["concurrency"]]["total_output_tokens"]
 
         # every deployed version keeps the user's other lines byte for byte
-        seen = versions(nspawn_box)
+        seen = versions(nspawn_box, UNIT)
         assert seen[0] == original
         for text in seen[1:]:
             assert others(text) == others(original), text

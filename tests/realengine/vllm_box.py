@@ -15,14 +15,13 @@ import re
 import shlex
 from pathlib import Path
 
-import tomli_w
-
 from tests.fixtures.nspawn import NspawnBox
 from tests.fixtures.vllm import BASE_FLAGS, SERVED_NAME, SERVER_ENV, VllmBed
+from tests.realengine.box import BACKUPS
+from tests.realengine.box import profile_toml as box_profile
 
 UNIT = "vllm-box.service"
 UNIT_PATH = f"/etc/systemd/system/{UNIT}"
-BACKUPS = "/var/backups/specconsole"
 REPO = Path(__file__).resolve().parents[2]
 PROMPTS = REPO / "examples" / "vllm-cpu-prompts.jsonl"
 STATS_INTERVAL_S = "1"
@@ -78,18 +77,8 @@ def install(box: NspawnBox, text: str) -> None:
 
 
 def profile_toml(box: NspawnBox) -> str:
-    host = {
-        "transport": "ssh",
-        "hostname": box.host,
-        "port": box.port,
-        "user": "root",
-        "identity_files": [str(box.client_key)],
-        "known_hosts": str(box.known_hosts),
-        "ssh_config": "",
-        "use_agent": False,
-        "reconnect_max_delay": 1,
-    }
-    return tomli_w.dumps({"host": host, "service": {"kind": "systemd", "unit": UNIT}})
+    """The host profile reaching the container, its service :data:`UNIT`."""
+    return box_profile(box, UNIT)
 
 
 BENCH = {
