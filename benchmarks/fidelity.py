@@ -208,9 +208,9 @@ def run_reference(
 
 
 def predicted(flags: tuple[str, ...], c: int, input_len: int) -> dict[str, float]:
-    from specconsole.sim.args import parse_argv
-    from specconsole.sim.physics.model import predict
-    from specconsole.sim.physics.resolve import resolve
+    from specconsole.sim.faces.sglang.args import parse_argv
+    from specconsole.sim.faces.sglang.resolve import resolve
+    from specconsole.sim.forecast import predict
     from specconsole.sim.physics.textkind import TextKind
     from specconsole.sim.profile import default_profile_path, load_profile
 

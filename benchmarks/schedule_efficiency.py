@@ -41,7 +41,7 @@ from specconsole.core.plans.plan import SweepPlan  # noqa: E402
 from specconsole.core.search.levels import LevelTable, level_table  # noqa: E402
 from specconsole.core.search.strategy import next_trial  # noqa: E402
 from specconsole.present.labels import config_label  # noqa: E402
-from specconsole.sim.physics.model import predict  # noqa: E402
+from specconsole.sim.forecast import predict  # noqa: E402
 
 INPUT_LEN, OUTPUT_LEN = 1024, 512
 SEED_PROFILE = ROOT / "examples" / "sim" / "qwen3.5-122b-a10b-eagle3.toml"

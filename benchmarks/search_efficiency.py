@@ -63,7 +63,7 @@ from specconsole.core.search.contenders import identity  # noqa: E402
 from specconsole.core.search.optimize import project  # noqa: E402
 from specconsole.core.search.strategy import next_trial  # noqa: E402
 from specconsole.session.store import Session  # noqa: E402
-from specconsole.sim.physics.model import predict  # noqa: E402
+from specconsole.sim.forecast import predict  # noqa: E402
 from specconsole.sim.profile import Profile, default_profile_path, load_profile  # noqa: E402
 
 PROFILES = {

@@ -26,14 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 
-from specconsole.sim.args import parse_argv
-from specconsole.sim.physics.model import (
-    CALIBRATION_LADDER,
-    calibration_config,
-    peak_aggregate,
-    predict,
-)
-from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import calibration_config, peak_aggregate, predict
+from specconsole.sim.physics.model import CALIBRATION_LADDER
 from specconsole.sim.profile import load_default_profile
 
 

@@ -8,9 +8,10 @@ import pytest
 
 from specconsole.bench.runner import ThreadedBenchmarkRunner
 from specconsole.core.ports import BenchApi, BenchSpec
-from specconsole.sim.args import parse_argv
-from specconsole.sim.physics.model import Prediction, predict
-from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import predict
+from specconsole.sim.physics.model import Prediction
 from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator

@@ -16,9 +16,10 @@ from specconsole.bench.remote_runner import build_script
 from specconsole.bench.runner import ThreadedBenchmarkRunner
 from specconsole.core.measure.metrics import LevelMetrics
 from specconsole.core.ports import BenchSpec
-from specconsole.sim.args import parse_argv
-from specconsole.sim.physics.model import Prediction, predict
-from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import predict
+from specconsole.sim.physics.model import Prediction
 from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
 from tests.bench.test_remote_runner import run_on_bare_python

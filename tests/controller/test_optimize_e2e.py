@@ -25,7 +25,7 @@ from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import next_trial
 from specconsole.session.store import Session
-from specconsole.sim.physics.model import predict
+from specconsole.sim.forecast import predict
 from tests.fixtures.plans import sim_plan_text
 
 pytestmark = pytest.mark.slow

@@ -2,9 +2,8 @@
 rate search finds the simulator model's highest feasible rate within its tolerance.
 
 The SLO is a per-request decode speed at the probes' in-flight cap (``per_request_at_64 >=
-130``); the model's answer is ``sim.physics.ratemodel.max_rate`` — the same ``sim.physics.model``
-physics,
-under Poisson arrivals (Little's law for the batch, each arrival's prefill taking its share
+130``); the model's answer is ``sim.physics.ratemodel.max_rate`` — the same ``sim.physics``
+model, under Poisson arrivals (Little's law for the batch, each arrival's prefill taking its share
 of the step clock). Every probe is recorded, and the report shows them.
 """
 
@@ -14,6 +13,7 @@ import json
 from pathlib import Path
 
 from specconsole.session.store import Session
+from specconsole.sim.forecast import profile_for, resolve_config
 from specconsole.sim.physics.ratemodel import max_rate
 from tests.fixtures.plans import sim_plan_text
 from tests.session.sim_sessions import cli, only_session
@@ -68,7 +68,9 @@ def test_the_rate_search_finds_the_models_highest_feasible_rate(tmp_path: Path) 
     assert 3 <= len(probes) <= 10
     above = min(p.rate for p in probes if not p.met and p.rate > found)
     assert above / found <= 1 + TOLERANCE  # bracketed within the tolerance
-    model = max_rate(trial.effective, SLO, INPUT_LEN, OUTPUT_LEN, cap=CAP, high=64.0)
+    profile = profile_for(trial.effective)
+    args = resolve_config(trial.effective, profile)
+    model = max_rate(args, profile, SLO, INPUT_LEN, OUTPUT_LEN, cap=CAP, high=64.0)
     assert abs(found - model) / model <= TOLERANCE, (
         found,
         model,

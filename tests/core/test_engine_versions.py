@@ -20,7 +20,8 @@ from specconsole.engines.sglang.releases import (
     parse_version,
     removed_flags,
 )
-from specconsole.sim.args import SimArgError, parse_argv
+from specconsole.sim.arguments import SimArgError
+from specconsole.sim.faces.sglang.args import parse_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 

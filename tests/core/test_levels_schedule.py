@@ -21,7 +21,7 @@ from specconsole.core.plans.plan import PlanError, StrategyKind
 from specconsole.core.search.levels import level_table, role_of
 from specconsole.core.search.scheduling import derive, picks
 from specconsole.core.search.strategy import findings, next_trial
-from specconsole.sim.physics.model import predict
+from specconsole.sim.forecast import predict
 
 LADDER = (1, 4, 16, 32, 64)
 PLAN = """

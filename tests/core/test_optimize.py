@@ -18,7 +18,7 @@ from specconsole.core.plans.plan import PlanError, StrategyKind, SweepPlan
 from specconsole.core.search.focus import single_request_goal
 from specconsole.core.search.optimize import converged, encode, observations, space, space_size
 from specconsole.core.search.strategy import findings, next_trial, stop_reason
-from specconsole.sim.physics.model import predict
+from specconsole.sim.forecast import predict
 from tests.fixtures.plans import SEED_SERVER
 
 LADDER = (1, 16, 64)

@@ -281,7 +281,7 @@ def test_fit_line() -> None:
 def test_capacity_predictor_flags_steps_10_from_steps_1_to_4() -> None:
     """Capacities the simulator's seed profile (its pure memory model) gives for steps 1-4:
     the spec workspace grows by cuda_graph_max_bs x 11.35 MiB per draft token."""
-    from specconsole.sim.physics.model import calibration_config, predict
+    from specconsole.sim.forecast import calibration_config, predict
     from specconsole.sim.profile import load_default_profile
 
     profile = load_default_profile()

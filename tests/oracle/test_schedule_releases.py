@@ -28,8 +28,9 @@ from specconsole.core.engine.registry import get_engine
 from specconsole.core.engine.schedule import LevelPick
 from specconsole.engines.sglang.adaptive import UNSUPPORTED_FLAGS
 from specconsole.engines.sglang.releases import TABLE
-from specconsole.sim.faces import sglang_log as logfmt
-from specconsole.sim.physics.adaptive import DEFAULT_KNOBS, default_spec
+from specconsole.sim.faces.sglang import log as logfmt
+from specconsole.sim.faces.sglang.adaptive import default_spec
+from specconsole.sim.physics.adaptive import DEFAULT_KNOBS
 from tests.oracle.test_sglang_releases import VERSIONS, need
 from tests.oracle.test_vllm_releases import need as need_vllm
 from tests.oracle.vllm_sdist import oracle_versions as vllm_versions

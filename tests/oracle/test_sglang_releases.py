@@ -47,7 +47,7 @@ from specconsole.engines.sglang.releases import (
     has_new_name,
     rule_applies,
 )
-from specconsole.sim.args import sglang_parser
+from specconsole.sim.faces.sglang.args import sglang_parser
 from tests.fixtures.sim import DEFAULT_FLAGS, running_simulator
 from tests.oracle.offline import unavailable
 from tests.oracle.wheel import Release, flags, oracle_versions, release

@@ -18,11 +18,10 @@ import re
 
 import pytest
 
-from specconsole.sim.faces import vllm_fatal as fatal
-from specconsole.sim.faces.vllm_args import help_text
-from specconsole.sim.faces.vllm_memory import vllm_plan
-from specconsole.sim.faces.vllm_text import SOURCES, text_for
-from specconsole.sim.physics.model import LoadFailure
+from specconsole.sim.faces.vllm import fatal
+from specconsole.sim.faces.vllm.args import help_text
+from specconsole.sim.faces.vllm.text import SOURCES, text_for
+from specconsole.sim.physics.model import LoadFailure, plan_memory
 from specconsole.sim.profile import load_profile
 from tests.oracle.test_vllm_releases import need
 from tests.oracle.vllm_sdist import (
@@ -93,8 +92,8 @@ def _fstring(version: str, path: str, needle: str) -> str:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_fatal_messages_hold_the_releases_words(version: str) -> None:
-    from specconsole.sim.faces.vllm import VllmFace
-    from specconsole.sim.faces.vllm_args import parse_vllm, resolve_vllm
+    from specconsole.sim.faces.vllm.args import parse_vllm, resolve_vllm
+    from specconsole.sim.faces.vllm.face import VllmFace
 
     face = VllmFace()
     profile = load_profile(face.default_profile())
@@ -103,7 +102,7 @@ def test_the_fatal_messages_hold_the_releases_words(version: str) -> None:
     args = resolve_vllm(
         parse_vllm(words, version, "schedule" in SOURCES[version]), profile, version
     )
-    plan = vllm_plan(args, profile, version)
+    plan = plan_memory(args, profile)
     assert plan.failure is LoadFailure.NOT_ENOUGH_MEMORY
     planning = (
         "vllm/v1/core/kv_cache_utils.py"
@@ -154,7 +153,7 @@ def test_the_speculative_keys_it_reads_are_the_releases_fields(version: str) -> 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_its_counters_metrics_and_routes_are_the_releases(version: str) -> None:
-    from specconsole.sim.faces import vllm_http
+    from specconsole.sim.faces.vllm import http as vllm_http
 
     source = vllm_http.__file__
     with open(source, encoding="utf-8") as handle:

@@ -26,8 +26,8 @@ from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.headless.sweep import run_headless
 from specconsole.session.store import Session
-from specconsole.sim.physics.model import calibration_config, plan_memory
-from specconsole.sim.physics.resolve import resolve_config
+from specconsole.sim.forecast import calibration_config, resolve_config
+from specconsole.sim.physics.model import plan_memory
 from specconsole.sim.profile import load_default_profile
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
 from tests.fixtures.gpubox import GpuBox, gpu_sshd, install_in_container

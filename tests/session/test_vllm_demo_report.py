@@ -21,12 +21,8 @@ import pytest
 
 from specconsole.cli import main
 from specconsole.session.store import Session
-from specconsole.sim.physics.model import (
-    DEFAULT_INPUT_LEN,
-    DEFAULT_OUTPUT_LEN,
-    peak_aggregate,
-    predict,
-)
+from specconsole.sim.forecast import peak_aggregate, predict
+from specconsole.sim.physics.model import DEFAULT_INPUT_LEN, DEFAULT_OUTPUT_LEN
 from tests.session.test_report_resolved import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model

@@ -12,10 +12,13 @@ import sys
 import pytest
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.sim.args import SimArgError, parse_argv
-from specconsole.sim.physics.adaptive import AdaptiveRuntime, AdaptiveSpec, Bucket, load_spec
-from specconsole.sim.physics.model import calibration_config, plan_memory, predict
-from specconsole.sim.physics.resolve import resolve, resolve_config
+from specconsole.sim.arguments import SimArgError
+from specconsole.sim.faces.sglang.adaptive import load_spec
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import calibration_config, predict, resolve_config
+from specconsole.sim.physics.adaptive import AdaptiveRuntime, AdaptiveSpec, Bucket
+from specconsole.sim.physics.model import plan_memory
 from specconsole.sim.profile import load_default_profile
 
 PROFILE = load_default_profile()

@@ -10,9 +10,9 @@ import time
 import httpx
 
 from specconsole.bench.wire.rawhttp import RawStreamClient
-from specconsole.sim.args import parse_argv
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
 from specconsole.sim.physics.model import prefill_time
-from specconsole.sim.physics.resolve import resolve
 from specconsole.sim.profile import load_default_profile
 from tests.fixtures.sim import DEFAULT_FLAGS, async_running_simulator
 

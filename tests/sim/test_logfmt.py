@@ -22,7 +22,7 @@ from specconsole.core.logs.events import (
     WeightsEnd,
 )
 from specconsole.engines.sglang.fatal import SGLangCause
-from specconsole.sim.faces import sglang_log as logfmt
+from specconsole.sim.faces.sglang import log as logfmt
 
 DIALECTS = (logfmt.LATEST, logfmt.V059)
 CAPACITY_RE = re.compile(

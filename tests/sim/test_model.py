@@ -16,18 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.sim.args import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, SimArgError, parse_argv
+from specconsole.sim.arguments import SimArgError
+from specconsole.sim.faces.sglang.args import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import calibration_config, peak_aggregate, predict, resolve_config
 from specconsole.sim.physics.acceptance import accept_length
-from specconsole.sim.physics.model import (
-    CALIBRATION_LADDER,
-    LoadFailure,
-    calibration_config,
-    peak_aggregate,
-    plan_memory,
-    predict,
-    step_time,
-)
-from specconsole.sim.physics.resolve import resolve, resolve_config
+from specconsole.sim.physics.model import CALIBRATION_LADDER, LoadFailure, plan_memory, step_time
 from specconsole.sim.profile import Profile, ProfileError, load_default_profile, load_profile
 
 SEED_SWEEP: dict[int, tuple[float, float]] = {
@@ -206,7 +200,7 @@ def test_auto_speculative_defaults_and_max_running_48(profile: Profile) -> None:
         ServerConfig(model_path="m", speculative_algorithm=SpecAlgorithm.EAGLE3, tp_size=4), profile
     )
     assert (args.num_steps, args.topk, args.num_draft_tokens) == (3, 1, 4)
-    assert args.max_running_requests == 48 and MSG_MAX_RUNNING_48 in args.warnings
+    assert args.max_running == 48 and MSG_MAX_RUNNING_48 in args.warnings
     assert args.max_capture_bs == 48  # graphs are limited to the request pool
     assert plan_memory(args, profile).failure is None
 
@@ -387,8 +381,8 @@ def test_capacity_never_rises_with_more_draft_tokens(cfg: ServerConfig) -> None:
 
 def test_the_model_imports_no_server_code() -> None:
     code = (
-        "import sys, specconsole.sim.physics.model, specconsole.sim.args, "
-        "specconsole.sim.faces.sglang_log; "
+        "import sys, specconsole.sim.forecast, specconsole.sim.faces.sglang.resolve, "
+        "specconsole.sim.faces.sglang.log, specconsole.sim.faces.vllm.face; "
         "print(sorted(m for m in ('starlette', 'uvicorn', 'httpx') if m in sys.modules))"
     )
     out = subprocess.run(

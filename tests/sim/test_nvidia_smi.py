@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from specconsole.core.measure.gpu import QUERY_FIELDS, parse_sample, query_args
+from specconsole.sim.forecast import calibration_config, resolve_config
 from specconsole.sim.gpu import nvidia_smi
 from specconsole.sim.gpu.gpustate import FOLLOW_S, UTILIZATION_PERIOD_S, GpuBoard
-from specconsole.sim.physics.model import GIB, calibration_config, plan_memory
-from specconsole.sim.physics.resolve import resolve_config
+from specconsole.sim.physics.model import GIB, plan_memory
 from specconsole.sim.profile import load_default_profile
 from tests.fixtures.gpubox import GpuBox, make_gpu_box
 from tests.fixtures.sim import running_simulator

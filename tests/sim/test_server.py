@@ -27,9 +27,10 @@ from specconsole.core.logs.events import (
     WeightsEnd,
 )
 from specconsole.engines.sglang.fatal import SGLangCause
-from specconsole.sim.args import parse_argv
-from specconsole.sim.physics.model import plan_memory, predict
-from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import predict
+from specconsole.sim.physics.model import plan_memory
 from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
 from tests.fixtures.sim import (

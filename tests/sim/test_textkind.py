@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from specconsole.sim.args import parse_argv
-from specconsole.sim.physics.model import predict
-from specconsole.sim.physics.resolve import resolve
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.forecast import predict
 from specconsole.sim.physics.textkind import (
     REJECTION_MULTIPLIER,
     TextKind,

@@ -15,7 +15,7 @@ from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import Capacity, FatalCause, KVCacheAllocated, Ready, SpecStats
 from specconsole.core.measure.acceptance import SpecCounters, counter_deltas, parse_prometheus
-from specconsole.sim.physics.model import predict
+from specconsole.sim.forecast import predict
 from tests.fixtures.sim import (
     VLLM_DRAFT,
     VLLM_MODEL,

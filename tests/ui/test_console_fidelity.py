@@ -28,7 +28,7 @@ from specconsole.paths import examples_dir
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
-from specconsole.sim.physics.model import calibration_config, predict
+from specconsole.sim.forecast import calibration_config, predict
 from specconsole.sim.profile import load_default_profile
 from specconsole.ui.app import make_app
 

@@ -65,13 +65,13 @@ def _unusable_number(values: Mapping[str, Any]) -> str:
 
 def _predict(argv: list[str]) -> int:
     from specconsole.commands.bounded import bench_number, ladder
-    from specconsole.sim.args import SimArgError
+    from specconsole.sim.arguments import SimArgError
     from specconsole.sim.facetable import DEFAULT_FACE, select_face
+    from specconsole.sim.forecast import predict
     from specconsole.sim.physics.model import (
         CALIBRATION_LADDER,
         DEFAULT_INPUT_LEN,
         DEFAULT_OUTPUT_LEN,
-        predict,
     )
     from specconsole.sim.profile import ProfileError, load_profile
 
@@ -187,7 +187,7 @@ def _with_schedule(
     from specconsole.core.plans.objective import DEFAULT_GOAL
     from specconsole.core.search.scheduling import best_picks, schedule_for
     from specconsole.present.labels import schedule_text
-    from specconsole.sim.physics.model import predict
+    from specconsole.sim.forecast import predict
 
     base = configs[0][1]
     rows = [*configs, ("none", engine_for(base).without_speculation(base))]

@@ -32,9 +32,9 @@ def provide_simulated_gpus(plan: SweepPlan) -> str | None:
         return None
     if "specconsole.sim" not in (base.launcher or "") or shutil.which("nvidia-smi"):
         return None
+    from specconsole.sim.forecast import profile_for
     from specconsole.sim.gpu import nvidia_smi
     from specconsole.sim.gpu.gpustate import write_box
-    from specconsole.sim.physics.model import profile_for
 
     folder = data_dir() / f"sim-gpus-{base.port}"
     try:

@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.sim.args import ParsedArgs
+from specconsole.sim.arguments import ParsedArgs
 from specconsole.sim.gpu.gpustate import GpuBoard
+from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import MemoryPlan, plan_memory
-from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
 from specconsole.sim.scheduler import Scheduler, StepReporter
 
@@ -67,14 +67,13 @@ class SimBox:
         opts: SimOptions,
         log: Any,
         reporter: StepReporter,
-        plan: MemoryPlan | None = None,
     ) -> None:
         self.args = args
         self.parsed = parsed
         self.profile = profile
         self.opts = opts
         self.log = log
-        self.plan: MemoryPlan = plan if plan is not None else plan_memory(args, profile)
+        self.plan: MemoryPlan = plan_memory(args, profile)
         self.ready = False
         self.shutting_down = False
         self.port = args.port

@@ -1,16 +1,19 @@
-"""Which face the simulator shows: the table from an imitated engine's registered name to the
-module of its face (:mod:`specconsole.sim.faces`), and how a command line picks one.
+"""The simulator's registry of faces: which face imitates which engine, and how a command
+line picks one.
 
-Why its own module: the box's physics (:mod:`specconsole.sim.physics.model`) resolves a deployed
-configuration the way its engine's face would, and the faces import the physics; the table
-loads a face by name only when asked, so neither imports the other. Adding a face is a row
-here and a module there; nothing else names an engine.
+Why an explicit registry: a face is found by the registered name of the engine it imitates
+(the ``[server] engine`` of a deployed configuration, the first word of a command line), and
+looking it up must never hide an import the import-linter contracts cannot see. Each row
+imports its face's module by name — statically, inside a function, so a command that runs
+SGLang's face never loads vLLM's — and nothing below this module (the physics, the box, the
+faces themselves) imports it, so the faces sit strictly above the physics with no cycle
+(``tests/sim/test_layout.py`` checks it with the deferred imports counted). Adding a face is a
+package under ``sim/faces/`` and a row here.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -18,11 +21,24 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_FACE", "FACES", "face_for", "select_face"]
 
-FACES: dict[str, str] = {
-    "sglang": "specconsole.sim.faces.sglang",
-    "vllm": "specconsole.sim.faces.vllm",
+
+def _sglang() -> Face:
+    from specconsole.sim.faces.sglang.face import FACE
+
+    return FACE
+
+
+def _vllm() -> Face:
+    from specconsole.sim.faces.vllm.face import FACE
+
+    return FACE
+
+
+FACES: dict[str, Callable[[], Face]] = {
+    "sglang": _sglang,
+    "vllm": _vllm,
 }
-"""Registered engine name -> the module whose ``FACE`` imitates it."""
+"""Registered engine name -> its face (loaded on first use)."""
 
 DEFAULT_FACE = "sglang"
 """The face of a command line that names no engine (the simulator's first)."""
@@ -30,14 +46,13 @@ DEFAULT_FACE = "sglang"
 
 def face_for(engine: str) -> Face:
     """The face imitating the registered engine ``engine``; ValueError naming the known ones."""
-    module = FACES.get(engine)
-    if module is None:
+    load = FACES.get(engine)
+    if load is None:
         raise ValueError(
             f"the simulator has no face for engine {engine!r}; it imitates "
             + ", ".join(sorted(FACES))
         )
-    face: Face = importlib.import_module(module).FACE
-    return face
+    return load()
 
 
 def select_face(argv: Sequence[str]) -> tuple[Face, list[str]]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import uvicorn
 
-from specconsole.sim.args import SimArgError
+from specconsole.sim.arguments import SimArgError
 from specconsole.sim.box import SimBox, SimOptions
 from specconsole.sim.facetable import select_face
 from specconsole.sim.parentwatch import parent_pid, watch_parent

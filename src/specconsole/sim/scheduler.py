@@ -28,8 +28,8 @@ from typing import Protocol
 from specconsole.sim.physics.acceptance import args_accept_distribution
 from specconsole.sim.physics.adaptive import AdaptiveRuntime
 from specconsole.sim.physics.latency import E2E_BUCKETS, TTFT_BUCKETS, LatencyHistogram
+from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import MemoryPlan, prefill_time, step_time
-from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.physics.textkind import TextKind, request_perf
 from specconsole.sim.profile import PerfSection, Profile
 
@@ -214,9 +214,8 @@ class Scheduler:
         """Every running request is stalled (fault injection): the loop waits for news."""
         self._wake = asyncio.Event()
         self._clock = 0.0
-        seed = args.server_args.get("random_seed")
-        self.seed = int(seed) if seed is not None else profile.sim.seed
-        """``--random-seed`` if given, else the profile's seed."""
+        self.seed = int(args.seed) if args.seed is not None else profile.sim.seed
+        """The launch's seed if it gives one, else the profile's."""
         self._tokens = token_cycle(self.seed)
         self._cdfs: dict[tuple[PerfSection, int], list[float]] = {}
         self._at_batch: dict[int, ResolvedArgs] = {}
@@ -257,7 +256,7 @@ class Scheduler:
             if got is None:
                 got = self._at_batch[-steps - 1] = self.args.with_steps(steps)
             return got
-        if not self.args.spec_schedule:
+        if not self.args.steps_by_batch:
             return self.args
         got = self._at_batch.get(batch)
         if got is None:
@@ -375,7 +374,7 @@ class Scheduler:
 
     def _admit(self) -> list[SimRequest]:
         admitted: list[SimRequest] = []
-        limit = self.args.max_running_requests
+        limit = self.args.max_running
         budget = max(self.args.max_prefill_tokens, self.args.chunked_prefill_size)
         tokens = 0
         while self.waiting and len(self.running) + len(admitted) < limit:

@@ -1,14 +1,18 @@
 """The simulator's faces: what the simulated box says, per engine it imitates.
 
-Why: the box (:mod:`specconsole.sim.box`, the physics in :mod:`specconsole.sim.physics.model`) is
-one;
-the engines it imitates speak differently — SGLang's flags, log lines, ``/server_info`` and
-``/generate``; vLLM's ``vllm serve MODEL``, its V1 start-up and statistics lines, ``/version``
-and ``/metrics`` counters. A face is chosen by the registered name of the engine it imitates,
-from the simulator's own table (:data:`specconsole.sim.facetable.FACES`: adding a face is a
-row and a module, and no code outside ``engines/`` branches on an engine's name). Each face
-reaches its engine through the registry (``get_engine(face.engine)``) for the engine's own
-knowledge — its flags, its reverse parse, its rules.
+Why: the box (:mod:`specconsole.sim.box`, the physics in :mod:`specconsole.sim.physics`) is
+one; the engines it imitates speak differently — SGLang's flags, log lines, ``/server_info``
+and ``/generate``; vLLM's ``vllm serve MODEL``, its V1 start-up and statistics lines,
+``/version`` and ``/metrics`` counters. Each face is a package here holding everything it
+imitates — its argument reading, its resolution onto the box (a neutral
+:class:`~specconsole.sim.physics.launch.ResolvedArgs` the physics runs), its log lines and
+fatal texts, its HTTP surface, its statistics lines — laid out alike: ``face.py`` (the
+:class:`Face` below), ``args.py``, ``server.py``, ``http.py`` and its texts. The physics never
+imports a face. A face is found by the registered name of the engine it imitates, in the
+simulator's registry (:data:`specconsole.sim.facetable.FACES`: adding a face is a package
+here and a line there), and reaches that engine through the engine registry
+(``get_engine(face.engine)``) for the engine's own knowledge — its flags, its reverse parse,
+its rules, its counters.
 
 The command line picks the face by its first word: ``python -m specconsole.sim vllm serve
 MODEL ...`` is vLLM's face (the engine that claims the program ``vllm``); without an engine
@@ -24,10 +28,9 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
     from specconsole.core.config.model import ServerConfig
-    from specconsole.sim.args import ParsedArgs, SimArgError
+    from specconsole.sim.arguments import ParsedArgs, SimArgError
     from specconsole.sim.box import SimBox, SimOptions
-    from specconsole.sim.physics.model import MemoryPlan
-    from specconsole.sim.physics.resolve import ResolvedArgs
+    from specconsole.sim.physics.launch import ResolvedArgs
     from specconsole.sim.profile import Profile
 
 __all__ = ["Face"]
@@ -57,10 +60,6 @@ class Face(Protocol):
         engine's own rendering, through the registry)."""
         ...
 
-    def plan(self, args: ResolvedArgs, profile: Profile) -> MemoryPlan:
-        """The box's memory, in the order the engine sizes it."""
-        ...
-
     def parse(self, words: Sequence[str]) -> ParsedArgs:
         """The words after the engine word; raises ``SimArgError`` (an argparse refusal:
         printed to stderr, exit 2)."""
@@ -84,12 +83,13 @@ class Face(Protocol):
         """``parsed`` with what the launch's surroundings add: the environment's benchmark
         knobs (SGLang's ``SGLANG_SIMULATE_ACC_LEN``) and the files its flags name (SGLang's
         adaptive config; ``read(path)``: the text, None when it cannot be read). The process
-        passes its own environment and disk; ``sim.physics.model`` a configuration's ``env`` and its
-        engine's side files. Raises ``SimArgError`` as the engine would."""
+        passes its own environment and disk; :mod:`specconsole.sim.forecast` a configuration's
+        ``env`` and its engine's side files. Raises ``SimArgError`` as the engine would."""
         ...
 
     def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:
-        """The effective arguments by its rules; raises ``SimArgError``."""
+        """The effective launch by its rules, in the physics' words (the memory order, the
+        draft length per batch size... included); raises ``SimArgError``."""
         ...
 
     def refused(self, log: Any, exc: SimArgError) -> int:

@@ -1,5 +1,5 @@
-"""Streaming responses of the simulated server: SGLang's ``/generate`` stream and the
-OpenAI-compatible SSE stream, chunk by chunk as the scheduler produces tokens.
+"""The OpenAI-compatible SSE stream every face serves, chunk by chunk as the scheduler
+produces tokens; each face gives its engine's extra keys (:class:`StreamShape`).
 
 The streaming hot path avoids per-chunk ``json.dumps``: token text is plain ASCII words, so
 chunks are assembled from pre-encoded byte fragments.
@@ -12,10 +12,11 @@ import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
 
-from specconsole.sim.faces.sglang_server import SimServer
+from specconsole.sim.box import SimBox
 from specconsole.sim.scheduler import SimRequest
+
+__all__ = ["SSE_DONE", "StreamShape", "openai_stream", "wait_finished"]
 
 SSE_DONE = b"data: [DONE]\n\n"
 
@@ -36,7 +37,7 @@ class StreamShape:
 SGLANG_SHAPE = StreamShape()
 
 
-async def wait_finished(sim: SimServer, req: SimRequest) -> None:
+async def wait_finished(sim: SimBox, req: SimRequest) -> None:
     try:
         while not req.finished:
             req.event.clear()
@@ -46,69 +47,8 @@ async def wait_finished(sim: SimServer, req: SimRequest) -> None:
         raise
 
 
-def meta_info(sim: SimServer, req: SimRequest, prompt_tokens: int) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "id": req.rid,
-        "finish_reason": {"type": "length", "length": req.generated},
-        "prompt_tokens": prompt_tokens,
-        "weight_version": "default",
-        "completion_tokens": req.generated,
-        "cached_tokens": 0,
-        "reasoning_tokens": 0,
-        "num_retractions": 0,
-        "e2e_latency": (req.finished_at or time.monotonic()) - req.created,
-    }
-    a = sim.args
-    if a.speculative and req.verify_ct > 0:
-        # As SGLang: completion tokens (the prefill's first token included) per verify step.
-        verify_ct = req.verify_ct
-        correct = max(req.generated - 1 - verify_ct, 0)
-        meta.update(
-            {
-                "spec_verify_ct": verify_ct,
-                "spec_accept_length": req.generated / verify_ct,
-                "spec_accept_rate": correct / (verify_ct * max(a.num_draft_tokens - 1, 1)),
-                "spec_num_correct_drafts": correct,
-                "spec_num_proposed_drafts": verify_ct * (a.num_draft_tokens - 1),
-                "spec_accepted_drafts": correct,
-                "spec_proposed_drafts": verify_ct * (a.num_draft_tokens - 1),
-            }
-        )
-    return meta
-
-
-async def generate_stream(
-    sim: SimServer, req: SimRequest, prompt_tokens: int
-) -> AsyncIterator[bytes]:
-    """SGLang native streaming: each chunk carries the full text so far."""
-    head = b'data: {"text":"'
-    mid = (
-        '","meta_info":{"id":"'
-        + req.rid
-        + '","finish_reason":null,"prompt_tokens":'
-        + str(prompt_tokens)
-        + ',"weight_version":"default","completion_tokens":'
-    ).encode()
-    tail = b',"cached_tokens":0}}\n\n'
-    try:
-        while True:
-            if req.pending_tokens == 0 and not req.finished:
-                req.event.clear()
-                await req.event.wait()
-            if req.finished:
-                break
-            req.pending_tokens = 0
-            yield head + req.text.encode() + mid + str(req.generated).encode() + tail
-        final = {"text": req.text, "meta_info": meta_info(sim, req, prompt_tokens)}
-        yield b"data: " + json.dumps(final).encode() + b"\n\n"
-        yield SSE_DONE
-    finally:
-        if not req.finished:
-            sim.scheduler.abort(req)
-
-
 async def openai_stream(
-    sim: SimServer,
+    sim: SimBox,
     req: SimRequest,
     prompt_tokens: int,
     chat: bool,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from specconsole.sim.physics.resolve import FixedAccept, ResolvedArgs
+from specconsole.sim.physics.launch import FixedAccept, ResolvedArgs
 from specconsole.sim.profile import PerfSection
 
 

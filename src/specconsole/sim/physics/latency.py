@@ -1,11 +1,12 @@
-"""The server's own view of request latency, as SGLang's ``/metrics`` histograms export it.
+"""The server's own view of request latency, as the engines' ``/metrics`` histograms export it.
 
 Why: a client's TTFT is the server's TTFT plus the client's own path (connect, send, receive,
-parse). SGLang (``--enable-metrics``) exports ``sglang:time_to_first_token_seconds`` and
-``sglang:e2e_request_latency_seconds`` as Prometheus histograms measured from the moment the
-server received the request; the simulator keeps the same two, so a benchmark can read the
-server-side figure for exactly the requests it sent (the ``_sum`` / ``_count`` difference
-across a run) and tell a client's overhead from the server's behaviour
+parse). SGLang (``--enable-metrics``) and vLLM export the time to first token and the
+end-to-end latency as Prometheus histograms measured from the moment the server received the
+request (``sglang:time_to_first_token_seconds``, ``vllm:e2e_request_latency_seconds``...); the
+box keeps the same two and each face exposes them under its engine's names, so a benchmark
+can read the server-side figure for exactly the requests it sent (the ``_sum`` / ``_count``
+difference across a run) and tell a client's overhead from the server's behaviour
 (``benchmarks/fidelity.py`` does). Pure: no I/O, no clock of its own.
 """
 

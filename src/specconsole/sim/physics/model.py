@@ -4,11 +4,12 @@ Everything the simulator does that a tuner cares about follows from here, by equ
 :class:`~specconsole.sim.profile.Profile` — never from a table of answers — so configurations
 nobody measured (more draft steps, wider trees, other memory fractions) behave plausibly:
 
-* **Memory** (per GPU, GiB): the static budget ``gpu_memory x mem_fraction_static`` holds the
-  CUDA context, target and draft weights, speculative buffers sized by
+* **Memory** (per GPU, GiB): the budget ``gpu_memory x memory_fraction`` holds the CUDA
+  context, target and draft weights, speculative buffers sized by
   ``captured batch x draft tokens`` and, in what is left, the KV pool. An empty pool fails the
-  load with SGLang's "Not enough memory"; memory outside the static budget must hold the
-  CUDA-graph pools plus an activation reserve, else capture fails.
+  load ("Not enough memory"); with a static budget (SGLang, vLLM 0.11) memory outside it must
+  hold the CUDA-graph pools plus an activation reserve, else capture fails; with the KV cache
+  sized after the graphs (vLLM 0.34) the graphs and the reserve count inside it.
 * **Acceptance**: a draft tree of ``num_draft_tokens - 1`` nodes over ``num_steps`` depths
   with at most ``topk`` nodes per depth; the expected tokens per verify step (accept length,
   bonus token included) grows with depth and saturates.
@@ -17,21 +18,22 @@ nobody measured (more draft steps, wider trees, other memory fractions) behave p
   scheduling overhead; slower without CUDA graphs.
 * :func:`predict` combines them for a closed-loop benchmark at one concurrency.
 
-Pure and deterministic: no I/O, no clocks, no global random state.
+The launch is a face's :class:`~specconsole.sim.physics.launch.ResolvedArgs`: nothing here
+knows which engine resolved it (a deployed configuration is resolved through its face by
+:mod:`specconsole.sim.forecast`). Pure and deterministic: no I/O, no clocks, no global random
+state.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.sim.args import launch_context
 from specconsole.sim.physics.acceptance import accept_rate, args_accept_distribution
 from specconsole.sim.physics.adaptive import AdaptiveSpec, graph_states, steady_steps
-from specconsole.sim.physics.resolve import ResolvedArgs
+from specconsole.sim.physics.launch import KvSizing, ResolvedArgs
 from specconsole.sim.physics.textkind import TextKind, perf_for
 from specconsole.sim.profile import PerfSection, Profile, default_profile_path, load_profile_cached
 
@@ -84,7 +86,9 @@ class MemoryPlan:
     avail_after_graph_gb: float
     failure: LoadFailure | None = None
     failed_graph: str | None = None
-    """``"target"`` or ``"draft"``: which model's weights or graphs failed."""
+    """``"target"`` or ``"draft"``: which model's weights or graphs failed;
+    :data:`SHORT_OF_CONTEXT` when the KV pool loads but cannot hold one request of the
+    context length (an engine that refuses that: ``ResolvedArgs.kv_holds_context``)."""
 
     @property
     def target_kv_gb(self) -> float:
@@ -95,8 +99,65 @@ class MemoryPlan:
         return max(self.max_total_num_tokens, 0) * self.draft_kv_bytes_per_token / GIB
 
 
+SHORT_OF_CONTEXT = "context"
+"""``MemoryPlan.failed_graph`` when the KV pool holds less than one request of the context
+length and the engine refuses to start for it."""
+
+
 def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
-    """Walk the load phases of one GPU and size the KV pool, as SGLang does."""
+    """Walk the load phases of one GPU and size the KV pool, in the order the engine sizes
+    it (``args.kv_sizing``)."""
+    plan = _static_budget_plan(args, profile)
+    if args.kv_sizing is KvSizing.AFTER_GRAPHS and plan.failure is not LoadFailure.WEIGHTS_OOM:
+        plan = _kv_after_graphs(plan, args, profile)
+    if (
+        args.kv_holds_context
+        and plan.failure is None
+        and 0 < plan.max_total_num_tokens < args.context_length
+    ):
+        plan = replace(plan, failure=LoadFailure.NOT_ENOUGH_MEMORY, failed_graph=SHORT_OF_CONTEXT)
+    return plan
+
+
+def _kv_after_graphs(plan: MemoryPlan, args: ResolvedArgs, profile: Profile) -> MemoryPlan:
+    """The KV pool sized last: what the weights, the speculative workspace, the CUDA graphs
+    and the activation reserve leave within the memory fraction (graphs inside it)."""
+    total = plan.total_gb
+    graphs = plan.graph_target_gb + plan.graph_draft_gb
+    budget = total * args.memory_fraction
+    used = (
+        profile.memory.cuda_context_gb
+        + plan.target_weights_gb
+        + plan.draft_weights_gb
+        + plan.spec_workspace_gb
+        + graphs
+        + plan.activation_reserve_gb
+    )
+    per_token = plan.target_kv_bytes_per_token + plan.draft_kv_bytes_per_token
+    rest = budget - used
+    tokens = math.floor(rest * GIB / per_token) if rest > 0 else 0
+    failure: LoadFailure | None = None
+    failed: str | None = None
+    if used > total:
+        failure, failed = LoadFailure.CUDA_GRAPH_CAPTURE, "target"
+    elif tokens <= 0:
+        failure = LoadFailure.NOT_ENOUGH_MEMORY
+    kv = max(tokens, 0) * per_token / GIB
+    after_graphs = plan.avail_after_draft_gb - plan.spec_workspace_gb - graphs
+    return replace(
+        plan,
+        static_budget_gb=budget,
+        max_total_num_tokens=tokens,
+        avail_after_target_graph_gb=after_graphs + plan.graph_draft_gb,
+        avail_after_graph_gb=after_graphs,
+        avail_after_kv_gb=after_graphs - kv,
+        failure=failure,
+        failed_graph=failed,
+    )
+
+
+def _static_budget_plan(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
+    """The KV pool inside a static budget, the CUDA graphs outside it."""
     mem = profile.memory
     shard = mem.reference_tp / args.tp_size
     total = profile.gpu.memory_gb
@@ -107,10 +168,10 @@ def plan_memory(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
     kv_draft = round(mem.draft_kv_bytes_per_token * shard) if args.speculative else 0
     slots = args.max_capture_bs * args.max_draft_tokens  # sized for the longest draft
     workspace = mem.spec_workspace_mb_per_slot * slots * MIB / GIB if args.speculative else 0.0
-    static_budget = total * args.mem_fraction_static
+    static_budget = total * args.memory_fraction
     avail_after_target = avail_start - w_target
     avail_after_draft = avail_after_target - w_draft
-    rest_gb = avail_after_draft - workspace - total * (1.0 - args.mem_fraction_static)
+    rest_gb = avail_after_draft - workspace - total * (1.0 - args.memory_fraction)
     tokens = math.floor(rest_gb * GIB / (kv_target + kv_draft)) if rest_gb > 0 else 0
     if args.max_total_tokens is not None and tokens > 0:
         tokens = min(tokens, int(args.max_total_tokens))
@@ -243,11 +304,11 @@ def uses_cuda_graph(args: ResolvedArgs, batch: int) -> bool:
 
 
 def running_limit(args: ResolvedArgs, plan: MemoryPlan, input_len: int, output_len: int) -> int:
-    """How many requests of this shape can decode at once: max-running-requests and the KV
+    """How many requests of this shape can decode at once: the running cap and the KV
     pool (each request reserves its prompt plus its whole output)."""
     per_request = max(input_len + output_len, 1)
     by_kv = max(plan.max_total_num_tokens, 0) // per_request
-    return max(0, min(args.max_running_requests, by_kv))
+    return max(0, min(args.max_running, by_kv))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,49 +350,13 @@ class Prediction:
         return self.load_failure is None and self.running > 0
 
 
-def profile_for(config: ServerConfig | ResolvedArgs) -> Profile:
-    """The profile a configuration would run with: its ``--sim-profile`` flag (in
-    ``extra_args``) if it has one, else its engine face's packaged profile (the default
-    profile for ResolvedArgs)."""
-    if isinstance(config, ResolvedArgs):
-        return load_profile_cached(str(default_profile_path()))
-    from specconsole.sim.facetable import face_for  # the faces import this module
-
-    face = face_for(config.engine)
-    parsed = face.parse(face.words(config))
-    return load_profile_cached(parsed.values.get("sim_profile") or face.default_profile())
-
-
-def resolved(config: ServerConfig | ResolvedArgs, profile: Profile) -> ResolvedArgs:
-    """``config`` resolved as its engine's face resolves the argv it would be deployed with,
-    in the environment and with the side files it would be deployed with."""
-    if isinstance(config, ResolvedArgs):
-        return config
-    from specconsole.sim.facetable import face_for
-
-    face = face_for(config.engine)
-    parsed = face.parse(face.words(config))
-    parsed = face.context(parsed, *launch_context(config))
-    return face.resolve(parsed, face.with_release(parsed, profile))
-
-
-_resolve = resolved  # the name sim.physics.ratemodel imports
-
-
-def plan_for(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
-    """The memory plan ``args`` run with, in the order their engine sizes memory."""
-    from specconsole.sim.facetable import face_for
-
-    return face_for(args.face).plan(args, profile)
-
-
 def decode_steps_needed(output_len: int, length: float) -> int:
     """Verify steps to produce ``output_len`` tokens: the prefill gives the first one."""
     return max(0, math.ceil((output_len - 1) / length - 1e-9))
 
 
 def predict(
-    config: ServerConfig | ResolvedArgs,
+    args: ResolvedArgs,
     concurrency: int,
     input_len: int = DEFAULT_INPUT_LEN,
     output_len: int = DEFAULT_OUTPUT_LEN,
@@ -344,18 +369,17 @@ def predict(
     the default, chat, is the profile's calibrated acceptance.
 
     Requests run in waves of ``running`` (the running limit): a wave is prefilled, then decodes
-    in lockstep on the shared step clock until its requests finish. Raises
-    :class:`~specconsole.sim.args.SimArgError` for arguments SGLang would refuse.
+    in lockstep on the shared step clock until its requests finish. ``profile`` None: the
+    default profile. (A deployed configuration: :func:`specconsole.sim.forecast.predict`.)
     """
     if profile is None:
-        profile = profile_for(config)
+        profile = load_profile_cached(str(default_profile_path()))
     if concurrency < 1 or input_len < 1 or output_len < 1:
         raise ValueError(
             "predict needs concurrency >= 1, input_len >= 1 and output_len >= 1, got "
             f"{concurrency}, {input_len}, {output_len}"
         )
-    args = resolved(config, profile)
-    plan = plan_for(args, profile)
+    plan = plan_memory(args, profile)
     perf = perf_for(profile.perf, kind)
     running = min(concurrency, running_limit(args, plan, input_len, output_len))
     mix = step_mix(args, max(running, 1), perf)  # what the batch drafts (a schedule's choice)
@@ -406,41 +430,3 @@ def predict(
         aggregate_tok_s=running * output_len / e2e,
         decode_tok_s_per_request=length / t_step,
     )
-
-
-def calibration_config(profile: Profile, steps: int, **overrides: object) -> ServerConfig:
-    """The configuration the calibration sweep launched at ``steps`` (topk/tp/memory flags
-    from the profile's ``[reference_launch]``)."""
-    ref = profile.reference_launch
-    from specconsole.core.config.model import SpecAlgorithm
-
-    values: dict[str, object] = {
-        "model_path": profile.model.name,
-        "speculative_algorithm": SpecAlgorithm(ref.algorithm),
-        "speculative_draft_model_path": profile.model.draft_name,
-        "speculative_num_steps": steps,
-        "speculative_eagle_topk": ref.topk,
-        "speculative_num_draft_tokens": steps + 1,
-        "mem_fraction_static": ref.mem_fraction_static,
-        "cuda_graph_max_bs": ref.cuda_graph_max_bs,
-        "max_running_requests": ref.max_running_requests,
-        "tp_size": ref.tp_size,
-    }
-    values.update(overrides)
-    return ServerConfig(**values)  # type: ignore[arg-type]
-
-
-def peak_aggregate(
-    config: ServerConfig | ResolvedArgs,
-    ladder: tuple[int, ...] = CALIBRATION_LADDER,
-    input_len: int = DEFAULT_INPUT_LEN,
-    output_len: int = DEFAULT_OUTPUT_LEN,
-    profile: Profile | None = None,
-) -> tuple[int, float]:
-    """The best (concurrency, aggregate tok/s) over a ladder, as the sweep's peak."""
-    best = (ladder[0], 0.0)
-    for c in ladder:
-        p = predict(config, c, input_len, output_len, profile)
-        if p.aggregate_tok_s > best[1]:
-            best = (c, p.aggregate_tok_s)
-    return best

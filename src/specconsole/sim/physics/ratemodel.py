@@ -23,16 +23,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from specconsole.core.config.model import ServerConfig
+from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import (
     DEFAULT_INPUT_LEN,
     DEFAULT_OUTPUT_LEN,
-    _resolve,
     decode_steps_needed,
     plan_memory,
     predict,
     prefill_time,
-    profile_for,
     running_limit,
     step_time,
 )
@@ -57,18 +55,16 @@ class RatePrediction:
 
 
 def predict_rate(
-    config: ServerConfig,
+    args: ResolvedArgs,
+    profile: Profile,
     rate: float,
     input_len: int = DEFAULT_INPUT_LEN,
     output_len: int = DEFAULT_OUTPUT_LEN,
-    profile: Profile | None = None,
     cap: int | None = None,
 ) -> RatePrediction | None:
-    """The mean-field steady state at ``rate`` (at most ``cap`` in flight), or None when the
-    arrivals outrun the box (no steady state: queues grow)."""
-    profile = profile or profile_for(config)
-    args = _resolve(config, profile)
-    closed = predict(config, 1, input_len, output_len, profile)
+    """The mean-field steady state of launch ``args`` at ``rate`` (at most ``cap`` in
+    flight), or None when the arrivals outrun the box (no steady state: queues grow)."""
+    closed = predict(args, 1, input_len, output_len, profile)
     if not closed.ok:
         return None
     length = closed.accept_length
@@ -111,11 +107,11 @@ def predict_rate(
 
 
 def max_rate(
-    config: ServerConfig,
+    args: ResolvedArgs,
+    profile: Profile,
     min_decode_tok_s: float,
     input_len: int = DEFAULT_INPUT_LEN,
     output_len: int = DEFAULT_OUTPUT_LEN,
-    profile: Profile | None = None,
     cap: int | None = None,
     *,
     high: float = 1000.0,
@@ -124,7 +120,7 @@ def max_rate(
     not even a lone request does): the model's answer to a per-request speed SLO."""
 
     def holds(rate: float) -> bool:
-        got = predict_rate(config, rate, input_len, output_len, profile, cap)
+        got = predict_rate(args, profile, rate, input_len, output_len, cap)
         return got is not None and got.decode_tok_s_per_request >= min_decode_tok_s
 
     lo, hi = 0.0, high

@@ -1,149 +1,34 @@
-"""SGLang's launch arguments resolved by SGLang's rules: what the simulated server runs.
+"""SGLang's launch arguments resolved by SGLang's rules onto the box: what the simulated
+server runs, as the physics' :class:`~specconsole.sim.physics.launch.ResolvedArgs`.
 
 Why apart from parsing (:mod:`.args`): resolution is where SGLang's own decisions live — the
 memory fraction and CUDA-graph batch size it picks for the GPU, the batch sizes it captures,
 the speculative tree it fills in, the running-request cap it resets — each logging SGLang's
 own warning text. Pure: no I/O, so the performance model and the tests resolve a
-:class:`~specconsole.core.config.model.ServerConfig` without a process.
+configuration without a process.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specconsole.core.config.bounds import SERVER_LIMITS
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import has_feature
-from specconsole.sim.args import (
+from specconsole.sim.arguments import ParsedArgs, SimArgError
+from specconsole.sim.faces.sglang.adaptive import load_spec
+from specconsole.sim.faces.sglang.args import (
     AUTO_SPEC_PARAMS,
     EAGLE_FAMILY,
     KNOWN_ALGORITHMS,
     MSG_MAX_RUNNING_48,
     MSG_MIXED_CHUNK,
     MSG_TOPK1_DRAFT,
-    ParsedArgs,
-    SimArgError,
-    argv_from_server_config,
     imitated_engine,
-    in_context,
-    launch_context,
-    parse_argv,
 )
-from specconsole.sim.physics.adaptive import AdaptiveSpec, load_spec
+from specconsole.sim.physics.adaptive import AdaptiveSpec
+from specconsole.sim.physics.launch import FixedAccept, ResolvedArgs
 from specconsole.sim.profile import Profile
-
-
-@dataclass(frozen=True, slots=True)
-class FixedAccept:
-    """An acceptance fixed by the engine's own benchmark knob."""
-
-    length: float
-    """Mean tokens per verify step, the bonus token included (at full draft length)."""
-    method: str = "match-expected"
-    """SGLang: ``match-expected`` (floor or ceiling, the mean kept) or ``multinomial`` (a
-    normal around it, rounded and clamped); vLLM: ``synthetic`` (per-position rates)."""
-    rates: tuple[float, ...] = ()
-    """vLLM: the unconditional acceptance of each draft position (resolved at the configured
-    ``num_speculative_tokens``; a smaller per-batch K drafts the first ones)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResolvedArgs:
-    """The effective server arguments after SGLang's auto-adjustment, plus its warnings."""
-
-    model_path: str
-    served_model_name: str
-    draft_model_path: str | None
-    algorithm: str | None
-    """Upper-cased speculative algorithm, ``None`` without speculative decoding."""
-    num_steps: int
-    """Draft depth (0 without speculative decoding)."""
-    topk: int
-    num_draft_tokens: int
-    """Verify width: tokens per request in one verify forward (1 without speculation)."""
-    mem_fraction_static: float
-    cuda_graph_max_bs: int
-    capture_bs: tuple[int, ...]
-    """Batch sizes captured as CUDA graphs (empty with ``--disable-cuda-graph``)."""
-    max_running_requests: int
-    max_total_tokens: int | None
-    tp_size: int
-    context_length: int
-    chunked_prefill_size: int
-    max_prefill_tokens: int
-    decode_log_interval: int
-    enable_metrics: bool
-    log_level: str
-    host: str
-    port: int
-    accept_threshold_single: float = 1.0
-    """``--speculative-accept-threshold-single`` (hot: ``/set_internal_state``)."""
-    accept_threshold_acc: float = 1.0
-    """``--speculative-accept-threshold-acc`` (hot: ``/set_internal_state``)."""
-    warnings: tuple[str, ...] = ()
-    """SGLang's argument warnings, in the order SGLang logs them."""
-    server_args: Mapping[str, Any] = field(default_factory=dict)
-    """Every effective argument, as ``/server_info`` reports it."""
-    unknown_args: Mapping[str, Any] = field(default_factory=dict)
-    face: str = "sglang"
-    """The engine whose face resolved them (:data:`specconsole.sim.facetable.FACES`): whose
-    memory order the box plans by."""
-    release: str = ""
-    """The engine release the face plays (``""``: the profile's)."""
-    spec_schedule: tuple[tuple[int, int, int], ...] = ()
-    """vLLM's per-batch-size K (``num_speculative_tokens_per_batch_size``): inclusive
-    batch-size ranges and the draft length each drafts; ``()``: ``num_steps`` at every size."""
-    adaptive: AdaptiveSpec | None = None
-    """SGLang's adaptive mode (``--speculative-adaptive``, :mod:`specconsole.sim.physics.adaptive`):
-    the buckets and their candidate steps; ``num_steps`` is the initial one."""
-    fixed_accept: FixedAccept | None = None
-    """The engine's benchmark knob fixing the acceptance (SGLang's ``SGLANG_SIMULATE_ACC_LEN``,
-    vLLM's synthetic rejection sampler); ``None``: the profile's draft decides."""
-
-    @property
-    def speculative(self) -> bool:
-        return self.algorithm is not None and self.algorithm != "NGRAM"
-
-    @property
-    def max_draft_tokens(self) -> int:
-        """Verify width the memory is sized for: the largest adaptive candidate's + 1
-        (SGLang's ``max_speculative_num_draft_tokens``), else ``num_draft_tokens``."""
-        if self.adaptive is not None:
-            return max(self.adaptive.candidates) + 1
-        return self.num_draft_tokens
-
-    def with_steps(self, k: int) -> ResolvedArgs:
-        """These arguments drafting a chain of ``k`` (0: no draft) for one decode step."""
-        if k == self.num_steps:
-            return self
-        if k <= 0:
-            return replace(self, algorithm=None, num_steps=0, topk=0, num_draft_tokens=1)
-        return replace(self, num_steps=k, num_draft_tokens=k + 1)
-
-    def steps_at(self, batch: int) -> int:
-        """The draft length a decode step of ``batch`` requests drafts: ``num_steps``, or
-        what the per-batch-size schedule gives — the range holding ``batch``, a gap taking
-        the range before it, past the last range the last K, never more than ``num_steps``
-        (vLLM's ``build_dynamic_sd_schedule_lookup``)."""
-        chosen = self.num_steps
-        for start, _end, k in self.spec_schedule:
-            if start > batch:
-                break
-            chosen = k
-        return min(chosen, self.num_steps)
-
-    def at_batch(self, batch: int) -> ResolvedArgs:
-        """These arguments as a decode step of ``batch`` requests runs them (a per-batch-size
-        K changes the chain drafted and verified; ``self`` when there is none)."""
-        if not self.spec_schedule:
-            return self
-        return self.with_steps(self.steps_at(batch))
-
-    @property
-    def max_capture_bs(self) -> int:
-        return self.capture_bs[-1] if self.capture_bs else 0
 
 
 def auto_gpu_settings(gpu_memory_gb: float, tp_size: int) -> tuple[int, int]:
@@ -364,20 +249,17 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
         num_steps=int(steps),
         topk=int(topk),
         num_draft_tokens=int(draft),
-        mem_fraction_static=float(mem_fraction),
-        cuda_graph_max_bs=int(cuda_graph_max_bs),
+        memory_fraction=float(mem_fraction),
         capture_bs=capture,
-        max_running_requests=int(max_running),
+        max_running=int(max_running),
         max_total_tokens=v.get("max_total_tokens"),
         tp_size=tp,
         context_length=int(context),
         chunked_prefill_size=int(chunked),
         max_prefill_tokens=resolved_values["max_prefill_tokens"],
-        decode_log_interval=max(decode_log_interval, 1),
-        enable_metrics=resolved_values["enable_metrics"],
-        log_level=resolved_values["log_level"],
         host=resolved_values["host"],
         port=resolved_values["port"],
+        seed=v.get("random_seed"),
         accept_threshold_single=thresholds["speculative_accept_threshold_single"],
         accept_threshold_acc=thresholds["speculative_accept_threshold_acc"],
         warnings=tuple(warnings),
@@ -453,10 +335,3 @@ def _simulated_accept(v: Mapping[str, Any], profile: Profile) -> FixedAccept | N
     if method not in ("multinomial", "match-expected"):
         raise SimArgError(f"Invalid simulate_acc_method: {method}")
     return FixedAccept(float(length), method)
-
-
-def resolve_config(config: ServerConfig, profile: Profile) -> ResolvedArgs:
-    """Resolve a :class:`ServerConfig` exactly as the simulator process would resolve its argv
-    (in its environment, with its side files)."""
-    parsed = parse_argv(argv_from_server_config(config))
-    return resolve(in_context(parsed, *launch_context(config)), profile)

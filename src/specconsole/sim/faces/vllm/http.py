@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -26,11 +26,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from specconsole.sim.faces.apikey import RequireApiKey
 from specconsole.sim.faces.bodies import count_prompt_tokens, model_list, positive_int, prompt_text
 from specconsole.sim.faces.streams import StreamShape, openai_stream, wait_finished
-
-if TYPE_CHECKING:
-    from specconsole.sim.faces.vllm import VllmServer
+from specconsole.sim.faces.vllm.server import VllmServer
 
 __all__ = ["VLLM_SHAPE", "build_app", "metrics_text"]
 
@@ -141,7 +140,7 @@ def metrics_text(sim: VllmServer) -> str:
         ],
         born,
     )
-    if a.speculative or a.spec_schedule:
+    if a.speculative or a.steps_by_batch:
         c = s.draft_counters
         out += _counter(
             "vllm:spec_decode_num_drafts_total",
@@ -244,10 +243,10 @@ def build_app(sim: VllmServer) -> Starlette:
             usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
             continuous = bool(isinstance(opts, dict) and opts.get("continuous_usage_stats"))
             return StreamingResponse(
-                openai_stream(sim, req, prompt, chat, model, usage, continuous, VLLM_SHAPE),  # type: ignore[arg-type]
+                openai_stream(sim, req, prompt, chat, model, usage, continuous, VLLM_SHAPE),
                 media_type="text/event-stream",
             )
-        await wait_finished(sim, req)  # type: ignore[arg-type]
+        await wait_finished(sim, req)
         choice: dict[str, Any] = {
             "index": 0,
             "logprobs": None,
@@ -285,7 +284,5 @@ def build_app(sim: VllmServer) -> Starlette:
     api_key = sim.parsed.values.get("api_key")
     middleware: list[Middleware] = []
     if api_key:
-        from specconsole.sim.faces.sglang_http import RequireApiKey
-
         middleware.append(Middleware(RequireApiKey, api_key=str(api_key)))
     return Starlette(routes=routes, middleware=middleware)

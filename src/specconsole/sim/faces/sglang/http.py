@@ -16,16 +16,17 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
-from specconsole.sim.args import imitated_engine
-from specconsole.sim.faces import sglang_log as logfmt
+from specconsole.sim.faces.apikey import RequireApiKey
 from specconsole.sim.faces.bodies import count_prompt_tokens as _count_prompt_tokens
 from specconsole.sim.faces.bodies import model_list
 from specconsole.sim.faces.bodies import positive_int as _positive_int
 from specconsole.sim.faces.bodies import prompt_text as _prompt_text
-from specconsole.sim.faces.sglang_server import SimServer
-from specconsole.sim.faces.streams import generate_stream, meta_info, openai_stream, wait_finished
+from specconsole.sim.faces.sglang import log as logfmt
+from specconsole.sim.faces.sglang.args import imitated_engine
+from specconsole.sim.faces.sglang.generate import generate_stream, meta_info
+from specconsole.sim.faces.sglang.server import SGLangServer
+from specconsole.sim.faces.streams import openai_stream, wait_finished
 
 DEFAULT_MAX_NEW_TOKENS = 128
 """SGLang's default ``max_new_tokens`` when a request gives none."""
@@ -38,7 +39,7 @@ def _error(status: int, message: str) -> JSONResponse:
     )
 
 
-def _too_long(sim: SimServer, prompt_tokens: int, max_new: int) -> JSONResponse | None:
+def _too_long(sim: SGLangServer, prompt_tokens: int, max_new: int) -> JSONResponse | None:
     """SGLang refuses requests longer than the context (or than the whole KV pool)."""
     limit = min(sim.args.context_length, max(sim.plan.max_total_num_tokens, 1))
     if prompt_tokens + max_new > limit:
@@ -55,7 +56,7 @@ def _too_long(sim: SimServer, prompt_tokens: int, max_new: int) -> JSONResponse 
     return None
 
 
-def build_app(sim: SimServer) -> Starlette:
+def build_app(sim: SGLangServer) -> Starlette:
     """The ASGI application: SGLang's endpoints over ``sim``."""
 
     def not_ready() -> Response | None:
@@ -127,7 +128,7 @@ def build_app(sim: SimServer) -> Starlette:
         return JSONResponse([result])
 
     async def metrics(request: Request) -> Response:
-        if not sim.args.enable_metrics:
+        if not sim.args.server_args.get("enable_metrics"):
             return PlainTextResponse("Not Found", status_code=404)
         return PlainTextResponse(
             sim.metrics_text(), media_type="text/plain; version=0.0.4; charset=utf-8"
@@ -264,26 +265,3 @@ def build_app(sim: SimServer) -> Starlette:
     api_key = sim.parsed.values.get("api_key")
     middleware = [Middleware(RequireApiKey, api_key=str(api_key))] if api_key else []
     return Starlette(routes=routes, middleware=middleware)
-
-
-class RequireApiKey:
-    """SGLang's ``--api-key``: every request but ``/health*``, ``/metrics`` and ``OPTIONS``
-    needs ``Authorization: Bearer <key>``, else 401 ``{"error": "Unauthorized"}``.
-
-    Pure ASGI (not BaseHTTPMiddleware), so streamed responses pass through untouched.
-    """
-
-    def __init__(self, app: ASGIApp, api_key: str) -> None:
-        self.app = app
-        self.expected = ("Bearer " + api_key).encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] != "OPTIONS":
-            path: str = scope["path"]
-            if not path.startswith(("/health", "/metrics")):
-                headers = dict(scope["headers"])
-                if headers.get(b"authorization") != self.expected:
-                    response = JSONResponse({"error": "Unauthorized"}, status_code=401)
-                    await response(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)

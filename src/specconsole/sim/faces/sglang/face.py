@@ -1,12 +1,11 @@
 """The simulator's SGLang face: SGLang's flags, log, API and death on the box.
 
-Why a thin module: SGLang was the simulator's first engine, and its pieces keep their homes —
-argument rules in :mod:`specconsole.sim.args` / :mod:`specconsole.sim.physics.resolve`, texts in
-:mod:`specconsole.sim.faces.sglang_log`, the server's life in
-:mod:`specconsole.sim.faces.sglang_server`, routes in
-:mod:`specconsole.sim.faces.sglang_http`. This module binds them into the :class:`~.Face` the
-process
-asks for; what the SGLang face does is unchanged by the faces existing.
+Why a thin module: the face's pieces each have their home in this package — the command line
+in :mod:`.args`, SGLang's rules onto the box in :mod:`.resolve` (its adaptive config file in
+:mod:`.adaptive`), its texts in :mod:`.log`, the server's life in :mod:`.server` (its
+statistics lines in :mod:`.steps`), its routes in :mod:`.http` (the native stream in
+:mod:`.generate`). This module binds them into the :class:`~specconsole.sim.faces.Face` the
+process asks for.
 """
 
 from __future__ import annotations
@@ -16,19 +15,18 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.sim.args import (
-    ParsedArgs,
-    SimArgError,
+from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.sim.arguments import ParsedArgs, SimArgError
+from specconsole.sim.faces.sglang import log as logfmt
+from specconsole.sim.faces.sglang.args import (
     argv_from_server_config,
     imitated_engine,
     in_context,
     parse_argv,
 )
-from specconsole.sim.faces import sglang_log as logfmt
-from specconsole.sim.faces.sglang_server import LOG_LEVELS, LogWriter, SimServer
-from specconsole.sim.physics.model import MemoryPlan, calibration_config, plan_memory
-from specconsole.sim.physics.resolve import ResolvedArgs, resolve
+from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.faces.sglang.server import LOG_LEVELS, LogWriter, SGLangServer
+from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.profile import Profile, default_profile_path
 
 if TYPE_CHECKING:
@@ -48,13 +46,24 @@ class SGLangFace:
     calibration_steps = 10
 
     def calibration(self, profile: Profile, steps: int) -> ServerConfig:
-        return calibration_config(profile, steps)
+        """The seed sweep's launch at ``steps``: topk, tensor parallelism and memory flags
+        from the profile's ``[reference_launch]``, draft tokens ``steps + 1``."""
+        ref = profile.reference_launch
+        return ServerConfig(
+            model_path=profile.model.name,
+            speculative_algorithm=SpecAlgorithm(ref.algorithm),
+            speculative_draft_model_path=profile.model.draft_name,
+            speculative_num_steps=steps,
+            speculative_eagle_topk=ref.topk,
+            speculative_num_draft_tokens=steps + 1,
+            mem_fraction_static=ref.mem_fraction_static,
+            cuda_graph_max_bs=ref.cuda_graph_max_bs,
+            max_running_requests=ref.max_running_requests,
+            tp_size=ref.tp_size,
+        )
 
     def words(self, config: ServerConfig) -> list[str]:
         return argv_from_server_config(config)
-
-    def plan(self, args: ResolvedArgs, profile: Profile) -> MemoryPlan:
-        return plan_memory(args, profile)
 
     def parse(self, words: Sequence[str]) -> ParsedArgs:
         return parse_argv(words)
@@ -84,7 +93,7 @@ class SGLangFace:
         return 1
 
     def started(self, log: Any, args: ResolvedArgs) -> None:
-        log.min_level = LOG_LEVELS.get(args.log_level.lower(), logging.INFO)
+        log.min_level = LOG_LEVELS.get(str(args.server_args["log_level"]).lower(), logging.INFO)
         for warning in args.warnings:
             log.main(warning, level=logging.WARNING)
 
@@ -103,14 +112,15 @@ class SGLangFace:
         opts: SimOptions,
         log: Any,
     ) -> SimBox:
-        return SimServer(args, parsed, profile, opts, log)
+        return SGLangServer(args, parsed, profile, opts, log)
 
     def app(self, sim: SimBox) -> Starlette:
-        from specconsole.sim.faces.sglang_http import build_app
+        from specconsole.sim.faces.sglang.http import build_app  # starlette: only to serve
 
-        assert isinstance(sim, SimServer)
+        assert isinstance(sim, SGLangServer)
         return build_app(sim)
 
 
 FACE = SGLangFace()
-"""The SGLang face the table (:data:`specconsole.sim.facetable.FACES`) hands out."""
+"""The SGLang face the simulator's registry (:data:`specconsole.sim.facetable.FACES`) hands
+out."""

@@ -1,17 +1,14 @@
-"""The simulator's vLLM face: ``vllm serve MODEL`` on the box, as vLLM 0.11.0 or 0.34.0.
+"""The simulated vLLM server (the simulator's vLLM face): its log and its life — the engine
+core's start-up records spread over ``--sim-load-seconds`` in the release's memory order, the
+front end's routes and uvicorn's lines once the engine is up, the periodic ``Engine 000`` and
+``SpecDecoding metrics`` statistics, and its deaths (the engine core's traceback, the front
+end's ``Engine core initialization failed``, exit 1). Every line is flushed as it is written.
 
-Why: a vLLM user's sweep must be exercised end to end like SGLang's — a process started with
-vLLM's flags, vLLM V1's log followed line by line (the API server's and the engine core's
-records, its KV-cache and concurrency lines, ``Application startup complete.``, the periodic
-``Engine 000`` and ``SpecDecoding metrics`` statistics), its deaths (the engine core's
-traceback, the front end's ``Engine core initialization failed``, exit 1), and its HTTP
-surface (:mod:`.vllm_http`). The physics is the box's; the arguments are read by the vLLM
-engine's own reverse parse (:mod:`.vllm_args`), the texts are the releases' own
-(:mod:`.vllm_text`), the memory order is the release's (:mod:`.vllm_memory`).
-
-The release played is ``--sim-engine-version`` (default 0.34.0, the newest checked). The
-statistics interval is vLLM's ``VLLM_LOG_STATS_INTERVAL`` (seconds, default 10); the log level
-its ``VLLM_LOGGING_LEVEL``.
+The statistics interval is vLLM's ``VLLM_LOG_STATS_INTERVAL`` (seconds, default 10); the log
+level its ``VLLM_LOGGING_LEVEL``. Before it sizes anything, 0.11 refuses to start when less
+of the GPU is free than ``--gpu-memory-utilization`` asks (``Free memory on device ... less
+than desired GPU memory utilization``); 0.34 has no such check (its KV cache is sized last).
+The texts are :mod:`.text`'s and :mod:`.fatal`'s, the routes :mod:`.http`'s.
 """
 
 from __future__ import annotations
@@ -20,34 +17,21 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.releases import has_feature
-from specconsole.core.engine.registry import get_engine
-from specconsole.sim.args import ParsedArgs, SimArgError
+from specconsole.sim.arguments import ParsedArgs
 from specconsole.sim.box import SimBox, SimOptions
-from specconsole.sim.faces import vllm_fatal as fatal
-from specconsole.sim.faces.vllm_args import VLLM, help_text, parse_vllm, resolve_vllm
-from specconsole.sim.faces.vllm_memory import TOO_SHORT, extensible, free_at_start_gb, vllm_plan
-from specconsole.sim.faces.vllm_text import RELEASES, SOURCES, VllmText, text_for
-from specconsole.sim.physics.model import LoadFailure, MemoryPlan
-from specconsole.sim.physics.resolve import ResolvedArgs
+from specconsole.sim.faces.vllm import fatal
+from specconsole.sim.faces.vllm.text import SOURCES, VllmText, text_for
+from specconsole.sim.physics.launch import KvSizing, ResolvedArgs
+from specconsole.sim.physics.model import SHORT_OF_CONTEXT, LoadFailure
 from specconsole.sim.profile import Profile
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from specconsole.sim.scheduler import Scheduler
 
-__all__ = ["DEFAULT_RELEASE", "FACE", "PROFILE_NAME", "VllmFace", "VllmLog", "VllmServer"]
-
-DEFAULT_RELEASE = "0.34.0"
-"""The release played without ``--sim-engine-version``."""
-
-PROFILE_NAME = "llama3.1-8b-eagle3-1xh100-vllm.toml"
-"""The packaged profile the face runs without ``--sim-profile`` (examples/sim/)."""
+__all__ = ["API", "CORE", "VllmLog", "VllmServer", "VllmSteps"]
 
 LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
@@ -124,8 +108,7 @@ class VllmServer(SimBox):
         self.release = release
         self.text = text_for(release)
         self.steps = VllmSteps()
-        plan = vllm_plan(args, profile, release)
-        super().__init__(args, parsed, profile, opts, log, self.steps, plan=plan)
+        super().__init__(args, parsed, profile, opts, log, self.steps)
         self.log: VllmLog = log
         self.interval = float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10") or 10)
         self.log_stats = not parsed.values.get("disable_log_stats")
@@ -144,8 +127,9 @@ class VllmServer(SimBox):
         shares, total = p.load, self.opts.load_seconds
         log.record(CORE, "engine", t.release, fatal.config_text(a))
         await self.phase(shares.distributed, p.memory.cuda_context_gb)
-        if not extensible(self.release):
-            free, wanted = free_at_start_gb(p), p.gpu.memory_gb * a.mem_fraction_static
+        if a.kv_sizing is KvSizing.STATIC_BUDGET:
+            free = p.gpu.memory_gb - p.memory.cuda_context_gb  # the CUDA context taken
+            wanted = p.gpu.memory_gb * a.memory_fraction
             if wanted > free:
                 self._fail("ValueError", fatal.startup_oom(t, free, p, a), "init_device")
                 return False
@@ -192,7 +176,7 @@ class VllmServer(SimBox):
         a, plan, log, t = self.args, self.plan, self.log, self.text
         log.record(CORE, "kv_memory", *fatal.kv_memory_args(t, plan))
         if plan.failure is LoadFailure.NOT_ENOUGH_MEMORY:
-            if plan.failed_graph == TOO_SHORT:
+            if plan.failed_graph == SHORT_OF_CONTEXT:
                 self._fail(
                     "ValueError", fatal.too_short(t, plan, a), "check_enough_kv_cache_memory"
                 )
@@ -324,110 +308,3 @@ class VllmServer(SimBox):
         self.log.uvicorn("Waiting for application shutdown.")
         self.log.uvicorn("Application shutdown complete.")
         self.log.uvicorn(f"Finished server process [{self.log.pids[API]}]")
-
-
-class VllmFace:
-    """vLLM (``vllm serve MODEL``), as the box shows it."""
-
-    engine = VLLM
-    ready_text = "Application startup complete."
-    steps_word = "K"
-    calibration_steps = 8
-
-    def calibration(self, profile: Profile, steps: int) -> ServerConfig:
-        """``vllm serve`` of the profile's model with its EAGLE-3 draft drafting ``steps``
-        tokens, at the reference launch's memory, sequences and tensor parallelism."""
-        from specconsole.core.config.model import SpecAlgorithm
-
-        ref = profile.reference_launch
-        return ServerConfig(
-            model_path=profile.model.name,
-            engine=VLLM,
-            launcher="vllm serve",
-            speculative_algorithm=SpecAlgorithm(ref.algorithm),
-            speculative_draft_model_path=profile.model.draft_name,
-            speculative_num_steps=steps,
-            mem_fraction_static=ref.mem_fraction_static,
-            max_running_requests=ref.max_running_requests,
-            tp_size=ref.tp_size,
-        )
-
-    def words(self, config: ServerConfig) -> list[str]:
-        return ["serve", *get_engine(VLLM).render_flags(config, ["vllm", "serve"])]
-
-    def plan(self, args: ResolvedArgs, profile: Profile) -> MemoryPlan:
-        return vllm_plan(args, profile, args.release or DEFAULT_RELEASE)
-
-    def _release(self, parsed: ParsedArgs) -> str:
-        return str(parsed.values.get("release") or DEFAULT_RELEASE)
-
-    def parse(self, words: Sequence[str]) -> ParsedArgs:
-        if any(w in ("-h", "--help") or w.startswith("--help=") for w in words):
-            print(help_text(), end="")  # vllm serve --help=all: every flag it accepts
-            raise SystemExit(0)
-        release = DEFAULT_RELEASE
-        for i, word in enumerate(words):
-            if word.startswith("--sim-engine-version"):
-                _, eq, value = word.partition("=")
-                release = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-        if release not in RELEASES:
-            raise SimArgError(
-                f"--sim-engine-version: the vLLM face plays {', '.join(RELEASES)}, not {release!r}"
-            )
-        synthetic = has_feature(get_engine(VLLM).releases, "synthetic_acceptance", release)
-        parsed = parse_vllm(words, release, "schedule" in SOURCES[release], bool(synthetic))
-        return ParsedArgs(values={**parsed.values, "release": release}, unknown=parsed.unknown)
-
-    def default_profile(self) -> str:
-        from specconsole.paths import examples_dir
-
-        return str(examples_dir() / "sim" / PROFILE_NAME)
-
-    def with_release(self, parsed: ParsedArgs, profile: Profile) -> Profile:
-        import dataclasses
-
-        return dataclasses.replace(
-            profile, sim=dataclasses.replace(profile.sim, version=self._release(parsed))
-        )
-
-    def writer(self, parsed: ParsedArgs, profile: Profile) -> VllmLog:
-        return VllmLog(text_for(self._release(parsed)))
-
-    def context(
-        self, parsed: ParsedArgs, env: Mapping[str, str], read: Callable[[str], str | None]
-    ) -> ParsedArgs:
-        return parsed  # its what-if and its schedule are inside --speculative-config
-
-    def resolve(self, parsed: ParsedArgs, profile: Profile) -> ResolvedArgs:
-        return resolve_vllm(parsed, profile, self._release(parsed))
-
-    def refused(self, log: Any, exc: SimArgError) -> int:
-        fatal.refused(log, exc.exception_type, str(exc))
-        return 1
-
-    def started(self, log: Any, args: ResolvedArgs) -> None:
-        fatal.banner(log, args)
-
-    def bind_failed(self, log: Any, args: ResolvedArgs, exc: OSError) -> int:
-        fatal.refused(log, "OSError", f"[Errno {exc.errno}] {exc.strerror}")
-        return 1
-
-    def server(
-        self,
-        args: ResolvedArgs,
-        parsed: ParsedArgs,
-        profile: Profile,
-        opts: SimOptions,
-        log: Any,
-    ) -> SimBox:
-        return VllmServer(args, parsed, profile, opts, log, self._release(parsed))
-
-    def app(self, sim: SimBox) -> Starlette:
-        from specconsole.sim.faces.vllm_http import build_app
-
-        assert isinstance(sim, VllmServer)
-        return build_app(sim)
-
-
-FACE = VllmFace()
-"""The vLLM face the table (:data:`specconsole.sim.facetable.FACES`) hands out."""

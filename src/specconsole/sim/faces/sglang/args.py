@@ -1,20 +1,17 @@
-"""SGLang's launch arguments as the simulator understands them, resolved by SGLang's rules.
+"""SGLang's command line as the SGLang face reads it, release by release.
 
-The simulator is deployed exactly like SGLang (the core renders the same flags for both), so it
-must accept SGLang's flag names, reject what SGLang rejects, and auto-adjust what SGLang
-auto-adjusts, logging SGLang's warning texts. Unknown ``--flags`` are kept and reported rather
-than refused, because real configurations carry many flags the simulator has no physics for.
-
-This module is pure: :func:`parse_argv` and :func:`resolve` do no I/O, so the performance model
-and the tests can resolve a :class:`~specconsole.core.config.model.ServerConfig` without a process.
+The simulator is deployed exactly like SGLang (the core renders the same flags for both), so
+it must accept SGLang's flag names — the release's own spellings, from the SGLang engine's
+release table reached through the registry — and refuse what that release's argparse refuses.
+Unknown ``--flags`` are kept and reported rather than refused, because real configurations
+carry many flags the simulator has no physics for. Resolving what was read is
+:mod:`.resolve`'s. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import (
@@ -25,6 +22,7 @@ from specconsole.core.config.releases import (
 )
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import get_engine
+from specconsole.sim.arguments import ParsedArgs, SimArgError, split_unknown
 
 
 def imitated_engine() -> Engine:
@@ -49,15 +47,6 @@ MSG_TOPK1_DRAFT = (
 AUTO_SPEC_PARAMS: tuple[int, int, int] = (3, 1, 4)
 """SGLang's auto (steps, topk, draft tokens) for STANDALONE and most model families; a
 profile's ``[model] auto_*`` keys give its architecture's values."""
-
-
-class SimArgError(ValueError):
-    """A launch argument SGLang itself would refuse; the message is SGLang's (or as close)."""
-
-    def __init__(self, message: str, exception_type: str = "ValueError") -> None:
-        super().__init__(message)
-        self.exception_type = exception_type
-        """Python exception class SGLang raises (``ValueError`` or ``AssertionError``)."""
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -196,39 +185,6 @@ def sglang_parser(
     return p
 
 
-def _flag_to_key(flag: str) -> str:
-    return flag.lstrip("-").replace("-", "_")
-
-
-def split_unknown(unknown: Sequence[str]) -> dict[str, Any]:
-    """Turn leftover ``--flag [value]`` tokens into ``{flag_name: value}`` (True if bare)."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(unknown):
-        tok = unknown[i]
-        if tok.startswith("--"):
-            if "=" in tok:
-                name, value = tok.split("=", 1)
-                out[_flag_to_key(name)] = value
-            elif i + 1 < len(unknown) and not unknown[i + 1].startswith("--"):
-                out[_flag_to_key(tok)] = unknown[i + 1]
-                i += 1
-            else:
-                out[_flag_to_key(tok)] = True
-        else:
-            out.setdefault("_positional", []).append(tok)
-        i += 1
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedArgs:
-    """Flag values as given (``None`` = not set) plus unrecognised flags."""
-
-    values: Mapping[str, Any]
-    unknown: Mapping[str, Any] = field(default_factory=dict)
-
-
 def _port(text: str) -> int:
     """``--port``: 0 (any free port) to 65535, as the socket accepts."""
     try:
@@ -334,14 +290,3 @@ def in_context(
             )
         values["adaptive_config_text"] = text
     return ParsedArgs(values=values, unknown=parsed.unknown)
-
-
-def launch_context(config: ServerConfig) -> tuple[dict[str, str], Callable[[str], str | None]]:
-    """What a deployed ``config`` gives the server besides its flags: its environment as
-    deployed (normalized: a what-if key as its variable) and its side files by name."""
-    from specconsole.core.config.validation import normalized
-    from specconsole.core.engine.registry import engine_for
-
-    files = {f.name: f.text for f in engine_for(config).side_files(config)}
-    env = dict(normalized(config)[0].env)
-    return env, lambda path: files.get(path.rsplit("/")[-1])

@@ -6,9 +6,9 @@ flag says so. Every log line is flushed as it is written because the console fol
 live and must see a fatal line the moment it appears.
 
 The box it runs on (memory plan, scheduler, options) is :mod:`specconsole.sim.box`; SGLang's
-HTTP API is :mod:`specconsole.sim.faces.sglang_http` (streams in
-:mod:`specconsole.sim.faces.streams`), its texts
-:mod:`specconsole.sim.faces.sglang_log`, the process entry point :mod:`specconsole.sim.process`.
+HTTP API is :mod:`.http` (its native stream :mod:`.generate`, the OpenAI-compatible one
+:mod:`specconsole.sim.faces.streams`), its texts :mod:`.log`, the process entry point
+:mod:`specconsole.sim.process`.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ import signal
 import sys
 from typing import Any
 
-from specconsole.sim.args import ParsedArgs
+from specconsole.sim.arguments import ParsedArgs
 from specconsole.sim.box import SimBox, SimOptions
-from specconsole.sim.faces import sglang_log as logfmt
-from specconsole.sim.faces.sglang_steps import SGLangSteps
+from specconsole.sim.faces.sglang import log as logfmt
+from specconsole.sim.faces.sglang.steps import SGLangSteps
 from specconsole.sim.physics.adaptive import graph_states
+from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import LoadFailure, uses_cuda_graph
-from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
 
 LOG_LEVELS: dict[str, int] = {
@@ -86,7 +86,7 @@ class LogWriter:
         self.lines_written += 1
 
 
-class SimServer(SimBox):
+class SGLangServer(SimBox):
     """SGLang's face on the box: its load sequence, hot updates, ``/server_info`` and
     ``/metrics``."""
 
@@ -99,7 +99,8 @@ class SimServer(SimBox):
         log: LogWriter,
     ) -> None:
         self.dialect = logfmt.dialect_for_version(profile.sim.version)
-        super().__init__(args, parsed, profile, opts, log, SGLangSteps(log, self.dialect))
+        interval = int(args.server_args["decode_log_interval"])
+        super().__init__(args, parsed, profile, opts, log, SGLangSteps(log, self.dialect, interval))
 
     # ------------------------------------------------------------------ load sequence
 
@@ -172,7 +173,7 @@ class SimServer(SimBox):
         await self.phase(shares.kv_cache, pool_gb)  # the workspace, then the KV pool
         if plan.failure is LoadFailure.NOT_ENOUGH_MEMORY:
             await self.gpus.fail_at(self.gpus.used_gb)  # past the static budget: refused
-            self._fatal_log(logfmt.not_enough_memory_traceback(d, a.mem_fraction_static))
+            self._fatal_log(logfmt.not_enough_memory_traceback(d, a.memory_fraction))
             return False
         half_t = plan.target_kv_gb / 2
         log.all_ranks(
@@ -198,7 +199,7 @@ class SimServer(SimBox):
                 plan.max_total_num_tokens,
                 a.chunked_prefill_size,
                 a.max_prefill_tokens,
-                a.max_running_requests,
+                a.max_running,
                 a.context_length,
                 avail,
             )
@@ -381,7 +382,7 @@ class SimServer(SimBox):
             **args,
             "last_gen_throughput": sched.last_gen_throughput,
             "memory_usage": self.memory_usage(),
-            "effective_max_running_requests_per_dp": self.args.max_running_requests,
+            "effective_max_running_requests_per_dp": self.args.max_running,
         }
         if self.args.speculative and sched.spec.forward_ct > 0:
             state["avg_spec_accept_length"] = sched.spec.avg_accept_length

@@ -1,14 +1,18 @@
 """``vllm serve MODEL [flags]`` as the simulator's vLLM face reads it, resolved by vLLM's
-rules into the box's :class:`~specconsole.sim.physics.resolve.ResolvedArgs`.
+rules into the box's :class:`~specconsole.sim.physics.launch.ResolvedArgs`.
 
-Why apart from the face's life (:mod:`.vllm`): this is where vLLM's decisions live — its
+Why apart from the face's life (:mod:`.server`): this is where vLLM's decisions live — its
 defaults for the GPU (``max_num_seqs`` 1024 and ``max_num_batched_tokens`` 8192 on a GPU of
 70 GiB or more that is not an A100, else 256 and 2048: ``EngineArgs._set_default_args``;
 ``gpu_memory_utilization`` 0.9), the chain it drafts (``num_speculative_tokens`` K, verified
 with the bonus token: K + 1), the batches its CUDA graphs cover (a ceiling of 512 tokens:
 0.11 captures up to ``min(2 x max_num_seqs, 512)`` tokens, 0.34 up to
 ``min(2 x max_num_seqs x (K + 1), 512)``, so with K draft tokens graphs cover batches up to
-512 // (K + 1)), the per-batch-size K of 0.34, and what it refuses.
+512 // (K + 1)), the per-batch-size K of 0.34, the order it sizes memory in (0.11: the
+utilization is a static budget for the weights, a profiling run's activations and the KV
+cache, CUDA graphs captured afterwards from the memory outside it; 0.34: an *extensible* KV
+cache sized last, from what the graphs and warm-up leave within the utilization), that it
+refuses a KV cache that cannot hold one request of ``--max-model-len``, and what it refuses.
 
 The command line is read by the vLLM engine's own reverse parse, reached through the registry
 (the model, ``--speculative-config``, memory, sequences, tensor parallelism, length, address),
@@ -30,11 +34,11 @@ from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
-from specconsole.sim.args import ParsedArgs, SimArgError, split_unknown
-from specconsole.sim.physics.resolve import FixedAccept, ResolvedArgs
+from specconsole.sim.arguments import ParsedArgs, SimArgError, split_unknown
+from specconsole.sim.physics.launch import FixedAccept, KvSizing, ResolvedArgs
 from specconsole.sim.profile import Profile
 
-__all__ = ["OWN_FLAGS", "VLLM", "help_text", "parse_vllm", "resolve_vllm"]
+__all__ = ["OWN_FLAGS", "VLLM", "help_text", "kv_sizing", "parse_vllm", "resolve_vllm"]
 
 VLLM = "vllm"
 """The registry name of the engine this face imitates."""
@@ -241,6 +245,12 @@ def _capture(max_num_seqs: int, k: int, release: str, eager: bool) -> tuple[int,
     return tuple(sorted({*counts, top}))
 
 
+def kv_sizing(release: str) -> KvSizing:
+    """Where the release's KV cache gets its memory: 0.34's extensible cache is sized after
+    the CUDA graphs (on CUDA, by default), 0.11's inside a static budget."""
+    return KvSizing.STATIC_BUDGET if release == "0.11.0" else KvSizing.AFTER_GRAPHS
+
+
 def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> ResolvedArgs:
     """The effective arguments vLLM runs (:func:`parse_vllm`'s values)."""
     v: Mapping[str, Any] = parsed.values
@@ -290,7 +300,6 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
         "host": config.host,
         "port": config.port,
         "seed": v.get("seed"),
-        "random_seed": v.get("seed"),
     }
     return ResolvedArgs(
         model_path=config.model_path,
@@ -300,25 +309,22 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
         num_steps=k if speculative else 0,
         topk=1 if speculative else 0,
         num_draft_tokens=k + 1 if speculative else 1,
-        mem_fraction_static=float(mem),
-        cuda_graph_max_bs=capture[-1] if capture else 0,
+        memory_fraction=float(mem),
         capture_bs=capture,
-        max_running_requests=int(max_num_seqs),
+        max_running=int(max_num_seqs),
         max_total_tokens=None,
         tp_size=int(tp),
         context_length=int(context),
         chunked_prefill_size=int(batched),
         max_prefill_tokens=int(batched),
-        decode_log_interval=40,
-        enable_metrics=True,
-        log_level="info",
         host=config.host,
         port=int(config.port),
+        seed=v.get("seed"),
+        kv_sizing=kv_sizing(release),
+        kv_holds_context=True,
         server_args=server_args,
         unknown_args=dict(parsed.unknown),
-        face=VLLM,
-        release=release,
-        spec_schedule=tuple(v.get("spec_schedule") or ()) if speculative else (),
+        steps_by_batch=tuple(v.get("spec_schedule") or ()) if speculative else (),
         fixed_accept=fixed,
     )
 

@@ -1,6 +1,6 @@
 """How the simulator's vLLM face starts and dies: its banner, its refusals, its fatal texts.
 
-Why apart from the face's life (:mod:`.vllm`): these are vLLM's words for what went wrong —
+Why apart from the face's life (:mod:`.server`): these are vLLM's words for what went wrong —
 the engine core's ``EngineCore failed to start.`` record and traceback, multiprocessing's
 ``Process EngineCore_DP0:`` report, the front end's ``Engine core initialization failed. See
 root cause above.`` — and for why: the release's own ``ValueError`` texts (no memory for the
@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from specconsole.sim.faces.vllm_text import SOURCES, VllmText
+from specconsole.sim.faces.vllm.text import SOURCES, VllmText
+from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import GIB, MemoryPlan
-from specconsole.sim.physics.resolve import ResolvedArgs
 from specconsole.sim.profile import Profile
 
 __all__ = [
@@ -203,8 +203,8 @@ def startup_oom(t: VllmText, free_gb: float, profile: Profile, a: ResolvedArgs) 
     total = profile.gpu.memory_gb
     return (
         f"Free memory on device ({round(free_gb, 2)}/{round(total, 2)} GiB) on startup is less "
-        f"than desired GPU memory utilization ({a.mem_fraction_static}, "
-        f"{round(total * a.mem_fraction_static, 2)} GiB). Decrease GPU memory utilization or "
+        f"than desired GPU memory utilization ({a.memory_fraction}, "
+        f"{round(total * a.memory_fraction, 2)} GiB). Decrease GPU memory utilization or "
         "reduce GPU memory used by other processes."
     )
 
@@ -223,7 +223,7 @@ def _hint(t: VllmText, a: ResolvedArgs) -> str:
         return ""
     return (
         "The KV cache gets what is left after the model, its activations, CUDA graphs and "
-        f"warmup within `gpu_memory_utilization`={a.mem_fraction_static}; increase it (with the "
+        f"warmup within `gpu_memory_utilization`={a.memory_fraction}; increase it (with the "
         "extensible KV cache it defaults to 1.0) or decrease `max_model_len` or `max_num_seqs`. "
         "CUDA graphs take less with fewer or smaller capture sizes in the compilation config."
     )
@@ -350,7 +350,7 @@ def banner(log: Any, a: ResolvedArgs) -> None:
     differ from vLLM's defaults."""
     for line in log.text.version_lines(log.text.release, a.model_path):
         log.lines("APIServer", [line], record=True)
-    shown = {k: v for k, v in a.server_args.items() if v is not None and k != "random_seed"}
+    shown = {k: v for k, v in a.server_args.items() if v is not None}
     log.record("APIServer", "args", shown)
 
 

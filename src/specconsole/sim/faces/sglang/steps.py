@@ -3,7 +3,7 @@
 Why apart from the scheduler (:mod:`specconsole.sim.scheduler`): the box runs steps; *what it
 says* about them is the face's. SGLang logs a ``Prefill batch`` line per prefill and a ``Decode
 batch`` line every ``--decode-log-interval`` decode iterations, with the throughput and the
-accept length over that interval (its texts are :mod:`specconsole.sim.faces.sglang_log`'s).
+accept length over that interval (its texts are :mod:`.log`'s).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from specconsole.sim.faces import sglang_log as logfmt
+from specconsole.sim.faces.sglang import log as logfmt
 from specconsole.sim.physics.model import uses_cuda_graph
 from specconsole.sim.scheduler import Scheduler, SpecCounters
 
@@ -21,9 +21,11 @@ __all__ = ["SGLangSteps"]
 class SGLangSteps:
     """The scheduler's reporter for the SGLang face (``log``: its ``LogWriter``)."""
 
-    def __init__(self, log: Any, dialect: str) -> None:
+    def __init__(self, log: Any, dialect: str, decode_log_interval: int) -> None:
         self.log = log
         self.dialect = dialect
+        self.interval = max(decode_log_interval, 1)
+        """``--decode-log-interval``: decode iterations per ``Decode batch`` line."""
 
     def prefill(self, sched: Scheduler, batch: int, tokens: int, seconds: float) -> None:
         self.log.scheduler(
@@ -51,7 +53,7 @@ class SGLangSteps:
         self.log.scheduler(text, True)
 
     def decode(self, sched: Scheduler, batch: int) -> None:
-        if sched.decode_iters % sched.args.decode_log_interval != 0:
+        if sched.decode_iters % self.interval != 0:
             return
         now = time.monotonic()
         elapsed = max(now - sched.interval_start, 1e-9)
