@@ -153,11 +153,17 @@ def test_the_speculative_keys_it_reads_are_the_releases_fields(version: str) -> 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_its_counters_metrics_and_routes_are_the_releases(version: str) -> None:
+    from specconsole.core.engine.registry import get_engine
     from specconsole.sim.faces.vllm import http as vllm_http
 
     source = vllm_http.__file__
     with open(source, encoding="utf-8") as handle:
         served = set(re.findall(r'"(vllm:[a-z_]+?)(?:_total)?"', handle.read()))
+    counters = get_engine("vllm").endpoints.spec_counters  # the names the face serves them by
+    assert counters is not None
+    for name in (counters.drafts, counters.draft_tokens, counters.accepted, counters.per_position):
+        assert name is not None
+        served.add(name.removesuffix("_total"))
     spec = _source(version, "vllm/v1/spec_decode/metrics.py")
     loggers = _source(version, "vllm/v1/metrics/loggers.py")
     for name in sorted(served):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import (
@@ -69,6 +70,17 @@ def _int_or_human(text: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
 
 
+def _port(text: str) -> int:
+    """``--port``: 0 (any free port) to 65535, as the socket accepts."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
+    return port
+
+
 def _cuda_graph_flags(engine_version: str | None) -> list[str]:
     """``--cuda-graph-max-bs`` and its successors as release ``engine_version`` spells them
     (the imitated engine's release table); both names when unknown."""
@@ -82,10 +94,45 @@ def _cuda_graph_flags(engine_version: str | None) -> list[str]:
     return [change.new] + ([] if change.old in removed else [change.old])
 
 
+FLAG_TYPES: dict[str, Callable[[str], Any]] = {
+    "port": _port,
+    "tp_size": int,
+    "mem_fraction_static": float,
+    "max_running_requests": int,
+    "cuda_graph_max_bs": int,
+    "context_length": _int_or_human,
+    "speculative_num_steps": int,
+    "speculative_eagle_topk": int,
+    "speculative_num_draft_tokens": int,
+}
+"""How SGLang's argparse reads the engine's modelled flags (by key; other keys: text)."""
+
+FLAG_DEFAULTS: dict[str, Any] = {"host": "127.0.0.1", "port": 30000, "tp_size": 1}
+"""SGLang's defaults where the face needs one to run (unset otherwise: resolution decides)."""
+
+SWITCHES = frozenset({"speculative_adaptive"})
+"""Modelled flags that take no value."""
+
+ADAPTIVE_KEYS = frozenset({"speculative_adaptive", "speculative_adaptive_config"})
+"""The adaptive mode's keys: flags of the releases that have it (its ``adaptive`` feature)."""
+
+
+def modelled_flags() -> dict[str, list[str]]:
+    """The SGLang engine's modelled flags, reached through the registry: its key -> the flag
+    and its aliases, in its table's order (``--tp`` too: SGLang's argparse takes it as the
+    abbreviation of ``--tp-size``)."""
+    out: dict[str, list[str]] = {}
+    for flag, key in imitated_engine().modelled_flags.items():
+        out.setdefault(key, []).append(flag)
+    return out
+
+
 def sglang_parser(
     prog: str = "python -m specconsole.sim", engine_version: str | None = None
 ) -> argparse.ArgumentParser:
-    """Parser for the SGLang flags the simulator models, plus its own ``--sim-*`` flags.
+    """Parser for the SGLang flags the simulator models — the SGLang engine's modelled flags
+    (:func:`modelled_flags`), then those the face has physics for beyond them — plus its own
+    ``--sim-*`` flags.
 
     With ``engine_version`` it accepts that release's flag names only (the rows of
     the imitated engine's release table); without, every release's."""
@@ -96,38 +143,26 @@ def sglang_parser(
         description="Simulated SGLang server (specconsole).",
     )
     a = p.add_argument
-    a("--model-path", "--model", dest="model_path", default=None)
+    adaptive = has_feature(imitated_engine().releases, "adaptive", engine_version) is not False
+    for key, names in modelled_flags().items():
+        if key == "cuda_graph_max_bs":
+            names = _cuda_graph_flags(engine_version)
+        elif key in ADAPTIVE_KEYS and not adaptive:
+            continue  # a later release's flag: this one refuses it (parse_argv)
+        if key in SWITCHES:
+            a(*names, dest=key, action="store_true")
+        else:
+            a(*names, dest=key, type=FLAG_TYPES.get(key, str), default=FLAG_DEFAULTS.get(key))
+        if key == "cuda_graph_max_bs" and "--cuda-graph-max-bs-decode" in names:
+            a("--cuda-graph-max-bs-prefill", type=int, default=None)
+    # SGLang's flags with physics beyond a configuration's fields (the face's own).
     a("--tokenizer-path", default=None)
     a("--served-model-name", default=None)
-    a("--host", default="127.0.0.1")
-    a("--port", type=_port, default=30000)
-    a("--tp-size", "--tensor-parallel-size", dest="tp_size", type=int, default=1)
     a("--dp-size", type=int, default=1)
-    a("--mem-fraction-static", type=float, default=None)
-    a("--max-running-requests", type=int, default=None)
     a("--max-total-tokens", type=int, default=None)
     a("--chunked-prefill-size", type=int, default=None)
     a("--max-prefill-tokens", type=int, default=16384)
-    cuda_graph = _cuda_graph_flags(engine_version)
-    a(*cuda_graph, dest="cuda_graph_max_bs", type=int, default=None)
-    if "--cuda-graph-max-bs-decode" in cuda_graph:
-        a("--cuda-graph-max-bs-prefill", type=int, default=None)
     a("--disable-cuda-graph", action="store_true")
-    a("--context-length", type=_int_or_human, default=None)
-    a("--attention-backend", default=None)
-    a("--speculative-algorithm", default=None)
-    a(
-        "--speculative-draft-model-path",
-        "--speculative-draft-model",
-        dest="speculative_draft_model_path",
-        default=None,
-    )
-    a("--speculative-num-steps", type=int, default=None)
-    a("--speculative-eagle-topk", type=int, default=None)
-    a("--speculative-num-draft-tokens", type=int, default=None)
-    if has_feature(imitated_engine().releases, "adaptive", engine_version) is not False:
-        a("--speculative-adaptive", action="store_true")
-        a("--speculative-adaptive-config", default=None)
     a("--speculative-accept-threshold-single", type=float, default=1.0)
     a("--speculative-accept-threshold-acc", type=float, default=1.0)
     a("--decode-log-interval", type=int, default=40)
@@ -185,17 +220,6 @@ def sglang_parser(
     return p
 
 
-def _port(text: str) -> int:
-    """``--port``: 0 (any free port) to 65535, as the socket accepts."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {port}")
-    return port
-
-
 def parse_argv(argv: Sequence[str]) -> ParsedArgs:
     """Parse a SGLang-style command line; unknown ``--flags`` are collected, not refused."""
     args = list(argv)
@@ -216,14 +240,10 @@ def parse_argv(argv: Sequence[str]) -> ParsedArgs:
     return ParsedArgs(values=vars(ns), unknown=split_unknown(unknown))
 
 
-ADAPTIVE_FLAGS = ("--speculative-adaptive", "--speculative-adaptive-config")
-"""SGLang's adaptive mode's flags (its release table's ``adaptive`` feature)."""
-
-
 def _later(version: str) -> set[str]:
     """Flags of features release ``version`` does not have yet."""
     if has_feature(imitated_engine().releases, "adaptive", version) is False:
-        return set(ADAPTIVE_FLAGS)
+        return {f for key, flags in modelled_flags().items() if key in ADAPTIVE_KEYS for f in flags}
     return set()
 
 

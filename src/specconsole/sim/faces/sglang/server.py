@@ -24,6 +24,7 @@ from typing import Any
 from specconsole.sim.arguments import ParsedArgs
 from specconsole.sim.box import SimBox, SimOptions
 from specconsole.sim.faces.sglang import log as logfmt
+from specconsole.sim.faces.sglang.args import imitated_engine
 from specconsole.sim.faces.sglang.steps import SGLangSteps
 from specconsole.sim.physics.adaptive import graph_states
 from specconsole.sim.physics.launch import ResolvedArgs
@@ -399,18 +400,22 @@ class SGLangServer(SimBox):
             },
         }
 
-    def _verify_calls(self) -> list[tuple[str, str, float]]:
-        """``sglang:spec_verify_calls_total`` (a counter from 0.5.14 on; 0.5.9 has none)."""
+    def _verify_calls(self, name: str) -> list[tuple[str, str, float]]:
+        """The verify-step counter (from 0.5.14 on; 0.5.9 has none)."""
         try:
             release = tuple(int(p) for p in self.profile.sim.version.split(".")[:3])
         except ValueError:
             release = (0, 5, 14)
         if release < (0, 5, 14):
             return []
-        return [("sglang:spec_verify_calls_total", "counter", self.scheduler.finished_verify_ct)]
+        return [(name, "counter", self.scheduler.finished_verify_ct)]
 
     def metrics_text(self) -> str:
+        """``/metrics``: SGLang's gauges and counters; the speculative ones under the names the
+        SGLang engine reads them by (its ``Endpoints.spec_counters``, through the registry)."""
         s = self.scheduler
+        names = imitated_engine().endpoints.spec_counters
+        assert names is not None and names.output_tokens is not None and names.gauge is not None
         labels = f'model_name="{self.args.served_model_name}",engine_type="unified",tp_rank="0"'
         rows: list[tuple[str, str, float]] = [
             ("sglang:num_running_reqs", "gauge", len(s.running)),
@@ -426,7 +431,7 @@ class SGLangServer(SimBox):
                 1.0 if uses_cuda_graph(self.args, max(len(s.running), 1)) else 0.0,
             ),
             (  # the scheduler's last interval (its Decode batch lines'), as SGLang sets it
-                "sglang:spec_accept_length",
+                names.gauge,
                 "gauge",
                 s.interval_accept.avg_accept_length
                 if s.interval_accept.forward_ct
@@ -440,9 +445,9 @@ class SGLangServer(SimBox):
                 else 0.0,
             ),
             # the tokenizer's counters: added as each request finishes, never reset
-            *self._verify_calls(),
+            *self._verify_calls(names.drafts),
             ("sglang:prompt_tokens_total", "counter", s.total_prompt_tokens),
-            ("sglang:generation_tokens_total", "counter", s.finished_output_tokens),
+            (names.output_tokens, "counter", s.finished_output_tokens),
             ("sglang:num_requests_total", "counter", s.total_requests),
         ]
         out: list[str] = []

@@ -7,10 +7,11 @@ the engine is up; the port refuses connections before), ``/version`` (the releas
 ``continuous_usage_stats``; vLLM's ``stop_reason`` key; its 400 when a request would outgrow
 ``max_model_len``) and ``/metrics``: Prometheus text with vLLM's names — the running and
 waiting requests, KV-cache usage, token and request counters, its latency histograms, and the
-speculative-decoding counters ``vllm:spec_decode_num_drafts_total``,
-``..._num_draft_tokens_total``, ``..._num_accepted_tokens_total`` and
-``..._num_accepted_tokens_per_pos_total{position}`` (``vllm/v1/spec_decode/metrics.py``,
-never reset), labelled ``engine`` and ``model_name`` as ``prometheus_client`` writes them.
+speculative-decoding counters (``vllm/v1/spec_decode/metrics.py``, never reset) under the
+names the vLLM engine reads them by — its ``Endpoints.spec_counters``, reached through the
+registry, so the face serves exactly what the product measures (``tests/oracle`` checks each
+name against the releases) — labelled ``engine`` and ``model_name`` as ``prometheus_client``
+writes them.
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from specconsole.core.engine.registry import get_engine
 from specconsole.sim.faces.apikey import RequireApiKey
 from specconsole.sim.faces.bodies import count_prompt_tokens, model_list, positive_int, prompt_text
 from specconsole.sim.faces.streams import StreamShape, openai_stream, wait_finished
+from specconsole.sim.faces.vllm.args import VLLM
 from specconsole.sim.faces.vllm.server import VllmServer
 
 __all__ = ["VLLM_SHAPE", "build_app", "metrics_text"]
@@ -122,8 +125,11 @@ def metrics_text(sim: VllmServer) -> str:
         [(base, s.total_prompt_tokens)],
         born,
     )
+    names = get_engine(VLLM).endpoints.spec_counters
+    assert names is not None and names.output_tokens is not None
+    assert names.draft_tokens and names.accepted and names.per_position
     out += _counter(
-        "vllm:generation_tokens_total",
+        names.output_tokens,
         "Number of generation tokens processed.",
         [(base, s.total_generated_tokens)],
         born,
@@ -142,29 +148,17 @@ def metrics_text(sim: VllmServer) -> str:
     )
     if a.speculative or a.steps_by_batch:
         c = s.draft_counters
+        out += _counter(names.drafts, "Number of spec decoding drafts.", [(base, c.drafts)], born)
         out += _counter(
-            "vllm:spec_decode_num_drafts_total",
-            "Number of spec decoding drafts.",
-            [(base, c.drafts)],
-            born,
+            names.draft_tokens, "Number of draft tokens.", [(base, c.draft_tokens)], born
         )
-        out += _counter(
-            "vllm:spec_decode_num_draft_tokens_total",
-            "Number of draft tokens.",
-            [(base, c.draft_tokens)],
-            born,
-        )
-        out += _counter(
-            "vllm:spec_decode_num_accepted_tokens_total",
-            "Number of accepted tokens.",
-            [(base, c.accepted)],
-            born,
-        )
+        out += _counter(names.accepted, "Number of accepted tokens.", [(base, c.accepted)], born)
         per_pos = c.per_position(a.num_steps)
+        label = names.position_label
         out += _counter(
-            "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+            names.per_position,
             "Accepted tokens per draft position.",
-            [(f'{base},position="{i}"', n) for i, n in enumerate(per_pos)],
+            [(f'{base},{label}="{i}"', n) for i, n in enumerate(per_pos)],
             born,
         )
     histograms = (
