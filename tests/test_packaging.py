@@ -53,6 +53,30 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+TEST_SITE = Path(next(p for p in sys.path if p.endswith("site-packages")))
+"""The test environment's packages: the installed wheel's dependencies."""
+
+
+def _installed(wheel: Path, env_dir: Path, deps: Path) -> tuple[Path, str]:
+    """A virtual environment holding the wheel's files (what pip does, minus dependency
+    resolution) whose dependencies come from ``deps``; its python and its site folder. The
+    folder's own ``.pth`` files are NOT processed (a path line only appends it), so the test
+    environment's editable install is not seen: ``specconsole`` is the wheel's copy."""
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    Path(site, "zz_test_deps.pth").write_text(f"{deps}\n")
+    return python, site
+
+
 def test_wheel_ships_themes_and_examples(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tcss = [n for n in names if n.startswith("specconsole/themes/") and n.endswith(".tcss")]
@@ -64,23 +88,7 @@ def test_wheel_ships_themes_and_examples(wheel: Path) -> None:
 
 
 def test_installed_wheel_runs_version_and_help(wheel: Path, tmp_path: Path) -> None:
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=False)
-    python = env_dir / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.strip()
-    # Install the wheel's files (what pip does, minus dependency resolution).
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    # Dependencies come from the test environment; its editable .pth is NOT processed
-    # (a path line only appends the folder), so `specconsole` resolves to the wheel's copy.
-    test_site = next(p for p in sys.path if p.endswith("site-packages"))
-    Path(site, "zz_test_deps.pth").write_text(test_site + "\n")
+    python, site = _installed(wheel, tmp_path / "venv", TEST_SITE)
 
     where = subprocess.run(
         [
@@ -158,26 +166,12 @@ def test_a_plain_install_does_not_pull_the_simulators_server(wheel: Path) -> Non
 def _plain_install(wheel: Path, tmp_path: Path) -> Path:
     """A virtual environment with the wheel whose dependencies are the test environment's
     but for the simulator's server libraries: what ``pip install specconsole`` gives."""
-    env_dir = tmp_path / "plain"
-    venv.create(env_dir, with_pip=False)
-    python = env_dir / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout.strip()
-    with zipfile.ZipFile(wheel) as archive:
-        archive.extractall(site)
-    test_site = Path(next(p for p in sys.path if p.endswith("site-packages")))
     deps = tmp_path / "deps-without-sim"
     deps.mkdir()
-    for entry in test_site.iterdir():
+    for entry in TEST_SITE.iterdir():
         if entry.name.lower().split("-")[0].split(".")[0] not in SERVER_LIBRARIES:
             (deps / entry.name).symlink_to(entry)
-    Path(site, "zz_test_deps.pth").write_text(f"{deps}\n")
-    return python
+    return _installed(wheel, tmp_path / "plain", deps)[0]
 
 
 def test_without_the_extra_demo_and_sim_name_the_fix(wheel: Path, tmp_path: Path) -> None:
