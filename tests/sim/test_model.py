@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.sim.arguments import SimArgError
-from specconsole.sim.faces.sglang.args import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, parse_argv
-from specconsole.sim.faces.sglang.resolve import resolve
+from specconsole.sim.faces.sglang.args import parse_argv
+from specconsole.sim.faces.sglang.resolve import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, resolve
 from specconsole.sim.forecast import calibration_config, peak_aggregate, predict, resolve_config
 from specconsole.sim.physics.acceptance import accept_length
 from specconsole.sim.physics.model import CALIBRATION_LADDER, LoadFailure, plan_memory, step_time

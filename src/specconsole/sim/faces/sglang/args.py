@@ -31,25 +31,6 @@ def imitated_engine() -> Engine:
     return get_engine("sglang")
 
 
-EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
-"""Algorithms the simulator models with a draft tree (NEXTN is rewritten to EAGLE)."""
-
-KNOWN_ALGORITHMS = frozenset({"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"})
-
-MSG_MAX_RUNNING_48 = (
-    "Max running requests is reset to 48 for speculative decoding. You can override this by "
-    "explicitly setting --max-running-requests."
-)
-MSG_MIXED_CHUNK = "Mixed chunked prefill is disabled because of using eagle speculative decoding."
-MSG_TOPK1_DRAFT = (
-    "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
-    "speculative_eagle_topk == 1"
-)
-AUTO_SPEC_PARAMS: tuple[int, int, int] = (3, 1, 4)
-"""SGLang's auto (steps, topk, draft tokens) for STANDALONE and most model families; a
-profile's ``[model] auto_*`` keys give its architecture's values."""
-
-
 class _RaisingParser(argparse.ArgumentParser):
     """An argparse parser that raises instead of printing usage and exiting."""
 

@@ -17,18 +17,31 @@ from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.releases import has_feature
 from specconsole.sim.arguments import ParsedArgs, SimArgError
 from specconsole.sim.faces.sglang.adaptive import load_spec
-from specconsole.sim.faces.sglang.args import (
-    AUTO_SPEC_PARAMS,
-    EAGLE_FAMILY,
-    KNOWN_ALGORITHMS,
-    MSG_MAX_RUNNING_48,
-    MSG_MIXED_CHUNK,
-    MSG_TOPK1_DRAFT,
-    imitated_engine,
-)
+from specconsole.sim.faces.sglang.args import imitated_engine
 from specconsole.sim.physics.adaptive import AdaptiveSpec
 from specconsole.sim.physics.launch import FixedAccept, ResolvedArgs
 from specconsole.sim.profile import Profile
+
+EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
+"""Algorithms the simulator models with a draft tree (NEXTN is rewritten to EAGLE)."""
+
+KNOWN_ALGORITHMS = frozenset({"EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"})
+
+# SGLang's own texts for what it changes silently, as its launcher logs them. The SGLang engine
+# (engines/sglang) knows them too but does not expose them through the registry, so the two
+# are held identical by tests/sim/test_engine_knowledge.py.
+MSG_MAX_RUNNING_48 = (
+    "Max running requests is reset to 48 for speculative decoding. You can override this by "
+    "explicitly setting --max-running-requests."
+)
+MSG_MIXED_CHUNK = "Mixed chunked prefill is disabled because of using eagle speculative decoding."
+MSG_TOPK1_DRAFT = (
+    "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
+    "speculative_eagle_topk == 1"
+)
+AUTO_SPEC_PARAMS: tuple[int, int, int] = (3, 1, 4)
+"""SGLang's auto (steps, topk, draft tokens) for STANDALONE and most model families; a
+profile's ``[model] auto_*`` keys give its architecture's values."""
 
 
 def auto_gpu_settings(gpu_memory_gb: float, tp_size: int) -> tuple[int, int]:
@@ -270,7 +283,7 @@ def resolve(parsed: ParsedArgs | Mapping[str, Any], profile: Profile) -> Resolve
     )
 
 
-_ADAPTIVE_OFF: dict[str, str] = {
+ADAPTIVE_OFF: dict[str, str] = {
     "enable_dp_attention": "attention DP is not supported (adaptive tier decisions are not "
     "synchronized across DP ranks)",
     "enable_multi_layer_eagle": "enable_multi_layer_eagle=True is not supported "
@@ -280,7 +293,8 @@ _ADAPTIVE_OFF: dict[str, str] = {
     "enable_pdmux": "enable_pdmux=True is not supported (adaptive state swap does not update "
     "decode_attn_backend_group)",
 }
-"""SGLang's ``adaptive_unsupported_reason`` for the flags the box keeps unmodelled."""
+"""SGLang's ``adaptive_unsupported_reason`` for the flags the box keeps unmodelled (the
+engine's ``UNSUPPORTED_FLAGS``, held equal by tests/sim/test_engine_knowledge.py)."""
 
 
 def _adaptive(
@@ -304,7 +318,7 @@ def _adaptive(
     elif topk is not None and topk != 1:
         reason = f"speculative_eagle_topk={topk} (only topk=1 is supported)"
     else:
-        reason = next((why for flag, why in _ADAPTIVE_OFF.items() if unknown.get(flag)), None)
+        reason = next((why for flag, why in ADAPTIVE_OFF.items() if unknown.get(flag)), None)
     if reason is not None:
         warnings.append(
             f"speculative_adaptive disabled: {reason}. Falling back to static speculative params."
