@@ -81,7 +81,7 @@ def test_best_is_the_argv_the_best_trial_ran(swept: tuple[Path, str]) -> None:
     opened = Session.open(session)
     trials = opened.load_trials()
     plan = opened.load_plan()
-    from specconsole.core.plans.objective import assess
+    from specconsole.core.plans.verdict import assess
 
     top = assess(trials, plan.goal).best
     assert top is not None

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from specconsole.core.machine.state import Phase, TrialStatus
-from specconsole.core.plans.objective import assess
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
+from specconsole.core.plans.verdict import assess
 from specconsole.headless.sweep import run_headless
 from specconsole.session.reports.report import render
 from specconsole.session.store import Session

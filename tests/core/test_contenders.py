@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.plans.objective import assess
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.verdict import assess
 from specconsole.core.search.contenders import MAX_MEASUREMENTS, contender, measurements
 from specconsole.core.search.optimize import observations
 from specconsole.core.search.strategy import next_trial

@@ -21,14 +21,12 @@ from specconsole.core.plans.objective import (
     Goal,
     ObjectiveError,
     ObjectiveKind,
-    assess,
     best,
-    improves,
     pareto_front,
-    tied,
 )
 from specconsole.core.plans.parse import loads_plan, parse_plan, plan_document
 from specconsole.core.plans.plan import PlanError
+from specconsole.core.plans.verdict import assess, improves, tied
 
 
 def trial(

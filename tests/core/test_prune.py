@@ -15,8 +15,8 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import LevelSummary, Phase, TrialRecord, TrialStatus
 from specconsole.core.measure.stats import t_975
 from specconsole.core.plans.goalparse import parse_goal
-from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind
+from specconsole.core.plans.verdict import assess
 from specconsole.core.search import prune
 from specconsole.core.search.strategy import next_trial
 from tests.controller.helpers import Driver, plan

@@ -11,7 +11,7 @@ from specconsole.core.machine.results import level_summaries
 from specconsole.core.machine.state import TrialRecord, TrialStatus
 from specconsole.core.measure.metrics import RequestTimeline, compute_level_metrics
 from specconsole.core.measure.result import BenchResult
-from specconsole.core.plans.objective import assess, tied
+from specconsole.core.plans.verdict import assess, tied
 from specconsole.session.records import record_from_dict, record_to_dict
 
 

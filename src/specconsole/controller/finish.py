@@ -36,8 +36,9 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import missing_values, unredact_config
 from specconsole.core.machine.results import box_host, deploy_previewed
 from specconsole.core.machine.state import TrialRecord
-from specconsole.core.plans.objective import Goal, assess
+from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import FINALLY_CHOICES, SweepPlan
+from specconsole.core.plans.verdict import assess
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport, TransportError
 from specconsole.present.labels import config_summary, record_label
 

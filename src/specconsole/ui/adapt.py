@@ -40,8 +40,9 @@ from specconsole.core.machine.state import (
     TrialRecord,
 )
 from specconsole.core.measure.stats import half_width
-from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, marks, progress
+from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, progress
 from specconsole.core.plans.plan import StrategyKind
+from specconsole.core.plans.verdict import marks
 from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.levels import LevelTable, level_table, role_of

@@ -40,9 +40,10 @@ from specconsole.core.config.secrets import (
 from specconsole.core.launch.systemd import UnitOptions
 from specconsole.core.launch.unit import generate_unit
 from specconsole.core.measure.trials import TrialRecord
-from specconsole.core.plans.objective import Goal, assess
+from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.profile import ServiceProfile, UnitScope
+from specconsole.core.plans.verdict import assess
 
 
 class LaunchForm(StrEnum):

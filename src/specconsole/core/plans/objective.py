@@ -124,20 +124,32 @@ class Metric:
         """(value, low, high): the figure and its confidence interval (the figure itself
         when the record has no repeats)."""
         name = self.kind.name
-        if name == "single_request":
-            level = _lowest(trial.levels)
-            return _level_interval(level, "per_request_tok_s")
-        if name == "peak_aggregate":
-            level = _peak(trial.levels)
-            return _level_interval(level, "output_tok_s")
         if name == "accept_length":
             return _point(trial.accept_length)
         if name == "capacity":
             return _point(None if trial.capacity is None else float(trial.capacity))
         if name == "max_rate_under_slo":  # the rate search's answer (core.search.ratesearch)
             return _point(trial.slo_rate)
+        level, field = self.level_field(trial)
+        return _level_interval(level, field)
+
+    def level_field(self, trial: TrialRecord) -> tuple[LevelSummary | None, str]:
+        """The level a per-level figure is read from and the ``LevelSummary`` field
+        (``(None, "")`` for a figure of the whole trial)."""
+        name = self.kind.name
+        if name == "single_request":
+            return _lowest(trial.levels), "per_request_tok_s"
+        if name == "peak_aggregate":
+            return _peak(trial.levels), "output_tok_s"
+        if not self.kind.per_level:
+            return None, ""
         level = next((lv for lv in trial.levels if lv.concurrency == self.concurrency), None)
-        return _level_interval(level, self.kind.level_field)
+        return level, self.kind.level_field
+
+    def runs(self, trial: TrialRecord) -> int:
+        """How many benchmark runs the figure averages (a level's ``repeats``; 1 otherwise)."""
+        level, _field = self.level_field(trial)
+        return 1 if level is None else max(1, level.repeats)
 
 
 def _lowest(levels: Sequence[LevelSummary]) -> LevelSummary | None:
@@ -386,99 +398,6 @@ def best(trials: Iterable[TrialRecord], goal: Goal = DEFAULT_GOAL) -> TrialRecor
     if goal.objective.kind is ObjectiveKind.PARETO:
         return _balanced(pareto_front(pool, goal), goal.objective.metrics)
     return max(pool, key=lambda t: (goal.objective.score(t) or 0.0, -t.index))
-
-
-def tied(a: TrialRecord, b: TrialRecord, goal: Goal = DEFAULT_GOAL) -> bool:
-    """True when the two trials' objective intervals overlap: the difference between them
-    is not shown to be real (with single measurements only equal scores tie)."""
-    ia, ib = goal.objective.interval(a), goal.objective.interval(b)
-    if ia is None or ib is None:
-        return False
-    return ia[1] <= ib[2] and ib[1] <= ia[2]
-
-
-def improves(
-    candidate: TrialRecord,
-    incumbent: TrialRecord | None,
-    goal: Goal = DEFAULT_GOAL,
-    *,
-    noise_pct: float = 0.0,
-) -> bool:
-    """True when ``candidate`` is feasible and beats ``incumbent`` beyond the noise: its
-    interval's low end clears the incumbent's high end, and by more than ``noise_pct`` of
-    the incumbent's score (the noise floor when levels are not repeated)."""
-    if not goal.feasible(candidate):
-        return False
-    if incumbent is None:
-        return True
-    ic, ii = goal.objective.interval(candidate), goal.objective.interval(incumbent)
-    if ic is None or ii is None:
-        return ic is not None
-    margin = abs(ii[0]) * noise_pct / 100.0
-    return ic[1] > ii[2] + margin and ic[0] > ii[0] + margin
-
-
-@dataclass(frozen=True, slots=True)
-class Assessment:
-    """The verdict on a set of trials, for reports, the console and ``finally = "best"``."""
-
-    goal: Goal
-    best: TrialRecord | None
-    tied: tuple[TrialRecord, ...]
-    """Other feasible trials statistically tied with the best (intervals overlap)."""
-    front: tuple[TrialRecord, ...]
-    """The Pareto front (the goal's pair, or single-request vs peak aggregate)."""
-    infeasible: tuple[TrialRecord, ...]
-    """``ok`` trials that miss a constraint."""
-
-    @property
-    def sentence(self) -> str:
-        """One line: the best trial, its score and who it is tied with."""
-        if self.best is None:
-            if self.infeasible:
-                return (
-                    f"no trial meets the constraints ({len(self.infeasible)} loaded but "
-                    "missed them)"
-                )
-            return "no successful trial yet"
-        got = self.goal.objective.interval(self.best)
-        text = f"best: trial {self.best.index + 1}"
-        if got is not None and self.goal.objective.kind is not ObjectiveKind.PARETO:
-            v, lo, hi = got
-            text += f" ({self.goal.objective.describe} {abs(v):,.1f}"
-            if hi > lo:
-                text += f", {abs(lo):,.1f}-{abs(hi):,.1f}"
-            text += ")"
-        if self.tied:
-            others = ", ".join(str(t.index + 1) for t in self.tied)
-            text += f"; statistically tied with trial{'s' if len(self.tied) > 1 else ''} {others}"
-        return text
-
-
-def assess(trials: Sequence[TrialRecord], goal: Goal = DEFAULT_GOAL) -> Assessment:
-    """Best, ties, front and constraint misses of the recorded trials."""
-    top = best(trials, goal)
-    pool = feasible_trials(trials, goal)
-    ties: tuple[TrialRecord, ...] = ()
-    if top is not None and goal.objective.kind is not ObjectiveKind.PARETO:
-        ties = tuple(t for t in pool if t is not top and tied(t, top, goal))
-    missed = tuple(
-        t for t in trials if t.status is TrialStatus.OK and goal.violation(t) not in (None, 0.0)
-    )
-    return Assessment(
-        goal=goal, best=top, tied=ties, front=tuple(pareto_front(trials, goal)), infeasible=missed
-    )
-
-
-def marks(trials: Sequence[TrialRecord], goal: Goal = DEFAULT_GOAL) -> dict[int, str]:
-    """Trial index → ``"best"``, ``"tied"`` (statistically tied with the best) or
-    ``"pareto"`` (on the front), for tables that mark them."""
-    verdict = assess(trials, goal)
-    out = {t.index: "pareto" for t in verdict.front}
-    out.update({t.index: "tied" for t in verdict.tied})
-    if verdict.best is not None:
-        out[verdict.best.index] = "best"
-    return out
 
 
 def progress(

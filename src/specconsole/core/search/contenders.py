@@ -16,23 +16,17 @@ repeats by the number of configurations tried (and the budget bounds them all).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.measure.identity import identity
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
-from specconsole.core.plans.objective import ObjectiveKind, best, feasible_trials, tied
+from specconsole.core.plans.objective import ObjectiveKind, best, feasible_trials
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.verdict import tied
 
 MAX_MEASUREMENTS = 2
 """Measurements of one configuration after which it is not repeated again."""
-
-
-def identity(config: ServerConfig) -> ServerConfig:
-    """What a trial tried, without where and how the server ran (a resumed session may run
-    another interpreter path or port: the same point of the space all the same)."""
-    return replace(
-        config, description="", launcher="", host="", port=0, user=None, working_directory=None
-    )
 
 
 def not_to_propose(

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.measure.trials import TrialRecord
-from specconsole.core.plans.objective import Goal, assess
+from specconsole.core.plans.objective import Goal
+from specconsole.core.plans.verdict import assess
 
 __all__ = [
     "LevelFigure",

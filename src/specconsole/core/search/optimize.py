@@ -58,8 +58,9 @@ from optuna.trial import TrialState, create_trial
 from specconsole.core.config import validation
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
-from specconsole.core.plans.objective import Goal, ObjectiveKind, best, improves, pareto_front
+from specconsole.core.plans.objective import Goal, ObjectiveKind, best, pareto_front
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.verdict import improves, measured_noise
 from specconsole.core.search.capacity import predict_capacity
 from specconsole.core.search.contenders import contender
 from specconsole.core.search.contenders import identity as _identity
@@ -157,6 +158,7 @@ def observations(plan: SweepPlan, trials: Iterable[TrialRecord]) -> list[Observa
 def stale_trials(plan: SweepPlan, trials: Sequence[TrialRecord]) -> int:
     """Trials that cost a load since the last improvement beyond the noise."""
     goal = plan.goal
+    noise = measured_noise(trials, goal)
     incumbent: TrialRecord | None = None
     seen: list[TrialRecord] = []
     since = 0
@@ -166,7 +168,7 @@ def stale_trials(plan: SweepPlan, trials: Sequence[TrialRecord]) -> int:
         if goal.objective.kind is ObjectiveKind.PARETO:
             better = goal.feasible(t) and t in pareto_front([*seen, t], goal)
         else:
-            better = improves(t, incumbent, goal, noise_pct=plan.noise_pct)
+            better = improves(t, incumbent, goal, noise_pct=plan.noise_pct, noise=noise)
         seen.append(t)
         if better:
             incumbent, since = t, 0

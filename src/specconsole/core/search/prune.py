@@ -21,7 +21,10 @@ of a configuration varies by a few percent, so a candidate within that of the be
 its ladder); when the incumbent's deciding figure was repeated (``[bench] repeats = n``)
 ``s`` is its per-run standard deviation and the last term is the 95 % prediction interval
 of one more run (``core.measure.stats.t_975``) — the candidate's single run must fall below
-it too; without repeats that term is 0. Exact for a per-level objective and for
+it too; without repeats that term is 0. When the session has *measured* its noise
+(``core.plans.verdict.measured_noise``: repeated levels, configurations measured by several
+trials) and that band is wider than both terms together, the band is the bar: a candidate is
+never pruned on a difference inside the measured noise. Exact for a per-level objective and for
 ``single_request``; for ``peak_aggregate`` it is the searcher's heuristic (a candidate beaten
 where the best peaked might peak higher elsewhere), which is why it is an option. Weighted
 and Pareto objectives, ``accept_length`` and ``capacity`` have no deciding level and are
@@ -33,10 +36,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from specconsole.core.measure.noise import NoiseBand
 from specconsole.core.measure.stats import t_975
 from specconsole.core.measure.trials import LevelSummary, PruneInfo, TrialRecord, TrialStatus
 from specconsole.core.plans.objective import Metric, ObjectiveKind, best
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.verdict import measured_noise
 
 _LEVEL_KINDS = frozenset(
     {
@@ -112,14 +117,21 @@ def _noise(metric: Metric, top: TrialRecord) -> float:
     return t_975(spread.n - 1) * spread.std * math.sqrt(1.0 + 1.0 / spread.n)
 
 
-def threshold(plan: SweepPlan, top: TrialRecord, metric: Metric) -> float | None:
-    """The figure (in the metric's own sign) a candidate must reach at the lead to stay."""
+def threshold(
+    plan: SweepPlan, top: TrialRecord, metric: Metric, noise: NoiseBand | None = None
+) -> float | None:
+    """The figure (in the metric's own sign) a candidate must reach at the lead to stay:
+    the incumbent's less ``prune_margin_pct`` and the prediction interval of its own
+    repeats, or less the measured noise band (``core.measure.noise``: one run against the
+    incumbent's) when that is wider."""
     value = metric.value(top)
     if value is None:
         return None
     signed = value * metric.sign()
-    floor = signed - abs(value) * plan.prune_margin_pct / 100.0 - _noise(metric, top)
-    return floor * metric.sign()
+    margin = abs(value) * plan.prune_margin_pct / 100.0 + _noise(metric, top)
+    if noise is not None:
+        margin = max(margin, abs(value) * noise.half_width(1, metric.runs(top)))
+    return (signed - margin) * metric.sign()
 
 
 def verdict(
@@ -133,7 +145,7 @@ def verdict(
         return None
     if level.concurrency != lead_level(plan, trials):
         return None
-    bar = threshold(plan, top, metric)
+    bar = threshold(plan, top, metric, measured_noise(trials, plan.goal))
     probe = TrialRecord(index=-1, config=top.config, status=TrialStatus.OK, levels=(level,))
     value = metric.value(probe)
     best_value = metric.value(top)

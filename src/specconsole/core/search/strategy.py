@@ -38,8 +38,8 @@ from typing import Any
 from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.engine.vocabulary import field_word
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
-from specconsole.core.plans.objective import assess
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.core.plans.verdict import assess
 from specconsole.core.search import scheduling, staged
 
 SUCCESS: frozenset[TrialStatus] = frozenset({TrialStatus.OK})
