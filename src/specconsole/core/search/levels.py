@@ -124,6 +124,19 @@ class LevelRow:
         gain = self.gain
         return None if gain is None else gain[1] > 0.0
 
+    @property
+    def single_behind(self) -> float | None:
+        """How far (percent, negative) the single best static falls behind this level's
+        best, when that is real: another configuration, outside the intervals and beyond
+        the noise (None: the single best is this level's best, or the gap is noise)."""
+        single, top = self.single, self.best
+        if single is None or top is None or single.trial.config == top.trial.config:
+            return None
+        gap = _pct(single.value, top.value)
+        if gap is None or -gap <= self.noise_pct or single.high >= top.low:
+            return None
+        return gap
+
     def versus(self, other: LevelFigure | None) -> float | None:
         """The schedule's figure against ``other``'s, percent."""
         if self.schedule is None or other is None:
@@ -161,11 +174,12 @@ class LevelTable:
 
     @property
     def worst_single(self) -> LevelRow | None:
-        """The level where the single best static falls furthest behind the level's best."""
-        rows = [r for r in self.rows if r.best is not None and r.single is not None]
+        """The level where the single best static falls furthest behind the level's best,
+        beyond the noise (None: it is the best, or within the noise, at every level)."""
+        rows = [r for r in self.rows if r.single_behind is not None]
         if not rows:
             return None
-        return min(rows, key=lambda r: r.single.value / r.best.value)  # type: ignore[union-attr]
+        return min(rows, key=lambda r: r.single_behind or 0.0)
 
 
 def role_of(trial: TrialRecord) -> Role:

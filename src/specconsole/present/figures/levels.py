@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.schedule import LevelPick
 from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
+from specconsole.core.search.scheduling import schedule_for
 from specconsole.present.charts.series import Series
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label
@@ -164,16 +166,31 @@ def level_verdicts(table: LevelTable, base: ServerConfig | None, noise_pct: floa
             )
         out.append(text)
     elif table.single is not None and (weak := table.worst_single) is not None:
-        single = f"#{table.single.index + 1} {record_label(table.single, base)}"
-        behind = weak.single.value / weak.best.value - 1.0  # type: ignore[union-attr]
-        out.append(
-            f"the single best static ({single}) falls {pct(behind * 100)} behind the level's "
-            f"best at c={weak.concurrency}: a schedule by batch size would recover it"
-        )
+        out.append(_behind_text(table, weak, base))
     paying = stops_paying_text(table, noise_pct)
     if paying is not None:
         out.append(paying)
     return out
+
+
+def _behind_text(table: LevelTable, weak: LevelRow, base: ServerConfig | None) -> str:
+    """The single best static's real gap at its weakest level, and what to do about it in
+    the engine's terms: a schedule by batch size where the engine can deploy one, else its
+    own reason and fix (llama-server drafts one length whatever the busy slots)."""
+    assert table.single is not None and weak.best is not None
+    single = f"#{table.single.index + 1} {record_label(table.single, base)}"
+    there = f"#{weak.best.number} {record_label(weak.best.trial, base)}"
+    text = (
+        f"the single best static ({single}) falls {pct(weak.single_behind)} behind the "
+        f"level's best ({there}) at c={weak.concurrency}"
+    )
+    chosen = tuple(
+        LevelPick(r.concurrency, r.best.trial.config) for r in table.rows if r.best is not None
+    )
+    scheduled = None if base is None else schedule_for(base, chosen)
+    if scheduled is None or isinstance(scheduled, ServerConfig):
+        return f"{text}: a schedule by batch size would recover it"
+    return f"{text}; no schedule: {scheduled.message} Instead: {scheduled.fix}"
 
 
 def level_series(table: LevelTable, base: ServerConfig | None) -> tuple[Series, ...]:
