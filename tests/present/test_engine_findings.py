@@ -67,3 +67,23 @@ def test_llama_cpp_gets_its_own_reason_instead_of_a_schedule() -> None:
     assert "schedule by batch size would recover" not in line
     assert "no schedule: llama-server drafts one spec_draft_n_max at every number" in line
     assert "deploy the per-level table's best for your traffic" in line
+
+
+def _counted(client: float) -> LevelSummary:
+    from specconsole.core.measure.acceptance import CounterAcceptance
+
+    counters = CounterAcceptance(drafts=22, draft_tokens=86, accepted=41)
+    return LevelSummary(
+        1, 20.0, 20.0, 1, accept_length=2.86, counters=counters, client_accept_length=client
+    )
+
+
+def test_the_client_cross_check_knows_how_each_engine_streams() -> None:
+    from specconsole.present.figures.acceptance import chunk_per_step, level_acceptance
+
+    level = _counted(1.88)  # llama-server: a chunk per token, whatever a step accepted
+    assert not chunk_per_step(_llama(4)) and chunk_per_step(_sglang(3))
+    (line,) = level_acceptance(level, chunk_per_step(_llama(4)))
+    assert "⚠" not in line and "client 1.88 tokens/chunk (not one chunk per step" in line
+    (line,) = level_acceptance(level, chunk_per_step(_sglang(3)))
+    assert "⚠ client 1.88 tokens/chunk, 34% off the engine's 2.86" in line

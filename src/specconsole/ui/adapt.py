@@ -59,7 +59,7 @@ from specconsole.present.charts.series import (
 )
 from specconsole.present.charts.symbols import TRIAL_MARKS
 from specconsole.present.columns import cells, console_columns
-from specconsole.present.figures.acceptance import level_acceptance
+from specconsole.present.figures.acceptance import chunk_per_step, level_acceptance
 from specconsole.present.figures.draftcost import draft_cost_text
 from specconsole.present.figures.gpu import trial_gpu_lines
 from specconsole.present.figures.levels import compact_lines, level_series, level_verdicts
@@ -406,7 +406,7 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     if record.accept_length is not None:
         lines.append(f"accept length: {record.accept_length:.2f}")
     for level in sorted(record.levels, key=lambda lv: lv.concurrency):
-        lines.extend(level_acceptance(level))
+        lines.extend(level_acceptance(level, chunk_per_step(record.effective)))
     if record.rate_probes:  # max_rate_under_slo: the answer, then every probe
         lines.append(f"highest rate under the SLOs: {rate_answer(record)}")
         lines.extend(f"  probe {probe_text(p)}" for p in record.rate_probes)

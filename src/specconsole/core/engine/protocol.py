@@ -106,6 +106,12 @@ class Endpoints:
     """Its speculative-decoding counters in :attr:`metrics` (drafts, draft tokens, accepted,
     accepted per position, output tokens; ``core.measure.acceptance``): the load generator
     snapshots them around each level and records the deltas. ``None``: it keeps none."""
+    chunk_per_step: bool = True
+    """Each streamed chunk carries one decode step's tokens (SGLang, vLLM), so the client's
+    tokens per chunk is an acceptance length that cross-checks the counters. False: the
+    stream sends more chunks than decode steps (llama-server sends every token of an
+    accepted draft in a chunk of its own), and tokens per chunk says nothing about
+    acceptance — no cross-check, no warning."""
 
 
 @runtime_checkable

@@ -59,6 +59,7 @@ class LlamaCpp:
         apis=("chat", "completions"),
         bench_backend="llamacpp",
         spec_counters=SPEC_COUNTERS,
+        chunk_per_step=False,  # a chunk per token, however many a step accepted
     )
 
     def launches(self, program: str, module: str | None) -> bool:

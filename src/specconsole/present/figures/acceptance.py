@@ -7,7 +7,9 @@ the headless lines, the reports — says the same four things the same way: the 
 figure (its counters' deltas around the level), a sparkline of it during the level (drift
 shows), a small bar per draft position (where the engine counts them), and the load
 generator's tokens per chunk beside it, flagged when the two disagree by more than
-``ACCEPT_TOLERANCE``. Counters that cannot be trusted (a reset mid-level, an answer that was
+``ACCEPT_TOLERANCE`` — where the engine streams one chunk per decode step
+(``Endpoints.chunk_per_step``; llama-server sends a chunk per token, so its figure is shown
+and never flagged). Counters that cannot be trusted (a reset mid-level, an answer that was
 not Prometheus text) read ``accept unknown (counter reset (…))`` everywhere, never a figure,
 and the server's output-token count is flagged when it strays from the load generator's.
 """
@@ -16,12 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.machine.state import LevelSummary
 from specconsole.core.measure.acceptance import OUTPUT_BAND, CounterAcceptance
 from specconsole.core.measure.trials import ACCEPT_TOLERANCE
 
 __all__ = [
     "agreement",
+    "chunk_per_step",
     "level_acceptance",
     "output_check",
     "per_position_bars",
@@ -56,14 +61,26 @@ def per_position_bars(rates: Sequence[float]) -> str:
     return f"{bars} {' '.join(f'{r:.2f}' for r in rates)}"
 
 
-def agreement(level: LevelSummary) -> str:
+def chunk_per_step(config: ServerConfig) -> bool:
+    """Whether ``config``'s engine streams one chunk per decode step (``Endpoints.chunk_per_step``:
+    only then is the client's tokens per chunk an acceptance length)."""
+    try:
+        return engine_for(config).endpoints.chunk_per_step
+    except EngineNotFound:
+        return True
+
+
+def agreement(level: LevelSummary, per_step: bool = True) -> str:
     """The cross-check in words: ``client 3.66 tokens/chunk: agrees`` or, beyond the
     tolerance, ``⚠ client 3.10 tokens/chunk, 16% off the engine's 3.69``; '' when either is
-    unknown."""
+    unknown. When the engine's stream is not one chunk per step (``per_step`` False) the
+    figure is shown as what it is, never as a disagreement."""
     off = level.accept_disagreement
     client = level.client_accept_length
     if off is None or client is None or level.accept_length is None:
         return ""
+    if not per_step:
+        return f"client {client:.2f} tokens/chunk (not one chunk per step: no cross-check)"
     if off <= ACCEPT_TOLERANCE:
         return f"client {client:.2f} tokens/chunk: agrees"
     return (
@@ -89,9 +106,9 @@ def output_check(counters: CounterAcceptance | None) -> str:
     )
 
 
-def level_acceptance(level: LevelSummary) -> list[str]:
+def level_acceptance(level: LevelSummary, per_step: bool = True) -> list[str]:
     """A level's acceptance lines for the trial details (nothing without a figure; counters
-    that cannot be trusted say so, with the reason)."""
+    that cannot be trusted say so, with the reason); ``per_step``: :func:`chunk_per_step`."""
     counters = level.counters
     check = output_check(counters)
     if unknown := unknown_acceptance(counters):
@@ -101,7 +118,7 @@ def level_acceptance(level: LevelSummary) -> list[str]:
     source = "the engine's counters" if counters is not None and counters.speculated else None
     head = f"c={level.concurrency} accept {level.accept_length:.2f}"
     head += f" ({source})" if source else ""
-    for flag in (agreement(level), check):
+    for flag in (agreement(level, per_step), check):
         head += f" · {flag}" if flag else ""
     lines = [head]
     if counters is not None and counters.series:

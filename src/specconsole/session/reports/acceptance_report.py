@@ -16,6 +16,7 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
 from specconsole.present.figures.acceptance import (
     agreement,
+    chunk_per_step,
     output_check,
     per_position_bars,
     sparkline,
@@ -42,6 +43,7 @@ def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -
         ]
         for t in counted:
             label = record_label(t, base)
+            per_step = chunk_per_step(t.effective)
             for lv in sorted(t.levels, key=lambda lv: lv.concurrency):
                 c = lv.counters
                 if c is None:
@@ -57,7 +59,8 @@ def acceptance_lines(trials: Sequence[TrialRecord], base: ServerConfig | None) -
                 output = "—" if c.output_tokens is None else str(c.output_tokens)
                 drafted = str(c.draft_tokens) if c.draft_tokens else "—"
                 over = sparkline(c.series) or "—"
-                client = " · ".join(x for x in (agreement(lv), output_check(c)) if x) or "—"
+                checks = (agreement(lv, per_step), output_check(c))
+                client = " · ".join(x for x in checks if x) or "—"
                 out.append(
                     f"| {t.index + 1} | {label} | {lv.concurrency} | {c.drafts} | "
                     f"{drafted} | {c.accepted} | {length} | {rate} | "

@@ -24,7 +24,7 @@ from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.present.columns import REPORT_COLUMNS, cells
-from specconsole.present.figures.acceptance import level_acceptance
+from specconsole.present.figures.acceptance import chunk_per_step, level_acceptance
 from specconsole.present.figures.gpu import crash_memory
 from specconsole.present.figures.progress import report_glance
 from specconsole.present.figures.repeats import REPEAT_HEADERS, repeat_rows, repeats_note
@@ -130,8 +130,9 @@ def _trial_section(record: TrialRecord, plan: SweepPlan | None) -> str:
     base = plan.base if plan is not None else None
     config = config_document(record.effective)
     rows = [(k, v if isinstance(v, str) else repr(v)) for k, v in config.items()]
+    per_step = chunk_per_step(record.effective)
     accept = [line for lv in sorted(record.levels, key=lambda lv: lv.concurrency)
-              for line in level_acceptance(lv)]  # fmt: skip
+              for line in level_acceptance(lv, per_step)]  # fmt: skip
     parts = [
         f"<details><summary>Trial {record.index + 1}: {_e(record_label(record, base))}"
         f" — {_e(cells((REPORT_COLUMNS[-1],), record, base, precise=True)[0])}</summary>",

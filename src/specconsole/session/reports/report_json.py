@@ -28,6 +28,7 @@ from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.eta import estimate
 from specconsole.core.search.levels import role_of
 from specconsole.core.search.strategy import findings
+from specconsole.present.figures.acceptance import chunk_per_step
 from specconsole.present.figures.progress import figure_text, report_glance, span
 from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.probes import probe_text
@@ -54,13 +55,14 @@ def _spread(spread: Spread | None) -> dict[str, Any] | None:
     return {k: v for k, v in spread.to_dict().items() if k != "values"}  # records keep no runs
 
 
-def _level(level: Any) -> dict[str, Any]:
+def _level(level: Any, per_step: bool = True) -> dict[str, Any]:
     document = dataclasses.asdict(level)
     counters = level.counters  # with the derived figures (acceptance length, rate, per position)
     document["counters"] = None if counters is None else counters.to_dict()
     document["gpu"] = None if level.gpu is None else level.gpu.to_dict()  # with the means
     document["tokens_per_joule"] = level.tokens_per_joule
-    document["accept_disagreement"] = level.accept_disagreement  # the client's vs the engine's
+    # the client's tokens per chunk against the engine's, where a chunk is a decode step
+    document["accept_disagreement"] = level.accept_disagreement if per_step else None
     return document
 
 
@@ -128,7 +130,10 @@ def trial_document(
         "peak_aggregate_spread": _spread(record.peak_aggregate_spread),
         "capacity": record.capacity,
         "accept_length": record.accept_length,
-        "levels": [_level(lv) for lv in sorted(record.levels, key=lambda lv: lv.concurrency)],
+        "levels": [
+            _level(lv, chunk_per_step(record.effective))
+            for lv in sorted(record.levels, key=lambda lv: lv.concurrency)
+        ],
         "gpu": None if record.gpu is None else record.gpu.to_dict(),
         "draft_cost": _draft_cost(record, trials),
         "crash": _crash(record),
