@@ -87,3 +87,34 @@ def test_the_client_cross_check_knows_how_each_engine_streams() -> None:
     assert "⚠" not in line and "client 1.88 tokens/chunk (not one chunk per step" in line
     (line,) = level_acceptance(level, chunk_per_step(_sglang(3)))
     assert "⚠ client 1.88 tokens/chunk, 34% off the engine's 2.86" in line
+
+
+def test_the_chart_takes_the_axis_the_sweep_explored_not_the_one_that_crashed() -> None:
+    from dataclasses import replace
+
+    from specconsole.core.plans.parse import parse_plan
+    from specconsole.present.charts.series import swept_axis
+
+    document = {
+        "host": {"transport": "local"},
+        "service": {"kind": "process"},
+        "server": {"engine": "llamacpp", "model_path": "/m/t.gguf", "metrics": True},
+        "sweep": {
+            "strategy": "grid",
+            "axes": {"ctx_size": [2048, 20_000_000], "spec_draft_n_max": [2, 4, 8]},
+        },
+    }
+    plan = parse_plan(document)
+    ok = [
+        _trial(i, plan.at(plan.base, ctx_size=2048, spec_draft_n_max=n), 30.0 - i, 90.0)
+        for i, n in enumerate((2, 4, 8))
+    ]
+    crash = TrialRecord(
+        index=3,
+        config=plan.at(plan.base, ctx_size=20_000_000, spec_draft_n_max=2),
+        status=TrialStatus.CRASHED,
+    )
+    assert swept_axis(plan, [*ok, crash]) == "spec_draft_n_max"
+    walk = replace(plan, strategy=plan.strategy.BOUNDARY)
+    assert swept_axis(walk, [*ok, crash]) == "ctx_size"  # a walk is drawn along its axis
+    assert swept_axis(plan, []) == "ctx_size"  # nothing measured yet: the plan's first axis

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.present.labels import short_name, trial_label
 
 PALETTE: tuple[tuple[int, int, int], ...] = (
@@ -114,15 +114,30 @@ def varying_fields(configs: Sequence[ServerConfig]) -> list[str]:
 
 
 def swept_axis(plan: SweepPlan | None, records: Sequence[TrialRecord]) -> str | None:
-    """The single-request chart's x axis: the plan's walk axis, else the one numeric field
-    that varies between the trials (None: the trial number)."""
-    if plan is not None and plan.walk_axis is not None:
+    """The single-request chart's x axis: the axis the sweep explored — a boundary or
+    plateau walk's axis; else the numeric axis of the plan (else the numeric field) that
+    takes the most values among the trials that measured a single request (an axis whose
+    other values only crashed, like one absurd ``ctx_size``, explored nothing); None: the
+    trial number."""
+    if plan is not None and plan.walk_axis is not None and plan.strategy in _WALKS:
         return plan.walk_axis
-    for name in varying_fields([r.effective for r in records]):
-        values = [getattr(r.effective, name) for r in records]
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-            return name
-    return None
+    measured = [r.effective for r in records if r.single_request_tok_s is not None]
+    names = [n for n, _v in plan.axes] if plan is not None and plan.axes else []
+    names = names or varying_fields([r.effective for r in records])
+    best, most = None, 1
+    for name in names:
+        values = [getattr(c, name) for c in measured]
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+            continue
+        if len(set(values)) > most:
+            best, most = name, len(set(values))
+    if best is None and plan is not None and plan.walk_axis is not None:
+        return plan.walk_axis  # nothing measured yet: the plan's own first axis
+    return best
+
+
+_WALKS = frozenset({StrategyKind.BOUNDARY, StrategyKind.PLATEAU})
+"""Strategies that walk one axis: their chart is drawn against it."""
 
 
 def axis_title(axis: str | None, engine: str | None = None) -> str:
