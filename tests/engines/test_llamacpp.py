@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config.capabilities import flag_issues, parse_help, rendered_flags
+from specconsole.core.config.capabilities import (
+    FlagSet,
+    flag_issues,
+    parse_help,
+    rendered_flags,
+)
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig, config_from_table, config_to_table
 from specconsole.core.config.render import to_argv
@@ -175,6 +180,25 @@ def test_the_real_help_decides_spellings_and_refuses_what_the_build_lacks() -> N
     assert "--draft-max" in to_argv(older) and "--spec-draft-n-max" not in to_argv(older)
     (lacking,) = flag_issues(older)
     assert lacking.field == "spec_type" and "does not accept --spec-type" in lacking.message
+
+
+def test_the_speculative_types_are_the_ones_the_box_s_help_lists() -> None:
+    listed = HELP.choices["--spec-type"]
+    assert listed[:2] == ("none", "draft-simple") and "ngram-mod" in listed
+    assert HELP.choices["--spec-draft-sampling"] == ("greedy", "probabilistic")
+    assert FlagSet.from_dict(HELP.to_dict()).choices == HELP.choices  # the cached answer
+    for spec_type in ("draft-simple", "ngram-simple", "ngram-mod", "ngram-map-k4v"):
+        on_box = dataclasses.replace(config(spec_type=spec_type), box_flags=HELP)
+        assert flag_issues(on_box) == [], spec_type
+    # a build whose help lists no ngram-mod refuses it before anything is deployed
+    older = dataclasses.replace(
+        HELP, choices={**HELP.choices, "--spec-type": ("none", "draft-simple", "ngram-simple")}
+    )
+    asked = dataclasses.replace(config(spec_type="ngram-mod"), box_flags=older)
+    (issue,) = flag_issues(asked)
+    assert issue.field == "spec_type" and "does not list 'ngram-mod'" in issue.message
+    assert issue.fix == "set spec_type to one of none, draft-simple, ngram-simple."
+    assert issue in errors(validate(asked))  # validate says it too
 
 
 def test_the_engine_counts_acceptance_where_the_load_generator_reads_it() -> None:

@@ -56,6 +56,9 @@ class FlagSet:
     removed: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
     """Where it was learnt (``/opt/llama/bin/llama-server --help``), for messages."""
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The values a flag's help lists as its metavar (llama.cpp's ``--spec-type
+    none,draft-simple,...``, argparse's ``{greedy,probabilistic}``), for every alias."""
 
     def accepts(self, flag: str) -> bool:
         return flag in self.accepted and flag not in self.removed
@@ -65,12 +68,14 @@ class FlagSet:
             "accepted": sorted(self.accepted),
             "removed": dict(sorted(self.removed.items())),
             "source": self.source,
+            "choices": {k: list(v) for k, v in sorted(self.choices.items())},
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FlagSet:
         accepted = data.get("accepted")
         removed = data.get("removed")
+        choices = data.get("choices")
         return cls(
             accepted=frozenset(str(f) for f in accepted if isinstance(f, str))
             if isinstance(accepted, list)
@@ -79,6 +84,11 @@ class FlagSet:
             if isinstance(removed, Mapping)
             else {},
             source=str(data.get("source") or ""),
+            choices={
+                str(k): tuple(str(x) for x in v) for k, v in choices.items() if isinstance(v, list)
+            }
+            if isinstance(choices, Mapping)
+            else {},
         )
 
 
@@ -86,6 +96,7 @@ def parse_help(text: str, *, source: str = "") -> FlagSet | None:
     """The flags a ``--help`` text lists (``None`` when it lists none: not a help text)."""
     accepted: set[str] = set()
     removed: dict[str, str] = {}
+    choices: dict[str, tuple[str, ...]] = {}
     lines = text.splitlines()
     for number, line in enumerate(lines):
         stripped = line.strip()
@@ -95,6 +106,9 @@ def parse_help(text: str, *, source: str = "") -> FlagSet | None:
         if not found:
             continue
         accepted.update(found)
+        listed = _listed_values(stripped, found)
+        if listed:
+            choices.update(dict.fromkeys(found, listed))
         at = number
         if not description and number + 1 < len(lines):  # a long names column: text below
             at, description = number + 1, lines[number + 1].strip()
@@ -109,7 +123,24 @@ def parse_help(text: str, *, source: str = "") -> FlagSet | None:
                 removed[flag] = note
     if not accepted:
         return None
-    return FlagSet(frozenset(accepted), removed, source)
+    return FlagSet(frozenset(accepted), removed, source, choices)
+
+
+_LISTED = re.compile(r"\{([\w.+-]+(?:,[\w.+-]+)+)\}|([a-z0-9][\w.+-]*(?:,[a-z0-9][\w.+-]*)+)")
+"""A metavar that lists the values: ``{a,b}`` or a bare ``a,b,c`` (lower case: not argparse's
+``MODEL_PATH,`` name separator)."""
+
+
+def _listed_values(line: str, names: Sequence[str]) -> tuple[str, ...]:
+    """The values the metavar after the last of ``names`` lists (``()`` when it lists none)."""
+    words = line.split()
+    last = max(i for i, w in enumerate(words) if w.rstrip(",") in names)
+    if last + 1 >= len(words):
+        return ()
+    got = _LISTED.fullmatch(words[last + 1])
+    if got is None:
+        return ()
+    return tuple((got.group(1) or got.group(2)).split(","))
 
 
 MAX_HELP_CHARS = 4 * 1024 * 1024
@@ -205,6 +236,35 @@ def flag_issues(config: ServerConfig, flags: FlagSet | None = None) -> list[Issu
         else:
             message = f"{build} does not accept {flag}: its --help lists no such flag{where}."
         issues.append(Issue(key, Severity.ERROR, message, _fix(flag, key, note, modelled, flags)))
+    fields = {f.name: f.flag for f in engine.option_fields}
+    return issues + _choice_issues(config, flags, fields, f"this {engine.title} build", where)
+
+
+def _choice_issues(
+    config: ServerConfig, flags: FlagSet, fields: Mapping[str, str], build: str, where: str
+) -> list[Issue]:
+    """A value the box's help does not list for its flag (each part of a comma-separated
+    list: llama.cpp's ``--spec-type`` takes several), naming the key and the listed values."""
+    if not flags.choices:
+        return []
+    issues: list[Issue] = []
+    for name, value in config.options:
+        flag = fields.get(name, "")
+        listed = flags.choices.get(flag)
+        if not listed or not isinstance(value, str):
+            continue
+        unknown = [part for part in value.split(",") if part.strip() not in listed]
+        if unknown:
+            shown = ", ".join(listed)
+            issues.append(
+                Issue(
+                    name,
+                    Severity.ERROR,
+                    f"{build}'s {flag} does not list {', '.join(map(repr, unknown))}: "
+                    f"its --help lists {shown}{where}.",
+                    f"set {name} to one of {shown}.",
+                )
+            )
     return issues
 
 
