@@ -101,9 +101,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         text = to_html(trials, plan, title=name)
     else:
+        from specconsole.session.drift import previous_session
         from specconsole.session.reports.report import render
 
-        text = render(trials, plan, args.format, title=name)
+        previous = previous_session(args.session, plan) if args.format != "csv" else None
+        text = render(trials, plan, args.format, title=name, previous=previous)
         if args.format != "csv":
             text += "\n"
     return _emit(text, args.output)

@@ -45,7 +45,9 @@ from specconsole.present.formats import format_rate, format_rate_ci
 from specconsole.present.labels import measurement_note, record_label, report_title
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.status import status_detail
+from specconsole.session.drift import PreviousSession
 from specconsole.session.reports.acceptance_report import acceptance_lines
+from specconsole.session.reports.drift_report import drift_lines
 from specconsole.session.reports.gpu_report import gpu_markdown
 from specconsole.session.reports.levels_report import best_at, levels_markdown, table_for
 from specconsole.session.reports.report_json import to_json
@@ -152,7 +154,10 @@ def _level_cell(level: LevelSummary | None) -> str:
 
 
 def to_markdown(
-    trials: Sequence[TrialRecord], plan: SweepPlan | None = None, title: str = ""
+    trials: Sequence[TrialRecord],
+    plan: SweepPlan | None = None,
+    title: str = "",
+    previous: PreviousSession | None = None,
 ) -> str:
     table = rows(trials, plan)
     out: list[str] = [
@@ -210,6 +215,7 @@ def to_markdown(
             out.append(f"- trial {t.index + 1} `{label}`: {rate_answer(t)}")
             out += [f"  - {probe_text(p)}" for p in t.rate_probes]
     out += acceptance_lines(report_trials(trials), plan.base if plan else None)
+    out += drift_lines(report_trials(trials), previous, plan.base if plan else None)
     crashed = [t for t in report_trials(trials) if t.crash is not None]
     if crashed:
         out += ["", "## Crashes", ""]
@@ -292,13 +298,18 @@ def _spread_parts(spread: Spread | None) -> list[str]:
 
 
 def render(
-    trials: Sequence[TrialRecord], plan: SweepPlan | None, fmt: str = "md", title: str = ""
+    trials: Sequence[TrialRecord],
+    plan: SweepPlan | None,
+    fmt: str = "md",
+    title: str = "",
+    previous: PreviousSession | None = None,
 ) -> str:
-    """The report in ``fmt`` (``md``, ``csv`` or ``json``)."""
+    """The report in ``fmt`` (``md``, ``csv`` or ``json``); ``previous``: the session the
+    acceptance drift is measured against (``session.drift.previous_session``)."""
     if fmt == "md":
-        return to_markdown(trials, plan, title)
+        return to_markdown(trials, plan, title, previous)
     if fmt == "csv":
         return to_csv(trials, plan)
     if fmt == "json":
-        return to_json(trials, plan, title)
+        return to_json(trials, plan, title, previous)
     raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")

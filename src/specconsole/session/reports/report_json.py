@@ -33,6 +33,8 @@ from specconsole.present.figures.progress import figure_text, report_glance, spa
 from specconsole.present.labels import measurement_note, record_label
 from specconsole.present.probes import probe_text
 from specconsole.present.status import status_detail, status_word
+from specconsole.session.drift import PreviousSession
+from specconsole.session.reports.drift_report import drift_document
 from specconsole.session.reports.levels_report import fixed_text, levels_document
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
@@ -232,5 +234,13 @@ def _progress(trials: Sequence[TrialRecord], plan: SweepPlan) -> dict[str, Any] 
     }
 
 
-def to_json(trials: Sequence[TrialRecord], plan: SweepPlan | None = None, title: str = "") -> str:
-    return json.dumps(report_document(trials, plan, title), indent=2)
+def to_json(
+    trials: Sequence[TrialRecord],
+    plan: SweepPlan | None = None,
+    title: str = "",
+    previous: PreviousSession | None = None,
+) -> str:
+    document = report_document(trials, plan, title)
+    if previous is not None:
+        document["drift"] = drift_document(report_trials(trials), previous)  # never None here
+    return json.dumps(document, indent=2)
