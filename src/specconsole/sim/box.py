@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from specconsole.sim.arguments import ParsedArgs
+from specconsole.sim.faults import MetricsRestarts, SmiFaults, html_routes
 from specconsole.sim.gpu.gpustate import GpuBoard
 from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import MemoryPlan, plan_memory
@@ -36,6 +37,10 @@ class SimOptions:
     stall_after_tokens: int | None
     slow_start: float
     unthrottled: bool
+    metrics_reset_after_requests: int | None = None
+    smi: SmiFaults = field(default_factory=SmiFaults)
+    proxy_html: tuple[str, ...] = ()
+    """The box's own faults (:mod:`specconsole.sim.faults`)."""
 
     @classmethod
     def from_values(cls, values: dict[str, Any], profile: Profile) -> SimOptions:
@@ -48,6 +53,9 @@ class SimOptions:
             stall_after_tokens=values.get("sim_stall_after_tokens"),
             slow_start=max(float(values.get("sim_slow_start") or 0.0), 0.0),
             unthrottled=bool(values.get("sim_unthrottled")),
+            metrics_reset_after_requests=values.get("sim_metrics_reset_after_requests"),
+            smi=SmiFaults.from_values(values),
+            proxy_html=html_routes(values),
         )
 
 
@@ -88,8 +96,12 @@ class SimBox:
         )
         self.created = int(time.time())
         self._fatal = asyncio.Event()
-        self.gpus = GpuBoard(profile, args.tp_size)
+        self.gpus = GpuBoard(profile, args.tp_size, faults=opts.smi)
         """What its GPUs hold and how busy they are, for the box's ``nvidia-smi``."""
+        self.restarts = MetricsRestarts(opts.metrics_reset_after_requests)
+        """``/metrics``'s counts as a restarted registry shows them (a fault)."""
+        if self.restarts.active:
+            self.scheduler.on_finish = self.restarts.finished
 
     @property
     def fatal_seen(self) -> bool:

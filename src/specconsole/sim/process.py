@@ -20,6 +20,7 @@ import uvicorn
 from specconsole.sim.arguments import SimArgError
 from specconsole.sim.box import SimBox, SimOptions
 from specconsole.sim.facetable import select_face
+from specconsole.sim.faults import FaultyFront, asks_help, folded_help, help_wrap
 from specconsole.sim.parentwatch import parent_pid, watch_parent
 from specconsole.sim.profile import ProfileError, load_profile
 from specconsole.sim.scheduler import SchedulerCrash
@@ -139,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         face, words = select_face(argv)
+        width = help_wrap(words)
+        if width is not None and asks_help(words):  # a build whose help comes hard-wrapped
+            return folded_help(lambda: face.parse(words), width)
         parsed = face.parse(words)
     except (SimArgError, ValueError) as exc:
         print(str(exc), file=sys.stderr)
@@ -170,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return face.bind_failed(log, args, exc)
     sim = face.server(args, parsed, profile, opts, log)
     sim.port = sock.getsockname()[1]
+    front = FaultyFront(face.app(sim), html_routes=opts.proxy_html, restarts=sim.restarts)
     try:
-        return asyncio.run(_serve(sim, sock, face.app(sim)))
+        return asyncio.run(_serve(sim, sock, front))
     except KeyboardInterrupt:
         return 130

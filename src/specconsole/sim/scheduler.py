@@ -22,6 +22,7 @@ import math
 import random
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -209,6 +210,8 @@ class Scheduler:
         self.ttft = LatencyHistogram(TTFT_BUCKETS)
         self.e2e = LatencyHistogram(E2E_BUCKETS)
         """Server-side latencies from a request's arrival (``/metrics`` histograms)."""
+        self.on_finish: Callable[[int], None] | None = None
+        """Told the number of finished requests as each one finishes (the box's faults)."""
         self.crashed = False
         self.stalled = False
         """Every running request is stalled (fault injection): the loop waits for news."""
@@ -414,6 +417,8 @@ class Scheduler:
             self.finished_output_tokens += r.generated
             if self.args.speculative:
                 self.finished_verify_ct += r.verify_ct
+            if self.on_finish is not None:
+                self.on_finish(self.finished_count)
             r.event.set()
 
     async def _decode(self) -> None:

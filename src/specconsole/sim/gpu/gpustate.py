@@ -25,10 +25,12 @@ import asyncio
 import contextlib
 import json
 import os
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from specconsole.sim.faults import SmiFaults
 from specconsole.sim.gpu.nvidia_smi import BOX_FILE, state_dir
 from specconsole.sim.profile import Profile
 
@@ -86,8 +88,20 @@ def write_box(profile: Profile, directory: Path | None = None) -> None:
 class GpuBoard:
     """This process's GPUs: the first ``tp`` of the profile's, each holding the same."""
 
-    def __init__(self, profile: Profile, tp_size: int, directory: Path | None = None) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        tp_size: int,
+        directory: Path | None = None,
+        *,
+        faults: SmiFaults | None = None,
+    ) -> None:
         self.directory = directory or state_dir()
+        self.faults = faults or SmiFaults()
+        """What the box's ``nvidia-smi`` gets wrong while this process lives (its file
+        carries it: a dead process's faults end with it)."""
+        self.ready_at: float | None = None
+        """When the server became ready (wall clock): the faults timed from it start."""
         self.gpu = profile.gpu
         self.tp = max(1, min(int(tp_size), profile.gpu.count))
         self.used_gb = 0.0
@@ -111,7 +125,11 @@ class GpuBoard:
             "busy": round(self.busy, 3),
             "batch": round(self.batch, 3),
         }
-        _write(self._file, {"pid": os.getpid(), "gpus": {str(i): share for i in range(self.tp)}})
+        gpus = {str(i): share for i in range(self.tp)}
+        state: dict[str, Any] = {"pid": os.getpid(), "gpus": gpus}
+        if faults := self.faults.state(self.ready_at):
+            state["faults"] = faults
+        _write(self._file, state)
 
     def hold(self, used_gb: float) -> None:
         """Hold ``used_gb`` per GPU from now on (never more than the GPU has)."""
@@ -147,6 +165,8 @@ class GpuBoard:
     async def follow(self, scheduler: Any) -> None:
         """While serving: the scheduler's running batch, every :data:`FOLLOW_S`."""
         most = max(1, int(getattr(scheduler.args, "max_running_requests", 1) or 1))
+        self.ready_at = time.time()
+        self._write()
         while True:
             self.load(len(scheduler.running), most)
             await asyncio.sleep(FOLLOW_S)

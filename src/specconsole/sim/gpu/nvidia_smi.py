@@ -19,6 +19,14 @@ on each GPU and how busy it keeps it, written as it loads and serves:
 ignored: the driver frees what a killed process held); utilisation follows the busiest;
 power rises from idle with utilisation and the batch; temperature follows power.
 
+A live simulator's file may also carry the box's faults (``--sim-smi-*``,
+:mod:`specconsole.sim.faults`), which last as long as it does: power the driver cannot read
+(``[N/A]``, ``[Not Supported]`` in its place, with or without units, as the real tool prints
+it), a hung driver (from a moment on, every run prints nothing more and hangs — bounded by
+:data:`HANG_LIMIT_S`, and over once no live simulator says so), and a GPU fallen off the bus
+(from a moment on, every run prints ``Unable to determine the device handle for GPU...: GPU
+is lost.`` and exits with status :data:`GPU_LOST_EXIT`).
+
 Standard library only: run as ``python3 -I -S nvidia_smi.py ARGS`` without the package.
 """
 
@@ -39,6 +47,10 @@ STATE_ENV = "SPECCONSOLE_SIM_GPU_DIR"
 BOX_FILE = "box.json"
 IDLE_MIB = 1.0
 """What an idle GPU reports in use (the driver's own)."""
+GPU_LOST_EXIT = 15
+"""nvidia-smi's exit status for a GPU that has fallen off the bus."""
+HANG_LIMIT_S = 600.0
+"""The longest a run hangs for a hung driver (a test's process is never left behind)."""
 
 # field name (and aliases) -> (CSV header, unit)
 FIELDS: dict[str, tuple[str, str]] = {
@@ -137,13 +149,45 @@ def read_box(directory: Path) -> list[dict[str, Any]]:
     return gpus
 
 
+def read_faults(directory: Path) -> dict[str, Any]:
+    """The faults every live simulator's file declares, merged: ``power`` (GPU index -> what
+    is printed instead), the earliest ``stall_at`` and ``exit_at`` (wall clock)."""
+    merged: dict[str, Any] = {"power": {}}
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return merged
+    for entry in entries:
+        if not entry.name.endswith(".json") or not entry.name[:-5].isdigit():
+            continue
+        state = _read(entry)
+        faults = state.get("faults") if isinstance(state, dict) else None
+        if not isinstance(faults, dict) or not _alive(int(entry.name[:-5])):
+            continue
+        said = faults.get("power")
+        if isinstance(said, str) and said:
+            held = [i for i in (state.get("gpus") or {}) if str(i).isdigit()]
+            touched = faults.get("power_gpus")
+            for index in touched if isinstance(touched, list) else held:
+                merged["power"][int(index)] = said
+        for key in ("stall_at", "exit_at"):
+            at = faults.get(key)
+            if isinstance(at, int | float) and (key not in merged or at < merged[key]):
+                merged[key] = float(at)
+    return merged
+
+
 def _power(gpu: dict[str, Any]) -> float:
     idle, most = float(gpu.get("power_idle_w", 30.0)), float(gpu.get("power_max_w", 300.0))
     return idle + (most - idle) * gpu["busy"] * (0.45 + 0.55 * min(1.0, gpu["batch"]) ** 0.5)
 
 
 def _value(field: str, gpu: dict[str, Any], count: int, stamp: str) -> tuple[str, str]:
-    """(the value as printed without units, its unit)."""
+    """(the value as printed without units, its unit; no unit for what the driver could not
+    read: ``[N/A]``)."""
+    unreadable = gpu.get("power_says")
+    if field == "power.draw" and unreadable:
+        return str(unreadable), ""
     total = float(gpu["memory_total_mib"])
     power = _power(gpu)
     values: dict[str, str] = {
@@ -197,9 +241,10 @@ def table(gpus: Sequence[dict[str, Any]]) -> str:
     for gpu in gpus:
         power, most = _power(gpu), float(gpu.get("power_max_w", 300))
         used, total = round(gpu["used"]), round(float(gpu["memory_total_mib"]))
+        drawn = "  N/A" if gpu.get("power_says") else f"{power:>5.0f}W"
         lines.append(
             f"| {gpu['index']:>3}  {str(gpu.get('name', ''))[:28]:<28} "
-            f"{round(28 + 0.14 * power):>3}C {power:>5.0f}W / {most:>3.0f}W "
+            f"{round(28 + 0.14 * power):>3}C {drawn} / {most:>3.0f}W "
             f"{used:>7}MiB / {total:>6}MiB {round(100 * gpu['busy']):>4}% |"
         )
     lines.append(rule)
@@ -266,7 +311,15 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
         return 0
     directory = state_dir()
     while True:
+        faults = read_faults(directory)
+        if faults.get("exit_at", float("inf")) <= time.time():
+            return _gpu_lost(read_box(directory), out)
+        if faults.get("stall_at", float("inf")) <= time.time():
+            _hang(directory)
+            continue
         gpus = read_box(directory)
+        for gpu in gpus:
+            gpu["power_says"] = faults["power"].get(gpu["index"], "")
         if opts["ids"] is not None:
             gpus = [g for g in gpus if g["index"] in opts["ids"]]
         if not gpus:
@@ -288,6 +341,28 @@ def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
         if opts["loop_s"] is None:
             return 0
         time.sleep(opts["loop_s"])
+
+
+def _gpu_lost(gpus: Sequence[dict[str, Any]], out: Any) -> int:
+    """A GPU fallen off the bus: the real tool's words, and its status."""
+    bus = str(gpus[0].get("bus_id", "00000000:18:00.0")) if gpus else "00000000:18:00.0"
+    print(
+        f"Unable to determine the device handle for GPU{bus}: GPU is lost.  "
+        "Reboot the system to recover this GPU",
+        file=out,
+    )
+    out.flush()
+    return GPU_LOST_EXIT
+
+
+def _hang(directory: Path) -> None:
+    """A hung driver: print nothing while a live simulator says the stall lasts (bounded)."""
+    deadline = time.monotonic() + HANG_LIMIT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        if read_faults(directory).get("stall_at", float("inf")) > time.time():
+            return
+    sys.exit(0)
 
 
 def install(bin_dir: Path, *, python: str | None = None, state: Path | None = None) -> Path:

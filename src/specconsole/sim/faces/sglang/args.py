@@ -24,6 +24,7 @@ from specconsole.core.config.releases import (
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import get_engine
 from specconsole.sim.arguments import ParsedArgs, SimArgError, split_unknown
+from specconsole.sim.faults import add_fault_flags
 
 
 def imitated_engine() -> Engine:
@@ -198,6 +199,7 @@ def sglang_parser(
         action="store_true",
         help="no real-time pacing: run the scheduler as fast as possible",
     )
+    add_fault_flags(sim)
     return p
 
 

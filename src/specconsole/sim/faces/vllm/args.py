@@ -35,6 +35,7 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.sim.arguments import ParsedArgs, SimArgError, split_unknown
+from specconsole.sim.faults import add_fault_flags
 from specconsole.sim.physics.launch import FixedAccept, KvSizing, ResolvedArgs
 from specconsole.sim.profile import Profile
 
@@ -92,6 +93,7 @@ def _own_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-stall-after-tokens", type=int, default=None)
     sim.add_argument("--sim-slow-start", type=float, default=0.0)
     sim.add_argument("--sim-unthrottled", action="store_true")
+    add_fault_flags(sim)
     return p
 
 
