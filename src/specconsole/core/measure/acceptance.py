@@ -24,7 +24,9 @@ Definitions (per level, from the deltas):
 * per position k: accepted at position k (and / drafts, the rate a k-th draft token is kept).
 
 Nothing the box says is taken on trust: a counter that went backwards or vanished (the server
-restarted mid-level), a per-position series that appears after the engine had drafted, a
+restarted mid-level), one whose ``*_created`` time moved (``prometheus_client`` writes when
+each series was created: a registry restarted, even where the count grew back past where it
+was), a per-position series that appears after the engine had drafted, a
 value that is not a count (``NaN``, ``+Inf``, negative, past any count) or counts that do not
 fit together (more accepted than drafted, positions that do not sum to the accepted total)
 make the level's counters ``unknown`` with the reason (:attr:`CounterAcceptance.unknown`;
@@ -51,6 +53,7 @@ __all__ = [
     "Samples",
     "SpecCounters",
     "counter_deltas",
+    "created_name",
     "gauge_value",
     "is_reset",
     "parse_prometheus",
@@ -85,9 +88,11 @@ class SpecCounters:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """Every metric named here."""
+        """Every metric named here, and each counter's creation time (:func:`created_name`)."""
         named = (self.drafts, self.draft_tokens, self.accepted, self.per_position)
-        return tuple(n for n in (*named, self.output_tokens, self.gauge) if n)
+        counters = tuple(n for n in (*named, self.output_tokens) if n)
+        gauge = (self.gauge,) if self.gauge else ()
+        return (*counters, *(created_name(n) for n in counters), *gauge)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -313,10 +318,26 @@ def _series(samples: Samples, name: str) -> dict[tuple[tuple[str, str], ...], fl
     return series
 
 
+def created_name(name: str) -> str:
+    """The gauge ``prometheus_client`` writes beside counter ``name``: when each of its series
+    was created (``vllm:generation_tokens_total`` -> ``vllm:generation_tokens_created``)."""
+    return name.removesuffix("_total") + "_created"
+
+
+def _reborn(before: Samples, after: Samples, name: str) -> None:
+    """A reset the counts may hide: a series of ``name`` created again between the two
+    snapshots (its ``*_created`` time moved), though it counted back past where it was."""
+    born, again = before.get(created_name(name), {}), after.get(created_name(name), {})
+    for labels, at in born.items():
+        if labels in again and again[labels] != at:
+            raise _Untrusted(f"{COUNTER_RESET} ({name} was created again)", reset=True)
+
+
 def _grown(before: Samples, after: Samples, name: str) -> int:
     """A counter's increase over the level, summed over its series (whatever other labels
-    they carry). A series that went backwards or vanished is a reset; one that appears
-    counts from 0."""
+    they carry). A series that went backwards, vanished or was created again is a reset;
+    one that appears counts from 0."""
+    _reborn(before, after, name)
     old, new = _series(before, name), _series(after, name)
     total = 0.0
     for labels, value in old.items():
@@ -348,6 +369,7 @@ def _positions(before: Samples, after: Samples, counters: SpecCounters, drafts_b
     engine's first draft: one appearing after the engine had drafted is a reset."""
     if counters.per_position is None:
         return ()
+    _reborn(before, after, counters.per_position)
     old = _by_position(before, counters.per_position, counters.position_label)
     new = _by_position(after, counters.per_position, counters.position_label)
     for k, value in old.items():
