@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specconsole.sim.arguments import ParsedArgs
-from specconsole.sim.faults import MetricsRestarts, SmiFaults, html_routes
+from specconsole.sim.faults import MetricsRestarts, html_routes
 from specconsole.sim.gpu.gpustate import GpuBoard
+from specconsole.sim.gpu.smifaults import SmiFaults
 from specconsole.sim.physics.launch import ResolvedArgs
 from specconsole.sim.physics.model import MemoryPlan, plan_memory
 from specconsole.sim.profile import Profile

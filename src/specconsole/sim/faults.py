@@ -6,9 +6,9 @@ behind a server that kept serving, a proxy in front of the port answering its ow
 a driver whose ``nvidia-smi`` prints ``[N/A]`` for power, hangs or reports its GPU lost, a
 build whose ``--help`` comes hard-wrapped — so every face gets them alike, from outside:
 the HTTP faults wrap the face's application (:class:`FaultyFront`), the GPU faults travel in
-the state file the box's ``nvidia-smi`` reads (:mod:`specconsole.sim.gpu`), the folded help
-wraps whatever the face prints (:func:`folded_help`). Each is a ``--sim-*`` flag both faces
-register (:func:`add_fault_flags`); what it looks like from the outside is in
+the state file the box's ``nvidia-smi`` reads (:mod:`specconsole.sim.gpu.smifaults`), the
+folded help wraps whatever the face prints (:func:`folded_help`). Each is a ``--sim-*`` flag
+both faces register (:func:`add_fault_flags`); what it looks like from the outside is in
 docs/simulator.md, "Fault injection".
 
 Pure but for :class:`FaultyFront`, a plain ASGI callable (no starlette import): the faces'
@@ -23,17 +23,16 @@ import io
 import sys
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from specconsole.sim.gpu.nvidia_smi import GPU_LOST_EXIT
+from specconsole.sim.gpu.smifaults import SMI_POWER
 
 __all__ = [
     "HELP_WRAP_FLAG",
     "PROXY_PAGE",
     "FaultyFront",
     "MetricsRestarts",
-    "SmiFaults",
     "add_fault_flags",
     "asks_help",
     "fold",
@@ -43,8 +42,6 @@ __all__ = [
     "restarted_text",
 ]
 
-SMI_POWER = {"na": "[N/A]", "not-supported": "[Not Supported]"}
-"""What the driver prints for power it cannot read, by the flag's word."""
 HELP_WRAP_FLAG = "--sim-help-wrap"
 PROXY_PAGE = (
     '<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">'
@@ -107,51 +104,6 @@ def add_fault_flags(group: Any) -> None:
         help="--help comes hard-wrapped at N columns (a build, a terminal or a wrapper folds "
         "it; put it in the launcher, which the product asks for its help)",
     )
-
-
-@dataclass(frozen=True, slots=True)
-class SmiFaults:
-    """What the box's ``nvidia-smi`` gets wrong while this simulator lives."""
-
-    power: str = ""
-    """What it prints for power (``[N/A]``, ``[Not Supported]``; '' when it reads it)."""
-    gpus: tuple[int, ...] | None = None
-    """The GPUs :attr:`power` touches (None: all)."""
-    stall_after_s: float | None = None
-    exit_after_s: float | None = None
-
-    @classmethod
-    def from_values(cls, values: dict[str, Any]) -> SmiFaults:
-        listed = values.get("sim_smi_gpus")
-        gpus = None
-        if listed:
-            gpus = tuple(int(x) for x in str(listed).split(",") if x.strip().isdigit())
-
-        def seconds(key: str) -> float | None:
-            value = values.get(key)
-            return None if value is None else max(float(value), 0.0)
-
-        return cls(
-            power=SMI_POWER.get(str(values.get("sim_smi_power") or ""), ""),
-            gpus=gpus,
-            stall_after_s=seconds("sim_smi_stall_after"),
-            exit_after_s=seconds("sim_smi_exit_after"),
-        )
-
-    def state(self, ready_at: float | None) -> dict[str, Any]:
-        """The faults as the state file carries them to ``nvidia-smi`` (the stall and the
-        exit as wall-clock times, once the server is ready)."""
-        out: dict[str, Any] = {}
-        if self.power:
-            out["power"] = self.power
-            if self.gpus is not None:
-                out["power_gpus"] = list(self.gpus)
-        if ready_at is not None:
-            if self.stall_after_s is not None:
-                out["stall_at"] = ready_at + self.stall_after_s
-            if self.exit_after_s is not None:
-                out["exit_at"] = ready_at + self.exit_after_s
-        return out
 
 
 # -- /metrics restarted -----------------------------------------------------------------------

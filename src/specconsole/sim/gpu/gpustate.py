@@ -30,8 +30,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from specconsole.sim.faults import SmiFaults
 from specconsole.sim.gpu.nvidia_smi import BOX_FILE, state_dir
+from specconsole.sim.gpu.smifaults import SmiFaults
 from specconsole.sim.profile import Profile
 
 __all__ = ["HOLD_S", "UTILIZATION_PERIOD_S", "GpuBoard", "write_box"]
