@@ -156,12 +156,12 @@ def _on_restarted(state: ControllerState, event: ev.Event) -> Result:
 def _on_operation_failed_busy(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.OperationFailed)
     trial = _require_trial(state, event)
-    if state.phase is Phase.READY:  # /server_info is informative only
-        return _after_server_info(
-            _notice(state, "warning", f"{event.operation}: {event.message}", event.at), event.at
-        )
-    if state.phase is Phase.FLUSHING:
-        new = _notice(state, "warning", f"{event.operation}: {event.message}", event.at)
+    if state.phase in (Phase.READY, Phase.FLUSHING):  # informative: said, and kept
+        said = f"{event.operation}: {event.message}"
+        kept = replace(trial, warnings=(*trial.warnings, said))
+        new = _notice(replace(state, trial=kept), "warning", said, event.at)
+        if state.phase is Phase.READY:  # /server_info
+            return _after_server_info(new, event.at)
         return _start_benchmark(new, event.at)
     text = f"trial {trial.index + 1}: {event.operation} failed: {event.message}"
     new = _notice(state, "error", text, event.at)
