@@ -410,7 +410,12 @@ class Controller:
         return await check_reattach(self.backend, self.endpoint, await self._for_box(config))
 
     async def _server_info(self) -> ev.Outcome:
-        body = await self.endpoint.server_info(self._serving_config())
+        try:
+            body = await self.endpoint.server_info(self._serving_config())
+        except ValueError as exc:  # an answer not read (a proxy's HTML): why the release is not
+            if self.engine_versions is not None:
+                self.engine_versions.server_info_refused(str(exc))
+            raise
         if self.engine_versions is not None:  # the fallback when the box could not be asked
             self.engine_versions.from_server_info(body, self._serving_config())
         return ev.ServerInfoFetched(items=results.server_info_items(body))

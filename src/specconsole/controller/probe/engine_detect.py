@@ -250,6 +250,17 @@ class EngineVersionKeeper:
             return "the running server's answer names no release number"
         return EngineVersionInfo(version, "server_info", "/server_info of the server running now")
 
+    def server_info_refused(self, reason: str) -> None:
+        """A running server's answer that was not read (a proxy's HTML where ``/server_info``
+        or ``/version`` should be): while the release is unknown, its detail says so (once),
+        so the session records why it stayed unknown."""
+        info = self.info
+        if info is None or info.version is not None or info.source == UNVERSIONED:
+            return
+        said = f"the running server's answer: {reason[:200]}"
+        if said not in info.detail:
+            self._set(replace(info, detail=f"{info.detail}; {said}" if info.detail else said))
+
     def from_server_info(self, body: Any, config: ServerConfig | None = None) -> None:
         """Take ``/server_info``'s ``version`` when the release is still unknown."""
         if self.info is not None and self.info.version is not None:
@@ -290,8 +301,11 @@ class EngineVersionKeeper:
 
 def noted(keeper: EngineVersionKeeper | None, outcome: Any, config: ServerConfig) -> Any:
     """A validation ``outcome`` of ``keeper.apply(config)`` with what the keeper left out of
-    ``config`` (an unknown release) among its warnings, so the trial's record keeps it."""
-    note = "" if keeper is None else keeper.portable_note(config)
-    if note and isinstance(outcome, ConfigValidated):
-        return replace(outcome, warnings=(*outcome.warnings, note))
-    return outcome
+    ``config`` (an unknown release) and why its binary's help was not trusted among its
+    warnings, so the trial's record keeps them."""
+    if keeper is None or not isinstance(outcome, ConfigValidated):
+        return outcome
+    from specconsole.controller.probe.flagcheck import refused_help  # as FlagSetKeeper: lazily
+
+    notes = [n for n in (keeper.portable_note(config), refused_help(keeper.flags, config)) if n]
+    return replace(outcome, warnings=(*outcome.warnings, *notes)) if notes else outcome

@@ -47,6 +47,7 @@ __all__ = [
     "FlagSetKeeper",
     "check_box_flags",
     "read_box_flags",
+    "refused_help",
     "unread_reason",
 ]
 
@@ -62,6 +63,9 @@ class BoxFlags:
     detail: str
     """``llama-server --help (cached)``, or the reason there is no answer."""
     fingerprint: str = ""
+    refused: bool = False
+    """The binary printed a help that was not trusted (another layout, no flags): what the
+    box said was refused, which each trial's record keeps (:func:`refused_help`)."""
 
 
 def _cache_file(cache_dir: Path, engine: str, launcher: list[str], fingerprint: str) -> Path:
@@ -111,10 +115,11 @@ async def read_box_flags(
     flags = parse_help(text[:MAX_HELP_CHARS], source=shown)
     if flags is None:
         first = (text.strip().splitlines() or ["no output"])[0][:120]
-        return BoxFlags(None, f"{shown} printed no flags ({first!r})", fingerprint)
+        return BoxFlags(None, f"{shown} printed no flags ({first!r})", fingerprint, refused=True)
     anchors = [flag for flag, key in engine.modelled_flags.items() if key == "port"]
     if trouble := help_trouble(text, flags, anchors):
-        return BoxFlags(None, f"{shown} printed a help in another layout ({trouble})", fingerprint)
+        why = f"{shown} printed a help in another layout ({trouble})"
+        return BoxFlags(None, why, fingerprint, refused=True)
     _write_cache(cache_dir, engine.name, launcher, fingerprint, flags)
     return BoxFlags(flags, shown, fingerprint)
 
@@ -189,6 +194,15 @@ class FlagSetKeeper:
         if known is None or known.flags is None or config.box_flags is not None:
             return config
         return replace(config, box_flags=known.flags)
+
+
+def refused_help(keeper: FlagSetKeeper | None, config: ServerConfig) -> str:
+    """For a trial's record: why the help ``config``'s binary printed was not trusted ('' when
+    it was, or could not be asked at all: the pre-flight says that)."""
+    if keeper is None:
+        return ""
+    known = keeper.found.get(keeper._key(config))
+    return unread_reason(keeper, config) if known is not None and known.refused else ""
 
 
 def unread_reason(keeper: FlagSetKeeper | None, config: ServerConfig) -> str:
