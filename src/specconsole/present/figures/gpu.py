@@ -27,6 +27,7 @@ __all__ = [
     "hot",
     "level_energy",
     "memory_groups",
+    "telemetry_lost",
     "tok_per_joule",
     "trial_gpu_lines",
 ]
@@ -214,6 +215,14 @@ def trial_gpu_lines(record: TrialRecord) -> list[str]:
             lines.append(f"c={level.concurrency} GPUs: {energy}")
     if record.crash is not None and record.crash.gpu_memory:
         lines.append(f"GPU memory: {crash_memory(record.crash.gpu_memory)}")
-    if record.gpu is not None and record.gpu.lost:
-        lines.append(f"GPU telemetry lost: {record.gpu.lost} (the figures above end there)")
+    if lost := telemetry_lost(record):
+        lines.append(lost)
     return lines
+
+
+def telemetry_lost(record: TrialRecord) -> str:
+    """``GPU telemetry lost: nvidia-smi printed nothing for 5 s (the GPU figures end there)``
+    for a trial whose samples stopped ('' when they did not): the details and the report."""
+    if record.gpu is None or not record.gpu.lost:
+        return ""
+    return f"GPU telemetry lost: {record.gpu.lost} (the GPU figures end there, they are not 0)"

@@ -51,6 +51,7 @@ from specconsole.session.reports.drift_report import drift_lines
 from specconsole.session.reports.gpu_report import gpu_markdown
 from specconsole.session.reports.levels_report import best_at, levels_markdown, table_for
 from specconsole.session.reports.report_json import to_json
+from specconsole.session.reports.warnings_report import warnings_markdown
 from specconsole.session.selection import best_per_concurrency as best_per_concurrency
 from specconsole.session.selection import pareto, report_trials
 
@@ -231,6 +232,7 @@ def to_markdown(
             for fix in c.fixes[:3]:
                 out.append(f"  - fix: {fix}")
     out += gpu_markdown(report_trials(trials), plan.base if plan else None)
+    out += warnings_markdown(report_trials(trials), plan.base if plan else None)
     out += ["", "## Aggregate tok/s vs concurrency", "", "```", chart(trials, plan), "```"]
     out += ["", "## Single-request tok/s", "", "```", single_chart(trials, plan), "```", ""]
     return "\n".join(out)

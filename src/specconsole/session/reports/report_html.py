@@ -43,6 +43,7 @@ from specconsole.session.reports.gpu_report import (
 )
 from specconsole.session.reports.levels_report import levels_html
 from specconsole.session.reports.report_json import config_document, unit_diff
+from specconsole.session.reports.warnings_report import trial_warnings
 from specconsole.session.selection import pareto, report_trials
 
 STYLE = """
@@ -253,6 +254,10 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
                 out.append(f"<pre>{_e(chr(10).join(crash.excerpt))}</pre>")
             if crash.fixes:
                 out.append("<ul>" + "".join(f"<li>{_e(f)}</li>" for f in crash.fixes) + "</ul>")
+    if warned := trial_warnings(shown, base):
+        out.append("<h2>Warnings</h2>")
+        items = (f"<li>Trial {n} {_e(label)}: {_e(text)}</li>" for n, label, text in warned)
+        out.append('<ul class="warnings">' + "".join(items) + "</ul>")
     out.append("<h2>Every trial's configuration</h2>")
     out.extend(_trial_section(t, plan) for t in shown)
     out.append("</body></html>")
