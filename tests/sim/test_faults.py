@@ -125,6 +125,20 @@ def test_a_help_hard_wrapped_at_n_columns(face: tuple[str, ...]) -> None:
     assert fold("abcdef\n\nxy", 4) == "abcd\nef\n\nxy"
 
 
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> GpuBox:
+    """The simulated box's GPUs, its nvidia-smi reading this test's own state folder."""
+    gpus = make_gpu_box(tmp_path)
+    monkeypatch.setenv(nvidia_smi.STATE_ENV, str(gpus.state_dir))
+    return gpus
+
+
+def _past(at: float) -> None:
+    """Wait until the wall clock is past ``at`` (bounded: a fault declared for now)."""
+    while time.time() < at and at - time.time() < 60:
+        time.sleep(0.05)
+
+
 def _smi(box: GpuBox, *args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(box.nvidia_smi), *args], capture_output=True, text=True, timeout=timeout
@@ -132,11 +146,7 @@ def _smi(box: GpuBox, *args: str, timeout: float = 30) -> subprocess.CompletedPr
 
 
 @pytest.mark.parametrize(("word", "said"), [("na", "[N/A]"), ("not-supported", "[Not Supported]")])
-def test_power_the_driver_cannot_read(
-    word: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    box = make_gpu_box(tmp_path)
-    monkeypatch.setenv(nvidia_smi.STATE_ENV, str(box.state_dir))
+def test_power_the_driver_cannot_read(word: str, said: str, box: GpuBox) -> None:
     flags = ("--sim-smi-power", word, "--sim-smi-gpus", "1")
     with running_simulator(*flags):
         lines = _smi(box, QUERY, "--format=csv,noheader,nounits").stdout.splitlines()
@@ -168,11 +178,7 @@ def _stamp(sample: GpuSample) -> float:
     return time.mktime(time.strptime(whole, "%Y/%m/%d %H:%M:%S")) + int(millis or 0) / 1000
 
 
-def test_a_hung_driver_from_a_moment_after_ready(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    box = make_gpu_box(tmp_path)
-    monkeypatch.setenv(nvidia_smi.STATE_ENV, str(box.state_dir))
+def test_a_hung_driver_from_a_moment_after_ready(box: GpuBox) -> None:
     with running_simulator("--sim-smi-stall-after", "2.0") as sim:
         stall_at = _declared(box, sim, "stall_at")
         loop = subprocess.Popen(
@@ -181,8 +187,7 @@ def test_a_hung_driver_from_a_moment_after_ready(
             text=True,
         )
         try:
-            while time.time() < stall_at + 1.0:
-                time.sleep(0.1)
+            _past(stall_at + 1.0)
             with pytest.raises(subprocess.TimeoutExpired):  # a new run hangs too
                 _smi(box, QUERY, "--format=csv,noheader,nounits", timeout=1.0)
             assert loop.poll() is None  # alive, printing nothing
@@ -195,15 +200,10 @@ def test_a_hung_driver_from_a_moment_after_ready(
     assert _smi(box, QUERY, "--format=csv,noheader,nounits").returncode == 0
 
 
-def test_a_gpu_lost_from_a_moment_after_ready(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    box = make_gpu_box(tmp_path)
-    monkeypatch.setenv(nvidia_smi.STATE_ENV, str(box.state_dir))
+def test_a_gpu_lost_from_a_moment_after_ready(box: GpuBox) -> None:
     with running_simulator("--sim-smi-exit-after", "0.5") as sim:
         exit_at = _declared(box, sim, "exit_at")
-        while time.time() < exit_at + 0.1:
-            time.sleep(0.05)
+        _past(exit_at + 0.1)
         lost = _smi(box, QUERY, "--format=csv,noheader,nounits", "-lms", "100")
     assert lost.returncode == nvidia_smi.GPU_LOST_EXIT
     assert lost.stdout == (
