@@ -136,7 +136,13 @@ def test_the_fatal_messages_hold_the_releases_words(version: str) -> None:
 def test_every_flag_of_its_help_is_registered_by_the_release(version: str) -> None:
     rel = need(version)
     flags = registered_flags(rel)
-    shown = set(re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", help_text()))
+    shown = set(
+        flag
+        for line in help_text().splitlines()
+        # an option line starts with its flags; a description's words are not flags
+        if (head := re.match(r"\s{1,4}(-.*?)(?:\s{2,}|$)", line))
+        for flag in re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", head.group(1))
+    )
     shown = {f for f in shown if not f.startswith("--sim-") and f != "-h"}
     assert {"--gpu-memory-utilization", "--speculative-config", "--max-num-seqs"} <= shown
     missing = sorted(f for f in shown if f not in flags)
