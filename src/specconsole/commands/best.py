@@ -59,6 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _cmd_best(args: argparse.Namespace) -> int:
     from specconsole.core.plans.goalparse import parse_objective
     from specconsole.core.plans.plan import PlanError
+    from specconsole.core.plans.verdict import assess
     from specconsole.present.figures.progress import figure_text
     from specconsole.present.labels import record_label
     from specconsole.session.files import SessionError
@@ -94,5 +95,14 @@ def _cmd_best(args: argparse.Namespace) -> int:
         f"{figure_text(shown, top)} ({picked.config.engine} {release})",
         file=sys.stderr,
     )
+    verdict = assess(trials, goal)
+    if verdict.tied:  # the difference is not shown to be real: say so, never a silent winner
+        others = ", ".join(f"#{t.index + 1} {record_label(t, plan.base)}" for t in verdict.tied)
+        why = (
+            f"inside the measured noise, ±{verdict.noise.pct:.1f} %"
+            if verdict.noise is not None
+            else "their confidence intervals overlap"
+        )
+        print(f"tie: trial {top.index + 1} is not shown to beat {others} ({why})", file=sys.stderr)
     sys.stdout.write(picked.text)
     return 0

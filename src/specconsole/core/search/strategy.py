@@ -289,7 +289,8 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     if plan.strategy is StrategyKind.SCHEDULE:
         return (*scheduling.findings(plan, trials), verdict.sentence)
     repeated = verdict.best is not None and any(lv.repeats > 1 for lv in verdict.best.levels)
-    ties = (verdict.sentence,) if verdict.tied and repeated else ()
+    measured = repeated or verdict.noise is not None  # a tie said only where noise was measured
+    ties = (verdict.sentence,) if verdict.tied and measured else ()
     if plan.strategy is StrategyKind.GRID or plan.walk_axis is None:
         return ties
     axis = plan.walk_axis
