@@ -438,6 +438,48 @@ def test_predicted_infeasible_is_skipped_when_the_plan_says_so() -> None:
     assert record.status is TrialStatus.INFEASIBLE
     assert record.predicted is not None and not record.predicted.feasible
     assert "not expected to load" in record.note
+    # the forecast recorded beside it: the capacity line's, with its stated band
+    assert record.forecast is not None and record.forecast.loads is False
+    assert record.forecast.capacity == -600_000 and record.forecast.capacity_band == 0.05
+    assert "the capacity line over earlier trials" in record.forecast.source
+
+
+def test_a_model_s_own_limits_predict_no_load_before_deploy() -> None:
+    from specconsole.core.measure.forecast import ModelFacts
+    from specconsole.core.plans.parse import loads_plan
+
+    p = loads_plan(
+        """
+[host]
+transport = "local"
+[service]
+kind = "process"
+[server]
+engine = "llamacpp"
+model_path = "/m/target.gguf"
+speculative_draft_model_path = "/m/draft.gguf"
+spec_type = "draft-simple"
+metrics = true
+[sweep]
+skip_infeasible = true
+[sweep.axes]
+ctx_size = [2048, 20000000]
+"""
+    )
+    facts = tuple(
+        ModelFacts(path, 8192, 23_040, 98_000_000, 22_000_000_000, "30 x 3 x 64")
+        for path in ("/m/target.gguf", "/m/draft.gguf")
+    )
+    d = Driver()
+    d.start(p)
+    d.send(ev.ConfigValidated(config=d.find_config(), model_facts=facts))
+    assert d.state.phase is Phase.DEPLOYING  # 2,048 tokens: 0.1 GB of KV, it fits
+    assert d.state.trial.forecast.loads is True and d.state.trial.forecast.capacity == 2048  # type: ignore[union-attr]
+    d.finish_trial(capacity=2048)
+    d.send(ev.ConfigValidated(config=d.find_config(), model_facts=facts))
+    record = d.find(fx.RecordTrial).record  # type: ignore[attr-defined]
+    assert record.status is TrialStatus.INFEASIBLE  # skipped: never deployed
+    assert "; predicted not to load: a 20,000,000-token context takes 921.6 GB" in record.note
 
 
 def test_predicted_infeasible_only_warns_by_default() -> None:

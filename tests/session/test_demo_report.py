@@ -57,8 +57,19 @@ def test_the_demo_sweeps_report_names_9_matches_the_schema_and_tells_the_seeds_s
     assert by_steps[10]["status"] == "crashed"
     assert all(by_steps[s]["status"] == "ok" for s in (1, 2, 3, 4, 5, 7, 8, 9))
 
+    # predictions checked against what ran (issue 41): the capacity line predicts the
+    # simulator's KV pool exactly, and steps 10 was predicted not to load, rightly
+    predictions = {row["trial"]: row for row in doc["predictions"]["trials"]}
+    assert doc["predictions"]["mape_pct"] < 0.5, predictions
+    ten = predictions[by_steps[10]["trial"]]
+    assert ten["loads_predicted"] is False and ten["load_right"] is True, ten
+    assert all(not row["misses"] for row in predictions.values()), predictions
+    assert len(predictions) >= 6, predictions  # every trial after the line's first two
+
     assert main(["report", str(session)]) == 0
-    assert "the largest value that loads is 9 (10 fails)" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "the largest value that loads is 9 (10 fails)" in text
+    assert "## Predictions against what ran" in text and "mean absolute error 0.0 %" in text
 
     # The seed's story, at the model's calibration shape (1,024 in / 512 out), measured over
     # steady windows: single-request tok/s rises over steps 1-5 and the peak aggregate is at

@@ -29,6 +29,7 @@ from typing import Any
 from specconsole.controller.probe.boxprobe import probe_box
 from specconsole.controller.probe.endpoint import ServerEndpoint
 from specconsole.controller.probe.engine_detect import EngineVersionInfo, EngineVersionKeeper, noted
+from specconsole.controller.probe.modelfacts import ModelFactsKeeper, plan_configs
 from specconsole.controller.reattach import check_reattach
 from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.telemetry import GpuTelemetry
@@ -121,6 +122,7 @@ class Controller:
         self.probe, self._on_probe = probe, on_probe  # probe the box before the first event
         self.stop_if_unreachable = False  # headless: an unreachable box stops the run
         self.preflight: Callable[[Controller], Awaitable[str]] | None = None  # why it can't run
+        self.model_facts: ModelFactsKeeper | None = None  # the models' own limits, for forecasts
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -160,6 +162,8 @@ class Controller:
                 await self._probe_box(config)
             elif self.engine_versions is not None:  # bounded; unknown is recorded, not fatal
                 await self.engine_versions.ensure(config)
+            if self.model_facts is not None and config is not None:  # bounded, never fatal
+                await self.model_facts.ensure(plan_configs(plan) if plan else [config])
             self.side_dir = await ask_side_dir(self.backend)  # trial 1's argv names it
             if self.preflight is not None and not self._stopping:  # before the first deploy
                 self.halted = await self.preflight(self) or self.halted
@@ -297,6 +301,9 @@ class Controller:
             try:
                 outcome = self.validator(self.versioned(effect.config))
                 outcome = noted(self.engine_versions, outcome, effect.config)
+                if isinstance(outcome, ev.ConfigValidated) and self.model_facts is not None:
+                    facts = self.model_facts.facts_for(effect.config)
+                    outcome = replace(outcome, model_facts=facts)
             except Exception as exc:
                 outcome = ev.OperationFailed(operation="validate", message=str(exc))
             self._post(replace(outcome, epoch=e))

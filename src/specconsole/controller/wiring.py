@@ -19,6 +19,7 @@ from pathlib import Path
 
 from specconsole.controller.probe.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.probe.flagcheck import FlagSetKeeper
+from specconsole.controller.probe.modelfacts import ModelFactsKeeper
 from specconsole.controller.probe.preflight import box_target, preflight_hook
 from specconsole.controller.runtime import Controller
 from specconsole.core.boxfacts import BoxProbe
@@ -222,6 +223,7 @@ def wire_controller(
     )
     if controller.engine_versions is not None:  # the box's binary's --help, once per binary
         controller.engine_versions.flags = FlagSetKeeper(ports.transport, session.path / "flags")
+        controller.model_facts = ModelFactsKeeper(ports.transport)  # for each trial's forecast
     if controller.engine_versions is not None and state.trials:  # a resume
         with contextlib.suppress(SessionError):  # an unreadable session.toml: detect again
             known = recorded_engine_version(session.meta_section())

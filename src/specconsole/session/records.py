@@ -26,6 +26,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.core.measure.acceptance import CounterAcceptance
+from specconsole.core.measure.forecast import Forecast
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.core.measure.trials import PruneInfo, RateProbe
 from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
@@ -213,6 +214,31 @@ def _probe_from_dict(data: Mapping[str, Any]) -> RateProbe:
     )
 
 
+def _forecast_to_dict(f: Forecast) -> dict[str, Any]:
+    return {
+        "loads": f.loads,
+        "load_reason": f.load_reason,
+        "capacity": f.capacity,
+        "capacity_band": f.capacity_band,
+        "levels": [list(lv) for lv in f.levels],
+        "throughput_band": f.throughput_band,
+        "source": f.source,
+    }
+
+
+def _forecast_from_dict(data: Mapping[str, Any]) -> Forecast:
+    loads = data.get("loads")
+    return Forecast(
+        loads=loads if isinstance(loads, bool) else None,
+        load_reason=str(data.get("load_reason", "")),
+        capacity=_opt_int(data.get("capacity")),
+        capacity_band=float(data.get("capacity_band", 0.05)),
+        levels=tuple((int(c), float(v)) for c, v in data.get("levels", ())),
+        throughput_band=float(data.get("throughput_band", 0.10)),
+        source=str(data.get("source", "")),
+    )
+
+
 def record_to_dict(
     record: TrialRecord, *, label: str | None = None, bench: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -267,6 +293,8 @@ def record_to_dict(
         out["slo_rate"] = record.slo_rate
     if record.gpu is not None:
         out["gpu"] = record.gpu.to_dict()
+    if record.forecast is not None:
+        out["forecast"] = _forecast_to_dict(record.forecast)
     if bench is not None:
         out["bench"] = dict(bench)
     return out
@@ -316,6 +344,9 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             prune=None if data.get("prune") is None else _prune_from_dict(data["prune"]),
             rate_probes=tuple(_probe_from_dict(p) for p in data.get("rate_probes", ())),
             gpu=TrialGpu.from_dict(data["gpu"]) if isinstance(data.get("gpu"), Mapping) else None,
+            forecast=_forecast_from_dict(data["forecast"])
+            if isinstance(data.get("forecast"), Mapping)
+            else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordError(f"trial record is malformed ({type(exc).__name__}: {exc})") from None

@@ -20,6 +20,7 @@ from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
+from specconsole.core.measure.forecast import ModelFacts
 from specconsole.core.measure.gpu import GpuSample
 from specconsole.core.measure.trials import LevelSummary, TrialRecord
 from specconsole.core.plans.plan import CrashPolicy, SweepPlan
@@ -129,6 +130,9 @@ class ConfigValidated(Outcome):
     config: ServerConfig
     argv: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    model_facts: tuple[ModelFacts, ...] = ()
+    """The models' own limits as read from the box (``controller.probe.modelfacts``), for
+    the forecast of the trial (``core.search.forecasting``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

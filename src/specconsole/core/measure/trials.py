@@ -19,6 +19,7 @@ from enum import StrEnum
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.measure.acceptance import CounterAcceptance
+from specconsole.core.measure.forecast import Forecast
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.core.measure.stats import Spread
 
@@ -365,6 +366,9 @@ class TrialRecord:
     gpu: TrialGpu | None = None
     """What the GPUs did: memory while loading (peak) and at ready, and per level (also in
     each level's ``gpu``); None when the box was not sampled."""
+    forecast: Forecast | None = None
+    """What was predicted before the deploy (will it load, capacity, throughput where a
+    model exists), to check against what ran (``core.measure.forecast``)."""
 
     @property
     def effective(self) -> ServerConfig:

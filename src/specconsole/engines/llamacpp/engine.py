@@ -20,7 +20,8 @@ from specconsole.core.config.model import ServerConfig, SpecAlgorithm
 from specconsole.core.config.releases import ReleaseTable
 from specconsole.core.engine.protocol import EditorField, Endpoints
 from specconsole.core.measure.acceptance import SpecCounters
-from specconsole.engines.llamacpp import editor, flags, rules, tuning
+from specconsole.core.measure.forecast import Forecast, ModelFacts
+from specconsole.engines.llamacpp import editor, flags, limits, rules, tuning
 from specconsole.engines.llamacpp.options import OPTION_FIELDS
 
 if TYPE_CHECKING:
@@ -149,6 +150,22 @@ class LlamaCpp:
 
     def fixed_acceptance(self, config: ServerConfig) -> str | None:
         return tuning.fixed_acceptance(config)
+
+    # -- the forecast: the models' own limits (optional capabilities) -----------------------
+    def model_files(self, config: ServerConfig) -> tuple[str, ...]:
+        return limits.model_files(config)
+
+    def model_facts_command(self, python: str, paths: Sequence[str]) -> list[str]:
+        """The stdlib GGUF header reader, run on the box (``gguf.py``)."""
+        from specconsole.engines.llamacpp.gguf import box_command
+
+        return box_command(python, list(paths))
+
+    def parse_model_facts(self, output: str) -> tuple[ModelFacts, ...]:
+        return limits.parse_facts(output)
+
+    def forecast_load(self, config: ServerConfig, facts: Sequence[ModelFacts]) -> Forecast | None:
+        return limits.forecast_load(config, facts)
 
 
 ENGINE = LlamaCpp()

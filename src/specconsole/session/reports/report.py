@@ -50,6 +50,7 @@ from specconsole.session.reports.acceptance_report import acceptance_lines
 from specconsole.session.reports.drift_report import drift_lines
 from specconsole.session.reports.gpu_report import gpu_markdown
 from specconsole.session.reports.levels_report import best_at, levels_markdown, table_for
+from specconsole.session.reports.predictions_report import prediction_lines
 from specconsole.session.reports.report_json import to_json
 from specconsole.session.reports.warnings_report import warnings_markdown
 from specconsole.session.selection import best_per_concurrency as best_per_concurrency
@@ -217,6 +218,7 @@ def to_markdown(
             out += [f"  - {probe_text(p)}" for p in t.rate_probes]
     out += acceptance_lines(report_trials(trials), plan.base if plan else None)
     out += drift_lines(report_trials(trials), previous, plan.base if plan else None)
+    out += prediction_lines(report_trials(trials), plan.base if plan else None)
     crashed = [t for t in report_trials(trials) if t.crash is not None]
     if crashed:
         out += ["", "## Crashes", ""]

@@ -36,6 +36,7 @@ from specconsole.present.status import status_detail, status_word
 from specconsole.session.drift import PreviousSession
 from specconsole.session.reports.drift_report import drift_document
 from specconsole.session.reports.levels_report import fixed_text, levels_document
+from specconsole.session.reports.predictions_report import prediction_document
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
 SCHEMA_ID = "https://specconsole.invalid/report-schema.json"
@@ -241,6 +242,8 @@ def to_json(
     previous: PreviousSession | None = None,
 ) -> str:
     document = report_document(trials, plan, title)
+    if (predictions := prediction_document(report_trials(trials))) is not None:
+        document["predictions"] = predictions
     if previous is not None:
         document["drift"] = drift_document(report_trials(trials), previous)  # never None here
     return json.dumps(document, indent=2)

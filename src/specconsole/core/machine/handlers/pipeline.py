@@ -38,6 +38,7 @@ from specconsole.core.machine.state import (
 )
 from specconsole.core.ports import BenchSpec
 from specconsole.core.search.capacity import predict_capacity
+from specconsole.core.search.forecasting import forecast
 
 
 def _on_validated(state: ControllerState, event: ev.Event) -> Result:
@@ -46,16 +47,22 @@ def _on_validated(state: ControllerState, event: ev.Event) -> Result:
     prediction = predict_capacity(
         state.trials, event.config, minimum_tokens=_minimum_capacity(state)
     )
+    expected = forecast(state.trials, event.config, prediction, event.model_facts)
     trial = replace(
         trial,
         normalized=event.config,
         argv=event.argv,
         warnings=trial.warnings + event.warnings,
         predicted=prediction if prediction.predicted_tokens is not None else None,
+        forecast=expected,
     )
     trial = speculation.mark(trial, speculation.configured_off(event.config))
     new = replace(state, trial=trial)
     effects: list[fx.Effect] = []
+    if expected is not None and expected.loads is False and prediction.feasible:
+        # the engine's own model of the launch (a model's limits, the box's memory)
+        reason = f"predicted not to load: {expected.load_reason}"
+        prediction = replace(prediction, feasible=False, reason=reason)
     if not prediction.feasible and trial.kind is not TrialKind.ROLLBACK:
         skip = (
             state.plan is not None and state.plan.skip_infeasible and trial.kind is TrialKind.SWEEP

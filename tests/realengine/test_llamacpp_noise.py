@@ -1,0 +1,117 @@
+"""A CI-sized sweep of a real llama-server over ``spec_draft_p_min`` x ``spec_draft_n_max``
+(issue 41): per-level acceptance is the server's own count, and two configurations whose
+difference is inside the measured noise are reported as a tie.
+
+The draft is ``trunc20`` (the target's first 20 of 30 blocks: a few % accepted), so drafting
+costs more than it saves on a CPU. At ``p_min`` 1.0 no drafted token is ever sure enough and
+the drafts are cut before their first token: ``n_max`` 2 and 4 then run the same way, and
+whatever separates their figures is the machine's noise — measured by the sweep itself
+(``[bench] repeats = 3``: every level's 95 % interval, pooled by ``core.plans.verdict``). The
+report and ``specconsole best`` must call them a tie; the ``p_min`` 0.0 trials, which draft
+and lose, must not be tied with them. Acceptance: each level's recorded figures against the
+server's own per-request lines in the trial's log (``draft acceptance = R (A accepted / G
+generated)``), request by request, and against the counters' own arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from specconsole.core.plans.parse import parse_plan
+from specconsole.core.plans.verdict import assess
+from specconsole.session.store import Session
+from tests.fixtures.llamacpp import LlamaCppBuild
+from tests.realengine.box import cli, session_dir
+from tests.realengine.test_llamacpp_sweeps import plan as sweep_plan
+from tests.realengine.test_llamacpp_sweeps import run
+
+pytestmark = [pytest.mark.llamacpp, pytest.mark.slow]
+
+REQUESTS = 3
+LADDER = [1, 2]
+TASK = re.compile(r"task (\d+) \| +eval time")
+ACCEPTED = re.compile(
+    r"task (\d+) \| draft acceptance = [0-9.]+ \( *(\d+) accepted / *(\d+) generated\)"
+)
+
+
+def _document(build: LlamaCppBuild, run_dir: Path) -> dict:
+    document = sweep_plan(
+        build,
+        run_dir,
+        draft="trunc20",
+        axes={"spec_draft_p_min": [0.0, 1.0], "spec_draft_n_max": [2, 4]},
+        objective="single_request",
+    )
+    document["server"]["parallel"] = 2
+    document["bench"] |= {
+        "ladder": LADDER,
+        "requests_per_level": REQUESTS,
+        "warmup_requests": 0,
+        "repeats": 3,
+        "api": "completions",
+    }
+    return document
+
+
+def _server_counts(log: str) -> list[tuple[int, int]]:
+    """(accepted, drafted) of every request the server finished, in order (0, 0 for a
+    request it drafted nothing for: llama-server prints no acceptance line then)."""
+    order = [int(t) for t in TASK.findall(log)]
+    drafted: dict[int, tuple[int, int]] = defaultdict(lambda: (0, 0))
+    for task, accepted, generated in ACCEPTED.findall(log):
+        drafted[int(task)] = (int(accepted), int(generated))
+    return [drafted[t] for t in order]
+
+
+@pytest.mark.timeout(600)
+def test_acceptance_is_the_servers_and_a_difference_inside_the_noise_is_a_tie(
+    llamacpp_build: LlamaCppBuild, tmp_path: Path
+) -> None:
+    document = _document(llamacpp_build, tmp_path / "run")
+    code, shown, records = run(document, tmp_path, "noise")
+    assert code == 0 and len(records) == 4, shown
+    assert all(r["status"] == "ok" for r in records), shown
+    folder = session_dir(tmp_path / "noise")
+    trials = Session.open(folder).load_trials()
+    for raw, trial in zip(records, trials, strict=True):
+        served = _server_counts((folder / raw["log_file"]).read_text())
+        # the first run of the ladder: c=1's requests, then c=2's (no warm-up requests)
+        assert len(served) == len(LADDER) * REQUESTS * 3, served
+        for k, level in enumerate(sorted(trial.levels, key=lambda lv: lv.concurrency)):
+            counters = level.counters
+            assert counters is not None and counters.trusted, level
+            window = served[k * REQUESTS : (k + 1) * REQUESTS]
+            assert counters.accepted == sum(a for a, _g in window), (trial.index, window)
+            assert counters.draft_tokens == sum(g for _a, g in window), (trial.index, window)
+            assert sum(counters.per_position) == counters.accepted
+            if counters.drafts:
+                assert level.accept_length == pytest.approx(1 + counters.accepted / counters.drafts)
+            assert level.repeats == 3 and level.per_request_tok_s_ci is not None
+    by_point = {(t.config.spec_draft_p_min or 0.0, t.config.spec_draft_n_max): t for t in trials}
+    assert all(by_point[(1.0, n)].levels[0].counters.draft_tokens == 0 for n in (2, 4))
+    assert all(by_point[(0.0, n)].levels[0].counters.draft_tokens > 0 for n in (2, 4))
+    plan = parse_plan(document)
+    verdict = assess(trials, plan.goal)
+    pair = {by_point[(1.0, 2)].index, by_point[(1.0, 4)].index}
+    assert verdict.best is not None and verdict.best.index in pair, verdict.sentence
+    tied = {t.index for t in verdict.tied}
+    assert pair - {verdict.best.index} <= tied, verdict.sentence  # the same run: a tie
+    drafting = {by_point[(0.0, n)].index for n in (2, 4)}
+    assert not drafting & tied, verdict.sentence  # beaten beyond the noise: no tie
+    other = (pair - {verdict.best.index}).pop()
+    code, report = cli("report", str(folder))
+    assert code == 0
+    assert f"best: trial {verdict.best.index + 1} " in report
+    assert f"statistically tied with trial {other + 1} (tie:" in report, report
+    assert "⚠ client" not in report  # llama-server streams a chunk per token: no false alarm
+    code, said = cli("best", str(folder))
+    assert code == 0 and f"tie: trial {verdict.best.index + 1} is not shown to beat #" in said
+    code, document_text = cli("report", str(folder), "--format", "json")
+    levels = [lv for t in json.loads(document_text)["trials"] for lv in t["levels"]]
+    assert all(lv["accept_disagreement"] is None for lv in levels)
