@@ -189,6 +189,8 @@ def test_word_spans_follow_quotes_and_continuations() -> None:
 def test_secret_names_and_redaction() -> None:
     assert all(is_secret_name(n) for n in ("HF_TOKEN", "OPENAI_API_KEY", "DB_PASSWORD"))
     assert not any(is_secret_name(n) for n in ("HF_HOME", "CUDA_VISIBLE_DEVICES"))
+    assert not is_secret_name("TOKENIZERS_PARALLELISM")  # a tokenizer's setting, no token
+    assert all(is_secret_name(n) for n in ("GITHUB_TOKEN", "TOKEN", "HF_TOKEN_PATH"))
     assert is_secret_name("MINE", ["MINE"])
     assert redact_env((("A", "1"),)) == (("A", REDACTED),)
     assert env_file_text([("A", 'x"$')]).endswith("A='x\"$'\n")

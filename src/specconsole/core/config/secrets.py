@@ -39,12 +39,13 @@ REDACTED = "<redacted>"
 """What a record keeps instead of a secret (and of any environment value)."""
 
 _SECRET = re.compile(
-    r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE|AUTH|(?:^|_)KEY(?:$|_)|"
+    r"TOKEN(?!IZ)|SECRET|PASSW|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE|AUTH|(?:^|_)KEY(?:$|_)|"
     r"(?:^|_)PASS(?:$|_)|(?:^|_)PWD$",
     re.I,
 )
 """Environment names treated as secrets without being listed (``HF_TOKEN``,
-``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``, ``WANDB_KEY``, ``DB_PASS``...)."""
+``OPENAI_API_KEY``, ``AWS_SECRET_ACCESS_KEY``, ``WANDB_KEY``, ``DB_PASS``...). A tokenizer's
+setting (``TOKENIZERS_PARALLELISM``, which every vLLM unit sets) names no token: kept."""
 _NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD"})
 """Shell variables that match the pattern but hold no secret (the working directory)."""
 
