@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -83,6 +84,24 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         return int(handler(args) or 0)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+EXIT_READER_GONE = 141
+"""128 + SIGPIPE: what a shell tool's status is when its reader (``| head``) went away."""
+
+
+def _reader_gone() -> int:
+    """Stop quietly when the output's reader closed the pipe (``specconsole best | head``).
+
+    Why: a traceback for ``| head`` is noise; stdout is pointed at /dev/null so the
+    interpreter's last flush cannot raise again, and the status says what happened.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_READER_GONE
 
 
 if __name__ == "__main__":

@@ -70,3 +70,20 @@ def test_sim_predict_schedule(capsys: pytest.CaptureFixture[str], tmp_path) -> N
     assert main(argv) == 0
     config = capsys.readouterr().out.splitlines()[-1].split()
     assert config[3] == steps5[4] and config[4] == steps3[8]
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    """``specconsole sim predict … | head -1``: no traceback, the shell's SIGPIPE status."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        f"{sys.executable} -m specconsole sim predict --calibration | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        executable="/bin/bash",
+    )
+    assert run.stdout.startswith("profile "), run.stdout
+    assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
