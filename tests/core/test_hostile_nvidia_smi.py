@@ -155,6 +155,31 @@ def test_what_the_box_says_instead_of_a_figure_is_shown_as_such() -> None:
     assert parse_sample("t, 0, 59000, 49140, 100, 287, 67") is None
 
 
+def test_a_power_of_next_to_nothing_divides_nothing_and_half_a_watt_is_not_0_w() -> None:
+    """The two cases Hypothesis found on main: a subnormal power (2.2e-309 W) made tokens per
+    joule infinite, and 0.5 W read "0 W" (Python rounds halves to even)."""
+    idle = "2026/12/06 02:32:06.123, 0, 0.0, 1.0, 0.0, {}, 0.0"
+    tiny, half = parse_sample(idle.format("2.225073858507203e-309")), parse_sample(idle.format(0.5))
+    assert tiny is not None and half is not None
+    for faint in (tiny, half):
+        span = GpuSpan(fold((), [faint]))
+        assert span.power_w is None and span.tokens_per_joule(1.0) is None
+        assert span.power_unknown == "GPU 0 reported under 1 W"
+        level = LevelSummary(
+            concurrency=1, output_tok_s=1.0, per_request_tok_s=1.0, completed=1, gpu=span
+        )
+        assert level_energy(level).startswith("tok/J unknown (GPU 0 reported under 1 W)")
+    assert "GPU0" in gpu_line([half], 200) and " 1 W" in gpu_line([half], 200)
+    assert "0 W" not in gpu_line([half], 200) and "0W" not in gpu_line([half], 60)
+    two = parse_sample(idle.format(2.5))
+    working = parse_sample(idle.format(287.5))
+    assert two is not None and working is not None
+    assert " 3 W" in gpu_line([two], 200) and " 288 W" in gpu_line([working], 200)
+    span = GpuSpan(fold((), [working]))
+    assert span.tokens_per_joule(575.0) == 2.0
+    assert span.tokens_per_joule(math.inf) is None and span.tokens_per_joule(math.nan) is None
+
+
 def test_memory_another_process_holds_is_named_in_the_preflight() -> None:
     from specconsole.core.boxfacts import BoxProbe, foreign_memory
     from specconsole.core.machine.handlers.preflight import PreflightFacts, check_gpus

@@ -16,8 +16,12 @@ Definitions (per GPU, over the samples taken in a span: a trial's load, one ladd
 * a span's power is the sum of its GPUs' mean power — known only when every GPU of the span
   reported power (a GPU printing ``[N/A]`` or gone from the list makes it unknown, never a
   partial sum) —, its utilisation their mean;
+* a GPU whose mean power over the span is under :data:`MIN_WORKING_POWER_W` did not report
+  its power (a sensor that reads nothing, or a figure like ``2.2e-309``): dividing by it would
+  give an absurd or infinite energy, so the span's power is unknown, said as such;
 * tokens per joule = output tokens per second / watts (a level's aggregate tok/s over the
-  mean power of every GPU sampled during it), only where that power is known.
+  mean power of every GPU sampled during it), only where that power is known — a finite
+  figure or none.
 
 Nothing the box prints is taken on trust: a figure in another unit (``47.6 GiB`` where MiB
 were asked for), a negative or impossible one (over 100 %, 5 kW, 16 TiB), memory used past
@@ -64,6 +68,10 @@ MAX_MEMORY_MIB = 16 * 1024 * 1024
 MAX_POWER_W = 5000.0
 """No GPU draws 5 kW: a larger figure is not its power (a wrong unit, a lie)."""
 MAX_TEMPERATURE_C = 200.0
+MIN_WORKING_POWER_W = 1.0
+"""A GPU drawing less over a span did not report its power: even an idle datacenter GPU draws
+tens of watts and a small one several, so a mean under 1 W is a sensor that reads nothing (or
+a lie), never a denominator for tokens per joule."""
 
 
 def query_args(interval_ms: int) -> tuple[str, ...]:
@@ -327,14 +335,18 @@ class GpuSpan:
     @property
     def power_unknown(self) -> str:
         """Why this span's power is not known ('' when it is): a GPU that reported no power
-        (``[N/A]``, ``[Not Supported]``), or one missing from most of the samples (a GPU
-        gone from ``nvidia-smi``'s list) — a sum over the others would read low."""
+        (``[N/A]``, ``[Not Supported]``) or under :data:`MIN_WORKING_POWER_W`, or one missing
+        from most of the samples (a GPU gone from ``nvidia-smi``'s list) — a sum over the
+        others would read low."""
         sampled = [g for g in self.gpus if g.samples]
         if not sampled:
             return "not sampled"
         silent = [str(g.index) for g in sampled if not g.power_samples]
         if silent:
             return f"no power from GPU {', '.join(silent)}"
+        faint = [str(g.index) for g in sampled if (g.power_w or 0.0) < MIN_WORKING_POWER_W]
+        if faint:
+            return f"GPU {', '.join(faint)} reported under {MIN_WORKING_POWER_W:g} W"
         most = max(g.samples for g in sampled)
         missing = [str(g.index) for g in sampled if 2 * g.samples < most]
         if missing:
@@ -359,7 +371,10 @@ class GpuSpan:
         """``tok_s`` output tokens per second over this span's power (None unless the power
         of every GPU of the span is known)."""
         power = self.power_w
-        return tok_s / power if power and power > 0 else None
+        if power is None or not math.isfinite(tok_s) or tok_s < 0:
+            return None
+        ratio = tok_s / power  # power >= MIN_WORKING_POWER_W here: never a division by ~0
+        return ratio if math.isfinite(ratio) else None
 
     def to_dict(self) -> dict[str, Any]:
         return {

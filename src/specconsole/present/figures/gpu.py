@@ -4,7 +4,8 @@ GPU figures and a level's energy.
 Why one module: the same figures appear in the console (a line per width under the header),
 the crash banner ("GPU 0-3: 42.5 / 48.0 GiB at the fatal line"), the trial details, the
 headless summary and the reports, and each must read the same everywhere — memory in GiB to
-one decimal, power in whole watts, tokens per joule to two decimals; a figure the box did not
+one decimal, power in whole watts (halves up: 0.5 W reads 1 W — a power the box gave as more
+than nothing never reads 0 W), tokens per joule to two decimals; a figure the box did not
 give reads as what it printed (``[N/A]``), and an energy whose power is not known for every GPU
 reads "tok/J unknown (no power from GPU 2)" — never 0 W or 0 %. The live line picks the
 richest form that fits the width, from a bar, used/total, utilisation, power and temperature
@@ -14,6 +15,7 @@ per GPU at 120 columns down to one line for all of them at 80 (a tiny bar per GP
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import ROUND_HALF_UP, Decimal
 
 from specconsole.core.machine.state import LevelSummary, TrialRecord
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
@@ -30,6 +32,7 @@ __all__ = [
     "telemetry_lost",
     "tok_per_joule",
     "trial_gpu_lines",
+    "whole_watts",
 ]
 
 HOT_SHARE = 0.95
@@ -48,8 +51,17 @@ def tok_per_joule(value: float | None) -> str:
     return DASH if value is None else f"{value:.2f} tok/J"
 
 
+def whole_watts(value: float | None) -> str:
+    """``1,148`` (watts, halves rounded up); a dash when unknown. Not Python's rounding
+    (halves to even: 0.5 → 0, 2.5 → 2): 0.5 W would read as 0 W, the figure a power the box
+    could not read must never look like. The float's exact value is rounded (``Decimal``)."""
+    if value is None or value != value or value in (float("inf"), float("-inf")):
+        return DASH
+    return f"{Decimal(value).quantize(Decimal(1), rounding=ROUND_HALF_UP):,}"
+
+
 def _watts(value: float | None) -> str:
-    return DASH if value is None else f"{value:,.0f} W"
+    return DASH if value is None else f"{whole_watts(value)} W"
 
 
 def _pct(value: float | None) -> str:

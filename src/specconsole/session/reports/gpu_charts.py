@@ -17,6 +17,7 @@ from typing import Any
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.present.charts.series import hex_color
+from specconsole.present.figures.gpu import whole_watts
 from specconsole.present.labels import trial_label
 from specconsole.session.reports.charts import (
     CRASH_COLOR,
@@ -80,7 +81,7 @@ def draw_power(ax: Any, trials: Sequence[TrialRecord], plan: SweepPlan | None) -
             [e for _c, e, _p in points],
             marker="o",
             color=hex_color(t.index + 1),
-            label=f"{trial_label(t, base)} (≤ {most:,.0f} W)",
+            label=f"{trial_label(t, base)} (≤ {whole_watts(most)} W)",
         )
         ticks.update(c for c, _e, _p in points)
     title = "Energy: tokens per joule vs concurrency"

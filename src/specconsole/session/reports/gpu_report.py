@@ -18,7 +18,7 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.present.figures.draftcost import draft_cost_text
-from specconsole.present.figures.gpu import crash_memory, gib
+from specconsole.present.figures.gpu import crash_memory, gib, whole_watts
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label
 
@@ -96,7 +96,7 @@ def level_rows(trials: Sequence[TrialRecord]) -> list[tuple[str, ...]]:
                     str(t.index + 1),
                     str(lv.concurrency),
                     format_rate(lv.output_tok_s, 1),
-                    f"unknown ({why})" if why else format_rate(span.power_w, 0),
+                    f"unknown ({why})" if why else whole_watts(span.power_w),
                     DASH if util is None else f"{util:.0f}%",
                     gib(span.memory_peak_mib),
                     "unknown" if why else DASH if tpj is None else f"{tpj:.2f}",
