@@ -167,9 +167,13 @@ class GpuTelemetry:
                 silent, why = True, f"nvidia-smi printed nothing for {self.silence_s:g} s"
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # a dropped link: try again, a few times
+            except Exception as exc:  # a dropped link, an error status: try again, a few times
                 log.debug("telemetry: the nvidia-smi stream ended with %s", exc)
-                why = f"the nvidia-smi stream ended: {str(exc)[:160] or type(exc).__name__}"
+                why = (  # what nvidia-smi said before it failed, never the shell's command
+                    f"nvidia-smi exited ({said[-1][:120]})"
+                    if said
+                    else f"the nvidia-smi stream ended: {str(exc)[:160] or type(exc).__name__}"
+                )
                 if self.sampled:
                     self._say_lost(why, trial_index, epoch)
                 continue
@@ -183,7 +187,8 @@ class GpuTelemetry:
 
     async def _stream(self, trial_index: int, epoch: int, said: list[str]) -> None:
         """One run of ``nvidia-smi``: post its samples (:attr:`sampled` once it printed one).
-        The first lines that are not samples are kept in ``said`` (why there is no GPU);
+        The first lines that are not samples, and the latest, are kept in ``said`` (why there
+        is no GPU, what it said as it died);
         ``TimeoutError`` when it prints nothing for :attr:`silence_s`."""
         batcher = Batcher()
         lines = 0
@@ -198,9 +203,8 @@ class GpuTelemetry:
                 if lines > MAX_LINES:
                     break
                 sample = parse_sample(line)
-                if sample is None:
-                    if len(said) < 8:
-                        said.append(line.strip()[:400])
+                if sample is None:  # the first lines and the latest: why it has no GPU or died
+                    said[min(len(said), 7) :] = [line.strip()[:400]]
                     continue
                 self.sampled = True
                 tick = batcher.add(sample)
