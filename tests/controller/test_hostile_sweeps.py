@@ -338,3 +338,91 @@ async def test_a_hung_or_dead_nvidia_smi_is_said_lost_and_no_figure_follows(
     assert swept.json()["trials"][0]["gpu"]["lost"] == trial.gpu.lost
     html = swept.html()
     assert "<h2>Warnings</h2>" in html and "GPU telemetry lost: " in html
+
+
+# -- the release and the help ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("face", "route"),
+    [("vllm", "/version"), ("sglang", "/server_info")],
+)
+async def test_a_proxys_html_where_the_release_should_be_leaves_it_unknown_never_guessed(
+    face: str,
+    route: str,
+    tmp_path: Path,
+    run_dir: Path,  # noqa: F811  (the fixture)
+) -> None:
+    """The launcher's interpreter cannot say the release here (no engine installed), so the
+    running server is asked — and a proxy answers its HTML page: the release stays unknown,
+    with both reasons in the session, the trial keeps the refusal among its warnings, and it
+    was deployed with the flags every release accepts (no release-dependent spelling guessed).
+    Without the fault the same sweep learns the release from the server (the control)."""
+    api = FACES[face][2]
+    bench = counted_bench(api, ladder="[1]", requests=2)
+    swept = await sweep(tmp_path, run_dir, ["--sim-proxy-html", route], bench, face=face)
+    assert swept.code == 0, swept.said
+    trial = swept.trial
+    assert trial.status is TrialStatus.OK, swept.said
+    html_said = f"{route} answered an HTML page, not JSON"
+    meta = swept.meta
+    assert meta["engine_version"] == "unknown" and meta["engine_version_source"] == "unknown"
+    assert f"the running server's answer: {html_said}" in meta["engine_version_detail"], meta
+    refused = f"server_info: {html_said} (a proxy or another server answered)"
+    assert refused in trial.warnings, trial.warnings
+    assert trial.effective.engine_version is None, trial.effective
+    assert "the box runs release" not in swept.said, swept.said  # never a guess
+    assert "release unknown: portable flags" in swept.said, swept.said  # the pre-flight
+    if face == "sglang":  # the one release-dependent flag: left out, said, not guessed
+        assert any(
+            w.startswith("the SGLang release on the box is not known: left out")
+            for w in trial.warnings
+        ), trial.warnings
+        command = next(ln for ln in swept.said.splitlines() if "-m specconsole.sim " in ln)
+        assert "--cuda-graph-max-bs" not in command, command
+    # the figures the server measured are its own: acceptance and throughput still there
+    assert trial.accept_length is not None and trial.levels[0].output_tok_s > 0
+    md = swept.md()
+    assert "## Warnings" in md and refused in md.split("## Warnings")[1], md
+    assert refused in swept.json()["trials"][0]["warnings"]
+    html = swept.html()
+    assert "<h2>Warnings</h2>" in html and html_said in html
+
+
+async def test_the_control_sweep_learns_the_release_from_its_server(
+    tmp_path: Path,
+    run_dir: Path,  # noqa: F811  (the fixture)
+) -> None:
+    """The HTML test's control: the same vLLM sweep without the proxy learns the release."""
+    bench = counted_bench("chat", ladder="[1]", requests=2)
+    swept = await sweep(tmp_path, run_dir, [], bench, face="vllm")
+    assert swept.code == 0, swept.said
+    assert swept.meta["engine_version_source"] == "server_info", swept.meta
+    assert swept.trial.warnings == (), swept.trial.warnings
+
+
+@pytest.mark.parametrize("face", ["sglang", "vllm"])
+async def test_a_hard_wrapped_help_is_not_trusted_and_the_trial_runs_on_the_rules(
+    face: str,
+    tmp_path: Path,
+    run_dir: Path,  # noqa: F811  (the fixture)
+) -> None:
+    """The box's binary prints its help folded at 40 columns: its flags cut in two. Read as
+    is, the configuration's own flags would be "not accepted" and the trial refused; not
+    trusted, the pre-flight and the trial's record say so and the engine's rules check it."""
+    _server, launcher, api = FACES[face]
+    bench = counted_bench(api, ladder="[1]", requests=2)
+    wrapped = f"{launcher} --sim-help-wrap 40"
+    swept = await sweep(tmp_path, run_dir, [], bench, face=face, launcher=wrapped)
+    assert swept.code == 0, swept.said
+    trial = swept.trial
+    assert trial.status is TrialStatus.OK and trial.levels, swept.said  # not refused
+    (distrust,) = [w for w in trial.warnings if w.startswith("--help not trusted: ")]
+    assert "printed a help in another layout (hard-wrapped at 40 columns" in distrust
+    preflight = next(ln for ln in swept.said.splitlines() if "warning: pre-flight:" in ln)
+    assert "flags: --help not trusted" in preflight, preflight
+    assert not any("not accepted" in e or "unknown flag" in e for e in trial.errors), trial
+    md = swept.md()
+    assert "## Warnings" in md and "hard-wrapped at 40 columns" in md.split("## Warnings")[1]
+    assert distrust in swept.json()["trials"][0]["warnings"]
+    assert "hard-wrapped at 40 columns" in swept.html()
