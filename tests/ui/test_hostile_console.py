@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,22 +30,14 @@ from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.ui.widgets.gpus import GpuLine
 from specconsole.ui.widgets.trials import TrialsPane
 from tests.controller.test_e2e import run_dir  # noqa: F401  (the fixture: stops the server)
-from tests.fixtures.gpubox import GpuBox, local_gpus
+from tests.controller.test_hostile_sweeps import SWEEP, gpus  # noqa: F401  (a fixture)
+from tests.fixtures.gpubox import GpuBox
 from tests.fixtures.plans import SEED_SERVER, SIM_LAUNCHER, sim_plan_text
 from tests.fixtures.sshd import free_port
 from tests.ui.test_box_console import SWEEP_WAIT_S, _until, console
 
 pytestmark = pytest.mark.slow
 
-SWEEP = """[sweep]
-strategy = "grid"
-on_crash = "auto"
-load_timeout = 60
-finally = "stop"
-
-[sweep.axes]
-speculative_num_steps = [3]
-"""
 BENCH = """[bench]
 ladder = [1, 2]
 input_len = 64
@@ -71,14 +62,8 @@ FAULTS = [
 ZERO_WATTS = re.compile(r"(?<![\d,.])0 ?W\b")
 
 
-@pytest.fixture
-def gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[GpuBox]:
-    with local_gpus(tmp_path / "box", monkeypatch) as box:
-        yield box
-
-
 async def test_a_lying_box_on_the_console_shows_what_was_not_trusted_and_no_wrong_figure(
-    gpus: GpuBox,
+    gpus: GpuBox,  # noqa: F811  (the fixture)
     tmp_path: Path,
     run_dir: Path,  # noqa: F811  (the fixture)
 ) -> None:
