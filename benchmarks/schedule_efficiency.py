@@ -1,8 +1,8 @@
-"""How many trials ``strategy = "schedule"`` spends to reach the per-level bests a full grid finds.
+"""How many trials ``strategy = "per_level"`` spends to reach the per-level bests a full grid finds.
 
 The question of issue 30: for every concurrency of the ladder, which speculation is best — and
 then one configuration that runs each level's best. A full grid answers the first half by
-measuring every configuration of the space; ``strategy = "schedule"`` measures only the draft
+measuring every configuration of the space; ``strategy = "per_level"`` measures only the draft
 lengths (at the plan's base capacity settings), the baseline without speculation, and then
 the schedule it derives, and proves it on the same ladder.
 
@@ -17,7 +17,7 @@ each outcome from the pure model (``sim.physics.model.predict`` over the ladder;
 crashed record). The per-level bests are ``core.search.levels``' (the reports' table).
 
 Prints, per box: the trials each spends; per level the grid's best configuration and figure,
-the schedule strategy's best static, the schedule's own figure and how it compares with the
+the per_level strategy's best static, the schedule's own figure and how it compares with the
 grid's best; and whether the schedule reaches the grid's per-level bests (within 2 % at every
 level), with the ratio of trials.
 
@@ -140,7 +140,7 @@ def report(name: str, server: str, axes: str, ladder: tuple[int, ...]) -> bool:
         engine = engine_for(base)
         said += f" (10 draft lengths, the baseline, {label(table.schedule, base)})"
         assert engine.scheduled(table.schedule.effective) is not None
-    print(f'  strategy = "schedule": {said}')
+    print(f'  strategy = "per_level": {said}')
     print(f"  {'c':>4}  {'grid best':<34} {'tok/s':>8}  {'schedule sweep best':<20} {'tok/s':>8}"
           f"  {'schedule':>8}  {'vs grid':>8}")  # fmt: skip
     reached = True

@@ -1,4 +1,4 @@
-"""strategy = "schedule" end to end: the headless CLI against the simulator's processes, for
+"""strategy = "per_level" end to end: the headless CLI against the simulator's processes, for
 SGLang's adaptive mode and vLLM's per-batch-size K.
 
 Issue 30's bar, on the simulated seed box (Qwen3.5-122B-A10B with an EAGLE-3 head on
@@ -34,7 +34,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 REPO = Path(__file__).resolve().parents[2]
 LADDER = (1, 4, 16, 32, 64)
 SWEEP = """[sweep]
-strategy = "schedule"
+strategy = "per_level"
 on_crash = "auto"
 load_timeout = 60
 finally = "stop"
@@ -145,7 +145,7 @@ def test_vllm_schedule_beats_every_static_on_the_seed_box(tmp_path: Path) -> Non
 
 
 WHAT_IF_SWEEP = """[sweep]
-strategy = "schedule"
+strategy = "per_level"
 on_crash = "auto"
 load_timeout = 60
 finally = "stop"

@@ -1,4 +1,4 @@
-"""The per-level table and the schedule strategy, as records in and answers out (issue 30).
+"""The per-level table and the per_level strategy, as records in and answers out (issue 30).
 
 Records carry the simulator model's figures for the seed box (``sim.physics.model.predict``), so the
 per-level bests are the calibrated ones: steps 5 at c=1, 4 at c=4, 3 from c=16.
@@ -41,7 +41,7 @@ tp_size = 4
 engine_version = "0.5.14"
 launcher = "python3 -m specconsole.sim"
 [sweep]
-strategy = "schedule"
+strategy = "per_level"
 {extra}
 [sweep.axes]
 speculative_num_steps = [1, 2, 3, 4, 5]
@@ -81,7 +81,7 @@ def test_level_ranges_meet_at_geometric_midpoints() -> None:
 
 def test_the_schedule_strategy_runs_candidates_baseline_then_the_schedule() -> None:
     plan = _plan()
-    assert plan.strategy is StrategyKind.SCHEDULE and plan.wants_baseline
+    assert plan.strategy is StrategyKind.PER_LEVEL and plan.wants_baseline
     assert plan.estimated_trials == 7
     trials = _run(plan)
     roles = [role_of(t) for t in trials]
@@ -171,7 +171,7 @@ def test_a_schedule_plan_says_what_it_needs() -> None:
         _plan("prune = true")
     with pytest.raises(PlanError, match="above 64"):
         _plan("what_if_accept_length = 100")
-    grid = loads_plan(PLAN.format(extra="baseline = true").replace('"schedule"', '"grid"'))
+    grid = loads_plan(PLAN.format(extra="baseline = true").replace('"per_level"', '"grid"'))
     assert grid.wants_baseline and grid.estimated_trials == 6
     proposed = _run(grid)
     assert [role_of(t) for t in proposed] == [Role.STATIC] * 5 + [Role.BASELINE]

@@ -1,4 +1,4 @@
-"""A finished ``strategy = "schedule"`` sweep (issue 30): steps 1-5, the baseline without
+"""A finished ``strategy = "per_level"`` sweep (issue 30): steps 1-5, the baseline without
 speculation and the derived schedule, for the console's per-level box and schedule chart."""
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from tests.ui.doubles import BASE, LABELS, NOW, finished_trial, steps_config
 
 
 def schedule_plan() -> SweepPlan:
-    """steps 1-5 on the doubles' base, ``strategy = "schedule"``."""
+    """steps 1-5 on the doubles' base, ``strategy = "per_level"``."""
     from tests.controller.helpers import plan
 
     return dataclasses.replace(
         plan(base=BASE, axes=(("speculative_num_steps", (1, 2, 3, 4, 5)),)),
-        strategy=StrategyKind.SCHEDULE,
+        strategy=StrategyKind.PER_LEVEL,
     )
 
 

@@ -185,7 +185,7 @@ def _with_schedule(
     profile: Any,
 ) -> list[tuple[str, Any]]:
     """The sweep, no speculation, and the schedule the predicted per-level bests make (the
-    derivation a ``strategy = "schedule"`` sweep runs: ``core.search.scheduling``) — or the
+    derivation a ``strategy = "per_level"`` sweep runs: ``core.search.scheduling``) — or the
     engine's refusal, as a line."""
     from specconsole.core.config.issues import Issue
     from specconsole.core.engine.registry import engine_for

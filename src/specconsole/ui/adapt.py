@@ -312,7 +312,7 @@ def _levels(state: ControllerState) -> LevelTable | None:
     """The per-level table when the session asks a per-level question (a schedule plan, a
     baseline, or a trial that is one: ``core.search.levels``); None otherwise."""
     plan = state.plan
-    asked = plan is not None and (plan.strategy is StrategyKind.SCHEDULE or plan.wants_baseline)
+    asked = plan is not None and (plan.strategy is StrategyKind.PER_LEVEL or plan.wants_baseline)
     if not asked and all(role_of(t) is Role.STATIC for t in state.trials):
         return None
     table = level_table(state.trials, _goal(state), plan.noise_pct if plan else 1.0)

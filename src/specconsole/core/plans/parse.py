@@ -268,15 +268,15 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     if "what_if_accept_length" in sweep:
         kw["what_if_accept"] = _accept_lengths(sweep["what_if_accept_length"])
     strategy = kw.get("strategy", StrategyKind.GRID)
-    if strategy is StrategyKind.SCHEDULE:
+    if strategy is StrategyKind.PER_LEVEL:
         if not axes:
             raise PlanError(
-                '[sweep] strategy = "schedule" needs [sweep.axes] with the draft lengths to '
+                '[sweep] strategy = "per_level" needs [sweep.axes] with the draft lengths to '
                 "measure per level, e.g. speculative_num_steps = [1, 2, 3, 4, 5]"
             )
         if kw.get("prune"):
             raise PlanError(
-                '[sweep] strategy = "schedule" reads every level of every candidate: '
+                '[sweep] strategy = "per_level" reads every level of every candidate: '
                 "remove prune = true"
             )
     if strategy in (StrategyKind.OPTIMIZE, StrategyKind.STAGED):

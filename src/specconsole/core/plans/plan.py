@@ -54,10 +54,21 @@ class StrategyKind(StrEnum):
     STAGED = "staged"
     """The capacity axes first (speculation as in the base), then the speculative axes on
     the winner (``core.search.staged``)."""
-    SCHEDULE = "schedule"
+    PER_LEVEL = "per_level"
     """Every static candidate of the axes, the baseline without speculation, then one
-    configuration that drafts each level's best length at its batch sizes, benchmarked on the
-    same ladder (``core.search.scheduling``)."""
+    configuration that drafts each level's best length at its batch sizes (the *schedule*, a
+    result), benchmarked on the same ladder (``core.search.scheduling``). Named for what it
+    measures, so the strategy and the schedule it derives are not one word; its former name
+    ``"schedule"`` is still read (:data:`FORMER_STRATEGIES`)."""
+
+    @classmethod
+    def _missing_(cls, value: object) -> StrategyKind | None:
+        return cls(FORMER_STRATEGIES[value]) if value in FORMER_STRATEGIES else None
+
+
+FORMER_STRATEGIES: dict[object, str] = {"schedule": "per_level"}
+"""A strategy's former name → its name: an old plan (and a session recorded before the
+rename) still reads, and the plan loader says the new name (``core.plans.parse``)."""
 
 
 DEFAULT_PRUNE_MARGIN_PCT = 5.0
@@ -177,7 +188,7 @@ class SweepPlan:
         """Whether the sweep measures the base without speculation: ``baseline`` when given,
         else whenever a schedule is asked for."""
         return (
-            self.baseline if self.baseline is not None else self.strategy is StrategyKind.SCHEDULE
+            self.baseline if self.baseline is not None else self.strategy is StrategyKind.PER_LEVEL
         )
 
     @property
@@ -212,7 +223,7 @@ class SweepPlan:
                 stages[speculative_axis(name)] *= len(values)
             n = stages[0] + stages[1] - 1
         n *= 1 + len(self.what_if_accept)
-        n += int(self.wants_baseline) + int(self.strategy is StrategyKind.SCHEDULE)
+        n += int(self.wants_baseline) + int(self.strategy is StrategyKind.PER_LEVEL)
         if self.max_trials is not None:
             n = min(n, self.max_trials)
         return n

@@ -6,7 +6,7 @@ Why: the per-level table (``core.search.levels``) says steps 5 for one request a
 for 64; a server that can switch its draft length by batch size (SGLang's adaptive mode,
 vLLM's per-batch-size K) can run both. The derivation is generic — the per-level bests in,
 one configuration out — and the engine says it in its own words (``Engine.schedule``) or
-says why it cannot. ``strategy = "schedule"`` runs, in order:
+says why it cannot. ``strategy = "per_level"`` runs, in order:
 
 1. every static candidate of the axes (the grid, the last axis fastest);
 2. the baseline: the base without speculation (``Engine.without_speculation``;
@@ -103,7 +103,7 @@ def next_config(
     skipped: Iterable[ServerConfig] = (),
     pending: Iterable[ServerConfig] = (),
 ) -> tuple[ServerConfig, str] | None:
-    """The next trial of ``strategy = "schedule"`` and its reason (None: done)."""
+    """The next trial of ``strategy = "per_level"`` and its reason (None: done)."""
     pending = list(pending)
     blocked = not_to_propose(trials, skipped, pending)
     grid = plan.grid()
@@ -135,7 +135,7 @@ def extra_trial(
     """What any strategy runs after its own trials: the baseline (``[sweep] baseline``) and
     the what-if acceptances of the static candidates that loaded."""
     blocked = not_to_propose(trials, skipped, pending)
-    if plan.wants_baseline and plan.strategy is not StrategyKind.SCHEDULE:
+    if plan.wants_baseline and plan.strategy is not StrategyKind.PER_LEVEL:
         baseline = baseline_config(plan)
         if identity(baseline) not in blocked:
             return baseline, "the baseline (no speculation)"
@@ -154,7 +154,7 @@ def extra_trial(
 
 def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     """How the schedule came about: derived (and which trial runs it) or refused, and why."""
-    if plan.strategy is not StrategyKind.SCHEDULE:
+    if plan.strategy is not StrategyKind.PER_LEVEL:
         return ()
     derived = derive(plan, trials)
     if derived is None:

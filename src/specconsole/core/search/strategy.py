@@ -142,7 +142,7 @@ def _own_next(
     if plan.strategy is StrategyKind.STAGED:
         picked = staged.next_config(plan, trials, skipped, pending)
         return None if picked is None else Proposal(*picked)
-    if plan.strategy is StrategyKind.SCHEDULE:
+    if plan.strategy is StrategyKind.PER_LEVEL:
         picked = scheduling.next_config(plan, trials, skipped, pending)
         return None if picked is None else Proposal(*picked)
     status, blocked = _outcomes(trials, skipped)
@@ -286,7 +286,7 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
         return (verdict.sentence,)
     if plan.strategy is StrategyKind.STAGED:
         return (*staged.findings(plan, trials), verdict.sentence)
-    if plan.strategy is StrategyKind.SCHEDULE:
+    if plan.strategy is StrategyKind.PER_LEVEL:
         return (*scheduling.findings(plan, trials), verdict.sentence)
     repeated = verdict.best is not None and any(lv.repeats > 1 for lv in verdict.best.levels)
     measured = repeated or verdict.noise is not None  # a tie said only where noise was measured
