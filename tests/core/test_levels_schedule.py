@@ -19,7 +19,7 @@ from specconsole.core.plans.objective import best
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import PlanError, StrategyKind
 from specconsole.core.search.levels import level_table, role_of
-from specconsole.core.search.scheduling import derive, picks
+from specconsole.core.search.per_level import derive, picks
 from specconsole.core.search.strategy import findings, next_trial
 from specconsole.sim.forecast import predict
 

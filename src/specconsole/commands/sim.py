@@ -185,13 +185,13 @@ def _with_schedule(
     profile: Any,
 ) -> list[tuple[str, Any]]:
     """The sweep, no speculation, and the schedule the predicted per-level bests make (the
-    derivation a ``strategy = "per_level"`` sweep runs: ``core.search.scheduling``) — or the
+    derivation a ``strategy = "per_level"`` sweep runs: ``core.search.per_level``) — or the
     engine's refusal, as a line."""
     from specconsole.core.config.issues import Issue
     from specconsole.core.engine.registry import engine_for
     from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
     from specconsole.core.plans.objective import DEFAULT_GOAL
-    from specconsole.core.search.scheduling import best_picks, schedule_for
+    from specconsole.core.search.per_level import best_picks, schedule_for
     from specconsole.present.labels import schedule_text
     from specconsole.sim.forecast import predict
 

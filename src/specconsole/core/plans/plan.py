@@ -57,7 +57,7 @@ class StrategyKind(StrEnum):
     PER_LEVEL = "per_level"
     """Every static candidate of the axes, the baseline without speculation, then one
     configuration that drafts each level's best length at its batch sizes (the *schedule*, a
-    result), benchmarked on the same ladder (``core.search.scheduling``). Named for what it
+    result), benchmarked on the same ladder (``core.search.per_level``). Named for what it
     measures, so the strategy and the schedule it derives are not one word; its former name
     ``"schedule"`` is still read (:data:`FORMER_STRATEGIES`)."""
 

@@ -5,7 +5,7 @@ Why its own module: the seed's sweep ended in a dilemma one "best" cannot resolv
 wins a single request, steps 3 the aggregate — because the best depends on the traffic. So
 every view (the console's trials pane, the headless summary, each report format) shows the
 same per-level table, computed once here from the records, and the schedule is derived from
-it (``core.search.scheduling``).
+it (``core.search.per_level``).
 
 The figure of a level is its aggregate output tok/s (at c=1, what the one request gets); its
 interval the 95 % confidence interval over ``[bench] repeats``, else the figure itself. A

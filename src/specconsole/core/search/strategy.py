@@ -17,7 +17,7 @@ Strategies (``core.plans.plan.StrategyKind``):
 * ``staged``: the capacity axes first, then the speculative axes on the winner
   (``core.search.staged``).
 * ``schedule``: every static candidate, the baseline, then the configuration that drafts each
-  level's best length at its batch sizes (``core.search.scheduling``). After any strategy's
+  level's best length at its batch sizes (``core.search.per_level``). After any strategy's
   own trials come the baseline (``[sweep] baseline``) and the acceptance what-ifs.
 * ``plateau``: walk the axis upwards while single-request tok/s gains at least
   ``min_gain_pct`` percent over the previous success and peak aggregate tok/s does not fall;
@@ -40,7 +40,7 @@ from specconsole.core.engine.vocabulary import field_word
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.core.plans.verdict import assess
-from specconsole.core.search import scheduling, staged
+from specconsole.core.search import per_level, staged
 
 SUCCESS: frozenset[TrialStatus] = frozenset({TrialStatus.OK})
 FAILURE: frozenset[TrialStatus] = frozenset(
@@ -123,7 +123,7 @@ def next_trial(
     own = _own_next(plan, trials, skipped, pending)
     if own is not None or pending:
         return own  # the extras wait until the strategy's own trials are all decided
-    extra = scheduling.extra_trial(plan, trials, skipped, pending)
+    extra = per_level.extra_trial(plan, trials, skipped, pending)
     return None if extra is None else Proposal(*extra)
 
 
@@ -143,7 +143,7 @@ def _own_next(
         picked = staged.next_config(plan, trials, skipped, pending)
         return None if picked is None else Proposal(*picked)
     if plan.strategy is StrategyKind.PER_LEVEL:
-        picked = scheduling.next_config(plan, trials, skipped, pending)
+        picked = per_level.next_config(plan, trials, skipped, pending)
         return None if picked is None else Proposal(*picked)
     status, blocked = _outcomes(trials, skipped)
     pending = [cfg for cfg in pending if cfg not in status]
@@ -287,7 +287,7 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     if plan.strategy is StrategyKind.STAGED:
         return (*staged.findings(plan, trials), verdict.sentence)
     if plan.strategy is StrategyKind.PER_LEVEL:
-        return (*scheduling.findings(plan, trials), verdict.sentence)
+        return (*per_level.findings(plan, trials), verdict.sentence)
     repeated = verdict.best is not None and any(lv.repeats > 1 for lv in verdict.best.levels)
     measured = repeated or verdict.noise is not None  # a tie said only where noise was measured
     ties = (verdict.sentence,) if verdict.tied and measured else ()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.schedule import LevelPick
 from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
-from specconsole.core.search.scheduling import schedule_for
+from specconsole.core.search.per_level import schedule_for
 from specconsole.present.charts.series import Series
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label

@@ -105,7 +105,7 @@ def planned_configs(plan: SweepPlan) -> list[ServerConfig]:
     the baseline when the plan measures one (a schedule is derived from the results)."""
     configs = staged_configs(plan) if plan.strategy is StrategyKind.STAGED else plan.grid()
     if plan.wants_baseline:
-        from specconsole.core.search.scheduling import baseline_config
+        from specconsole.core.search.per_level import baseline_config
 
         configs = [*configs, baseline_config(plan)]
     return configs

@@ -1,4 +1,4 @@
-"""The ``schedule`` strategy, the baseline and the acceptance what-if: a sweep that ends in one
+"""The ``per_level`` strategy, the baseline and the acceptance what-if: a sweep that ends in one
 configuration drafting each level's best length at that level's batch sizes, proven on the
 ladder.
 
