@@ -77,6 +77,7 @@ from specconsole.core.plans.plan import (
 from specconsole.core.plans.pool import PoolError, parse_boxes
 from specconsole.core.plans.profile import Profile, ProfileError, TransportKind, parse_profile
 from specconsole.core.plans.ratespec import RateSpecError, parse_rate_search, rate_search_document
+from specconsole.core.plans.schema import check_shape, table_keys
 from specconsole.core.plans.tables import (
     check_keys,
     parse_axes,
@@ -88,46 +89,11 @@ from specconsole.core.plans.tables import (
 )
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 
-PLAN_TABLES = _TOP_KEYS = {
-    "name",
-    "description",
-    "host",
-    "hosts",
-    "pool",
-    "service",
-    "server",
-    "sweep",
-    "bench",
-    "ui",
-}
-"""Top-level keys of a plan. ``[ui]`` belongs to the console (theme...) and is ignored here,
-so one file can be both the console's profile and a plan."""
-_SWEEP_KEYS = {
-    "strategy",
-    "axis",
-    "axes",
-    "min_gain_pct",
-    "on_crash",
-    "max_trials",
-    "max_wall_minutes",
-    "max_wall_s",
-    "load_timeout",
-    "skip_infeasible",
-    "min_kv_tokens",
-    "objective",
-    "constraints",
-    "patience",
-    "noise_pct",
-    "startup_trials",
-    "start_at_base",
-    "seed",
-    "finally",
-    "prune",
-    "prune_margin_pct",
-    "rate_search",
-    "baseline",
-    "what_if_accept_length",
-}
+PLAN_TABLES = _TOP_KEYS = set(table_keys("plan"))
+"""Top-level keys of a plan (declared in ``core.plans.schema``). ``[ui]`` belongs to the
+console (theme...) and is ignored here, so one file can be both the console's profile and a
+plan."""
+_SWEEP_KEYS = set(table_keys("sweep"))
 
 
 _LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", ""})
@@ -167,7 +133,20 @@ def engine_api(bench: BenchSpec, base: ServerConfig, table: Any) -> BenchSpec:
 
 
 def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
-    """Build a ``SweepPlan`` from a parsed TOML document."""
+    """Build a ``SweepPlan`` from a parsed TOML document. The declared shape decides what is
+    a plan (every table, key and value type: ``core.plans.schema``); when it refuses one, the
+    table's own reader, where it refuses too, says why in its more specific words (a URL that
+    is not a server URL, a port that is not a port number)."""
+    try:
+        check_shape(document)
+    except PlanError as shape:
+        _read_plan(document, source)
+        raise shape from None
+    return _read_plan(document, source)
+
+
+def _read_plan(document: Mapping[str, Any], source: str) -> SweepPlan:
+    """Each table's values, and the rules between them."""
     check_keys(document, _TOP_KEYS, "plan")
     if "server" not in document:
         raise PlanError('the plan needs a [server] table with at least model_path = "..."')

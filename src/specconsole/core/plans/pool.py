@@ -30,8 +30,19 @@ from specconsole.core.plans.profile import (
     parse_service,
 )
 
-_POOL_KEYS = {"aliases", "max_parallel"}
-_BOX_KEYS = {"name", "service", "server_port"}
+POOL_KEYS: dict[str, tuple[Any, str]] = {
+    "aliases": (list[str], "One box per ssh alias, each like [host]."),
+    "max_parallel": (int, "Slots on the one [host] box."),
+}
+"""``[pool]``'s keys: each one's TOML type and help (``core.plans.schema`` declares them)."""
+BOX_KEYS: dict[str, tuple[Any, str]] = {
+    "name": (str, "The box's name in the pool."),
+    "service": (dict[str, Any], "This box's [service] keys over the shared ones."),
+    "server_port": (int, "This box's server port (negative: the plan's port + N)."),
+}
+"""A ``[[hosts]]`` entry's own keys (the rest are ``[host]`` keys)."""
+_POOL_KEYS = set(POOL_KEYS)
+_BOX_KEYS = set(BOX_KEYS)
 
 
 class PoolError(ValueError):

@@ -39,6 +39,7 @@ from specconsole.core.config.model import (
 from specconsole.core.config.options import parse_option
 from specconsole.core.measure.slo import Slo
 from specconsole.core.plans.plan import PlanError
+from specconsole.core.plans.schema import DERIVED_BENCH_FIELDS, table_keys
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 
 # --------------------------------------------------------------------------------------------
@@ -136,7 +137,7 @@ def bench_number(key: str, value: Any, where: str) -> Any:
     return value if bound.integer else float(value)
 
 
-_BENCH_PLACEMENT_KEYS = {"placement", "url"}
+_BENCH_PLACEMENT_KEYS = {"placement", "url"}  # of core.plans.schema.BENCH_PLACEMENT_KEYS
 """``[bench]`` keys that say where the load runs (the rest are ``BenchSpec`` fields)."""
 
 
@@ -157,18 +158,14 @@ def parse_placement(table: Mapping[str, Any]) -> tuple[Placement, str | None]:
     return placement, url.rstrip("/")
 
 
-_DERIVED_BENCH_FIELDS: frozenset[str] = frozenset(
-    {"output_len_from_dataset", "spec_counters", "lead", "chat_template"}
-)
-"""BenchSpec fields a plan does not write: they follow from the keys it does (or, for the
-speculative-decoding counters and the chat template, from the trial's engine and model)."""
+_DERIVED_BENCH_FIELDS = DERIVED_BENCH_FIELDS
 
 
 def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
     if not isinstance(table, Mapping):
         raise PlanError("[bench] must be a table, e.g. [bench] then ladder = [1, 4, 16]")
     known = {f.name: f for f in fields(BenchSpec) if f.name not in _DERIVED_BENCH_FIELDS}
-    check_keys(table, set(known) | _BENCH_PLACEMENT_KEYS | {"dataset"}, "[bench]")
+    check_keys(table, set(table_keys("bench")), "[bench]")
     table = {k: v for k, v in table.items() if k not in _BENCH_PLACEMENT_KEYS}
     kw: dict[str, Any] = {}
     for key, value in table.items():

@@ -1,0 +1,143 @@
+"""The plan's one declared shape (core.plans.schema, issue 39): the committed JSON Schema is
+what the declaration generates, every shipped example holds to it, a bad plan is refused by it
+and by the parser in the plan's own words, and the schema library stays off the import of
+the plan reader (it arrives with the first check)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from specconsole.core.plans.parse import loads_plan
+from specconsole.core.plans.plan import PlanError, StrategyKind
+from specconsole.core.plans.schema import check_shape, plan_json_schema_text, table_keys
+
+REPO = Path(__file__).resolve().parents[2]
+SCHEMA_FILE = REPO / "docs" / "plan-schema.json"
+EXAMPLES = sorted((REPO / "examples").glob("*.toml"))
+SERVER = '[server]\nmodel_path = "m"\n'
+
+
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA_FILE.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_the_committed_schema_is_what_the_declaration_generates() -> None:
+    assert SCHEMA_FILE.read_text() == plan_json_schema_text(), (
+        "docs/plan-schema.json is stale: run .venv/bin/python scripts/plan-schema.py"
+    )
+
+
+def test_the_script_says_when_the_file_is_stale() -> None:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "plan-schema.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_every_example_holds_to_the_json_schema_and_the_declared_shape(path: Path) -> None:
+    document = tomllib.loads(path.read_text())
+    errors = [f"{list(e.path)}: {e.message}" for e in _validator().iter_errors(document)]
+    assert errors == []
+    check_shape(document)
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ("[sweep]\nmax_trails = 3\n" + SERVER, ["sweep"]),
+        ('[server]\nmodel_path = "m"\nengine = "vllm"\nspeculative_eagel_topk = 1\n', ["server"]),
+        ('[server]\nmodel_path = "m"\nengine = "tgi"\n', ["server", "engine"]),
+        ("[bench]\nladder = [1, 2.5]\n" + SERVER, ["bench", "ladder"]),
+        ('[sweep]\nstrategy = "bogus"\n' + SERVER, ["sweep", "strategy"]),
+        ("[server]\ntp_size = 2\n", ["server"]),
+    ],
+)
+def test_the_json_schema_refuses_a_bad_plan_at_its_key(text: str, path: list[object]) -> None:
+    errors = list(_validator().iter_errors(tomllib.loads(text)))
+    assert errors, text
+    assert any(list(e.absolute_path)[: len(path)] == path for e in errors) or any(
+        list(sub.absolute_path)[: len(path)] == path for e in errors for sub in e.context or ()
+    ), [(list(e.absolute_path), e.message) for e in errors]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[sweep]\nmax_trails = 3\n",
+            "[sweep]: unknown key 'max_trails'; did you mean 'max_trials'? known keys: ",
+        ),
+        ("[sweeep]\n", "plan: unknown key 'sweeep'; did you mean 'sweep'?"),
+        ("[sweep]\nmax_trials = 2.5\n", "[sweep] max_trials must be an integer, got 2.5"),
+        ('[sweep]\nmax_trials = "20"\n', "[sweep] max_trials must be an integer, got '20'"),
+        (
+            '[sweep]\nstrategy = "bogus"\n',
+            "[sweep] strategy = 'bogus' is not valid; use one of 'grid', 'boundary', "
+            "'plateau', 'optimize', 'staged', 'per_level', 'schedule'",
+        ),
+        ("[bench]\nladder = [1, 4, true]\n", "[bench] ladder[2] must be an integer, got True"),
+        (
+            '[[hosts]]\nalias = "a"\nportt = 2\n',
+            "[[hosts]] #1: unknown key 'portt'; did you mean 'port'?",
+        ),
+        ("[bench]\nheaders = { X-Team = 3 }\n", "[bench] headers.X-Team must be a string, got 3"),
+        (
+            "[sweep.axes]\nspeculative_num_steps = 3\n",
+            "[sweep.axes] speculative_num_steps must be a list or a table, got 3",
+        ),
+    ],
+)
+def test_the_shape_check_says_the_key_the_value_and_the_fix(text: str, message: str) -> None:
+    with pytest.raises(PlanError) as err:
+        check_shape(tomllib.loads(text))
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_a_table_reader_keeps_its_own_more_specific_words() -> None:
+    """The shape refuses ``url = 30000``; the [bench] reader's sentence is the one shown."""
+    text = '[bench]\nplacement = "direct"\nurl = 30000\n' + SERVER
+    with pytest.raises(PlanError, match=r"\[bench\] url = 30000 is not a server URL"):
+        loads_plan(text)
+
+
+def test_the_parser_checks_keys_against_the_declaration() -> None:
+    from specconsole.core.plans import parse
+
+    assert set(table_keys("plan")) == parse.PLAN_TABLES
+    assert "what_if_accept_length" in table_keys("sweep")
+    assert {"placement", "url", "dataset", "ladder"} <= set(table_keys("bench"))
+
+
+def test_the_former_strategy_name_reads_as_per_level() -> None:
+    text = '[sweep]\nstrategy = "schedule"\n[sweep.axes]\nspeculative_num_steps = [1, 2]\n'
+    plan = loads_plan(text + '[server]\nmodel_path = "m"\nspeculative_algorithm = "EAGLE3"\n')
+    assert plan.strategy is StrategyKind.PER_LEVEL
+
+
+def test_the_schema_library_arrives_with_the_first_check_not_with_the_reader() -> None:
+    code = (
+        "import sys\n"
+        "import specconsole.core.plans.parse\n"
+        "before = 'msgspec' in sys.modules\n"
+        "from specconsole.core.plans.parse import loads_plan\n"
+        "loads_plan('[server]\\nmodel_path = \"m\"\\n')\n"
+        "print(before, 'msgspec' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["False", "True"]
