@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from specconsole.core.plans.schema import plan_json_schema_text
+from specconsole.core.plans.schema_export import plan_json_schema_text
 
 TARGET = Path(__file__).resolve().parents[1] / "docs" / "plan-schema.json"
 

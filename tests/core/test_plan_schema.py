@@ -16,7 +16,8 @@ import pytest
 
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import PlanError, StrategyKind
-from specconsole.core.plans.schema import check_shape, plan_json_schema_text, table_keys
+from specconsole.core.plans.schema import check_shape, table_keys
+from specconsole.core.plans.schema_export import plan_json_schema_text
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = REPO / "docs" / "plan-schema.json"
