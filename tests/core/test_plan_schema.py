@@ -142,3 +142,31 @@ def test_the_schema_library_arrives_with_the_first_check_not_with_the_reader() -
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            '[host]\ntransport = "ssh"\naliass = "gpu"\n',
+            "[host] unknown key 'aliass'; did you mean 'alias'?",
+        ),
+        (
+            '[service]\nkind = "systemd"\nunitt = "a.service"\n',
+            "[service] unknown key 'unitt'; did you mean 'unit'?",
+        ),
+        (
+            "[pool]\nmax_paralel = 2\n",
+            "[pool] unknown key 'max_paralel'; did you mean 'max_parallel'?",
+        ),
+        (
+            '[sweep]\nobjective = "max_rate_under_slo"\n[sweep.rate_search]\nroundz = 3\n',
+            "[sweep.rate_search]: unknown key 'roundz'; did you mean 'rounds'?",
+        ),
+        ("[bench]\nladdre = [1]\n", "[bench]: unknown key 'laddre'; did you mean 'ladder'?"),
+    ],
+)
+def test_every_table_names_the_closest_known_key(text: str, needle: str) -> None:
+    with pytest.raises(PlanError) as err:
+        loads_plan(text + SERVER)
+    assert needle in str(err.value), str(err.value)

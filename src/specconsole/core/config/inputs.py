@@ -13,6 +13,8 @@ these functions, so a class is fixed once:
 * :func:`host_problem`, :func:`alias_problem`, :func:`unit_name_problem` — what may name a
   box or a unit (no option-like leading ``-``, no shell metacharacters, no control
   characters);
+* :func:`did_you_mean` — the closest known key to a misspelt one, for every table's "unknown
+  key" sentence;
 * :func:`url_problem` — a server base URL: ``http``/``https``, a host, a port in 1-65535, no
   blank or control character (a raw space would end the HTTP request line).
 
@@ -22,6 +24,7 @@ fix; the loaders raise the caller's own error type.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
@@ -35,6 +38,7 @@ __all__ = [
     "MAX_NESTING",
     "alias_problem",
     "check_nesting",
+    "did_you_mean",
     "host_problem",
     "load_json",
     "load_toml",
@@ -190,3 +194,10 @@ def _url_reason(url: object) -> str:
     if parts.query or parts.fragment:
         return "it has a query or a fragment"
     return ""
+
+
+def did_you_mean(word: object, known: Any) -> str:
+    """``"did you mean 'max_trials'? "`` when one of ``known`` is close to ``word`` (a
+    misspelt key must not pass as an unrelated error later), else ``""``."""
+    close = difflib.get_close_matches(str(word), sorted(known), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from specconsole.core.config.inputs import did_you_mean
 from specconsole.core.plans.profile import (
     Profile,
     ProfileError,
@@ -75,7 +76,10 @@ def parse_boxes(document: Mapping[str, Any], profile: Profile) -> tuple[Box, ...
         raise PoolError("[pool] must be a table, e.g. [pool] followed by max_parallel = 2")
     for key in pool:
         if key not in _POOL_KEYS:
-            raise PoolError(f"[pool] unknown key {key!r}; known keys: aliases, max_parallel")
+            raise PoolError(
+                f"[pool] unknown key {key!r}; {did_you_mean(key, _POOL_KEYS)}"
+                "known keys: aliases, max_parallel"
+            )
     boxes: list[Box]
     if hosts is not None:
         if pool:

@@ -37,6 +37,7 @@ from specconsole.core.config.bounds import (
 )
 from specconsole.core.config.inputs import (
     alias_problem,
+    did_you_mean,
     host_problem,
     load_toml,
     unit_name_problem,
@@ -214,7 +215,8 @@ def _check_keys(table: Mapping[str, Any], cls: type, section: str) -> None:
     for key in table:
         if key not in known:
             raise ProfileError(
-                f"[{section}] unknown key {key!r}; known keys: {', '.join(sorted(known))}"
+                f"[{section}] unknown key {key!r}; {did_you_mean(key, known)}"
+                f"known keys: {', '.join(sorted(known))}"
             )
 
 

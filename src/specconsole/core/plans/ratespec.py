@@ -26,7 +26,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from specconsole.core.config.inputs import did_you_mean
 from specconsole.core.plans.objective import Goal
+
+_KEYS = frozenset({"min", "max", "rounds", "tolerance", "concurrency"})
+"""``[sweep.rate_search]``'s keys."""
 
 MAX_ROUNDS = 30
 """A plan may not ask for more probes per trial (each costs a benchmark)."""
@@ -76,11 +80,11 @@ def parse_rate_search(table: Any, goal: Goal, ladder: Sequence[int]) -> RateSear
         table = {}
     if not isinstance(table, Mapping):
         raise RateSpecError("[sweep.rate_search] must be a table, e.g. { min = 0.5, max = 32 }")
-    unknown = sorted(set(table) - {"min", "max", "rounds", "tolerance", "concurrency"})
+    unknown = sorted(set(table) - _KEYS)
     if unknown:
         raise RateSpecError(
-            f"[sweep.rate_search]: unknown key {unknown[0]!r}; known keys: concurrency, max, "
-            "min, rounds, tolerance"
+            f"[sweep.rate_search]: unknown key {unknown[0]!r}; {did_you_mean(unknown[0], _KEYS)}"
+            "known keys: concurrency, max, min, rounds, tolerance"
         )
     if not uses_rate_search(goal):
         if table:

@@ -23,7 +23,6 @@ which turn a shaped document into a :class:`~specconsole.core.plans.plan.SweepPl
 
 from __future__ import annotations
 
-import difflib
 import re
 import types
 import typing
@@ -33,6 +32,7 @@ from enum import Enum
 from functools import cache
 from typing import Any, Literal
 
+from specconsole.core.config.inputs import did_you_mean
 from specconsole.core.plans.plan import (
     FINALLY_CHOICES,
     FORMER_STRATEGIES,
@@ -288,10 +288,8 @@ def _known(steps: list[str | int]) -> dict[str, tuple[Any, str]]:
 def unknown_key_message(section: str, key: str, known: Any) -> str:
     """``section: unknown key 'x'; did you mean 'y'? known keys: …`` — the closest known key
     when one is close (a misspelt ``[sweeep]`` must not pass as an unrelated error later)."""
-    allowed = sorted(known)
-    close = difflib.get_close_matches(str(key), allowed, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"{section}: unknown key {key!r}; {hint}known keys: {', '.join(allowed)}"
+    listed = ", ".join(sorted(known))
+    return f"{section}: unknown key {key!r}; {did_you_mean(key, known)}known keys: {listed}"
 
 
 def shape_message(document: Mapping[str, Any], error: str) -> str:

@@ -10,7 +10,6 @@ these into a :class:`~specconsole.core.plans.plan.SweepPlan`.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
@@ -39,7 +38,7 @@ from specconsole.core.config.model import (
 from specconsole.core.config.options import parse_option
 from specconsole.core.measure.slo import Slo
 from specconsole.core.plans.plan import PlanError
-from specconsole.core.plans.schema import DERIVED_BENCH_FIELDS, table_keys
+from specconsole.core.plans.schema import DERIVED_BENCH_FIELDS, table_keys, unknown_key_message
 from specconsole.core.ports import BenchApi, BenchSpec, Placement
 
 # --------------------------------------------------------------------------------------------
@@ -105,11 +104,7 @@ def check_keys(table: Mapping[str, Any], allowed: set[str], section: str) -> Non
     ``[sweeep]`` must not pass as an unrelated error later)."""
     for key in table:
         if key not in allowed:
-            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise PlanError(
-                f"{section}: unknown key {key!r}; {hint}known keys: {', '.join(sorted(allowed))}"
-            )
+            raise PlanError(unknown_key_message(section, key, allowed))
 
 
 def plan_number(value: Any, where: str, *, integer: bool = False, minimum: float = 0.0) -> Any:
