@@ -1,0 +1,412 @@
+"""Every strategy's real code replayed against the measured llama.cpp grid.
+
+Why a replay: on a real engine every trial costs a load and a ladder, and the best point is
+unknown until the whole space has been measured. Measured once (benchmarks/real_search_grid.py,
+several passes), the grid answers any strategy's proposals offline: each proposal of the
+product's own code (``core.search.strategy.next_trial``, rebuilt from the records each time
+as in a session) is answered by one of its point's measured runs, drawn by the seed — so the
+search meets the real noise — and, under ``[sweep] prune``, by the run's lead level alone
+when ``core.search.prune.verdict`` says it lost there (recorded ``pruned``, costing only
+that level's seconds), exactly as ``core.machine.handlers.measuring`` would. With
+``repeats = k`` a proposal gets k distinct runs, combined as the trial record combines
+repeated ladders (``core.machine.results.combine_runs``).
+
+The yardstick: a point's *true* figure is the mean of its runs; a strategy has reached the
+grid's best when it has recorded (not pruned) a point whose true figure is within 2 % of the
+best point's. Printed per strategy, with and without pruning, median over the seeds: trials
+and benchmark seconds until then, how many seeds reached it, the trials and seconds the
+strategy spent before it stopped, and how far its own final pick is from the best.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from benchmarks import real_search_grid as grid
+
+from specconsole.core.machine.results import combine_runs, mean_accept_length
+from specconsole.core.measure.trials import LevelSummary, PhaseStamp, TrialRecord, TrialStatus
+from specconsole.core.plans.objective import best
+from specconsole.core.plans.parse import parse_plan
+from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.search import prune
+from specconsole.core.search.strategy import next_trial
+from specconsole.session.records import record_from_dict
+from specconsole.session.store import Session
+
+TARGET = 0.98
+"""Within 2 % of the grid's best."""
+STRATEGIES = ("grid", "boundary", "optimize", "staged")
+OBJECTIVES = ("single_request", "peak_aggregate")
+Key = tuple[str, int, float]
+"""(draft, n_max, p_min): a point of the searched space."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured trial of a point: its record and its benchmark seconds per level."""
+
+    record: TrialRecord
+    seconds: dict[int, float]
+
+
+@dataclass
+class Grid:
+    points: dict[Key, list[Run]]
+    references: dict[str, list[Run]]
+    conditions: dict[str, Any]
+
+
+def _float(value: Any) -> float:
+    return 0.0 if value is None else float(value)
+
+
+def level_seconds(record: TrialRecord) -> dict[int, float]:
+    """Benchmark seconds per level: each level's share of the BENCHMARKING phase (warm-up
+    included), split in proportion to the levels' measured durations."""
+    total = sum(
+        (s.ended_at or s.started_at) - s.started_at
+        for s in record.phases
+        if s.phase.value == "benchmarking"
+    )
+    durations = {lv.concurrency: _float(lv.duration_s) for lv in record.levels}
+    measured = sum(durations.values())
+    if measured <= 0:
+        return {c: total / max(1, len(durations)) for c in durations}
+    return {c: total * d / measured for c, d in durations.items()}
+
+
+def load(path: Path = grid.DATA) -> Grid:
+    points: dict[Key, list[Run]] = defaultdict(list)
+    refs: dict[str, list[Run]] = defaultdict(list)
+    conditions: dict[str, Any] = {}
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        record = record_from_dict(row["record"])
+        run = Run(record, level_seconds(record))
+        conditions = row["conditions"]
+        p = row["point"]
+        if p["spec_type"] == "draft-simple":
+            key = (p["draft"], int(p["spec_draft_n_max"]), float(p["spec_draft_p_min"]))
+            points[key].append(run)
+        else:
+            refs[p["spec_type"]].append(run)
+    return Grid(dict(points), dict(refs), conditions)
+
+
+# ------------------------------------------------------------------------------ the space
+
+
+def plan_document(build: Any, strategy: str, objective: str, seed: int, prune_on: bool) -> dict:
+    """The searched space as a plan: the base is llama-server's default point."""
+    drafts = [str(grid.draft_path(build, d)) for d in grid.DRAFTS]
+    base = grid.slice_plan(build, grid.Slice(1, grid.DEFAULT_POINT["draft"], 0.0), Path("run"))
+    server = base["server"] | {
+        "spec_draft_n_max": grid.DEFAULT_POINT["spec_draft_n_max"],
+        "spec_draft_p_min": grid.DEFAULT_POINT["spec_draft_p_min"],
+        "speculative_draft_model_path": str(
+            grid.draft_path(build, str(grid.DEFAULT_POINT["draft"]))
+        ),
+    }
+    return base | {
+        "name": f"real-search {strategy}",
+        "server": server,
+        "sweep": base["sweep"]
+        | {
+            "strategy": strategy,
+            "objective": objective,
+            "seed": seed,
+            "prune": prune_on,
+            "max_trials": grid_size(),
+            "axes": {
+                "speculative_draft_model_path": drafts,
+                "spec_draft_n_max": list(grid.N_MAX),
+                "spec_draft_p_min": list(grid.P_MIN),
+            },
+        },
+    }
+
+
+def grid_size() -> int:
+    return len(grid.DRAFTS) * len(grid.N_MAX) * len(grid.P_MIN)
+
+
+def key_of(build: Any, config: Any) -> Key:
+    names = {str(grid.draft_path(build, d)): d for d in grid.DRAFTS}
+    return (
+        names[str(config.speculative_draft_model_path)],
+        int(config.spec_draft_n_max),
+        float(config.spec_draft_p_min),
+    )
+
+
+# ------------------------------------------------------------------------------ the truth
+
+
+def true_scores(plan: SweepPlan, points: dict[Key, list[Run]]) -> dict[Key, float]:
+    """Each point's mean objective over its runs (``ok`` runs; none: absent)."""
+    out: dict[Key, float] = {}
+    for key, runs in points.items():
+        got = [
+            score
+            for r in runs
+            if not _crashed(r) and (score := plan.goal.objective.score(r.record)) is not None
+        ]
+        if got:
+            out[key] = statistics.fmean(got)
+    return out
+
+
+def _crashed(run: Run) -> bool:
+    return run.record.status is not TrialStatus.OK
+
+
+# ------------------------------------------------------------------------------ the replay
+
+
+@dataclass
+class Outcome:
+    trials_to: int | None
+    seconds_to: float | None
+    trials: int
+    seconds: float
+    pruned: int
+    final: Key | None
+
+
+def answer(
+    plan: SweepPlan,
+    trials: Sequence[TrialRecord],
+    config: Any,
+    runs: list[Run],
+    rng: random.Random,
+) -> tuple[TrialRecord, float]:
+    """The record the real loop would have made of this proposal, and its benchmark
+    seconds: ``repeats`` distinct runs drawn by the seed, pruned at the lead level when
+    the first run lost there beyond the noise."""
+    k = min(plan.bench.repeats, len(runs))
+    chosen = rng.sample(runs, k)
+    first = chosen[0]
+    index = len(trials)
+    if first.record.status is not TrialStatus.OK:
+        return replace(first.record, index=index, config=config, normalized=None), sum(
+            first.seconds.values()
+        )
+    lead = prune.lead_level(plan, trials) if plan.pruning else None
+    if lead is not None:
+        level = next((lv for lv in first.record.levels if lv.concurrency == lead), None)
+        info = None if level is None else prune.verdict(plan, trials, level)
+        if info is not None and level is not None:
+            record = TrialRecord(
+                index=index,
+                config=config,
+                status=TrialStatus.PRUNED,
+                levels=(level,),
+                accept_length=level.accept_length,
+                prune=info,
+            )
+            return record, first.seconds.get(lead, 0.0)
+    levels = _combined([r.record.levels for r in chosen])
+    record = TrialRecord(
+        index=index,
+        config=config,
+        status=TrialStatus.OK,
+        levels=levels,
+        accept_length=mean_accept_length(levels),
+        phases=(PhaseStamp(first.record.phases[0].phase, 0.0, 0.0),) if first.record.phases else (),
+    )
+    return record, sum(sum(r.seconds.values()) for r in chosen)
+
+
+def _combined(runs: Sequence[Sequence[LevelSummary]]) -> tuple[LevelSummary, ...]:
+    if len(runs) == 1:
+        return tuple(runs[0])
+    by_c: dict[int, list[LevelSummary]] = defaultdict(list)
+    for levels in runs:
+        for lv in levels:
+            by_c[lv.concurrency].append(lv)
+    return tuple(combine_runs(by_c[c]) for c in sorted(by_c))
+
+
+def replay(
+    build: Any,
+    plan: SweepPlan,
+    points: dict[Key, list[Run]],
+    truth: dict[Key, float],
+    seed: int,
+) -> Outcome:
+    target = TARGET * max(truth.values())
+    rng = random.Random(seed)
+    trials: list[TrialRecord] = []
+    spent = 0.0
+    reached: tuple[int, float] | None = None
+    cap = plan.max_trials or grid_size()
+    while len(trials) < cap:
+        proposal = next_trial(plan, trials)
+        if proposal is None:
+            break
+        key = key_of(build, proposal.config)
+        record, seconds = answer(plan, trials, proposal.config, points[key], rng)
+        trials.append(record)
+        spent += seconds
+        if (
+            reached is None
+            and record.status is TrialStatus.OK
+            and truth.get(key, float("-inf")) >= target
+        ):
+            reached = (len(trials), spent)
+    top = best(trials, plan.goal)
+    return Outcome(
+        trials_to=None if reached is None else reached[0],
+        seconds_to=None if reached is None else reached[1],
+        trials=len(trials),
+        seconds=spent,
+        pruned=sum(t.status is TrialStatus.PRUNED for t in trials),
+        final=None if top is None else key_of(build, top.config),
+    )
+
+
+def make_plan(build: Any, strategy: str, objective: str, seed: int, prune_on: bool) -> SweepPlan:
+    return parse_plan(plan_document(build, strategy, objective, seed, prune_on))
+
+
+# ------------------------------------------------------------------------------ printing
+
+
+def _median(values: Sequence[float | None], cap: float) -> str:
+    got = [cap if v is None else v for v in values]
+    m = statistics.median(got)
+    return f">{cap:g}" if m >= cap and any(v is None for v in values) else f"{m:.0f}"
+
+
+def label(key: Key | None) -> str:
+    if key is None:
+        return "-"
+    draft, n_max, p_min = key
+    return f"{draft} n_max={n_max} p_min={p_min:g}"
+
+
+def strategy_table(
+    build: Any, g: Grid, objective: str, seeds: int
+) -> tuple[list[str], dict[str, Any]]:
+    rows = [
+        "| strategy | prune | trials to 2 % | bench s to 2 % | reached | trials run | "
+        "bench s run | pruned | final pick's gap |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    summary: dict[str, Any] = {}
+    probe = make_plan(build, "grid", objective, 0, False)
+    truth = true_scores(probe, g.points)
+    top = max(truth.values())
+    grid_seconds = statistics.fmean(
+        sum(sum(r.seconds.values()) for r in runs) / len(runs) for runs in g.points.values()
+    ) * len(g.points)
+    for strategy in STRATEGIES:
+        for prune_on in (False, True):
+            outs = [
+                replay(
+                    build, make_plan(build, strategy, objective, s, prune_on), g.points, truth, s
+                )
+                for s in range(seeds)
+            ]
+            gaps = [
+                (1 - truth[o.final] / top) * 100 if o.final in truth else float("nan") for o in outs
+            ]
+            n = grid_size()
+            rows.append(
+                f"| {strategy} | {'on' if prune_on else 'off'} | "
+                f"{_median([o.trials_to for o in outs], n + 1)} | "
+                f"{_median([o.seconds_to for o in outs], grid_seconds)} | "
+                f"{sum(o.trials_to is not None for o in outs)}/{seeds} | "
+                f"{statistics.median(o.trials for o in outs):.0f} | "
+                f"{statistics.median(o.seconds for o in outs):.0f} | "
+                f"{statistics.median(o.pruned for o in outs):.0f} | "
+                f"{statistics.median(gaps):.1f} % |"
+            )
+            summary[f"{strategy}/{prune_on}"] = outs
+    return rows, {"truth": truth, "outcomes": summary, "grid_seconds": grid_seconds}
+
+
+def main(seeds: int = 5) -> int:
+    from tests.fixtures.llamacpp import find_build
+
+    build = find_build()
+    g = load()
+    print(f"measured points: {len(g.points)}, runs: {sum(len(r) for r in g.points.values())}")
+    for objective in OBJECTIVES:
+        rows, facts = strategy_table(build, g, objective, seeds)
+        truth = facts["truth"]
+        ranked = sorted(truth, key=truth.__getitem__, reverse=True)
+        default = (
+            str(grid.DEFAULT_POINT["draft"]),
+            int(grid.DEFAULT_POINT["spec_draft_n_max"]),
+            float(grid.DEFAULT_POINT["spec_draft_p_min"]),
+        )
+        print(
+            f"\n## objective {objective}: best {label(ranked[0])} {truth[ranked[0]]:.2f}; "
+            f"default {label(default)} {truth.get(default, float('nan')):.2f}; "
+            f"within 2 %: {sum(v >= TARGET * truth[ranked[0]] for v in truth.values())} points; "
+            f"the whole grid: {grid_size()} trials, {facts['grid_seconds']:.0f} bench s\n"
+        )
+        print("\n".join(rows))
+    return 0
+
+
+def live(build: Any, seed: int) -> int:
+    """One live ``optimize`` run with pruning on the real server, next to its replay."""
+    g = load()
+    objective = OBJECTIVES[0]
+    document = plan_document(build, "optimize", objective, seed, True)
+    with tempfile.TemporaryDirectory(prefix="real-search-live-") as tmp:
+        folder = Path(tmp)
+        document["service"]["run_dir"] = str(folder / "run")
+        (folder / "plan.toml").write_text(tomli_w.dumps(document))
+        cmd = [sys.executable, "-m", "specconsole", "sweep", str(folder / "plan.toml")]
+        env = {**os.environ, "PYTHONPATH": str(grid.ROOT / "src")}
+        done = subprocess.run(
+            [*cmd, "--headless", "--session", str(folder / "s")],
+            capture_output=True,
+            text=True,
+            timeout=3 * 3600,
+            env=env,
+            check=False,
+        )
+        (session,) = list((folder / "s").iterdir())
+        trials = Session.open(session).load_trials()
+        print(done.stdout[-2000:])
+    plan = parse_plan(document)
+    truth = true_scores(plan, g.points)
+    target = TARGET * max(truth.values())
+    reached = next(
+        (
+            i
+            for i, t in enumerate(trials, 1)
+            if t.status is TrialStatus.OK and truth.get(key_of(build, t.config), 0) >= target
+        ),
+        None,
+    )
+    top = best(trials, plan.goal)
+    offline = replay(build, plan, g.points, truth, seed)
+    print(
+        f"live:   {len(trials)} trials, within 2 % at trial {reached}, "
+        f"final pick {label(None if top is None else key_of(build, top.config))}"
+    )
+    print(
+        f"replay: {offline.trials} trials, within 2 % at trial {offline.trials_to}, "
+        f"final pick {label(offline.final)}"
+    )
+    return 0
