@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--seeds", type=int, default=5)
     live = sub.add_parser("live", help="one live optimize run with pruning on the real server")
     live.add_argument("--seed", type=int, default=0)
+    live.add_argument("--again", action="store_true", help="run it again though one is kept")
     args = parser.parse_args(argv)
     if args.command == "measure":
         left = grid.measure(find_build(), args.passes, args.minutes)
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks import real_search_replay as replay
 
     if args.command == "live":
-        return replay.live(find_build(), args.seed)
+        return replay.live(find_build(), args.seed, args.again)
     return replay.main(seeds=getattr(args, "seeds", 5))
 
 

@@ -37,14 +37,14 @@ import tomli_w
 from benchmarks import real_search_grid as grid
 
 from specconsole.core.machine.results import combine_runs, mean_accept_length
-from specconsole.core.measure.trials import LevelSummary, PhaseStamp, TrialRecord, TrialStatus
+from specconsole.core.measure.noise import Sample, pool
+from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.parse import parse_plan
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search import prune
 from specconsole.core.search.strategy import next_trial
 from specconsole.session.records import record_from_dict
-from specconsole.session.store import Session
 
 TARGET = 0.98
 """Within 2 % of the grid's best."""
@@ -132,6 +132,7 @@ def plan_document(build: Any, strategy: str, objective: str, seed: int, prune_on
             "seed": seed,
             "prune": prune_on,
             "max_trials": grid_size(),
+            **({"axis": "spec_draft_n_max"} if strategy == "boundary" else {}),
             "axes": {
                 "speculative_draft_model_path": drafts,
                 "spec_draft_n_max": list(grid.N_MAX),
@@ -171,6 +172,31 @@ def true_scores(plan: SweepPlan, points: dict[Key, list[Run]]) -> dict[Key, floa
     return out
 
 
+def noise_line(plan: SweepPlan, points: dict[Key, list[Run]]) -> str:
+    """The grid's measured noise for the objective: each point's runs (passes at different
+    times) pooled by ``core.measure.noise`` — the band within which two single runs of one
+    configuration fall 95 % of the time."""
+    samples = [
+        Sample.of(got)
+        for runs in points.values()
+        if len(
+            got := [
+                v
+                for r in runs
+                if not _crashed(r) and (v := plan.goal.objective.score(r.record)) is not None
+            ]
+        )
+        >= 2
+    ]
+    band = pool(samples)
+    if band is None:
+        return "noise: no point measured twice"
+    return (
+        f"noise (runs of one point, pooled over {len(samples)} points, {band.dof} dof): "
+        f"σ {band.rel_std:.1%} of the figure; two single runs tie within ±{band.pct:.1f} %"
+    )
+
+
 def _crashed(run: Run) -> bool:
     return run.record.status is not TrialStatus.OK
 
@@ -186,6 +212,7 @@ class Outcome:
     seconds: float
     pruned: int
     final: Key | None
+    keys: list[Key]
 
 
 def answer(
@@ -211,9 +238,11 @@ def answer(
         level = next((lv for lv in first.record.levels if lv.concurrency == lead), None)
         info = None if level is None else prune.verdict(plan, trials, level)
         if info is not None and level is not None:
-            record = TrialRecord(
+            record = replace(
+                first.record,
                 index=index,
                 config=config,
+                normalized=None,
                 status=TrialStatus.PRUNED,
                 levels=(level,),
                 accept_length=level.accept_length,
@@ -221,13 +250,13 @@ def answer(
             )
             return record, first.seconds.get(lead, 0.0)
     levels = _combined([r.record.levels for r in chosen])
-    record = TrialRecord(
+    record = replace(
+        first.record,
         index=index,
         config=config,
-        status=TrialStatus.OK,
+        normalized=None,
         levels=levels,
         accept_length=mean_accept_length(levels),
-        phases=(PhaseStamp(first.record.phases[0].phase, 0.0, 0.0),) if first.record.phases else (),
     )
     return record, sum(sum(r.seconds.values()) for r in chosen)
 
@@ -252,6 +281,7 @@ def replay(
     target = TARGET * max(truth.values())
     rng = random.Random(seed)
     trials: list[TrialRecord] = []
+    keys: list[Key] = []
     spent = 0.0
     reached: tuple[int, float] | None = None
     cap = plan.max_trials or grid_size()
@@ -262,6 +292,7 @@ def replay(
         key = key_of(build, proposal.config)
         record, seconds = answer(plan, trials, proposal.config, points[key], rng)
         trials.append(record)
+        keys.append(key)
         spent += seconds
         if (
             reached is None
@@ -277,6 +308,7 @@ def replay(
         seconds=spent,
         pruned=sum(t.status is TrialStatus.PRUNED for t in trials),
         final=None if top is None else key_of(build, top.config),
+        keys=keys,
     )
 
 
@@ -362,32 +394,50 @@ def main(seeds: int = 5) -> int:
             f"within 2 %: {sum(v >= TARGET * truth[ranked[0]] for v in truth.values())} points; "
             f"the whole grid: {grid_size()} trials, {facts['grid_seconds']:.0f} bench s\n"
         )
+        probe = make_plan(build, "grid", objective, 0, False)
+        print(noise_line(probe, g.points))
+        refs = true_scores(probe, {(name, 0, 0.0): runs for name, runs in g.references.items()})
+        print(
+            "references (outside the searched space): "
+            + ", ".join(f"{name} {value:.2f}" for (name, _n, _p), value in refs.items())
+        )
+        print()
         print("\n".join(rows))
     return 0
 
 
-def live(build: Any, seed: int) -> int:
-    """One live ``optimize`` run with pruning on the real server, next to its replay."""
+LIVE = grid.DATA.with_name("llamacpp-live-optimize.jsonl")
+"""The live run's trial records, kept so the comparison can be printed again offline."""
+LIVE_TRIALS = 20
+"""The live run's budget: a third of the grid, enough to see where the replay says it lands."""
+
+
+def live(build: Any, seed: int, again: bool) -> int:
+    """One live ``optimize`` run with pruning on the real server (kept in ``LIVE``; run again
+    only with ``again``), next to the replay of the same plan and seed."""
     g = load()
     objective = OBJECTIVES[0]
     document = plan_document(build, "optimize", objective, seed, True)
-    with tempfile.TemporaryDirectory(prefix="real-search-live-") as tmp:
-        folder = Path(tmp)
-        document["service"]["run_dir"] = str(folder / "run")
-        (folder / "plan.toml").write_text(tomli_w.dumps(document))
-        cmd = [sys.executable, "-m", "specconsole", "sweep", str(folder / "plan.toml")]
-        env = {**os.environ, "PYTHONPATH": str(grid.ROOT / "src")}
-        done = subprocess.run(
-            [*cmd, "--headless", "--session", str(folder / "s")],
-            capture_output=True,
-            text=True,
-            timeout=3 * 3600,
-            env=env,
-            check=False,
-        )
-        (session,) = list((folder / "s").iterdir())
-        trials = Session.open(session).load_trials()
-        print(done.stdout[-2000:])
+    document["sweep"]["max_trials"] = LIVE_TRIALS
+    if again or not LIVE.exists():
+        with tempfile.TemporaryDirectory(prefix="real-search-live-") as tmp:
+            folder = Path(tmp)
+            document["service"]["run_dir"] = str(folder / "run")
+            (folder / "plan.toml").write_text(tomli_w.dumps(document))
+            cmd = [sys.executable, "-m", "specconsole", "sweep", str(folder / "plan.toml")]
+            env = {**os.environ, "PYTHONPATH": str(grid.ROOT / "src")}
+            done = subprocess.run(
+                [*cmd, "--headless", "--session", str(folder / "s")],
+                capture_output=True,
+                text=True,
+                timeout=20 * 60,
+                env=env,
+                check=False,
+            )
+            print(done.stdout[-1500:])
+            (session,) = list((folder / "s").iterdir())
+            LIVE.write_text((session / "trials.jsonl").read_text())
+    trials = [record_from_dict(json.loads(line)) for line in LIVE.read_text().splitlines()]
     plan = parse_plan(document)
     truth = true_scores(plan, g.points)
     target = TARGET * max(truth.values())
@@ -401,12 +451,21 @@ def live(build: Any, seed: int) -> int:
     )
     top = best(trials, plan.goal)
     offline = replay(build, plan, g.points, truth, seed)
+    ranked = sorted(truth, key=truth.__getitem__, reverse=True)
+    print(f"objective {objective}; the grid's best: {label(ranked[0])} {truth[ranked[0]]:.2f}")
     print(
-        f"live:   {len(trials)} trials, within 2 % at trial {reached}, "
-        f"final pick {label(None if top is None else key_of(build, top.config))}"
+        f"live:   {len(trials)} trials ({sum(t.status is TrialStatus.PRUNED for t in trials)} "
+        f"pruned), within 2 % at trial {reached}, final pick "
+        f"{label(None if top is None else key_of(build, top.config))}"
     )
     print(
-        f"replay: {offline.trials} trials, within 2 % at trial {offline.trials_to}, "
-        f"final pick {label(offline.final)}"
+        f"replay: {offline.trials} trials ({offline.pruned} pruned), within 2 % at trial "
+        f"{offline.trials_to}, final pick {label(offline.final)}"
     )
+    print("live proposals:   " + "; ".join(_short(key_of(build, t.config)) for t in trials))
+    print("replay proposals: " + "; ".join(_short(k) for k in offline.keys))
     return 0
+
+
+def _short(key: Key) -> str:
+    return f"{key[0]}/{key[1]}/{key[2]:g}"
