@@ -1,12 +1,12 @@
 """Search proven on a real engine: llama.cpp's speculative space measured once, then every
 strategy replayed against it.
 
-* ``measure`` — the ground truth (benchmarks/real_search_grid.py): 60 points of
+* ``measure`` — the ground truth (benchmarks/realsearch/grid.py): 60 points of
   llama-server's speculative space (3 draft files x 5 ``n_max`` x 4 ``p_min``) plus the
   references, each measured once per pass by the product's own loop on the real server of
   the test bed; kept in ``benchmarks/data/llamacpp-grid.jsonl`` with its conditions. Long and
   CPU-bound: in chunks under the suite lock, resumable.
-* ``replay`` (the default) — benchmarks/real_search_replay.py: every strategy's real code
+* ``replay`` (the default) — benchmarks/realsearch/replay.py: every strategy's real code
   against the measured grid, each proposal answered by one of its measured runs, so the noise
   and pruning replay too; prints trials and benchmark seconds to within 2 % of the grid's
   best, median over the seeds, with and without pruning, side by side.
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import real_search_grid as grid  # noqa: E402
+from benchmarks.realsearch import grid  # noqa: E402
 from tests.fixtures.llamacpp import find_build  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "measure":
         left = grid.measure(find_build(), args.passes, args.minutes)
         return 3 if left else 0
-    from benchmarks import real_search_replay as replay
+    from benchmarks.realsearch import replay
 
     if args.command == "live":
         return replay.live(find_build(), args.seed, args.again)

@@ -1,7 +1,7 @@
 """Every strategy's real code replayed against the measured llama.cpp grid.
 
 Why a replay: on a real engine every trial costs a load and a ladder, and the best point is
-unknown until the whole space has been measured. Measured once (benchmarks/real_search_grid.py,
+unknown until the whole space has been measured. Measured once (benchmarks/realsearch/grid.py,
 several passes), the grid answers any strategy's proposals offline: each proposal of the
 product's own code (``core.search.strategy.next_trial``, rebuilt from the records each time
 as in a session) is answered by one of its point's measured runs, drawn by the seed — so the
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from benchmarks import real_search_grid as grid
+from benchmarks.realsearch import grid
 
 from specconsole.core.machine.results import combine_runs, mean_accept_length
 from specconsole.core.measure.noise import Sample, pool
@@ -379,6 +379,12 @@ def main(seeds: int = 5) -> int:
     build = find_build()
     g = load()
     print(f"measured points: {len(g.points)}, runs: {sum(len(r) for r in g.points.values())}")
+    if len(g.points) < grid_size():
+        print(
+            f"the grid is incomplete ({len(g.points)} of {grid_size()} points): measure the "
+            "rest first (benchmarks/real_search.py measure)"
+        )
+        return 2
     for objective in OBJECTIVES:
         rows, facts = strategy_table(build, g, objective, seeds)
         truth = facts["truth"]

@@ -51,7 +51,7 @@ from typing import Any
 
 import tomli_w
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "llamacpp-grid.jsonl"
 
 DRAFTS = ("req_Q4_0", "trunc20", "self")
