@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--minutes", type=float, default=18.0, help="this chunk's budget")
     r = sub.add_parser("replay", help="replay every strategy against the measured grid")
     r.add_argument("--seeds", type=int, default=5)
+    r.add_argument(
+        "--partial", action="store_true", help="replay the complete drafts' sub-grid meanwhile"
+    )
     live = sub.add_parser("live", help="one live optimize run with pruning on the real server")
     live.add_argument("--seed", type=int, default=0)
     live.add_argument("--again", action="store_true", help="run it again though one is kept")
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "live":
         return replay.live(find_build(), args.seed, args.again)
-    return replay.main(seeds=getattr(args, "seeds", 5))
+    return replay.main(seeds=getattr(args, "seeds", 5), partial=getattr(args, "partial", False))
 
 
 if __name__ == "__main__":

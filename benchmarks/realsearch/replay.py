@@ -68,6 +68,16 @@ class Grid:
     references: dict[str, list[Run]]
     conditions: dict[str, Any]
 
+    @property
+    def drafts(self) -> tuple[str, ...]:
+        """The drafts whose every point is measured: the space a replay searches (all of
+        them once the measurement is complete)."""
+        return tuple(
+            d
+            for d in grid.DRAFTS
+            if all((d, n, p) in self.points for n in grid.N_MAX for p in grid.P_MIN)
+        )
+
 
 def _float(value: Any) -> float:
     return 0.0 if value is None else float(value)
@@ -112,9 +122,16 @@ def load(path: Path | None = None) -> Grid:
 # ------------------------------------------------------------------------------ the space
 
 
-def plan_document(build: Any, strategy: str, objective: str, seed: int, prune_on: bool) -> dict:
+def plan_document(
+    build: Any,
+    strategy: str,
+    objective: str,
+    seed: int,
+    prune_on: bool,
+    space: tuple[str, ...] = grid.DRAFTS,
+) -> dict:
     """The searched space as a plan: the base is llama-server's default point."""
-    drafts = [str(grid.draft_path(build, d)) for d in grid.DRAFTS]
+    drafts = [str(grid.draft_path(build, d)) for d in space]
     base = grid.slice_plan(build, grid.Slice(1, grid.DEFAULT_POINT["draft"], 0.0), Path("run"))
     server = base["server"] | {
         "spec_draft_n_max": grid.DEFAULT_POINT["spec_draft_n_max"],
@@ -132,7 +149,7 @@ def plan_document(build: Any, strategy: str, objective: str, seed: int, prune_on
             "objective": objective,
             "seed": seed,
             "prune": prune_on,
-            "max_trials": grid_size(),
+            "max_trials": grid_size(space),
             **({"axis": "spec_draft_n_max"} if strategy == "boundary" else {}),
             "axes": {
                 "speculative_draft_model_path": drafts,
@@ -143,8 +160,8 @@ def plan_document(build: Any, strategy: str, objective: str, seed: int, prune_on
     }
 
 
-def grid_size() -> int:
-    return len(grid.DRAFTS) * len(grid.N_MAX) * len(grid.P_MIN)
+def grid_size(space: tuple[str, ...] = grid.DRAFTS) -> int:
+    return len(space) * len(grid.N_MAX) * len(grid.P_MIN)
 
 
 def key_of(build: Any, config: Any) -> Key:
@@ -313,8 +330,15 @@ def replay(
     )
 
 
-def make_plan(build: Any, strategy: str, objective: str, seed: int, prune_on: bool) -> SweepPlan:
-    return parse_plan(plan_document(build, strategy, objective, seed, prune_on))
+def make_plan(
+    build: Any,
+    strategy: str,
+    objective: str,
+    seed: int,
+    prune_on: bool,
+    space: tuple[str, ...] = grid.DRAFTS,
+) -> SweepPlan:
+    return parse_plan(plan_document(build, strategy, objective, seed, prune_on, space))
 
 
 # ------------------------------------------------------------------------------ printing
@@ -334,7 +358,7 @@ def label(key: Key | None) -> str:
 
 
 def strategy_table(
-    build: Any, g: Grid, objective: str, seeds: int
+    build: Any, g: Grid, objective: str, seeds: int, space: tuple[str, ...]
 ) -> tuple[list[str], dict[str, Any]]:
     rows = [
         "| strategy | prune | trials to 2 % | bench s to 2 % | reached | trials run | "
@@ -342,24 +366,29 @@ def strategy_table(
         "|---|---|---|---|---|---|---|---|---|",
     ]
     summary: dict[str, Any] = {}
-    probe = make_plan(build, "grid", objective, 0, False)
-    truth = true_scores(probe, g.points)
+    points = {k: runs for k, runs in g.points.items() if k[0] in space}
+    probe = make_plan(build, "grid", objective, 0, False, space)
+    truth = true_scores(probe, points)
     top = max(truth.values())
     grid_seconds = statistics.fmean(
-        sum(sum(r.seconds.values()) for r in runs) / len(runs) for runs in g.points.values()
-    ) * len(g.points)
+        sum(sum(r.seconds.values()) for r in runs) / len(runs) for runs in points.values()
+    ) * len(points)
     for strategy in STRATEGIES:
         for prune_on in (False, True):
             outs = [
                 replay(
-                    build, make_plan(build, strategy, objective, s, prune_on), g.points, truth, s
+                    build,
+                    make_plan(build, strategy, objective, s, prune_on, space),
+                    points,
+                    truth,
+                    s,
                 )
                 for s in range(seeds)
             ]
             gaps = [
                 (1 - truth[o.final] / top) * 100 if o.final in truth else float("nan") for o in outs
             ]
-            n = grid_size()
+            n = grid_size(space)
             rows.append(
                 f"| {strategy} | {'on' if prune_on else 'off'} | "
                 f"{_median([o.trials_to for o in outs], n + 1)} | "
@@ -374,20 +403,23 @@ def strategy_table(
     return rows, {"truth": truth, "outcomes": summary, "grid_seconds": grid_seconds}
 
 
-def main(seeds: int = 5) -> int:
+def main(seeds: int = 5, partial: bool = False) -> int:
     from tests.fixtures.llamacpp import find_build
 
     build = find_build()
     g = load()
     print(f"measured points: {len(g.points)}, runs: {sum(len(r) for r in g.points.values())}")
-    if len(g.points) < grid_size():
+    space = g.drafts
+    if space != grid.DRAFTS:
         print(
-            f"the grid is incomplete ({len(g.points)} of {grid_size()} points): measure the "
-            "rest first (benchmarks/real_search.py measure)"
+            f"the grid is incomplete ({len(g.points)} of {grid_size()} points; complete drafts: "
+            f"{', '.join(space) or 'none'}): measure the rest (benchmarks/real_search.py "
+            "measure)" + ("; replaying the complete drafts' sub-grid" if partial else "")
         )
-        return 2
+        if not partial or not space:
+            return 2
     for objective in OBJECTIVES:
-        rows, facts = strategy_table(build, g, objective, seeds)
+        rows, facts = strategy_table(build, g, objective, seeds, space)
         truth = facts["truth"]
         ranked = sorted(truth, key=truth.__getitem__, reverse=True)
         default = (
@@ -399,9 +431,9 @@ def main(seeds: int = 5) -> int:
             f"\n## objective {objective}: best {label(ranked[0])} {truth[ranked[0]]:.2f}; "
             f"default {label(default)} {truth.get(default, float('nan')):.2f}; "
             f"within 2 %: {sum(v >= TARGET * truth[ranked[0]] for v in truth.values())} points; "
-            f"the whole grid: {grid_size()} trials, {facts['grid_seconds']:.0f} bench s\n"
+            f"the whole grid: {grid_size(space)} trials, {facts['grid_seconds']:.0f} bench s\n"
         )
-        probe = make_plan(build, "grid", objective, 0, False)
+        probe = make_plan(build, "grid", objective, 0, False, space)
         print(noise_line(probe, g.points))
         refs = true_scores(probe, {(name, 0, 0.0): runs for name, runs in g.references.items()})
         print(
@@ -412,12 +444,13 @@ def main(seeds: int = 5) -> int:
         print("\n".join(rows))
         outs = facts["outcomes"]["optimize/True"]
         got = [o.trials_to for o in outs]
-        median = statistics.median(grid_size() + 1 if t is None else t for t in got)
-        share = median / grid_size()
+        median = statistics.median(grid_size(space) + 1 if t is None else t for t in got)
+        share = median / grid_size(space)
         print(
             f"\noptimize with pruning: within 2 % in {median:g} trials (median of {seeds} seeds: "
             f"{', '.join('—' if t is None else str(t) for t in got)}) = {share:.0%} of the "
-            f"grid's {grid_size()} trials (target ≤ 25 %: {'met' if share <= 0.25 else 'not met'})"
+            f"grid's {grid_size(space)} trials (target ≤ 25 %: "
+            f"{'met' if share <= 0.25 else 'not met'})"
         )
     return 0
 
