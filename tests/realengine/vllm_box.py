@@ -44,9 +44,15 @@ def unit_env() -> dict[str, str]:
     }
 
 
+STOP_DRAIN_S = 2
+"""The unit's ``ExecStop=/bin/sleep``: a stop (every deploy restarts the unit) gives the server
+two statistics intervals before systemd's SIGTERM, so its log has the figures of the interval
+its last request ended in (vLLM logs an interval at its end, and not when it is stopped)."""
+
+
 def users_unit(bed: VllmBed, port: int, k: int = 4) -> str:
     """A ``vllm serve`` unit as a user writes it: n-gram speculation in its JSON, the CPU
-    backend's environment, no restarts."""
+    backend's environment, a drain before the stop signal, no restarts."""
     spec = json.dumps({"method": "ngram", "num_speculative_tokens": k})
     env = "".join(f"Environment={key}={value}\n" for key, value in unit_env().items())
     return (
@@ -60,6 +66,7 @@ def users_unit(bed: VllmBed, port: int, k: int = 4) -> str:
         f"    --speculative-config '{spec}' \\\n"
         f"    --max-model-len 2048 {' '.join(BASE_FLAGS)} --served-model-name {SERVED_NAME} \\\n"
         f"    --host 127.0.0.1 --port {port}\n"
+        f"ExecStop=/bin/sleep {STOP_DRAIN_S}\n"
         "Restart=no\n"
         "TimeoutStopSec=30\n"
         "\n"
@@ -94,12 +101,39 @@ BENCH = {
 level drafts): enough for exact counter deltas, short on a shared 2-core box."""
 
 
-def journal_spec_totals(box: NspawnBox, api_pid: int) -> tuple[int, int]:
-    """(accepted, drafted) summed over every ``SpecDecoding metrics`` line the API server
-    ``api_pid`` wrote to the unit's journal."""
-    text = box.ssh(f"journalctl -u {UNIT} -o cat --no-pager | grep 'APIServer pid={api_pid})'")
-    found = [(int(a), int(d)) for a, d in SPEC_LINE.findall(text)]
+STATS_LINE = "] Engine 000: "
+"""vLLM's periodic statistics line (``v1/metrics/loggers.py``): written at each tick of
+``VLLM_LOG_STATS_INTERVAL`` after an interval with traffic, followed by that interval's
+``SpecDecoding metrics`` line when it drafted."""
+METRICS_READ = '"GET /metrics HTTP/'
+"""uvicorn's access line for a ``/metrics`` read (the load generator's counter snapshots)."""
+
+
+def server_lines(box: NspawnBox, pid: int) -> list[str]:
+    """Everything one life of the unit's server wrote to the journal, in the order it wrote
+    it: the entries of its main process ``pid`` (the API server; its engine core writes
+    through the same stream)."""
+    return box.ssh(f"journalctl -u {UNIT} _PID={pid} -o cat --no-pager", timeout=60).splitlines()
+
+
+def spec_totals(lines: list[str]) -> tuple[int, int]:
+    """(accepted, drafted) summed over the ``SpecDecoding metrics`` lines among ``lines``."""
+    found = [(int(a), int(d)) for line in lines for a, d in SPEC_LINE.findall(line)]
     return sum(a for a, _d in found), sum(d for _a, d in found)
+
+
+def logged_past_last_read(lines: list[str]) -> bool:
+    """Whether the server's statistics lines account for every draft it had counted at its
+    last ``/metrics`` read: one of its statistics lines follows that read.
+
+    vLLM logs an interval's figures at the interval's end, never when it stops: a server
+    stopped (the next trial's deploy restarts the unit) before the tick after its last
+    request leaves that request's last drafts out of its log, while its counters — read
+    right after the level — have them. Both lines are written by the API server's one event
+    loop, which also records every step's statistics, so their order in its output is the
+    order it did them in."""
+    reads = [i for i, line in enumerate(lines) if METRICS_READ in line]
+    return bool(reads) and any(STATS_LINE in line for line in lines[reads[-1] + 1 :])
 
 
 def api_pid(log: str) -> int:
