@@ -46,7 +46,7 @@ FATAL = {"sglang": b"Not enough memory", "vllm": b"larger than the available KV 
 
 def plan_for(run_dir: Path, engine: str) -> SweepPlan:
     if engine == "vllm":  # the simulator's vLLM face: a KV cache too small for the context
-        axes = "speculative_num_steps = [2]\nmem_fraction_static = [0.35]\n"
+        axes = "num_speculative_tokens = [2]\ngpu_memory_utilization = [0.35]\n"
         faces = {"server": VLLM_SERVER, "launcher": VLLM_LAUNCHER}
     else:
         axes, faces = "speculative_num_steps = [10]\n", {}

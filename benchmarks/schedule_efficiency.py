@@ -49,12 +49,16 @@ BOXES: dict[str, tuple[str, str]] = {
     "SGLang on the seed box": (
         """engine_version = "0.5.14"
 launcher = "python3 -m specconsole.sim"
+speculative_algorithm = "EAGLE3"
+speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
+tp_size = 4
 speculative_eagle_topk = 1
 mem_fraction_static = 0.88
 cuda_graph_max_bs = 64
 max_running_requests = 64
 """,
-        """mem_fraction_static = [0.80, 0.84, 0.88, 0.92]
+        """speculative_num_steps = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+mem_fraction_static = [0.80, 0.84, 0.88, 0.92]
 cuda_graph_max_bs = [32, 64, 128]
 """,
     ),
@@ -62,13 +66,17 @@ cuda_graph_max_bs = [32, 64, 128]
         f"""engine = "vllm"
 engine_version = "0.34.0"
 launcher = "python3 -m specconsole.sim vllm serve"
-mem_fraction_static = 0.92
-max_running_requests = 64
-context_length = 32768
+method = "eagle3"
+speculative_model = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
+tensor_parallel_size = 4
+gpu_memory_utilization = 0.92
+max_num_seqs = 64
+max_model_len = 32768
 extra_args = ["--sim-profile", "{SEED_PROFILE}"]
 """,
-        """mem_fraction_static = [0.88, 0.90, 0.92, 0.95]
-max_running_requests = [64, 128]
+        """num_speculative_tokens = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+gpu_memory_utilization = [0.88, 0.90, 0.92, 0.95]
+max_num_seqs = [64, 128]
 """,
     ),
 }
@@ -78,15 +86,11 @@ def plan_text(server: str, strategy: str, axes: str, ladder: tuple[int, ...]) ->
     return f"""
 [server]
 model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-tp_size = 4
 {server}
 [sweep]
 strategy = "{strategy}"
 baseline = true
 [sweep.axes]
-speculative_num_steps = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 {axes}
 [bench]
 ladder = {list(ladder)}
@@ -123,7 +127,7 @@ def label(trial: TrialRecord, base: ServerConfig) -> str:
 
 def report(name: str, server: str, axes: str, ladder: tuple[int, ...]) -> bool:
     grid_plan = loads_plan(plan_text(server, "grid", axes, ladder))
-    schedule_plan = loads_plan(plan_text(server, "schedule", "", ladder))
+    schedule_plan = loads_plan(plan_text(server, "schedule", axes.splitlines()[0], ladder))
     grid = run(grid_plan, ladder)
     schedule = run(schedule_plan, ladder)
     grid_table: LevelTable = level_table(grid, grid_plan.goal)

@@ -18,11 +18,13 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from specconsole.core.config.concepts import Concept, concept_key, concept_value
 from specconsole.core.engine.schedule import Role
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.search.levels import level_table, role_of
@@ -57,21 +59,29 @@ VLLM_SEED_SERVER = """[server]
 engine = "vllm"
 engine_version = "0.34.0"
 model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-tp_size = 4
-mem_fraction_static = 0.92
-max_running_requests = 64
-context_length = 32768
+method = "eagle3"
+speculative_model = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
+tensor_parallel_size = 4
+gpu_memory_utilization = 0.92
+max_num_seqs = 64
+max_model_len = 32768
 host = "127.0.0.1"
 """
+
+
+def length_key(server: str) -> str:
+    """The draft-length key of the ``[server]`` table's engine (its own word for steps)."""
+    engine = tomllib.loads(server)["server"].get("engine", "sglang")
+    key = concept_key(engine, Concept.DRAFT_LENGTH)
+    assert key is not None
+    return key
 
 
 def _sweep(tmp_path: Path, server: str, launcher: str, extra: list[str]) -> Session:
     text = sim_plan_text(
         tmp_path / "run",
         extra_args=["--sim-load-seconds", "0.5", *extra],
-        sweep=SWEEP,
+        sweep=SWEEP.replace("speculative_num_steps", length_key(server)),
         bench=BENCH,
         name="schedule e2e",
         server=server,
@@ -105,7 +115,8 @@ def _check(session: Session, side_file: bool) -> None:
     schedule = trials[-1]
     table = level_table(trials, plan.goal, plan.noise_pct)
     assert table.schedule is schedule and table.single is not None
-    assert table.single.config.speculative_num_steps == 3  # the peak aggregate's best static
+    single = table.single.config
+    assert concept_value(single, Concept.DRAFT_LENGTH) == 3  # the peak aggregate's best static
     for row in table.rows:
         assert row.best is not None and row.schedule is not None
         assert row.schedule.value >= 0.98 * row.best.value, (row.concurrency, row)

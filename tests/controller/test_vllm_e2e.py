@@ -40,15 +40,15 @@ def vllm_plan_text(sshd: SshdServer, folder: Path, port: int) -> str:
     host = ssh_host(sshd)
     sweep = """[sweep]
 strategy = "boundary"
-axis = "speculative_num_steps"
+axis = "num_speculative_tokens"
 on_crash = "auto"
 load_timeout = 60
 max_trials = 8
 finally = "best"
 
 [sweep.axes]
-speculative_num_steps = [1, 2, 3]
-mem_fraction_static = [0.9, 0.35]
+num_speculative_tokens = [1, 2, 3]
+gpu_memory_utilization = [0.9, 0.35]
 """
     bench = f"""[bench]
 ladder = [1, 4]
@@ -94,11 +94,11 @@ async def test_vllm_sweep_headless(
     assert code == 0, said
 
     trials = session.load_trials()
-    shape = [(t.config.speculative_num_steps, t.config.mem_fraction_static) for t in trials]
+    shape = [(t.config.num_speculative_tokens, t.config.gpu_memory_utilization) for t in trials]
     assert shape == [(1, 0.9), (2, 0.9), (3, 0.9), (1, 0.35)], shape
     loaded, crashed = trials[:3], trials[3]
     for t in loaded:
-        k = t.config.speculative_num_steps
+        k = t.config.num_speculative_tokens
         assert t.status is TrialStatus.OK, t
         assert t.capacity and t.capacity > 100_000  # vLLM's KV size line, separators and all
         assert [lv.concurrency for lv in t.levels] == [1, 4]
@@ -128,7 +128,7 @@ async def test_vllm_sweep_headless(
     assert best is not None and best.status is TrialStatus.OK
     assert json.loads(_get(port, "/version")) == {"version": "0.34.0"}
     positions = _get(port, "/metrics").count("vllm:spec_decode_num_accepted_tokens_per_pos_total{")
-    assert positions == best.config.speculative_num_steps
+    assert positions == best.config.num_speculative_tokens
     assert "finally = best" in said
 
     report = render(trials, plan, "md")

@@ -38,13 +38,13 @@ slurm_conf = "{slurm_cluster.conf}"
 """
     sweep = """[sweep]
 strategy = "boundary"
-axis = "speculative_num_steps"
+axis = "num_speculative_tokens"
 on_crash = "auto"
 load_timeout = 60
 
 [sweep.axes]
-speculative_num_steps = [1, 2]
-mem_fraction_static = [0.9, 0.35]
+num_speculative_tokens = [1, 2]
+gpu_memory_utilization = [0.9, 0.35]
 """
     bench = """[bench]
 ladder = [1, 4]
@@ -73,12 +73,12 @@ api = "chat"
         await SlurmBackend(LocalTransport(), plan.profile.service).stop()
     assert code == EXIT_OK, out.getvalue()
     trials = session.load_trials()
-    shape = [(t.config.speculative_num_steps, t.config.mem_fraction_static) for t in trials]
+    shape = [(t.config.num_speculative_tokens, t.config.gpu_memory_utilization) for t in trials]
     assert shape == [(1, 0.9), (2, 0.9), (1, 0.35)], shape
     for t in trials[:2]:
         assert t.status is TrialStatus.OK, t
         assert [lv.concurrency for lv in t.levels] == [1, 4]
-        k = t.config.speculative_num_steps
+        k = t.config.num_speculative_tokens
         for level in t.levels:
             c = level.counters
             assert level.completed == 8 and c is not None, level

@@ -12,12 +12,12 @@ from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import (
     FIELD_KINDS,
     ServerConfig,
-    SpecAlgorithm,
     config_from_table,
     config_to_table,
     effective_launcher,
     replace_config,
 )
+from specconsole.engines.sglang.keys import KEYS, SpecAlgorithm
 
 FULL_TOML = """
 [server]
@@ -73,7 +73,7 @@ def test_full_table_reads_every_key() -> None:
         env=(("SGLANG_LOG_MS", "1"), ("CUDA_VISIBLE_DEVICES", "0")),
     )
     assert config.description == "EAGLE3 baseline"
-    assert set(table) == set(FIELD_KINDS)  # the example covers every key
+    assert set(table) == set(FIELD_KINDS) | {k.name for k in KEYS}  # every key
     assert config_to_table(config) == table
 
 

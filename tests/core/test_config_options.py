@@ -44,6 +44,9 @@ class Toy:
     def render_flags(self, config: ServerConfig, launcher: Sequence[str]) -> list[str]:
         return ["-m", config.model_path, *option_words(config.options, FIELDS)]
 
+    def check(self, config: ServerConfig, bad_ints: set[str], report: object) -> None:
+        pass  # no rules of its own
+
     def __getattr__(self, attr: str) -> Any:
         return getattr(get_engine("sglang"), attr)
 
@@ -89,7 +92,7 @@ def test_keys_are_swept_edited_and_set_like_fields() -> None:
     edited = replace_config(config, draft_max="8", p_min="", kind="draft")
     assert edited.draft_max == 8 and edited.p_min is None and edited.kind == "draft"
     assert edited.options == (("draft_max", 8), ("metrics", True), ("kind", "draft"))
-    swept = set_values(config, draft_max=16, speculative_num_steps=None)
+    swept = set_values(config, draft_max=16, user=None)
     assert swept.draft_max == 16 and swept.p_min == 0.5
     assert dataclasses.replace(swept) == swept
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 from specconsole.core.config.effective import effective_config, portable
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import unportable_changes
 from specconsole.core.engine.registry import get_engine
+from specconsole.engines.sglang.keys import SpecAlgorithm
 
 EAGLE = ServerConfig(
     model_path="m",

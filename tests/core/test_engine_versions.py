@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.validation import errors, validate
 from specconsole.core.launch.command import parse_command
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.engines.sglang.releases import (
     detect_command,
     flag_for,

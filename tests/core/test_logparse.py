@@ -1009,7 +1009,8 @@ def test_decode_fast_path_matches_key_parsing() -> None:
 
 
 def test_fix_changes_apply_with_replace_config() -> None:
-    from specconsole.core.config.model import ServerConfig, SpecAlgorithm, replace_config
+    from specconsole.core.config.model import ServerConfig, replace_config
+    from specconsole.engines.sglang.keys import SpecAlgorithm
 
     config = ServerConfig(
         model_path="m",
@@ -1019,11 +1020,16 @@ def test_fix_changes_apply_with_replace_config() -> None:
         speculative_num_draft_tokens=32,
         mem_fraction_static=0.85,
     )
-    for cause, fixes in [*FIXES.items(), *VLLM_FIXES.items(), *GENERIC_FIXES.items()]:
-        for fix in fixes:
-            changed = replace_config(config, **dict(fix.changes))
-            assert fix.text, cause
-            assert fix.field is None or getattr(changed, fix.field) != getattr(config, fix.field)
+    vllm = ServerConfig(
+        model_path="m", engine="vllm", method="eagle3", num_speculative_tokens=6,
+        gpu_memory_utilization=0.85, max_model_len=131072, max_num_seqs=1024,
+    )  # fmt: skip
+    for base, table in [(config, FIXES), (vllm, VLLM_FIXES), (config, GENERIC_FIXES)]:
+        for cause, fixes in table.items():
+            for fix in fixes:
+                changed = replace_config(base, **dict(fix.changes))
+                assert fix.text, cause
+                assert fix.field is None or getattr(changed, fix.field) != getattr(base, fix.field)
     shrink = next(f for f in FIXES[FatalCause.CUDA_OOM] if len(f.changes) == 3)
     tree = replace_config(config, **dict(shrink.changes))
     assert (

@@ -305,7 +305,7 @@ def test_a_single_request_goal_holds_the_capacity_axes_at_the_base_then_releases
     assert {(t.config.mem_fraction_static, t.config.cuda_graph_max_bs) for t in held} == {
         (0.88, 64)
     }
-    assert all("cg_bs=64 mem=0.88 held at the base" in t.note for t in held), held[1].note
+    assert all("cg-bs=64 mem=0.88 held at the base" in t.note for t in held), held[1].note
     # released after half the patience without an improvement: the rest search them too
     trials = run(p, 8)
     later = [t for t in trials if "held at the base" not in t.note]

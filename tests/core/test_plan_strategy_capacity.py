@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core.config.model import SpecAlgorithm
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
@@ -15,6 +14,7 @@ from specconsole.core.plans.tables import server_config_from_table, server_confi
 from specconsole.core.ports import BenchApi
 from specconsole.core.search.capacity import draft_tokens, fit_line, predict_capacity
 from specconsole.core.search.strategy import boundary_result, findings, next_trial
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.paths import examples_dir
 from tests.controller.helpers import PLAN_TEXT, plan
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
-import string
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm, config_from_table
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv, to_command
+from specconsole.core.engine.registry import engine_names
 from specconsole.core.launch.command import parse_command
 from specconsole.core.launch.systemd import (
     UnitOptions,
@@ -22,9 +22,8 @@ from specconsole.core.launch.systemd import (
     systemd_split,
     to_unit,
 )
-from specconsole.engines.llamacpp.flags import MODELLED_FLAGS as LLAMA_MODELLED_FLAGS
-from specconsole.engines.sglang.flags import MODELLED_FLAGS
-from specconsole.engines.vllm.flags import MODELLED_FLAGS as VLLM_MODELLED_FLAGS
+from specconsole.engines.sglang.keys import SpecAlgorithm
+from tests.engines.described import configs
 
 EAGLE3 = ServerConfig(
     model_path="/models/Llama-3.1-8B-Instruct",
@@ -90,13 +89,13 @@ def test_vllm_rendering() -> None:
         model_path="/models/Llama-3.1-8B-Instruct",
         engine="vllm",
         launcher="vllm serve",
-        speculative_algorithm=SpecAlgorithm.EAGLE3,
-        speculative_draft_model_path="/models/EAGLE3",
-        speculative_num_steps=3,
-        mem_fraction_static=0.9,
-        max_running_requests=128,
-        tp_size=2,
-        context_length=32768,
+        method="eagle3",
+        speculative_model="/models/EAGLE3",
+        num_speculative_tokens=3,
+        gpu_memory_utilization=0.9,
+        max_num_seqs=128,
+        tensor_parallel_size=2,
+        max_model_len=32768,
         port=8000,
     )
     argv = to_argv(config)
@@ -127,8 +126,8 @@ def test_vllm_rendering() -> None:
     ngram = ServerConfig(
         model_path="m",
         engine="vllm",
-        speculative_algorithm=SpecAlgorithm.NGRAM,
-        speculative_num_steps=4,
+        method="ngram",
+        num_speculative_tokens=4,
     )
     j = to_argv(ngram).index("--speculative-config")
     assert json.loads(to_argv(ngram)[j + 1]) == {"method": "ngram", "num_speculative_tokens": 4}
@@ -290,12 +289,12 @@ def test_parse_unit_drop_in_reset() -> None:
                 model_path="/models/x",
                 engine="vllm",
                 launcher="vllm serve",
-                speculative_algorithm=SpecAlgorithm.EAGLE,
-                speculative_draft_model_path="/d",
-                speculative_num_steps=5,
-                mem_fraction_static=0.9,
-                tp_size=2,
-                max_running_requests=32,
+                method="eagle",
+                speculative_model="/d",
+                num_speculative_tokens=5,
+                gpu_memory_utilization=0.9,
+                tensor_parallel_size=2,
+                max_num_seqs=32,
                 host="0.0.0.0",
                 port=8000,
                 extra_args=("--enforce-eager",),
@@ -362,148 +361,15 @@ def test_systemd_quote_round_trip(word: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Property tests: render -> parse -> render is identical
+# Property tests: render -> parse -> render is identical, for every registered engine, on
+# configurations drawn from its own declarations (tests/engines/described.py)
 # --------------------------------------------------------------------------------------------
 
-_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters="\x00"),
-    min_size=1,
-    max_size=20,
+_any_config = st.sampled_from(engine_names()).flatmap(configs)
+_exact_config = st.sampled_from(engine_names()).flatmap(
+    lambda engine: configs(engine, own_flags_only=True)
 )
-_path = _text.filter(lambda s: not s.startswith("-") and s.strip() == s and s)
-_flag_names = (
-    st.text(alphabet=string.ascii_lowercase + "-", min_size=1, max_size=12)
-    .map(lambda s: "--" + s.strip("-"))
-    .filter(
-        lambda f: (
-            f not in MODELLED_FLAGS
-            and f not in VLLM_MODELLED_FLAGS
-            and f not in LLAMA_MODELLED_FLAGS
-            and f != "--"
-        )
-    )
-)
-_extra = st.lists(
-    st.one_of(
-        _flag_names,
-        _text.filter(lambda s: not s.startswith("-")),
-        st.tuples(_flag_names, _text).map(lambda t: f"{t[0]}={t[1]}"),
-    ),
-    max_size=6,
-).map(tuple)
-_env = st.lists(
-    st.tuples(
-        st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True),
-        _text.filter(lambda s: "\n" not in s),
-    ),
-    max_size=3,
-    unique_by=lambda t: t[0],
-).map(tuple)
-_opt_int = st.one_of(st.none(), st.integers(1, 100_000))
-
-
-_LLAMA_OPTIONS = st.fixed_dictionaries(
-    {},
-    optional={
-        "spec_type": st.sampled_from(["none", "draft-simple", "ngram-mod"]),
-        "spec_draft_n_max": st.integers(0, 64),
-        "spec_draft_n_min": st.integers(0, 8),
-        "spec_draft_p_min": st.floats(0, 1),
-        "spec_draft_ngl": st.one_of(st.integers(0, 99), st.sampled_from(["auto", "all"])),
-        "spec_draft_threads": st.integers(-1, 8),
-        "ctx_size": st.integers(0, 1_000_000),
-        "parallel": st.integers(-1, 256),
-        "threads": st.integers(-1, 64),
-        "n_gpu_layers": st.one_of(st.integers(0, 99), st.sampled_from(["auto", "all"])),
-        "fit": st.sampled_from(["on", "off"]),
-        "metrics": st.just(True),  # false renders nothing: it reads back unset
-    },
-)
-
-
-@st.composite
-def llama_configs(draw: st.DrawFn) -> ServerConfig:
-    """llama-server configurations: its own keys (any spelling reads back), a draft or not,
-    its launchers; extra args that are not its modelled flags."""
-    table = {
-        "engine": "llamacpp",
-        "model_path": draw(_path),
-        "launcher": draw(st.sampled_from(["llama-server", "/opt/llama.cpp/bin/llama-server"])),
-        **draw(_LLAMA_OPTIONS),
-    }
-    draft = draw(st.one_of(st.none(), _path))
-    if draft is not None:
-        table["speculative_draft_model_path"] = draft
-    config = config_from_table(table)
-    return dataclasses.replace(
-        config,
-        host=draw(st.sampled_from(["127.0.0.1", "0.0.0.0", "::1"])),
-        port=draw(st.integers(1, 65535)),
-        extra_args=draw(_extra),
-        env=draw(_env),
-        working_directory=draw(
-            st.one_of(
-                st.none(), _path.filter(lambda p: not p.endswith("\\")).map(lambda p: "/" + p)
-            )
-        ),
-    )
-
-
-@st.composite
-def configs(draw: st.DrawFn, engine: str) -> ServerConfig:
-    if engine == "llamacpp":
-        return draw(llama_configs())
-    algo = draw(st.one_of(st.none(), st.sampled_from(list(SpecAlgorithm))))
-    launchers = (
-        ["vllm serve", "python3 -m vllm.entrypoints.openai.api_server"]
-        if engine == "vllm"
-        else [
-            "python3 -m sglang.launch_server",
-            "sglang serve",
-            "/srv/.venv/bin/python -m specconsole.sim",
-            "'/opt/my venv/bin/python' -m sglang.launch_server",
-        ]
-    )
-    spec = algo is not None
-    if engine == "vllm":
-        draft_model = (
-            draw(st.one_of(st.none(), _path)) if spec and algo is not SpecAlgorithm.NGRAM else None
-        )
-        tree: dict = {"speculative_num_steps": draw(_opt_int) if spec else None}
-    else:
-        draft_model = draw(st.one_of(st.none(), _path))
-        tree = {
-            "speculative_num_steps": draw(_opt_int),
-            "speculative_eagle_topk": draw(_opt_int),
-            "speculative_num_draft_tokens": draw(_opt_int),
-        }
-    return ServerConfig(
-        model_path=draw(_path),
-        engine=engine,
-        speculative_algorithm=algo,
-        speculative_draft_model_path=draft_model,
-        mem_fraction_static=draw(st.one_of(st.none(), st.floats(0.01, 0.99))),
-        max_running_requests=draw(_opt_int),
-        tp_size=draw(_opt_int),
-        context_length=draw(_opt_int),
-        cuda_graph_max_bs=None if engine == "vllm" else draw(_opt_int),
-        attention_backend=None if engine == "vllm" else draw(st.one_of(st.none(), _path)),
-        host=draw(st.sampled_from(["127.0.0.1", "0.0.0.0", "::1"])),
-        port=draw(st.integers(1, 65535)),
-        extra_args=draw(_extra),
-        env=draw(_env),
-        launcher=draw(st.sampled_from(launchers)),
-        working_directory=draw(
-            st.one_of(
-                st.none(), _path.filter(lambda p: not p.endswith("\\")).map(lambda p: "/" + p)
-            )
-        ),
-        user=draw(st.one_of(st.none(), st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True))),
-        **tree,
-    )
-
-
-_any_config = st.one_of(configs("sglang"), configs("vllm"), configs("llamacpp"))
+"""Configurations whose every key has a flag of its own: they read back exactly."""
 
 
 @settings(max_examples=200, deadline=None)
@@ -513,8 +379,13 @@ def test_argv_round_trip(config: ServerConfig) -> None:
     parsed = parse_command(argv)
     assert to_argv(parsed) == argv
     assert parse_command(to_command(config)) == parsed
-    if config.engine in ("sglang", "llamacpp"):
-        assert parsed == dataclasses.replace(config, env=(), working_directory=None, user=None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_exact_config)
+def test_argv_reads_back_every_key(config: ServerConfig) -> None:
+    parsed = parse_command(to_argv(config))
+    assert parsed == dataclasses.replace(config, env=(), working_directory=None, user=None)
 
 
 @settings(max_examples=200, deadline=None)
@@ -523,8 +394,12 @@ def test_unit_round_trip(config: ServerConfig) -> None:
     unit = to_unit(config)
     parsed = parse_unit(unit)
     assert to_unit(parsed) == unit
-    if config.engine == "sglang":
-        assert parsed == config
+
+
+@settings(max_examples=200, deadline=None)
+@given(_exact_config)
+def test_unit_reads_back_every_key(config: ServerConfig) -> None:
+    assert parse_unit(to_unit(config)) == config
 
 
 _unit_words = st.sampled_from(

@@ -104,7 +104,7 @@ def test_each_kind_of_evidence_marks_the_trial_and_it_never_wins() -> None:
 def test_the_configuration_and_the_counters_say_so_too() -> None:
     d = Driver()
     d.start(loads_plan(PLAN))
-    run_trial(d, config_change={"options": (("metrics", True),)})  # -md, no spec_type
+    run_trial(d, config_change={"spec_type": None, "spec_draft_n_max": None})  # -md, no spec_type
     assert "without spec_type" in d.state.trials[0].speculation_off
     run_trial(d, drafts=0)  # asked to speculate, the counters saw no draft
     assert d.state.trials[1].speculation_off == NO_DRAFTS

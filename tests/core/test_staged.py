@@ -85,7 +85,7 @@ def test_capacity_first_then_speculation_on_the_winner() -> None:
     assert len(trials) == staged.size(plan) == plan.estimated_trials == 8
     said = findings(plan, trials)
     assert said[0].startswith("stage 1 (capacity: mem_fraction_static, cuda_graph_max_bs): chose")
-    assert "mem=0.9 cg_bs=32 — trial 5" in said[0] and "6 of 6 tried" in said[0]
+    assert "mem=0.9 cg-bs=32 — trial 5" in said[0] and "6 of 6 tried" in said[0]
     assert said[1].startswith("stage 2 (speculation: speculative_num_steps): chose steps=3")
     assert said[-1].startswith("best: trial 8")
 

@@ -18,7 +18,7 @@ from specconsole.core.engine.registry import engine_names
 from specconsole.core.launch.systemd import parse_unit, to_unit
 from specconsole.core.launch.unit import edit_unit, split_cat
 from specconsole.core.launch.unit_exec import word_spans
-from tests.core.test_render import configs
+from tests.engines.described import carried, configs
 
 ENV_FILE = "/var/backups/specconsole/sglang.service-env"
 
@@ -200,8 +200,8 @@ def test_secret_names_and_redaction() -> None:
 @given(st.data())
 def test_any_generated_unit_edits_to_any_configuration(data: st.DataObject) -> None:
     engine = data.draw(st.sampled_from(engine_names()))
-    before = data.draw(configs(engine))
-    after = data.draw(configs(engine))
+    before = data.draw(configs(engine).filter(carried))
+    after = data.draw(configs(engine).filter(carried))
     public = tuple((n, v) for n, v in before.env if not is_secret_name(n))
     text = to_unit(dataclasses.replace(before, env=public))
     assert edit(text, dataclasses.replace(before, env=public)) == text

@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.core.config.issues import Issue, Severity
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig, config_from_table
 from specconsole.core.config.validation import errors, normalized, validate
 from specconsole.core.engine.registry import engine_names
+from specconsole.engines.sglang.keys import KEYS, SpecAlgorithm
 from specconsole.engines.sglang.normalize import MSG_MAX_RUNNING_RESET
 from specconsole.engines.sglang.rules import MSG_DRAFT_ADJUSTED
 
@@ -31,8 +32,22 @@ EAGLE3 = ServerConfig(
 )
 
 
+VLLM = ServerConfig(
+    model_path="/models/Llama-3.1-8B-Instruct",
+    engine="vllm",
+    method="eagle3",
+    speculative_model="/models/EAGLE3",
+    num_speculative_tokens=3,
+    max_num_seqs=64,
+    gpu_memory_utilization=0.85,
+)
+"""The same launch in vLLM's keys."""
+
+
 def cfg(**changes: object) -> ServerConfig:
-    return dataclasses.replace(EAGLE3, **changes)  # type: ignore[arg-type]
+    """EAGLE3 with ``changes`` (VLLM's with them when they name vLLM as the engine)."""
+    base = VLLM if changes.get("engine") == "vllm" else EAGLE3
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
 def find(issues: list[Issue], field: str | None, severity: Severity) -> list[Issue]:
@@ -243,71 +258,41 @@ RULES: list[tuple[dict, str | None, Severity, str, str]] = [
         "NGRAM",
         "dp-attention",
     ),
-    # vLLM rules
-    ({"engine": "vllm"}, "speculative_eagle_topk", Severity.ERROR, "chain", "topk = 1"),
+    # vLLM rules (in vLLM's own keys: cfg() of VLLM's)
     (
-        {
-            "engine": "vllm",
-            "speculative_num_steps": None,
-            "speculative_eagle_topk": None,
-            "speculative_num_draft_tokens": None,
-        },
-        "speculative_num_steps",
+        {"engine": "vllm", "num_speculative_tokens": None},
+        "num_speculative_tokens",
         Severity.ERROR,
         "num_speculative_tokens",
-        "speculative_num_steps",
+        "num_speculative_tokens",
     ),
     (
-        {"engine": "vllm", "speculative_eagle_topk": 1},
-        "speculative_num_draft_tokens",
-        Severity.WARNING,
-        "ignores",
-        "remove",
-    ),
-    (
-        {"engine": "vllm", "attention_backend": "fa3"},
-        "attention_backend",
-        Severity.WARNING,
-        "not rendered",
-        "VLLM_ATTENTION_BACKEND",
-    ),
-    (
-        {"engine": "vllm", "cuda_graph_max_bs": 8},
-        "cuda_graph_max_bs",
-        Severity.WARNING,
-        "ignored",
-        "extra_args",
-    ),
-    (
-        {"engine": "vllm", "mem_fraction_static": 1.5},
-        "mem_fraction_static",
-        Severity.ERROR,
+        {"engine": "vllm", "gpu_memory_utilization": 1.5},
         "gpu_memory_utilization",
-        "0.85",
+        Severity.ERROR,
+        "between 0 and 1",
+        "0.9",
     ),
     (
-        {
-            "engine": "vllm",
-            "speculative_eagle_topk": 1,
-            "speculative_num_draft_tokens": 4,
-            "extra_args": ("--max-num-seqs", "8"),
-        },
+        {"engine": "vllm", "extra_args": ("--max-num-seqs", "8")},
         "extra_args",
         Severity.ERROR,
         "modelled",
-        "max_running_requests",
+        "max_num_seqs",
     ),
     (
-        {
-            "engine": "vllm",
-            "speculative_eagle_topk": 1,
-            "speculative_num_draft_tokens": 4,
-            "extra_args": ("--gpu_memory_utilization=0.5",),
-        },
+        {"engine": "vllm", "extra_args": ("--gpu_memory_utilization=0.5",)},
         "extra_args",
         Severity.ERROR,
         "modelled",
-        "mem_fraction_static",
+        "gpu_memory_utilization",
+    ),
+    (
+        {"engine": "vllm", "method": "eagle", "speculative_model": None},
+        "speculative_model",
+        Severity.ERROR,
+        "eagle method needs a draft model",
+        "speculative_model",
     ),
     ({"engine": "tensorrt"}, "engine", Severity.ERROR, "unknown engine", "vllm"),
     (
@@ -329,16 +314,55 @@ def test_rule(changes: dict, field: str | None, severity: Severity, message: str
 
 
 def test_sglang_has_no_48_warning_for_vllm() -> None:
-    issues = validate(
-        cfg(
-            engine="vllm",
-            speculative_eagle_topk=1,
-            speculative_num_draft_tokens=None,
-            max_running_requests=None,
-        )
-    )
-    assert not find(issues, "max_running_requests", Severity.WARNING)
+    issues = validate(cfg(engine="vllm", max_num_seqs=None))
+    assert not find(issues, "max_num_seqs", Severity.WARNING)
     assert errors(issues) == []
+
+
+def test_an_old_vllm_table_reads_with_a_notice_naming_each_new_key() -> None:
+    """A vLLM [server] table written before the keys spoke vLLM: each SGLang-named key is
+    read as vLLM's own with a deprecation notice naming it; keys vLLM never rendered are
+    dropped with one; a record (no notes collected) reads the same, silently."""
+    old = {
+        "engine": "vllm",
+        "model_path": "/m",
+        "speculative_algorithm": "EAGLE3",
+        "speculative_draft_model_path": "/d",
+        "speculative_num_steps": 3,
+        "speculative_eagle_topk": 1,
+        "mem_fraction_static": 0.9,
+        "max_running_requests": 64,
+        "tp_size": 2,
+        "context_length": 8192,
+    }
+    notes: list[Issue] = []
+    config = config_from_table(old, notes)
+    assert config == ServerConfig(
+        model_path="/m",
+        engine="vllm",
+        method="eagle3",
+        speculative_model="/d",
+        num_speculative_tokens=3,
+        gpu_memory_utilization=0.9,
+        max_num_seqs=64,
+        tensor_parallel_size=2,
+        max_model_len=8192,
+    )
+    said = {i.field: i for i in notes}
+    for former, key in [
+        ("speculative_algorithm", "method"),
+        ("speculative_draft_model_path", "speculative_model"),
+        ("speculative_num_steps", "num_speculative_tokens"),
+        ("mem_fraction_static", "gpu_memory_utilization"),
+        ("max_running_requests", "max_num_seqs"),
+        ("tp_size", "tensor_parallel_size"),
+        ("context_length", "max_model_len"),
+    ]:
+        assert said[former].severity is Severity.WARNING
+        assert f"write {key} instead" in said[former].fix, said[former]
+    assert "never a vLLM setting" in said["speculative_eagle_topk"].message
+    assert config_from_table(old) == config  # a record: the same, without notes
+    assert errors(validate(config)) == []
 
 
 def test_errors_sorted_first() -> None:
@@ -422,7 +446,7 @@ def test_normalize_ngram_default_draft_tokens() -> None:
 def test_normalize_leaves_plain_and_vllm_alone() -> None:
     plain = ServerConfig(model_path="m")
     assert normalize(plain) == (plain, [])
-    vllm = cfg(engine="vllm", max_running_requests=None)
+    vllm = cfg(engine="vllm", max_num_seqs=None)
     assert normalize(vllm) == (vllm, [])
     assert normalize(EAGLE3) == (EAGLE3, [])
 
@@ -444,13 +468,16 @@ _values = st.one_of(
 )
 
 
-@given(
-    st.dictionaries(
-        st.sampled_from([f.name for f in dataclasses.fields(ServerConfig)]), _values, max_size=10
-    )
-)
+_KEYS = [f.name for f in dataclasses.fields(ServerConfig)] + [k.name for k in KEYS]
+
+
+@given(st.dictionaries(st.sampled_from(_KEYS), _values, max_size=10))
 def test_never_raises(changes: dict) -> None:
-    config = dataclasses.replace(EAGLE3, **changes)
+    shared = {k: v for k, v in changes.items() if k not in {key.name for key in KEYS}}
+    keys = {k: v for k, v in changes.items() if k not in shared}  # any value, any type
+    config = dataclasses.replace(EAGLE3, **shared)
+    options = config.options if isinstance(config.options, tuple) else ()
+    config = dataclasses.replace(config, options=(*options, *keys.items()))
     issues = validate(config)
     assert all(isinstance(i, Issue) for i in issues)
     normalized, notes = normalize(config)
@@ -490,3 +517,44 @@ def test_normalize_is_idempotent_and_adds_no_errors(
     before = {(i.field, i.message) for i in errors(validate(config))}
     after = {(i.field, i.message) for i in errors(validate(once))}
     assert after <= before
+
+
+OLD_VLLM_PLAN = """
+[server]
+engine = "vllm"
+model_path = "/m"
+speculative_algorithm = "EAGLE3"
+speculative_draft_model_path = "/d"
+mem_fraction_static = 0.9
+
+[sweep]
+strategy = "boundary"
+axis = "speculative_num_steps"
+
+[sweep.axes]
+speculative_num_steps = [1, 2, 3]
+"""
+
+
+def test_an_old_vllm_plan_reads_with_its_notices_told_by_the_preflight() -> None:
+    """A plan of the SGLang-named vLLM keys: its axes and walk read as vLLM's keys, each old
+    name is a notice of the plan, and the pre-flight says every one (never blocking)."""
+    from specconsole.core.machine.handlers.preflight import PreflightFacts, check_notices
+    from specconsole.core.plans.parse import loads_plan
+
+    plan = loads_plan(OLD_VLLM_PLAN)
+    assert plan.axis == "num_speculative_tokens" and dict(plan.axes) == {
+        "num_speculative_tokens": (1, 2, 3)
+    }
+    assert plan.base.method == "eagle3" and plan.base.gpu_memory_utilization == 0.9
+    named = [n.field for n in plan.notices]
+    assert named == [
+        "speculative_algorithm",
+        "speculative_draft_model_path",
+        "mem_fraction_static",
+        "speculative_num_steps",
+    ]
+    findings = check_notices(PreflightFacts(plan=plan))
+    assert len(findings) == 4 and not any(f.blocking for f in findings)
+    assert "write num_speculative_tokens instead" in findings[-1].message
+    assert loads_plan(OLD_VLLM_PLAN.replace("speculative_num_steps", "num_speculative_tokens"))

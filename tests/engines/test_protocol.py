@@ -7,145 +7,34 @@ pyproject.toml, a third party's included) and calls every slot with a real confi
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-
 import pytest
 
-from specconsole.core.config.issues import Issue, IssueReport
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.releases import ReleaseTable
-from specconsole.core.config.render import to_argv
-from specconsole.core.engine import protocol
-from specconsole.core.engine.protocol import EditorField, Endpoints, Engine
 from specconsole.core.engine.registry import (
-    DEFAULT_ENGINE,
     EngineNotFound,
-    engine_for,
+    default_engine,
     engine_names,
     get_engine,
     register,
     unregister,
 )
-from specconsole.core.engine.schedule import LevelPick, Role, SideFile, config_role
-from specconsole.core.logs.grammar import LogGrammar
+from tests.engines.contract import check_answers, check_slots
 
 ENGINES = engine_names()
-
-SLOTS = sorted(
-    name
-    for name in {*protocol.Engine.__annotations__, *vars(protocol.Engine)}
-    if not name.startswith("_")
-)
-"""Every attribute and method the protocol names."""
 
 
 def test_the_shipped_engines_are_registered() -> None:
     assert {"sglang", "vllm", "llamacpp"} <= set(ENGINES)
-    assert DEFAULT_ENGINE in ENGINES
+    assert default_engine() in ENGINES
 
 
 @pytest.mark.parametrize("name", ENGINES)
 def test_engine_fills_every_slot(name: str) -> None:
-    engine = get_engine(name)
-    assert isinstance(engine, Engine)
-    missing = [slot for slot in SLOTS if not hasattr(engine, slot)]
-    assert missing == [], f"{name} leaves {missing} unimplemented"
-    for slot in SLOTS:
-        want = getattr(protocol.Engine, slot, None)
-        if inspect.isfunction(want):
-            got = inspect.signature(getattr(engine, slot))
-            expected = [p for p in inspect.signature(want).parameters if p != "self"]
-            assert list(got.parameters) == expected, f"{name}.{slot}{got}"
-    assert engine.name == name
-    assert isinstance(engine.title, str) and engine.title
-    assert isinstance(engine.default_launcher, str) and engine.default_launcher
-    assert isinstance(engine.default_port, int)
-    assert isinstance(engine.releases, ReleaseTable)
-    assert isinstance(engine.endpoints, Endpoints)
-    assert isinstance(engine.log_grammar, LogGrammar)
-    assert engine.modelled_flags and all(f.startswith("-") for f in engine.modelled_flags)
-    fields = {f.name for f in dataclasses.fields(ServerConfig)}
-    own = {f.name for f in engine.option_fields}
-    assert set(engine.modelled_flags.values()) <= fields | own
+    check_slots(name)
 
 
 @pytest.mark.parametrize("name", ENGINES)
 def test_engine_slots_answer_for_a_real_configuration(name: str) -> None:
-    engine = get_engine(name)
-    config = ServerConfig(
-        model_path="/models/target",
-        engine=name,
-        launcher=engine.default_launcher,
-        speculative_algorithm=SpecAlgorithm.EAGLE3,
-        speculative_draft_model_path="/models/draft",
-        speculative_num_steps=3,
-        speculative_eagle_topk=1,
-        speculative_num_draft_tokens=4,
-        max_running_requests=64,
-    )
-    assert engine_for(config) is engine
-    argv = to_argv(config)
-    launcher = engine.default_launcher.split()
-    assert argv[: len(launcher)] == launcher
-    flags = engine.render_flags(config, launcher)
-    assert argv[len(launcher) :] == flags
-    read = engine.parse_args(launcher, flags)
-    assert read["model_path"] == "/models/target"
-    assert engine.launches(launcher[-1] if len(launcher) == 1 else launcher[0], None) in (
-        True,
-        False,
-    )
-    report = IssueReport()
-    engine.check(config, config.speculative_algorithm, set(), report)
-    assert all(i.fix for i in report.issues)
-    normalized, notes = engine.normalize(config)
-    assert isinstance(normalized, ServerConfig) and isinstance(notes, list)
-    # it speculates with this draft, or says why it will not (llama.cpp: no spec_type)
-    off = engine.speculation_off(config)
-    assert engine.verify_tokens(config) >= 2 or (isinstance(off, str) and off)
-    assert engine.verify_tokens(dataclasses.replace(config, speculative_algorithm=None)) == 0 or off
-    launcher = engine.default_launcher.split()
-    help_argv = engine.help_command(launcher)
-    assert help_argv is None or help_argv[: len(launcher)] == launcher
-    fingerprint = engine.fingerprint_command(launcher)
-    assert fingerprint is None or (isinstance(fingerprint, str) and fingerprint)
-    detect = engine.detect_command("python3")
-    assert detect is None or (isinstance(detect, list) and detect)
-    assert engine.parse_release("no release here") is None
-    assert engine.release_from_server_info({}) is None
-    assert engine.with_release(config, None) == config
-    assert isinstance(engine.release_line(None), str)
-    editor = engine.editor_fields(None)
-    assert editor and all(isinstance(f, EditorField) for f in editor)
-    own = {f.name for f in engine.option_fields}
-    assert {f.name for f in editor} <= {f.name for f in dataclasses.fields(ServerConfig)} | own
-    # tuning by level: the baseline, a schedule (or why not), side files, the what-if
-    baseline = engine.without_speculation(config)
-    assert isinstance(baseline, ServerConfig) and engine.verify_tokens(baseline) == 0
-    assert config_role(baseline) is Role.BASELINE
-    picks = [
-        LevelPick(1, dataclasses.replace(config, speculative_num_steps=5)),
-        LevelPick(64, config),
-    ]
-    schedule = engine.schedule(picks)
-    if isinstance(schedule, Issue):  # it cannot say it: which key and what to do instead
-        assert schedule.blocking and schedule.field and schedule.fix
-        assert engine.scheduled(config) is None
-    else:
-        rows = engine.scheduled(schedule)
-        assert rows is not None and rows[0].start == 1 and rows[-1].end is None
-        assert config_role(schedule) is Role.SCHEDULE
-    assert engine.scheduled(config) is None
-    files = engine.side_files(schedule if isinstance(schedule, ServerConfig) else config)
-    assert all(isinstance(f, SideFile) and f.name and f.text for f in files)
-    assert engine.fixed_acceptance(config) is None
-    fixed = engine.fix_acceptance(config, 2.5)
-    if isinstance(fixed, ServerConfig):
-        said = engine.fixed_acceptance(fixed)
-        assert said and "fixed at 2.5" in said and config_role(fixed) is Role.WHAT_IF
-    else:
-        assert fixed.blocking and fixed.fix
+    check_answers(name)
 
 
 def test_an_unknown_engine_is_refused_with_the_known_names() -> None:

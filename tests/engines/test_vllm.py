@@ -9,22 +9,23 @@ import json
 
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm, config_from_table
+from specconsole.core.config.model import ServerConfig, config_from_table
 from specconsole.core.config.render import to_argv, to_command
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
-from specconsole.core.engine.vocabulary import field_short, field_word
+from specconsole.core.engine.vocabulary import field_short
 from specconsole.core.launch.command import parse_command
 from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import FatalCause
 
 VLLM = get_engine("vllm")
+VLLM_KEYS = {f.name for f in VLLM.option_fields}
 BASE = {
     "engine": "vllm",
     "model_path": "/models/target",
-    "speculative_algorithm": "EAGLE3",
-    "speculative_draft_model_path": "/models/draft",
-    "speculative_num_steps": 5,
+    "method": "eagle3",
+    "speculative_model": "/models/draft",
+    "num_speculative_tokens": 5,
 }
 
 
@@ -120,36 +121,35 @@ def test_crash_remedies_speak_vllm_and_change_the_keys_they_name() -> None:
     (fatal,) = [e for e in parse_lines(log, engine="vllm") if e.kind == "fatal"]
     assert fatal.cause == FatalCause.KV_CACHE_NO_MEMORY
     texts = [f.text for f in fatal.fixes]
-    assert any("--gpu-memory-utilization" in t for t in texts), texts
-    assert any("--max-model-len" in t for t in texts), texts
+    assert any("gpu_memory_utilization" in t for t in texts), texts
+    assert any("max_model_len" in t for t in texts), texts
     from specconsole.engines.vllm.fatal import FIXES
 
     for fixes in FIXES.values():
         for fix in fixes:
-            assert "SGLang" not in fix.text and "--mem-fraction-static" not in fix.text, fix
+            assert "SGLang" not in fix.text and "mem_fraction_static" not in fix.text, fix
             for field, _value in fix.changes:
-                assert f"({field}" in fix.text or f", {field})" in fix.text, fix
+                assert field in fix.text and field in VLLM_KEYS, fix
 
 
-def test_its_vocabulary_names_the_fields_its_way() -> None:
-    assert field_word("vllm", "speculative_num_steps") == "num_speculative_tokens"
-    assert field_word("vllm", "mem_fraction_static") == "gpu_memory_utilization"
-    assert field_word("vllm", "max_running_requests") == "max_num_seqs"
-    assert field_short("vllm", "speculative_num_steps") == "spec-tokens"
-    assert field_word("sglang", "speculative_num_steps") == "speculative_num_steps"
-    assert field_short("sglang", "speculative_num_steps") is None
+def test_its_keys_are_its_own_words_with_its_abbreviations() -> None:
+    for key in ("num_speculative_tokens", "gpu_memory_utilization", "max_num_seqs", "method"):
+        assert key in VLLM_KEYS
+    assert field_short("vllm", "num_speculative_tokens") == "spec-tokens"
+    assert field_short("sglang", "speculative_num_steps") == "steps"
     by_name = {f.name: f for f in VLLM.editor_fields(None)}
-    assert by_name["mem_fraction_static"].flag == "--gpu-memory-utilization"
-    assert by_name["speculative_num_steps"].word == "num_speculative_tokens"
+    assert by_name["gpu_memory_utilization"].flag == "--gpu-memory-utilization"
+    assert by_name["num_speculative_tokens"].flag == "--speculative-config"
+    assert by_name["num_speculative_tokens"].note == "num_speculative_tokens in its JSON"
 
 
 def test_the_simulators_vllm_command_reads_back_as_vllm() -> None:
     config = ServerConfig(
         model_path="/models/target",
         engine="vllm",
-        speculative_algorithm=SpecAlgorithm.EAGLE3,
-        speculative_draft_model_path="/models/draft",
-        speculative_num_steps=3,
+        method="eagle3",
+        speculative_model="/models/draft",
+        num_speculative_tokens=3,
         launcher="/venv/bin/python -m specconsole.sim vllm serve",
         port=8123,
     )
@@ -163,5 +163,5 @@ def test_the_simulators_vllm_command_reads_back_as_vllm() -> None:
         "/models/target",
     ]
     back = parse_command(to_command(config))
-    assert back.engine == "vllm" and back.speculative_num_steps == 3 and back.port == 8123
+    assert back.engine == "vllm" and back.num_speculative_tokens == 3 and back.port == 8123
     assert back.launcher == config.launcher

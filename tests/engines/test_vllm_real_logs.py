@@ -80,7 +80,7 @@ def test_every_real_death_in_load_has_its_cause_and_a_vllm_fix(recipe, engine) -
     assert recipe.fatal_text in fatal.summary or recipe.fatal_text in fatal.excerpt
     assert fatal.fixes, fatal
     words = " ".join(fix.text for fix in fatal.fixes)
-    assert any(w in words for w in ("--", "VLLM_", "speculative_", "context_length", "vllm._C")), (
+    assert any(w in words for w in ("--", "VLLM_", "speculative_", "max_model_len", "vllm._C")), (
         words
     )
     assert "SGLang" not in words and "--mem-fraction-static" not in words
@@ -97,7 +97,7 @@ def test_cpu_facts_are_named_plainly_in_the_remedies() -> None:
         by_cause[fatal.cause] = fatal
     utilisation = by_cause["host_memory_utilization"]
     assert "host RAM" in utilisation.fixes[0].text
-    assert utilisation.fixes[0].changes == (("mem_fraction_static", "0.5"),)
+    assert utilisation.fixes[0].changes == (("gpu_memory_utilization", "0.5"),)
     assert any("VLLM_CPU_KVCACHE_SPACE" in f.text for f in utilisation.fixes)
     space = by_cause["kv_space_exceeds_memory"]
     assert "overrides --kv-cache-memory-bytes" in space.fixes[0].text
@@ -114,4 +114,4 @@ def test_the_death_after_start_is_the_draft_length() -> None:
     (fatal,) = [e for e in found if isinstance(e, FatalError)]
     assert fatal.cause == "too_many_speculative_tokens"
     assert "128" in fatal.fixes[0].text
-    assert fatal.fixes[0].changes == (("speculative_num_steps", "4"),)
+    assert fatal.fixes[0].changes == (("num_speculative_tokens", "4"),)

@@ -20,17 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.concepts import Concept, concept_key, with_concepts
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import has_feature
 from specconsole.core.config.render import to_argv
+from specconsole.core.config.ties import apply_ties
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.core.engine.schedule import LevelPick
 from specconsole.engines.sglang.adaptive import UNSUPPORTED_FLAGS
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.engines.sglang.releases import TABLE
 from specconsole.sim.faces.sglang import log as logfmt
 from specconsole.sim.faces.sglang.adaptive import default_spec
 from specconsole.sim.physics.adaptive import DEFAULT_KNOBS
+from tests.engines.described import speculative
 from tests.oracle.test_sglang_releases import VERSIONS, need
 from tests.oracle.test_vllm_releases import need as need_vllm
 from tests.oracle.vllm_sdist import oracle_versions as vllm_versions
@@ -49,13 +53,14 @@ LEVELS = {1: 5, 4: 4, 16: 3, 32: 3, 64: 3}
 
 
 def _steps(config: ServerConfig, steps: int) -> ServerConfig:
-    return dataclasses.replace(
-        config, speculative_num_steps=steps, speculative_num_draft_tokens=steps + 1
-    )
+    """``config`` drafting ``steps`` tokens (SGLang: its draft tokens tied to steps + 1)."""
+    key = concept_key(config.engine, Concept.DRAFT_LENGTH)
+    assert key is not None
+    return apply_ties(dataclasses.replace(config, **{key: steps}))
 
 
 def _schedule(engine: str, version: str) -> ServerConfig:
-    base = dataclasses.replace(BASE, engine=engine, engine_version=version)
+    base = with_concepts(speculative(engine, engine_version=version), {Concept.MAX_CONCURRENCY: 64})
     picks = tuple(LevelPick(c, _steps(base, s)) for c, s in LEVELS.items())
     got = get_engine(engine).schedule(picks)
     assert isinstance(got, ServerConfig), got
@@ -202,7 +207,7 @@ def test_a_vllm_schedule_and_what_if_render_as_the_releases_fields(version: str)
     else:
         assert errors and errors[0].startswith("num_speculative_tokens_per_batch_size:")
     what_if = get_engine("vllm").fix_acceptance(_steps(dataclasses.replace(
-        BASE, engine="vllm", engine_version=version), 4), 3.5)  # fmt: skip
+        speculative("vllm"), engine_version=version), 4), 3.5)  # fmt: skip
     assert isinstance(what_if, ServerConfig)
     argv = to_argv(what_if)
     spec = json.loads(argv[argv.index("--speculative-config") + 1])

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm, replace_config
+from specconsole.core.config.model import ServerConfig, replace_config
 from specconsole.core.config.releases import has_feature
 from specconsole.core.launch.command import parse_command
 from specconsole.core.logs import LogParser
@@ -39,6 +39,7 @@ from specconsole.core.logs.events import (
 from specconsole.engines.sglang.adaptive import FLAG_FEATURES
 from specconsole.engines.sglang.flags import MODELLED_FLAGS
 from specconsole.engines.sglang.flags import render_flags as sglang_flags
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.engines.sglang.logstats import DECODE_KEYS, PREFILL_KEYS
 from specconsole.engines.sglang.releases import (
     FLAG_CHANGES,

@@ -200,9 +200,9 @@ def test_every_speculative_key_we_render_is_read_by_the_release_or_refused_first
             "engine": "vllm",
             "engine_version": version,
             "model_path": "/models/target",
-            "speculative_algorithm": "EAGLE3",
-            "speculative_draft_model_path": "/models/draft",
-            "speculative_num_steps": 4,
+            "method": "eagle3",
+            "speculative_model": "/models/draft",
+            "num_speculative_tokens": 4,
             "num_speculative_tokens_per_batch_size": "1-8:4,9-1024:1",
         }
     )

@@ -19,10 +19,11 @@ import json
 
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
-from specconsole.engines.vllm.flags import METHODS, speculative_config
 from specconsole.engines.vllm.flags import MODELLED_FLAGS as VLLM_MODELLED_FLAGS
+from specconsole.engines.vllm.flags import speculative_config
+from specconsole.engines.vllm.options import METHODS
 from tests.oracle.offline import unavailable
 from tests.oracle.vllm_sdist import (
     VllmRelease,
@@ -42,13 +43,13 @@ VERSIONS = oracle_versions()
 FULL = ServerConfig(
     model_path="/models/target",
     engine="vllm",
-    speculative_algorithm=SpecAlgorithm.EAGLE3,
-    speculative_draft_model_path="/models/draft",
-    speculative_num_steps=3,
-    mem_fraction_static=0.85,
-    max_running_requests=64,
-    tp_size=2,
-    context_length=8192,
+    method="eagle3",
+    speculative_model="/models/draft",
+    num_speculative_tokens=3,
+    gpu_memory_utilization=0.85,
+    max_num_seqs=64,
+    tensor_parallel_size=2,
+    max_model_len=8192,
     host="127.0.0.1",
     port=8000,
 )
@@ -163,7 +164,7 @@ def test_the_speculative_config_is_one_the_release_accepts(version: str) -> None
     methods = speculative_methods(rel)
     assert fields and methods, f"vllm {version}: SpeculativeConfig not found"
     for algo in METHODS:
-        config = dataclasses.replace(FULL, speculative_algorithm=algo)
+        config = dataclasses.replace(FULL, method=algo)
         spec = speculative_config(config)
         assert spec is not None
         assert set(spec) <= set(fields), f"vllm {version}: no {set(spec) - set(fields)}"

@@ -6,12 +6,14 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
 from specconsole.core.config.validation import validate
 from specconsole.engines.sglang.flags import render_flags as sglang_flags
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.engines.sglang.releases import KNOWN_RELEASES
 from specconsole.present.editor_fields import (
+    FormField,
     default_fields,
     editing_release,
     editor_fields,
@@ -25,7 +27,7 @@ BASE = ServerConfig(
     speculative_algorithm=SpecAlgorithm.EAGLE3,
     speculative_draft_model_path="/models/draft",
 )
-SAMPLES: dict[str, object] = {"int": 7, "float": 0.5, "algorithm": SpecAlgorithm.EAGLE}
+SAMPLES: dict[str, object] = {"int": 7, "float": 0.5, "choice": SpecAlgorithm.EAGLE}
 
 
 @pytest.mark.parametrize("version", [None, *KNOWN_RELEASES])
@@ -70,34 +72,41 @@ def test_the_default_field_list_is_the_unknown_releases() -> None:
     assert flags[:2] == ["--speculative-algorithm", "--speculative-num-steps"]
 
 
-def test_vllm_flags_fields_it_does_not_render_and_hides_them_unless_set() -> None:
+def test_vllm_fields_are_its_own_keys_and_say_which_travel_in_its_json() -> None:
     fields = editor_fields("vllm", None)
     by_name = {f.name: f for f in fields}
-    config = dataclasses.replace(
-        BASE,
+    config = ServerConfig(
+        model_path="/models/target",
         engine="vllm",
-        mem_fraction_static=0.8,
-        speculative_num_steps=3,
-        max_running_requests=32,
-        tp_size=2,
+        method="eagle3",
+        speculative_model="/models/draft",
+        gpu_memory_utilization=0.8,
+        num_speculative_tokens=3,
+        max_num_seqs=32,
+        tensor_parallel_size=2,
     )
     words = to_argv(config)
     for field in fields:
+        assert field.rendered
         if field.flag:
             assert field.flag in words, (field.name, words)
-    assert by_name["mem_fraction_static"].label == "mem_fraction_static → --gpu-memory-utilization"
-    assert "num_speculative_tokens" in by_name["speculative_num_steps"].label
-    for name in ("speculative_eagle_topk", "speculative_num_draft_tokens", "cuda_graph_max_bs"):
-        assert not by_name[name].rendered
-        assert "not rendered" in by_name[name].label
-    shown = {f.name for f in shown_fields(fields, config)}
-    assert "speculative_eagle_topk" not in shown and "cuda_graph_max_bs" not in shown
-    assert "extra_args" in shown and "mem_fraction_static" in shown
-    set_topk = dataclasses.replace(config, speculative_eagle_topk=4)
+    assert by_name["gpu_memory_utilization"].label == "gpu_memory_utilization"
+    assert by_name["num_speculative_tokens"].label == (
+        "num_speculative_tokens → --speculative-config (num_speculative_tokens in its JSON)"
+    )
+
+
+def test_a_field_the_engine_does_not_render_is_shown_only_while_set() -> None:
+    unrendered = FormField("speculative_eagle_topk", "int", "tree width", note="not rendered")
+    fields = (unrendered, FormField("extra_args", "args", "further flags"))
+    assert not unrendered.rendered
+    shown = {f.name for f in shown_fields(fields, BASE)}
+    assert shown == {"extra_args"}
+    set_topk = dataclasses.replace(BASE, speculative_eagle_topk=4)
     assert "speculative_eagle_topk" in {f.name for f in shown_fields(fields, set_topk)}
     # set only in the deployed configuration: shown too, so revert can put it back
-    assert "speculative_eagle_topk" in {f.name for f in shown_fields(fields, config, set_topk)}
-    assert "speculative_eagle_topk" not in {f.name for f in shown_fields(fields, config, None)}
+    assert "speculative_eagle_topk" in {f.name for f in shown_fields(fields, BASE, set_topk)}
+    assert "speculative_eagle_topk" not in {f.name for f in shown_fields(fields, BASE, None)}
 
 
 def test_validation_sees_the_release_and_the_declared_one_wins() -> None:

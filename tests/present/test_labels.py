@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.present.labels import config_label, config_summary, record_label, trial_label
 
 BASE = ServerConfig(

@@ -17,7 +17,7 @@ from specconsole.core.machine.state import (
 from specconsole.present.formats import format_peak, format_rate, format_tok_s
 from specconsole.present.keyboard import keys
 from specconsole.present.labels import (
-    FIELD_ABBREVIATIONS,
+    abbreviations,
     config_label,
     config_summary,
     notice_text,
@@ -39,8 +39,9 @@ def test_one_abbreviation_table_for_labels_and_summaries() -> None:
     other = dataclasses.replace(base, cuda_graph_max_bs=16, max_running_requests=32)
     assert config_label(other, base) == "cg-bs=16 mrr=32"
     summary = config_summary(other)
+    shorts = dict((name, short) for short, name in abbreviations("sglang"))
     for name in ("cuda_graph_max_bs", "max_running_requests"):
-        assert f"{FIELD_ABBREVIATIONS[name]}=" in summary
+        assert f"{shorts[name]}=" in summary
     assert "cg_bs" not in summary and "max_req" not in summary
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialKind, TrialRecord, TrialStatus
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.present.leaving import rollback_advice
 
 BASE = ServerConfig(

@@ -49,13 +49,13 @@ def seed_plan(imported: str) -> str:
     document = tomllib.loads(imported)
     document["sweep"] = {
         "strategy": "boundary",
-        "axis": "speculative_num_steps",
+        "axis": "num_speculative_tokens",
         "on_crash": "pause",
         "load_timeout": 600,
         "baseline": True,
         "finally": "stop",  # a 3.7 GiB server per test would outlive it
         "max_trials": 6,
-        "axes": {"speculative_num_steps": [2, 4], "context_length": [2048, LONG_CONTEXT]},
+        "axes": {"num_speculative_tokens": [2, 4], "max_model_len": [2048, LONG_CONTEXT]},
     }
     document["bench"] = BENCH
     return tomli_w.dumps(document)
@@ -85,7 +85,7 @@ def test_the_seed_workflow_on_a_real_vllm_unit(
         assert code == 0, out
         imported = (tmp_path / "imported.toml").read_text()
         assert parse_unit(original).engine == "vllm"
-        assert 'engine = "vllm"' in imported and "speculative_num_steps = 4" in imported
+        assert 'engine = "vllm"' in imported and "num_speculative_tokens = 4" in imported
         plan = tmp_path / "seed.toml"
         plan.write_text(seed_plan(imported))
 
@@ -98,7 +98,7 @@ def test_the_seed_workflow_on_a_real_vllm_unit(
         assert "0.32.0" in json.dumps(meta), meta  # the box's release, asked before trial 1
         records = [json.loads(line) for line in (session / "trials.jsonl").read_text().splitlines()]
         assert [r["status"] for r in records] == ["ok", "ok", "crashed"], shown
-        assert [r["config"]["speculative_num_steps"] for r in records] == [2, 4, 2]
+        assert [r["config"]["num_speculative_tokens"] for r in records] == [2, 4, 2]
         crash = records[-1]["crash"]
         assert crash["cause"] == "kv_cache_no_memory" and crash["phase"] == "loading", crash
         assert "estimated maximum model length is" in crash["message"], crash
@@ -121,7 +121,7 @@ def test_the_seed_workflow_on_a_real_vllm_unit(
         records = [json.loads(line) for line in (session / "trials.jsonl").read_text().splitlines()]
         assert [r["status"] for r in records] == ["ok", "ok", "crashed", "ok"], resumed
         baseline = records[-1]
-        assert baseline["config"].get("speculative_algorithm") is None, baseline["config"]
+        assert baseline["config"].get("method") is None, baseline["config"]
         bench = {lv["max_concurrency"]: lv for lv in baseline["bench"]["levels"]}
         for level in baseline["levels"]:  # nothing drafted; the server counted our tokens
             counters = level["spec_counters"]

@@ -12,9 +12,10 @@ import shlex
 import sys
 from collections.abc import AsyncIterator
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.plans.profile import HostProfile, TransportKind
 from specconsole.core.ports import LogRecord
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from tests.fixtures.sshd import SshdServer, free_port
 
 READY = "The server is fired up and ready to roll!"

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.plans.profile import DEFAULT_DOCKER_IMAGE, ServiceKind, ServiceProfile
+from specconsole.core.plans.profile import ServiceKind, ServiceProfile
 from specconsole.core.ports import CommandResult, LogRecord, PortForward, ServiceState
 from specconsole.remote.docker import (
     DockerBackend,
@@ -109,7 +109,7 @@ def test_run_command_matches_the_issue() -> None:
         "--ipc=host",
         "-e",
     ]
-    assert argv[9:13] == ["HF_HOME=/hf", "-p", "127.0.0.1:30000:30000", DEFAULT_DOCKER_IMAGE]
+    assert argv[9:13] == ["HF_HOME=/hf", "-p", "127.0.0.1:30000:30000", "lmsysorg/sglang:latest"]
     assert argv[13:16] == ["python3", "-m", "sglang.launch_server"]
     server = argv[16:]
     assert server[server.index("--host") + 1] == "0.0.0.0"  # reachable via the published port

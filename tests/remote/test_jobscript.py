@@ -31,7 +31,7 @@ def test_job_script_header_then_the_launch_body() -> None:
     assert lines[0] == "#!/bin/sh"
     sbatch = [line for line in lines if line.startswith("#SBATCH ")]
     assert sbatch == [
-        "#SBATCH --job-name=specconsole-sglang",
+        "#SBATCH --job-name=specconsole",
         "#SBATCH --partition=gpu",
         "#SBATCH --gres=gpu:4",
         "#SBATCH --time=02:00:00",

@@ -36,7 +36,7 @@ def schedule_config(**overrides: object) -> ServerConfig:
         base,
         speculative_num_steps=5,
         speculative_num_draft_tokens=6,
-        options=(("speculative_adaptive_schedule", SCHEDULE),),
+        speculative_adaptive_schedule=SCHEDULE,
     )
 
 

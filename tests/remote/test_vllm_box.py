@@ -97,14 +97,14 @@ def test_a_vllm_unit_imported_swept_and_left_on_the_best(
         document = tomllib.loads((tmp_path / "imported.toml").read_text())
         base = document["server"]
         assert base["engine"] == "vllm" and base["model_path"] == VLLM_MODEL, base
-        assert base["speculative_num_steps"] == 2 and base["mem_fraction_static"] == 0.9, base
+        assert base["num_speculative_tokens"] == 2 and base["gpu_memory_utilization"] == 0.9, base
         document["sweep"] = {
             "strategy": "boundary",
-            "axis": "speculative_num_steps",
+            "axis": "num_speculative_tokens",
             "on_crash": "auto",
             "load_timeout": 60,
             "finally": "best",
-            "axes": {"speculative_num_steps": [1, 2, 3], "mem_fraction_static": [0.9, 0.35]},
+            "axes": {"num_speculative_tokens": [1, 2, 3], "gpu_memory_utilization": [0.9, 0.35]},
         }
         document["bench"] = {
             "ladder": [1, 4],
@@ -126,12 +126,12 @@ def test_a_vllm_unit_imported_swept_and_left_on_the_best(
         (trials_file,) = sessions.rglob("trials.jsonl")
         records = [json.loads(line) for line in trials_file.read_text().splitlines()]
         shape = [
-            (r["config"]["speculative_num_steps"], r["config"]["mem_fraction_static"])
+            (r["config"]["num_speculative_tokens"], r["config"]["gpu_memory_utilization"])
             for r in records
         ]
         assert shape == [(1, 0.9), (2, 0.9), (3, 0.9), (1, 0.35)], shape
         for record in records[:3]:
-            k = record["config"]["speculative_num_steps"]
+            k = record["config"]["num_speculative_tokens"]
             assert record["status"] == "ok", record
             for level in record["levels"]:
                 counted = level["spec_counters"]
@@ -147,7 +147,7 @@ def test_a_vllm_unit_imported_swept_and_left_on_the_best(
 
         best = re.search(r"finally = best: deployed trial (\d+) .*; the box serves", shown)
         assert best, shown
-        best_k = records[int(best.group(1)) - 1]["config"]["speculative_num_steps"]
+        best_k = records[int(best.group(1)) - 1]["config"]["num_speculative_tokens"]
         assert running_k(nspawn_box) == best_k and health(nspawn_box, port) == 200
         now = nspawn_box.ssh(f"cat {UNIT_PATH}")
         assert "Environment=VLLM_LOG_STATS_INTERVAL=1" in now and "vllm serve" in now

@@ -58,7 +58,7 @@ def test_the_vllm_demos_report_tells_its_story_in_vllms_words(
         "was tried",
     ]
     statuses = [
-        (t["config"]["speculative_num_steps"], t["config"]["mem_fraction_static"], t["status"])
+        (t["config"]["num_speculative_tokens"], t["config"]["gpu_memory_utilization"], t["status"])
         for t in doc["trials"]
     ]
     assert statuses == [(k, 0.9, "ok") for k in range(1, 9)] + [(1, 0.35, "crashed")], statuses
@@ -69,7 +69,7 @@ def test_the_vllm_demos_report_tells_its_story_in_vllms_words(
     assert "Acceptance per level" in text, text[:3000]
 
     records = {
-        t.config.speculative_num_steps: t
+        t.config.num_speculative_tokens: t
         for t in Session.open(session).load_trials()
         if t.status.value == "ok"
     }

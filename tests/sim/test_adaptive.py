@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.sim.arguments import SimArgError
 from specconsole.sim.faces.sglang.adaptive import load_spec
 from specconsole.sim.faces.sglang.args import parse_argv
@@ -27,7 +27,7 @@ CAPTURE = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 24, 32, 48, 64)
 
 def _schedule(steps: int, schedule: str, **overrides: object) -> ServerConfig:
     config = calibration_config(PROFILE, steps, engine_version="0.5.14", **overrides)
-    return dataclasses.replace(config, options=(("speculative_adaptive_schedule", schedule),))
+    return dataclasses.replace(config, speculative_adaptive_schedule=schedule)
 
 
 def test_a_batch_routes_by_its_padded_graph_size_to_the_largest_key_below() -> None:
@@ -128,13 +128,11 @@ def test_a_fixed_acceptance_replaces_the_drafts() -> None:
         engine="vllm",
         engine_version="0.34.0",
         launcher="python -m specconsole.sim vllm serve",
-        speculative_algorithm=SpecAlgorithm.EAGLE3,
-        speculative_draft_model_path="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
-        speculative_num_steps=4,
-        options=(
-            ("num_speculative_tokens_per_batch_size", "1-8:4,9-1024:2"),
-            ("synthetic_acceptance_length", 3.5),
-        ),
+        method="eagle3",
+        speculative_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+        num_speculative_tokens=4,
+        num_speculative_tokens_per_batch_size="1-8:4,9-1024:2",
+        synthetic_acceptance_length=3.5,
     )
     assert predict(vllm, 1).accept_length == pytest.approx(3.5)  # K 4: rates 1, 1, 0.5, 0
     assert predict(vllm, 16).accept_length == pytest.approx(3.0)  # K 2: the first two

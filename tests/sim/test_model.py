@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.sim.arguments import SimArgError
 from specconsole.sim.faces.sglang.args import parse_argv
 from specconsole.sim.faces.sglang.resolve import MSG_MAX_RUNNING_48, MSG_TOPK1_DRAFT, resolve

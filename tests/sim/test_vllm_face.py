@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import Capacity, FatalCause, KVCacheAllocated, Ready, SpecStats
 from specconsole.core.measure.acceptance import SpecCounters, counter_deltas, parse_prometheus
@@ -105,9 +105,9 @@ def test_counters_are_the_drafts_and_the_statistics_line_their_interval() -> Non
         config = ServerConfig(
             model_path=VLLM_MODEL,
             engine="vllm",
-            speculative_algorithm=SpecAlgorithm.EAGLE3,
-            speculative_draft_model_path=VLLM_DRAFT,
-            speculative_num_steps=4,
+            method="eagle3",
+            speculative_model=VLLM_DRAFT,
+            num_speculative_tokens=4,
             launcher="vllm serve",
         )
         expected = predict(config, 1, input_len=36, output_len=64).accept_length

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.events import Event, Intent, LogLines
 from specconsole.core.machine.results import combine_runs
@@ -33,6 +33,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.core.plans.plan import SweepPlan
+from specconsole.engines.sglang.keys import SpecAlgorithm
 
 Subscriber = Callable[[ControllerState, Event | None], None]
 

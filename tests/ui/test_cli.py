@@ -90,8 +90,8 @@ def test_demo_plan_for_vllm_is_the_vllm_seed_story() -> None:
     assert plan.base.engine == "vllm" and plan.base.launcher.endswith(
         "-m specconsole.sim vllm serve"
     )
-    assert dict(plan.axes)["speculative_num_steps"] == (1, 2, 3, 4, 5, 6, 7, 8)
-    assert dict(plan.axes)["mem_fraction_static"] == (0.9, 0.35)
+    assert dict(plan.axes)["num_speculative_tokens"] == (1, 2, 3, 4, 5, 6, 7, 8)
+    assert dict(plan.axes)["gpu_memory_utilization"] == (0.9, 0.35)
     assert plan.base.port == 40124
     args = list(plan.base.extra_args)
     assert args[args.index("--sim-load-seconds") + 1] == "0.25"

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.config.model import SpecAlgorithm
 from specconsole.core.machine.state import ControllerState, LevelProgress, Phase, ResumeChoice
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.present.formats import format_elapsed
 from specconsole.ui import adapt
 from specconsole.ui.crashview import crash_view

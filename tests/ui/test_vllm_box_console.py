@@ -47,7 +47,7 @@ async def test_the_console_on_a_vllm_unit_crash_banner_r_and_finally_best(
             "on_crash": "pause",
             "load_timeout": 60,
             "finally": "best",
-            "axes": {"mem_fraction_static": [0.9, 0.35], "speculative_num_steps": [1, 2]},
+            "axes": {"gpu_memory_utilization": [0.9, 0.35], "num_speculative_tokens": [1, 2]},
         }
         document["bench"] = {
             "ladder": [1, 2],
@@ -103,7 +103,7 @@ async def test_the_console_on_a_vllm_unit_crash_banner_r_and_finally_best(
                 key=lambda t: t.peak_aggregate_tok_s or 0.0,
             )
             k = await asyncio.to_thread(running_k, nspawn_box)
-            assert k == best.config.speculative_num_steps
+            assert k == best.config.num_speculative_tokens
             assert await asyncio.to_thread(health, nspawn_box, port) == 200
         finally:
             wired.recorder.close()

@@ -48,8 +48,8 @@ max_wall_minutes = 5
 finally = "best"
 
 [sweep.axes]
-mem_fraction_static = [0.9, 0.35]
-speculative_num_steps = [1, 3]
+gpu_memory_utilization = [0.9, 0.35]
+num_speculative_tokens = [1, 3]
 """
 BENCH = """[bench]
 ladder = [1, 2]
@@ -122,7 +122,7 @@ async def test_a_vllm_crash_in_vllms_words_then_r_resumes_and_quit_leaves_the_be
             await pilot.press("e")  # the editor speaks vLLM's flags
             await _until(pilot, lambda: isinstance(app.screen, EditorScreen), 5, "the editor")
             shown = " ".join(str(w.render()) for w in app.screen.query("Label"))
-            assert "--gpu-memory-utilization" in shown and "num_speculative_tokens" in shown, shown
+            assert "gpu_memory_utilization" in shown and "num_speculative_tokens" in shown, shown
             await pilot.press("escape")
             await pilot.pause(0.3)
 
@@ -148,7 +148,7 @@ async def test_a_vllm_crash_in_vllms_words_then_r_resumes_and_quit_leaves_the_be
         )
         metrics = await asyncio.to_thread(_metrics, port)
         positions = metrics.count("vllm:spec_decode_num_accepted_tokens_per_pos_total{")
-        assert positions == best.config.speculative_num_steps
+        assert positions == best.config.num_speculative_tokens
     finally:
         wired.recorder.close()
         await ProcessBackend(LocalTransport(), plan.profile.service).stop()

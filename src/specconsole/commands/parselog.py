@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "parse-log",
         help="turn a saved server log or journalctl output into events (JSON lines)",
         description=(
-            "Read an SGLang or vLLM log (plain, or journalctl -o short / short-iso / cat / json) "
+            "Read a server's log (plain, or journalctl -o short / short-iso / cat / json) "
             "and print one JSON event per line, then a one-line summary: phases reached, "
             "capacity, ready or the fatal cause. Exit 1 when the log shows a fatal error."
         ),

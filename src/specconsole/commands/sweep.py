@@ -118,6 +118,10 @@ def load_plan_file(path: Path) -> SweepPlan:
         plan = loads_plan(text)
     except PlanError as exc:
         raise PlanError(f"{path}: {exc}") from None
+    for notice in plan.notices:  # an old key name: read, and said once here
+        print(
+            f"warning: {path}: {notice.field}: {notice.message} Fix: {notice.fix}", file=sys.stderr
+        )
     from specconsole.controller.wiring import resolve_local_placeholders
 
     return resolve_local_placeholders(plan, plan_dir=path.parent)

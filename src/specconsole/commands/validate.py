@@ -45,7 +45,7 @@ _VERSION_ARGS = ("--engine-version",)
 _VERSION_KW: dict[str, Any] = {
     "metavar": "V",
     "default": None,
-    "help": "the SGLang release on the box (e.g. 0.5.23): use its flag names and rules "
+    "help": "the engine's release on the box (e.g. 0.5.23): use its flag names and rules "
     "(overrides [server] engine_version)",
 }
 
@@ -58,10 +58,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``validate`` and ``render`` subcommands."""
     v = subparsers.add_parser(
         "validate",
-        help="check a configuration (or profile/plan) TOML with SGLang's rules",
+        help="check a configuration (or profile/plan) TOML with its engine's rules",
         description=(
-            "Check the [server] table of a configuration, profile or sweep plan with "
-            "SGLang's (or vLLM's) rules; every problem is printed with its field and fix. "
+            "Check the [server] table of a configuration, profile or sweep plan with its "
+            "engine's rules; every problem is printed with its field and fix. "
             "For a plan, every trial of the sweep grid is checked. Exit 1 on errors."
         ),
     )
@@ -138,14 +138,16 @@ def _read_document(path: str) -> tuple[dict[str, Any], str]:
     return {"server": config_to_table(config)}, text
 
 
-def _server_config(document: dict[str, Any], path: str) -> ServerConfig:
+def _server_config(
+    document: dict[str, Any], path: str, notes: list[Issue] | None = None
+) -> ServerConfig:
     table = document.get("server")
     if not isinstance(table, dict):
         raise _InputError(
             f'{path}: no [server] table. Fix: add [server] with at least model_path = "...".'
         )
     try:
-        return config_from_table(table)
+        return config_from_table(table, notes)
     except ConfigError as exc:
         raise _InputError(f"{path}: {exc}") from None
 
@@ -173,15 +175,17 @@ def _known_tables(document: dict[str, Any], path: str) -> None:
 
 
 def _trial_configs(
-    document: dict[str, Any], text: str, path: str
+    document: dict[str, Any], text: str, path: str, notes: list[Issue]
 ) -> list[tuple[str, ServerConfig]]:
-    """(label, config) pairs to check: the [server] table, or each trial of a sweep plan."""
+    """(label, config) pairs to check: the [server] table, or each trial of a sweep plan;
+    what reading it noticed (a key's former name) into ``notes``."""
     _known_tables(document, path)
     if "sweep" not in document:
-        return [("", _server_config(document, path))]
+        return [("", _server_config(document, path, notes))]
     from specconsole.present.labels import config_label
 
     plan = _load_plan(text, path)
+    notes.extend(plan.notices)
     grid = plan.grid()[:MAX_PLAN_TRIALS]
     if plan.strategy is StrategyKind.OPTIMIZE:
         grid = _optimize_points(grid, path)
@@ -278,13 +282,17 @@ def _print_issue(issue: Issue, label: str, out: TextIO) -> None:
 
 def _validate_cmd(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
+    notes: list[Issue] = []
     try:
         document, text = _read_document(args.file)
-        trials = _trial_configs(document, text, args.file)
+        trials = _trial_configs(document, text, args.file, notes)
     except _InputError as exc:
         return _fail(str(exc), err)
     trials = [(label, _with_version(c, args.engine_version)) for label, c in trials]
+    for note in notes if not args.quiet else ():
+        _print_issue(note, "", out)
     n_errors, n_warnings = _check(trials, out, quiet=args.quiet)
+    n_warnings += 0 if args.quiet else len(notes)
     many = len(trials) > 1
     what = f"{len(trials)} configurations" if many else "configuration"
     verdict = ("have errors" if many else "has errors") if n_errors else "OK"

@@ -37,6 +37,7 @@ from specconsole.controller.timers import Timers
 from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.registry import engine_for
 from specconsole.core.machine import IllegalTransition, results, step
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
@@ -425,7 +426,11 @@ class Controller:
             raise
         if self.engine_versions is not None:  # the fallback when the box could not be asked
             self.engine_versions.from_server_info(body, self._serving_config())
-        return ev.ServerInfoFetched(items=results.server_info_items(body))
+        endpoints = engine_for(self._serving_config()).endpoints
+        items = results.server_info_items(
+            body, endpoints.server_info_keys, endpoints.server_info_nested
+        )
+        return ev.ServerInfoFetched(items=items)
 
     async def _flush(self) -> ev.Outcome:
         await self.endpoint.flush_cache(self._serving_config())

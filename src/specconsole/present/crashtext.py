@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.engine.vocabulary import cause_word, field_word
+from specconsole.core.engine.vocabulary import cause_word
 from specconsole.core.machine.state import (
     CapacityPrediction,
     ControllerState,
@@ -23,7 +23,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.present.charts.series import swept_axis
-from specconsole.present.editor_fields import default_fields, field_text
+from specconsole.present.editor_fields import editor_fields, field_text
 from specconsole.present.formats import format_int
 from specconsole.present.labels import short_name
 
@@ -73,7 +73,7 @@ def axis_fix(state: ControllerState, record: TrialRecord) -> str | None:
         return None
     engine = record.config.engine
     short = short_name(axis, engine)
-    parts = [f"lower {field_word(engine, axis)}:"]
+    parts = [f"lower {axis}:"]
     if infeasible and predicted is not None:
         parts.append(
             f"{short}={value} predicted {format_int(predicted.predicted_tokens)} KV tokens "
@@ -146,7 +146,7 @@ def banner_rows(
 def seen_before(trials: Sequence[TrialRecord], config: ServerConfig) -> str | None:
     """What the session already knows about ``config``: that it crashed (and why) or how it
     ran, by the editor's fields (the editor flags a configuration that already crashed)."""
-    names = [f.name for f in default_fields()]
+    names = [f.name for f in editor_fields(config.engine, None)]
     key = [field_text(config, n) for n in names]
     same = [t for t in trials if [field_text(t.config, n) for n in names] == key]
     if not same:

@@ -17,7 +17,7 @@ import shlex
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import EditorField as FormField
-from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
+from specconsole.core.engine.registry import default_engine, engine_for, get_engine
 
 __all__ = [
     "FormField",
@@ -42,7 +42,7 @@ def default_fields() -> tuple[FormField, ...]:
     Built on first use, not at import: it looks the engine up in the registry, which reads
     the installed entry points and imports the engine's package (some 10 ms the console's
     first frame does not need)."""
-    return editor_fields(DEFAULT_ENGINE, None)
+    return editor_fields(default_engine(), None)
 
 
 def shown_fields(

@@ -1,11 +1,11 @@
-"""Names people read: the one table of field abbreviations, and labels built from it.
+"""Names people read: the keys' abbreviations, and labels built from them.
 
 A trial is known by how its configuration differs from the plan's base (``steps=3 draft=4``);
 the header and the details box summarise a whole configuration (``EAGLE3 steps=3 topk=1 …``);
-charts name their axis (``steps``). All of them abbreviate ``ServerConfig`` fields through
-``FIELD_ABBREVIATIONS`` below, so a field reads the same in the console, the headless output
-and every report. Environment values never appear in a label (they may be secrets): only the
-variables' names do.
+charts name their axis (``steps``). All of them abbreviate a key by the short name its engine
+declares (``OptionField.short``: SGLang's ``steps``, vLLM's ``spec-tokens``, llama.cpp's
+``n_max``), so a key reads the same in the console, the headless output and every report.
+Environment values never appear in a label (they may be secrets): only the variables' names do.
 
 Every label describes what the engine runs (``core.config.effective``): a base whose draft
 tokens SGLang replaces with ``steps + 1`` is never shown with the value it does not run, and a
@@ -22,34 +22,21 @@ from dataclasses import fields
 from enum import Enum
 from typing import Any
 
+from specconsole.core.config.concepts import Concept, concept_keys, concept_value
 from specconsole.core.config.effective import effective_config
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.engine.registry import EngineNotFound, engine_for
+from specconsole.core.config.model import ServerConfig, option_fields
+from specconsole.core.engine.registry import EngineNotFound, default_engine, engine_for
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.engine.vocabulary import field_short
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.state import Notice, TrialRecord
 from specconsole.core.plans.plan import SweepPlan
 
-FIELD_ABBREVIATIONS: dict[str, str] = {
-    "speculative_algorithm": "algo",
-    "speculative_num_steps": "steps",
-    "speculative_eagle_topk": "topk",
-    "speculative_num_draft_tokens": "draft",
-    "mem_fraction_static": "mem",
-    "cuda_graph_max_bs": "cg-bs",
-    "max_running_requests": "mrr",
-    "tp_size": "tp",
-    "context_length": "ctx",
-    "attention_backend": "attn",
-}
-"""Short names of the tuned ``ServerConfig`` fields (the editor shows SGLang's full names);
-a field not listed is shown by its own name."""
 
-SUMMARY_FIELDS: tuple[str, ...] = tuple(
-    n for n in FIELD_ABBREVIATIONS if n != "speculative_algorithm"
-)
-"""The fields a configuration summary lists after the algorithm, in this order."""
+def abbreviations(engine: str) -> list[tuple[str, str]]:
+    """(short, key) for each of ``engine``'s keys that has a short name, in its order."""
+    return [(f.short, f.name) for f in option_fields(engine).values() if f.short]
+
 
 NOT_IN_LABELS: frozenset[str] = frozenset(
     {
@@ -78,10 +65,9 @@ LOAD_STAGE_LABELS: dict[LoadStage, str] = {
 
 
 def short_name(name: str, engine: str | None = None) -> str:
-    """The abbreviation of ``ServerConfig`` field ``name`` — in ``engine``'s own words when it
-    has one (vLLM's ``spec-tokens``, ``gpu-mem``: ``core.engine.vocabulary``) — else the
-    shared one, else the name itself."""
-    return field_short(engine, name) or FIELD_ABBREVIATIONS.get(name, name)
+    """The abbreviation ``engine`` declares for key ``name`` (vLLM's ``spec-tokens``, SGLang's
+    ``steps``: ``core.engine.vocabulary``), else the name itself."""
+    return field_short(engine or default_engine(), name) or name
 
 
 def format_value(name: str, value: Any) -> str:
@@ -98,20 +84,33 @@ def format_value(name: str, value: Any) -> str:
     return str(value)
 
 
-def _options(config: ServerConfig) -> dict[str, str]:
-    """The engine's own keys that are set, by their short names (``n_max``: llama.cpp's
-    ``spec_draft_n_max``; ``core.config.options``), in the engine's order."""
-    try:
-        own = {f.name: f.short or f.name for f in engine_for(config).option_fields}
-    except EngineNotFound:
-        own = {}
-    return {own.get(k, k): format_value(k, v) for k, v in config.options}
+def _options(config: ServerConfig, leading: bool | None = None) -> dict[str, str]:
+    """The engine's keys that are set, by their short names (``n_max``: llama.cpp's
+    ``spec_draft_n_max``; ``core.config.options``), in the engine's order (only the leading
+    ones, or only the others, when ``leading`` says)."""
+    own = option_fields(config.engine)
+    return {
+        (own[k].short or k) if k in own else k: format_value(k, v)
+        for k, v in config.options
+        if leading is None or (k in own and own[k].leads) == leading
+    }
 
 
-def _option_parts(config: ServerConfig, base: ServerConfig | None) -> list[str]:
-    mine, theirs = _options(config), _options(base) if base is not None else {}
+def _option_parts(
+    config: ServerConfig, base: ServerConfig | None, leading: bool | None = None
+) -> list[str]:
+    mine = _options(config, leading)
+    theirs = _options(base, leading) if base is not None else {}
     return [f"{k}={v}" for k, v in mine.items() if theirs.get(k) != v] + [
         f"{k}=default" for k in theirs if k not in mine
+    ]
+
+
+def _field_parts(config: ServerConfig, base: ServerConfig, names: Sequence[str]) -> list[str]:
+    return [
+        f"{short_name(n, config.engine)}={format_value(n, getattr(config, n))}"
+        for n in names
+        if getattr(config, n) != getattr(base, n)
     ]
 
 
@@ -172,46 +171,53 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
     return special if special is not None else _plain_label(config, base)
 
 
+_LABELLED = tuple(f.name for f in fields(ServerConfig) if f.name not in NOT_IN_LABELS)
+"""The shared fields a label names when they differ (the model, the engine, extra_args, env)."""
+
+
 def _plain_label(config: ServerConfig, base: ServerConfig | None) -> str:
     if base is not None:
         base = effective_config(base)
         parts = [
-            f"{short_name(f.name, config.engine)}={format_value(f.name, getattr(config, f.name))}"
-            for f in fields(ServerConfig)
-            if f.name not in NOT_IN_LABELS and getattr(config, f.name) != getattr(base, f.name)
-        ] + _option_parts(config, base)
+            *_field_parts(config, base, _LABELLED[:2]),  # the model and the engine
+            *_option_parts(config, base, leading=True),
+            *_field_parts(config, base, _LABELLED[2:]),
+            *_option_parts(config, base, leading=False),
+        ]
         if parts:
             return " ".join(parts)
-    if config.options:  # an engine with its own keys: what they say
-        return " ".join(_option_parts(config, None))
-    if config.speculative_algorithm is None:
+    if _options(config, leading=False):  # the engine's further keys: what they say
+        return " ".join(_option_parts(config, None, leading=False))
+    return _speculation_label(config)
+
+
+def _speculation_label(config: ServerConfig) -> str:
+    """``EAGLE3 steps/topk/draft=3/1/4`` (a tree), ``eagle3 spec-tokens=3`` (a chain),
+    ``no-spec``."""
+    method = concept_value(config, Concept.METHOD)
+    if method is None:
         return "no-spec"
-    if field_short(config.engine, "speculative_num_steps"):  # a chain, in its engine's words
-        steps = short_name("speculative_num_steps", config.engine)
-        return f"{config.speculative_algorithm.value} {steps}={config.speculative_num_steps}"
-    spec = (
-        f"{config.speculative_num_steps}/{config.speculative_eagle_topk}/"
-        f"{config.speculative_num_draft_tokens}"
-    )
-    return f"{config.speculative_algorithm.value} steps/topk/draft={spec}"
+    engine = config.engine
+    keys = [*concept_keys(engine, Concept.DRAFT_LENGTH), *concept_keys(engine, Concept.DRAFT_SHAPE)]
+    shorts = "/".join(short_name(k, engine) for k in keys)
+    values = "/".join(str(getattr(config, k)) for k in keys)
+    return f"{format_value('', method)} {shorts}={values}"
 
 
 def config_summary(config: ServerConfig | None) -> str:
-    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …``: the tuned fields that are set, as the
+    """``EAGLE3 steps=3 topk=1 draft=4 mem=0.85 …``: the tuned keys that are set, as the
     engine runs them."""
     if config is None:
         return "no configuration"
     config = effective_config(config)
-    if config.options:  # an engine with its own keys (llama.cpp): those are its settings
-        return " ".join(_option_parts(config, None))
-    parts = [
-        str(config.speculative_algorithm)
-        if config.speculative_algorithm is not None
-        else "no speculation"
-    ]
-    for name in SUMMARY_FIELDS:
-        value = getattr(config, name)
-        if value is not None:
+    if _options(config, leading=False):  # the engine's further keys: those are its settings
+        return " ".join(_option_parts(config, None, leading=False))
+    method = concept_value(config, Concept.METHOD)
+    parts = [format_value("", method) if method is not None else "no speculation"]
+    own = option_fields(config.engine)
+    skip = {Concept.METHOD, Concept.DRAFT_MODEL}
+    for name, value in config.options:
+        if name in own and own[name].leads and own[name].concept not in skip:
             parts.append(f"{short_name(name, config.engine)}={format_value(name, value)}")
     return " ".join(parts)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_argv
-from specconsole.core.plans.profile import ServiceProfile
+from specconsole.core.plans.profile import ServiceProfile, for_engine, named
 from specconsole.core.ports import (
     ConnectionLost,
     Deployment,
@@ -68,8 +68,10 @@ def docker_run_argv(config: ServerConfig, profile: ServiceProfile) -> list[str]:
 
     With the default bridge network the server listens on all of the container's interfaces
     and the port is published on the box's loopback only; with ``--network host`` the
-    server's own ``--host`` applies and nothing is published.
+    server's own ``--host`` applies and nothing is published. Names the ``[service]`` leaves
+    to the engine are ``config``'s engine's.
     """
+    profile = for_engine(profile, config.engine)
     host_network = uses_host_network(profile.docker_args)
     inside = config if host_network else replace(config, host="0.0.0.0")
     argv = ["docker", "run", "-d", "--name", profile.container, *profile.docker_args]
@@ -160,6 +162,7 @@ class DockerBackend:
     """:class:`specconsole.core.ports.ServiceBackend` running the server in a container."""
 
     def __init__(self, transport: Transport, profile: ServiceProfile) -> None:
+        profile = named(profile)
         self._transport = transport
         self._profile = profile
         self._sudo = profile.uses_sudo()

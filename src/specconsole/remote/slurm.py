@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.launch.jobscript import SlurmJob, job_script
+from specconsole.core.plans.profile import for_engine
 from specconsole.core.ports import (
     LogRecord,
     ServiceState,
@@ -200,7 +201,7 @@ class SlurmBackend(ScriptedBackend):
 
     async def render(self, config: ServerConfig) -> str:
         run_dir, _ = await self._paths()
-        p = self._profile
+        p = for_engine(self._profile, config.engine)
         return job_script(
             config,
             SlurmJob(

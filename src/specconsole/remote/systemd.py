@@ -35,7 +35,7 @@ from specconsole.core.launch.unit import (
 )
 from specconsole.core.launch.unit_parse import unit_user
 from specconsole.core.plans import launch
-from specconsole.core.plans.profile import ServiceProfile, UnitScope, UnitTemplate
+from specconsole.core.plans.profile import ServiceProfile, UnitScope, UnitTemplate, named
 from specconsole.core.ports import (
     ConnectionLost,
     Deployment,
@@ -159,6 +159,7 @@ class SystemdBackend:
     """:class:`specconsole.core.ports.ServiceBackend` for a systemd unit."""
 
     def __init__(self, transport: Transport, profile: ServiceProfile) -> None:
+        profile = named(profile)
         self._transport = transport
         self._profile = profile
         self._user = profile.scope is UnitScope.USER

@@ -17,12 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.model import (
-    ServerConfig,
-    SpecAlgorithm,
-    option_fields,
-    replace_config,
-)
+from specconsole.core.config.model import ServerConfig, option_fields, replace_config
 from specconsole.present.deploys.flagdiff import config_diff
 from specconsole.present.editor_fields import FormField, default_fields, field_text
 
@@ -88,15 +83,6 @@ def _parse(field: FormField, text: str) -> object:
             raise ValueError(
                 f"{field.name}: {raw!r} is not {what}; type e.g. {example}, or leave it empty"
             ) from None
-    if field.kind == "algorithm":
-        upper = raw.upper()
-        try:
-            return SpecAlgorithm(upper)
-        except ValueError:
-            choices = ", ".join(a.value for a in SpecAlgorithm)
-            raise ValueError(
-                f"{field.name}: {raw!r} is not an algorithm; use one of {choices}, or none"
-            ) from None
     raise AssertionError(f"unknown field kind {field.kind}")
 
 
@@ -119,8 +105,9 @@ def parse_form(
     for field in default_fields() if fields is None else fields:
         if field.name not in values:
             continue
-        if field.name in keys:  # the engine's own key: typed and bounded by its OptionField
-            own[field.name] = values[field.name]
+        key = keys.get(field.name)
+        if key is not None and not (key.plain and field.kind in _NUMBERS):
+            own[field.name] = values[field.name]  # typed and bounded by its OptionField
             continue
         try:
             changes[field.name] = _parse(field, values[field.name])

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.effective import portable
 from specconsole.core.config.model import ServerConfig, effective_launcher
-from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_for, get_engine
+from specconsole.core.engine.registry import default_engine, engine_for, get_engine
 from specconsole.core.machine.events import ConfigValidated
 from specconsole.core.ports import Transport, TransportError
 
@@ -118,7 +118,7 @@ async def detect_engine_version(transport: Transport, config: ServerConfig) -> s
 def version_from_server_info(body: Any, config: ServerConfig | None = None) -> str | None:
     """The release the running server of ``config`` (default: the default engine's) reports,
     when it is a release number."""
-    engine = engine_for(config) if config is not None else get_engine(DEFAULT_ENGINE)
+    engine = engine_for(config) if config is not None else get_engine(default_engine())
     return engine.release_from_server_info(body)
 
 

@@ -8,7 +8,8 @@ own looser checks — ``bench --ladder 1000000`` and ``--temperature nan`` (issu
 here is far above anything a real box runs, so it only refuses values that are typos or
 hostile, and each comes with the fix. One table per domain, used by every reader:
 
-* :data:`SERVER_LIMITS` — ``core.config.validation`` applies it to a ``ServerConfig``;
+* a server key's bounds are its engine's declaration (``OptionField.maximum``):
+  ``core.config.validation`` applies them to a ``ServerConfig``;
 * :data:`BENCH_BOUNDS` — a benchmark's numbers by ``BenchSpec`` field, both lower and upper
   bound: the plan's ``[bench]`` (``core.plans.tables``) and ``specconsole bench``'s options
   (``commands.bounded``) read through it, so a value refused in a plan is refused on the
@@ -27,17 +28,6 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 E = TypeVar("E", bound=StrEnum)
-
-SERVER_LIMITS: dict[str, int] = {
-    "speculative_num_steps": 64,
-    "speculative_eagle_topk": 64,
-    "speculative_num_draft_tokens": 1024,
-    "cuda_graph_max_bs": 8192,
-    "max_running_requests": 65536,
-    "tp_size": 1024,
-    "context_length": 16_777_216,
-}
-"""Largest value of each integer server setting (SGLang's own trees are <= 8 steps/topk)."""
 
 
 @dataclass(frozen=True, slots=True)

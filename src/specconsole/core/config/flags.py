@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.model import ServerConfig, parse_field
+from specconsole.core.config.model import ServerConfig, parse_value
 
 
 def format_value(value: object) -> str:
@@ -41,12 +41,10 @@ def flag_value(name: str, inline: str | None, tokens: Sequence[str], i: int) -> 
     raise ConfigError(name, "needs a value.", f"write {name} VALUE.")
 
 
-def flag_field(flag: str, field_name: str, value: Any) -> Any:
-    """``parse_field`` for a flag's value, with errors naming the flag as written."""
-    try:
-        return parse_field(field_name, value)
-    except ConfigError as exc:
-        raise ConfigError(flag, exc.message, exc.fix) from None
+def flag_field(flag: str, field_name: str, value: Any, engine: str = "") -> Any:
+    """A flag's value read as ``[server]`` key ``field_name`` (a shared field, or one of
+    ``engine``'s own keys), with errors naming the flag as written."""
+    return parse_value(engine, field_name, value, key=flag)
 
 
 def _flag_name(token: str) -> str:

@@ -147,7 +147,7 @@ _UNIT_NAME = re.compile(r"[A-Za-z0-9:_.\\@-]+\Z")
 def unit_name_problem(value: str, where: str, suffix: str = ".service") -> str:
     """'' for a systemd unit name (``sglang.service``, ``sglang@1.service``): systemd's own
     characters only, no path, ending in ``suffix``."""
-    fix = f'fix: give a unit name such as "sglang{suffix}" (the folder is unit_dir)'
+    fix = f'fix: give a unit name such as "llm-server{suffix}" (the folder is unit_dir)'
     if problem := control_char_problem(value):
         return f"{where} {problem}; {fix}"
     if "/" in value or not value.endswith(suffix) or len(value) > 255:

@@ -1,8 +1,11 @@
 """The typed model of one inference-server launch configuration.
 
-Field names are SGLang's own server-argument names (the flag without ``--``, dashes as
-underscores), so the same word appears in TOML files, the editor, reports and records and
-users never translate between them. ``None`` means "not set: let the server choose".
+The shared fields are what every engine has (the model, the address, the launcher, the
+environment); every tuning key is the engine's own, in its own server-argument names (the
+flag without ``--``, dashes as underscores: SGLang's ``speculative_num_steps``, vLLM's
+``num_speculative_tokens``), declared by the engine (``core.config.options``), so the same
+word appears in TOML files, the editor, reports and records and users never translate
+between them. ``None`` means "not set: let the server choose".
 
 The same module reads and writes the TOML ``[server]`` table (:func:`config_from_table`,
 :func:`config_to_table`) and applies editor text (:func:`replace_config`), because the table
@@ -25,10 +28,17 @@ from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.inputs import load_toml
-from specconsole.core.config.options import OptionField, OptionValue, parse_option, with_options
+from specconsole.core.config.issues import Issue, Severity
+from specconsole.core.config.options import (
+    OptionField,
+    OptionValue,
+    parse_option,
+    read_scalar,
+    with_options,
+)
 from specconsole.core.engine.registry import (
-    DEFAULT_ENGINE,
     EngineNotFound,
+    default_engine,
     engine_names,
     get_engine,
 )
@@ -37,55 +47,26 @@ if TYPE_CHECKING:
     from specconsole.core.config.capabilities import FlagSet
 
 
-class SpecAlgorithm(StrEnum):
-    """Speculative decoding algorithms SGLang accepts for ``--speculative-algorithm``."""
-
-    EAGLE = "EAGLE"
-    EAGLE3 = "EAGLE3"
-    NEXTN = "NEXTN"
-    STANDALONE = "STANDALONE"
-    NGRAM = "NGRAM"
-
-
-DEFAULT_SGLANG_LAUNCHER = "python3 -m sglang.launch_server"
-"""The command prefix that starts the default engine (SGLang; ``sglang serve`` is the newer
-alternative): a configuration's launcher when it names none. Another engine's configuration
-left on it is started with that engine's own default (:func:`effective_launcher`)."""
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ServerConfig:
-    """One server configuration: what a trial deploys and what its record keeps."""
+    """One server configuration: what a trial deploys and what its record keeps.
+
+    Its fields are what every engine shares; the engine's own settings (SGLang's
+    ``speculative_num_steps``, vLLM's ``num_speculative_tokens``, llama.cpp's ``ctx_size``:
+    its ``option_fields``) are kept in :attr:`options` and read like fields
+    (``config.speculative_num_steps``). The constructor and ``dataclasses.replace`` take them
+    as keywords too: ``ServerConfig(model_path="m", speculative_num_steps=3)`` folds each key
+    its engine declares into :attr:`options` (``None`` unsets it) and refuses any other,
+    naming the key and the engine."""
 
     model_path: str
     """``--model-path``: local directory or hub id of the target model."""
-    engine: str = DEFAULT_ENGINE
-    """Inference server: a registered engine's name (``core.engine.registry``)."""
+    engine: str
+    """Inference server: a registered engine's name (``core.engine.registry``; the registered
+    default when none is given)."""
     engine_version: str | None = None
     """The engine release on the box (``0.5.23``): flags are rendered in that release's names
-    (:mod:`specconsole.engines.sglang.releases`); ``None`` until set or detected."""
-    speculative_algorithm: SpecAlgorithm | None = None
-    """``--speculative-algorithm``; ``None`` disables speculative decoding."""
-    speculative_draft_model_path: str | None = None
-    """``--speculative-draft-model-path``: the draft (EAGLE head) model."""
-    speculative_num_steps: int | None = None
-    """``--speculative-num-steps``: draft depth (tokens drafted per verify step per branch)."""
-    speculative_eagle_topk: int | None = None
-    """``--speculative-eagle-topk``: branching factor of the draft tree."""
-    speculative_num_draft_tokens: int | None = None
-    """``--speculative-num-draft-tokens``: verify width (tree nodes plus the root)."""
-    mem_fraction_static: float | None = None
-    """``--mem-fraction-static``: share of GPU memory for weights plus the KV pool."""
-    cuda_graph_max_bs: int | None = None
-    """``--cuda-graph-max-bs``: largest decode batch captured as a CUDA graph."""
-    max_running_requests: int | None = None
-    """``--max-running-requests``: SGLang caps it at 48 with speculative decoding if unset."""
-    tp_size: int | None = None
-    """``--tp-size``: tensor-parallel GPU count."""
-    context_length: int | None = None
-    """``--context-length``: maximum sequence length."""
-    attention_backend: str | None = None
-    """``--attention-backend`` (e.g. ``fa3``, ``flashinfer``, ``trtllm_mha``)."""
+    (the engine's release table); ``None`` until set or detected."""
     host: str = "127.0.0.1"
     """``--host`` the server binds to."""
     port: int = 30000
@@ -94,16 +75,17 @@ class ServerConfig:
     """Further flags passed verbatim, in order (flags this model does not name)."""
     env: tuple[tuple[str, str], ...] = ()
     """Environment variables for the server process, as ordered (name, value) pairs."""
-    launcher: str = DEFAULT_SGLANG_LAUNCHER
-    """Command prefix before the flags, e.g. ``python3 -m sglang.launch_server``,
-    ``sglang serve`` or ``/opt/venv/bin/python -m specconsole.sim`` for the simulator."""
+    launcher: str = ""
+    """Command prefix before the flags (``vllm serve``, ``/opt/venv/bin/python -m
+    specconsole.sim`` for the simulator); the engine's ``default_launcher`` when none is
+    given."""
     working_directory: str | None = None
     """Working directory of the server process (systemd ``WorkingDirectory=``)."""
     user: str | None = None
     """Account the service runs as (systemd ``User=``)."""
     options: tuple[tuple[str, OptionValue], ...] = ()
     """The engine's own settings (its ``option_fields``, :mod:`.options`), as ordered
-    (key, value) pairs; read them like fields (``config.spec_draft_n_max``)."""
+    (key, value) pairs in the engine's declared order; read them like fields."""
     description: str = field(default="", compare=False)
     """Free-text label shown in reports; not part of the configuration's identity."""
     box_flags: FlagSet | None = field(default=None, compare=False, repr=False)
@@ -115,6 +97,46 @@ class ServerConfig:
     side files (``Engine.side_files``: SGLang's adaptive config), set by the controller from
     the backend before validation and deploy, never written to a file; the engine renders a
     side file's path in it (``None``: the bare file name, as ``render`` shows it)."""
+
+    def __init__(
+        self,
+        model_path: str,
+        engine: str | None = None,
+        engine_version: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 30000,
+        extra_args: tuple[str, ...] = (),
+        env: tuple[tuple[str, str], ...] = (),
+        launcher: str | None = None,
+        working_directory: str | None = None,
+        user: str | None = None,
+        options: tuple[tuple[str, OptionValue], ...] = (),
+        description: str = "",
+        box_flags: FlagSet | None = None,
+        side_dir: str | None = None,
+        **values: Any,
+    ) -> None:
+        if engine is None:
+            engine = default_engine()
+        if values:
+            options = _folded(engine, options, values)
+        if launcher is None:
+            launcher = _default_launcher(engine)
+        put = object.__setattr__
+        put(self, "model_path", model_path)
+        put(self, "engine", engine)
+        put(self, "engine_version", engine_version)
+        put(self, "host", host)
+        put(self, "port", port)
+        put(self, "extra_args", extra_args)
+        put(self, "env", env)
+        put(self, "launcher", launcher)
+        put(self, "working_directory", working_directory)
+        put(self, "user", user)
+        put(self, "options", options)
+        put(self, "description", description)
+        put(self, "box_flags", box_flags)
+        put(self, "side_dir", side_dir)
 
     def __getattr__(self, name: str) -> Any:
         """An engine option by its key, like a field: its value, or ``None`` when the engine
@@ -129,19 +151,49 @@ class ServerConfig:
         raise AttributeError(f"ServerConfig has no field or {self.engine} option {name!r}")
 
 
+def _default_launcher(engine: str) -> str:
+    try:
+        return get_engine(str(engine)).default_launcher
+    except EngineNotFound:  # validation names the engine; render needs some launcher
+        return get_engine(default_engine()).default_launcher
+
+
+def _folded(
+    engine: str, options: tuple[tuple[str, OptionValue], ...], values: Mapping[str, Any]
+) -> tuple[tuple[str, OptionValue], ...]:
+    """``options`` with the keyword ``values`` applied: each a key ``engine`` declares (or an
+    alias of one); typed values as given, except that a key with its own reader reads them
+    (SGLang's algorithm as its enum) when it can."""
+    own = option_fields(engine)
+    names = _key_names(engine)
+    changes: dict[str, Any] = {}
+    for key, value in values.items():
+        name = names.get(key)
+        if name is None or key in own[name].former:
+            new = f"; {engine} calls it {name!r}" if name is not None else ""
+            raise TypeError(f"ServerConfig: engine {engine!r} has no key {key!r}{new}")
+        reader = own[name].reader
+        if reader is not None and value is not None:
+            try:
+                value = reader(value)
+            except ConfigError:
+                pass  # validation names it
+        changes[name] = value
+    return with_options(options, changes, own)
+
+
 # ---------------------------------------------------------------------------------------------
 # TOML ``[server]`` table <-> ServerConfig
 # ---------------------------------------------------------------------------------------------
 
 
 class FieldKind(StrEnum):
-    """How a ``[server]`` key's value is typed (drives TOML parsing and editor text)."""
+    """How a shared ``[server]`` key's value is typed (drives TOML parsing and editor text)."""
 
     STR = "str"
     INT = "int"
     FLOAT = "float"
     ENGINE = "engine"
-    ALGORITHM = "algorithm"
     ARGS = "args"
     ENV = "env"
 
@@ -150,17 +202,6 @@ FIELD_KINDS: dict[str, FieldKind] = {
     "model_path": FieldKind.STR,
     "engine": FieldKind.ENGINE,
     "engine_version": FieldKind.STR,
-    "speculative_algorithm": FieldKind.ALGORITHM,
-    "speculative_draft_model_path": FieldKind.STR,
-    "speculative_num_steps": FieldKind.INT,
-    "speculative_eagle_topk": FieldKind.INT,
-    "speculative_num_draft_tokens": FieldKind.INT,
-    "mem_fraction_static": FieldKind.FLOAT,
-    "cuda_graph_max_bs": FieldKind.INT,
-    "max_running_requests": FieldKind.INT,
-    "tp_size": FieldKind.INT,
-    "context_length": FieldKind.INT,
-    "attention_backend": FieldKind.STR,
     "host": FieldKind.STR,
     "port": FieldKind.INT,
     "extra_args": FieldKind.ARGS,
@@ -170,51 +211,41 @@ FIELD_KINDS: dict[str, FieldKind] = {
     "user": FieldKind.STR,
     "description": FieldKind.STR,
 }
-"""Every ``[server]`` key, in the order files and editors show them (= ServerConfig fields)."""
-
-TUNING_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("speculative_algorithm", "algorithm", "EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM or none"),
-    ("speculative_num_steps", "int", "draft depth per verify step"),
-    ("speculative_eagle_topk", "int", "branching factor of the draft tree"),
-    ("speculative_num_draft_tokens", "int", "verify width (tree nodes + root)"),
-    ("mem_fraction_static", "float", "share of GPU memory for weights + KV pool"),
-    ("cuda_graph_max_bs", "int", "largest decode batch captured as a CUDA graph"),
-    ("max_running_requests", "int", "cap on requests in flight (48 if unset with spec)"),
-    ("tp_size", "int", "tensor-parallel GPU count"),
-    ("extra_args", "args", "further flags, shell-quoted"),
-)
-"""The fields a tuner edits, in the editor's display order: name, kind, one-line hint. Each
-engine spells them with its own flags (its ``editor_fields``)."""
+"""Every shared ``[server]`` key, in the order files show them (= ServerConfig fields); an
+engine's own keys come in its declared order, the leading ones before ``host``."""
 
 NON_OPTIONAL_KEYS: frozenset[str] = frozenset(
     {"model_path", "engine", "host", "port", "extra_args", "env", "launcher", "description"}
 )
 """Keys that cannot be ``None`` (everything else may be left unset)."""
 
-KEY_ALIASES: dict[str, str] = {
-    "model": "model_path",
-    "speculative_draft_model": "speculative_draft_model_path",
-    "tensor_parallel_size": "tp_size",
-    "tp": "tp_size",
-    "cuda_graph_max_bs_decode": "cuda_graph_max_bs",
-}
-"""SGLang's own aliases, accepted on input and written back under the canonical name."""
+KEY_ALIASES: dict[str, str] = {"model": "model_path"}
+"""Shared aliases, accepted on input and written back under the canonical name (an engine's
+own are its keys' ``OptionField.aliases``)."""
 
 
-def _check_key(key: str, own: Mapping[str, OptionField] | None = None) -> str:
+def _check_key(key: str, engine: str) -> str:
     if key in FIELD_KINDS:
         return key
     if key in KEY_ALIASES:
         return KEY_ALIASES[key]
-    own = own or {}
+    names = _key_names(engine)
+    foreign = _engine_attr(engine, "foreign_keys")
+    if key in foreign:
+        title = _engine_title(engine)
+        raise ConfigError(
+            f"server.{key}",
+            f"{title} has no flag for it: it would not be rendered.",
+            f"{foreign[key]}.",
+        )
     dashed = key.replace("-", "_")
-    if dashed in FIELD_KINDS or dashed in KEY_ALIASES or dashed in own:
+    if dashed in FIELD_KINDS or dashed in KEY_ALIASES or dashed in names:
         raise ConfigError(
             f"server.{key}",
             "keys use underscores, not dashes.",
-            f"write `{KEY_ALIASES.get(dashed, dashed)}`.",
+            f"write `{KEY_ALIASES.get(dashed, names.get(dashed, dashed))}`.",
         )
-    close = difflib.get_close_matches(key, [*FIELD_KINDS, *own], n=1)
+    close = difflib.get_close_matches(key, [*FIELD_KINDS, *option_fields(engine)], n=1)
     hint = f"did you mean `{close[0]}`? " if close else ""
     flag = "--" + key.replace("_", "-")
     raise ConfigError(
@@ -226,7 +257,7 @@ def _check_key(key: str, own: Mapping[str, OptionField] | None = None) -> str:
 
 
 def parse_field(name: str, value: Any) -> Any:
-    """Convert one ``[server]`` value (TOML-typed or editor text) to the field's type.
+    """Convert one shared ``[server]`` value (TOML-typed or editor text) to the field's type.
 
     Raises :class:`ConfigError` naming the key and the fix; ``None`` unsets optional keys.
     """
@@ -235,41 +266,14 @@ def parse_field(name: str, value: Any) -> Any:
     if value is None or (isinstance(value, str) and not value.strip() and kind != FieldKind.STR):
         if name in NON_OPTIONAL_KEYS and kind not in (FieldKind.ARGS, FieldKind.ENV):
             raise ConfigError(key, "a value is required.", f"set {name}.")
-        if kind == FieldKind.ARGS:
-            return ()
-        if kind == FieldKind.ENV:
+        if kind in (FieldKind.ARGS, FieldKind.ENV):
             return ()
         return None
-    if kind == FieldKind.STR:
-        if not isinstance(value, str):
-            raise ConfigError(key, f"expected a string, got {value!r}.", f'write {name} = "..."')
-        if not value and name not in NON_OPTIONAL_KEYS:
-            return None
-        return value
-    if kind == FieldKind.INT:
-        if isinstance(value, bool):
-            raise ConfigError(key, f"expected an integer, got {value!r}.", f"write {name} = 4")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                return int(value.strip().replace("_", ""))
-            except ValueError:
-                pass
-        raise ConfigError(key, f"expected an integer, got {value!r}.", f"write {name} = 4")
-    if kind == FieldKind.FLOAT:
-        if isinstance(value, bool):
-            raise ConfigError(key, f"expected a number, got {value!r}.", f"write {name} = 0.85")
-        if isinstance(value, int | float):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError:
-                pass
-        raise ConfigError(key, f"expected a number, got {value!r}.", f"write {name} = 0.85")
+    if kind in (FieldKind.STR, FieldKind.INT, FieldKind.FLOAT):
+        text = read_scalar(kind.value, name, value)
+        if text is None and name in NON_OPTIONAL_KEYS:
+            return value  # a required string may be empty: validation says what is missing
+        return text
     if kind == FieldKind.ENGINE:
         names = engine_names()
         if isinstance(value, str) and value.strip().lower() in names:
@@ -278,21 +282,6 @@ def parse_field(name: str, value: Any) -> Any:
         hint = f"did you mean `{close[0]}`? " if close else ""
         choices = " or ".join(f'"{n}"' for n in names)
         raise ConfigError(key, f"unknown engine {value!r}.", f"{hint}write engine = {choices}.")
-    if kind == FieldKind.ALGORITHM:
-        if isinstance(value, SpecAlgorithm):
-            return value
-        if isinstance(value, str):
-            text = value.strip().upper()
-            if text in ("", "NONE", "OFF"):
-                return None
-            if text in {a.value for a in SpecAlgorithm}:
-                return SpecAlgorithm(text)
-        names = ", ".join(f'"{a.value}"' for a in SpecAlgorithm)
-        raise ConfigError(
-            key,
-            f"unknown speculative algorithm {value!r}.",
-            f"use one of {names}, or remove the key to disable speculative decoding.",
-        )
     if kind == FieldKind.ARGS:
         if isinstance(value, str):
             try:
@@ -306,7 +295,10 @@ def parse_field(name: str, value: Any) -> Any:
         raise ConfigError(
             key, "expected a list of strings.", 'write extra_args = ["--flag", "value"].'
         )
-    # ENV
+    return _parse_env(key, value)
+
+
+def _parse_env(key: str, value: Any) -> tuple[tuple[str, str], ...]:
     pairs: list[tuple[str, str]] = []
     items: Any
     if isinstance(value, dict):
@@ -342,36 +334,124 @@ def parse_field(name: str, value: Any) -> Any:
     return tuple(pairs)
 
 
+_FIELDS_CACHE: dict[str, tuple[object, dict[str, OptionField], dict[str, str]]] = {}
+
+
+def _declared(engine: str) -> tuple[dict[str, OptionField], dict[str, str]]:
+    """The engine's keys by name, and every name that reads as one (aliases and former
+    names included) -> its key; cached per registered engine object."""
+    try:
+        obj = get_engine(str(engine))
+    except EngineNotFound:
+        return {}, {}
+    cached = _FIELDS_CACHE.get(engine)
+    if cached is None or cached[0] is not obj:
+        own = {f.name: f for f in obj.option_fields}
+        names = {n: f.name for f in obj.option_fields for n in reversed(f.names)}
+        cached = (obj, own, names)
+        _FIELDS_CACHE[engine] = cached
+    return cached[1], cached[2]
+
+
 def option_fields(engine: str) -> dict[str, OptionField]:
     """The engine's own ``[server]`` keys by name (none for an engine that is not registered:
     validation names that engine)."""
+    return _declared(engine)[0]
+
+
+def _key_names(engine: str) -> dict[str, str]:
+    return _declared(engine)[1]
+
+
+def key_limits(engine: str) -> dict[str, int]:
+    """The upper bound of each of ``engine``'s integer keys that has one."""
+    return {
+        name: int(f.maximum)
+        for name, f in option_fields(engine).items()
+        if f.kind == "int" and f.maximum is not None
+    }
+
+
+def key_name(engine: str, key: str) -> str:
+    """The canonical name of ``key`` for ``engine``: an alias or former name of one of its
+    keys as that key, anything else as it is."""
+    if key in KEY_ALIASES:
+        return KEY_ALIASES[key]
+    return _key_names(engine).get(key, key)
+
+
+def parse_value(engine: str, name: str, value: Any, *, key: str | None = None) -> Any:
+    """One value for ``[server]`` key ``name`` of ``engine`` — a shared field or one of the
+    engine's own keys — typed as a file or the editor would give it."""
+    own = option_fields(engine)
+    if name in own:
+        return parse_option(own[name], value, key=key)
+    if key is None:
+        return parse_field(name, value)
     try:
-        return {f.name: f for f in get_engine(str(engine)).option_fields}
+        return parse_field(name, value)
+    except ConfigError as exc:
+        raise ConfigError(key, exc.message, exc.fix) from None
+
+
+def deprecation(engine: str, former: str, key: str) -> Issue:
+    """The notice for a former key name read as ``key``."""
+    title = _engine_title(engine)
+    return Issue(
+        former,
+        Severity.WARNING,
+        f"{former} is specconsole's former name for {title}'s {key}: it is read as {key}.",
+        f"write {key} instead (the former name will stop being read).",
+    )
+
+
+def _engine_title(engine: str) -> str:
+    try:
+        return get_engine(str(engine)).title
     except EngineNotFound:
-        return {}
+        return str(engine)
 
 
-def config_from_table(table: Mapping[str, Any]) -> ServerConfig:
+def config_from_table(table: Mapping[str, Any], notes: list[Issue] | None = None) -> ServerConfig:
     """Build a :class:`ServerConfig` from a TOML ``[server]`` table.
 
     Raises :class:`ConfigError` (naming the key and the fix) for unknown keys, bad types and a
     missing ``model_path``. Range rules (positive ints, fractions) are validation's job
     (``specconsole.core.config.validation``) so the editor can show them all at once; an
-    engine option's range is checked as it is read (:func:`.options.parse_option`).
+    engine option's range is checked as it is read (:func:`.options.parse_option`) unless it
+    is ``plain``. A former key name (an old plan's) is read as its key, with a deprecation
+    notice added to ``notes`` when the caller collects them (a plan, not a record); a key its
+    engine retired is dropped the same way.
     """
     if not isinstance(table, Mapping):
         raise ConfigError("server", "expected a table.", "write a [server] table.")
-    engine = table.get("engine", DEFAULT_ENGINE)
-    own = option_fields(parse_field("engine", engine)) if engine is not None else {}
+    raw_engine = table.get("engine")
+    engine = default_engine() if raw_engine is None else parse_field("engine", raw_engine)
+    own = option_fields(engine)
+    names = _key_names(engine)
+    retired = _engine_attr(engine, "retired_keys")
     values: dict[str, Any] = {}
     options: dict[str, OptionValue | None] = {}
     for raw_key, raw_value in table.items():
         if not isinstance(raw_key, str):
             raise ConfigError(f"server.{raw_key!r}", "keys must be strings.", "rename the key.")
-        if raw_key in own:
-            options[raw_key] = parse_option(own[raw_key], raw_value)
+        if raw_key in retired:
+            if notes is not None:
+                notes.append(
+                    Issue(raw_key, Severity.WARNING, retired[raw_key], f"remove {raw_key}.")
+                )
             continue
-        name = _check_key(raw_key, own)
+        name = names.get(raw_key)
+        if name is not None:
+            if name in options:
+                raise ConfigError(
+                    f"server.{raw_key}", f"sets {name} twice (via an alias).", "keep one of them."
+                )
+            options[name] = parse_option(own[name], raw_value, key=f"server.{raw_key}")
+            if raw_key in own[name].former and notes is not None:
+                notes.append(deprecation(engine, raw_key, name))
+            continue
+        name = _check_key(raw_key, engine)
         if name in values:
             raise ConfigError(
                 f"server.{raw_key}", f"sets {name} twice (via an alias).", "keep one of them."
@@ -383,26 +463,51 @@ def config_from_table(table: Mapping[str, Any]) -> ServerConfig:
         raise ConfigError(
             "server.model_path", "missing.", 'add model_path = "/path/to/model" (or a hub id).'
         )
-    if values.get("engine", DEFAULT_ENGINE) != DEFAULT_ENGINE and "launcher" not in values:
-        values["launcher"] = get_engine(values["engine"]).default_launcher
+    values["engine"] = engine
     return ServerConfig(**values)
+
+
+def _engine_attr(engine: str, name: str) -> Mapping[str, str]:
+    """An optional mapping the engine declares (``retired_keys``, ``foreign_keys``)."""
+    try:
+        return getattr(get_engine(str(engine)), name, {})
+    except EngineNotFound:
+        return {}
+
+
+def table_keys(engine: str) -> tuple[str, ...]:
+    """Every ``[server]`` key of ``engine`` in the order a table shows them: the shared ones,
+    the engine's leading keys before ``host``, its others before ``extra_args`` (next to the
+    other settings of the server)."""
+    own = option_fields(engine).values()
+    out: list[str] = []
+    for name in FIELD_KINDS:
+        if name == "host":
+            out += [f.name for f in own if f.leads]
+        if name == "extra_args":
+            out += [f.name for f in own if not f.leads]
+        out.append(name)
+    return tuple(out)
 
 
 def config_to_table(config: ServerConfig) -> dict[str, Any]:
     """The TOML ``[server]`` table for ``config`` (unset keys omitted; inverse of
     :func:`config_from_table`)."""
+    values = dict(config.options)
     out: dict[str, Any] = {}
-    for name in FIELD_KINDS:
-        if name == "extra_args":  # the engine's own keys read best next to its other settings
-            out.update(config.options)
+    for name in table_keys(config.engine):
+        if name not in FIELD_KINDS:
+            if name in values:
+                out[name] = _plain(values.pop(name))
+            continue
+        if name == "extra_args":
+            out.update((k, _plain(v)) for k, v in values.items())  # not declared: kept all the same
         value = getattr(config, name)
         if value is None:
             continue
         kind = FIELD_KINDS[name]
         if kind == FieldKind.ENGINE:
             out[name] = str(value)
-        elif kind == FieldKind.ALGORITHM:
-            out[name] = str(value.value)
         elif kind == FieldKind.ARGS:
             if value:
                 out[name] = list(value)
@@ -417,19 +522,29 @@ def config_to_table(config: ServerConfig) -> dict[str, Any]:
     return out
 
 
+def _plain(value: OptionValue) -> OptionValue:
+    """A value as a file holds it (an engine's enum member as its text)."""
+    if isinstance(value, str) and type(value) is not str:
+        return str(value)
+    return value
+
+
 def replace_config(config: ServerConfig, **changes: Any) -> ServerConfig:
     """``dataclasses.replace`` that type-checks the changed values like a TOML file would.
 
     Values may be typed or editor text (``"3"``, ``"0.85"``, ``"EAGLE3"``, ``""`` to unset).
     """
     typed: dict[str, Any] = {}
-    own = option_fields(changes.get("engine", config.engine))
+    engine = changes.get("engine", config.engine)
+    own = option_fields(engine)
+    names = _key_names(engine)
     options: dict[str, OptionValue | None] = {}
     for key, value in changes.items():
-        if key in own:
-            options[key] = parse_option(own[key], value)
+        name = names.get(key)
+        if name is not None:
+            options[name] = parse_option(own[name], value, key=f"server.{key}")
             continue
-        name = _check_key(key, own)
+        name = _check_key(key, engine)
         typed[name] = parse_field(name, value)
     if options:
         typed["options"] = with_options(config.options, options, own)
@@ -448,10 +563,13 @@ def set_values(config: ServerConfig, **values: Any) -> ServerConfig:
 
 
 def effective_launcher(config: ServerConfig) -> str:
-    """The launcher actually used: another engine's configuration left on the default engine's
-    launcher gets its own engine's (a vLLM configuration: ``vllm serve``)."""
-    if config.engine != DEFAULT_ENGINE and config.launcher == DEFAULT_SGLANG_LAUNCHER:
-        return get_engine(config.engine).default_launcher
+    """The launcher actually used: a configuration of another engine left on the default
+    engine's launcher (``dataclasses.replace`` of its engine alone) gets its own engine's."""
+    default = default_engine()
+    if config.engine == default:
+        return config.launcher
+    if config.launcher == _default_launcher(default):
+        return _default_launcher(config.engine)
     return config.launcher
 
 

@@ -1,9 +1,9 @@
 """Render a configuration to exactly the argv that runs on the box.
 
 Why: a trial is only reproducible if what the console records is byte-for-byte what was
-deployed. The launcher words come from the configuration (``python3 -m sglang.launch_server``,
+deployed. The launcher words come from the configuration (the engine's own, such as
 ``vllm serve``, or the simulator's ``/path/.venv/bin/python -m specconsole.sim``, which
-accepts SGLang's flags), the flags after them from the configuration's engine
+speaks the engine it imitates), the flags after them from the configuration's engine
 (:meth:`~specconsole.core.engine.Engine.render_flags`, in its release's spelling). A systemd
 unit around the same words is :mod:`.systemd`'s; reading a command line back is
 :mod:`.command`'s. Rendering then parsing then rendering gives identical text (tested,
@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 
 from specconsole.core.config.errors import ConfigError
-from specconsole.core.config.model import DEFAULT_SGLANG_LAUNCHER, ServerConfig, effective_launcher
+from specconsole.core.config.model import ServerConfig, effective_launcher
 from specconsole.core.engine.registry import engine_for
 
 __all__ = ["exec_words", "launcher_argv", "to_argv", "to_command"]
@@ -31,9 +31,8 @@ def launcher_argv(config: ServerConfig) -> list[str]:
             "server.launcher", f"cannot be split ({exc}).", "fix its quoting."
         ) from None
     if not words:
-        raise ConfigError(
-            "server.launcher", "is empty.", f'set launcher = "{DEFAULT_SGLANG_LAUNCHER}".'
-        )
+        default = engine_for(config).default_launcher
+        raise ConfigError("server.launcher", "is empty.", f'set launcher = "{default}".')
     return words
 
 

@@ -7,41 +7,34 @@ the editor, naming the field and the fix.
 
 :func:`validate` lists every problem (errors block a deploy; warnings and notices inform) and
 never raises on any input, however malformed (wrong types included). This module holds the
-entry point and the engine-independent rules (types, ranges, bounds, env, modelled flags in
-``extra_args``); the speculative-decoding rules of each engine are in
-:mod:`specconsole.engines.sglang.rules`, the findings' shape in
-:mod:`specconsole.core.config.issues`, and
-the server's own adjustments (``normalize``) in :mod:`specconsole.engines.sglang.normalize`.
+entry point and the engine-independent rules (types, ranges and bounds of every key as its
+engine declares it, env, modelled flags in ``extra_args``); each engine's own rules are its
+``check`` (its package's ``rules.py``), the findings' shape is
+:mod:`specconsole.core.config.issues`, and the server's own adjustments are the engine's
+``normalize``.
 """
 
 from __future__ import annotations
 
 import re
 
-from specconsole.core.config.bounds import SERVER_LIMITS, control_char_problem, is_int
+from specconsole.core.config.bounds import control_char_problem, is_int
 from specconsole.core.config.capabilities import flag_issues
+from specconsole.core.config.concepts import Concept
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import extra_flags
 from specconsole.core.config.inputs import host_problem
 from specconsole.core.config.issues import Issue, IssueReport, Severity
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.options import parse_option
-from specconsole.core.config.speculation import TREE_FIELDS
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.options import OptionField, parse_option
 from specconsole.core.engine.protocol import Engine
 from specconsole.core.engine.registry import (
-    DEFAULT_ENGINE,
     EngineNotFound,
+    default_engine,
     engine_names,
     get_engine,
 )
 
-_POSITIVE_INTS = (
-    *TREE_FIELDS,
-    "cuda_graph_max_bs",
-    "max_running_requests",
-    "tp_size",
-    "context_length",
-)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\$?\Z")
 
@@ -89,15 +82,18 @@ def _validate(config: ServerConfig) -> list[Issue]:
     except EngineNotFound:
         choices = " or ".join(f'"{n}"' for n in engine_names())
         err("engine", f"unknown engine {config.engine!r}.", f"set engine = {choices}.")
-        engine = get_engine(DEFAULT_ENGINE)
-    algo = config.speculative_algorithm
-    if algo is not None and not isinstance(algo, SpecAlgorithm):
-        err(
-            "speculative_algorithm",
-            f"unknown algorithm {algo!r}.",
-            "use EAGLE, EAGLE3, NEXTN, STANDALONE or NGRAM, or unset it.",
-        )
-        algo = None
+        engine = get_engine(default_engine())
+        known = False  # its own rules cannot be asked: the shared ones still are
+    else:
+        known = True
+    plain = [f for f in engine.option_fields if f.plain]
+    values = dict(config.options) if isinstance(config.options, tuple | list) else {}
+    for key in plain:
+        if key.reader is not None and values.get(key.name) is not None:
+            try:
+                key.reader(values[key.name])
+            except ConfigError as exc:
+                err(key.name, exc.message, exc.fix)
 
     # --- types and ranges -----------------------------------------------------------------
     if not isinstance(config.model_path, str):
@@ -111,8 +107,8 @@ def _validate(config: ServerConfig) -> list[Issue]:
     elif config.model_path.startswith("-"):
         err("model_path", "looks like a flag.", "set the model's directory or hub id.")
     bad_ints: set[str] = set()
-    for name in _POSITIVE_INTS:
-        value = getattr(config, name)
+    for name in (k.name for k in plain if k.kind == "int" and k.minimum == 1):
+        value = values.get(name)
         if value is None:
             continue
         if not is_int(value):
@@ -125,19 +121,10 @@ def _validate(config: ServerConfig) -> list[Issue]:
                 f"set {name} to 1 or more, or remove it to let the server choose.",
             )
             bad_ints.add(name)
-    _check_bounds(config, bad_ints, r)
-    mem = config.mem_fraction_static
-    mem_key = "mem_fraction_static"
-    if mem is not None:
-        if isinstance(mem, bool) or not isinstance(mem, int | float):
-            err(mem_key, f"must be a number, got {mem!r}.", "set it to e.g. 0.85.")
-        elif not 0.0 < float(mem) < 1.0 or mem != mem:
-            what = _spelled(engine, mem_key)
-            err(
-                mem_key,
-                f"{what} must be between 0 and 1 (exclusive), got {mem}.",
-                "set it to e.g. 0.85 (lower it if the server runs out of memory).",
-            )
+    _check_bounds(config, plain, bad_ints, r)
+    for key in plain:
+        if key.kind == "float" and key.name in values:
+            _check_fraction(key, values[key.name], engine, r)
     if not is_int(config.port) or not 1 <= config.port <= 65535:
         err("port", f"must be a TCP port 1-65535, got {config.port!r}.", "set port = 30000.")
     if not isinstance(config.host, str) or not config.host.strip():
@@ -149,9 +136,10 @@ def _validate(config: ServerConfig) -> list[Issue]:
             'set host = "127.0.0.1" (or "0.0.0.0" to listen on all).',
         )
     if not isinstance(config.launcher, str) or not config.launcher.strip():
-        err("launcher", "no launcher is set.", 'set launcher = "python3 -m sglang.launch_server".')
-    for name in ("speculative_draft_model_path", "attention_backend", "working_directory", "user"):
-        value = getattr(config, name)
+        err("launcher", "no launcher is set.", f'set launcher = "{engine.default_launcher}".')
+    strings = [k.name for k in plain if k.kind == "str"]
+    for name in (*strings, "working_directory", "user"):
+        value = values.get(name) if name in strings else getattr(config, name)
         if value is not None and not isinstance(value, str):
             err(name, f"must be a string, got {value!r}.", f"set {name} to text or remove it.")
     wd = config.working_directory
@@ -159,7 +147,7 @@ def _validate(config: ServerConfig) -> list[Issue]:
         err(
             "working_directory",
             f"must be an absolute path, got {wd!r}.",
-            "write the full path, e.g. /opt/sglang (systemd requires it).",
+            "write the full path, e.g. /opt/server (systemd requires it).",
         )
     if isinstance(wd, str) and (wd.endswith("\\") or any(c in wd for c in "\n\r\x00")):
         err(
@@ -211,7 +199,8 @@ def _validate(config: ServerConfig) -> list[Issue]:
                 f"set {name} instead and remove {flag} from extra_args.",
             )
 
-    engine.check(config, algo, bad_ints, r)
+    if known:
+        engine.check(config, bad_ints, r)
     if config.box_flags is not None:  # the box's binary, from its own --help
         try:
             r.issues.extend(flag_issues(config))
@@ -223,6 +212,7 @@ def _validate(config: ServerConfig) -> list[Issue]:
 def _check_options(config: ServerConfig, engine: Engine, r: IssueReport) -> None:
     """The engine's own keys: known to it, each value of its kind and within its bounds."""
     own = {f.name: f for f in engine.option_fields}
+    plain = {f.name for f in engine.option_fields if f.plain}
     pairs = config.options if isinstance(config.options, tuple | list) else ()
     for entry in pairs:
         if not (isinstance(entry, tuple | list) and len(entry) == 2):
@@ -237,12 +227,40 @@ def _check_options(config: ServerConfig, engine: Engine, r: IssueReport) -> None
                 "remove it, or pass the flag through extra_args.",
             )
             continue
+        if name in plain:
+            continue  # checked with the shared rules above
         try:
             parse_option(field, value)
         except ConfigError as exc:
             r.err(name, exc.message, exc.fix)
         if isinstance(value, str) and (problem := control_char_problem(value)):
             r.err(name, f"{problem}.", "remove it: it cannot go on a command line or in a unit.")
+
+
+def _check_fraction(key: OptionField, value: object, engine: Engine, r: IssueReport) -> None:
+    """A plain number key bounded by 0 and 1: the memory fraction's rule (exclusive), or
+    the key's own inclusive bounds."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        r.err(key.name, f"must be a number, got {value!r}.", f"set it to e.g. {key.example}.")
+        return
+    low, high = key.minimum, key.maximum
+    if key.concept == Concept.MEMORY_FRACTION:
+        if not 0.0 < float(value) < 1.0 or value != value:
+            what = _spelled(engine, key.name)
+            r.err(
+                key.name,
+                f"{what} must be between 0 and 1 (exclusive), got {value}.",
+                f"set it to e.g. {key.example} (lower it if the server runs out of memory).",
+            )
+        return
+    if value != value or (low is not None and value < low) or (high is not None and value > high):
+        r.err(
+            key.name,
+            f"must be between {low:g} and {high:g}, got {value}.",
+            f"set it to e.g. {key.example}.",
+        )
 
 
 def _spelled(engine: Engine, key: str) -> str:
@@ -256,22 +274,19 @@ def _spelled(engine: Engine, key: str) -> str:
 
 # --- bounds: every number capped, no control characters in what reaches argv or a unit -----
 
-_COMMAND_STRINGS = (
-    "model_path",
-    "speculative_draft_model_path",
-    "attention_backend",
-    "host",
-    "launcher",
-    "working_directory",
-    "user",
-    "description",
-)
-"""String fields that end up on the server's command line or in its unit."""
+_COMMAND_STRINGS = ("host", "launcher", "working_directory", "user", "description")
+"""Shared string fields that end up on the server's command line or in its unit (after the
+model and the engine's plain string keys)."""
 
 
-def _check_bounds(config: ServerConfig, bad_ints: set[str], r: IssueReport) -> None:
-    for name, limit in SERVER_LIMITS.items():
-        value = getattr(config, name)
+def _check_bounds(
+    config: ServerConfig, plain: list[OptionField], bad_ints: set[str], r: IssueReport
+) -> None:
+    values = dict(config.options) if isinstance(config.options, tuple | list) else {}
+    for key in plain:
+        if key.kind != "int" or key.maximum is None:
+            continue
+        name, limit, value = key.name, int(key.maximum), values.get(key.name)
         if name in bad_ints or not is_int(value) or value <= limit:
             continue
         r.err(
@@ -280,8 +295,10 @@ def _check_bounds(config: ServerConfig, bad_ints: set[str], r: IssueReport) -> N
             f"set {name} to at most {limit:,} (a larger value is a typo).",
         )
         bad_ints.add(name)
-    for name in _COMMAND_STRINGS:
-        value = getattr(config, name)
+    strings = [("model_path", config.model_path)]
+    strings += [(k.name, values.get(k.name)) for k in plain if k.kind == "str"]
+    strings += [(name, getattr(config, name)) for name in _COMMAND_STRINGS]
+    for name, value in strings:
         if isinstance(value, str) and (problem := control_char_problem(value)):
             r.err(name, f"{problem}.", "remove it: it cannot go on a command line or in a unit.")
     words = config.extra_args if isinstance(config.extra_args, tuple | list) else ()

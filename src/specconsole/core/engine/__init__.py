@@ -18,22 +18,24 @@ from __future__ import annotations
 
 from .protocol import Engine
 from .registry import (
-    DEFAULT_ENGINE,
     EngineNotFound,
+    default_engine,
     engine_for,
     engine_names,
     get_engine,
     register,
+    registered,
     unregister,
 )
 
 __all__ = [
-    "DEFAULT_ENGINE",
     "Engine",
     "EngineNotFound",
+    "default_engine",
     "engine_for",
     "engine_names",
     "get_engine",
     "register",
+    "registered",
     "unregister",
 ]

@@ -1,10 +1,15 @@
-"""What an inference-server engine must provide: one protocol, grouped by concern.
+"""What an inference-server engine provides: one protocol, grouped by concern.
 
-Why one protocol: a third engine must be addable as one package that fills these slots,
-without an ``if engine == ...`` anywhere else. Every slot is either plain data (flag tables,
-the log grammar, the endpoints) or a pure function of a configuration; an engine performs no
-I/O, so its package is as testable as the core (``tests/engines/test_protocol.py`` checks
-that every registered engine fills every slot).
+Why one protocol: another engine must be addable as one package, without an ``if engine ==
+...`` anywhere else. Every slot is either plain data (its keys, the log grammar, the
+endpoints) or a pure function of a configuration; an engine performs no I/O, so its package
+is as testable as the core (``tests/engines/test_protocol.py`` checks every registered engine).
+
+An engine must say only a few things (:data:`REQUIRED`: its name, title and launcher, its
+``[server]`` keys, its log grammar, its endpoints); every other slot (:data:`OPTIONAL`) is a
+capability with an answer from its declarations, :class:`~specconsole.core.config.enginebase
+.EngineBase`, which an engine subclasses and overrides where it knows better (its own
+command line, rules, releases, schedule...).
 
 The slots, in the order a trial meets them:
 
@@ -37,14 +42,15 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from specconsole.core.config.issues import Issue, IssueReport
-    from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+    from specconsole.core.config.model import ServerConfig
     from specconsole.core.config.options import OptionField
     from specconsole.core.config.releases import ReleaseTable
+    from specconsole.core.config.ties import Tie
     from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
     from specconsole.core.measure.acceptance import SpecCounters
 
-__all__ = ["EditorField", "Endpoints", "Engine"]
+__all__ = ["OPTIONAL", "REQUIRED", "EditorField", "Endpoints", "Engine"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ class EditorField:
     """One editable ``[server]`` key as the edited engine release spells it."""
 
     name: str
-    """The ``ServerConfig`` attribute (the stable ``[server]`` key)."""
+    """The ``[server]`` key (the engine's own name for it)."""
     kind: str
     """``int``, ``float``, ``algorithm`` or ``args``."""
     hint: str
@@ -60,14 +66,8 @@ class EditorField:
     flag: str = ""
     """The flag it renders as for the edited release (``""``: the engine renders none)."""
     note: str = ""
-    """Why the field is flagged (renamed in this release, not rendered by this engine)."""
-    word: str = ""
-    """The engine's own name for the field, where it is not the ``[server]`` key (vLLM calls
-    ``speculative_num_steps`` ``num_speculative_tokens``): what findings and messages say in
-    a session of that engine."""
-    short: str = ""
-    """The field's abbreviation in the engine's words for labels (``spec-tokens``); ``""``:
-    the shared one (``present.labels``)."""
+    """Why the field is flagged (renamed in this release, carried inside another flag, not
+    rendered by this engine)."""
 
     @property
     def rendered(self) -> bool:
@@ -94,6 +94,12 @@ class Endpoints:
     server_info: str | None = None
     """A JSON document of the resolved arguments, the release and the acceptance so far
     (SGLang's ``/server_info``); ``None`` when the engine has none."""
+    server_info_keys: tuple[str, ...] = ("version",)
+    """The entries of :attr:`server_info` a trial record keeps (resolved arguments, the
+    release, the acceptance so far)."""
+    server_info_nested: tuple[str, ...] = ()
+    """Entries of :attr:`server_info` whose own entries count as top-level ones (SGLang's
+    ``server_args``, ``internal_states``)."""
     flush_cache: str | None = None
     """POSTed before each measured level to empty the prefix cache; ``None``: not served."""
     metrics: str | None = "/metrics"
@@ -163,13 +169,7 @@ class Engine(Protocol):
         are kept, in order, in ``extra_args``. Raises ``ConfigError`` naming the flag."""
         ...
 
-    def check(
-        self,
-        config: ServerConfig,
-        algorithm: SpecAlgorithm | None,
-        bad_ints: set[str],
-        report: IssueReport,
-    ) -> None:
+    def check(self, config: ServerConfig, bad_ints: set[str], report: IssueReport) -> None:
         """Add its own rules' findings to ``report`` (the engine-independent checks ran
         already; ``bad_ints`` names the fields that failed them)."""
         ...
@@ -277,3 +277,34 @@ class Engine(Protocol):
         (SGLANG_SIMULATE_ACC_LEN)``), ``None`` when it drafts with the real one. A trial so
         fixed is a what-if: recorded as such, never mixed with measured acceptance."""
         ...
+
+    # -- further declarations ------------------------------------------------------------------
+    ties: tuple[Tie, ...]
+    """Keys it derives from others as it starts (``core.config.ties``: SGLang's draft tokens)."""
+    retired_keys: Mapping[str, str]
+    """Keys older plans could hold that it has no key for: dropped as read, with the notice."""
+    foreign_keys: Mapping[str, str]
+    """Other engines' keys a table of its own may hold by mistake: refused with the fix."""
+    docker_image: str | None
+    """The image its project publishes (``[service] image`` when a plan names none)."""
+
+
+REQUIRED: tuple[str, ...] = (
+    "name",
+    "title",
+    "default_launcher",
+    "option_fields",
+    "log_grammar",
+    "endpoints",
+)
+"""What every engine must say itself: who it is, its keys, its log, its HTTP surface."""
+
+OPTIONAL: tuple[str, ...] = tuple(
+    sorted(
+        name
+        for name in {*Engine.__annotations__, *vars(Engine)}
+        if not name.startswith("_") and name not in REQUIRED
+    )
+)
+"""Every other slot: answered by ``EngineBase`` from the engine's declarations unless the
+engine overrides it."""

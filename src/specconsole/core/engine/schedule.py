@@ -134,6 +134,8 @@ class LengthWords:
     """What one configuration switches by batch size: ``the draft length``."""
     lengths: str
     """What to measure at one value of a differing key: ``draft lengths``."""
+    method: str = ""
+    """The engine's speculative-method key, refused when no pick speculates."""
 
 
 def static_lengths(
@@ -151,7 +153,7 @@ def static_lengths(
     spec = [p for p in picks if length_of(p.config)]  # truthy: speculates, statically
     if not spec:
         return Refusal(
-            "speculative_algorithm",
+            words.method or None,
             "no level measured best with speculation: a schedule would draft nothing.",
             "deploy the configuration without speculation (the baseline).",
         )

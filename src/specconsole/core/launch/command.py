@@ -20,7 +20,7 @@ from typing import Any
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import Engine
-from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_names, get_engine
+from specconsole.core.engine.registry import default_engine, engine_names, get_engine
 
 __all__ = ["launching_engine", "parse_command"]
 
@@ -188,4 +188,4 @@ def launching_engine(program: str, module: str | None) -> Engine:
         engine = get_engine(name)
         if engine.launches(program, module):
             return engine
-    return get_engine(DEFAULT_ENGINE)
+    return get_engine(default_engine())

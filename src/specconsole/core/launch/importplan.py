@@ -21,6 +21,7 @@ from typing import Any
 
 import tomli_w
 
+from specconsole.core.config.concepts import Concept, concept_key
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import (
     ServerConfig,
@@ -89,16 +90,17 @@ def read_server_text(
 
 
 def _swept(config: ServerConfig) -> tuple[str, int]:
-    """The key a first sweep varies and its value today: the speculative depth, or for an
-    engine with its own keys the first integer key it declares (its order says what matters
-    most: llama.cpp's ``spec_draft_n_max``)."""
-    for field in option_fields(config.engine).values():
-        if field.kind == "int":
-            value = getattr(config, field.name)
-            if not isinstance(value, int) or value < 1:
-                value = int(field.example) if field.example.isdigit() else 3
-            return field.name, value
-    return "speculative_num_steps", config.speculative_num_steps or 3
+    """The key a first sweep varies and its value today: the engine's draft length, else the
+    first integer key it declares (its order says what matters most)."""
+    own = option_fields(config.engine)
+    length = concept_key(config.engine, Concept.DRAFT_LENGTH)
+    ints = [f for f in own.values() if f.kind == "int"]
+    for field in ([own[length]] if length in own else []) + ints:
+        value = getattr(config, field.name)
+        if not isinstance(value, int) or value < 1:
+            value = int(field.example) if field.example.isdigit() else 3
+        return field.name, value
+    return "", 3
 
 
 def _example_sweep(config: ServerConfig, bench: Sequence[str]) -> str:
@@ -129,8 +131,9 @@ def derived_fields(config: ServerConfig) -> tuple[ServerConfig, list[str]]:
 
     runs = normalized(config)[0]
     notes: list[str] = []
-    for name, value in _fields(config).items():
-        if value is None or name not in _UNSET_BY_DEFAULT:
+    values = [(n, v) for n, v in _fields(config).items() if n in _UNSET_BY_DEFAULT]
+    for name, value in [*values, *config.options]:
+        if value is None:
             continue
         candidate = dataclasses.replace(config, **{name: None})
         unset, issues = normalized(candidate)

@@ -18,6 +18,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from specconsole.core.config.concepts import Concept, concept_value
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.render import to_command
 
@@ -39,7 +40,7 @@ class SlurmJob:
 
     output: str
     """The job's output file; ``%j`` is replaced by Slurm with the job ID."""
-    job_name: str = "specconsole-sglang"
+    job_name: str = "specconsole"
     partition: str | None = None
     account: str | None = None
     time_limit: str | None = None
@@ -63,7 +64,7 @@ def launch_lines(config: ServerConfig) -> list[str]:
 
 def gpus_needed(config: ServerConfig) -> int:
     """GPUs the server occupies on its node: tensor × pipeline parallel size (at least 1)."""
-    tp = config.tp_size or 1
+    tp = concept_value(config, Concept.PARALLEL_SIZE) or 1
     pp = getattr(config, "pp_size", None) or 1
     return max(1, tp * pp)
 

@@ -154,9 +154,10 @@ def registered_grammars() -> tuple[LogGrammar, ...]:
     """Every registered engine's grammar, the default engine's first (it wins a first word
     two grammars claim and lends its remedies to the generic causes). An engine that fails
     to load is left out: reading a log must not depend on a broken third-party package."""
-    from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_names, get_engine
+    from specconsole.core.engine.registry import default_engine, engine_names, get_engine
 
-    names = sorted(engine_names(), key=lambda n: n != DEFAULT_ENGINE)
+    first = default_engine()
+    names = sorted(engine_names(), key=lambda n: n != first)
     out: list[LogGrammar] = []
     for name in names:
         try:

@@ -10,7 +10,8 @@ What stays here, and why: the signatures every PyTorch-based server prints whate
 engine — CUDA out of memory, an illegal memory access, NCCL failures, a SIGKILL (the OS OOM
 killer, systemd's ``9/KILL``), an orderly SIGTERM, the failed-request lines of uvicorn,
 hypercorn and the OpenAI-compatible front ends, a Python argument error before any weights
-loaded — with remedies worded in the configuration's own fields (:data:`GENERIC_FIXES`). An
+loaded — with remedies in no engine's words (:data:`GENERIC_FIXES`: an engine's own name
+its keys). An
 engine's grammar (:class:`~specconsole.core.logs.grammar.LogGrammar`) adds its own causes, its
 wording of the generic ones, where its causes rank, and its remedies; :class:`FatalRules`
 compiles the lot.
@@ -28,14 +29,10 @@ if TYPE_CHECKING:
     from .grammar import LogGrammar
 
 __all__ = [
+    "CHECK_GPU_FREE",
     "GENERIC_FIXES",
     "GENERIC_RANKS",
-    "LOWER_GRAPH_BS",
-    "LOWER_MEM",
-    "LOWER_RUNNING",
-    "RAISE_MEM",
     "READ_EXCERPT",
-    "SHRINK_TREE",
     "FatalRules",
     "is_exception_line",
     "is_request_exception",
@@ -43,69 +40,51 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------------------------
-# Remedies in the configuration's own fields (the recipe values are the product's: SGLang's
-# "OOM Troubleshooting" numbers, which apply to any engine rendering these fields)
+# Remedies in no engine's words (an engine's grammar gives its own, naming its keys)
 # ---------------------------------------------------------------------------------------------
 
-LOWER_MEM = SuggestedFix(
-    "Lower mem_fraction_static (e.g. 0.8, 0.7, or 0.5) so activations and graphs fit.",
-    (("mem_fraction_static", "0.7"),),
-)
-LOWER_GRAPH_BS = SuggestedFix(
-    "Lower cuda_graph_max_bs (e.g. 16, or 4) so fewer CUDA graphs are captured.",
-    (("cuda_graph_max_bs", "16"),),
-)
-SHRINK_TREE = SuggestedFix(
-    "Shrink the draft tree: speculative_num_steps=3, speculative_eagle_topk=1, "
-    "speculative_num_draft_tokens=4.",
-    (
-        ("speculative_num_steps", "3"),
-        ("speculative_eagle_topk", "1"),
-        ("speculative_num_draft_tokens", "4"),
-    ),
-)
-LOWER_RUNNING = SuggestedFix(
-    "Lower max_running_requests (e.g. 4) to bound per-request memory.",
-    (("max_running_requests", "4"),),
-)
-RAISE_MEM = SuggestedFix(
-    "Raise mem_fraction_static: the weights leave no room for the KV cache (draft weights "
-    "count too), or use a smaller model / more GPUs (tp_size).",
-)
 CHECK_GPU_FREE = SuggestedFix(
     "Check that no other process holds GPU memory (nvidia-smi) before raising it.",
-)
-CHECK_NCCL_GPUS = SuggestedFix(
-    "Check that every GPU of tp_size is free and visible (nvidia-smi, "
-    "CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
-)
-SMALLER_TP = SuggestedFix("Try a smaller tp_size (fewer GPUs in the NCCL group).")
-KILLED_HOST_MEMORY = SuggestedFix(
-    "A process was SIGKILLed, usually by the OS OOM killer: check `dmesg -T | grep -i "
-    "oom` and reduce host memory use (fewer parallel loads, lower "
-    "max_running_requests or chunked prefill)."
 )
 READ_EXCERPT = SuggestedFix("Read the excerpt; the last exception line says what failed.")
 
 GENERIC_FIXES: dict[str, tuple[SuggestedFix, ...]] = {
-    FatalCause.KV_CACHE_NO_MEMORY: (RAISE_MEM, CHECK_GPU_FREE),
-    FatalCause.CUDA_OOM: (LOWER_MEM, LOWER_GRAPH_BS, SHRINK_TREE, LOWER_RUNNING),
-    FatalCause.ILLEGAL_MEMORY_ACCESS: (
+    FatalCause.KV_CACHE_NO_MEMORY: (
         SuggestedFix(
-            "Keep speculative_num_draft_tokens <= speculative_num_steps x "
-            "speculative_eagle_topk + 1 (larger trees crash).",
+            "Give the KV cache room: raise the share of GPU memory the server takes (draft "
+            "weights count too), or use a smaller model or more GPUs."
         ),
-        SHRINK_TREE,
-        LOWER_GRAPH_BS,
+        CHECK_GPU_FREE,
     ),
-    FatalCause.NCCL_ERROR: (CHECK_NCCL_GPUS, SMALLER_TP),
+    FatalCause.CUDA_OOM: (
+        SuggestedFix(
+            "Lower the share of GPU memory the server takes, the batch sizes it captures as "
+            "CUDA graphs, its draft length or the requests it runs at once, so activations "
+            "and graphs fit."
+        ),
+    ),
+    FatalCause.ILLEGAL_MEMORY_ACCESS: (
+        SuggestedFix("Shrink the draft (fewer tokens per step): larger drafts crash first."),
+    ),
+    FatalCause.NCCL_ERROR: (
+        SuggestedFix(
+            "Check that every GPU of the tensor-parallel group is free and visible "
+            "(nvidia-smi, CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
+        ),
+        SuggestedFix("Try fewer GPUs in the tensor-parallel group."),
+    ),
     FatalCause.BAD_ARGUMENT: (
         SuggestedFix(
             "Fix the argument named in the message; `specconsole validate` checks the "
             "engine's rules before deploying."
         ),
     ),
-    FatalCause.SCHEDULER_KILLED: (KILLED_HOST_MEMORY, LOWER_RUNNING),
+    FatalCause.SCHEDULER_KILLED: (
+        SuggestedFix(
+            "A process was SIGKILLed, usually by the OS OOM killer: check `dmesg -T | grep -i "
+            "oom` and reduce host memory use (fewer parallel loads, fewer requests at once)."
+        ),
+    ),
     FatalCause.UNKNOWN_TRACEBACK: (READ_EXCERPT,),
 }
 """Remedies for the generic causes when the grammar that classified one gives none."""

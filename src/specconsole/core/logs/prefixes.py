@@ -227,7 +227,7 @@ OUTER: tuple[OuterPrefix, ...] = (
         "journalctl -o short-iso-precise",
         _DIGITS,
         _digit_first,
-        "2026-07-20T10:27:57.123456+00:00 gpu-box sglang-eagle.sh[48211]: MESSAGE",
+        "2026-07-20T10:27:57.123456+00:00 gpu-box llm-eagle.sh[48211]: MESSAGE",
     ),
     OuterPrefix(
         "journalctl -o short-unix",
@@ -257,19 +257,19 @@ OUTER: tuple[OuterPrefix, ...] = (
         "kubectl logs --prefix",
         "[",
         _bracket_first,
-        "[pod/sglang-eagle-7d9c4b-x2x5q/server] MESSAGE",
+        "[pod/llm-eagle-7d9c4b-x2x5q/server] MESSAGE",
     ),
     OuterPrefix(
         "docker compose logs",
         _NAME_STARTS,
         _compose,
-        "sglang-1  | MESSAGE",
+        "server-1  | MESSAGE",
     ),
     OuterPrefix(
         "docker-compose v1 logs",
         _NAME_STARTS,
         _compose,
-        "deploy_sglang_1   | MESSAGE",
+        "deploy_server_1   | MESSAGE",
     ),
     OuterPrefix(
         "docker compose logs, container_name set",

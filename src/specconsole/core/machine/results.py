@@ -25,24 +25,6 @@ from specconsole.core.measure.metrics import LevelMetrics
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.measure.stats import mean, spread
 
-SERVER_INFO_KEYS: tuple[str, ...] = (
-    "version",
-    "speculative_algorithm",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-    "mem_fraction_static",
-    "cuda_graph_max_bs",
-    "max_running_requests",
-    "max_total_num_tokens",
-    "tp_size",
-    "context_length",
-    "chunked_prefill_size",
-    "attention_backend",
-    "avg_spec_accept_length",
-)
-"""Resolved server arguments kept in each trial record (from ``/server_info``)."""
-
 _ANY_ADDRESS = ("0.0.0.0", "::", "")
 
 
@@ -163,23 +145,27 @@ def bench_finished(result: BenchResult) -> ev.BenchFinished:
     )
 
 
-def server_info_items(data: Any) -> tuple[tuple[str, str], ...]:
-    """The ``SERVER_INFO_KEYS`` found in a ``/server_info`` answer, as (name, JSON) pairs.
+def server_info_items(
+    data: Any, keys: Sequence[str], nested: Sequence[str] = ()
+) -> tuple[tuple[str, str], ...]:
+    """The ``keys`` found in a server-info answer, as (name, JSON) pairs (the engine's
+    ``Endpoints.server_info_keys``).
 
-    SGLang nests the resolved arguments (``server_args``, ``internal_states`` as a dict or a
-    list of per-rank dicts); top-level keys win over nested ones. Only plain figures are kept
-    (``core.boxjson.scalar``: no ``NaN``, no nested structure, no megabyte string).
+    An engine may nest the resolved arguments (SGLang's ``server_args``, ``internal_states``
+    as a dict or a list of per-rank dicts: ``Endpoints.server_info_nested``); top-level keys
+    win over nested ones. Only plain figures are kept (``core.boxjson.scalar``: no ``NaN``,
+    no nested structure, no megabyte string).
     """
     flat: dict[str, Any] = {}
     if isinstance(data, Mapping):
         flat.update(data)
-        for nested in ("server_args", "internal_states"):
-            inner = data.get(nested)
+        for name in nested:
+            inner = data.get(name)
             if isinstance(inner, Mapping):
                 flat.update({k: v for k, v in inner.items() if k not in flat})
             elif isinstance(inner, list) and inner and isinstance(inner[0], Mapping):
                 flat.update({k: v for k, v in inner[0].items() if k not in flat})
-    kept = ((key, scalar(flat.get(key))) for key in SERVER_INFO_KEYS)
+    kept = ((key, scalar(flat.get(key))) for key in keys)
     return tuple((key, json.dumps(value)) for key, value in kept if value is not None)
 
 

@@ -42,7 +42,7 @@ from specconsole.core.launch.unit import generate_unit
 from specconsole.core.measure.trials import TrialRecord
 from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import SweepPlan
-from specconsole.core.plans.profile import ServiceProfile, UnitScope
+from specconsole.core.plans.profile import ServiceProfile, UnitScope, for_engine
 from specconsole.core.plans.verdict import assess
 
 
@@ -122,7 +122,7 @@ def launch_text(
     """``config``'s launch in ``form`` on a box run as ``service`` (default: the default
     ``[service]``), newline-terminated. ``name`` is the unit's ``Description=`` (and the
     plan form's ``name``). Raises ``ConfigError`` when the launcher cannot be split."""
-    service = service or ServiceProfile()
+    service = for_engine(service or ServiceProfile(), config.engine)
     form = LaunchForm(form)
     if form is LaunchForm.ARGV:  # no file to read a secret from: its marker
         return json.dumps(list(redact_args(to_argv(config), service.secret_env))) + "\n"

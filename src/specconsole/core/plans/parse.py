@@ -60,7 +60,8 @@ from typing import Any
 
 from specconsole.core.config.bounds import parse_choice
 from specconsole.core.config.inputs import load_toml
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.issues import Issue
+from specconsole.core.config.model import ServerConfig, key_name
 from specconsole.core.engine.registry import EngineNotFound, get_engine
 from specconsole.core.plans.goalparse import goal_document, parse_goal
 from specconsole.core.plans.objective import DEFAULT_GOAL, ObjectiveError
@@ -75,7 +76,13 @@ from specconsole.core.plans.plan import (
     SweepPlan,
 )
 from specconsole.core.plans.pool import PoolError, parse_boxes
-from specconsole.core.plans.profile import Profile, ProfileError, TransportKind, parse_profile
+from specconsole.core.plans.profile import (
+    Profile,
+    ProfileError,
+    TransportKind,
+    parse_profile,
+    profile_for_engine,
+)
 from specconsole.core.plans.ratespec import RateSpecError, parse_rate_search, rate_search_document
 from specconsole.core.plans.schema import check_shape, table_keys
 from specconsole.core.plans.tables import (
@@ -100,19 +107,22 @@ _LOOPBACK_OR_ANY = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "::", 
 """Server hosts that, seen from another machine, do not name the box."""
 
 
-def _server_table(document: Mapping[str, Any], profile: Profile) -> tuple[ServerConfig, bool]:
+def _server_table(
+    document: Mapping[str, Any], profile: Profile, notes: list[Issue]
+) -> tuple[ServerConfig, bool]:
     """The base configuration and whether its port is ``"auto"`` (then left at the default
     until resolved)."""
     table = document["server"]
     if not (isinstance(table, Mapping) and table.get("port") == AUTO_PORT):
-        return server_config_from_table(table), False
+        return server_config_from_table(table, notes=notes), False
     if profile.host.transport is not TransportKind.LOCAL:
         raise PlanError(
             '[server] port = "auto" picks a free port on this machine, so it needs '
             '[host] transport = "local"; for a remote box give the port number, e.g. '
             "port = 30000"
         )
-    return server_config_from_table({k: v for k, v in table.items() if k != "port"}), True
+    without_port = {k: v for k, v in table.items() if k != "port"}
+    return server_config_from_table(without_port, notes=notes), True
 
 
 def engine_api(bench: BenchSpec, base: ServerConfig, table: Any) -> BenchSpec:
@@ -160,7 +170,10 @@ def _read_plan(document: Mapping[str, Any], source: str) -> SweepPlan:
         raise PlanError(str(exc)) from None
     if boxes and "hosts" in document:
         profile = boxes[0].profile
-    base, auto_port = _server_table(document, profile)
+    notes: list[Issue] = []
+    base, auto_port = _server_table(document, profile, notes)
+    profile = profile_for_engine(profile, base.engine)
+    boxes = tuple(replace(b, profile=profile_for_engine(b.profile, base.engine)) for b in boxes)
     if not auto_port:
         profile = port_in_run_dir(profile, base.port)
     bench = engine_api(parse_bench(document.get("bench", {})), base, document.get("bench", {}))
@@ -181,14 +194,15 @@ def _read_plan(document: Mapping[str, Any], source: str) -> SweepPlan:
     if not isinstance(sweep, Mapping):
         raise PlanError("[sweep] must be a table")
     check_keys(sweep, _SWEEP_KEYS, "[sweep]")
-    axes = parse_axes(sweep.get("axes", {}), base)
+    axes = parse_axes(sweep.get("axes", {}), base, notes)
     kw: dict[str, Any] = {}
     for key, enum in (("strategy", StrategyKind), ("on_crash", CrashPolicy)):
         if key in sweep:
             kw[key] = parse_choice(enum, sweep[key], f"[sweep] {key}", PlanError)
     axis_names = [name for name, _values in axes]
     if "axis" in sweep:
-        axis = sweep["axis"]
+        axis = key_name(base.engine, sweep["axis"]) if isinstance(sweep["axis"], str) else None
+        axis = axis if axis in axis_names else sweep["axis"]
         if axis not in axis_names:
             raise PlanError(
                 f"[sweep] axis = {axis!r} is not one of [sweep.axes] "
@@ -293,6 +307,7 @@ def _read_plan(document: Mapping[str, Any], source: str) -> SweepPlan:
         description=str(document.get("description", "")),
         source=source,
         boxes=boxes,
+        notices=tuple(notes),
         **kw,
     )
 

@@ -12,11 +12,14 @@ without the parser's dependencies.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig, set_values
+from specconsole.core.config.concepts import Concept
+from specconsole.core.config.issues import Issue
+from specconsole.core.config.model import ServerConfig, option_fields, set_values
+from specconsole.core.config.ties import apply_ties, engine_ties
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
 from specconsole.core.plans.pool import Box
 from specconsole.core.plans.profile import Profile
@@ -83,7 +86,18 @@ an engine's own ``spec_*``/``draft_*`` options); every other axis is a capacity 
 ``staged`` strategy searches those first)."""
 
 
-def speculative_axis(name: str) -> bool:
+_DRAFT_CONCEPTS = frozenset(
+    {Concept.METHOD, Concept.DRAFT_MODEL, Concept.DRAFT_LENGTH, Concept.DRAFT_SHAPE}
+)
+
+
+def speculative_axis(name: str, engine: str | None = None) -> bool:
+    """Whether axis ``name`` is about the draft: by the concept ``engine`` declares for it
+    (vLLM's ``num_speculative_tokens``), else by its name."""
+    if engine is not None:
+        field = option_fields(engine).get(name)
+        if field is not None and field.concept:
+            return field.concept in _DRAFT_CONCEPTS
     return name.startswith(SPECULATIVE_PREFIXES)
 
 
@@ -182,6 +196,10 @@ class SweepPlan:
     """``[sweep] what_if_accept_length``: accept lengths at which every static candidate that
     loaded is measured again with its engine's acceptance fixed (a what-if, never mixed with
     the measured acceptance)."""
+    notices: tuple[Issue, ...] = field(default=(), compare=False)
+    """What reading the plan noticed without refusing it: a key under its former name (an old
+    vLLM plan's ``speculative_num_steps``, read as ``num_speculative_tokens``), a key its
+    engine retired. ``validate``, the plan loader and the pre-flight say each one."""
 
     @property
     def wants_baseline(self) -> bool:
@@ -236,38 +254,31 @@ class SweepPlan:
         return self.bench.input_len + self.bench.output_len
 
     @property
-    def derives_draft_tokens(self) -> bool:
-        """True when draft tokens follow the steps (``topk == 1``, draft tokens not given).
-
-        SGLang insists on all three tree sizes or none, and with ``topk == 1`` it forces
-        ``draft tokens = steps + 1`` anyway; so a plan that sweeps steps at topk 1 without
-        naming draft tokens gets them derived per trial.
+    def derived_keys(self) -> frozenset[str]:
+        """The keys its engine derives (``core.config.ties``: SGLang's draft tokens = steps +
+        1 at topk 1) that the plan leaves to it: neither an axis nor set in the base. A plan
+        that sweeps steps at topk 1 without naming draft tokens gets them derived per trial.
         """
         names = {name for name, _values in self.axes}
-        return (
-            "speculative_num_draft_tokens" not in names
-            and self.base.speculative_num_draft_tokens is None
+        return frozenset(
+            tie.key
+            for tie in engine_ties(self.base.engine)
+            if tie.key not in names and getattr(self.base, tie.key) is None
         )
 
     def derive(self, config: ServerConfig) -> ServerConfig:
-        """Fill in derived fields (draft tokens = steps + 1 at topk 1, see above)."""
-        if (
-            self.derives_draft_tokens
-            and config.speculative_eagle_topk == 1
-            and config.speculative_num_steps is not None
-        ):
-            return replace(config, speculative_num_draft_tokens=config.speculative_num_steps + 1)
-        return config
+        """Fill in derived keys (see :attr:`derived_keys`)."""
+        derived = self.derived_keys
+        return apply_ties(config, derived) if derived else config
 
     def at(self, config: ServerConfig, **values: Any) -> ServerConfig:
         """``config`` with ``values`` applied and derived fields recomputed."""
         return self.derive(set_values(config, **values))
 
     def underived(self, config: ServerConfig) -> ServerConfig:
-        """``config`` with derived fields blanked (to compare trials on the axes only)."""
-        if self.derives_draft_tokens:
-            return replace(config, speculative_num_draft_tokens=None)
-        return config
+        """``config`` with derived keys blanked (to compare trials on the axes only)."""
+        derived = self.derived_keys
+        return set_values(config, **dict.fromkeys(derived)) if derived else config
 
     def grid(self) -> list[ServerConfig]:
         """Every combination of the axes applied to the base, in order."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any
 
@@ -42,6 +42,7 @@ from specconsole.core.config.inputs import (
     load_toml,
     unit_name_problem,
 )
+from specconsole.core.engine.registry import EngineNotFound, default_engine, get_engine
 from specconsole.core.launch.jobscript import JobScriptError, check_time_limit, sbatch_option
 
 
@@ -77,10 +78,6 @@ class UnitTemplate(StrEnum):
 
     EDIT = "edit"
     GENERATE = "generate"
-
-
-DEFAULT_DOCKER_IMAGE = "lmsysorg/sglang:latest"
-"""The SGLang project's published image."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +126,9 @@ class ServiceProfile:
 
     kind: ServiceKind = ServiceKind.PROCESS
     """``systemd``, ``process`` or ``docker``."""
-    unit: str = "sglang.service"
-    """systemd unit name (systemd only)."""
+    unit: str = ""
+    """systemd unit name (systemd only); ``""`` until a plan names its engine: then
+    ``ENGINE.service`` (:func:`for_engine`)."""
     scope: UnitScope = UnitScope.SYSTEM
     """``system`` (``/etc/systemd/system``, with sudo) or ``user`` (``systemctl --user``)."""
     unit_dir: str | None = None
@@ -143,10 +141,11 @@ class ServiceProfile:
     """Process backend: folder for the deployed command, PID files and per-run logs."""
     stop_timeout: float = 20.0
     """Seconds between TERM and KILL when stopping (process and docker)."""
-    image: str = DEFAULT_DOCKER_IMAGE
-    """Docker image that holds the server."""
-    container: str = "specconsole-sglang"
-    """Docker container name."""
+    image: str = ""
+    """Docker image that holds the server; ``""``: the engine's published one
+    (``Engine.docker_image``, :func:`for_engine`)."""
+    container: str = ""
+    """Docker container name; ``""``: ``specconsole-ENGINE`` (:func:`for_engine`)."""
     docker_args: tuple[str, ...] = ("--gpus", "all", "--ipc=host")
     """Extra ``docker run`` arguments before the image."""
     partition: str | None = None
@@ -159,8 +158,8 @@ class ServiceProfile:
     """Slurm: the user's own ``#SBATCH`` lines, e.g. ``["--qos=high"]``."""
     gpus: int | None = None
     """Slurm: GPUs to request (``--gres=gpu:N``) instead of ``tp_size`` × ``pp_size``."""
-    job_name: str = "specconsole-sglang"
-    """Slurm: the job's name (``squeue`` shows it)."""
+    job_name: str = ""
+    """Slurm: the job's name (``squeue`` shows it); ``""``: ``specconsole-ENGINE``."""
     slurm_conf: str | None = None
     """Slurm: ``SLURM_CONF`` for the login node's commands (default: the cluster's own)."""
     template: UnitTemplate = UnitTemplate.EDIT
@@ -203,6 +202,38 @@ class Profile:
 
     host: HostProfile = field(default_factory=HostProfile)
     service: ServiceProfile = field(default_factory=ServiceProfile)
+
+
+def for_engine(service: ServiceProfile, engine: str) -> ServiceProfile:
+    """``service`` with the names it leaves to the engine filled in: the unit
+    ``ENGINE.service``, the container and the Slurm job ``specconsole-ENGINE``, the image the
+    engine publishes (``Engine.docker_image``; an engine without one needs ``[service]
+    image``)."""
+    try:
+        image = getattr(get_engine(engine), "docker_image", None) or ""
+    except EngineNotFound:
+        image = ""
+    return replace(
+        service,
+        unit=service.unit or f"{engine}.service",
+        image=service.image or image,
+        container=service.container or f"specconsole-{engine}",
+        job_name=service.job_name or f"specconsole-{engine}",
+    )
+
+
+def named(service: ServiceProfile) -> ServiceProfile:
+    """``service`` with every name it leaves to an engine filled in: a backend built on a
+    ``[service]`` no plan resolved (a plan resolves it for its engine) takes the default
+    engine's."""
+    if service.unit and service.image and service.container and service.job_name:
+        return service
+    return for_engine(service, default_engine())
+
+
+def profile_for_engine(profile: Profile, engine: str) -> Profile:
+    """``profile`` with its ``[service]`` names filled in for ``engine`` (:func:`for_engine`)."""
+    return replace(profile, service=for_engine(profile.service, engine))
 
 
 # --------------------------------------------------------------------------------------------
@@ -368,7 +399,7 @@ def parse_service(table: Mapping[str, Any]) -> ServiceProfile:
         elif key == "sudo":
             kw[key] = _typed(value, bool, where, "true or false")
     profile = ServiceProfile(**kw)
-    if problem := unit_name_problem(profile.unit, "[service] unit"):
+    if profile.unit and (problem := unit_name_problem(profile.unit, "[service] unit")):
         raise ProfileError(problem)
     for name in profile.secret_env:
         if not (_ENV_NAME.match(name) or _FLAG.match(name)):

@@ -25,17 +25,19 @@ from specconsole.core.config.bounds import (
 )
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.inputs import url_problem
+from specconsole.core.config.issues import Issue
 from specconsole.core.config.model import (
     FIELD_KINDS,
-    KEY_ALIASES,
-    FieldKind,
     ServerConfig,
     config_from_table,
     config_to_table,
+    deprecation,
+    key_name,
     option_fields,
     parse_field,
 )
 from specconsole.core.config.options import parse_option
+from specconsole.core.engine.registry import default_engine
 from specconsole.core.measure.slo import Slo
 from specconsole.core.plans.plan import PlanError
 from specconsole.core.plans.schema import DERIVED_BENCH_FIELDS, table_keys, unknown_key_message
@@ -45,47 +47,62 @@ from specconsole.core.ports import BenchApi, BenchSpec, Placement
 # ServerConfig <-> TOML table
 # --------------------------------------------------------------------------------------------
 
-_NUMERIC_KINDS = {FieldKind.INT: "an integer", FieldKind.FLOAT: "a number"}
+_NUMERIC_KINDS = {"int": "an integer", "float": "a number"}
 
 
 def _plan_error(where: str, exc: ConfigError) -> PlanError:
     return PlanError(f"{where}: {exc.message} Fix: {exc.fix}")
 
 
-def _check_toml_typed(name: str, value: Any, where: str) -> None:
+def _plain_kind(engine: str, name: str) -> str | None:
+    """The kind of a shared field or of one of ``engine``'s plain keys (``None``: another)."""
+    name = key_name(engine, name)
+    own = option_fields(engine).get(name)
+    if own is not None:
+        return own.kind if own.plain else None
+    kind = FIELD_KINDS.get(name)
+    return kind.value if kind is not None else None
+
+
+def _check_toml_typed(engine: str, name: str, value: Any, where: str) -> None:
     """A plan is a file, not editor text: a quoted number is a mistake to report, not to
     guess at (``core.config.model.parse_field`` also accepts ``"4"`` for the editor's sake)."""
-    kind = FIELD_KINDS.get(KEY_ALIASES.get(name, name))
+    kind = _plain_kind(engine, name)
     if kind in _NUMERIC_KINDS and isinstance(value, str):
         raise PlanError(f"{where} must be {_NUMERIC_KINDS[kind]}, got {value!r}")
 
 
 def coerce_config_value(name: str, value: Any, where: str) -> Any:
-    """One TOML value for ``ServerConfig.<name>`` (an axis value), converted by
+    """One TOML value for shared field ``name`` (an axis value), converted by
     ``core.config.model.parse_field``; raises PlanError naming ``where``."""
     if name not in FIELD_KINDS:
         known = ", ".join(sorted(FIELD_KINDS))
         raise PlanError(f"{where}: unknown server argument {name!r}; known: {known}")
-    _check_toml_typed(name, value, where)
+    _check_toml_typed("", name, value, where)
     try:
         return parse_field(name, value)
     except ConfigError as exc:
         raise _plan_error(where, exc) from None
 
 
-def server_config_from_table(table: Mapping[str, Any], section: str = "server") -> ServerConfig:
-    """A ``ServerConfig`` from a TOML table of SGLang argument names (``core.config.model``'s
-    ``config_from_table``, with TOML-typed numbers and errors naming ``[section] key``)."""
+def server_config_from_table(
+    table: Mapping[str, Any], section: str = "server", notes: list[Issue] | None = None
+) -> ServerConfig:
+    """A ``ServerConfig`` from a TOML table of its engine's argument names
+    (``core.config.model``'s ``config_from_table``, with TOML-typed numbers and errors naming
+    ``[section] key``; deprecation notices into ``notes`` when given)."""
     if not isinstance(table, Mapping):
         raise PlanError(f"[{section}] must be a table")
     if "model_path" not in table:
         raise PlanError(
             f'[{section}] model_path is required, e.g. model_path = "Qwen/Qwen3.5-122B-A10B"'
         )
+    engine = table.get("engine")
+    engine = engine.strip().lower() if isinstance(engine, str) else default_engine()
     for key, value in table.items():
-        _check_toml_typed(key, value, f"[{section}] {key}")
+        _check_toml_typed(engine, key, value, f"[{section}] {key}")
     try:
-        return config_from_table(table)
+        return config_from_table(table, notes)
     except ConfigError as exc:
         key = exc.key.removeprefix("server.")
         raise _plan_error(f"[{section}] {key}", exc) from None
@@ -281,12 +298,17 @@ def _checked_window(spec: BenchSpec) -> BenchSpec:
     return spec
 
 
-def parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+def parse_axes(
+    table: Any, base: ServerConfig, notes: list[Issue] | None = None
+) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """The axes, each named by its key (an axis under a key's former name is read as the key,
+    with a deprecation notice into ``notes``)."""
     if not isinstance(table, Mapping):
-        raise PlanError("[sweep.axes] must be a table: speculative_num_steps = [1, 2, 3]")
+        raise PlanError("[sweep.axes] must be a table of key = [values], e.g. port = [1, 2]")
     axes: list[tuple[str, tuple[Any, ...]]] = []
-    for name, values in table.items():
-        where = f"[sweep.axes] {name}"
+    for written, values in table.items():
+        where = f"[sweep.axes] {written}"
+        name = _axis_name(base.engine, written, notes)
         if name in ("model_path", "description"):
             raise PlanError(f"{where}: {name} cannot be swept; put it in [server]")
         if isinstance(values, Mapping):
@@ -304,11 +326,13 @@ def parse_axes(table: Any, base: ServerConfig) -> tuple[tuple[str, tuple[Any, ..
 
 
 def _axis_value(base: ServerConfig, name: str, value: Any, where: str) -> Any:
-    """An axis value of a shared field, or of one of the base engine's own keys
-    (``core.config.options``: llama.cpp's ``spec_draft_n_max``)."""
+    """An axis value of a shared field, or of one of the base engine's keys
+    (``core.config.options``: SGLang's ``speculative_num_steps``, llama.cpp's
+    ``spec_draft_n_max``)."""
     own = option_fields(base.engine)
     if name not in own:
         return coerce_config_value(name, value, where)
+    _check_toml_typed(base.engine, name, value, where)
     if (
         own[name].kind in ("int", "float")
         and isinstance(value, str)
@@ -319,6 +343,19 @@ def _axis_value(base: ServerConfig, name: str, value: Any, where: str) -> Any:
         return parse_option(own[name], value, key=where)
     except ConfigError as exc:
         raise _plan_error(where, exc) from None
+
+
+def _axis_name(engine: str, written: Any, notes: list[Issue] | None) -> Any:
+    """An axis's key: a former name of one of ``engine``'s keys as that key (noticed)."""
+    if not isinstance(written, str):
+        return written
+    name = key_name(engine, written)
+    field = option_fields(engine).get(name)
+    if field is not None and written in field.former:
+        if notes is not None:
+            notes.append(deprecation(engine, written, name))
+        return name
+    return written
 
 
 MAX_AXIS_VALUES = 1000

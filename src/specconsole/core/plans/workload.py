@@ -13,6 +13,7 @@ API
 
 from __future__ import annotations
 
+from specconsole.core.config.concepts import speculates as speculates_config
 from specconsole.core.plans.plan import SweepPlan, speculative_axis
 from specconsole.core.ports import BenchApi
 
@@ -25,10 +26,9 @@ TEMPLATED_DATASETS: frozenset[str] = frozenset({"coding", "prose"})
 
 def speculates(plan: SweepPlan) -> bool:
     """Whether the sweep deploys speculative decoding (its base, or an axis about it)."""
-    base = plan.base
-    if base.speculative_algorithm is not None or base.speculative_draft_model_path:
+    if speculates_config(plan.base):
         return True
-    return any(speculative_axis(name) for name, _values in plan.axes)
+    return any(speculative_axis(name, plan.base.engine) for name, _values in plan.axes)
 
 
 def workload_warning(plan: SweepPlan) -> str:

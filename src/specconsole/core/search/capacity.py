@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from specconsole.core.config.concepts import Concept, concept_value, with_concepts
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.measure.trials import CapacityPrediction, TrialRecord
@@ -37,29 +38,26 @@ def draft_tokens(config: ServerConfig) -> int:
 
 
 def memory_key(config: ServerConfig) -> ServerConfig:
-    """The configuration with the tree sizes blanked: equal keys share one capacity line.
-    The release is blanked too: it changes how flags are spelt, not the memory a trial takes
-    (a trial deployed before the box's release was known is on the same line)."""
-    return replace(
-        config,
-        engine_version=None,
-        speculative_num_steps=None,
-        speculative_eagle_topk=None,
-        speculative_num_draft_tokens=None,
-        description="",
-    )
+    """The configuration with the draft's sizes blanked (its length and shape: SGLang's tree,
+    vLLM's K): equal keys share one capacity line. The release is blanked too: it changes
+    how flags are spelt, not the memory a trial takes (a trial deployed before the box's
+    release was known is on the same line)."""
+    blank = {Concept.DRAFT_LENGTH: None, Concept.DRAFT_SHAPE: None}
+    return with_concepts(replace(config, engine_version=None, description=""), blank)
 
 
 def wide_key(config: ServerConfig) -> ServerConfig:
     """:func:`memory_key` with the memory fraction and CUDA-graph batch size blanked too."""
-    return replace(memory_key(config), mem_fraction_static=None, cuda_graph_max_bs=None)
+    blank = {Concept.MEMORY_FRACTION: None, Concept.GRAPH_BATCH: None}
+    return with_concepts(memory_key(config), blank)
 
 
 def workspace_slots(config: ServerConfig) -> int | None:
     """Captured batch size x draft tokens (None when the batch size is not set)."""
-    if config.cuda_graph_max_bs is None:
+    graph = concept_value(config, Concept.GRAPH_BATCH)
+    if graph is None:
         return None
-    return config.cuda_graph_max_bs * draft_tokens(config)
+    return graph * draft_tokens(config)
 
 
 def plane_points(
@@ -71,7 +69,7 @@ def plane_points(
     for t in trials:
         effective = t.normalized or t.config
         slots = workspace_slots(effective)
-        mem = effective.mem_fraction_static
+        mem = concept_value(effective, Concept.MEMORY_FRACTION)
         if t.capacity is None or slots is None or mem is None or wide_key(effective) != key:
             continue
         points.append((float(mem), slots, t.capacity))
@@ -147,9 +145,10 @@ def predict_capacity(
     line = fit_line(points)
     plane = fit_plane(plane_points(trials, config)) if line is None else None
     slots = workspace_slots(config)
-    if plane is not None and slots is not None and config.mem_fraction_static is not None:
+    mem = concept_value(config, Concept.MEMORY_FRACTION)
+    if plane is not None and slots is not None and mem is not None:
         a, b, c = plane
-        predicted = round(a + b * config.mem_fraction_static + c * slots)
+        predicted = round(a + b * mem + c * slots)
         return _verdict(
             predicted, minimum_tokens, basis, None, None, d, "plane fit over memory settings"
         )

@@ -14,8 +14,9 @@ model's weights or its KV (so it reads the cost low, and says which it is).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
+from specconsole.core.config.concepts import Concept, speculates, with_concepts
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import TrialRecord
 from specconsole.core.search.capacity import capacity_points, fit_line, memory_key
@@ -46,28 +47,22 @@ class DraftCost:
         return self.tokens / self.without if self.without > 0 else 0.0
 
 
-def _speculates(config: ServerConfig) -> bool:
-    return config.speculative_algorithm is not None or bool(config.speculative_draft_model_path)
-
-
 def _launch_key(config: ServerConfig) -> ServerConfig:
     """The launch without anything about speculation: a baseline's key."""
-    return replace(
-        memory_key(config), speculative_algorithm=None, speculative_draft_model_path=None
-    )
+    return with_concepts(memory_key(config), {Concept.METHOD: None, Concept.DRAFT_MODEL: None})
 
 
 def draft_cost(record: TrialRecord, trials: Iterable[TrialRecord]) -> DraftCost | None:
     """What ``record``'s draft costs, from the session's ``trials`` (None: it does not
     speculate, did not load, or nothing says what the launch holds without the draft)."""
     config = record.effective
-    if record.capacity is None or not _speculates(config):
+    if record.capacity is None or not speculates(config):
         return None
     trials = tuple(trials)
     key = _launch_key(config)
     for t in trials:
         plain = t.effective
-        if t.capacity is not None and not _speculates(plain) and _launch_key(plain) == key:
+        if t.capacity is not None and not speculates(plain) and _launch_key(plain) == key:
             return DraftCost(record.capacity, t.capacity, "baseline", t.index)
     line = fit_line(capacity_points(trials, config))
     if line is None:

@@ -20,12 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from specconsole.core.config.concepts import CAPACITY_CONCEPTS
+from specconsole.core.config.model import option_fields
 from specconsole.core.plans.objective import Goal, Metric
 
-CAPACITY_AXES: frozenset[str] = frozenset(
-    {"mem_fraction_static", "cuda_graph_max_bs", "max_running_requests"}
-)
-"""Axes that change memory and batching, not how one request is decoded."""
+
+def capacity_axis(engine: str, name: str) -> bool:
+    """Whether axis ``name`` of ``engine`` changes memory and batching, not how one request
+    is decoded (its concept: ``core.config.concepts.CAPACITY_CONCEPTS``)."""
+    field = option_fields(engine).get(name)
+    return field is not None and field.concept in CAPACITY_CONCEPTS
+
+
 SINGLE_REQUEST_METRICS: frozenset[str] = frozenset({"single_request", "accept_length"})
 """Figures measured on one request at a time (``single_request`` is the lowest level of
 the ladder, concurrency 1 in every shipped plan)."""
@@ -46,14 +52,19 @@ def _single(metric: Metric, ladder: Sequence[int]) -> bool:
 
 
 def held_axes(
-    goal: Goal, ladder: Sequence[int], axes: Iterable[str], stale: int, patience: int
+    goal: Goal,
+    ladder: Sequence[int],
+    axes: Iterable[str],
+    stale: int,
+    patience: int,
+    engine: str,
 ) -> frozenset[str]:
     """The capacity axes to hold at the base values now: none for a goal that reads
     batched levels, none once ``stale`` trials (loads since the last improvement) reach
     half the ``patience``."""
     if not single_request_goal(goal, ladder) or stale >= max(1, patience // 2):
         return frozenset()
-    return frozenset(a for a in axes if a in CAPACITY_AXES)
+    return frozenset(a for a in axes if capacity_axis(engine, a))
 
 
-__all__ = ["CAPACITY_AXES", "held_axes", "single_request_goal"]
+__all__ = ["capacity_axis", "held_axes", "single_request_goal"]

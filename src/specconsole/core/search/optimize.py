@@ -65,8 +65,15 @@ from specconsole.core.search.capacity import predict_capacity
 from specconsole.core.search.contenders import contender
 from specconsole.core.search.contenders import identity as _identity
 from specconsole.core.search.focus import held_axes
-from specconsole.core.search.space import SHORT as _SHORT
-from specconsole.core.search.space import Axis, decode, encode, point_label, project, space
+from specconsole.core.search.space import (
+    Axis,
+    decode,
+    encode,
+    point_label,
+    project,
+    space,
+    values_text,
+)
 
 LOADS: frozenset[TrialStatus] = frozenset(
     {
@@ -317,7 +324,9 @@ def suggest(
     at_base = {a.name: a.index_of(getattr(plan.base, a.name)) for a in axes}
     hold = {
         n: i
-        for n in held_axes(plan.goal, plan.bench.ladder, list(at_base), stale, plan.patience)
+        for n in held_axes(
+            plan.goal, plan.bench.ladder, list(at_base), stale, plan.patience, plan.base.engine
+        )
         if (i := at_base[n]) is not None
     }
     free = [a for a in axes if a.name not in hold]
@@ -360,7 +369,7 @@ def suggest(
         how = "TPE" if len(obs) >= startup(plan) else "random start"
         how = "the base configuration first" if first and trial.number == len(running) else how
         if hold:
-            shown = " ".join(f"{_SHORT.get(n, n)}={getattr(config, n)}" for n in sorted(hold))
+            shown = values_text(config, sorted(hold))
             how += f"; {shown} held at the base while the goal reads single requests"
         return Suggestion(
             config, _explain(plan, trials, obs, config, how, prediction.reason, passed, invalid)

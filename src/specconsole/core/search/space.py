@@ -1,18 +1,20 @@
-"""The optimiser's search space: the plan's axes, SGLang's tie, points as axis indices.
+"""The optimiser's search space: the plan's axes, the engine's ties, points as axis indices.
 
 Why its own module: the sampler (``core.search.optimize``) sees a point as one index per axis, while
-records hold configurations; turning one into the other (and applying SGLang's rule that
-topk 1 ties draft tokens to steps + 1 before anything is proposed) is plain data handling
-that the strategy, its reasons and the benchmark share, with no optimisation library in it.
+records hold configurations; turning one into the other (and applying the engine's ties, such
+as SGLang's rule that topk 1 ties draft tokens to steps + 1, before anything is proposed) is
+plain data handling that the strategy, its reasons and the benchmark share, with no
+optimisation library in it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig, set_values
+from specconsole.core.config.model import ServerConfig, option_fields, set_values
+from specconsole.core.config.ties import apply_ties, engine_ties
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.contenders import identity as _identity
 
@@ -46,13 +48,10 @@ def space(plan: SweepPlan) -> tuple[Axis, ...]:
 
 
 def project(plan: SweepPlan, config: ServerConfig) -> ServerConfig:
-    """SGLang's own tie applied up front: with topk 1 the draft tokens are steps + 1 (so two
-    points that differ only in draft tokens at topk 1 are one configuration)."""
-    config = plan.derive(config)
-    steps = config.speculative_num_steps
-    if config.speculative_eagle_topk == 1 and steps is not None:
-        return replace(config, speculative_num_draft_tokens=steps + 1)
-    return config
+    """The engine's own ties applied up front (``core.config.ties``: SGLang's draft tokens
+    = steps + 1 at topk 1), so two points that differ only in a derived key are one
+    configuration."""
+    return apply_ties(plan.derive(config))
 
 
 def decode(plan: SweepPlan, axes: Sequence[Axis], params: dict[str, int]) -> ServerConfig:
@@ -70,32 +69,31 @@ def encode(plan: SweepPlan, axes: Sequence[Axis], config: ServerConfig) -> dict[
             return None
         params[a.name] = i
     outside = [a.name for a in axes]
-    if "speculative_num_steps" in outside or "speculative_eagle_topk" in outside:
-        outside.append("speculative_num_draft_tokens")  # derived from the tree axes
+    for tie in engine_ties(plan.base.engine):
+        if set(tie.sources) & set(outside):
+            outside.append(tie.key)  # derived from the axes
     mine = set_values(project(plan, config), **dict.fromkeys(outside))
     base = set_values(project(plan, plan.base), **dict.fromkeys(outside))
     return params if _identity(mine) == _identity(base) else None
 
 
-_SHORT = {
-    "speculative_num_steps": "steps",
-    "speculative_eagle_topk": "topk",
-    "speculative_num_draft_tokens": "draft",
-    "mem_fraction_static": "mem",
-    "cuda_graph_max_bs": "cg_bs",
-    "max_running_requests": "max_req",
-}
-
-
 def point_label(plan: SweepPlan, config: ServerConfig) -> str:
-    """The configuration's values on the plan's axes, e.g. ``steps=10 topk=1 mem=0.88``."""
+    """The configuration's values on the plan's axes, e.g. ``steps=10 topk=1 mem=0.88``
+    (a derived key too where its tie does not hold)."""
     names = [name for name, _values in plan.axes]
-    if "speculative_num_draft_tokens" not in names and config.speculative_eagle_topk != 1:
-        names.append("speculative_num_draft_tokens")
-    return " ".join(f"{_SHORT.get(n, n)}={getattr(config, n)}" for n in names)
+    for tie in engine_ties(config.engine):
+        if tie.key not in names and not tie.holds(config):
+            names.append(tie.key)
+    return values_text(config, names)
 
 
-SHORT = _SHORT
-"""Short axis names for one-line reasons (``steps``, ``topk``, ``mem``...)."""
+def values_text(config: ServerConfig, names: Sequence[str]) -> str:
+    """``steps=10 mem=0.88``: the keys' values by their short names in ``config``'s engine
+    (``OptionField.short``) — one-line reasons and point labels."""
+    own = option_fields(config.engine)
+    return " ".join(
+        f"{own[n].short if n in own and own[n].short else n}={getattr(config, n)}" for n in names
+    )
 
-__all__ = ["SHORT", "Axis", "decode", "encode", "point_label", "project", "space"]
+
+__all__ = ["Axis", "decode", "encode", "point_label", "project", "space", "values_text"]

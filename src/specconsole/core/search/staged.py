@@ -31,7 +31,7 @@ from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SPECULATIVE_PREFIXES, SweepPlan, speculative_axis
 from specconsole.core.search.contenders import identity, not_to_propose
-from specconsole.core.search.space import SHORT, space
+from specconsole.core.search.space import space, values_text
 
 speculative = speculative_axis
 """Whether an axis is about the draft (``core.plans.plan.SPECULATIVE_PREFIXES``)."""
@@ -71,8 +71,8 @@ def split_axes(plan: SweepPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(capacity axes, speculative axes) in the plan's order."""
     names = [name for name, _values in plan.axes]
     return (
-        tuple(n for n in names if not speculative(n)),
-        tuple(n for n in names if speculative(n)),
+        tuple(n for n in names if not speculative(n, plan.base.engine)),
+        tuple(n for n in names if speculative(n, plan.base.engine)),
     )
 
 
@@ -125,7 +125,7 @@ def next_config(
 
 
 def _values(config: ServerConfig, names: Sequence[str]) -> str:
-    return " ".join(f"{SHORT.get(n, n)}={getattr(config, n)}" for n in names)
+    return values_text(config, names)
 
 
 def _stage_sentence(plan: SweepPlan, stage: Stage, trials: Sequence[TrialRecord]) -> str:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from specconsole.core.config.model import ServerConfig, set_values
-from specconsole.core.engine.vocabulary import field_word
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.core.plans.verdict import assess
@@ -297,14 +296,13 @@ def findings(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
     status, _blocked = _outcomes(trials, ())
     out: list[str] = []
     walks = _walks(plan)
-    engine = plan.base.engine
     for walk in walks:
         prefix = ""
         if len(walks) > 1:
-            others = [field_word(engine, n) for n, _v in plan.axes if n != axis]
+            others = [n for n, _v in plan.axes if n != axis]
             prefix = ", ".join(f"{n}={v}" for n, v in zip(others, walk.key, strict=True)) + ": "
         good, bad = _good_bad(plan, walk, axis, status)
-        said = field_word(engine, axis)  # the axis in the engine's own words
+        said = axis  # the engine's own key
         if plan.strategy is StrategyKind.BOUNDARY:
             out.append(prefix + _boundary_sentence(said, good, bad))
         else:

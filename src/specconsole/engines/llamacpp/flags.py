@@ -63,7 +63,7 @@ def render_flags(config: ServerConfig) -> list[str]:
         ]
     values = dict(config.options)
     for field in OPTION_FIELDS:
-        if field.name not in values:
+        if field.name not in values or field.name == "speculative_draft_model_path":
             continue
         value = values[field.name]
         if field.kind == "bool":
@@ -114,7 +114,7 @@ def parse_args(tokens: Sequence[str]) -> dict[str, Any]:
                 raise ConfigError(name, "needs a value.", f"write {name} VALUE.")
             value, i = toks[i], i + 1
         if field is None:
-            fields[key] = flag_field(name, key, value)
+            fields[key] = flag_field(name, key, value, "llamacpp")
         else:
             options[key] = parse_option(field, value, key=name)
     if options:

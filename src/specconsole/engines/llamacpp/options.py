@@ -5,8 +5,9 @@ draft tokens) but a draft model with a type (``--spec-type draft-simple``), a ma
 minimum draft length and a probability cut-off; its capacity is a context size shared by a
 number of slots (``-c``, ``--parallel``), not a memory fraction. Users tune these by their
 llama.cpp names, so the keys are those names (the long flag without ``--``, dashes as
-underscores). The shared fields it uses are ``model_path`` (``-m``),
-``speculative_draft_model_path`` (``-md``), ``host`` and ``port``.
+underscores) — except the draft model, ``speculative_draft_model_path`` (``-md``), whose name
+its plans have always used. The shared fields it uses are ``model_path`` (``-m``), ``host``
+and ``port``.
 
 Each key has every spelling llama.cpp builds have used for it (:data:`SPELLINGS`, newest
 first): a command line is read back whatever it says, and rendered in the spelling the box's
@@ -17,6 +18,7 @@ the old one.
 
 from __future__ import annotations
 
+from specconsole.core.config.concepts import Concept
 from specconsole.core.config.options import OptionField
 
 __all__ = ["OPTION_FIELDS", "SPEC_TYPES", "SPELLINGS"]
@@ -41,12 +43,24 @@ _LAYERS = ("auto", "all")
 
 OPTION_FIELDS: tuple[OptionField, ...] = (
     OptionField(
+        "speculative_draft_model_path",
+        "str",
+        "--spec-draft-model",
+        "the draft model (-md): a GGUF file on the box",
+        plain=True,
+        leads=True,
+        concept=Concept.DRAFT_MODEL,
+    ),
+    OptionField(
         "spec_type",
         "choice",
         "--spec-type",
         "speculation type (draft-simple: a draft model; default none)",
         choices=SPEC_TYPES,
+        example='"draft-simple"',
         short="spec",
+        concept=Concept.METHOD,
+        edit=True,
     ),
     OptionField(
         "spec_draft_n_max",
@@ -57,6 +71,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=1024,
         example="4",
         short="n_max",
+        concept=Concept.DRAFT_LENGTH,
+        edit=True,
     ),
     OptionField(
         "spec_draft_n_min",
@@ -67,6 +83,7 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=1024,
         example="0",
         short="n_min",
+        edit=True,
     ),
     OptionField(
         "spec_draft_p_min",
@@ -77,6 +94,7 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=1,
         example="0.5",
         short="p_min",
+        edit=True,
     ),
     OptionField(
         "spec_draft_p_split",
@@ -106,6 +124,7 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         choices=_LAYERS,
         example="99",
         short="ngld",
+        edit=True,
     ),
     OptionField(
         "spec_draft_threads",
@@ -116,6 +135,7 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=4096,
         example="1",
         short="td",
+        edit=True,
     ),
     OptionField(
         "spec_synth_len",
@@ -144,6 +164,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=1_000_000_000,
         example="8192",
         short="ctx",
+        concept=Concept.CONTEXT_LENGTH,
+        edit=True,
     ),
     OptionField(
         "parallel",
@@ -154,6 +176,8 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=1_000_000,
         example="4",
         short="np",
+        concept=Concept.MAX_CONCURRENCY,
+        edit=True,
     ),
     OptionField(
         "threads",
@@ -164,6 +188,7 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         maximum=4096,
         example="8",
         short="t",
+        edit=True,
     ),
     OptionField(
         "n_gpu_layers",
@@ -175,6 +200,7 @@ OPTION_FIELDS: tuple[OptionField, ...] = (
         choices=_LAYERS,
         example="99",
         short="ngl",
+        edit=True,
     ),
     OptionField(
         "fit",

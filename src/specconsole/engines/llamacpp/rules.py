@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from specconsole.core.config.flags import extra_flags, extra_value
 from specconsole.core.config.issues import IssueReport
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.engines.llamacpp.options import SPELLINGS
 
 __all__ = [
@@ -46,7 +46,7 @@ DROPPED: dict[str, str] = {
 }
 """Flags dropped without a new name."""
 
-_NOT_LLAMA: dict[str, str] = {
+FOREIGN_KEYS: dict[str, str] = {
     "speculative_algorithm": 'set spec_type (e.g. "draft-simple") instead',
     "speculative_num_steps": "set spec_draft_n_max (tokens drafted per step) instead",
     "speculative_eagle_topk": "remove it: llama.cpp drafts a chain, not a tree",
@@ -58,7 +58,8 @@ _NOT_LLAMA: dict[str, str] = {
     "context_length": "set ctx_size (-c) instead",
     "attention_backend": "remove it: pass --flash-attn through extra_args",
 }
-"""SGLang-vocabulary fields llama-server has no flag for, with the key that does the job."""
+"""Other engines' keys llama-server has no flag for, with the key that does the job: a
+``[server]`` table holding one is refused with the fix (``Engine.foreign_keys``)."""
 
 
 def _draft(config: ServerConfig) -> bool:
@@ -100,11 +101,8 @@ def speculates(config: ServerConfig) -> bool:
     return True
 
 
-def check(config: ServerConfig, algorithm: SpecAlgorithm | None, r: IssueReport) -> None:
+def check(config: ServerConfig, r: IssueReport) -> None:
     """llama.cpp's findings (the engine-independent checks ran already)."""
-    for name, fix in _NOT_LLAMA.items():
-        if getattr(config, name) is not None:
-            r.err(name, "llama-server has no flag for it: it would not be rendered.", f"{fix}.")
     if config.engine_version is not None:
         r.note(
             "engine_version",

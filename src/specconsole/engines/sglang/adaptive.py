@@ -42,13 +42,15 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from specconsole.core.config.bounds import SERVER_LIMITS, is_int
+from specconsole.core.config.bounds import is_int
 from specconsole.core.config.flags import extra_flags
 from specconsole.core.config.issues import IssueReport
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.options import OptionField
 from specconsole.core.config.releases import has_feature
 from specconsole.core.engine.schedule import ScheduleRow, SideFile, merged
+from specconsole.engines.sglang.keys import LIMITS as SERVER_LIMITS
+from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.engines.sglang.releases import FEATURES_SINCE, TABLE
 
 __all__ = [

@@ -9,9 +9,21 @@ the renderer reads, so it cannot show a flag the deploy does not use.
 from __future__ import annotations
 
 from specconsole.core.config import releases
-from specconsole.core.config.model import TUNING_FIELDS
 from specconsole.core.engine.protocol import EditorField
+from specconsole.engines.sglang.keys import KEYS
 from specconsole.engines.sglang.releases import DEFAULT_VERSION, KNOWN_RELEASES, TABLE
+
+EDITED = (
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "mem_fraction_static",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "tp_size",
+)
+"""The keys a tuner edits, in the editor's order (the rest are set in the plan)."""
 
 __all__ = ["editor_fields", "release_line"]
 
@@ -30,10 +42,12 @@ def editor_fields(version: str | None) -> tuple[EditorField, ...]:
         releases.parse_version(version or DEFAULT_VERSION)
     except ValueError:
         version = None
+    by_name = {k.name: k for k in KEYS}
     out = []
-    for name, kind, hint in TUNING_FIELDS:
-        flag, note = ("", "") if kind == "args" else _flag(name, version)
-        out.append(EditorField(name, kind, hint, flag, note))
+    for name in EDITED:
+        flag, note = _flag(name, version)
+        out.append(EditorField(name, by_name[name].kind, by_name[name].hint, flag, note))
+    out.append(EditorField("extra_args", "args", "further flags, shell-quoted"))
     return tuple(out)
 
 

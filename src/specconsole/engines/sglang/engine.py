@@ -1,22 +1,22 @@
-"""SGLang as the core sees it: the :class:`~specconsole.core.engine.Engine` protocol, filled
-from this package's modules (flags, releases, rules, normalize, logs, editor)."""
+"""SGLang as the core sees it: the engine's knowledge from this package's modules (keys,
+flags, releases, rules, normalize, logs, editor, tuning), on :class:`EngineBase`'s defaults."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.capabilities import python_fingerprint
+from specconsole.core.config.enginebase import EngineBase
 from specconsole.core.config.issues import Issue, IssueReport
-from specconsole.core.config.model import DEFAULT_SGLANG_LAUNCHER, ServerConfig, SpecAlgorithm
-from specconsole.core.engine.protocol import EditorField, Endpoints
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.engine.protocol import Endpoints
 from specconsole.core.measure.acceptance import SpecCounters
-from specconsole.engines.sglang import adaptive, editor, flags, releases, rules, tuning
+from specconsole.engines.sglang import adaptive, editor, flags, keys, rules, tuning
 from specconsole.engines.sglang.normalize import normalize
+from specconsole.engines.sglang.releases import TABLE, detect_command, parse_detected
 
 if TYPE_CHECKING:
-    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
 
 __all__ = ["ENGINE", "SGLang"]
@@ -36,47 +36,68 @@ per-position counter, and the scheduler's ``spec_accept_length`` gauge of its la
 0.5.9 has only the gauges: a level then reads ``/server_info`` after its flush."""
 
 
-class SGLang:
+SERVER_INFO_KEYS: tuple[str, ...] = (
+    "version",
+    "speculative_algorithm",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "mem_fraction_static",
+    "cuda_graph_max_bs",
+    "max_running_requests",
+    "max_total_num_tokens",
+    "tp_size",
+    "context_length",
+    "chunked_prefill_size",
+    "attention_backend",
+    "avg_spec_accept_length",
+)
+"""Resolved server arguments kept in each trial record (from ``/server_info``)."""
+
+
+class SGLang(EngineBase):
     """SGLang's flags, releases, rules, log grammar, endpoints and editor fields."""
 
     name = "sglang"
     title = "SGLang"
-    default_launcher = DEFAULT_SGLANG_LAUNCHER
-    default_host = "127.0.0.1"
+    default_launcher = "python3 -m sglang.launch_server"  # ``sglang serve`` is the newer one
+    docker_image = "lmsysorg/sglang:latest"  # the SGLang project's published image
     default_port = 30000
     modelled_flags = flags.MODELLED_FLAGS
-    option_fields = (*adaptive.OPTION_FIELDS, *tuning.OPTION_FIELDS)
-    releases = releases.TABLE
+    option_fields = (*keys.KEYS, *adaptive.OPTION_FIELDS, *tuning.OPTION_FIELDS)
+    ties = keys.TIES
+    releases = TABLE
     endpoints = Endpoints(
         server_info="/server_info",
+        server_info_keys=SERVER_INFO_KEYS,
+        server_info_nested=("server_args", "internal_states"),
         flush_cache="/flush_cache",
         apis=("generate", "completions", "chat"),
         bench_backend="sglang",
         spec_counters=SPEC_COUNTERS,
     )
+    detect_command = staticmethod(detect_command)
+    parse_release = staticmethod(parse_detected)
+    fingerprint_command = staticmethod(python_fingerprint)
+    release_line = staticmethod(editor.release_line)
+    editor_fields = staticmethod(editor.editor_fields)
+    without_speculation = staticmethod(tuning.without_speculation)
+    schedule = staticmethod(tuning.schedule)
+    scheduled = staticmethod(tuning.scheduled)
+    side_files = staticmethod(tuning.side_files)
+    fix_acceptance = staticmethod(tuning.fix_acceptance)
+    fixed_acceptance = staticmethod(tuning.fixed_acceptance)
 
     def launches(self, program: str, module: str | None) -> bool:
         return program == "sglang" or (module or "").startswith("sglang")
 
-    def canonical_flag(self, flag: str) -> str:
-        return flag
-
     def render_flags(self, config: ServerConfig, launcher: Sequence[str]) -> list[str]:
         return flags.render_flags(config)
 
-    def positional_words(self, launcher: Sequence[str]) -> int:
-        return 0
-
-    def parse_args(self, launcher: Sequence[str], words: Sequence[str]) -> dict[str, Any]:
-        return flags.parse_args(words)
-
-    def check(
-        self,
-        config: ServerConfig,
-        algorithm: SpecAlgorithm | None,
-        bad_ints: set[str],
-        report: IssueReport,
-    ) -> None:
+    def check(self, config: ServerConfig, bad_ints: set[str], report: IssueReport) -> None:
+        algorithm = config.speculative_algorithm
+        if not isinstance(algorithm, keys.SpecAlgorithm):
+            algorithm = None  # validation named a value that is not one
         rules.check_engine_version(config, report)
         rules.validate_sglang(config, algorithm, bad_ints, report)
         adaptive.check_adaptive(config, algorithm, report)
@@ -101,60 +122,16 @@ class SGLang:
             return config.speculative_num_draft_tokens
         return steps * topk + 1
 
-    def speculation_off(self, config: ServerConfig) -> str | None:
-        return None  # it refuses (validation) rather than silently not speculating
-
-    def detect_command(self, python: str) -> list[str] | None:
-        return releases.detect_command(python)
-
-    def parse_release(self, output: str) -> str | None:
-        return releases.parse_detected(output)
-
     def release_from_server_info(self, body: Any) -> str | None:
         if isinstance(body, dict) and isinstance(body.get("version"), str):
-            return releases.parse_detected(body["version"])
+            return parse_detected(body["version"])
         return None
-
-    def with_release(self, config: ServerConfig, version: str | None) -> ServerConfig:
-        if config.engine_version or version is None:
-            return config
-        return dataclasses.replace(config, engine_version=version)
-
-    def release_line(self, version: str | None, source: str = "") -> str:
-        return editor.release_line(version, source)
-
-    def help_command(self, launcher: Sequence[str]) -> list[str] | None:
-        return [*launcher, "--help"]  # argparse's help: a check next to the release table
-
-    def fingerprint_command(self, launcher: Sequence[str]) -> str | None:
-        return python_fingerprint(launcher)
 
     @property
     def log_grammar(self) -> LogGrammar:
         from specconsole.engines.sglang.logs import GRAMMAR  # only when a log is read
 
         return GRAMMAR
-
-    def editor_fields(self, version: str | None) -> tuple[EditorField, ...]:
-        return editor.editor_fields(version)
-
-    def without_speculation(self, config: ServerConfig) -> ServerConfig:
-        return tuning.without_speculation(config)
-
-    def schedule(self, picks: Sequence[LevelPick]) -> ServerConfig | Issue:
-        return tuning.schedule(picks)
-
-    def scheduled(self, config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
-        return tuning.scheduled(config)
-
-    def side_files(self, config: ServerConfig) -> tuple[SideFile, ...]:
-        return tuning.side_files(config)
-
-    def fix_acceptance(self, config: ServerConfig, length: float) -> ServerConfig | Issue:
-        return tuning.fix_acceptance(config, length)
-
-    def fixed_acceptance(self, config: ServerConfig) -> str | None:
-        return tuning.fixed_acceptance(config)
 
 
 ENGINE = SGLang()

@@ -13,13 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from specconsole.core.logs.events import FatalCause, SuggestedFix
-from specconsole.core.logs.fatal import (
-    GENERIC_FIXES,
-    GENERIC_RANKS,
-    LOWER_GRAPH_BS,
-    LOWER_MEM,
-    SHRINK_TREE,
-)
+from specconsole.core.logs.fatal import CHECK_GPU_FREE, GENERIC_RANKS, READ_EXCERPT
 from specconsole.core.logs.grammar import FatalSignature
 
 __all__ = [
@@ -115,15 +109,49 @@ def argument_error(body: str) -> str | None:
 # Remedies (SGLang's "OOM Troubleshooting" recipe and CUDA_GRAPH_CAPTURE_FAILED_MSG)
 # ---------------------------------------------------------------------------------------------
 
+LOWER_MEM = SuggestedFix(
+    "Lower mem_fraction_static (e.g. 0.8, 0.7, or 0.5) so activations and graphs fit.",
+    (("mem_fraction_static", "0.7"),),
+)
+LOWER_GRAPH_BS = SuggestedFix(
+    "Lower cuda_graph_max_bs (e.g. 16, or 4) so fewer CUDA graphs are captured.",
+    (("cuda_graph_max_bs", "16"),),
+)
+SHRINK_TREE = SuggestedFix(
+    "Shrink the draft tree: speculative_num_steps=3, speculative_eagle_topk=1, "
+    "speculative_num_draft_tokens=4.",
+    (
+        ("speculative_num_steps", "3"),
+        ("speculative_eagle_topk", "1"),
+        ("speculative_num_draft_tokens", "4"),
+    ),
+)
+LOWER_RUNNING = SuggestedFix(
+    "Lower max_running_requests (e.g. 4) to bound per-request memory.",
+    (("max_running_requests", "4"),),
+)
+RAISE_MEM = SuggestedFix(
+    "Raise mem_fraction_static: the weights leave no room for the KV cache (draft weights "
+    "count too), or use a smaller model / more GPUs (tp_size).",
+)
+_CHECK_NCCL_GPUS = SuggestedFix(
+    "Check that every GPU of tp_size is free and visible (nvidia-smi, "
+    "CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
+)
+_SMALLER_TP = SuggestedFix("Try a smaller tp_size (fewer GPUs in the NCCL group).")
+_KILLED_HOST_MEMORY = SuggestedFix(
+    "A process was SIGKILLed, usually by the OS OOM killer: check `dmesg -T | grep -i "
+    "oom` and reduce host memory use (fewer parallel loads, lower "
+    "max_running_requests or chunked prefill)."
+)
 _DISABLE_GRAPH = SuggestedFix(
     "As a last resort disable CUDA graphs (--disable-cuda-graph, or "
     "--cuda-graph-backend-decode=disabled on the newest SGLang): a large slowdown.",
 )
-_G = GENERIC_FIXES
 
 FIXES: dict[str, tuple[SuggestedFix, ...]] = {
-    FatalCause.KV_CACHE_NO_MEMORY: _G[FatalCause.KV_CACHE_NO_MEMORY],
-    FatalCause.CUDA_OOM: _G[FatalCause.CUDA_OOM],
+    FatalCause.KV_CACHE_NO_MEMORY: (RAISE_MEM, CHECK_GPU_FREE),
+    FatalCause.CUDA_OOM: (LOWER_MEM, LOWER_GRAPH_BS, SHRINK_TREE, LOWER_RUNNING),
     SGLangCause.CUDA_GRAPH_CAPTURE_FAILED: (
         LOWER_MEM,
         LOWER_GRAPH_BS,
@@ -139,7 +167,8 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
         LOWER_GRAPH_BS,
     ),
     FatalCause.NCCL_ERROR: (
-        *_G[FatalCause.NCCL_ERROR],
+        _CHECK_NCCL_GPUS,
+        _SMALLER_TP,
         SuggestedFix(
             "Set SGLANG_KILLPG_ON_SCHEDULER_EXCEPTION=1 so one rank's crash stops the others "
             "instead of flooding the log with NCCL timeouts."
@@ -151,7 +180,7 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
             "rules before deploying."
         ),
     ),
-    FatalCause.SCHEDULER_KILLED: _G[FatalCause.SCHEDULER_KILLED],
+    FatalCause.SCHEDULER_KILLED: (_KILLED_HOST_MEMORY, LOWER_RUNNING),
     SGLangCause.SCHEDULER_EXCEPTION: (
         SuggestedFix("Read the excerpt's last exception line; it names the failing component."),
         SHRINK_TREE,
@@ -165,7 +194,7 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
         ),
         LOWER_MEM,
     ),
-    FatalCause.UNKNOWN_TRACEBACK: _G[FatalCause.UNKNOWN_TRACEBACK],
+    FatalCause.UNKNOWN_TRACEBACK: (READ_EXCERPT,),
 }
 """SGLang's remedies for every cause it can die of, most effective first."""
 assert set(FIXES) == set(PRECEDENCE) | set(FatalCause)

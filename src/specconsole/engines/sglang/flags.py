@@ -1,29 +1,26 @@
-"""SGLang's command line: its flags for a configuration, and a command line read back.
+"""SGLang's command line: its flags for a configuration (read back by ``EngineBase``'s
+reader from :data:`MODELLED_FLAGS`).
 
 Why one module: the renderer and the reader must agree word for word (render → parse →
 render is the identity, tested with properties), and the validator and the unit editor must
-know which flags are modelled fields (:data:`MODELLED_FLAGS`) so none is written twice.
+know which flags set a key (:data:`MODELLED_FLAGS`, aliases included) so none is written
+twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from specconsole.core.config import releases
-from specconsole.core.config.flags import flag_field, flag_value, flag_words
+from specconsole.core.config.flags import flag_words
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.options import parse_option
 from specconsole.engines.sglang.adaptive import (
     ADAPTIVE,
     ADAPTIVE_CONFIG,
-    OPTION_FIELDS,
     adaptive_on,
     config_path,
 )
 from specconsole.engines.sglang.releases import TABLE
 
-__all__ = ["MODELLED_FLAGS", "parse_args", "render_flags"]
+__all__ = ["MODELLED_FLAGS", "render_flags"]
 
 MODELLED_FLAGS: dict[str, str] = {
     "--model-path": "model_path",
@@ -50,9 +47,6 @@ MODELLED_FLAGS: dict[str, str] = {
 }
 """SGLang flags (with aliases) that map to ``ServerConfig`` fields or its own keys
 (:mod:`.adaptive`)."""
-
-_OPTION_FLAGS = {"--speculative-adaptive", "--speculative-adaptive-config"}
-"""Modelled flags that are SGLang's own keys (options), read apart from the fields."""
 
 
 def _adaptive_words(config: ServerConfig) -> list[str]:
@@ -94,35 +88,3 @@ def render_flags(config: ServerConfig) -> list[str]:
         *_adaptive_words(config),
         *config.extra_args,
     ]
-
-
-def parse_args(tokens: Sequence[str]) -> dict[str, Any]:
-    """``ServerConfig`` fields from SGLang's arguments; unmodelled flags kept in ``extra_args``."""
-    fields: dict[str, Any] = {}
-    options: list[tuple[str, Any]] = []
-    extra: list[str] = []
-    toks = list(tokens)
-    i = 0
-    while i < len(toks):
-        token = toks[i]
-        i += 1
-        name, eq, inline = token.partition("=")
-        field_name = MODELLED_FLAGS.get(name) if token.startswith("--") else None
-        if field_name is None:
-            extra.append(token)
-            continue
-        if name == "--speculative-adaptive":  # a flag without a value
-            options.append((ADAPTIVE, parse_option(_OWN[ADAPTIVE], inline) if eq else True))
-            continue
-        value, i = flag_value(name, inline if eq else None, toks, i)
-        if name in _OPTION_FLAGS:
-            options.append((field_name, parse_option(_OWN[field_name], value, key=name)))
-            continue
-        fields[field_name] = flag_field(name, field_name, value)
-    fields["extra_args"] = tuple(extra)
-    if options:
-        fields["options"] = tuple(options)
-    return fields
-
-
-_OWN = {f.name: f for f in OPTION_FIELDS}

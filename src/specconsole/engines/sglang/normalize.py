@@ -12,9 +12,9 @@ import dataclasses
 
 from specconsole.core.config.bounds import is_int
 from specconsole.core.config.issues import Issue, Severity
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.speculation import TREE_ALGOS
+from specconsole.core.config.model import ServerConfig
 from specconsole.engines.sglang.adaptive import adaptive_on, schedule_of
+from specconsole.engines.sglang.keys import TREE_ALGOS, SpecAlgorithm
 from specconsole.engines.sglang.rules import MSG_DRAFT_ADJUSTED
 
 MSG_MAX_RUNNING_RESET = (

@@ -11,12 +11,13 @@ from __future__ import annotations
 from specconsole.core.config.bounds import is_int
 from specconsole.core.config.flags import extra_flags, extra_value
 from specconsole.core.config.issues import IssueReport
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
-from specconsole.core.config.speculation import (
+from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.speculation import spec_fields_without_algorithm
+from specconsole.engines.sglang.keys import (
     NEEDS_DRAFT_MODEL,
     TREE_ALGOS,
     TREE_FIELDS,
-    spec_fields_without_algorithm,
+    SpecAlgorithm,
 )
 from specconsole.engines.sglang.releases import parse_version, removed_flags, rule_applies
 

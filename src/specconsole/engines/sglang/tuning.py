@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from specconsole.core.config.issues import Issue, Severity
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.options import OptionField, with_options
 from specconsole.core.engine.schedule import (
     LengthWords,
@@ -49,6 +49,7 @@ from specconsole.engines.sglang.adaptive import (
     side_file,
 )
 from specconsole.engines.sglang.adaptive import OPTION_FIELDS as ADAPTIVE_FIELDS
+from specconsole.engines.sglang.keys import SpecAlgorithm
 
 __all__ = [
     "ACCEPT",

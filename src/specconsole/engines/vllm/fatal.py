@@ -147,21 +147,21 @@ _GPU_FREE = SuggestedFix(
     "--gpu-memory-utilization of every GPU free when it starts."
 )
 _KV_ROOM = SuggestedFix(
-    "Raise --gpu-memory-utilization (mem_fraction_static, e.g. 0.9): the weights, the draft "
-    "and the activations leave no room for the KV cache; or serve on more GPUs "
-    "(--tensor-parallel-size, tp_size). On the CPU backend it is a fraction of host RAM, "
-    "and VLLM_CPU_KVCACHE_SPACE, when set, decides instead.",
-    (("mem_fraction_static", "0.9"),),
+    "Raise gpu_memory_utilization (--gpu-memory-utilization, e.g. 0.9): the weights, the "
+    "draft and the activations leave no room for the KV cache; or serve on more GPUs "
+    "(tensor_parallel_size). On the CPU backend it is a fraction of host RAM, and "
+    "VLLM_CPU_KVCACHE_SPACE, when set, decides instead.",
+    (("gpu_memory_utilization", "0.9"),),
 )
 _CPU_KV_SPACE = SuggestedFix(
     "On the CPU backend: raise VLLM_CPU_KVCACHE_SPACE in env (whole GiB of host RAM for the "
-    "KV cache; it overrides --kv-cache-memory-bytes), or lower --max-model-len "
-    "(context_length) to the estimated maximum model length vLLM names in the message."
+    "KV cache; it overrides --kv-cache-memory-bytes), or lower max_model_len to the "
+    "estimated maximum model length vLLM names in the message."
 )
 _CPU_UTILIZATION = SuggestedFix(
-    "Lower --gpu-memory-utilization (mem_fraction_static, e.g. 0.5): on the CPU backend it is "
-    "the fraction of host RAM vLLM reserves, and that much must be free when it starts.",
-    (("mem_fraction_static", "0.5"),),
+    "Lower gpu_memory_utilization (--gpu-memory-utilization, e.g. 0.5): on the CPU backend "
+    "it is the fraction of host RAM vLLM reserves, and that much must be free when it starts.",
+    (("gpu_memory_utilization", "0.5"),),
 )
 _CPU_KV_SPACE_INSTEAD = SuggestedFix(
     "Or set VLLM_CPU_KVCACHE_SPACE in env (whole GiB of host RAM for the KV cache, e.g. 4): "
@@ -176,23 +176,23 @@ _CPU_KV_SMALLER = SuggestedFix(
     "--kv-cache-memory-bytes, which must fit too."
 )
 _SHORTER_CONTEXT = SuggestedFix(
-    "Lower --max-model-len (context_length, e.g. 32768): vLLM refuses to start unless one "
+    "Lower max_model_len (--max-model-len, e.g. 32768): vLLM refuses to start unless one "
     "request of that length fits in the KV cache.",
-    (("context_length", "32768"),),
+    (("max_model_len", "32768"),),
 )
 _LESS_MEMORY = SuggestedFix(
-    "Lower --gpu-memory-utilization (mem_fraction_static, e.g. 0.8): CUDA graphs and "
+    "Lower gpu_memory_utilization (--gpu-memory-utilization, e.g. 0.8): CUDA graphs and "
     "activations live outside it, and start-up needs that much of the GPU free.",
-    (("mem_fraction_static", "0.8"),),
+    (("gpu_memory_utilization", "0.8"),),
 )
 _FEWER_SEQS = SuggestedFix(
-    "Lower --max-num-seqs (max_running_requests, e.g. 256): fewer and smaller CUDA graphs "
-    "and activation buffers.",
-    (("max_running_requests", "256"),),
+    "Lower max_num_seqs (--max-num-seqs, e.g. 256): fewer and smaller CUDA graphs and "
+    "activation buffers.",
+    (("max_num_seqs", "256"),),
 )
 _SHORTER_DRAFT = SuggestedFix(
-    "Lower num_speculative_tokens in --speculative-config (speculative_num_steps, e.g. 3).",
-    (("speculative_num_steps", "3"),),
+    "Lower num_speculative_tokens (in --speculative-config, e.g. 3).",
+    (("num_speculative_tokens", "3"),),
 )
 
 FIXES: dict[str, tuple[SuggestedFix, ...]] = {
@@ -201,7 +201,7 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
     VllmCause.KV_SPACE_EXCEEDS_MEMORY: (_CPU_KV_SMALLER, _HOST_FREE),
     VllmCause.SPECULATIVE_CONFIG: (
         SuggestedFix(
-            "Check --speculative-config: its method (speculative_algorithm) must be one this "
+            "Check --speculative-config: its method (method) must be one this "
             "release accepts — the message lists them (ngram, eagle, eagle3, draft_model, "
             "mtp, ...) — and every key one it knows (a JSON given in extra_args is passed as "
             "it is)."
@@ -209,14 +209,14 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
     ),
     VllmCause.DRAFT_UNREADABLE: (
         SuggestedFix(
-            "Check speculative_draft_model_path (the draft's model in --speculative-config): "
+            "Check speculative_model (the draft's model in --speculative-config): "
             "a folder on the box with config.json and the weights, readable by the service's "
             "user, or a hub id the box can download (not with HF_HUB_OFFLINE=1)."
         ),
     ),
     VllmCause.WEIGHTS_MISMATCH: (
         SuggestedFix(
-            "Check the draft (speculative_draft_model_path): its config.json must describe "
+            "Check the draft (speculative_model): its config.json must describe "
             "its weights (layers, heads, num_key_value_heads); a config edited by hand or "
             "taken from another model fails here. With no draft loading, the target's "
             "checkpoint is the one."
@@ -224,7 +224,7 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
     ),
     VllmCause.CONTEXT_BEYOND_MODEL: (
         SuggestedFix(
-            "Lower --max-model-len (context_length) to at most the model's "
+            "Lower max_model_len to at most the model's "
             "max_position_embeddings, the derived maximum the message names "
             "(VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 in env lets it exceed that, at the output's risk)."
         ),
@@ -238,10 +238,9 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
     ),
     VllmCause.TOO_MANY_SPECULATIVE_TOKENS: (
         SuggestedFix(
-            "Lower num_speculative_tokens in --speculative-config (speculative_num_steps) to "
-            "128 or less: the rejection sampler verifies at most 128 draft tokens "
-            "(MAX_SPEC_LEN; vLLM 0.11-0.33).",
-            (("speculative_num_steps", "4"),),
+            "Lower num_speculative_tokens to 128 or less: the rejection sampler verifies at "
+            "most 128 draft tokens (MAX_SPEC_LEN; vLLM 0.11-0.33).",
+            (("num_speculative_tokens", "4"),),
         ),
     ),
     FatalCause.CUDA_OOM: (_LESS_MEMORY, _GPU_FREE, _FEWER_SEQS, _SHORTER_DRAFT),
@@ -254,10 +253,10 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
     ),
     FatalCause.NCCL_ERROR: (
         SuggestedFix(
-            "Check that every GPU of --tensor-parallel-size (tp_size) is free and visible "
+            "Check that every GPU of tensor_parallel_size is free and visible "
             "(nvidia-smi, CUDA_VISIBLE_DEVICES); set NCCL_DEBUG=INFO in env to see why."
         ),
-        SuggestedFix("Try a smaller --tensor-parallel-size (tp_size)."),
+        SuggestedFix("Try a smaller tensor_parallel_size."),
     ),
     FatalCause.BAD_ARGUMENT: (
         SuggestedFix(
@@ -274,6 +273,6 @@ FIXES: dict[str, tuple[SuggestedFix, ...]] = {
         _FEWER_SEQS,
     ),
 }
-"""Remedies in vLLM's own words: each names the vLLM flag and, in parentheses, the
-``[server]`` key a fix changes (the banner's one-key fixes apply to those keys). The causes
+"""Remedies in vLLM's own words: each names the ``[server]`` key (vLLM's argument name) a
+fix changes (the banner's one-key fixes apply to those keys). The causes
 not listed take the generic remedies (:data:`~specconsole.core.logs.fatal.GENERIC_FIXES`)."""

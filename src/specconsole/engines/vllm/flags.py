@@ -1,14 +1,12 @@
-"""vLLM's spelling of a :class:`~specconsole.core.config.model.ServerConfig`.
+"""vLLM's command line for a :class:`~specconsole.core.config.model.ServerConfig`, and back.
 
-Why a separate module: the configuration model is SGLang's (its names are the users'
-vocabulary), and vLLM says the same things differently: the model is positional
-(``vllm serve MODEL``), speculative decoding is one JSON flag
-(``--speculative-config '{"method": "eagle3", "model": DRAFT, "num_speculative_tokens": N}'``),
-memory is ``--gpu-memory-utilization``, concurrency ``--max-num-seqs``. This module holds that
-translation in both directions; the vLLM engine (:mod:`.engine`) hands it to the core's
-renderer and command reader, so there is one entry point for argv, command lines and unit
-files. vLLM's own rules are in :mod:`.rules`.
-"""
+Why a separate module: the keys are vLLM's own (:mod:`.options`), but not every key is a flag
+of its own: the model is positional (``vllm serve MODEL``), speculative decoding is one JSON
+flag (``--speculative-config '{"method": "eagle3", "model": DRAFT, "num_speculative_tokens":
+N}'``) that carries ``method``, ``speculative_model`` and ``num_speculative_tokens``. This
+module holds that translation in both directions; the vLLM engine (:mod:`.engine`) hands it to
+the core's renderer and command reader, so there is one entry point for argv, command lines and
+unit files. vLLM's own rules are in :mod:`.rules`."""
 
 from __future__ import annotations
 
@@ -18,8 +16,9 @@ from typing import Any
 
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.flags import flag_field, flag_value, flag_words
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm, parse_field
+from specconsole.core.config.model import ServerConfig, parse_value
 from specconsole.engines.vllm.options import (
+    METHODS,
     PER_BATCH_K,
     SYNTHETIC,
     ScheduleError,
@@ -28,7 +27,6 @@ from specconsole.engines.vllm.options import (
 )
 
 __all__ = [
-    "METHODS",
     "MODELLED_FLAGS",
     "VLLM_DEFAULT_HOST",
     "VLLM_DEFAULT_PORT",
@@ -38,18 +36,12 @@ __all__ = [
     "vllm_flags",
 ]
 
-METHODS: dict[SpecAlgorithm, str] = {
-    SpecAlgorithm.EAGLE: "eagle",
-    SpecAlgorithm.EAGLE3: "eagle3",
-    SpecAlgorithm.NGRAM: "ngram",
-    SpecAlgorithm.STANDALONE: "draft_model",
-    SpecAlgorithm.NEXTN: "mtp",
+_METHOD_NAMES: dict[str, str] = {m: m for m in METHODS} | {
+    "deepseek_mtp": "mtp",
+    "eagle-3": "eagle3",
 }
-"""SGLang algorithm -> vLLM ``speculative_config.method``."""
-_METHOD_NAMES: dict[str, SpecAlgorithm] = {v: k for k, v in METHODS.items()} | {
-    "deepseek_mtp": SpecAlgorithm.NEXTN,
-    "eagle-3": SpecAlgorithm.EAGLE3,
-}
+"""``--speculative-config``'s method as read back: vLLM's own alternative names as the one
+rendered."""
 _SPEC_KEYS = frozenset(
     {"method", "model", "num_speculative_tokens", PER_BATCH_K, "rejection_sample_method", SYNTHETIC}
 )
@@ -58,16 +50,16 @@ SYNTHETIC_METHOD = ("rejection_sample_method", "synthetic")
 
 MODELLED_FLAGS: dict[str, str] = {
     "--model": "model_path",
-    "--speculative-config": "speculative_algorithm",
-    "--gpu-memory-utilization": "mem_fraction_static",
-    "--max-num-seqs": "max_running_requests",
-    "--tensor-parallel-size": "tp_size",
-    "-tp": "tp_size",
-    "--max-model-len": "context_length",
+    "--speculative-config": "method",
+    "--gpu-memory-utilization": "gpu_memory_utilization",
+    "--max-num-seqs": "max_num_seqs",
+    "--tensor-parallel-size": "tensor_parallel_size",
+    "-tp": "tensor_parallel_size",
+    "--max-model-len": "max_model_len",
     "--host": "host",
     "--port": "port",
 }
-"""vLLM flags that map to ``ServerConfig`` fields."""
+"""vLLM flags that set a ``[server]`` key (``--speculative-config``: its method and draft)."""
 
 VLLM_DEFAULT_HOST = "0.0.0.0"
 """vLLM binds every interface when ``--host`` is not given."""
@@ -86,14 +78,14 @@ def launcher_takes_positional_model(launcher_argv: Sequence[str]) -> bool:
 
 def speculative_config(config: ServerConfig) -> dict[str, Any] | None:
     """The ``--speculative-config`` object for ``config`` (``None`` without speculation)."""
-    algo = config.speculative_algorithm
-    if algo is None:
+    method = config.method
+    if method is None:
         return None
-    spec: dict[str, Any] = {"method": METHODS.get(algo, str(algo).lower())}
-    if config.speculative_draft_model_path and algo is not SpecAlgorithm.NGRAM:
-        spec["model"] = config.speculative_draft_model_path
-    if config.speculative_num_steps is not None:
-        spec["num_speculative_tokens"] = config.speculative_num_steps
+    spec: dict[str, Any] = {"method": method}
+    if config.speculative_model and method != "ngram":
+        spec["model"] = config.speculative_model
+    if config.num_speculative_tokens is not None:
+        spec["num_speculative_tokens"] = config.num_speculative_tokens
     schedule = dict(config.options).get(PER_BATCH_K)
     if isinstance(schedule, str):
         try:
@@ -119,10 +111,10 @@ def vllm_flags(config: ServerConfig, launcher_argv: Sequence[str]) -> list[str]:
         out += ["--speculative-config", json.dumps(spec)]
     out += flag_words(
         (
-            ("--gpu-memory-utilization", config.mem_fraction_static),
-            ("--max-num-seqs", config.max_running_requests),
-            ("--tensor-parallel-size", config.tp_size),
-            ("--max-model-len", config.context_length),
+            ("--gpu-memory-utilization", config.gpu_memory_utilization),
+            ("--max-num-seqs", config.max_num_seqs),
+            ("--tensor-parallel-size", config.tensor_parallel_size),
+            ("--max-model-len", config.max_model_len),
             ("--host", config.host),
             ("--port", config.port),
         )
@@ -205,24 +197,23 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
         value, i = flag_value(name, inline if eq else None, toks, i)
         if name == "--speculative-config":
             spec = _read_spec(value)
-            method = str(spec.get("method", "")).lower()
-            algo = _METHOD_NAMES.get(method)
+            method = _METHOD_NAMES.get(str(spec.get("method", "")).lower())
             if (
-                algo is None
+                method is None
                 or set(spec) - _SPEC_KEYS
                 or not _schedule_ok(spec)
                 or not _synthetic_ok(spec)
             ):
                 extra += [name, value]
                 continue
-            fields["speculative_algorithm"] = algo
+            fields["method"] = method
             if "model" in spec:
-                fields["speculative_draft_model_path"] = parse_field(
-                    "speculative_draft_model_path", spec["model"]
+                fields["speculative_model"] = parse_value(
+                    "vllm", "speculative_model", spec["model"]
                 )
             if "num_speculative_tokens" in spec:
-                fields["speculative_num_steps"] = parse_field(
-                    "speculative_num_steps", spec["num_speculative_tokens"]
+                fields["num_speculative_tokens"] = parse_value(
+                    "vllm", "num_speculative_tokens", spec["num_speculative_tokens"]
                 )
             options = []
             if PER_BATCH_K in spec:
@@ -232,6 +223,6 @@ def parse_vllm_args(tokens: Sequence[str], positional_model: bool) -> dict[str, 
             if options:
                 fields["options"] = tuple(options)
             continue
-        fields[_FLAGS[name]] = flag_field(name, _FLAGS[name], value)
+        fields[_FLAGS[name]] = flag_field(name, _FLAGS[name], value, "vllm")
     fields["extra_args"] = tuple(extra)
     return fields

@@ -1,7 +1,17 @@
-"""vLLM's own ``[server]`` keys: the per-batch-size K of ``--speculative-config``.
+"""vLLM's ``[server]`` keys, in vLLM's own names, and the per-batch-size K.
 
-Why: the shared model has one draft length (``speculative_num_steps``, vLLM's
-``num_speculative_tokens``), but from 0.34.0 vLLM can draft a different K at each batch size
+Why vLLM's names: a vLLM user reads ``vllm serve --help`` and ``SpeculativeConfig``, so the
+keys are those: ``gpu_memory_utilization``, ``max_num_seqs``, ``max_model_len``,
+``tensor_parallel_size`` (the flag without ``--``, dashes as underscores), and inside
+``--speculative-config`` its ``method`` and ``num_speculative_tokens`` (``SpeculativeConfig``'s
+field names); its draft ``model`` is ``speculative_model`` (the name vLLM's command line gave
+it before the JSON flag), since ``model`` is the served model. Plans written before the keys
+spoke vLLM used SGLang's names (``speculative_num_steps``, ``mem_fraction_static``, …): each
+is still read, with a notice naming the new key (``OptionField.former``), and the keys vLLM
+never rendered are dropped with one (:data:`RETIRED`).
+
+Why a per-batch-size K: one draft length (``num_speculative_tokens``) at every batch size is
+the common case, but from 0.34.0 vLLM can draft a different K at each batch size
 (``num_speculative_tokens_per_batch_size``, vllm-project/vllm#32374): a long draft while few
 requests run, a short one — or none — when the batch is large and verifying extra tokens costs
 more than it wins. A sweep tunes that schedule like any knob, so it is a ``[server]`` key in
@@ -19,12 +29,17 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from specconsole.core.config.concepts import Concept
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.options import OptionField
 
 __all__ = [
+    "KEYS",
+    "METHODS",
+    "NEEDS_DRAFT_MODEL",
     "OPTION_FIELDS",
     "PER_BATCH_K",
+    "RETIRED",
     "SYNTHETIC",
     "Schedule",
     "ScheduleError",
@@ -43,7 +58,143 @@ method it needs."""
 Schedule = tuple[tuple[int, int, int], ...]
 """``((start, end, K), ...)``: inclusive batch-size ranges, sorted."""
 
+METHODS: tuple[str, ...] = ("eagle", "eagle3", "ngram", "draft_model", "mtp")
+"""``SpeculativeConfig.method`` values specconsole renders and the simulator imitates."""
+NEEDS_DRAFT_MODEL = frozenset({"eagle", "eagle3", "draft_model"})
+"""Methods that read a separate draft model (``speculative_model``)."""
+
+_FORMER_METHODS = (
+    ("EAGLE", "eagle"),
+    ("EAGLE3", "eagle3"),
+    ("NGRAM", "ngram"),
+    ("STANDALONE", "draft_model"),
+    ("NEXTN", "mtp"),
+)
+"""SGLang's algorithm names, which plans before vLLM's own keys wrote, as vLLM's methods."""
+
+
+def _key(name: str, kind: str, flag: str, hint: str, **more: object) -> OptionField:
+    return OptionField(name, kind, flag, hint, leads=True, **more)  # type: ignore[arg-type]
+
+
+KEYS: tuple[OptionField, ...] = (
+    _key(
+        "method",
+        "choice",
+        "--speculative-config",
+        "speculative method: eagle, eagle3, ngram, draft_model or mtp",
+        choices=METHODS,
+        synonyms=(("deepseek_mtp", "mtp"), ("eagle-3", "eagle3"), *_FORMER_METHODS),
+        former=("speculative_algorithm",),
+        example='"eagle3"',
+        concept=Concept.METHOD,
+        edit=True,
+    ),
+    _key(
+        "speculative_model",
+        "str",
+        "--speculative-config",
+        "the draft model (--speculative-config's model)",
+        former=("speculative_draft_model_path",),
+        plain=True,
+        short="draft",
+        concept=Concept.DRAFT_MODEL,
+    ),
+    _key(
+        "num_speculative_tokens",
+        "int",
+        "--speculative-config",
+        "K: tokens drafted per step (a chain, verified with one more)",
+        former=("speculative_num_steps",),
+        plain=True,
+        minimum=1,
+        maximum=64,
+        example="3",
+        short="spec-tokens",
+        concept=Concept.DRAFT_LENGTH,
+        edit=True,
+    ),
+    _key(
+        "gpu_memory_utilization",
+        "float",
+        "--gpu-memory-utilization",
+        "share of GPU memory vLLM takes (weights, activations, KV cache)",
+        former=("mem_fraction_static",),
+        plain=True,
+        minimum=0.0,
+        maximum=1.0,
+        example="0.9",
+        short="gpu-mem",
+        concept=Concept.MEMORY_FRACTION,
+        edit=True,
+    ),
+    _key(
+        "max_num_seqs",
+        "int",
+        "--max-num-seqs",
+        "cap on sequences decoded at once",
+        former=("max_running_requests",),
+        plain=True,
+        minimum=1,
+        maximum=65536,
+        example="256",
+        short="seqs",
+        concept=Concept.MAX_CONCURRENCY,
+        edit=True,
+    ),
+    _key(
+        "tensor_parallel_size",
+        "int",
+        "--tensor-parallel-size",
+        "tensor-parallel GPU count",
+        aliases=("tp",),
+        former=("tp_size",),
+        plain=True,
+        minimum=1,
+        maximum=1024,
+        example="1",
+        short="tp",
+        concept=Concept.PARALLEL_SIZE,
+        edit=True,
+    ),
+    _key(
+        "max_model_len",
+        "int",
+        "--max-model-len",
+        "longest sequence (prompt + output) it serves",
+        former=("context_length",),
+        plain=True,
+        minimum=1,
+        maximum=16_777_216,
+        example="32768",
+        short="max-len",
+        concept=Concept.CONTEXT_LENGTH,
+    ),
+)
+"""vLLM's tuning keys, in the order files and labels show them."""
+
+RETIRED: dict[str, str] = {
+    "speculative_eagle_topk": (
+        "speculative_eagle_topk was never a vLLM setting (vLLM drafts a chain) and is ignored."
+    ),
+    "speculative_num_draft_tokens": (
+        "speculative_num_draft_tokens was never a vLLM setting (vLLM verifies "
+        "num_speculative_tokens + 1) and is ignored."
+    ),
+    "cuda_graph_max_bs": (
+        "cuda_graph_max_bs was never rendered for vLLM and is ignored; pass vLLM's own "
+        "CUDA-graph option through extra_args."
+    ),
+    "attention_backend": (
+        "attention_backend was never rendered for vLLM and is ignored; set "
+        "VLLM_ATTENTION_BACKEND in env instead."
+    ),
+}
+"""SGLang-named keys older vLLM plans could hold that vLLM has no key for: dropped as read,
+with this notice (a record holding one loads without it)."""
+
 OPTION_FIELDS: tuple[OptionField, ...] = (
+    *KEYS,
     OptionField(
         name=PER_BATCH_K,
         kind="str",

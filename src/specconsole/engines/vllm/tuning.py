@@ -62,14 +62,9 @@ DEFAULT_MAX_NUM_SEQS = 1024
 """vLLM's largest ``max_num_seqs`` default (a GPU of 70 GiB or more): where an open last
 range ends when the configuration sets none."""
 
-_SPEC_FIELDS = (
-    "speculative_algorithm",
-    "speculative_draft_model_path",
-    "speculative_num_steps",
-    "speculative_eagle_topk",
-    "speculative_num_draft_tokens",
-)
-_DEPTH = ("speculative_num_steps", "speculative_num_draft_tokens", "description")
+_SPEC_KEYS = ("method", "speculative_model", "num_speculative_tokens", PER_BATCH_K, SYNTHETIC)
+"""What ``--speculative-config`` carries: gone without speculation."""
+_DEPTH = ("num_speculative_tokens", "description")
 _ORDER = [f.name for f in OPTION_FIELDS]
 
 
@@ -77,9 +72,10 @@ _WORDS = LengthWords(
     field=PER_BATCH_K,
     switches="its K by batch size (or has no K)",
     built_from="static K values",
-    sweep_fix="sweep static speculative_num_steps values (num_speculative_tokens).",
+    sweep_fix="sweep static num_speculative_tokens values.",
     length="num_speculative_tokens",
     lengths="K values",
+    method="method",
 )
 """How vLLM's refusals of a schedule name what it switches."""
 
@@ -89,18 +85,18 @@ def _refuse(field: str | None, message: str, fix: str) -> Issue:
 
 
 def without_speculation(config: ServerConfig) -> ServerConfig:
-    """``config`` without ``--speculative-config`` (and so without its own keys)."""
-    options = with_options(config.options, {k: None for k in _ORDER}, _ORDER)
-    return dataclasses.replace(config, **{name: None for name in _SPEC_FIELDS}, options=options)
+    """``config`` without ``--speculative-config`` (and so without its keys)."""
+    options = with_options(config.options, dict.fromkeys(_SPEC_KEYS), _ORDER)
+    return dataclasses.replace(config, options=options)
 
 
 def _k(config: ServerConfig) -> int | None:
     """The K ``config`` drafts at every batch size (0: none); None when it switches."""
-    if config.speculative_algorithm is None:
+    if config.method is None:
         return 0
     if PER_BATCH_K in dict(config.options):
         return None
-    steps = config.speculative_num_steps
+    steps = config.num_speculative_tokens
     return steps if isinstance(steps, int) and steps >= 1 else None
 
 
@@ -112,30 +108,25 @@ def schedule(picks: Sequence[LevelPick]) -> ServerConfig | Issue:
     base, ks = found
     assert isinstance(base, ServerConfig)
     rows = pick_rows(picks, ks)
-    last = max(base.max_running_requests or DEFAULT_MAX_NUM_SEQS, rows[-1].start)
+    last = max(base.max_num_seqs or DEFAULT_MAX_NUM_SEQS, rows[-1].start)
     text = format_schedule(tuple((r.start, r.end or last, r.steps) for r in rows))
     top = max(ks)
-    options = with_options(base.options, {PER_BATCH_K: text}, _ORDER)
-    return dataclasses.replace(
-        base,
-        speculative_num_steps=top,
-        speculative_num_draft_tokens=None,
-        options=options,
-        description="",
-    )
+    options = with_options(base.options, {PER_BATCH_K: text, "num_speculative_tokens": top}, _ORDER)
+    return dataclasses.replace(base, options=options, description="")
 
 
 def scheduled(config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
     """The K per batch-size range vLLM runs (capped at ``num_speculative_tokens``, the tail
     carrying the last K), None without a per-batch-size K."""
     text = dict(config.options).get(PER_BATCH_K)
-    if not isinstance(text, str) or config.speculative_algorithm is None:
+    if not isinstance(text, str) or config.method is None:
         return None
     try:
         table = parse_schedule(text)
     except ScheduleError:
         return None
-    cap = config.speculative_num_steps if isinstance(config.speculative_num_steps, int) else None
+    k = config.num_speculative_tokens
+    cap = k if isinstance(k, int) else None
     out = []
     for i, (start, _end, k) in enumerate(table):
         upto = table[i + 1][0] - 1 if i + 1 < len(table) else None  # a gap takes this K
@@ -145,9 +136,9 @@ def scheduled(config: ServerConfig) -> tuple[ScheduleRow, ...] | None:
 
 def fix_acceptance(config: ServerConfig, length: float) -> ServerConfig | Issue:
     """``synthetic_acceptance_length = length`` (its release and range are the rules')."""
-    if config.speculative_algorithm is None:
+    if config.method is None:
         return _refuse(
-            "speculative_algorithm",
+            "method",
             "without speculation there is no acceptance to fix.",
             "fix it on a speculative configuration.",
         )
@@ -157,6 +148,6 @@ def fix_acceptance(config: ServerConfig, length: float) -> ServerConfig | Issue:
 
 def fixed_acceptance(config: ServerConfig) -> str | None:
     value = dict(config.options).get(SYNTHETIC)
-    if not isinstance(value, int | float) or config.speculative_algorithm is None:
+    if not isinstance(value, int | float) or config.method is None:
         return None
     return f"accept length fixed at {float(value):g} (vLLM's synthetic rejection sampler)"

@@ -13,9 +13,9 @@ distinct marker from ``MARKERS``. Crashed trials have no line; they are marked o
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.model import ServerConfig, table_keys
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
@@ -106,11 +106,11 @@ def aggregate_series(
 
 
 def varying_fields(configs: Sequence[ServerConfig]) -> list[str]:
-    """Names of the ServerConfig fields whose values differ between ``configs``."""
+    """Names of the ``[server]`` keys whose values differ between ``configs``."""
     if len(configs) < 2:
         return []
-    names = [f.name for f in fields(ServerConfig) if f.name != "description"]
-    return [n for n in names if len({repr(getattr(c, n)) for c in configs}) > 1]
+    names = [n for n in table_keys(configs[0].engine) if n != "description"]
+    return [n for n in names if len({repr(getattr(c, n, None)) for c in configs}) > 1]
 
 
 def swept_axis(plan: SweepPlan | None, records: Sequence[TrialRecord]) -> str | None:
@@ -126,7 +126,7 @@ def swept_axis(plan: SweepPlan | None, records: Sequence[TrialRecord]) -> str | 
     names = names or varying_fields([r.effective for r in records])
     best, most = None, 1
     for name in names:
-        values = [getattr(c, name) for c in measured]
+        values = [getattr(c, name, None) for c in measured]
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             continue
         if len(set(values)) > most:

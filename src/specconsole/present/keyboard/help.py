@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from specconsole.core.engine.registry import default_engine
 from specconsole.present.charts.symbols import SYMBOLS
 from specconsole.present.columns import CONSOLE_COLUMNS
 from specconsole.present.keyboard.keymap import (
@@ -24,7 +25,7 @@ from specconsole.present.keyboard.keymap import (
     SECTIONS,
     Key,
 )
-from specconsole.present.labels import FIELD_ABBREVIATIONS
+from specconsole.present.labels import abbreviations
 
 MIN_WIDTH = 40
 """Narrower than this the page is laid out for this width (and cut by the screen)."""
@@ -114,7 +115,7 @@ def help_lines(width: int, *, pool: bool = False) -> list[HelpLine]:
     out.append(HelpLine("title", "Columns"))
     out += _pairs([(c.header, c.meaning) for c in CONSOLE_COLUMNS if c.meaning], width)
     out.append(HelpLine("title", "Abbreviations (the server's own argument names)"))
-    out += _pairs([(short, name) for name, short in FIELD_ABBREVIATIONS.items()], width)
+    out += _pairs(abbreviations(default_engine()), width)
     out.append(HelpLine("title", "Safety"))
     out += _paragraph(CLOSING, width)
     return out

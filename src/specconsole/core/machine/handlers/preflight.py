@@ -211,6 +211,14 @@ def check_gpus(facts: PreflightFacts) -> list[Finding]:
     return [Finding("gpus", str(text), blocking=False)] if text else []
 
 
+def check_notices(facts: PreflightFacts) -> list[Finding]:
+    """What reading the plan noticed (a key under its former name): said, never blocking."""
+    return [
+        Finding("plan", f"{n.field}: {n.message} Fix: {n.fix}", blocking=False)
+        for n in facts.plan.notices
+    ]
+
+
 def check_workload(facts: PreflightFacts) -> list[Finding]:
     """A speculative sweep on random tokens or bare, template-less text: its acceptance
     will read low (``core.plans.workload``); said, never blocking."""
@@ -240,6 +248,7 @@ CHECKS: tuple[tuple[str, Check], ...] = (
     ("flags", check_flags),
     ("gpus", check_gpus),
     ("workload", check_workload),
+    ("plan notices", check_notices),
 )
 """The pre-flight's checks, in the order their findings are told."""
 

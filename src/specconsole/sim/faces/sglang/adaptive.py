@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import json
 
-from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.releases import has_feature, parse_version
 from specconsole.sim.arguments import SimArgError
-from specconsole.sim.faces.sglang.args import imitated_engine
+from specconsole.sim.faces.sglang.args import imitated_engine, server_limits
 from specconsole.sim.physics.adaptive import DEFAULT_KNOBS, AdaptiveSpec, Bucket
 
 __all__ = ["default_spec", "load_spec"]
@@ -57,7 +56,7 @@ def load_spec(text: str | None, release: str | None) -> AdaptiveSpec:
     if not by_batch:  # 0.5.11/0.5.12: one list, at least two distinct values
         flat = document.get("candidate_steps", [1, 3, 7])
         if not isinstance(flat, list) or not all(
-            isinstance(v, int) and 0 < v <= SERVER_LIMITS["speculative_num_steps"] for v in flat
+            isinstance(v, int) and 0 < v <= server_limits()["speculative_num_steps"] for v in flat
         ):
             raise _error(f"candidate_steps must be a list of positive ints, got {flat!r}")
         steps = sorted(set(flat))
@@ -79,7 +78,7 @@ def load_spec(text: str | None, release: str | None) -> AdaptiveSpec:
         ):
             kind = "non-negative" if zero_ok else "positive"
             raise _error(f"BS {key}: candidate_steps must be a list of {kind} ints, got {steps!r}")
-        if max(steps) > SERVER_LIMITS["speculative_num_steps"] or len(buckets) >= 4096:
+        if max(steps) > server_limits()["speculative_num_steps"] or len(buckets) >= 4096:
             raise _error(
                 f"BS {key}: candidate step {max(steps)} (or bucket {len(buckets) + 1}) is above "
                 "the simulator's limit; a real box runs far below it"

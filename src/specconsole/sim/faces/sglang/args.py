@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.model import ServerConfig, key_limits
 from specconsole.core.config.releases import (
     has_feature,
     has_new_name,
@@ -30,6 +30,11 @@ from specconsole.sim.faults import add_fault_flags
 def imitated_engine() -> Engine:
     """The engine the simulator imitates, as the registry has it: its flags, its releases."""
     return get_engine("sglang")
+
+
+def server_limits() -> dict[str, int]:
+    """The bounds of SGLang's integer keys, as its engine declares them."""
+    return key_limits(imitated_engine().name)
 
 
 class _RaisingParser(argparse.ArgumentParser):

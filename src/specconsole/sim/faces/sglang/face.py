@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.sim.arguments import ParsedArgs, SimArgError
 from specconsole.sim.faces.sglang import log as logfmt
 from specconsole.sim.faces.sglang.args import (
@@ -51,7 +51,8 @@ class SGLangFace:
         ref = profile.reference_launch
         return ServerConfig(
             model_path=profile.model.name,
-            speculative_algorithm=SpecAlgorithm(ref.algorithm),
+            engine=self.engine,
+            speculative_algorithm=ref.algorithm,
             speculative_draft_model_path=profile.model.draft_name,
             speculative_num_steps=steps,
             speculative_eagle_topk=ref.topk,

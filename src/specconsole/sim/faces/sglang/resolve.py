@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from specconsole.core.config.bounds import SERVER_LIMITS
 from specconsole.core.config.releases import has_feature
 from specconsole.sim.arguments import ParsedArgs, SimArgError
 from specconsole.sim.faces.sglang.adaptive import load_spec
-from specconsole.sim.faces.sglang.args import imitated_engine
+from specconsole.sim.faces.sglang.args import imitated_engine, server_limits
 from specconsole.sim.physics.adaptive import AdaptiveSpec
 from specconsole.sim.physics.launch import FixedAccept, ResolvedArgs
 from specconsole.sim.profile import Profile
+
+SERVER_LIMITS = server_limits()
+"""The bounds of SGLang's integer keys, as its engine declares them."""
 
 EAGLE_FAMILY = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
 """Algorithms the simulator models with a draft tree (NEXTN is rewritten to EAGLE)."""

@@ -30,6 +30,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from specconsole.core.config.concepts import Concept, concept_value
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.validation import validate
@@ -59,13 +60,13 @@ OWN_FLAGS: tuple[str, ...] = (
 """vLLM flags the face reads itself (the engine models the rest)."""
 
 _METHODS: dict[str, str] = {
-    "EAGLE": "EAGLE",
-    "EAGLE3": "EAGLE3",
-    "NEXTN": "EAGLE",
-    "STANDALONE": "STANDALONE",
-    "NGRAM": "NGRAM",
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "mtp": "EAGLE",
+    "draft_model": "STANDALONE",
+    "ngram": "NGRAM",
 }
-"""The engine's algorithm -> the box's (vLLM's ``mtp`` drafts with the target's own layers,
+"""vLLM's method -> the box's algorithm (vLLM's ``mtp`` drafts with the target's own layers,
 which the box runs as an EAGLE head)."""
 
 
@@ -264,26 +265,27 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
         # the OS's choice, is the simulator's convenience)
         if issue.severity.value == "error" and not (issue.field == "port" and config.port == 0):
             raise SimArgError(f"{issue.field}: {issue.message}", "ValueError")
-    tp = config.tp_size or 1
+    tp = concept_value(config, Concept.PARALLEL_SIZE) or 1
     if tp > profile.gpu.count:
         raise SimArgError(
             f"Tensor parallel size ({tp}) cannot be larger than the number of available "
             f"GPUs ({profile.gpu.count}).",
             "ValueError",
         )
-    mem = config.mem_fraction_static if config.mem_fraction_static is not None else 0.9
+    mem = concept_value(config, Concept.MEMORY_FRACTION)
+    mem = mem if mem is not None else 0.9
     if mem > 1.0:
         raise SimArgError(f"GPU memory utilization must be less than 1.0. Got {mem}.")
     seqs_default, batched_default = _defaults(profile)
-    max_num_seqs = config.max_running_requests or seqs_default
+    max_num_seqs = concept_value(config, Concept.MAX_CONCURRENCY) or seqs_default
     batched = v.get("max_num_batched_tokens") or batched_default
-    algo = config.speculative_algorithm
-    algorithm = _METHODS.get(algo.value) if algo is not None else None
-    k = int(config.speculative_num_steps or 0) if algorithm else 0
+    method = concept_value(config, Concept.METHOD)
+    algorithm = _METHODS.get(str(method)) if method is not None else None
+    k = int(concept_value(config, Concept.DRAFT_LENGTH) or 0) if algorithm else 0
     speculative = algorithm is not None and algorithm != "NGRAM" and k > 0
-    context = config.context_length or profile.model.context_length
+    context = concept_value(config, Concept.CONTEXT_LENGTH) or profile.model.context_length
     names = v.get("served_model_name") or [config.model_path]
-    draft = config.speculative_draft_model_path
+    draft = concept_value(config, Concept.DRAFT_MODEL)
     if draft is None and speculative:
         draft = profile.model.draft_name
     fixed = _fixed_accept(v.get("synthetic") or (None, None), k) if speculative else None

@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.releases import has_feature
 from specconsole.core.engine.registry import get_engine
 from specconsole.paths import examples_dir
@@ -61,12 +61,12 @@ class VllmFace:
             model_path=profile.model.name,
             engine=VLLM,
             launcher="vllm serve",
-            speculative_algorithm=SpecAlgorithm(ref.algorithm),
-            speculative_draft_model_path=profile.model.draft_name,
-            speculative_num_steps=steps,
-            mem_fraction_static=ref.mem_fraction_static,
-            max_running_requests=ref.max_running_requests,
-            tp_size=ref.tp_size,
+            method=ref.algorithm.lower(),
+            speculative_model=profile.model.draft_name,
+            num_speculative_tokens=steps,
+            gpu_memory_utilization=ref.mem_fraction_static,
+            max_num_seqs=ref.max_running_requests,
+            tensor_parallel_size=ref.tp_size,
         )
 
     def words(self, config: ServerConfig) -> list[str]:
