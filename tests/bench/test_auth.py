@@ -52,7 +52,7 @@ def test_headers_resolve_env_and_the_key_never_reaches_records_or_repr() -> None
 
 
 def test_a_plan_names_the_variable_never_the_key() -> None:
-    with pytest.raises(PlanError, match='api_key = "env:SGLANG_API_KEY"'):
+    with pytest.raises(PlanError, match='api_key = "env:SERVER_API_KEY"'):
         parse_plan({"server": {"model_path": "m"}, "bench": {"api_key": KEY}})
     plan = parse_plan(
         {

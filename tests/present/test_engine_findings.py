@@ -6,7 +6,7 @@ number of busy slots, gets its own reason and fix instead, and "+0.0 % behind" i
 
 from __future__ import annotations
 
-from specconsole.core.config.model import ServerConfig, SpecAlgorithm
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.plans.goalparse import parse_goal
 from specconsole.core.search.levels import level_table
@@ -27,7 +27,8 @@ def _llama(n_max: int) -> ServerConfig:
 def _sglang(steps: int) -> ServerConfig:
     return ServerConfig(
         model_path="Qwen/Qwen3-8B",
-        speculative_algorithm=SpecAlgorithm.EAGLE3,
+        engine="sglang",
+        speculative_algorithm="EAGLE3",
         speculative_draft_model_path="d",
         speculative_num_steps=steps,
         speculative_eagle_topk=1,

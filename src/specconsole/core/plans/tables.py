@@ -241,7 +241,7 @@ def parse_bench(table: Mapping[str, Any]) -> BenchSpec:
             if not isinstance(value, str) or not value.startswith("env:") or len(value) < 5:
                 raise PlanError(
                     f"{where}: write the environment variable that holds the key, e.g. "
-                    f'api_key = "env:SGLANG_API_KEY" (a plan never holds the key itself)'
+                    f'api_key = "env:SERVER_API_KEY" (a plan never holds the key itself)'
                 )
             kw[key] = value
         elif key == "headers":
