@@ -34,6 +34,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.controller import telemetry
+from specconsole.core.config.concepts import Concept, concept_key
 from specconsole.core.machine.state import TrialRecord, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.placeholders import resolve_placeholders
@@ -50,15 +51,21 @@ from tests.fixtures.sshd import free_port
 
 pytestmark = pytest.mark.slow
 
-SWEEP = """[sweep]
+
+def sweep_table(engine: str) -> str:
+    """One trial at draft length 3, written in ``engine``'s own key."""
+    return f"""[sweep]
 strategy = "grid"
 on_crash = "auto"
 load_timeout = 60
 finally = "stop"
 
 [sweep.axes]
-speculative_num_steps = [3]
+{concept_key(engine, Concept.DRAFT_LENGTH)} = [3]
 """
+
+
+SWEEP = sweep_table("sglang")
 FACES = {
     "sglang": (SGLANG_SERVER, SIM_LAUNCHER, "generate"),
     "vllm": (VLLM_SERVER, VLLM_LAUNCHER, "chat"),
@@ -134,7 +141,7 @@ async def sweep(
         run,
         port=free_port(),
         extra_args=["--sim-load-seconds", "0.3", *faults],
-        sweep=SWEEP,
+        sweep=sweep_table(face),
         bench=bench,
         name=f"hostile {face}",
         server=server,
