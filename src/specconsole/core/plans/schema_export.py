@@ -134,7 +134,7 @@ def plan_json_schema() -> dict[str, Any]:
     checked by its engine's keys (``engine`` absent: the default engine's)."""
     import msgspec
 
-    from specconsole.core.engine.registry import DEFAULT_ENGINE, engine_names
+    from specconsole.core.engine.registry import default_engine, engine_names
 
     (_plan_ref,), components = msgspec.json.schema_components([plan_struct()])
     defs = dict(components)
@@ -170,7 +170,7 @@ def plan_json_schema() -> dict[str, Any]:
     branches.append(
         {
             "if": {"not": {"required": ["engine"]}},
-            "then": {"$ref": f"#/$defs/Server_{DEFAULT_ENGINE}"},
+            "then": {"$ref": f"#/$defs/Server_{default_engine()}"},
         }
     )
     plan["properties"]["server"] = {
