@@ -124,3 +124,10 @@ def check_answers(name: str) -> None:
         assert said and "fixed at 2.5" in said and config_role(fixed) is Role.WHAT_IF
     else:
         assert fixed.blocking and fixed.fix
+    # the forecast from the model's own files, or none
+    files = engine.model_files(config)
+    assert all(isinstance(f, str) and f for f in files)
+    command = engine.model_facts_command("python3", files)
+    assert command is None or (files and command[0] == "python3")
+    assert engine.parse_model_facts("not the reader's output") == ()
+    assert engine.forecast_load(config, ()) is None

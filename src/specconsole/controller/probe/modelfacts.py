@@ -77,11 +77,9 @@ class ModelFactsKeeper:
             engine = engine_for(config)
         except EngineNotFound:
             return
-        command = getattr(engine, "model_facts_command", None)
-        parse = getattr(engine, "parse_model_facts", None)
-        if not callable(command) or not callable(parse):
+        argv = engine.model_facts_command("python3", paths)
+        if argv is None:
             return
-        argv = command("python3", paths)
         if config.working_directory:
             argv = ["sh", "-c", f"cd {shlex.quote(config.working_directory)} && {shlex.join(argv)}"]
         try:
@@ -93,7 +91,7 @@ class ModelFactsKeeper:
         if not result.ok:
             self.detail = f"the box could not read the model files: {result.stderr.strip()[:200]}"
             return
-        for facts in parse(result.stdout):
+        for facts in engine.parse_model_facts(result.stdout):
             self.found[facts.path] = facts
 
     def facts_for(self, config: ServerConfig) -> tuple[ModelFacts, ...]:

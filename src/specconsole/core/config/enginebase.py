@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from specconsole.core.config.ties import Tie
     from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
+    from specconsole.core.measure.forecast import Forecast, ModelFacts
 
 __all__ = ["EngineBase"]
 
@@ -227,4 +228,17 @@ class EngineBase:
         )
 
     def fixed_acceptance(self, config: ServerConfig) -> str | None:
+        return None
+
+    # -- forecast: none without a reader of the model's own files ----------------------------
+    def model_files(self, config: ServerConfig) -> tuple[str, ...]:
+        return ()
+
+    def model_facts_command(self, python: str, paths: Sequence[str]) -> list[str] | None:
+        return None
+
+    def parse_model_facts(self, output: str) -> tuple[ModelFacts, ...]:
+        return ()
+
+    def forecast_load(self, config: ServerConfig, facts: Sequence[ModelFacts]) -> Forecast | None:
         return None

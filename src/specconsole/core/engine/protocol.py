@@ -31,7 +31,10 @@ The slots, in the order a trial meets them:
   sizes (or why it cannot: ``core.engine.schedule``), the files such a configuration needs
   beside its unit, and the what-if that fixes the acceptance (a benchmark knob of its own:
   SGLang's ``SGLANG_SIMULATE_ACC_LEN``, vLLM's synthetic rejection sampler, llama.cpp's
-  ``--spec-synth-len``).
+  ``--spec-synth-len``);
+* **forecast** — the model files whose own headers tell whether a configuration loads and
+  what it holds, how the box is asked for them, and the forecast from what it answered
+  (llama.cpp's GGUF headers: ``core.search.forecasting``).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
     from specconsole.core.measure.acceptance import SpecCounters
+    from specconsole.core.measure.forecast import Forecast, ModelFacts
 
 __all__ = ["OPTIONAL", "REQUIRED", "EditorField", "Endpoints", "Engine"]
 
@@ -276,6 +280,25 @@ class Engine(Protocol):
         """How ``config`` fixes its acceptance (``accept length 4.5
         (SGLANG_SIMULATE_ACC_LEN)``), ``None`` when it drafts with the real one. A trial so
         fixed is a what-if: recorded as such, never mixed with measured acceptance."""
+        ...
+
+    # -- forecast: a model's own limits ---------------------------------------------------
+    def model_files(self, config: ServerConfig) -> tuple[str, ...]:
+        """The model files whose own headers tell what ``config`` needs (``()``: none read)."""
+        ...
+
+    def model_facts_command(self, python: str, paths: Sequence[str]) -> list[str] | None:
+        """The box's command (run with its ``python``) that prints those files' facts
+        (``None``: it is not asked)."""
+        ...
+
+    def parse_model_facts(self, output: str) -> tuple[ModelFacts, ...]:
+        """The facts in :meth:`model_facts_command`'s output."""
+        ...
+
+    def forecast_load(self, config: ServerConfig, facts: Sequence[ModelFacts]) -> Forecast | None:
+        """Whether ``config`` loads and what it holds, from the models' ``facts`` (``None``:
+        nothing to say; the capacity line over earlier trials then predicts)."""
         ...
 
     # -- further declarations ------------------------------------------------------------------

@@ -35,20 +35,18 @@ def model_files(config: ServerConfig) -> tuple[str, ...]:
     """The model files whose own limits the engine's forecast reads (its optional
     ``model_files`` capability; none by default)."""
     try:
-        files = getattr(engine_for(config), "model_files", None)
+        return tuple(engine_for(config).model_files(config))
     except EngineNotFound:
         return ()
-    return tuple(files(config)) if callable(files) else ()
 
 
 def _engine_forecast(config: ServerConfig, facts: Sequence[ModelFacts]) -> Forecast | None:
     if not facts:
         return None
     try:
-        own = getattr(engine_for(config), "forecast_load", None)
+        return engine_for(config).forecast_load(config, facts)
     except EngineNotFound:
         return None
-    return own(config, facts) if callable(own) else None
 
 
 def forecast(
