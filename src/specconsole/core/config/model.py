@@ -9,37 +9,41 @@ between them. ``None`` means "not set: let the server choose".
 
 The same module reads and writes the TOML ``[server]`` table (:func:`config_from_table`,
 :func:`config_to_table`) and applies editor text (:func:`replace_config`), because the table
-*is* this model written down: one list of keys and types (:data:`FIELD_KINDS`) serves files,
-the editor and records, and every bad key or value becomes a :class:`ConfigError` that names
-the key and the fix instead of a ``TypeError`` deep inside a sweep. Range rules (positive
-integers, fractions) are :mod:`specconsole.core.config.validation`'s, so they can all be shown at
-once.
+*is* this model written down: one list of keys and types (the shared ones in
+:mod:`.serverkeys`, the engine's own through :mod:`.declared`) serves files, the editor and
+records, and every bad key or value becomes a :class:`ConfigError` that names the key and the
+fix instead of a ``TypeError`` deep inside a sweep. Range rules (positive integers,
+fractions) are :mod:`specconsole.core.config.validation`'s, so they can all be shown at once.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from specconsole.core.config.declared import deprecation as deprecation
+from specconsole.core.config.declared import engine_attr, key_names
+from specconsole.core.config.declared import key_limits as key_limits
+from specconsole.core.config.declared import option_fields as option_fields
 from specconsole.core.config.errors import ConfigError
 from specconsole.core.config.inputs import load_toml
 from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.options import (
-    OptionField,
     OptionValue,
     parse_option,
-    read_scalar,
     with_options,
 )
+from specconsole.core.config.serverkeys import FIELD_KINDS as FIELD_KINDS
+from specconsole.core.config.serverkeys import KEY_ALIASES as KEY_ALIASES
+from specconsole.core.config.serverkeys import NON_OPTIONAL_KEYS as NON_OPTIONAL_KEYS
+from specconsole.core.config.serverkeys import FieldKind as FieldKind
+from specconsole.core.config.serverkeys import check_key
+from specconsole.core.config.serverkeys import parse_field as parse_field
 from specconsole.core.engine.registry import (
     EngineNotFound,
     default_engine,
-    engine_names,
     get_engine,
 )
 
@@ -165,7 +169,7 @@ def _folded(
     alias of one); typed values as given, except that a key with its own reader reads them
     (SGLang's algorithm as its enum) when it can."""
     own = option_fields(engine)
-    names = _key_names(engine)
+    names = key_names(engine)
     changes: dict[str, Any] = {}
     for key, value in values.items():
         name = names.get(key)
@@ -187,197 +191,12 @@ def _folded(
 # ---------------------------------------------------------------------------------------------
 
 
-class FieldKind(StrEnum):
-    """How a shared ``[server]`` key's value is typed (drives TOML parsing and editor text)."""
-
-    STR = "str"
-    INT = "int"
-    FLOAT = "float"
-    ENGINE = "engine"
-    ARGS = "args"
-    ENV = "env"
-
-
-FIELD_KINDS: dict[str, FieldKind] = {
-    "model_path": FieldKind.STR,
-    "engine": FieldKind.ENGINE,
-    "engine_version": FieldKind.STR,
-    "host": FieldKind.STR,
-    "port": FieldKind.INT,
-    "extra_args": FieldKind.ARGS,
-    "env": FieldKind.ENV,
-    "launcher": FieldKind.STR,
-    "working_directory": FieldKind.STR,
-    "user": FieldKind.STR,
-    "description": FieldKind.STR,
-}
-"""Every shared ``[server]`` key, in the order files show them (= ServerConfig fields); an
-engine's own keys come in its declared order, the leading ones before ``host``."""
-
-NON_OPTIONAL_KEYS: frozenset[str] = frozenset(
-    {"model_path", "engine", "host", "port", "extra_args", "env", "launcher", "description"}
-)
-"""Keys that cannot be ``None`` (everything else may be left unset)."""
-
-KEY_ALIASES: dict[str, str] = {"model": "model_path"}
-"""Shared aliases, accepted on input and written back under the canonical name (an engine's
-own are its keys' ``OptionField.aliases``)."""
-
-
-def _check_key(key: str, engine: str) -> str:
-    if key in FIELD_KINDS:
-        return key
-    if key in KEY_ALIASES:
-        return KEY_ALIASES[key]
-    names = _key_names(engine)
-    foreign = _engine_attr(engine, "foreign_keys")
-    if key in foreign:
-        title = _engine_title(engine)
-        raise ConfigError(
-            f"server.{key}",
-            f"{title} has no flag for it: it would not be rendered.",
-            f"{foreign[key]}.",
-        )
-    dashed = key.replace("-", "_")
-    if dashed in FIELD_KINDS or dashed in KEY_ALIASES or dashed in names:
-        raise ConfigError(
-            f"server.{key}",
-            "keys use underscores, not dashes.",
-            f"write `{KEY_ALIASES.get(dashed, names.get(dashed, dashed))}`.",
-        )
-    close = difflib.get_close_matches(key, [*FIELD_KINDS, *option_fields(engine)], n=1)
-    hint = f"did you mean `{close[0]}`? " if close else ""
-    flag = "--" + key.replace("_", "-")
-    raise ConfigError(
-        f"server.{key}",
-        "unknown key.",
-        f"{hint}For a server flag specconsole does not model, add it to extra_args, "
-        f'e.g. extra_args = ["{flag}", "VALUE"].',
-    )
-
-
-def parse_field(name: str, value: Any) -> Any:
-    """Convert one shared ``[server]`` value (TOML-typed or editor text) to the field's type.
-
-    Raises :class:`ConfigError` naming the key and the fix; ``None`` unsets optional keys.
-    """
-    kind = FIELD_KINDS[name]
-    key = f"server.{name}"
-    if value is None or (isinstance(value, str) and not value.strip() and kind != FieldKind.STR):
-        if name in NON_OPTIONAL_KEYS and kind not in (FieldKind.ARGS, FieldKind.ENV):
-            raise ConfigError(key, "a value is required.", f"set {name}.")
-        if kind in (FieldKind.ARGS, FieldKind.ENV):
-            return ()
-        return None
-    if kind in (FieldKind.STR, FieldKind.INT, FieldKind.FLOAT):
-        text = read_scalar(kind.value, name, value)
-        if text is None and name in NON_OPTIONAL_KEYS:
-            return value  # a required string may be empty: validation says what is missing
-        return text
-    if kind == FieldKind.ENGINE:
-        names = engine_names()
-        if isinstance(value, str) and value.strip().lower() in names:
-            return value.strip().lower()
-        close = difflib.get_close_matches(str(value).strip().lower(), names, n=1)
-        hint = f"did you mean `{close[0]}`? " if close else ""
-        choices = " or ".join(f'"{n}"' for n in names)
-        raise ConfigError(key, f"unknown engine {value!r}.", f"{hint}write engine = {choices}.")
-    if kind == FieldKind.ARGS:
-        if isinstance(value, str):
-            try:
-                return tuple(shlex.split(value))
-            except ValueError as exc:
-                raise ConfigError(
-                    key, f"cannot split {value!r}: {exc}.", "fix the quoting."
-                ) from None
-        if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise ConfigError(
-            key, "expected a list of strings.", 'write extra_args = ["--flag", "value"].'
-        )
-    return _parse_env(key, value)
-
-
-def _parse_env(key: str, value: Any) -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    items: Any
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list | tuple):
-        items = []
-        for entry in value:
-            if isinstance(entry, str) and "=" in entry:
-                items.append(tuple(entry.split("=", 1)))
-            elif isinstance(entry, list | tuple) and len(entry) == 2:
-                items.append(tuple(entry))
-            else:
-                raise ConfigError(
-                    key, f"cannot read entry {entry!r}.", 'write env = { NAME = "value" }.'
-                )
-    else:
-        raise ConfigError(key, "expected a table.", 'write env = { NAME = "value" }.')
-    for name_, val in items:
-        if not isinstance(name_, str) or not name_:
-            raise ConfigError(key, f"bad variable name {name_!r}.", 'use NAME = "value".')
-        if isinstance(val, bool):
-            val = "1" if val else "0"
-        elif isinstance(val, int | float):
-            val = str(val)
-        if not isinstance(val, str):
-            raise ConfigError(
-                f"{key}.{name_}", f"expected a string, got {val!r}.", f'write {name_} = "..."'
-            )
-        if any(name_ == seen for seen, _ in pairs):
-            # a list form may repeat a name; a table (and so the round trip) cannot
-            raise ConfigError(f"{key}.{name_}", "is set twice.", "keep one of them.")
-        pairs.append((name_, val))
-    return tuple(pairs)
-
-
-_FIELDS_CACHE: dict[str, tuple[object, dict[str, OptionField], dict[str, str]]] = {}
-
-
-def _declared(engine: str) -> tuple[dict[str, OptionField], dict[str, str]]:
-    """The engine's keys by name, and every name that reads as one (aliases and former
-    names included) -> its key; cached per registered engine object."""
-    try:
-        obj = get_engine(str(engine))
-    except EngineNotFound:
-        return {}, {}
-    cached = _FIELDS_CACHE.get(engine)
-    if cached is None or cached[0] is not obj:
-        own = {f.name: f for f in obj.option_fields}
-        names = {n: f.name for f in obj.option_fields for n in reversed(f.names)}
-        cached = (obj, own, names)
-        _FIELDS_CACHE[engine] = cached
-    return cached[1], cached[2]
-
-
-def option_fields(engine: str) -> dict[str, OptionField]:
-    """The engine's own ``[server]`` keys by name (none for an engine that is not registered:
-    validation names that engine)."""
-    return _declared(engine)[0]
-
-
-def _key_names(engine: str) -> dict[str, str]:
-    return _declared(engine)[1]
-
-
-def key_limits(engine: str) -> dict[str, int]:
-    """The upper bound of each of ``engine``'s integer keys that has one."""
-    return {
-        name: int(f.maximum)
-        for name, f in option_fields(engine).items()
-        if f.kind == "int" and f.maximum is not None
-    }
-
-
 def key_name(engine: str, key: str) -> str:
     """The canonical name of ``key`` for ``engine``: an alias or former name of one of its
     keys as that key, anything else as it is."""
     if key in KEY_ALIASES:
         return KEY_ALIASES[key]
-    return _key_names(engine).get(key, key)
+    return key_names(engine).get(key, key)
 
 
 def parse_value(engine: str, name: str, value: Any, *, key: str | None = None) -> Any:
@@ -392,24 +211,6 @@ def parse_value(engine: str, name: str, value: Any, *, key: str | None = None) -
         return parse_field(name, value)
     except ConfigError as exc:
         raise ConfigError(key, exc.message, exc.fix) from None
-
-
-def deprecation(engine: str, former: str, key: str) -> Issue:
-    """The notice for a former key name read as ``key``."""
-    title = _engine_title(engine)
-    return Issue(
-        former,
-        Severity.WARNING,
-        f"{former} is specconsole's former name for {title}'s {key}: it is read as {key}.",
-        f"write {key} instead (the former name will stop being read).",
-    )
-
-
-def _engine_title(engine: str) -> str:
-    try:
-        return get_engine(str(engine)).title
-    except EngineNotFound:
-        return str(engine)
 
 
 def config_from_table(table: Mapping[str, Any], notes: list[Issue] | None = None) -> ServerConfig:
@@ -428,8 +229,8 @@ def config_from_table(table: Mapping[str, Any], notes: list[Issue] | None = None
     raw_engine = table.get("engine")
     engine = default_engine() if raw_engine is None else parse_field("engine", raw_engine)
     own = option_fields(engine)
-    names = _key_names(engine)
-    retired = _engine_attr(engine, "retired_keys")
+    names = key_names(engine)
+    retired = engine_attr(engine, "retired_keys")
     values: dict[str, Any] = {}
     options: dict[str, OptionValue | None] = {}
     for raw_key, raw_value in table.items():
@@ -451,7 +252,7 @@ def config_from_table(table: Mapping[str, Any], notes: list[Issue] | None = None
             if raw_key in own[name].former and notes is not None:
                 notes.append(deprecation(engine, raw_key, name))
             continue
-        name = _check_key(raw_key, engine)
+        name = check_key(raw_key, engine)
         if name in values:
             raise ConfigError(
                 f"server.{raw_key}", f"sets {name} twice (via an alias).", "keep one of them."
@@ -465,14 +266,6 @@ def config_from_table(table: Mapping[str, Any], notes: list[Issue] | None = None
         )
     values["engine"] = engine
     return ServerConfig(**values)
-
-
-def _engine_attr(engine: str, name: str) -> Mapping[str, str]:
-    """An optional mapping the engine declares (``retired_keys``, ``foreign_keys``)."""
-    try:
-        return getattr(get_engine(str(engine)), name, {})
-    except EngineNotFound:
-        return {}
 
 
 def table_keys(engine: str) -> tuple[str, ...]:
@@ -537,14 +330,14 @@ def replace_config(config: ServerConfig, **changes: Any) -> ServerConfig:
     typed: dict[str, Any] = {}
     engine = changes.get("engine", config.engine)
     own = option_fields(engine)
-    names = _key_names(engine)
+    names = key_names(engine)
     options: dict[str, OptionValue | None] = {}
     for key, value in changes.items():
         name = names.get(key)
         if name is not None:
             options[name] = parse_option(own[name], value, key=f"server.{key}")
             continue
-        name = _check_key(key, engine)
+        name = check_key(key, engine)
         typed[name] = parse_field(name, value)
     if options:
         typed["options"] = with_options(config.options, options, own)
