@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specconsole",
         description=(
-            "A terminal console that tunes speculative decoding (SGLang EAGLE/EAGLE-3, vLLM) "
+            "A terminal console that tunes speculative decoding (SGLang, vLLM, llama.cpp) "
             "on a remote GPU box: deploy a configuration, watch it load, benchmark a "
             "concurrency ladder, record everything, resume after crashes."
         ),

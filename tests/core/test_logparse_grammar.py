@@ -133,7 +133,7 @@ def test_the_engine_classifies_its_own_fatal_lines_with_its_own_fix(
     (seen,) = translate(fatal, epoch=3)
     assert isinstance(seen, ev.FatalSeen)
     assert seen.cause == DRAFT_UNREADABLE and type(seen.cause) is str
-    assert seen.fixes == tuple(f.text for f in FIXES[DRAFT_UNREADABLE])
+    assert seen.fixes == tuple(FIXES[DRAFT_UNREADABLE])
 
 
 def test_a_line_that_proves_a_cause_alone_and_a_cpp_abort(fake: None) -> None:

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from specconsole.core.logs.events import LoadStage
+from specconsole.core.logs.events import LoadStage, SuggestedFix
 from specconsole.core.machine import (
     ANYWHERE,
     TRANSITIONS,
@@ -280,7 +280,9 @@ def test_epochs_drop_stale_outcomes() -> None:
 # --------------------------------------------------------------------------------------------
 
 CRASH_EVENTS = [
-    ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory", fixes=("raise mem",)),
+    ev.FatalSeen(
+        cause="kv_cache_no_memory", message="Not enough memory", fixes=(SuggestedFix("raise mem"),)
+    ),
     ev.ServerExited(status=ServiceStatus(state=ServiceState.EXITED, exit_status=1)),
     ev.ServerExited(
         status=ServiceStatus(state=ServiceState.FAILED, result="oom-kill", oom_killed=True)
@@ -325,7 +327,7 @@ def test_crash_keeps_capacity_load_stage_and_fixes() -> None:
         ev.FatalSeen(
             cause="cuda_graph_capture_failed",
             message="Capture cuda graph failed",
-            fixes=("lower --cuda-graph-max-bs",),
+            fixes=(SuggestedFix("lower --cuda-graph-max-bs"),),
         )
     )
     crash = d.state.trial.crash  # type: ignore[union-attr]

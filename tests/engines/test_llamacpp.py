@@ -27,6 +27,9 @@ from specconsole.core.engine.registry import get_engine
 from specconsole.core.launch.command import parse_command
 from specconsole.core.launch.systemd import parse_unit
 from specconsole.core.launch.unit import edit_unit
+from specconsole.core.logs.fatal import FatalCause
+from specconsole.core.machine.handlers.crash import useful_fixes
+from specconsole.engines.llamacpp.fatal import FIXES
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "llamacpp"
 HELP = parse_help((DATA / "llama-server-help.txt").read_text(), source="llama-server --help")
@@ -212,3 +215,16 @@ def test_the_engine_counts_acceptance_where_the_load_generator_reads_it() -> Non
         assert f"{name}" in metrics
     assert ENGINE.endpoints.server_info is None and ENGINE.endpoints.flush_cache is None
     assert ENGINE.endpoints.apis[0] in ("chat", "completions")
+
+
+def test_leave_fit_on_is_offered_only_where_fit_could_change_the_outcome() -> None:
+    """fit lowers only the sizes left unset, and only when it is off can leaving it on help:
+    the real server died the same way with an explicit ctx_size and fit on."""
+    kv = FIXES[FatalCause.KV_CACHE_NO_MEMORY]
+    fit = next(f.text for f in kv if f.text.startswith("Leave fit on"))
+    base = ServerConfig(model_path="/m/target.gguf", engine="llamacpp")
+    assert fit not in useful_fixes(base, kv)  # fit already on (its default): it did not help
+    off = dataclasses.replace(base, fit="off")
+    assert fit in useful_fixes(off, kv)
+    assert fit not in useful_fixes(dataclasses.replace(off, ctx_size=65536), kv)
+    assert any(f.startswith("Lower ctx_size") for f in useful_fixes(off, kv))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.logs.events import LoadStage
+from specconsole.core.logs.events import LoadStage, SuggestedFix
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
     CapacityPrediction,
@@ -85,7 +85,7 @@ FULL = TrialRecord(
         phase=Phase.LOADING,
         load_stage=LoadStage.WEIGHTS,
         excerpt=("a", "b"),
-        fixes=("raise",),
+        fixes=(SuggestedFix("raise"),),
         exit_status=1,
         signal=None,
         capacity=12,
@@ -189,7 +189,11 @@ def test_reports_in_three_formats() -> None:
     for _ in range(3):
         d.finish_trial()
     d.to_phase(Phase.LOADING)
-    d.send(ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory", fixes=("raise",)))
+    d.send(
+        ev.FatalSeen(
+            cause="kv_cache_no_memory", message="Not enough memory", fixes=(SuggestedFix("raise"),)
+        )
+    )
     d.send(ev.ServerStopped())
     d.send(ev.TrialRecorded(index=3))
     md = render(d.state.trials, p, "md")

@@ -70,7 +70,10 @@ def add_box_target(parser: argparse.ArgumentParser) -> None:
     """``TARGET [--unit UNIT]``: the box's unit, named by an ssh alias or a profile file."""
     parser.add_argument("target", help="an ssh alias/hostname, or a profile/plan TOML file")
     parser.add_argument(
-        "--unit", default=None, help="the unit (default: the profile's, or sglang.service)"
+        "--unit",
+        default=None,
+        help="the unit (default: the profile's, else ENGINE.service for the file's [server] "
+        "engine or the default engine)",
     )
 
 
@@ -78,17 +81,23 @@ def profile_tables(target: str, unit: str | None) -> tuple[dict[str, Any], dict[
     """([host], [service]) tables for ``target``: a TOML file's, or an ssh alias."""
     from specconsole.core.config.inputs import load_toml
     from specconsole.core.plans.decoding import decode_text
+    from specconsole.core.plans.profile import default_unit
 
     path = Path(target)
+    server: Any = None
     if path.is_file():
         document = load_toml(decode_text(path.read_bytes(), target), target, ValueError)
         host = dict(document.get("host", {}))
         service = dict(document.get("service", {}))
+        server = document.get("server")
     else:
         host = {"transport": "ssh", "alias": target}
         service = {}
     service["kind"] = "systemd"
-    service["unit"] = unit or service.get("unit", "sglang.service")
+    engine = server.get("engine") if isinstance(server, dict) else None
+    service["unit"] = (
+        unit or service.get("unit") or default_unit(engine if isinstance(engine, str) else None)
+    )
     return host, service
 
 
@@ -150,10 +159,16 @@ def _warn_inline_secrets(unit_text: str, target: str, profile: Any) -> None:
             f"specconsole: warning: {unit} holds {names} inline: the unit file is "
             "world-readable and each deploy's backup copies it. "
             f"`specconsole move-secrets {target}"
-            + ("" if unit == "sglang.service" else f" --unit {unit}")
+            + ("" if unit == _default_unit() else f" --unit {unit}")
             + "` moves it to a 0600 EnvironmentFile (it shows the diff and asks first).",
             file=sys.stderr,
         )
+
+
+def _default_unit() -> str:
+    from specconsole.core.plans.profile import default_unit
+
+    return default_unit()
 
 
 def bench_comment() -> list[str]:

@@ -21,11 +21,13 @@ def register(subparsers: Any) -> None:
     """Add the ``sim`` subcommand."""
     parser = subparsers.add_parser(
         "sim",
-        help="run the simulated SGLang GPU box (or 'sim predict' for the model's numbers)",
+        help="run the simulated GPU box (SGLang's face, or 'sim vllm serve' for vLLM's; "
+        "'sim predict' for the model's numbers)",
         description=(
-            "Run the simulated SGLang server with SGLang's flags (see docs/simulator.md), or "
-            "'specconsole sim predict [--calibration|--schedule] [--ladder 1,4,16] [SGLang "
-            "flags]' to print the performance model's predictions."
+            "Run the simulated server with the flags of the engine it imitates: SGLang's by "
+            "default, vLLM's after 'vllm serve' (see docs/simulator.md); or "
+            "'specconsole sim predict [--calibration|--schedule] [--ladder 1,4,16] [the "
+            "face's flags]' to print the performance model's predictions."
         ),
         add_help=False,
         # Every token after "sim" belongs to the simulator's own parser, options included.

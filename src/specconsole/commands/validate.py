@@ -35,7 +35,7 @@ from specconsole.core.config.validation import errors, normalized, validate
 from specconsole.core.plans.decoding import DecodeError, decode_text
 from specconsole.core.plans.launch import RENDER_FORMS, launch_text
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
-from specconsole.core.plans.profile import ServiceProfile
+from specconsole.core.plans.profile import Profile
 
 MAX_PLAN_TRIALS = 500
 """validate checks at most this many trial configurations of a sweep plan."""
@@ -181,6 +181,7 @@ def _trial_configs(
     what reading it noticed (a key's former name) into ``notes``."""
     _known_tables(document, path)
     if "sweep" not in document:
+        _profile(document, path)  # a [host] or [service] beside it is checked too
         return [("", _server_config(document, path, notes))]
     from specconsole.present.labels import config_label
 
@@ -317,9 +318,9 @@ def _render_cmd(args: argparse.Namespace) -> int:
         print(f"{args.file}: rendering {label}", file=err)
     name = document.get("name")
     try:  # the one launch renderer (``best`` prints the same bytes); secrets by reference
-        service = _service(document, args.file)
+        profile = _profile(document, args.file)
         name = name if isinstance(name, str) and name else None
-        out.write(launch_text(config, args.form, service, name=name))
+        out.write(launch_text(config, args.form, profile.service, name=name, host=profile.host))
     except _InputError as exc:
         return _fail(str(exc), err)
     except ConfigError as exc:
@@ -335,15 +336,12 @@ def _render_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def _service(document: dict[str, Any], path: str) -> ServiceProfile:
-    """The file's ``[service]`` (where a secret's ``EnvironmentFile=`` is, the unit's scope);
-    the default one without it."""
-    from specconsole.core.plans.profile import ProfileError, parse_service
+def _profile(document: dict[str, Any], path: str) -> Profile:
+    """The file's ``[host]`` and ``[service]`` (where a secret's ``EnvironmentFile=`` is, the
+    unit's scope); the defaults for a table it lacks."""
+    from specconsole.core.plans.profile import ProfileError, parse_profile
 
-    table = document.get("service")
-    if table is None:
-        return ServiceProfile()
     try:
-        return parse_service(table)
+        return parse_profile(document)
     except (ProfileError, TypeError) as exc:
         raise _InputError(f"{path}: {exc}") from None

@@ -119,7 +119,7 @@ CAPACITY: Column = Column(
     "capacity",
     "capacity",
     lambda r, _b, _p: format_int(_capacity(r)),
-    meaning="KV-cache pool in tokens (the server's max_total_num_tokens)",
+    meaning="KV-cache pool in tokens, as the server's log reports it",
     priority=6,
 )
 ACCEPT: Column = Column(

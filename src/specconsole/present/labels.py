@@ -71,10 +71,13 @@ def short_name(name: str, engine: str | None = None) -> str:
 
 
 def format_value(name: str, value: Any) -> str:
-    """One field's value as a label shows it (enum values bare, tuples space-separated,
-    environment variables by name only; unset: ``default``, the engine chooses)."""
+    """One field's value as a label shows it (enum values bare, switches ``on``/``off``,
+    tuples space-separated, environment variables by name only; unset: ``default``, the
+    engine chooses)."""
     if value is None:
         return "default"
+    if isinstance(value, bool):  # a switch, as a person says it (not Python's True)
+        return "on" if value else "off"
     if isinstance(value, Enum):
         return str(value.value)
     if name == "env":

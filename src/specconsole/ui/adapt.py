@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.schedule import Role
+from specconsole.core.engine.vocabulary import capacity_word
 from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import (
     Capacity,
@@ -386,7 +387,8 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
         f"config: {config_summary(record.effective)}",
     ]
     if record.capacity is not None:
-        lines.append(f"capacity: {record.capacity:,} tokens (max_total_num_tokens)")
+        term = capacity_word(record.effective.engine)
+        lines.append(f"capacity: {record.capacity:,} tokens" + (f" ({term})" if term else ""))
         if cost := draft_cost_text(draft_cost(record, all_trials(state))):
             lines.append(f"  {cost}")
     predicted = record.predicted

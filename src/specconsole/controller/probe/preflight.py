@@ -34,7 +34,7 @@ from specconsole.core.machine.handlers.preflight import (
     run_checks,
 )
 from specconsole.core.plans.plan import SweepPlan
-from specconsole.core.plans.profile import TransportKind
+from specconsole.core.plans.profile import TransportKind, default_unit
 from specconsole.core.ports import ServiceBackend, Transport, TransportError
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def box_target(plan: SweepPlan) -> str:
     host = plan.profile.host
     target = host.alias or host.hostname or "PLAN.toml"
     unit = plan.profile.service.unit
-    return target if unit == "sglang.service" else f"{target} --unit {unit}"
+    return target if unit == default_unit() else f"{target} --unit {unit}"
 
 
 def preflight_hook(plan: SweepPlan, target: str = "") -> Callable[[Controller], Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from specconsole.core.engine.registry import EngineNotFound, get_engine
 
-__all__ = ["cause_word", "field_short"]
+__all__ = ["capacity_word", "cause_word", "field_short"]
 
 
 def field_short(engine: str | None, name: str) -> str | None:
@@ -31,5 +31,15 @@ def cause_word(engine: str | None, cause: str) -> str | None:
         return None
     try:
         return get_engine(str(engine)).log_grammar.cause_words.get(cause)
+    except EngineNotFound:
+        return None
+
+
+def capacity_word(engine: str | None) -> str | None:
+    """What ``engine``'s log calls the KV-cache capacity it reports, if its grammar says."""
+    if not engine:
+        return None
+    try:
+        return get_engine(str(engine)).log_grammar.capacity_words or None
     except EngineNotFound:
         return None

@@ -110,6 +110,11 @@ class SuggestedFix:
 
     text: str
     changes: tuple[tuple[str, str], ...] = ()
+    only_when: tuple[tuple[str, tuple[str | None, ...]], ...] = ()
+    """Where it can change the outcome at all: each (key, values) pair gives the values
+    (editor text; ``None``: unset) the crashed configuration's key must have for the fix to
+    be offered — llama.cpp's "leave fit on" only where fit is off and the size fit would
+    lower is unset; ``()``: wherever its changes are not already so."""
 
     @property
     def field(self) -> str | None:

@@ -131,6 +131,9 @@ class LogGrammar:
     cause_words: Mapping[str, str] = field(default_factory=dict)
     """Its own sentence for a cause, where the generic one would mislead or there is none
     (llama.cpp on a CPU has no GPU memory to run out of; its own causes)."""
+    capacity_words: str = ""
+    """What its log calls the KV-cache capacity it reports (SGLang's ``max_total_num_tokens``,
+    vLLM's ``GPU KV cache size``): the term views put beside the figure ("": none)."""
     fixes: Mapping[str, tuple[SuggestedFix, ...]] = field(default_factory=dict)
     """Its remedies per cause, most effective first; a cause it leaves out gets the generic
     remedies (:data:`.fatal.GENERIC_FIXES`)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.logs.events import LoadStage
+from specconsole.core.logs.events import LoadStage, SuggestedFix
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
 from specconsole.core.measure.forecast import ModelFacts
 from specconsole.core.measure.gpu import GpuSample
@@ -229,7 +229,9 @@ class FatalSeen(Outcome):
     cause: str
     message: str
     excerpt: tuple[str, ...] = ()
-    fixes: tuple[str, ...] = ()
+    fixes: tuple[SuggestedFix, ...] = ()
+    """The grammar's remedies; the crash keeps those that can change the outcome for the
+    trial's configuration (``handlers.crash``)."""
     source_time: float | None = None
 
 

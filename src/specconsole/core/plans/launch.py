@@ -12,9 +12,11 @@ a secret. The rules, once:
   ``EnvironmentFile=`` the systemd backend writes it to (0600, ``BACKUP_DIR/UNIT-env``) —
   the same generated unit the backend deploys (``core.launch.unit.generate_unit``) — and
   the command line sources that file (``set -a; . FILE; set +a; …``);
-* the ``plan`` form is a ``[server]`` table (with the ``[service]`` keys that decide the unit
-  and the environment file, and the name) that ``render`` turns into exactly these texts;
-  a secret's value there is the redaction marker.
+* the ``plan`` form is a ``[server]`` table with the box it ran on — its ``[host]`` and its
+  ``[service]`` (the backend, its folders, image or job; only what differs from the defaults,
+  and never a name the engine derives itself) — and the name, which ``validate`` accepts and
+  ``render`` turns into exactly these texts, for every engine and backend; a secret's value
+  there is the redaction marker.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from enum import StrEnum
+from dataclasses import dataclass, fields, replace
+from enum import Enum, StrEnum
 from typing import Any
 
 import tomli_w
@@ -42,7 +44,13 @@ from specconsole.core.launch.unit import generate_unit
 from specconsole.core.measure.trials import TrialRecord
 from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import SweepPlan
-from specconsole.core.plans.profile import ServiceProfile, UnitScope, for_engine
+from specconsole.core.plans.profile import (
+    HostProfile,
+    Profile,
+    ServiceProfile,
+    UnitScope,
+    for_engine,
+)
 from specconsole.core.plans.verdict import assess
 
 
@@ -92,19 +100,37 @@ def _command(config: ServerConfig, service: ServiceProfile) -> str:
     return f"set -a; . {path}; set +a; {line}  # {names} from {secret_env_file(service)}"
 
 
-def _plan(config: ServerConfig, service: ServiceProfile, name: str | None) -> str:
+def _toml(value: Any) -> Any:
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple | list):
+        return [_toml(v) for v in value]
+    return value
+
+
+def _changed(table: Any, default: Any, always: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields of the dataclass ``table`` that differ from ``default``'s (and ``always``)
+    as TOML values, in the declared order; unset (``None``) ones left out."""
+    out: dict[str, Any] = {}
+    for f in fields(table):
+        value = getattr(table, f.name)
+        if value is None or (f.name not in always and value == getattr(default, f.name)):
+            continue
+        out[f.name] = _toml(value)
+    return out
+
+
+def _plan(config: ServerConfig, profile: Profile, name: str | None) -> str:
+    service = profile.service
     _public, secret = split_secrets(config.env, service.secret_env)
     hidden = {n for n, _v in secret}
     env = tuple((n, REDACTED if n in hidden else v) for n, v in config.env)
     config = replace(config, extra_args=redact_args(config.extra_args, service.secret_env))
+    # what the engine derives (its unit, container, job, image) is left for it to derive again
+    derived = for_engine(ServiceProfile(kind=service.kind), config.engine)
     table: dict[str, Any] = {
-        "service": {
-            "kind": service.kind.value,
-            "unit": service.unit,
-            "scope": service.scope.value,
-            **({"backup_dir": service.backup_dir} if service.backup_dir else {}),
-            **({"secret_env": list(service.secret_env)} if service.secret_env else {}),
-        },
+        "host": _changed(profile.host, HostProfile(), always=("transport",)),
+        "service": _changed(service, derived, always=("kind",)),
         "server": config_to_table(replace(config, env=env)),
     }
     if name:
@@ -118,10 +144,12 @@ def launch_text(
     service: ServiceProfile | None = None,
     *,
     name: str | None = None,
+    host: HostProfile | None = None,
 ) -> str:
     """``config``'s launch in ``form`` on a box run as ``service`` (default: the default
-    ``[service]``), newline-terminated. ``name`` is the unit's ``Description=`` (and the
-    plan form's ``name``). Raises ``ConfigError`` when the launcher cannot be split."""
+    ``[service]``) and reached through ``host`` (the plan form's ``[host]``; default: this
+    machine), newline-terminated. ``name`` is the unit's ``Description=`` (and the plan
+    form's ``name``). Raises ``ConfigError`` when the launcher cannot be split."""
     service = for_engine(service or ServiceProfile(), config.engine)
     form = LaunchForm(form)
     if form is LaunchForm.ARGV:  # no file to read a secret from: its marker
@@ -129,7 +157,7 @@ def launch_text(
     if form is LaunchForm.COMMAND:
         return _command(config, service) + "\n"
     if form is LaunchForm.PLAN:
-        return _plan(config, service, name)
+        return _plan(config, Profile(host or HostProfile(), service), name)
     options = unit_options(service.scope, name or None)
     return generate_unit(
         config, options, env_file_path=secret_env_file(service), secret_env=service.secret_env
@@ -154,13 +182,14 @@ def best_launch(
     goal: Goal | None = None,
 ) -> BestLaunch | None:
     """The best trial by ``goal`` (default the plan's; ``core.plans.objective.assess``, the
-    report's rule) and its launch in ``form`` on the plan's box; None without a feasible
+    report's rule) and its launch in ``form`` on the box that ran it; None without a feasible
     trial. Secrets stay references (a session's plan copy holds only their names)."""
     top = assess(trials, goal or plan.goal).best
     if top is None:
         return None
     config = unredact_config(top.effective, plan.base.env)
-    text = launch_text(config, form, plan.profile.service, name=plan.name or None)
+    box = next((b.profile for b in plan.boxes if b.name == top.box), plan.profile)
+    text = launch_text(config, form, box.service, name=plan.name or None, host=box.host)
     return BestLaunch(top, config, text)
 
 

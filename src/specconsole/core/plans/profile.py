@@ -231,6 +231,12 @@ def named(service: ServiceProfile) -> ServiceProfile:
     return for_engine(service, default_engine())
 
 
+def default_unit(engine: str | None = None) -> str:
+    """The unit a ``[service]`` without one runs ``engine`` as (``ENGINE.service``; no engine:
+    the registered default's) — what the box commands address when not told ``--unit``."""
+    return for_engine(ServiceProfile(), engine or default_engine()).unit
+
+
 def profile_for_engine(profile: Profile, engine: str) -> Profile:
     """``profile`` with its ``[service]`` names filled in for ``engine`` (:func:`for_engine`)."""
     return replace(profile, service=for_engine(profile.service, engine))

@@ -132,7 +132,9 @@ _LOWER_CTX = SuggestedFix(
 )
 _FIT_ON = SuggestedFix(
     'Leave fit on (unset fit, or fit = "on"): llama.cpp then lowers the unset sizes to '
-    "what the device memory holds instead of failing."
+    "what the device memory holds instead of failing.",
+    (("fit", "on"),),
+    only_when=(("fit", ("off",)), ("ctx_size", (None,))),  # fit lowers only unset sizes
 )
 _FEWER_SLOTS = SuggestedFix(
     "Lower parallel (--parallel, the slots decoded at once): each slot holds its own KV "

@@ -237,6 +237,7 @@ HEADS: dict[str, Handler] = {
 
 GRAMMAR = LogGrammar(
     name=NAME,
+    capacity_words="n_slots × n_ctx_slot, or n_ctx_slot when kv_unified",
     heads=HEADS,
     headers=(HeaderReader("0123456789", read_header),),
     header_examples=(("llama.cpp", "0.00.306.901 I MESSAGE"),),

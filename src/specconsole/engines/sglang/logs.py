@@ -363,6 +363,7 @@ HEADS: dict[str, Handler] = {
 
 GRAMMAR = LogGrammar(
     name=NAME,
+    capacity_words="max_total_num_tokens",
     heads=HEADS,
     headers=logheader.HEADERS,
     header_examples=logheader.HEADER_EXAMPLES,

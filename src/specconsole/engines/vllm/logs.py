@@ -281,6 +281,7 @@ HEADER_EXAMPLES: tuple[tuple[str, str], ...] = (
 
 GRAMMAR = LogGrammar(
     name=NAME,
+    capacity_words="GPU KV cache size",
     heads=HEADS,
     headers=(HeaderReader("IWEDC", _read_header),),
     header_examples=HEADER_EXAMPLES,

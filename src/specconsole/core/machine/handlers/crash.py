@@ -1,13 +1,19 @@
 """When a crash is a crash, and what follows it: a fatal log line, the server's exit or the
 load timeout while a trial is LOADING..BENCHMARKING stops everything, stops the server
 (never a restart loop) and records the crash once the server is down. What counts as a
-fatal line or an exit is decided before, in ``core.machine.handlers.watch``.
+fatal line or an exit is decided before, in ``core.machine.handlers.watch``. A remedy is
+kept only where it can change the outcome for the configuration that crashed (#39): one whose
+every change is already so, or whose ``only_when`` the configuration is not, is not offered.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
+from specconsole.core.config.errors import ConfigError
+from specconsole.core.config.model import ServerConfig, parse_value
+from specconsole.core.logs.events import SuggestedFix
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import Result, _enter, _load_timeout, _notice, _require_trial
@@ -70,15 +76,41 @@ def _crash(
     return new, tuple(effects)
 
 
+def _is(config: ServerConfig, key: str, text: str | None) -> bool:
+    """Whether ``config``'s ``key`` is the value ``text`` stands for (``None``: unset)."""
+    value = getattr(config, key, None)
+    if text is None or value is None:
+        return text is None and value is None
+    try:
+        return bool(value == parse_value(config.engine, key, text))
+    except (ConfigError, KeyError):
+        return False
+
+
+def useful_fixes(config: ServerConfig | None, fixes: Sequence[SuggestedFix]) -> tuple[str, ...]:
+    """The texts of the ``fixes`` that can change the outcome for ``config`` (all of them
+    when it is not known)."""
+    if config is None:
+        return tuple(f.text for f in fixes)
+    return tuple(
+        fix.text
+        for fix in fixes
+        if not (fix.changes and all(_is(config, k, v) for k, v in fix.changes))
+        and all(any(_is(config, k, v) for v in values) for k, values in fix.only_when)
+    )
+
+
 def _on_fatal(state: ControllerState, event: ev.Event) -> Result:
     assert isinstance(event, ev.FatalSeen)
+    trial = state.trial
+    config = (trial.normalized or trial.config) if trial is not None else None
     return _crash(
         state,
         event.at,
         cause=event.cause,
         message=event.message,
         excerpt=event.excerpt,
-        fixes=event.fixes,
+        fixes=useful_fixes(config, event.fixes),
         source_time=event.source_time,
     )
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specconsole.core.config.chat_templates import template_for
+from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
@@ -234,10 +235,19 @@ def _after_server_info(state: ControllerState, at: float) -> Result:
     assert trial is not None
     if trial.kind is TrialKind.ROLLBACK:
         return _finish_trial(state, TrialStatus.OK, at, note="rollback: not benchmarked")
-    if _bench_spec(state).flush_cache:
+    if _bench_spec(state).flush_cache and _serves_flush(trial.normalized or trial.config):
         new = _enter(state, Phase.FLUSHING, at)
         return new, (fx.FlushCache(epoch=state.epoch),)
     return _start_benchmark(state, at)
+
+
+def _serves_flush(config: ServerConfig) -> bool:
+    """Whether the trial's engine serves a cache flush (``Endpoints.flush_cache``): without
+    one there is no flushing phase to show (llama-server's)."""
+    try:
+        return engine_for(config).endpoints.flush_cache is not None
+    except EngineNotFound:
+        return True  # the plan named no registered engine: the flush says what failed
 
 
 def _on_server_info(state: ControllerState, event: ev.Event) -> Result:

@@ -122,7 +122,7 @@ def translate(event: LogEvent, epoch: int) -> list[ev.Outcome]:
                 cause=str(event.cause),
                 message=message,
                 excerpt=lines,
-                fixes=tuple(f.text for f in event.fixes),
+                fixes=tuple(event.fixes),
                 epoch=epoch,
             )
         ]
