@@ -72,8 +72,7 @@ def run_trial(d: Driver, *, config_change: dict | None = None, log_reason: str =
         (seen,) = translate(SpeculationOff(reason=log_reason), d.state.epoch)
         d.send(seen)
     d.send(ev.ServerReady())
-    d.send(ev.ServerInfoFetched())
-    d.send(ev.CacheFlushed())
+    d.send(ev.ServerInfoFetched())  # llama-server serves no cache flush: no flushing phase
     d.send(ev.BenchFinished(levels=counted(drafts)))
     assert d.state.phase is Phase.RECORDING
     d.send(ev.TrialRecorded(index=d.state.trial.index))
