@@ -66,13 +66,16 @@ def key_limits(engine: str) -> dict[str, int]:
     }
 
 
-def deprecation(engine: str, former: str, key: str) -> Issue:
-    """The notice for a former key name read as ``key``."""
+def deprecation(engine: str, former: str, key: str, table: str = "") -> Issue:
+    """The notice for a former key name read as ``key``; ``table`` (``[sweep.axes]``) where
+    the name is not a ``[server]`` key, so a plan writing it in both gets two notices that
+    say which is which."""
     title = engine_title(engine)
+    written = f"{table} {former}" if table else former
     return Issue(
         former,
         Severity.WARNING,
-        f"{former} is specconsole's former name for {title}'s {key}: it is read as {key}.",
+        f"{written} is specconsole's former name for {title}'s {key}: it is read as {key}.",
         f"write {key} instead (the former name will stop being read).",
     )
 

@@ -353,7 +353,7 @@ def _axis_name(engine: str, written: Any, notes: list[Issue] | None) -> Any:
     field = option_fields(engine).get(name)
     if field is not None and written in field.former:
         if notes is not None:
-            notes.append(deprecation(engine, written, name))
+            notes.append(deprecation(engine, written, name, "[sweep.axes]"))
         return name
     return written
 
