@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from specconsole.core.config.model import ServerConfig, key_limits
+from specconsole.core.config.model import ServerConfig, key_limits, option_fields
 from specconsole.core.config.releases import (
     has_feature,
     has_new_name,
@@ -81,24 +81,26 @@ def _cuda_graph_flags(engine_version: str | None) -> list[str]:
     return [change.new] + ([] if change.old in removed else [change.old])
 
 
-FLAG_TYPES: dict[str, Callable[[str], Any]] = {
-    "port": _port,
-    "tp_size": int,
-    "mem_fraction_static": float,
-    "max_running_requests": int,
-    "cuda_graph_max_bs": int,
-    "context_length": _int_or_human,
-    "speculative_num_steps": int,
-    "speculative_eagle_topk": int,
-    "speculative_num_draft_tokens": int,
-}
-"""How SGLang's argparse reads the engine's modelled flags (by key; other keys: text)."""
+_KIND_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float}
+"""How argparse reads a key of the engine's declared kind (other kinds: text)."""
+
+OWN_TYPES: dict[str, Callable[[str], Any]] = {"port": _port, "context_length": _int_or_human}
+"""Keys SGLang's argparse reads beyond their declared kind (a port's range, ``32k``)."""
 
 FLAG_DEFAULTS: dict[str, Any] = {"host": "127.0.0.1", "port": 30000, "tp_size": 1}
 """SGLang's defaults where the face needs one to run (unset otherwise: resolution decides)."""
 
-SWITCHES = frozenset({"speculative_adaptive"})
-"""Modelled flags that take no value."""
+
+def _declared_kind(key: str) -> str | None:
+    field = option_fields(imitated_engine().name).get(key)
+    return None if field is None else field.kind
+
+
+def flag_type(key: str) -> Callable[[str], Any]:
+    """How SGLang's argparse reads modelled key ``key``: its own type, else by the kind the
+    engine declares for it."""
+    return OWN_TYPES.get(key) or _KIND_TYPES.get(_declared_kind(key) or "", str)
+
 
 ADAPTIVE_KEYS = frozenset({"speculative_adaptive", "speculative_adaptive_config"})
 """The adaptive mode's keys: flags of the releases that have it (its ``adaptive`` feature)."""
@@ -136,10 +138,10 @@ def sglang_parser(
             names = _cuda_graph_flags(engine_version)
         elif key in ADAPTIVE_KEYS and not adaptive:
             continue  # a later release's flag: this one refuses it (parse_argv)
-        if key in SWITCHES:
+        if _declared_kind(key) == "bool":  # a switch: takes no value
             a(*names, dest=key, action="store_true")
         else:
-            a(*names, dest=key, type=FLAG_TYPES.get(key, str), default=FLAG_DEFAULTS.get(key))
+            a(*names, dest=key, type=flag_type(key), default=FLAG_DEFAULTS.get(key))
         if key == "cuda_graph_max_bs" and "--cuda-graph-max-bs-decode" in names:
             a("--cuda-graph-max-bs-prefill", type=int, default=None)
     # SGLang's flags with physics beyond a configuration's fields (the face's own).
