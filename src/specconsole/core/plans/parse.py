@@ -20,7 +20,7 @@ live in :mod:`specconsole.core.plans.tables`. Example (see ``examples/demo-sweep
     kind = "systemd"
     unit = "sglang.service"
 
-    [server]                     # the base ServerConfig (SGLang's argument names)
+    [server]                     # the base ServerConfig, in the engine's own names
     model_path = "Qwen/Qwen3.5-122B-A10B"
     speculative_algorithm = "EAGLE3"
     tp_size = 4

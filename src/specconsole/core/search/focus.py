@@ -1,8 +1,10 @@
 """Which axes the optimiser searches first: the ones the goal can see.
 
-Why its own module: it is a rule about SGLang and the benchmark, not about the sampler.
-``mem_fraction_static``, ``cuda_graph_max_bs`` and ``max_running_requests`` size the KV pool,
-the captured batch sizes and the batch limit: they decide whether a configuration loads
+Why its own module: it is a rule about the engine's capacity keys and the benchmark, not
+about the sampler. The keys an engine declares for the memory fraction, the captured batch
+sizes and the concurrency (SGLang's ``mem_fraction_static``, ``cuda_graph_max_bs``,
+``max_running_requests``; vLLM's ``gpu_memory_utilization``, ``max_num_seqs``) size the KV
+pool, the captured batch sizes and the batch limit: they decide whether a configuration loads
 and how it behaves with many requests in flight, but a single request (one sequence, batch
 size 1, always inside a captured graph) runs the same at every value that loads. When every
 figure the goal reads is a single-request one (``single_request``, ``accept_length``, or a

@@ -25,8 +25,8 @@ How a proposal is made:
    ``enqueue_trial``; ``start_at_base = false`` leaves it to the sampler), then TPE samples
    a point. For a goal that reads single requests only, the capacity axes are held at the
    base's values until the tree search stalls (``core.search.focus``): TPE sees the other axes.
-   The point is *projected* onto SGLang's rules (topk 1 ties draft tokens to steps + 1)
-   and checked before it is proposed: a point that ``core.config.validation`` rejects,
+   The point is *projected* onto the engine's ties (SGLang's: topk 1 ties draft tokens to
+   steps + 1) and checked before it is proposed: a point that ``core.config.validation`` rejects,
    that was already tried or skipped, or that ``core.search.capacity`` predicts will not load
    (unless ``skip_infeasible = false``) is told to the sampler as infeasible and another
    point is sampled. The proposal's reason names what was passed over, with the numbers.
