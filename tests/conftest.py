@@ -11,12 +11,26 @@ never race each other for it. Every test of the real vLLM bed goes to its group 
 one that also uses the container (that worker boots a container of its own): a ``vllm
 serve`` holds 3.7 GiB and a core, so one worker runs them one after another. Tests that
 measure time against a model (``@pytest.mark.serial``) run afterwards on their own, so a
-neighbour's load cannot bend their figures.
+neighbour's load cannot bend their figures. Hypothesis runs without its timing checks
+(the ``suite`` profile below).
 """
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "suite",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("suite")
+"""Hypothesis's defaults time every example (a 200 ms deadline) and the generation (the
+``too_slow`` health check): timed tests, which a loaded machine fails (the suite with a CPU
+hog on each core: a first example that imports an engine's modules took longer than 200 ms).
+Speed is measured by ``benchmarks/``, never by a test; every property keeps its own count of
+examples (a test's ``@settings`` inherits this profile for what it does not set)."""
 
 pytest_plugins = [
     "tests.fixtures.sshd",
