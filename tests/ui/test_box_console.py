@@ -74,9 +74,13 @@ async def _until(pilot: Pilot[None], done: Callable[[], object], timeout: float,
 
 
 def console(plan: SweepPlan, tmp_path: Path) -> tuple[Session, Wired, SpecConsoleApp]:
-    """The console ``specconsole tui`` opens for ``plan`` (``commands.tui._run``)."""
+    """The console ``specconsole tui`` opens for ``plan`` (``commands.tui._run``): its load
+    generated in a process of its own (``isolate_load``), as the console ships — the load
+    generator on a thread of the console's process measures what the UI's GIL lets through
+    (cae2b26), which a loaded machine turns into figures off by more than the tests' bands."""
     session = Session.create(tmp_path / "sessions", plan)
-    wired = wire_controller(plan, session, ControllerState(plan=plan, policy=plan.on_crash))
+    state = ControllerState(plan=plan, policy=plan.on_crash)
+    wired = wire_controller(plan, session, state, isolate_load=True)
     controller = wired.controller
     app = make_app(
         controller,

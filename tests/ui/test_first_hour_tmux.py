@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.commands.tui import demo_plan
 from specconsole.present.formats import format_rate
 from tests.fixtures.lifecycle import free_port, unavailable
 from tests.ui.tmuxdriver import Tmux, stop_sims
@@ -81,14 +82,19 @@ def _save(name: str, screen: str) -> None:
 def test_an_edit_applied_while_a_trial_benchmarks_is_queued_then_deployed(
     demo: tuple[Tmux, Path, int],
 ) -> None:
-    tmux, _sessions, _port = demo
+    """Each step waits for the screen to show it (a loaded machine draws late), bounded by
+    the time the trial benchmarks at least — its levels' windows — so the edit is made
+    while it still does."""
+    tmux, _sessions, port = demo
+    bench = demo_plan(port).bench
+    benchmarks_s = len(bench.ladder) * bench.window_s
     tmux.wait_for(r"BENCHMARKING", START_WAIT_S)
-    screen = _keys(tmux, "e")
-    assert "ctrl+s queues" in screen, screen  # said before the key is pressed
+    tmux.run("send-keys", "-t", "demo", "e")
+    tmux.wait_for(r"ctrl\+s queues", benchmarks_s)  # said before the key is pressed
     # speculative_num_steps is the second field: replace its value with 7
     _keys(tmux, "Tab", "End", "BSpace", "BSpace", "7", settle=0.3)
-    screen = _keys(tmux, "C-s")
-    assert "Queued steps=7" in screen, screen
+    tmux.run("send-keys", "-t", "demo", "C-s")
+    screen = tmux.wait_for(r"Queued steps=7", benchmarks_s)
     assert "can't handle" not in screen
     _save("queued-edit-80x24", screen)
     # the trial ends, the sweep pauses after it, and the queued edit deploys: the header's

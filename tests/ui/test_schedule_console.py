@@ -5,9 +5,9 @@ The sweep runs steps 1-5, no speculation and the derived schedule; at the end th
 shows the per-level box (each level's best static, the schedule against it, no speculation)
 with its verdicts, the benchmark pane's second chart is the schedule chart, and the schedule
 beats every static choice across the ladder: close to each level's best, well above the single
-best static where it is weakest. (The console renders in the process that generates the load,
-so its figures are looser than the headless run's: tests/controller/test_schedule_e2e.py holds
-the 2 % and 15 % bar.)
+best static where it is weakest. (The console generates its load in a process of its own, as
+shipped, but renders on the same two cores as the simulator, so its bands are looser than the
+headless run's: tests/controller/test_schedule_e2e.py holds the 2 % and 15 % bar.)
 """
 
 from __future__ import annotations
