@@ -1,0 +1,306 @@
+"""specconsole against a real vLLM (the test bed of docs/vllm-testbed.md: ``vllm serve`` 0.32.0
+on the CPU, SmolLM2-135M, n-gram speculation). Run by ``benchmarks/real_engine.py`` after the
+llama.cpp figures, or alone: ``.venv/bin/python benchmarks/real_vllm.py``.
+
+Prints:
+
+* crash line → CRASHED, per crash recipe: the controller deploys each load-time death of
+  tests/realengine/vllm_recipes.py that a ``[server]`` table can express, through the
+  plain-process backend; the time from vLLM writing the root-cause line (spotted by polling
+  the run's log file every 5 ms, independently of the controller) to the controller
+  publishing CRASHED with the cause classified (target ≤ 1 s); and, when the systemd
+  container can run, the seed's case over the real sshd (a context the KV cache cannot hold:
+  the journal's stamp of the fatal line → detection);
+* per level of a ladder against one n-gram server: the load generator's output tokens
+  against ``vllm:generation_tokens_total``'s delta (target: equal), the counters' drafts and
+  accepted tokens, and the acceptance length from the counters against the one the server's
+  own ``SpecDecoding metrics`` lines give for the same window.
+
+Every figure is from one run on a shared 2-core box: the latencies are noisy, the counts exact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.fixtures.vllm import (  # noqa: E402
+    BASE_FLAGS,
+    SERVED_NAME,
+    SERVER_ENV,
+    VllmBed,
+    find_bed,
+    launch,
+)
+from tests.realengine.vllm_recipes import BY_NAME, MISSING_DRAFT  # noqa: E402
+
+from specconsole.bench.loadgen import run_ladder  # noqa: E402
+from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
+from specconsole.core.engine.registry import get_engine  # noqa: E402
+from specconsole.core.machine import events as ev  # noqa: E402
+from specconsole.core.machine.state import ControllerState, Phase  # noqa: E402
+from specconsole.core.plans.parse import loads_plan  # noqa: E402
+from specconsole.core.ports import BenchApi, BenchSpec  # noqa: E402
+
+COUNTERS = get_engine("vllm").endpoints.spec_counters
+assert COUNTERS is not None
+PROMPTS = ROOT / "examples" / "vllm-cpu-prompts.jsonl"
+SPEC_LINE = re.compile(
+    r"SpecDecoding metrics: Mean acceptance length: ([0-9.]+), .*Accepted: (\d+) tokens, "
+    r"Drafted: (\d+) tokens"
+)
+
+
+def _toml_value(value: Any) -> str:
+    return json.dumps(value)
+
+
+def crash_cases(bed: VllmBed) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
+    """(recipe, ``[server]`` keys, env) for each death a plan can express."""
+    base_env = dict(SERVER_ENV)
+    no_space = {k: v for k, v in base_env.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+    draft = {"speculative_algorithm": "STANDALONE", "speculative_num_steps": 4}
+    return [
+        ("crash-context-beyond-model", {"context_length": 65536}, base_env),
+        (
+            "crash-missing-draft",
+            {**draft, "speculative_draft_model_path": str(bed.cache / "models" / MISSING_DRAFT)},
+            base_env,
+        ),
+        ("crash-mem-util", {"mem_fraction_static": 0.99}, no_space),
+        (
+            "crash-broken-draft",
+            {**draft, "speculative_draft_model_path": str(bed.model("draft-broken"))},
+            base_env,
+        ),
+        (
+            "crash-long-context",
+            {"context_length": 65536},
+            {**base_env, "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
+        ),
+    ]
+
+
+def crash_plan(bed: VllmBed, run_dir: Path, server: dict[str, Any], env: dict[str, str]) -> str:
+    keys = {
+        "engine": "vllm",
+        "launcher": f"{bed.vllm} serve",
+        "model_path": str(bed.target),
+        "context_length": 2048,
+        "host": "127.0.0.1",
+        "port": "auto",
+        "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
+        **server,
+    }
+    lines = "\n".join(f"{k} = {_toml_value(v)}" for k, v in keys.items())
+    envs = "\n".join(f"{k} = {_toml_value(v)}" for k, v in env.items())
+    return (
+        f'[host]\ntransport = "local"\n[service]\nkind = "process"\nrun_dir = "{run_dir}"\n'
+        f"stop_timeout = 20\n[server]\n{lines}\n[server.env]\n{envs}\n"
+        '[sweep]\non_crash = "pause"\nload_timeout = 600\n'
+    )
+
+
+def watch_file(run_dir: Path, needle: bytes, seen: list[float], stop: threading.Event) -> None:
+    while not stop.is_set() and not seen:
+        for log in run_dir.glob("**/log"):
+            try:
+                if needle in log.read_bytes():
+                    seen.append(time.time())
+                    return
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+async def crash_run(
+    bed: VllmBed, recipe: str, server: dict[str, Any], env: dict[str, str]
+) -> tuple[float, str]:
+    """(seconds from the fatal line in the log to CRASHED, the cause classified)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp) / "run"
+        plan = resolve_local_placeholders(loads_plan(crash_plan(bed, run_dir, server, env)))
+        controller = open_ports(plan.profile).controller(
+            ControllerState(plan=plan, policy=plan.on_crash)
+        )
+        detected: list[tuple[float, str]] = []
+
+        def on(state: ControllerState, event: ev.Event) -> None:
+            if state.phase is Phase.CRASHED and not detected and state.trial is not None:
+                cause = state.trial.crash.cause if state.trial.crash else "?"
+                detected.append((time.time(), cause))
+            if state.phase is Phase.AWAITING_DECISION:
+                controller.send(ev.Quit(stop_server=True))
+
+        controller.subscribe(on)
+        seen: list[float] = []
+        stop = threading.Event()
+        needle = BY_NAME[recipe].fatal_text.encode()
+        poller = threading.Thread(target=watch_file, args=(run_dir, needle, seen, stop))
+        poller.start()
+        controller.send(ev.StartSweep())
+        try:
+            await asyncio.wait_for(controller.run(), 900)
+        finally:
+            stop.set()
+            poller.join(2)
+        if not (seen and detected):
+            raise SystemExit(f"{recipe}: the crash was not observed ({seen}, {detected})")
+        return detected[0][0] - seen[0], detected[0][1]
+
+
+def box_crash(bed: VllmBed) -> float | None:
+    """The seed's case as a systemd unit in the real container over the real sshd: a context
+    the 1 GiB KV cache cannot hold; journal stamp of the fatal line → detection (None without
+    the container)."""
+    from tests.fixtures.nspawn import NspawnUnavailable, start_box
+    from tests.realengine.box import cli
+    from tests.realengine.vllm_box import UNIT, install, profile_toml, users_unit
+
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            box = start_box(Path(tmp) / "nspawn")
+        except (NspawnUnavailable, OSError, subprocess.SubprocessError) as exc:
+            print(f"(no systemd container: {exc})")
+            return None
+        try:
+            install(box, users_unit(bed, 18700))
+            folder = Path(tmp) / "run"
+            folder.mkdir()
+            (folder / "box.toml").write_text(profile_toml(box))
+            code, text = cli("import", str(folder / "box.toml"), "-o", str(folder / "p.toml"))
+            assert code == 0, text
+            plan = folder / "p.toml"
+            plan.write_text(
+                plan.read_text()
+                + '\n[sweep]\non_crash = "pause"\nload_timeout = 900\n'
+                + "[sweep.axes]\ncontext_length = [65536]\n"
+                + "[bench]\nladder = [1]\nrequests_per_level = 1\n"
+            )
+            code, text = cli("sweep", str(plan), "--headless", "--session", str(folder / "s"))
+            assert code == 3, text
+            (session,) = (folder / "s").iterdir()
+            crash = json.loads((session / "trials.jsonl").read_text())["crash"]
+            box.ssh(f"systemctl stop {UNIT}; true", timeout=60)
+            return float(crash["detected_at"] - crash["source_time"])
+        finally:
+            box.stop()
+
+
+def spec_lines(log: str, start: int) -> list[tuple[float, int, int]]:
+    """(mean acceptance length, accepted, drafted) of every SpecDecoding line after ``start``."""
+    return [(float(m[1]), int(m[2]), int(m[3])) for m in SPEC_LINE.finditer(log, start)]
+
+
+def logged_length(lines: list[tuple[float, int, int]]) -> float | None:
+    """The acceptance length the server's lines give for their window together: each line's
+    drafts are accepted / (length − 1) (two decimals, so approximate)."""
+    drafts = sum(a / (length - 1) for length, a, _d in lines if length > 1)
+    accepted = sum(a for length, a, _d in lines if length > 1)
+    return 1 + accepted / drafts if drafts else None
+
+
+def ladder_rows(bed: VllmBed, ladder: tuple[int, ...]) -> list[tuple]:
+    """Per level against one n-gram (K = 4) server: (c, tokens counted, server's counter,
+    drafts, accepted, acceptance length from the counters, from the server's log)."""
+    spec = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})
+    with tempfile.TemporaryDirectory() as tmp:
+        server = launch(
+            bed,
+            Path(tmp) / "server.log",
+            "--speculative-config",
+            spec,
+            env={"VLLM_LOG_STATS_INTERVAL": "1"},
+        )
+        try:
+            server.wait_ready()
+            rows = []
+            for c in ladder:
+                bench = BenchSpec(
+                    ladder=(c,),
+                    requests_per_level=max(4, 2 * c),
+                    warmup_requests=0,
+                    output_len=64,
+                    prompts=f"jsonl:{PROMPTS}",
+                    flush_cache=False,
+                    stall_timeout_s=180.0,
+                    api=BenchApi.COMPLETIONS,
+                    spec_counters=COUNTERS,
+                )
+                start = len(server.log_text())
+                result = asyncio.run(run_ladder(bench, server.url))
+                time.sleep(3.0)  # the interval's last SpecDecoding line
+                (level,) = result.levels
+                counters = level.counters
+                assert counters is not None
+                length = 1 + counters.accepted / counters.drafts if counters.drafts else None
+                lines = spec_lines(server.log_text(), start)
+                rows.append(
+                    (
+                        c,
+                        level.total_output_tokens,
+                        counters.output_tokens,
+                        counters.drafts,
+                        counters.accepted,
+                        length,
+                        logged_length(lines),
+                        sum(a for _l, a, _d in lines),
+                    )
+                )
+            return rows
+        finally:
+            server.stop()
+
+
+def main() -> None:
+    bed = find_bed()
+    print("\n== the real vLLM (vllm serve 0.32.0, CPU, SmolLM2-135M)")
+    latencies = []
+    for recipe, server, env in crash_cases(bed):
+        latency, cause = asyncio.run(crash_run(bed, recipe, server, env))
+        latencies.append(max(0.0, latency))
+        print(
+            f"crash -> CRASHED, {recipe}: {max(0.0, latency) * 1000:.0f} ms "
+            f"(fatal line written -> controller published; cause {cause}; target <= 1 s)"
+        )
+    print(
+        f"crash -> CRASHED over {len(latencies)} recipes: median "
+        f"{statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms "
+        "(resolution 5 ms)"
+    )
+    boxed = box_crash(bed)
+    if boxed is not None:
+        print(
+            "crash -> CRASHED in the systemd container over sshd (journal stamp of the fatal "
+            f"line -> detection), the seed's long context: {boxed * 1000:.0f} ms (target <= 1 s)"
+        )
+    print(
+        "\nngram K=4: c | output tokens ours / vllm:generation_tokens_total | drafts, "
+        "accepted | acceptance length counters / server's SpecDecoding lines (accepted in them)"
+    )
+    for c, ours, theirs, drafts, accepted, length, logged, logged_accepted in ladder_rows(
+        bed, (1, 2, 4)
+    ):
+        same = "equal" if ours == theirs else "DIFFERENT"
+        shown = f"{logged:.2f}" if logged is not None else "-"
+        counted = f"{length:.2f}" if length is not None else "-"
+        print(
+            f"  c={c}: {ours} / {theirs} ({same}) | {drafts}, {accepted} | {counted} / {shown} "
+            f"({logged_accepted})"
+        )
+
+
+if __name__ == "__main__":
+    main()

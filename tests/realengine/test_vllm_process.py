@@ -1,0 +1,120 @@
+"""Headless sweeps of a real ``vllm serve`` on this machine through the plain-process backend:
+four ways a real vLLM dies while it starts, each detected from its real log, classified with
+its own cause and a remedy in vLLM's flags and environment, recorded, and ``resume`` (the
+console's ``r``) going on after the pause.
+
+- a draft folder that is not there (``--speculative-config``'s model: refused while the
+  arguments are read) and a draft whose config does not fit its weights (dies loading the
+  drafter's weights): one sweep over ``speculative_draft_model_path``, paused at the first;
+- a ``--max-model-len`` beyond the model's own limit, and ``--gpu-memory-utilization 0.99``
+  without ``VLLM_CPU_KVCACHE_SPACE`` (on the CPU backend a fraction of host RAM, which is not
+  free): one sweep with ``on_crash = "auto"``.
+
+Timings are not asserted (benchmarks/real_engine.py measures crash line → CRASHED).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from tests.fixtures.vllm import BASE_FLAGS, SERVED_NAME, SERVER_ENV, VllmBed
+from tests.realengine.box import cli, session_dir
+from tests.realengine.vllm_box import BENCH
+from tests.realengine.vllm_recipes import MISSING_DRAFT
+
+pytestmark = [pytest.mark.real_vllm, pytest.mark.slow]
+
+
+def local_plan(bed: VllmBed, run_dir: Path, env: dict[str, str], server: dict, sweep: dict) -> dict:
+    return {
+        "name": "vLLM on this machine",
+        "host": {"transport": "local"},
+        "service": {"kind": "process", "run_dir": str(run_dir), "stop_timeout": 20},
+        "server": {
+            "engine": "vllm",
+            "launcher": f"{bed.vllm} serve",
+            "model_path": str(bed.target),
+            "context_length": 2048,
+            "host": "127.0.0.1",
+            "port": "auto",
+            "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
+            "env": env,
+            **server,
+        },
+        "sweep": {"strategy": "grid", "load_timeout": 600, "finally": "stop", **sweep},
+        "bench": BENCH,
+    }
+
+
+def records(session: Path) -> list[dict]:
+    return [json.loads(line) for line in (session / "trials.jsonl").read_text().splitlines()]
+
+
+def check_crash(record: dict, cause: str, proof: str, fix: str) -> None:
+    crash = record["crash"]
+    assert record["status"] == "crashed", record
+    assert crash["cause"] == cause, crash
+    assert proof in crash["message"] or proof in "\n".join(crash["excerpt"]), crash
+    assert crash["fixes"] and fix in crash["fixes"][0], crash["fixes"]
+    assert crash["detected_at"] is not None
+
+
+@pytest.mark.timeout(1200)
+def test_a_missing_and_a_broken_draft_die_with_their_causes_and_r_resumes(
+    vllm_bed: VllmBed, tmp_path: Path
+) -> None:
+    drafts = [str(vllm_bed.cache / "models" / MISSING_DRAFT), str(vllm_bed.model("draft-broken"))]
+    plan = local_plan(
+        vllm_bed,
+        tmp_path / "run",
+        dict(SERVER_ENV),
+        {"speculative_algorithm": "STANDALONE", "speculative_num_steps": 4},
+        {"on_crash": "pause", "axes": {"speculative_draft_model_path": drafts}},
+    )
+    path = tmp_path / "drafts.toml"
+    path.write_text(tomli_w.dumps(plan))
+    sessions = tmp_path / "sessions"
+    code, shown = cli("sweep", str(path), "--headless", "--session", str(sessions))
+    assert code == 3, shown  # paused on the crash
+    session = session_dir(sessions)
+    (first,) = records(session)
+    check_crash(first, "draft_unreadable", "Invalid repository ID", "speculative_draft_model_path")
+    assert first["crash"]["phase"] == "loading"
+
+    code, resumed = cli("resume", str(session))  # r
+    assert code in (0, 3), resumed
+    first_again, second = records(session)
+    assert first_again["crash"]["cause"] == first["crash"]["cause"]
+    check_crash(second, "weights_mismatch", "exceeds dimension size", "config.json")
+
+
+@pytest.mark.timeout(1200)
+def test_a_context_beyond_the_model_and_host_memory_die_with_their_causes(
+    vllm_bed: VllmBed, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in SERVER_ENV.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+    plan = local_plan(
+        vllm_bed,
+        tmp_path / "run",
+        env,
+        {"mem_fraction_static": 0.99},
+        {"on_crash": "auto", "axes": {"context_length": [65536, 2048]}},
+    )
+    path = tmp_path / "memory.toml"
+    path.write_text(tomli_w.dumps(plan))
+    sessions = tmp_path / "sessions"
+    cli("sweep", str(path), "--headless", "--session", str(sessions))
+    too_long, no_room = records(session_dir(sessions))
+    beyond = "greater than the derived max_model_len"
+    check_crash(too_long, "context_beyond_model", beyond, "--max-model-len")
+    check_crash(
+        no_room,
+        "host_memory_utilization",
+        "less than desired CPU memory utilization",
+        "host RAM",
+    )
+    assert no_room["crash"]["fixes"][0] != too_long["crash"]["fixes"][0]
