@@ -18,7 +18,11 @@ Prints:
   its ``timings`` report) for the target alone and with the req_Q4_0 draft.
 
 Every server gets ``-t 1``; run it on a quiet machine (llama.cpp busy-waits).
-Run: ``.venv/bin/python benchmarks/real_engine.py``.
+
+Then the same for the real vLLM (benchmarks/real_vllm.py: crash line → CRASHED per crash
+recipe, output tokens against ``vllm:generation_tokens_total`` per level, acceptance length
+against the server's own ``SpecDecoding metrics`` lines).
+Run: ``.venv/bin/python benchmarks/real_engine.py [llamacpp|vllm]`` (both without an argument).
 """
 
 from __future__ import annotations
@@ -226,6 +230,17 @@ def llama_bench(build: LlamaCppBuild) -> float:
 
 
 def main() -> None:
+    which = sys.argv[1:2] or ["both"]
+    if which[0] in ("both", "llamacpp"):
+        llamacpp_main()
+    if which[0] in ("both", "vllm"):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from real_vllm import main as vllm_main
+
+        vllm_main()
+
+
+def llamacpp_main() -> None:
     build = find_build()
     runs = [asyncio.run(crash_run(build)) for _ in range(RUNS)]
     latencies = [max(0.0, latency) for latency, _cause in runs]
