@@ -80,11 +80,14 @@ ctx_size = [20000000]
 """
 
 
-def watch_file(run_dir: Path, seen: list[float], stop: threading.Event) -> None:
+def watch_file(
+    run_dir: Path, seen: list[float], stop: threading.Event, needle: bytes = FATAL
+) -> None:
+    """Poll the run's log every 5 ms; the time ``needle`` (the fatal line) was first there."""
     while not stop.is_set() and not seen:
         for log in run_dir.glob("**/log"):
             try:
-                if FATAL in log.read_bytes():
+                if needle in log.read_bytes():
                     seen.append(time.time())
                     return
             except OSError:
@@ -92,34 +95,44 @@ def watch_file(run_dir: Path, seen: list[float], stop: threading.Event) -> None:
         time.sleep(0.005)
 
 
+async def crash_latency(
+    plan_text: str, run_dir: Path, needle: bytes, timeout: float = 120.0
+) -> tuple[float, str]:
+    """Run a one-trial plan whose server dies (plain-process backend, ``run_dir``): (seconds
+    from ``needle`` appearing in its log to the controller publishing CRASHED, the cause)."""
+    plan = resolve_local_placeholders(loads_plan(plan_text))
+    controller = open_ports(plan.profile).controller(
+        ControllerState(plan=plan, policy=plan.on_crash)
+    )
+    detected: list[tuple[float, str]] = []
+
+    def on(state: ControllerState, event: ev.Event) -> None:
+        if state.phase is Phase.CRASHED and not detected and state.trial is not None:
+            cause = state.trial.crash.cause if state.trial.crash else "?"
+            detected.append((time.time(), cause))
+        if state.phase is Phase.AWAITING_DECISION:
+            controller.send(ev.Quit(stop_server=True))
+
+    controller.subscribe(on)
+    seen: list[float] = []
+    stop = threading.Event()
+    poller = threading.Thread(target=watch_file, args=(run_dir, seen, stop, needle), daemon=True)
+    poller.start()
+    controller.send(ev.StartSweep())
+    try:
+        await asyncio.wait_for(controller.run(), timeout)
+    finally:
+        stop.set()
+        poller.join(2)
+    if not (seen and detected):
+        raise SystemExit(f"the crash was not observed (log: {seen}, controller: {detected})")
+    return detected[0][0] - seen[0], detected[0][1]
+
+
 async def crash_run(build: LlamaCppBuild) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        plan = resolve_local_placeholders(loads_plan(crash_plan(build, run_dir)))
-        controller = open_ports(plan.profile).controller(
-            ControllerState(plan=plan, policy=plan.on_crash)
-        )
-        detected: list[tuple[float, str]] = []
-
-        def on(state: ControllerState, event: ev.Event) -> None:
-            if state.phase is Phase.CRASHED and not detected and state.trial is not None:
-                cause = state.trial.crash.cause if state.trial.crash else "?"
-                detected.append((time.time(), cause))
-            if state.phase is Phase.AWAITING_DECISION:
-                controller.send(ev.Quit(stop_server=True))
-
-        controller.subscribe(on)
-        seen: list[float] = []
-        stop = threading.Event()
-        poller = threading.Thread(target=watch_file, args=(run_dir, seen, stop), daemon=True)
-        poller.start()
-        controller.send(ev.StartSweep())
-        await asyncio.wait_for(controller.run(), 120)
-        stop.set()
-        poller.join(2)
-        if not (seen and detected):
-            raise SystemExit("the crash was not observed")
-        return detected[0][0] - seen[0], detected[0][1]
+        return await crash_latency(crash_plan(build, run_dir), run_dir, FATAL)
 
 
 def box_crashes(build: LlamaCppBuild) -> list[float]:

@@ -28,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -46,12 +45,9 @@ from tests.fixtures.vllm import (  # noqa: E402
 )
 from tests.realengine.vllm_recipes import BY_NAME, MISSING_DRAFT  # noqa: E402
 
+from real_engine import crash_latency  # noqa: E402  (this folder: the crash harness)
 from specconsole.bench.loadgen import run_ladder  # noqa: E402
-from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
 from specconsole.core.engine.registry import get_engine  # noqa: E402
-from specconsole.core.machine import events as ev  # noqa: E402
-from specconsole.core.machine.state import ControllerState, Phase  # noqa: E402
-from specconsole.core.plans.parse import loads_plan  # noqa: E402
 from specconsole.core.ports import BenchApi, BenchSpec  # noqa: E402
 
 COUNTERS = get_engine("vllm").endpoints.spec_counters
@@ -113,52 +109,15 @@ def crash_plan(bed: VllmBed, run_dir: Path, server: dict[str, Any], env: dict[st
     )
 
 
-def watch_file(run_dir: Path, needle: bytes, seen: list[float], stop: threading.Event) -> None:
-    while not stop.is_set() and not seen:
-        for log in run_dir.glob("**/log"):
-            try:
-                if needle in log.read_bytes():
-                    seen.append(time.time())
-                    return
-            except OSError:
-                pass
-        time.sleep(0.005)
-
-
 async def crash_run(
     bed: VllmBed, recipe: str, server: dict[str, Any], env: dict[str, str]
 ) -> tuple[float, str]:
     """(seconds from the fatal line in the log to CRASHED, the cause classified)."""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run"
-        plan = resolve_local_placeholders(loads_plan(crash_plan(bed, run_dir, server, env)))
-        controller = open_ports(plan.profile).controller(
-            ControllerState(plan=plan, policy=plan.on_crash)
-        )
-        detected: list[tuple[float, str]] = []
-
-        def on(state: ControllerState, event: ev.Event) -> None:
-            if state.phase is Phase.CRASHED and not detected and state.trial is not None:
-                cause = state.trial.crash.cause if state.trial.crash else "?"
-                detected.append((time.time(), cause))
-            if state.phase is Phase.AWAITING_DECISION:
-                controller.send(ev.Quit(stop_server=True))
-
-        controller.subscribe(on)
-        seen: list[float] = []
-        stop = threading.Event()
         needle = BY_NAME[recipe].fatal_text.encode()
-        poller = threading.Thread(target=watch_file, args=(run_dir, needle, seen, stop))
-        poller.start()
-        controller.send(ev.StartSweep())
-        try:
-            await asyncio.wait_for(controller.run(), 900)
-        finally:
-            stop.set()
-            poller.join(2)
-        if not (seen and detected):
-            raise SystemExit(f"{recipe}: the crash was not observed ({seen}, {detected})")
-        return detected[0][0] - seen[0], detected[0][1]
+        plan = crash_plan(bed, run_dir, server, env)
+        return await crash_latency(plan, run_dir, needle, timeout=900.0)
 
 
 def box_crash(bed: VllmBed) -> float | None:
