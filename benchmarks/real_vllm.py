@@ -43,6 +43,7 @@ from tests.fixtures.vllm import (  # noqa: E402
     find_bed,
     launch,
 )
+from tests.realengine.vllm_box import logged_past_last_read  # noqa: E402
 from tests.realengine.vllm_recipes import BY_NAME, MISSING_DRAFT  # noqa: E402
 
 from real_engine import crash_latency  # noqa: E402  (this folder: the crash harness)
@@ -171,6 +172,19 @@ def logged_length(lines: list[tuple[float, int, int]]) -> float | None:
     return 1 + accepted / drafts if drafts else None
 
 
+def logged_after(server: Any, start: int, timeout_s: float = 30.0) -> bool:
+    """Wait (bounded) until the server's statistics lines account for everything it counted
+    at its last ``/metrics`` read (the level's final counter snapshot): one of them follows
+    that read. False if none came in ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if logged_past_last_read(server.log_text()[start:].splitlines()):
+            time.sleep(0.5)  # its SpecDecoding line: written right after, in the same call
+            return True
+        time.sleep(0.2)
+    return False
+
+
 def ladder_rows(bed: VllmBed, ladder: tuple[int, ...]) -> list[tuple]:
     """Per level against one n-gram (K = 4) server: (c, tokens counted, server's counter,
     drafts, accepted, acceptance length from the counters, from the server's log)."""
@@ -200,7 +214,7 @@ def ladder_rows(bed: VllmBed, ladder: tuple[int, ...]) -> list[tuple]:
                 )
                 start = len(server.log_text())
                 result = asyncio.run(run_ladder(bench, server.url))
-                time.sleep(3.0)  # the interval's last SpecDecoding line
+                covered = logged_after(server, start)
                 (level,) = result.levels
                 counters = level.counters
                 assert counters is not None
@@ -216,6 +230,7 @@ def ladder_rows(bed: VllmBed, ladder: tuple[int, ...]) -> list[tuple]:
                         length,
                         logged_length(lines),
                         sum(a for _l, a, _d in lines),
+                        covered,
                     )
                 )
             return rows
@@ -249,11 +264,13 @@ def main() -> None:
         "\nngram K=4: c | output tokens ours / vllm:generation_tokens_total | drafts, "
         "accepted | acceptance length counters / server's SpecDecoding lines (accepted in them)"
     )
-    for c, ours, theirs, drafts, accepted, length, logged, logged_accepted in ladder_rows(
+    for c, ours, theirs, drafts, accepted, length, logged, logged_accepted, covered in ladder_rows(
         bed, (1, 2, 4)
     ):
         same = "equal" if ours == theirs else "DIFFERENT"
         shown = f"{logged:.2f}" if logged is not None else "-"
+        if not covered:
+            shown += " (no statistics line after the level's last counter read in 30 s)"
         counted = f"{length:.2f}" if length is not None else "-"
         print(
             f"  c={c}: {ours} / {theirs} ({same}) | {drafts}, {accepted} | {counted} / {shown} "
