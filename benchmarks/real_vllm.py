@@ -68,23 +68,23 @@ def crash_cases(bed: VllmBed) -> list[tuple[str, dict[str, Any], dict[str, str]]
     """(recipe, ``[server]`` keys, env) for each death a plan can express."""
     base_env = dict(SERVER_ENV)
     no_space = {k: v for k, v in base_env.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
-    draft = {"speculative_algorithm": "STANDALONE", "speculative_num_steps": 4}
+    draft = {"method": "draft_model", "num_speculative_tokens": 4}
     return [
-        ("crash-context-beyond-model", {"context_length": 65536}, base_env),
+        ("crash-context-beyond-model", {"max_model_len": 65536}, base_env),
         (
             "crash-missing-draft",
-            {**draft, "speculative_draft_model_path": str(bed.cache / "models" / MISSING_DRAFT)},
+            {**draft, "speculative_model": str(bed.cache / "models" / MISSING_DRAFT)},
             base_env,
         ),
-        ("crash-mem-util", {"mem_fraction_static": 0.99}, no_space),
+        ("crash-mem-util", {"gpu_memory_utilization": 0.99}, no_space),
         (
             "crash-broken-draft",
-            {**draft, "speculative_draft_model_path": str(bed.model("draft-broken"))},
+            {**draft, "speculative_model": str(bed.model("draft-broken"))},
             base_env,
         ),
         (
             "crash-long-context",
-            {"context_length": 65536},
+            {"max_model_len": 65536},
             {**base_env, "VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"},
         ),
     ]
@@ -95,7 +95,7 @@ def crash_plan(bed: VllmBed, run_dir: Path, server: dict[str, Any], env: dict[st
         "engine": "vllm",
         "launcher": f"{bed.vllm} serve",
         "model_path": str(bed.target),
-        "context_length": 2048,
+        "max_model_len": 2048,
         "host": "127.0.0.1",
         "port": "auto",
         "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
@@ -146,7 +146,7 @@ def box_crash(bed: VllmBed) -> float | None:
             plan.write_text(
                 plan.read_text()
                 + '\n[sweep]\non_crash = "pause"\nload_timeout = 900\n'
-                + "[sweep.axes]\ncontext_length = [65536]\n"
+                + "[sweep.axes]\nmax_model_len = [65536]\n"
                 + "[bench]\nladder = [1]\nrequests_per_level = 1\n"
             )
             code, text = cli("sweep", str(plan), "--headless", "--session", str(folder / "s"))

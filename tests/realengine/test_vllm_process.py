@@ -5,7 +5,7 @@ console's ``r``) going on after the pause.
 
 - a draft folder that is not there (``--speculative-config``'s model: refused while the
   arguments are read) and a draft whose config does not fit its weights (dies loading the
-  drafter's weights): one sweep over ``speculative_draft_model_path``, paused at the first;
+  drafter's weights): one sweep over ``speculative_model``, paused at the first;
 - a ``--max-model-len`` beyond the model's own limit, and ``--gpu-memory-utilization 0.99``
   without ``VLLM_CPU_KVCACHE_SPACE`` (on the CPU backend a fraction of host RAM, which is not
   free): one sweep with ``on_crash = "auto"``.
@@ -38,7 +38,7 @@ def local_plan(bed: VllmBed, run_dir: Path, env: dict[str, str], server: dict, s
             "engine": "vllm",
             "launcher": f"{bed.vllm} serve",
             "model_path": str(bed.target),
-            "context_length": 2048,
+            "max_model_len": 2048,
             "host": "127.0.0.1",
             "port": "auto",
             "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
@@ -72,8 +72,8 @@ def test_a_missing_and_a_broken_draft_die_with_their_causes_and_r_resumes(
         vllm_bed,
         tmp_path / "run",
         dict(SERVER_ENV),
-        {"speculative_algorithm": "STANDALONE", "speculative_num_steps": 4},
-        {"on_crash": "pause", "axes": {"speculative_draft_model_path": drafts}},
+        {"method": "draft_model", "num_speculative_tokens": 4},
+        {"on_crash": "pause", "axes": {"speculative_model": drafts}},
     )
     path = tmp_path / "drafts.toml"
     path.write_text(tomli_w.dumps(plan))
@@ -82,7 +82,7 @@ def test_a_missing_and_a_broken_draft_die_with_their_causes_and_r_resumes(
     assert code == 3, shown  # paused on the crash
     session = session_dir(sessions)
     (first,) = records(session)
-    check_crash(first, "draft_unreadable", "Invalid repository ID", "speculative_draft_model_path")
+    check_crash(first, "draft_unreadable", "Invalid repository ID", "speculative_model")
     assert first["crash"]["phase"] == "loading"
 
     code, resumed = cli("resume", str(session))  # r
@@ -101,8 +101,8 @@ def test_a_context_beyond_the_model_and_host_memory_die_with_their_causes(
         vllm_bed,
         tmp_path / "run",
         env,
-        {"mem_fraction_static": 0.99},
-        {"on_crash": "auto", "axes": {"context_length": [65536, 2048]}},
+        {"gpu_memory_utilization": 0.99},
+        {"on_crash": "auto", "axes": {"max_model_len": [65536, 2048]}},
     )
     path = tmp_path / "memory.toml"
     path.write_text(tomli_w.dumps(plan))
@@ -110,7 +110,7 @@ def test_a_context_beyond_the_model_and_host_memory_die_with_their_causes(
     cli("sweep", str(path), "--headless", "--session", str(sessions))
     too_long, no_room = records(session_dir(sessions))
     beyond = "greater than the derived max_model_len"
-    check_crash(too_long, "context_beyond_model", beyond, "--max-model-len")
+    check_crash(too_long, "context_beyond_model", beyond, "max_model_len")
     check_crash(
         no_room,
         "host_memory_utilization",
