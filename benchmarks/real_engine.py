@@ -28,6 +28,7 @@ Run: ``.venv/bin/python benchmarks/real_engine.py [llamacpp|vllm]`` (both withou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import statistics
 import subprocess
@@ -35,12 +36,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.llamacpp import LlamaCppBuild, find_build, start  # noqa: E402
+from tests.fixtures.nspawn import NspawnBox  # noqa: E402
 
 from specconsole.bench.loadgen import run_ladder  # noqa: E402
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
@@ -135,43 +138,65 @@ async def crash_run(build: LlamaCppBuild) -> tuple[float, str]:
         return await crash_latency(crash_plan(build, run_dir), run_dir, FATAL)
 
 
+@contextlib.contextmanager
+def systemd_box(tmp: Path) -> Iterator[NspawnBox | None]:
+    """The real systemd container over the real sshd, stopped on the way out; None (said so)
+    where it cannot run."""
+    from tests.fixtures.nspawn import NspawnUnavailable, start_box
+
+    try:
+        box = start_box(tmp / "nspawn")
+    except (NspawnUnavailable, OSError, subprocess.SubprocessError) as exc:
+        print(f"(no systemd container: {exc})")
+        yield None
+        return
+    try:
+        yield box
+    finally:
+        box.stop()
+
+
+def boxed_crash(box: NspawnBox, folder: Path, profile: str, sweep: str, unit: str) -> float:
+    """One crashing trial of the installed ``unit`` the seed's way: ``specconsole import`` of
+    ``profile``, the plan's ``[sweep]`` (``sweep``: its keys and axes) paused on the crash, a
+    headless sweep; the time from the journal's stamp of the fatal line to the controller's
+    detection (``CrashInfo.detected_at - source_time``). Stops the unit."""
+    from tests.realengine.box import cli
+
+    folder.mkdir()
+    (folder / "box.toml").write_text(profile)
+    code, text = cli("import", str(folder / "box.toml"), "-o", str(folder / "p.toml"))
+    assert code == 0, text
+    plan = folder / "p.toml"
+    plan.write_text(
+        plan.read_text()
+        + f'\n[sweep]\non_crash = "pause"\n{sweep}'
+        + "[bench]\nladder = [1]\nrequests_per_level = 1\n"
+    )
+    code, text = cli("sweep", str(plan), "--headless", "--session", str(folder / "s"))
+    assert code == 3, text
+    (session,) = (folder / "s").iterdir()
+    crash = json.loads((session / "trials.jsonl").read_text())["crash"]
+    box.ssh(f"systemctl stop {unit}; true", timeout=60)
+    return float(crash["detected_at"] - crash["source_time"])
+
+
 def box_crashes(build: LlamaCppBuild) -> list[float]:
     """The same crash as a systemd unit in the real container over the real sshd (the seed's
     workflow): the time from the journal's stamp of the fatal line to the controller's
-    detection, per run (``CrashInfo.detected_at - source_time``); [] without the container."""
-    from tests.fixtures.nspawn import NspawnUnavailable, start_box
-    from tests.realengine.box import cli, install, profile_toml, users_unit
+    detection, per run; [] without the container."""
+    from tests.realengine.box import UNIT, install, profile_toml, users_unit
 
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            box = start_box(Path(tmp) / "nspawn")
-        except (NspawnUnavailable, OSError, subprocess.SubprocessError) as exc:
-            print(f"(no systemd container: {exc})")
+    sweep = "[sweep.axes]\nctx_size = [20000000]\n"
+    with tempfile.TemporaryDirectory() as tmp, systemd_box(Path(tmp)) as box:
+        if box is None:
             return []
-        try:
-            out: list[float] = []
-            for run in range(RUNS):
-                install(box, users_unit(build, 18600 + run))
-                folder = Path(tmp) / f"run{run}"
-                folder.mkdir()
-                (folder / "box.toml").write_text(profile_toml(box))
-                code, text = cli("import", str(folder / "box.toml"), "-o", str(folder / "p.toml"))
-                assert code == 0, text
-                plan = folder / "p.toml"
-                plan.write_text(
-                    plan.read_text()
-                    + '\n[sweep]\non_crash = "pause"\n[sweep.axes]\nctx_size = [20000000]\n'
-                    + "[bench]\nladder = [1]\nrequests_per_level = 1\n"
-                )
-                code, text = cli("sweep", str(plan), "--headless", "--session", str(folder / "s"))
-                assert code == 3, text
-                (session,) = (folder / "s").iterdir()
-                crash = json.loads((session / "trials.jsonl").read_text())["crash"]
-                out.append(crash["detected_at"] - crash["source_time"])
-                box.ssh("systemctl stop llama-box.service; true")
-            return out
-        finally:
-            box.stop()
+        out: list[float] = []
+        for run in range(RUNS):
+            install(box, users_unit(build, 18600 + run))
+            folder = Path(tmp) / f"run{run}"
+            out.append(boxed_crash(box, folder, profile_toml(box), sweep, UNIT))
+        return out
 
 
 def server_rate(before: str, after: str) -> float:

@@ -25,28 +25,27 @@ import asyncio
 import json
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fixtures.vllm import (  # noqa: E402
-    BASE_FLAGS,
-    SERVED_NAME,
     SERVER_ENV,
     VllmBed,
     find_bed,
     launch,
 )
-from tests.realengine.vllm_box import logged_past_last_read  # noqa: E402
+from tests.realengine.vllm_box import local_plan, logged_past_last_read  # noqa: E402
 from tests.realengine.vllm_recipes import BY_NAME, MISSING_DRAFT  # noqa: E402
 
-from real_engine import crash_latency  # noqa: E402  (this folder: the crash harness)
+from real_engine import boxed_crash, crash_latency, systemd_box  # noqa: E402  (the crash harness)
 from specconsole.bench.loadgen import run_ladder  # noqa: E402
 from specconsole.core.engine.registry import get_engine  # noqa: E402
 from specconsole.core.ports import BenchApi, BenchSpec  # noqa: E402
@@ -58,10 +57,6 @@ SPEC_LINE = re.compile(
     r"SpecDecoding metrics: Mean acceptance length: ([0-9.]+), .*Accepted: (\d+) tokens, "
     r"Drafted: (\d+) tokens"
 )
-
-
-def _toml_value(value: Any) -> str:
-    return json.dumps(value)
 
 
 def crash_cases(bed: VllmBed) -> list[tuple[str, dict[str, Any], dict[str, str]]]:
@@ -91,23 +86,8 @@ def crash_cases(bed: VllmBed) -> list[tuple[str, dict[str, Any], dict[str, str]]
 
 
 def crash_plan(bed: VllmBed, run_dir: Path, server: dict[str, Any], env: dict[str, str]) -> str:
-    keys = {
-        "engine": "vllm",
-        "launcher": f"{bed.vllm} serve",
-        "model_path": str(bed.target),
-        "max_model_len": 2048,
-        "host": "127.0.0.1",
-        "port": "auto",
-        "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
-        **server,
-    }
-    lines = "\n".join(f"{k} = {_toml_value(v)}" for k, v in keys.items())
-    envs = "\n".join(f"{k} = {_toml_value(v)}" for k, v in env.items())
-    return (
-        f'[host]\ntransport = "local"\n[service]\nkind = "process"\nrun_dir = "{run_dir}"\n'
-        f"stop_timeout = 20\n[server]\n{lines}\n[server.env]\n{envs}\n"
-        '[sweep]\non_crash = "pause"\nload_timeout = 600\n'
-    )
+    """The one-trial plan of a death: the bed's server with ``server``'s keys and ``env``."""
+    return tomli_w.dumps(local_plan(bed, run_dir, env, server, {"on_crash": "pause"}))
 
 
 async def crash_run(
@@ -125,38 +105,14 @@ def box_crash(bed: VllmBed) -> float | None:
     """The seed's case as a systemd unit in the real container over the real sshd: a context
     the 1 GiB KV cache cannot hold; journal stamp of the fatal line → detection (None without
     the container)."""
-    from tests.fixtures.nspawn import NspawnUnavailable, start_box
-    from tests.realengine.box import cli
     from tests.realengine.vllm_box import UNIT, install, profile_toml, users_unit
 
-    with tempfile.TemporaryDirectory() as tmp:
-        try:
-            box = start_box(Path(tmp) / "nspawn")
-        except (NspawnUnavailable, OSError, subprocess.SubprocessError) as exc:
-            print(f"(no systemd container: {exc})")
+    sweep = "load_timeout = 900\n[sweep.axes]\nmax_model_len = [65536]\n"
+    with tempfile.TemporaryDirectory() as tmp, systemd_box(Path(tmp)) as box:
+        if box is None:
             return None
-        try:
-            install(box, users_unit(bed, 18700))
-            folder = Path(tmp) / "run"
-            folder.mkdir()
-            (folder / "box.toml").write_text(profile_toml(box))
-            code, text = cli("import", str(folder / "box.toml"), "-o", str(folder / "p.toml"))
-            assert code == 0, text
-            plan = folder / "p.toml"
-            plan.write_text(
-                plan.read_text()
-                + '\n[sweep]\non_crash = "pause"\nload_timeout = 900\n'
-                + "[sweep.axes]\nmax_model_len = [65536]\n"
-                + "[bench]\nladder = [1]\nrequests_per_level = 1\n"
-            )
-            code, text = cli("sweep", str(plan), "--headless", "--session", str(folder / "s"))
-            assert code == 3, text
-            (session,) = (folder / "s").iterdir()
-            crash = json.loads((session / "trials.jsonl").read_text())["crash"]
-            box.ssh(f"systemctl stop {UNIT}; true", timeout=60)
-            return float(crash["detected_at"] - crash["source_time"])
-        finally:
-            box.stop()
+        install(box, users_unit(bed, 18700))
+        return boxed_crash(box, Path(tmp) / "run", profile_toml(box), sweep, UNIT)
 
 
 def spec_lines(log: str, start: int) -> list[tuple[float, int, int]]:

@@ -21,33 +21,12 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from tests.fixtures.vllm import BASE_FLAGS, SERVED_NAME, SERVER_ENV, VllmBed
+from tests.fixtures.vllm import SERVER_ENV, VllmBed
 from tests.realengine.box import cli, session_dir
-from tests.realengine.vllm_box import BENCH
+from tests.realengine.vllm_box import local_plan
 from tests.realengine.vllm_recipes import MISSING_DRAFT
 
 pytestmark = [pytest.mark.real_vllm, pytest.mark.slow]
-
-
-def local_plan(bed: VllmBed, run_dir: Path, env: dict[str, str], server: dict, sweep: dict) -> dict:
-    return {
-        "name": "vLLM on this machine",
-        "host": {"transport": "local"},
-        "service": {"kind": "process", "run_dir": str(run_dir), "stop_timeout": 20},
-        "server": {
-            "engine": "vllm",
-            "launcher": f"{bed.vllm} serve",
-            "model_path": str(bed.target),
-            "max_model_len": 2048,
-            "host": "127.0.0.1",
-            "port": "auto",
-            "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
-            "env": env,
-            **server,
-        },
-        "sweep": {"strategy": "grid", "load_timeout": 600, "finally": "stop", **sweep},
-        "bench": BENCH,
-    }
 
 
 def records(session: Path) -> list[dict]:

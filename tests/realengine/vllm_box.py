@@ -101,6 +101,30 @@ BENCH = {
 level drafts): enough for exact counter deltas, short on a shared 2-core box."""
 
 
+def local_plan(bed: VllmBed, run_dir: Path, env: dict[str, str], server: dict, sweep: dict) -> dict:
+    """A plan (as a dict) running the bed's ``vllm serve`` on this machine through the
+    plain-process backend (``run_dir``): the bed's flags, ``server``'s keys over them, ``env``
+    as the server's whole environment, ``sweep``'s keys, :data:`BENCH`."""
+    return {
+        "name": "vLLM on this machine",
+        "host": {"transport": "local"},
+        "service": {"kind": "process", "run_dir": str(run_dir), "stop_timeout": 20},
+        "server": {
+            "engine": "vllm",
+            "launcher": f"{bed.vllm} serve",
+            "model_path": str(bed.target),
+            "max_model_len": 2048,
+            "host": "127.0.0.1",
+            "port": "auto",
+            "extra_args": [*BASE_FLAGS, "--served-model-name", SERVED_NAME],
+            "env": env,
+            **server,
+        },
+        "sweep": {"strategy": "grid", "load_timeout": 600, "finally": "stop", **sweep},
+        "bench": BENCH,
+    }
+
+
 STATS_LINE = "] Engine 000: "
 """vLLM's periodic statistics line (``v1/metrics/loggers.py``): written at each tick of
 ``VLLM_LOG_STATS_INTERVAL`` after an interval with traffic, followed by that interval's
