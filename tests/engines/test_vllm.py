@@ -110,6 +110,34 @@ def test_a_release_without_the_key_is_told_and_a_k_above_the_maximum_is_capped()
     assert any("caps each K at num_speculative_tokens (5)" in n for n in notes), notes
 
 
+@pytest.mark.parametrize(
+    ("release", "severity"),
+    [("0.11.0", "error"), ("0.32.0", "error"), (None, "warning"), ("0.34.0", None)],
+)
+def test_a_k_beyond_the_rejection_samplers_cap_is_refused_where_the_release_asserts_it(
+    release: str | None, severity: str | None
+) -> None:
+    """The real 0.32 server starts with K 4096 and dies on its first drafting request
+    (tests/data/vllm/runtime-huge-k.log): refused before deploy on a release that asserts
+    ``max_spec_len <= 128``, warned while the release is unknown, allowed from 0.34."""
+    table = {**BASE, "method": "ngram", "num_speculative_tokens": 129}
+    del table["speculative_model"]
+    if release:
+        table["engine_version"] = release
+    told = [i for i in validate(config_from_table(table)) if i.field == "num_speculative_tokens"]
+    if severity is None:
+        assert not told, told
+        return
+    (issue,) = told
+    assert issue.severity.value == severity
+    assert "at most 128 draft tokens" in issue.message, issue.message
+    assert "set num_speculative_tokens to 128 or less" in (issue.fix or ""), issue
+    at_cap = {**table, "num_speculative_tokens": 128}
+    assert not [
+        i for i in validate(config_from_table(at_cap)) if i.field == "num_speculative_tokens"
+    ]
+
+
 def test_crash_remedies_speak_vllm_and_change_the_keys_they_name() -> None:
     head = "(EngineCore_DP0 pid=7) ERROR 10-09 14:02:57 [core.py:708] "
     log = [
