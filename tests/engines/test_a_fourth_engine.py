@@ -5,9 +5,9 @@ of a minimal engine — a Hugging Face Text Generation Inference-like server: on
 flag (``--speculate``), its memory, concurrency, context and shard keys, a log header, a
 ready line, one fatal cause of its own, its endpoints — registered for the test's duration
 (``registry.registered``, no entry point), and the checks every shipped engine gets run over
-it unchanged: the protocol contract, the shared Hypothesis strategies and round trips, and
-the command line's ``validate``, ``render``, ``sweep --dry-run`` and ``parse-log``. Nothing
-outside this file names it.
+it unchanged: the protocol contract, the shared Hypothesis strategies and round trips, the
+plan form of ``best --as plan`` on every backend, and the command line's ``validate``,
+``render``, ``sweep --dry-run`` and ``parse-log``. Nothing outside this file names it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from specconsole.core.launch.systemd import parse_unit, to_unit
 from specconsole.core.logs.events import LogEvent, Ready, SuggestedFix
 from specconsole.core.logs.grammar import FatalSignature, Header, HeaderReader, LogGrammar
 from specconsole.core.logs.state import ParseState
+from tests.core import test_best_as_plan as best_as_plan
 from tests.engines.contract import check_answers, check_slots
 from tests.engines.described import configs, speculative
 
@@ -152,6 +153,17 @@ def test_its_configurations_render_and_read_back(config: ServerConfig) -> None:
         config, env=(), working_directory=None, user=None
     )
     assert parse_unit(to_unit(config)) == config
+
+
+@pytest.mark.parametrize("backend", sorted(best_as_plan.BACKENDS))
+def test_best_as_plan_round_trips_on_every_backend(
+    backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the shared checks of tests/core/test_best_as_plan.py, called for this engine
+    best_as_plan.test_best_as_plan_validates_and_renders_to_the_same_launch(
+        NAME, backend, tmp_path, capsys
+    )
+    best_as_plan.test_any_configuration_of_the_engine_reads_back_from_its_plan_form(NAME, backend)
 
 
 def test_it_speaks_its_own_words() -> None:
