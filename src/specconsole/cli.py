@@ -15,8 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from specconsole import __version__
-from specconsole.paths import cache_dir
-from specconsole.startup import cache_generated_code, hold_collection, release_collection
+from specconsole.startup import hold_collection, release_collection
 
 COMMAND_MODULES: tuple[str, ...] = (
     "specconsole.commands.validate",
@@ -59,7 +58,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     hold_collection()  # the console's start; the app releases it at its first frame
-    cache_generated_code(cache_dir())  # dataclasses' methods compiled once, not every start
     try:
         return _dispatch(argv)
     finally:

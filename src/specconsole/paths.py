@@ -38,24 +38,12 @@ def examples_dir() -> Path:
 
 def data_dir() -> Path:
     """Per-user data folder (``$SPECCONSOLE_HOME`` overrides the platform default)."""
-    return _per_user("user_data_dir", "")
-
-
-def cache_dir() -> Path:
-    """Per-user cache folder: ``$SPECCONSOLE_HOME/cache`` when that is set, else the
-    platform's (``~/.cache/specconsole`` on Linux). Only things rebuilt when missing go here."""
-    return _per_user("user_cache_dir", "cache")
-
-
-def _per_user(platform_folder: str, under_home: str) -> Path:
-    """``$SPECCONSOLE_HOME/under_home`` when that is set, else platformdirs'
-    ``platform_folder`` for specconsole (imported only then: the override needs none)."""
     override = os.environ.get("SPECCONSOLE_HOME")
     if override:
-        return Path(override) / under_home
-    import platformdirs
+        return Path(override)
+    from platformdirs import user_data_dir  # only without the override, which needs none
 
-    return Path(getattr(platformdirs, platform_folder)("specconsole", appauthor=False))
+    return Path(user_data_dir("specconsole", appauthor=False))
 
 
 def sessions_dir() -> Path:
