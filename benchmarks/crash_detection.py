@@ -33,8 +33,8 @@ from tests.fixtures.plans import VLLM_LAUNCHER, VLLM_SERVER, sim_plan_text  # no
 
 from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
 from specconsole.core.machine import events as ev  # noqa: E402
-from specconsole.core.machine import step  # noqa: E402
 from specconsole.core.machine.state import ControllerState, Phase  # noqa: E402
+from specconsole.core.machine.table import step  # noqa: E402
 from specconsole.core.plans.parse import loads_plan  # noqa: E402
 from specconsole.core.plans.plan import SweepPlan  # noqa: E402
 from specconsole.core.ports import BenchProgress  # noqa: E402

@@ -19,7 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
-from specconsole.core.logs import LogParser
+from specconsole.core.logs.parser import LogParser
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "data" / "logs"

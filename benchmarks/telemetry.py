@@ -43,8 +43,8 @@ from specconsole.controller.runtime import Controller  # noqa: E402
 from specconsole.controller.telemetry import INTERVAL_MS, GpuTelemetry  # noqa: E402
 from specconsole.core.machine import effects as fx  # noqa: E402
 from specconsole.core.machine import events as ev  # noqa: E402
-from specconsole.core.machine import step  # noqa: E402
 from specconsole.core.machine.state import ControllerState, Phase, TrialRecord  # noqa: E402
+from specconsole.core.machine.table import step  # noqa: E402
 from specconsole.remote.transport.ssh import SshTransport  # noqa: E402
 from specconsole.sim.gpu import nvidia_smi  # noqa: E402
 

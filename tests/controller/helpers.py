@@ -11,8 +11,8 @@ from dataclasses import replace
 from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import step
 from specconsole.core.machine.state import ControllerState, LevelSummary, Phase
+from specconsole.core.machine.table import step
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import SweepPlan
 

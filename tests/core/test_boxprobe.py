@@ -10,8 +10,8 @@ import tomli_w
 from specconsole.core.boxfacts import BoxProbe, GpuInfo, parse_gpus, probe_table
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import step
 from specconsole.core.machine.state import ConnectionState, ControllerState, Phase
+from specconsole.core.machine.table import step
 from tests.controller.helpers import Driver
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import FatalError
+from specconsole.core.logs.parser import parse_lines
 
 FRAMES = [
     "Traceback (most recent call last):",

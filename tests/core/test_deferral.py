@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.machine import IllegalTransition, legal_intents
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
+from specconsole.core.machine.common import IllegalTransition
+from specconsole.core.machine.intents import legal_intents
 from specconsole.core.machine.state import CrashPolicy, Phase, ResumeChoice
 from tests.controller.helpers import Driver, plan
 

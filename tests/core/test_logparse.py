@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specconsole.core.logs import LogParser, classify_fatal, parse_lines, registered_grammars
-from specconsole.core.logs.dialect import dialect_for
+from specconsole.core.logs.dialect import classify_fatal, dialect_for, registered_grammars
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
@@ -36,6 +35,7 @@ from specconsole.core.logs.events import (
 from specconsole.core.logs.fatal import GENERIC_FIXES
 from specconsole.core.logs.fields import key_values as _key_values
 from specconsole.core.logs.load_summary import summarize
+from specconsole.core.logs.parser import LogParser, parse_lines
 from specconsole.engines.sglang.fatal import FIXES, SGLangCause
 from specconsole.engines.sglang.logstats import DECODE_KEYS as _DECODE_KEYS
 from specconsole.engines.sglang.logstats import decode_fast as _decode_fast

@@ -10,13 +10,13 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.logs import LogParser
 from specconsole.core.logs.build import positional_builder
 from specconsole.core.logs.events import (
     DecodeStats,
     PrefillStats,
     SuggestedFix,
 )
+from specconsole.core.logs.parser import LogParser
 from specconsole.core.logs.prefixes import strip_outer
 
 DECODE = (

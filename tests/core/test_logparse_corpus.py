@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
@@ -21,6 +20,7 @@ from specconsole.core.logs.events import (
     WeightsEnd,
 )
 from specconsole.core.logs.load_summary import summarize
+from specconsole.core.logs.parser import parse_lines
 from specconsole.engines.sglang.fatal import SGLangCause
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "logs" / "corpus"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from specconsole.core.engine.registry import engine_names, register, unregister
-from specconsole.core.logs import LogGrammar, LogParser, classify_fatal, parse_lines
+from specconsole.core.logs.dialect import classify_fatal
 from specconsole.core.logs.events import (
     FatalCause,
     FatalError,
@@ -24,8 +24,9 @@ from specconsole.core.logs.events import (
     Ready,
     SuggestedFix,
 )
-from specconsole.core.logs.grammar import FatalSignature, Header, HeaderReader
+from specconsole.core.logs.grammar import FatalSignature, Header, HeaderReader, LogGrammar
 from specconsole.core.logs.load_summary import summarize
+from specconsole.core.logs.parser import LogParser, parse_lines
 from specconsole.core.logs.state import ParseState
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.handlers.watch import looks_fatal, translate

@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-from specconsole.core.logs import LogParser, parse_lines
 from specconsole.core.logs.events import Capacity, DecodeStats, FatalCause, FatalError, Ready
+from specconsole.core.logs.parser import LogParser, parse_lines
 from specconsole.core.logs.prefixes import OUTER, strip_outer
 
 DIALECT = LogParser().dialect

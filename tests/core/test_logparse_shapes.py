@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.logs import LogParser, classify_fatal, parse_lines
+from specconsole.core.logs.dialect import classify_fatal
 from specconsole.core.logs.events import (
     Capacity,
     DecodeStats,
@@ -18,6 +18,7 @@ from specconsole.core.logs.events import (
     PrefillStats,
     SpecStats,
 )
+from specconsole.core.logs.parser import LogParser, parse_lines
 from specconsole.engines.sglang.fatal import SGLangCause
 
 

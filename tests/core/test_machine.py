@@ -1,4 +1,4 @@
-"""Table-driven tests of the pure trial state machine (``core.machine.step``).
+"""Table-driven tests of the pure trial state machine (``core.machine.table.step``).
 
 Each row puts the machine in a phase through real transitions (``Driver.to_phase``), feeds
 one event and asserts the new phase and the effects, in the style of pyinfra's
@@ -12,16 +12,17 @@ from dataclasses import replace
 import pytest
 
 from specconsole.core.logs.events import LoadStage, SuggestedFix
-from specconsole.core.machine import (
-    ANYWHERE,
-    TRANSITIONS,
-    IllegalTransition,
-    legal_intents,
-    step,
-)
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
+from specconsole.core.machine.common import IllegalTransition
 from specconsole.core.machine.handlers.crash import _observe_down, _on_crashed_exit_seen
+from specconsole.core.machine.intents import (
+    ACCEPTED,
+    DEFERRABLE,
+    DEFERRING_PHASES,
+    EVERYWHERE,
+    legal_intents,
+)
 from specconsole.core.machine.state import (
     ControllerState,
     LevelSummary,
@@ -30,7 +31,14 @@ from specconsole.core.machine.state import (
     TrialKind,
     TrialStatus,
 )
-from specconsole.core.machine.table import _ignore, _observe_capacity, _observe_ready
+from specconsole.core.machine.table import (
+    ANYWHERE,
+    TRANSITIONS,
+    _ignore,
+    _observe_capacity,
+    _observe_ready,
+    step,
+)
 from specconsole.core.plans.plan import CrashPolicy
 from specconsole.core.ports import BenchProgress, ServiceState, ServiceStatus
 from tests.controller.helpers import Driver, levels, plan
@@ -841,6 +849,18 @@ def test_every_intent_type_is_legal_somewhere_and_the_table_is_consistent() -> N
     assert ev.Quit in legal_intents(ControllerState())
     assert ev.StartSweep in legal_intents(ControllerState())
     assert ev.Cancel not in legal_intents(ControllerState())
+
+
+@pytest.mark.parametrize("phase", list(Phase), ids=lambda p: p.value)
+def test_the_key_hints_and_the_table_accept_the_same_intents(phase: Phase) -> None:
+    """``intents.ACCEPTED``/``EVERYWHERE`` (what the console's keys read without the table)
+    and the table's rows (what ``step`` does) name the same intents in every phase."""
+    rows = {t for (p, t) in TRANSITIONS if p is phase and issubclass(t, ev.Intent)}
+    rows |= {t for t in ANYWHERE if issubclass(t, ev.Intent)}
+    declared = {t for t, phases in ACCEPTED.items() if phase in phases} | set(EVERYWHERE)
+    assert rows == declared
+    deferred = set(DEFERRABLE) if phase in DEFERRING_PHASES else set()
+    assert legal_intents(ControllerState(phase=phase)) == declared | deferred
 
 
 def test_resumed_session_knows_its_rollback_target() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.logs import LogParser
+from specconsole.core.logs.parser import LogParser
 
 PEAK_MB = 220
 """Far above the interpreter's own ~60 MB, far below the 50 MB input held a few times over."""

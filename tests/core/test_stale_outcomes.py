@@ -10,8 +10,8 @@ import pytest
 from specconsole.core.logs.events import FatalCause
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import step
 from specconsole.core.machine.state import Phase, TrialStatus
+from specconsole.core.machine.table import step
 from tests.controller.helpers import Driver, levels
 
 STALE = {

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.core.logs import LogParser, parse_lines
 from specconsole.core.logs.events import (
     Capacity,
     FatalCause,
@@ -22,6 +21,7 @@ from specconsole.core.logs.events import (
     SpeculationOff,
     WeightsBegin,
 )
+from specconsole.core.logs.parser import LogParser, parse_lines
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "llamacpp"
 

@@ -15,8 +15,8 @@ from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.core.engine.vocabulary import field_short
 from specconsole.core.launch.command import parse_command
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import FatalCause
+from specconsole.core.logs.parser import parse_lines
 
 VLLM = get_engine("vllm")
 VLLM_KEYS = {f.name for f in VLLM.option_fields}

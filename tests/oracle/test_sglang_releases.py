@@ -24,7 +24,6 @@ import pytest
 from specconsole.core.config.model import ServerConfig, replace_config
 from specconsole.core.config.releases import has_feature
 from specconsole.core.launch.command import parse_command
-from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
@@ -36,6 +35,7 @@ from specconsole.core.logs.events import (
     PrefillStats,
     Ready,
 )
+from specconsole.core.logs.parser import LogParser
 from specconsole.engines.sglang.adaptive import FLAG_FEATURES
 from specconsole.engines.sglang.flags import MODELLED_FLAGS
 from specconsole.engines.sglang.flags import render_flags as sglang_flags

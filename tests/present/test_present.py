@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import legal_intents
+from specconsole.core.machine.intents import legal_intents
 from specconsole.core.machine.state import (
     CrashInfo,
     Notice,

@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from specconsole.cli import main
 from specconsole.commands.sweep import load_plan_file, prepare_resume
 from specconsole.core.machine import events as ev
-from specconsole.core.machine import step
 from specconsole.core.machine.state import ControllerState, Phase
+from specconsole.core.machine.table import step
 from specconsole.core.plans.plan import PlanError
 from specconsole.paths import examples_dir
 from specconsole.session.files import SessionError, parse_trial_lines

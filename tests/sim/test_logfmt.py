@@ -7,7 +7,6 @@ import re
 
 import pytest
 
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import (
     Capacity,
     CudaGraphBegin,
@@ -21,6 +20,7 @@ from specconsole.core.logs.events import (
     WeightsBegin,
     WeightsEnd,
 )
+from specconsole.core.logs.parser import parse_lines
 from specconsole.engines.sglang.fatal import SGLangCause
 from specconsole.sim.faces.sglang import log as logfmt
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import (
     Capacity,
     DecodeStats,
@@ -26,6 +25,7 @@ from specconsole.core.logs.events import (
     TuningWarning,
     WeightsEnd,
 )
+from specconsole.core.logs.parser import parse_lines
 from specconsole.engines.sglang.fatal import SGLangCause
 from specconsole.sim.faces.sglang.args import parse_argv
 from specconsole.sim.faces.sglang.resolve import resolve

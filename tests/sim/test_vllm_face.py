@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import Capacity, FatalCause, KVCacheAllocated, Ready, SpecStats
+from specconsole.core.logs.parser import parse_lines
 from specconsole.core.measure.acceptance import SpecCounters, counter_deltas, parse_prometheus
 from specconsole.sim.forecast import predict
 from tests.fixtures.sim import (

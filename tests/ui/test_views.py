@@ -9,9 +9,10 @@ import pytest
 from specconsole.core.machine.state import ControllerState, LevelProgress, Phase, ResumeChoice
 from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.present.formats import format_elapsed
-from specconsole.ui import adapt
+from specconsole.ui import adapt, editor_checks
 from specconsole.ui.crashview import crash_view
 from specconsole.ui.form import config_diff, form_values, parse_form
+from specconsole.ui.linekinds import classify_line
 from specconsole.ui.theme import THEMES, UnknownThemeError, choose_theme
 from specconsole.ui.viewmodels import Tone, progress_bar
 from tests.ui.doubles import (
@@ -159,12 +160,12 @@ def test_crash_view_previews_targets_and_leads_with_the_swept_axis() -> None:
     ],
 )
 def test_classify_line(line: str, kind: str | None) -> None:
-    assert adapt.classify_line(line) == kind
+    assert classify_line(line) == kind
 
 
 def test_predicted_capacity_uses_session_trials() -> None:
     state = dataclasses.replace(idle_state(), trials=tuple(finished_trial(s) for s in (1, 2, 3, 4)))
-    prediction = adapt.predict_capacity(
+    prediction = editor_checks.predict_capacity(
         dataclasses.replace(BASE, speculative_num_steps=10, speculative_num_draft_tokens=11), state
     )
     assert prediction.predicted_tokens is not None
@@ -233,9 +234,9 @@ def test_empty_state_renders_everywhere() -> None:
 
 
 def test_validate_config_maps_core_issues_to_problems() -> None:
-    good = adapt.validate_config(BASE)
+    good = editor_checks.validate_config(BASE)
     assert not any(p.blocking for p in good)
-    bad = adapt.validate_config(
+    bad = editor_checks.validate_config(
         dataclasses.replace(
             BASE,
             speculative_num_steps=3,
@@ -316,8 +317,8 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
     gives the bench panel its single-request number and TTFT p50, the chart a partial
     aggregate curve for the running trial, and the trials table its single-request cell."""
     from specconsole.core.machine import events as ev
-    from specconsole.core.machine import step
     from specconsole.core.machine.state import LevelSummary
+    from specconsole.core.machine.table import step
     from specconsole.present.formats import format_rate
 
     running = benchmarking_state()
@@ -390,8 +391,8 @@ def test_optimizing_chart_shows_the_objective_over_trials() -> None:
 
 def test_suggest_next_proposes_an_untried_point_with_its_reason() -> None:
     state = _optimizing(crashed_state())
-    proposal = adapt.suggest_next(state)
+    proposal = editor_checks.suggest_next(state)
     assert proposal is not None
     assert proposal.config not in {t.config for t in state.trials}
     assert proposal.reason.startswith("optimize (")
-    assert adapt.suggest_next(dataclasses.replace(state, plan=None)) is None
+    assert editor_checks.suggest_next(dataclasses.replace(state, plan=None)) is None

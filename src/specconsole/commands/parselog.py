@@ -16,8 +16,8 @@ import sys
 from typing import TextIO
 
 from specconsole.core.engine.registry import engine_names
-from specconsole.core.logs import LogParser
 from specconsole.core.logs.load_summary import LoadSummary, summarize
+from specconsole.core.logs.parser import LogParser
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

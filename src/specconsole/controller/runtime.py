@@ -38,10 +38,12 @@ from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
-from specconsole.core.machine import IllegalTransition, results, step
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
+from specconsole.core.machine import results
+from specconsole.core.machine.common import IllegalTransition
 from specconsole.core.machine.state import ControllerState, Notice, close_open_stamp
+from specconsole.core.machine.table import step
 from specconsole.core.measure.result import BenchResult
 from specconsole.core.ports import (
     REACH_FAILURES,

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import scrub, secret_values
-from specconsole.core.logs import LogParser
 from specconsole.core.logs.events import LogEvent
+from specconsole.core.logs.parser import LogParser
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.handlers import watch as core_watch
 from specconsole.core.ports import ServiceBackend

@@ -13,8 +13,8 @@ contract enforces it), so every rendering is a plain function unit-tested on its
 * ``columns``: the trials table's columns (console and report; new columns plug in here).
 * ``keymap``: the key table — every key, where and when it applies, what it does; the
   bindings, the footer and the help are generated from it.
-* ``keys``: which keys apply now, derived from ``core.machine.legal_intents`` and the pending
-  decision's choices; ``footer``: which of them fit the footer, ``?`` and ``q`` first;
+* ``keys``: which keys apply now, derived from ``core.machine.intents.legal_intents`` and the
+  pending decision's choices; ``footer``: which of them fit the footer, ``?`` and ``q`` first;
   ``help``: the help page laid out for a width; ``symbols``: the marks and what they mean.
 * ``actions``: what a key would deploy and the confirmations of the keys that change the
   box; ``crashtext``: a crash's cause in words, the fix on the swept axis, the banner's rows,

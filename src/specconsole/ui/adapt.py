@@ -12,28 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.validation import validate
 from specconsole.core.engine.schedule import Role
 from specconsole.core.engine.vocabulary import capacity_word
-from specconsole.core.logs import LogParser
-from specconsole.core.logs.events import (
-    Capacity,
-    CudaGraphBegin,
-    CudaGraphEnd,
-    KVCacheAllocated,
-    MemoryPoolEnd,
-    ProcessStarting,
-    Ready,
-    TuningWarning,
-    WeightsBegin,
-    WeightsEnd,
-)
-from specconsole.core.logs.events import ServiceExited as LogServiceExited
-from specconsole.core.machine.common import _minimum_capacity as minimum_capacity
-from specconsole.core.machine.handlers.watch import is_fatal, looks_fatal
 from specconsole.core.machine.state import (
     BUSY_PHASES,
-    CapacityPrediction,
     ControllerState,
     LevelProgress,
     LevelSummary,
@@ -41,14 +23,11 @@ from specconsole.core.machine.state import (
     TrialRecord,
 )
 from specconsole.core.measure.stats import half_width
+from specconsole.core.plans.modes import StrategyKind
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, progress
-from specconsole.core.plans.plan import StrategyKind
 from specconsole.core.plans.verdict import marks
-from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.levels import LevelTable, level_table, role_of
-from specconsole.core.search.strategy import Proposal
-from specconsole.core.search.strategy import suggest_next as core_suggest_next
 from specconsole.present.box import connection_word
 from specconsole.present.charts.series import (
     Series,
@@ -66,13 +45,10 @@ from specconsole.present.figures.gpu import trial_gpu_lines
 from specconsole.present.figures.levels import compact_lines, level_series, level_verdicts
 from specconsole.present.figures.progress import state_glance
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
-from specconsole.present.keyboard.actions import as_deployed
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.probes import probe_text, rate_answer
 from specconsole.present.status import status_detail
-from specconsole.ui.form import Problem
 from specconsole.ui.viewmodels import (
-    LINE_KINDS,
     BenchView,
     ChartView,
     HeaderView,
@@ -419,69 +395,3 @@ def trial_details(state: ControllerState, key: str | None) -> TrialDetails | Non
     if record.crash is not None:
         excerpt = record.crash.excerpt
     return TrialDetails(title=trial_label(record, None), lines=tuple(lines), log_excerpt=excerpt)
-
-
-# --------------------------------------------------------------------------------------------
-# Journal highlighting and the editor's checks: thin adapters over the core's knowledge.
-# --------------------------------------------------------------------------------------------
-
-_LOAD_PROGRESS = (ProcessStarting, WeightsBegin, WeightsEnd, CudaGraphBegin, CudaGraphEnd)
-_CAPACITY = (Capacity, KVCacheAllocated, MemoryPoolEnd)
-
-
-def classify_line(line: str) -> str | None:
-    """The journal highlight kind of one log line, decided by the core's log parser.
-
-    The parser is fed the line alone (and flushed), so a traceback header or a fatal
-    signature classifies as ``fatal`` on its own line; multi-line context is the
-    controller's business, not the highlighter's.
-    """
-    parser = LogParser()
-    events = parser.feed(line) + parser.flush()
-    kinds: set[str] = set()
-    for event in events:
-        if is_fatal(event):
-            kinds.add("fatal")
-        elif isinstance(event, LogServiceExited | TuningWarning):
-            kinds.add("warning")
-        elif isinstance(event, _CAPACITY):
-            kinds.add("capacity")
-        elif isinstance(event, Ready):
-            kinds.add("ready")
-        elif isinstance(event, _LOAD_PROGRESS):
-            kinds.add("progress")
-    if not kinds and looks_fatal(line):
-        kinds.add("fatal")
-    for kind in LINE_KINDS:
-        if kind in kinds:
-            return kind
-    return None
-
-
-def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPrediction:
-    """The controller's own KV-capacity prediction for ``config`` (as the pipeline makes it
-    when the trial validates): the configuration normalized by validation, the recorded
-    trials, the controller's minimum — so the editor never contradicts the controller."""
-    minimum = minimum_capacity(state)
-    return core_predict_capacity(state.trials, as_deployed(config), minimum_tokens=minimum)
-
-
-def suggest_next(state: ControllerState) -> Proposal | None:
-    """The optimiser's next proposal over the plan's axes, with its one-line reason (the
-    editor's "suggest next")."""
-    if state.plan is None:
-        return None
-    return core_suggest_next(state.plan, all_trials(state), state.skipped_configs)
-
-
-def validate_config(config: ServerConfig) -> list[Problem]:
-    """The core's validation rules (SGLang's and ours) as editor problems; each message
-    names the field and the fix."""
-    return [
-        Problem(
-            field=issue.field,
-            message=f"{issue.field or 'configuration'}: {issue.message} Fix: {issue.fix}",
-            severity=issue.severity.value,
-        )
-        for issue in validate(config)
-    ]

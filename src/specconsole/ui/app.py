@@ -20,6 +20,7 @@ import dataclasses
 import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
 from typing import ClassVar
 
 from textual import on
@@ -28,14 +29,13 @@ from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine.events import Intent, Quit, Resume
+from specconsole.core.machine.intents import Intent, Quit, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
 from specconsole.present.keyboard.actions import apply_block
 from specconsole.present.keyboard.keys import CHOICE_COMMANDS
 from specconsole.present.leaving import finally_due, server_down_message
 from specconsole.startup import release_collection
-from specconsole.ui import adapt
 from specconsole.ui.asking import EditQueue, ask, deploys
 from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
 from specconsole.ui.controller_worker import STOP_SERVER_TIMEOUT_S, ControllerWorker
@@ -86,8 +86,8 @@ class SpecConsoleApp(ThemedApp):
         *,
         theme: str = "dark",
         clock: Clock = time.time,
-        classify: LineClassifier = adapt.classify_line,
-        validate: Validator = adapt.validate_config,
+        classify: LineClassifier | None = None,
+        validate: Validator | None = None,
         predict: Callable[[ServerConfig, ControllerState], CapacityPrediction | None] | None = None,
         run_controller: Callable[[], Awaitable[object]] | None = None,
         tick_interval: float | None = 1.0,
@@ -310,13 +310,12 @@ class SpecConsoleApp(ThemedApp):
         return intent
 
     def predict_capacity(self, config: ServerConfig) -> CapacityPrediction | None:
-        if self._predict is None:
-            return None
-        return self._predict(config, self._state)
+        predict = self._predict or _core_checks().predict_capacity
+        return predict(config, self._state)
 
     def suggest_next(self) -> tuple[ServerConfig, str] | None:
         """The optimiser's next configuration over the plan's axes and its reason."""
-        proposal = adapt.suggest_next(self._state)
+        proposal = _core_checks().suggest_next(self._state)
         return None if proposal is None else (proposal.config, proposal.reason)
 
     def open_editor(self) -> None:
@@ -325,7 +324,7 @@ class SpecConsoleApp(ThemedApp):
         editor = make_editor(
             lambda: self._state,
             self._queue,
-            validate=self._validate,
+            validate=self._validate or _core_checks().validate_config,
             predict=self.predict_capacity,
             suggest=self.suggest_next,
             withdraw=self._withdraw_queued,
@@ -453,8 +452,8 @@ def make_app(
         controller,
         theme=choose_theme(theme),
         clock=clock,
-        validate=validate if validate is not None else default_validator(),
-        predict=predict if predict is not None else default_predictor(),
+        validate=validate,
+        predict=predict,
         run_controller=run_controller,
         tick_interval=tick_interval,
         box=box,
@@ -463,11 +462,10 @@ def make_app(
     )
 
 
-def default_validator() -> Validator:
-    """The core's validation rules, as the editor's ``Validator``."""
-    return adapt.validate_config
+def _core_checks() -> ModuleType:
+    """The core's validation rules, KV-capacity predictor and next suggestion for the editor
+    (``ui.editor_checks``), loaded when the editor first asks: they bring the engine's rules
+    and the search, which the console's first frame does not use."""
+    from specconsole.ui import editor_checks
 
-
-def default_predictor() -> Callable[[ServerConfig, ControllerState], CapacityPrediction | None]:
-    """The core's KV-capacity predictor fitted to the session's trials."""
-    return adapt.predict_capacity
+    return editor_checks

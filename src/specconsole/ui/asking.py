@@ -20,7 +20,7 @@ from collections.abc import Callable
 from textual.app import App
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine import events as ev
+from specconsole.core.machine.intents import DeployConfig, Intent, Pause
 from specconsole.core.machine.state import ControllerState, Phase
 from specconsole.present.deploys.diffs import deploying_config
 from specconsole.present.keyboard.actions import apply_block, confirmation, label, still_valid
@@ -35,8 +35,8 @@ def ask(
     app: App[None],
     state: Callable[[], ControllerState],
     command: str,
-    intent: ev.Intent,
-    send: Callable[[ev.Intent], None],
+    intent: Intent,
+    send: Callable[[Intent], None],
     say: Say,
     *,
     selected: int | None = None,
@@ -66,7 +66,7 @@ def ask(
     app.push_screen(ConfirmActionScreen(asked.title, asked.lines, asked.yes), answered)
 
 
-def deploys(state: ControllerState, intent: ev.Intent) -> bool:
+def deploys(state: ControllerState, intent: Intent) -> bool:
     """``intent`` would deploy something now (the first-deploy gate asks for those)."""
     return deploying_config(state, intent) is not None
 
@@ -74,7 +74,7 @@ def deploys(state: ControllerState, intent: ev.Intent) -> bool:
 class EditQueue:
     """At most one edit waiting for the phase to allow a deploy."""
 
-    def __init__(self, send: Callable[[ev.Intent], None], say: Say) -> None:
+    def __init__(self, send: Callable[[Intent], None], say: Say) -> None:
         self._send = send
         self._say = say
         self.config: ServerConfig | None = None
@@ -86,7 +86,7 @@ class EditQueue:
         """Queue ``config`` (replacing an older one) and pause the sweep after this trial."""
         self.config = config
         if state.sweep_active and not state.pause_requested and state.busy:
-            self._send(ev.Pause())
+            self._send(Pause())
         block = apply_block(state) or "the phase cannot take a deploy now"
         self.sentence = (
             f"Queued {label(state, config)}: {block.split(':', 1)[0]}; it deploys as soon as "
@@ -116,4 +116,4 @@ class EditQueue:
             return
         self.config, self.sentence = None, ""
         self._say(f"Deploying your queued edit {label(state, config)}.", "information")
-        self._send(ev.DeployConfig(config=config))
+        self._send(DeployConfig(config=config))

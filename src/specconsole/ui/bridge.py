@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.message import Message
 
-from specconsole.core.machine.events import Event, LogLines
+from specconsole.core.machine.intents import Event
 from specconsole.core.machine.state import ControllerState
 from specconsole.present.pool import focused_box
 from specconsole.ui.messages import LogBatch, StateChanged
@@ -138,8 +138,13 @@ class ControllerBridge:
                 self._box = box
                 self._flushed += len(self._lines)  # the old box's: discarded, not dropped
                 self._lines.clear()
-        if isinstance(event, LogLines) and event.lines:
-            self.feed(event.lines)
+        if event is not None:
+            # the controller that publishes has loaded every outcome type; the console's
+            # first frame, drawn before it starts, loads none of them
+            from specconsole.core.machine.events import LogLines
+
+            if isinstance(event, LogLines) and event.lines:
+                self.feed(event.lines)
         self._post(StateChanged(state))
 
     def feed(self, lines: tuple[str, ...] | list[str]) -> None:

@@ -11,7 +11,7 @@ that failed without a crash. Pure functions, no Textual.
 
 from __future__ import annotations
 
-from specconsole.core.machine.events import Resume
+from specconsole.core.machine.intents import Resume
 from specconsole.core.machine.state import ControllerState, CrashInfo, Phase
 from specconsole.present.crashtext import axis_fix, cause_text
 from specconsole.present.figures.gpu import crash_memory

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from textual.app import App
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine import events as ev
+from specconsole.core.machine.intents import Intent, StartSweep
 from specconsole.core.machine.state import ControllerState
 from specconsole.core.ports import TransportError
 from specconsole.present.deploys.diffs import (
@@ -47,7 +47,7 @@ class DeployGate:
         self,
         app: App[None],
         box: BoxOps | None,
-        send: Callable[[ev.Intent], None],
+        send: Callable[[Intent], None],
         *,
         confirm: bool,
     ) -> None:
@@ -57,7 +57,7 @@ class DeployGate:
         self.open = box is None or not confirm
         """True once the first deploy was confirmed (or when nothing is asked)."""
 
-    def submit(self, state: ControllerState, intent: ev.Intent) -> None:
+    def submit(self, state: ControllerState, intent: Intent) -> None:
         """Send ``intent`` now, or (the session's first deploy) after the user confirms."""
         config = None if self.open else deploying_config(state, intent)
         if config is None:
@@ -71,11 +71,9 @@ class DeployGate:
             exit_on_error=False,
         )
 
-    async def _confirm(
-        self, state: ControllerState, intent: ev.Intent, config: ServerConfig
-    ) -> None:
+    async def _confirm(self, state: ControllerState, intent: Intent, config: ServerConfig) -> None:
         assert self._box is not None
-        starting = isinstance(intent, ev.StartSweep)
+        starting = isinstance(intent, StartSweep)
         nothing = "nothing was changed on the box" + (
             "; the sweep was not started" if starting else ""
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine.events import DeployConfig, Intent, Resume
+from specconsole.core.machine.intents import DeployConfig, Intent, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.present.charts.series import swept_axis
 from specconsole.present.crashtext import seen_before

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.message import Message
 
-from specconsole.core.machine.events import Intent
+from specconsole.core.machine.intents import Intent
 from specconsole.core.machine.state import ControllerState
 from specconsole.ui.viewmodels import CrashView
 

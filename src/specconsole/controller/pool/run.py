@@ -34,9 +34,9 @@ from typing import Any
 
 from specconsole.controller.runtime import Controller
 from specconsole.controller.wiring import Ports, open_ports
-from specconsole.core.machine import COUNTED_KINDS
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
+    COUNTED_KINDS,
     ConnectionState,
     ControllerState,
     CrashPolicy,

@@ -16,21 +16,8 @@ registry. The package's modules, outermost first:
 * :mod:`.service` — what the service manager (systemd, supervisord) says about the server;
 * :mod:`.fatal` — the one fatal-cause classifier, the generic causes any PyTorch server shows
   and their remedies.
+
+This package's ``__init__`` imports nothing, so a module that needs only the vocabulary
+(:mod:`.events`) does not load the parser and every engine's grammar with it: import each
+name from its module (``core.logs.parser.LogParser``, ``core.logs.dialect.classify_fatal``).
 """
-
-from __future__ import annotations
-
-from .dialect import classify_fatal, fatal_signature, registered_grammars
-from .fatal import is_exception_line
-from .grammar import LogGrammar
-from .parser import LogParser, parse_lines
-
-__all__ = [
-    "LogGrammar",
-    "LogParser",
-    "classify_fatal",
-    "fatal_signature",
-    "is_exception_line",
-    "parse_lines",
-    "registered_grammars",
-]

@@ -24,35 +24,13 @@ CRASHED: the server is stopped (no restart loop), and once it is down the crash 
 under the ``pause`` policy the controller then waits in AWAITING_DECISION for a
 ``Resume(choice)``.
 
-Where things are: ``table`` (``step``, ``legal_intents``, the table), ``intents`` (the user's
-intents), ``pipeline`` (the trial's outcomes, validation to recording), ``crash`` (fatal
-line, exit, load timeout and what follows), ``trial`` (begin, finish, what comes next) and
+Where things are: ``table`` (``step`` and the table), ``state`` (the snapshot every view
+renders), ``intents`` (what a user may ask and in which phases: ``legal_intents``),
+``events`` (every input: the intents and the runtime's outcomes), ``effects``,
+``handlers/`` (``intents``, ``pipeline``, ``crash``, ``trial``, …: what each event does) and
 ``common`` (shared helpers and phase sets).
+
+This package's ``__init__`` imports nothing: the console's first frame loads ``state`` and
+``intents`` alone, and the table with its handlers comes with the controller
+(``tests/test_startup_imports.py``).
 """
-
-from specconsole.core.machine.common import (
-    COUNTED_KINDS,
-    LOG_TAIL_LINES,
-    NEEDS_DECISION,
-    WATCHED_PHASES,
-    Effects,
-    Handler,
-    IllegalTransition,
-    Result,
-)
-from specconsole.core.machine.table import ANYWHERE, TRANSITIONS, legal_intents, step
-
-__all__ = [
-    "ANYWHERE",
-    "COUNTED_KINDS",
-    "LOG_TAIL_LINES",
-    "NEEDS_DECISION",
-    "TRANSITIONS",
-    "WATCHED_PHASES",
-    "Effects",
-    "Handler",
-    "IllegalTransition",
-    "Result",
-    "legal_intents",
-    "step",
-]

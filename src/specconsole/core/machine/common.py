@@ -13,6 +13,7 @@ from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
     COUNTED_KINDS,  # noqa: F401 - re-exported: the machine's budget rule reads it here
+    WATCHED_PHASES,  # noqa: F401 - re-exported: the handlers read it here
     ControllerState,
     Notice,
     Phase,
@@ -41,12 +42,6 @@ NEEDS_DECISION: frozenset[TrialStatus] = frozenset(
     {TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED, TrialStatus.INVALID}
 )
 """Trial outcomes after which the ``pause`` policy waits for the user."""
-
-
-WATCHED_PHASES: frozenset[Phase] = frozenset(
-    {Phase.LOADING, Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING}
-)
-"""Phases in which a fatal line, an exit or a timeout is a crash of the current trial."""
 
 
 class IllegalTransition(Exception):

@@ -1,10 +1,12 @@
 """The machine's inputs: user intents and the outcomes of the effects it asked for.
 
-Why two families in one module: the state machine treats them alike (``step(state, event)``),
-but they come from different places. *Intents* come from the UI or the headless driver and
-are the only way a user changes anything (one key = one intent). *Outcomes* come from the
-runtime, which performed an effect (deploy, restart, watch the load, benchmark, record) and
-reports what happened. Every outcome carries the ``epoch`` of the effect that caused it, so a
+Why two families behind one module: the state machine treats them alike (``step(state,
+event)``), but they come from different places. *Intents* come from the UI or the headless
+driver and are the only way a user changes anything (one key = one intent); they are defined
+in :mod:`.intents` (which the console loads alone) and re-exported here, so the machine and
+the runtime name every input as ``events.X``. *Outcomes* come from the runtime, which
+performed an effect (deploy, restart, watch the load, benchmark, record) and reports what
+happened. Every outcome carries the ``epoch`` of the effect that caused it, so a
 late answer from an abandoned trial (cancelled, crashed) is recognised as stale and dropped
 instead of corrupting the next trial.
 
@@ -19,96 +21,25 @@ from dataclasses import dataclass
 from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.logs.events import LoadStage, SuggestedFix
-from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
+from specconsole.core.machine.intents import (  # noqa: F401 - re-exported: every input is here
+    INTENT_TYPES,
+    BenchmarkOnly,
+    Cancel,
+    DeployConfig,
+    Event,
+    FocusBox,
+    Intent,
+    Pause,
+    Quit,
+    Resume,
+    SetPolicy,
+    StartSweep,
+)
+from specconsole.core.machine.vocab import ConnectionState, PoolView
 from specconsole.core.measure.forecast import ModelFacts
 from specconsole.core.measure.gpu import GpuSample
 from specconsole.core.measure.trials import LevelSummary, TrialRecord
-from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.ports import BenchProgress, ServiceStatus
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Event:
-    """Base of every machine input."""
-
-    at: float = 0.0
-    """Wall-clock seconds when the runtime observed the event."""
-
-
-# --------------------------------------------------------------------------------------------
-# Intents (UI / headless → controller)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Intent(Event):
-    """Something the user asked for."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FocusBox(Intent):
-    """Show this box of the pool in the console (its journal, header and keys); handled by
-    the pool's console handle, never by a box's machine."""
-
-    box: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StartSweep(Intent):
-    """Start (or continue) the sweep: the strategy picks trial after trial."""
-
-    plan: SweepPlan | None = None
-    """The plan to run; None keeps the loaded one."""
-    policy: CrashPolicy | None = None
-    """Override the plan's crash policy."""
-    resume: bool = False
-    """Continuing a recorded session: the first trial may reattach to a running server."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Pause(Intent):
-    """Pause the sweep once the current trial is recorded (toggle: a second Pause clears it)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Cancel(Intent):
-    """Abandon the running trial now (recorded as cancelled). The server is left running."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DeployConfig(Intent):
-    """Deploy this configuration as the next trial (the editor's apply)."""
-
-    config: ServerConfig
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BenchmarkOnly(Intent):
-    """Benchmark what is deployed now, without deploying or restarting."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resume(Intent):
-    """The one-key resume: a decision after a crash, or continue a paused/cancelled sweep."""
-
-    choice: ResumeChoice = ResumeChoice.RESUME_NEXT
-    config: ServerConfig | None = None
-    """The edited configuration, for ``EDIT_THEN_DEPLOY``."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SetPolicy(Intent):
-    """Change the crash policy from now on."""
-
-    policy: CrashPolicy
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Quit(Intent):
-    """Stop the controller. The remote server keeps running unless ``stop_server``."""
-
-    stop_server: bool = False
-
 
 # --------------------------------------------------------------------------------------------
 # Outcomes (runtime → controller)
@@ -388,19 +319,6 @@ class PreflightChecked(Outcome):
     blocking: bool = False
     """Whether the plan cannot run (a headless run has stopped)."""
 
-
-INTENT_TYPES: tuple[type[Intent], ...] = (
-    StartSweep,
-    Pause,
-    Cancel,
-    DeployConfig,
-    BenchmarkOnly,
-    Resume,
-    SetPolicy,
-    FocusBox,
-    Quit,
-)
-"""Every intent, for documentation and exhaustive tests."""
 
 OUTCOME_TYPES: tuple[type[Outcome], ...] = (
     PoolChanged,

@@ -20,15 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specconsole.core.boxfacts import BoxProbe
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.logs.events import LoadStage
 from specconsole.core.machine.vocab import ConnectionState, PoolView, ResumeChoice
-from specconsole.core.measure.gpu import GpuSample
 from specconsole.core.measure.trials import (
     BUSY_PHASES,
     COUNTED_KINDS,
     RESTING_PHASES,
+    WATCHED_PHASES,
     CapacityPrediction,
     CrashInfo,
     LevelSummary,
@@ -39,17 +36,22 @@ from specconsole.core.measure.trials import (
     TrialStatus,
     close_open_stamp,
 )
-from specconsole.core.plans.plan import CrashPolicy, SweepPlan
-from specconsole.core.search.eta import Costs
+from specconsole.core.plans.modes import CrashPolicy
 
-if TYPE_CHECKING:
-    from specconsole.core.machine.events import Intent
+if TYPE_CHECKING:  # the fields' types only: the first frame of the console loads none of them
+    from specconsole.core.boxfacts import BoxProbe
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.logs.events import LoadStage
+    from specconsole.core.machine.intents import Intent
+    from specconsole.core.measure.gpu import GpuSample
+    from specconsole.core.plans.plan import SweepPlan
+    from specconsole.core.search.eta import Costs
 
 __all__ = [  # the trial records are re-exported: views import the whole vocabulary here
     "BUSY_PHASES",
     "COUNTED_KINDS",
     "RESTING_PHASES",
-    "BoxProbe",
+    "WATCHED_PHASES",
     "CapacityPrediction",
     "ConnectionState",
     "ControllerState",

@@ -1,7 +1,8 @@
 """The transition table and the entry point: ``step(state, event)`` looks up (phase, event
 type) in ``TRANSITIONS`` (or ``ANYWHERE``), drops stale answers of an earlier epoch and
-raises ``IllegalTransition`` for everything else; ``legal_intents`` reads the same table
-for key hints. The observation handlers (log tail, connection, benign races, what a
+raises ``IllegalTransition`` for everything else. The intents' rows are the phases
+``core.machine.intents.ACCEPTED`` names (which the key hints read), each given its handler
+here. The observation handlers (log tail, connection, benign races, what a
 resting controller learns about the server) live here with the table that names them.
 """
 
@@ -27,7 +28,19 @@ from specconsole.core.machine.handlers.crash import (
     _on_fatal,
     _on_timer,
 )
-from specconsole.core.machine.handlers.deferral import defer, deferrable, deferred_intents, release
+from specconsole.core.machine.handlers.deferral import defer, deferrable, release
+from specconsole.core.machine.handlers.intents import (
+    _on_benchmark_only,
+    _on_cancel_busy,
+    _on_cancel_recording,
+    _on_cancel_resting,
+    _on_deploy_config,
+    _on_pause,
+    _on_quit,
+    _on_resume,
+    _on_set_policy,
+    _on_start_sweep,
+)
 from specconsole.core.machine.handlers.pipeline import (
     _on_bench_finished,
     _on_bench_level_finished,
@@ -51,18 +64,7 @@ from specconsole.core.machine.handlers.pipeline import (
 from specconsole.core.machine.handlers.preflight import on_preflight
 from specconsole.core.machine.handlers.speculation import on_speculation_off
 from specconsole.core.machine.handlers.telemetry import on_absent, on_lost, on_sampled
-from specconsole.core.machine.intents import (
-    _on_benchmark_only,
-    _on_cancel_busy,
-    _on_cancel_recording,
-    _on_cancel_resting,
-    _on_deploy_config,
-    _on_pause,
-    _on_quit,
-    _on_resume,
-    _on_set_policy,
-    _on_start_sweep,
-)
+from specconsole.core.machine.intents import ACCEPTED, ACTIVE, DECIDING, FINISHING
 from specconsole.core.machine.state import (
     BUSY_PHASES,
     RESTING_PHASES,
@@ -112,13 +114,6 @@ def _current_trials_log(state: ControllerState, event: ev.Event) -> bool:
         and state.trial is not None
         and event.trial_index == state.trial.index
     )
-
-
-def legal_intents(state: ControllerState) -> frozenset[type[ev.Intent]]:
-    """Intent types the machine accepts in this phase (preconditions aside), for key hints."""
-    out = {t for (phase, t) in TRANSITIONS if phase is state.phase and issubclass(t, ev.Intent)}
-    out |= {t for t in ANYWHERE if issubclass(t, ev.Intent)}
-    return frozenset(out | deferred_intents(state))
 
 
 def _on_log_lines(state: ControllerState, event: ev.Event) -> Result:
@@ -220,18 +215,15 @@ def _on(
         TRANSITIONS[(phase, etype)] = handler
 
 
-_STARTABLE = (Phase.IDLE, Phase.DONE, Phase.CANCELLED, Phase.PAUSED)
-_ACTIVE = (Phase.VALIDATING, Phase.DEPLOYING, Phase.RESTARTING, *WATCHED_PHASES)
-
-# intents
-_on(_STARTABLE, ev.StartSweep, _on_start_sweep)
-_on(BUSY_PHASES, ev.Pause, _on_pause)
-_on(_ACTIVE, ev.Cancel, _on_cancel_busy)
-_on((Phase.RECORDING, Phase.CRASHED), ev.Cancel, _on_cancel_recording)
-_on((Phase.PAUSED, Phase.AWAITING_DECISION), ev.Cancel, _on_cancel_resting)
-_on((*_STARTABLE, Phase.AWAITING_DECISION), ev.DeployConfig, _on_deploy_config)
-_on(_STARTABLE, ev.BenchmarkOnly, _on_benchmark_only)
-_on((Phase.AWAITING_DECISION, Phase.PAUSED, Phase.CANCELLED), ev.Resume, _on_resume)
+# intents: where each is accepted is core.machine.intents.ACCEPTED; here, how
+_on(ACCEPTED[ev.StartSweep], ev.StartSweep, _on_start_sweep)
+_on(ACCEPTED[ev.Pause], ev.Pause, _on_pause)
+_on(ACTIVE, ev.Cancel, _on_cancel_busy)
+_on(FINISHING, ev.Cancel, _on_cancel_recording)
+_on(DECIDING, ev.Cancel, _on_cancel_resting)
+_on(ACCEPTED[ev.DeployConfig], ev.DeployConfig, _on_deploy_config)
+_on(ACCEPTED[ev.BenchmarkOnly], ev.BenchmarkOnly, _on_benchmark_only)
+_on(ACCEPTED[ev.Resume], ev.Resume, _on_resume)
 
 # the trial pipeline
 _on((Phase.VALIDATING,), ev.ConfigValidated, _on_validated)
@@ -240,7 +232,7 @@ _on((Phase.VALIDATING,), ev.ReattachChecked, _on_reattach_checked)
 _on((Phase.DEPLOYING,), ev.DeployPreviewed, _on_deploy_previewed)
 _on((Phase.DEPLOYING,), ev.DeployDone, _on_deployed)
 _on((Phase.RESTARTING,), ev.Restarted, _on_restarted)
-_on(_ACTIVE, ev.OperationFailed, _on_operation_failed_busy)
+_on(ACTIVE, ev.OperationFailed, _on_operation_failed_busy)
 _on((Phase.LOADING,), ev.LoadStageSeen, _on_load_stage)
 _on((Phase.LOADING,), ev.CapacitySeen, _on_capacity)
 _on((Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING), ev.CapacitySeen, _observe_capacity)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.measure.trials import TrialRecord
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.measure.trials import TrialRecord
 
 __all__ = ["ConnectionState", "PoolView", "ResumeChoice"]
 

@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.logs.events import LoadStage
-from specconsole.core.measure.acceptance import CounterAcceptance
-from specconsole.core.measure.forecast import Forecast
-from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.core.measure.stats import Spread
+
+if TYPE_CHECKING:  # the records' field types, which a record never needs to be built
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.logs.events import LoadStage
+    from specconsole.core.measure.acceptance import CounterAcceptance
+    from specconsole.core.measure.forecast import Forecast
+    from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 
 ACCEPT_TOLERANCE = 0.10
 """The client's tokens per chunk and the engine's acceptance length agree within this share."""
@@ -80,6 +83,11 @@ RESTING_PHASES: frozenset[Phase] = frozenset(
     {Phase.IDLE, Phase.AWAITING_DECISION, Phase.PAUSED, Phase.CANCELLED, Phase.DONE}
 )
 """Phases in which the controller waits for an intent."""
+
+WATCHED_PHASES: frozenset[Phase] = frozenset(
+    {Phase.LOADING, Phase.READY, Phase.FLUSHING, Phase.BENCHMARKING}
+)
+"""Phases in which a fatal line, an exit or a timeout is a crash of the current trial."""
 
 
 class TrialStatus(StrEnum):

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from specconsole.core.config.concepts import Concept
 from specconsole.core.config.issues import Issue
 from specconsole.core.config.model import ServerConfig, option_fields, set_values
 from specconsole.core.config.ties import apply_ties, engine_ties
+from specconsole.core.plans.modes import (  # also named from here
+    FORMER_STRATEGIES,
+    CrashPolicy,
+    StrategyKind,
+)
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
 from specconsole.core.plans.pool import Box
 from specconsole.core.plans.profile import Profile
@@ -27,51 +31,8 @@ from specconsole.core.plans.ratespec import RateSearchSpec
 from specconsole.core.ports import BenchSpec, Placement
 
 
-class CrashPolicy(StrEnum):
-    """What happens after a crash."""
-
-    PAUSE = "pause"
-    """Wait for the user's decision (``ResumeChoice``)."""
-    AUTO = "auto"
-    """Record it and continue with the next planned trial."""
-
-
 class PlanError(ValueError):
     """The plan is wrong; the message names the key and how to fix it."""
-
-
-class StrategyKind(StrEnum):
-    """How the next trial is chosen (see ``core.search.strategy``)."""
-
-    GRID = "grid"
-    """Every combination of the axes, in order."""
-    BOUNDARY = "boundary"
-    """Walk an integer axis upwards; after a crash at b with success at a, bisect (a, b) to
-    find the largest value that loads; values above a crash are not tried."""
-    PLATEAU = "plateau"
-    """Walk an axis upwards while single-request tok/s gains at least ``min_gain_pct`` and
-    peak aggregate tok/s does not fall; stop at the plateau."""
-    OPTIMIZE = "optimize"
-    """Sample-efficient constrained search over every axis (``core.search.optimize``): learns where
-    loads crash, skips configurations predicted not to load, stops on convergence."""
-    STAGED = "staged"
-    """The capacity axes first (speculation as in the base), then the speculative axes on
-    the winner (``core.search.staged``)."""
-    PER_LEVEL = "per_level"
-    """Every static candidate of the axes, the baseline without speculation, then one
-    configuration that drafts each level's best length at its batch sizes (the *schedule*, a
-    result), benchmarked on the same ladder (``core.search.per_level``). Named for what it
-    measures, so the strategy and the schedule it derives are not one word; its former name
-    ``"schedule"`` is still read (:data:`FORMER_STRATEGIES`)."""
-
-    @classmethod
-    def _missing_(cls, value: object) -> StrategyKind | None:
-        return cls(FORMER_STRATEGIES[value]) if value in FORMER_STRATEGIES else None
-
-
-FORMER_STRATEGIES: dict[object, str] = {"schedule": "per_level"}
-"""A strategy's former name → its name: an old plan (and a session recorded before the
-rename) still reads, and the plan loader says the new name (``core.plans.parse``)."""
 
 
 DEFAULT_PRUNE_MARGIN_PCT = 5.0

@@ -7,20 +7,25 @@ already redacted). Picking the entries (the deploy in progress, or before any th
 then every recorded trial)
 and classifying lines (added, removed, hunk, file header) is presentation, not Textual, so
 it is tested without an app. ``deploying_config`` asks the pure state machine which
-configuration an intent would deploy next (a sweep's first trial, ``d``, a retry), so the
-confirmation previews exactly what the controller is about to do.
+configuration an intent would deploy next (a sweep's first trial, ``d``, a retry), and
+``as_deployed`` puts a configuration through the machine's own validation, so the
+confirmation previews exactly what the controller is about to do. Both load the machine when
+first asked (a key's target, a confirmation, the editor's prediction), not with this module:
+the console's first frame draws before any question, and the controller, which starts right
+after it, loads the machine anyway.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine import IllegalTransition, step
-from specconsole.core.machine import effects as fx
-from specconsole.core.machine import events as ev
-from specconsole.core.machine.state import ControllerState, TrialRecord
+from specconsole.core.machine.intents import DeployConfig, Intent, StartSweep
 from specconsole.present.labels import config_label, record_label
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.machine.state import ControllerState, TrialRecord
 
 PENDING_KEY = "pending"
 """The entry key of the deploy in progress (trial entries are keyed by their row key)."""
@@ -85,10 +90,14 @@ def diff_entries(state: ControllerState) -> list[DiffEntry]:
     return out
 
 
-def deploying_config(state: ControllerState, intent: ev.Intent) -> ServerConfig | None:
+def deploying_config(state: ControllerState, intent: Intent) -> ServerConfig | None:
     """The configuration ``intent`` would deploy as its next step in ``state``, or None when
     it deploys nothing now (a benchmark, a pause, a reattach, or an intent the controller
     would refuse or queue)."""
+    from specconsole.core.machine import effects as fx  # the machine: with the first question
+    from specconsole.core.machine.common import IllegalTransition
+    from specconsole.core.machine.table import step
+
     try:
         _new, effects = step(state, intent)
     except IllegalTransition:
@@ -113,13 +122,23 @@ def next_deploy(state: ControllerState, at: float) -> tuple[str, ServerConfig] |
     """What the next deploy would be while none is in progress: the sweep's first trial
     (``s``), else ``d``'s configuration; ``(title, config)`` or None."""
     base = state.plan.base if state.plan is not None else None
-    config = deploying_config(state, ev.StartSweep(at=at))
+    config = deploying_config(state, StartSweep(at=at))
     if config is not None:
         return f"next deploy (s starts the sweep with it): {config_label(config, base)}", config
     target = deploy_target(state)
     if target is None:
         return None
-    config = deploying_config(state, ev.DeployConfig(config=target, at=at))
+    config = deploying_config(state, DeployConfig(config=target, at=at))
     if config is None:
         return None
     return f"next deploy (d): {config_label(config, base)}", config
+
+
+def as_deployed(config: ServerConfig) -> ServerConfig:
+    """``config`` as the controller will deploy it: normalized by the same validation
+    (``core.machine.results.validate_config``), e.g. SGLang's draft tokens = steps + 1."""
+    from specconsole.core.machine.events import ConfigValidated  # with the first question
+    from specconsole.core.machine.results import validate_config
+
+    outcome = validate_config(config)
+    return outcome.config if isinstance(outcome, ConfigValidated) else config

@@ -12,15 +12,18 @@ open is noticed instead of acted on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine import events as ev
-from specconsole.core.machine.results import validate_config
-from specconsole.core.machine.state import ControllerState, ResumeChoice
-from specconsole.present.deploys.diffs import deploy_target, deploying_config
+from specconsole.core.machine.intents import Resume
+from specconsole.core.machine.state import ResumeChoice
+from specconsole.present.deploys.diffs import as_deployed, deploy_target, deploying_config
 from specconsole.present.deploys.flagdiff import config_diff
 from specconsole.present.keyboard.keys import COMMAND_CHOICES, available
 from specconsole.present.labels import config_label
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.machine.state import ControllerState
 
 NOTHING_PLANNED = "nothing left in the plan"
 
@@ -38,7 +41,7 @@ def choice_target(state: ControllerState, choice: ResumeChoice) -> ServerConfig 
     """The configuration the decision ``choice`` would deploy now (None: none)."""
     if choice is ResumeChoice.EDIT_THEN_DEPLOY:
         return None
-    return deploying_config(state, ev.Resume(choice=choice, at=state.phase_since or 1.0))
+    return deploying_config(state, Resume(choice=choice, at=state.phase_since or 1.0))
 
 
 def choice_label(state: ControllerState, command: str, plain: str) -> str:
@@ -75,13 +78,6 @@ class Confirmation:
     """What it deploys (None: nothing); checked again when the user says yes."""
     trial: int | None = None
     """The trial it is about (``x``: the running one)."""
-
-
-def as_deployed(config: ServerConfig) -> ServerConfig:
-    """``config`` as the controller will deploy it: normalized by the same validation
-    (``core.machine.results.validate_config``), e.g. SGLang's draft tokens = steps + 1."""
-    outcome = validate_config(config)
-    return outcome.config if isinstance(outcome, ev.ConfigValidated) else config
 
 
 def _flags(state: ControllerState, target: ServerConfig | None) -> tuple[str, ...]:

@@ -1,17 +1,25 @@
 """Which keys apply now: one derivation for the footer, the crash banner and the help.
 
-The state machine says which intents it accepts in each phase (``core.machine.legal_intents``)
-and, after a crash, which decisions are possible (``PendingDecision.choices``). ``COMMANDS``
-(the key table, ``present.keyboard.keymap``) names every console command with its key and label;
-``available(state)`` is the set of command ids that would be accepted now, so the footer
-shows exactly those keys and the crash banner lists exactly those choices. Nothing here knows
-about Textual: the console's ``check_action`` asks ``available`` by command id.
+The state machine says which intents it accepts in each phase
+(``core.machine.intents.legal_intents``) and, after a crash, which decisions are possible
+(``PendingDecision.choices``). ``COMMANDS`` (the key table, ``present.keyboard.keymap``)
+names every console command with its key and label; ``available(state)`` is the set of
+command ids that would be accepted now, so the footer shows exactly those keys and the crash
+banner lists exactly those choices. Nothing here knows about Textual: the console's
+``check_action`` asks ``available`` by command id.
 """
 
 from __future__ import annotations
 
-from specconsole.core.machine import events as ev
-from specconsole.core.machine import legal_intents
+from specconsole.core.machine.intents import (
+    BenchmarkOnly,
+    Cancel,
+    DeployConfig,
+    Pause,
+    Resume,
+    StartSweep,
+    legal_intents,
+)
 from specconsole.core.machine.state import ControllerState, Phase, ResumeChoice
 from specconsole.present.keyboard.keymap import COMMANDS, Key
 
@@ -60,33 +68,33 @@ def available(state: ControllerState) -> frozenset[str]:
     """Ids of the ``COMMANDS`` the controller would accept in ``state``."""
     legal = legal_intents(state)
     out: set[str] = set()
-    if ev.DeployConfig in legal and _editable(state):
+    if DeployConfig in legal and _editable(state):
         out.add("deploy")
-    if ev.BenchmarkOnly in legal and state.deployed is not None and state.deployed.serving:
+    if BenchmarkOnly in legal and state.deployed is not None and state.deployed.serving:
         out.add("bench")
     resting_sweep = state.phase is Phase.PAUSED or (
         state.sweep_active and state.phase is Phase.CANCELLED
     )
-    if ev.Pause in legal and state.sweep_active:
+    if Pause in legal and state.sweep_active:
         out.add("unpause" if state.pause_requested else "pause")
-    elif ev.Resume in legal and resting_sweep and ResumeChoice.RESUME_NEXT in _choices_now(state):
+    elif Resume in legal and resting_sweep and ResumeChoice.RESUME_NEXT in _choices_now(state):
         out.add("continue")
-    elif ev.StartSweep in legal and state.plan is not None:
+    elif StartSweep in legal and state.plan is not None:
         out.add("sweep")
-    if ev.Resume in legal:
+    if Resume in legal:
         out.update(CHOICE_COMMANDS[c] for c in _choices_now(state) if c in CHOICE_COMMANDS)
     if _editable(state):
         out.add("edit")  # the editor opens any time; applying it deploys when that is legal
     if has_crash(state):
         out.add("crash-details")
-    if ev.Cancel in legal and state.busy:
+    if Cancel in legal and state.busy:
         out.add("cancel")
     return frozenset(out)
 
 
 def choice_hints(state: ControllerState) -> tuple[Command, ...]:
     """The crash banner's choices: exactly the decisions available now, in table order."""
-    if ev.Resume not in legal_intents(state):
+    if Resume not in legal_intents(state):
         return ()
     choices = _choices_now(state)
     return tuple(BY_ID[cmd] for choice, cmd in CHOICE_COMMANDS.items() if choice in choices)

@@ -27,7 +27,7 @@ from textual.events import Resize
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from specconsole.core.machine.events import (
+from specconsole.core.machine.intents import (
     BenchmarkOnly,
     Cancel,
     DeployConfig,
@@ -132,7 +132,7 @@ class MainScreen(Screen[None]):
 
     compact: reactive[bool] = reactive(False)
 
-    def __init__(self, classify: LineClassifier) -> None:
+    def __init__(self, classify: LineClassifier | None = None) -> None:
         super().__init__(id="main")
         self._classify = classify
         self._state = ControllerState()

@@ -10,7 +10,9 @@ rank, CUDA-graph capture progress), so this widget is built to never freeze the 
 * highlighting classifies a line only when it is drawn, with a small bounded cache.
 
 What a line *means* (capacity line, ready, warning, fatal) is decided by the core's log
-parser, injected as ``classify`` so the widget stays a view.
+parser (``ui.linekinds``), or by the ``classify`` a caller injects, so the widget stays a
+view. The parser is loaded with the first line to highlight, not with the console's first
+frame (it brings every engine's log grammar, and that frame shows no line).
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ _CLASSIFY_CACHE_SIZE = 4096
 class JournalHighlighter(Highlighter):
     """Styles a whole line by its parsed kind and marks occurrences of the search term."""
 
-    def __init__(self, classify: LineClassifier, styles: Callable[[], dict[str, Style]]) -> None:
+    def __init__(
+        self, classify: LineClassifier | None, styles: Callable[[], dict[str, Style]]
+    ) -> None:
         self._classify = classify
+        """None: the core's log parser, loaded with the first line to classify."""
         self._cache: dict[str, str | None] = {}
         self._styles = styles
         """Rich style per line kind (``fatal``, ``warning``...), plus ``match``."""
@@ -56,6 +61,10 @@ class JournalHighlighter(Highlighter):
             return self._cache[line]
         except KeyError:
             pass
+        if self._classify is None:
+            from specconsole.ui.linekinds import classify_line  # the parser: with a first line
+
+            self._classify = classify_line
         kind = self._classify(line)
         if len(self._cache) >= _CLASSIFY_CACHE_SIZE:
             self._cache.clear()
@@ -90,7 +99,11 @@ class JournalLog(Log):
     }
 
     def __init__(
-        self, classify: LineClassifier, *, max_lines: int = DEFAULT_MAX_LINES, id: str | None = None
+        self,
+        classify: LineClassifier | None,
+        *,
+        max_lines: int = DEFAULT_MAX_LINES,
+        id: str | None = None,
     ) -> None:
         super().__init__(highlight=True, max_lines=max_lines, auto_scroll=True, id=id)
         self.highlighter = JournalHighlighter(classify, self._kind_styles)
@@ -205,7 +218,7 @@ class JournalPane(Vertical):
 
     def __init__(
         self,
-        classify: LineClassifier,
+        classify: LineClassifier | None = None,
         *,
         max_lines: int = DEFAULT_MAX_LINES,
         id: str | None = None,

@@ -8,7 +8,7 @@ machine keeps it in ``ControllerState.deferred`` and, as soon as it leaves those
 replays it through ``step``: applied if it is legal then, otherwise refused with a warning
 notice that says why (for instance: under ``on_crash = "auto"`` the sweep went on by itself).
 
-Only the short, self-ending phases defer (``DEFERRING_PHASES``); in the long ones (loading,
+Only the short, self-ending phases defer (``intents.DEFERRING_PHASES``); in the long ones (loading,
 benchmarking) an intent that is not legal is refused at once, as before. At most one intent
 of each type is kept (the latest), so a key held down cannot pile up work.
 """
@@ -21,21 +21,11 @@ from dataclasses import replace
 from specconsole.core.machine import effects as fx
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import IllegalTransition
-from specconsole.core.machine.state import ControllerState, Notice, Phase
+from specconsole.core.machine.intents import DEFERRABLE, DEFERRING_PHASES
+from specconsole.core.machine.state import ControllerState, Notice
 
 Result = tuple[ControllerState, tuple[fx.Effect, ...]]
 Step = Callable[[ControllerState, ev.Event], Result]
-
-DEFERRING_PHASES: frozenset[Phase] = frozenset({Phase.CRASHED, Phase.RECORDING})
-"""Phases the controller leaves by itself within moments, with a decision likely next."""
-
-DEFERRABLE: tuple[type[ev.Intent], ...] = (
-    ev.Resume,
-    ev.DeployConfig,
-    ev.StartSweep,
-    ev.BenchmarkOnly,
-)
-"""Intents worth keeping for the phase after (the others are legal here or meaningless)."""
 
 _VERBS: dict[type[ev.Intent], str] = {
     ev.Resume: "resume",
@@ -48,11 +38,6 @@ _VERBS: dict[type[ev.Intent], str] = {
 def deferrable(state: ControllerState, event: ev.Event) -> bool:
     """``event`` is an intent to keep rather than refuse in ``state``."""
     return state.phase in DEFERRING_PHASES and isinstance(event, DEFERRABLE)
-
-
-def deferred_intents(state: ControllerState) -> frozenset[type[ev.Intent]]:
-    """Intent types accepted (kept for later) in ``state``, for key hints."""
-    return frozenset(DEFERRABLE) if state.phase in DEFERRING_PHASES else frozenset()
 
 
 def defer(state: ControllerState, intent: ev.Intent) -> Result:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from specconsole.core.logs import classify_fatal
+from specconsole.core.logs.dialect import classify_fatal
 from specconsole.core.logs.events import (
     STAGE_ORDER,
     Capacity,
