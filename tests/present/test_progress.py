@@ -10,11 +10,11 @@ from dataclasses import replace
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import StrategyKind
 from specconsole.core.search.eta import Eta
+from specconsole.present.figures.bestlaunch import launch_block
 from specconsole.present.figures.progress import (
     best_text,
     eta_short,
     eta_text,
-    launch_block,
     report_glance,
     state_glance,
 )

@@ -374,7 +374,7 @@ async def _run(
         print(app.final_message)
     print(f"session: {session.path} ({status})")
     if controller.state.phase is Phase.DONE:  # the finished sweep's winner, ready to paste
-        from specconsole.present.figures.progress import launch_block
+        from specconsole.present.figures.bestlaunch import launch_block
 
         if (block := launch_block(plan, controller.state.trials, session.path)) is not None:
             print(block[0])

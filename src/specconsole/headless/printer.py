@@ -25,9 +25,10 @@ from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.present.box import probe_lines
+from specconsole.present.figures.bestlaunch import launch_block
 from specconsole.present.figures.draftcost import draft_cost_text
 from specconsole.present.figures.gpu import brief as gpu_brief
-from specconsole.present.figures.progress import launch_block, state_glance
+from specconsole.present.figures.progress import state_glance
 from specconsole.present.formats import format_int, format_rate_ci, format_ratio
 from specconsole.present.labels import (
     load_stage_label,
@@ -185,7 +186,8 @@ def launch_lines(
     plan: SweepPlan, trials: Sequence[TrialRecord], session: object, printer: ProgressPrinter
 ) -> None:
     """The best trial's exact launch at the end of a sweep, unprefixed so it can be copied
-    (``present.figures.progress.launch_block``; secrets as references to their EnvironmentFile)."""
+    (``present.figures.bestlaunch.launch_block``; secrets as references to their
+    EnvironmentFile)."""
     block = launch_block(plan, trials, session)
     if block is not None:
         printer._print(block[0])

@@ -9,10 +9,13 @@ the header's word for the live connection (``connection_word``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from specconsole.core.boxfacts import BoxProbe, GpuInfo
 from specconsole.core.machine.state import ConnectionState, ControllerState
 from specconsole.present.labels import config_summary
+
+if TYPE_CHECKING:
+    from specconsole.core.boxfacts import BoxProbe, GpuInfo
 
 __all__ = ["BoxPanelView", "box_panel", "box_shown", "connection_word", "gpu_text", "probe_lines"]
 

@@ -13,8 +13,8 @@ choice.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.vocabulary import cause_word
 from specconsole.core.machine.state import (
     CapacityPrediction,
@@ -26,6 +26,9 @@ from specconsole.present.charts.series import swept_axis
 from specconsole.present.editor_fields import editor_fields, field_text
 from specconsole.present.formats import format_int
 from specconsole.present.labels import short_name
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 CAUSES: dict[str, str] = {
     "kv_cache_no_memory": "no GPU memory left for the KV cache",

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import functools
 import shlex
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import EditorField as FormField
 from specconsole.core.engine.registry import default_engine, engine_for, get_engine
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 __all__ = [
     "FormField",

@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import fields
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.concepts import Concept, concept_keys, concept_value
 from specconsole.core.config.effective import effective_config
@@ -28,9 +28,11 @@ from specconsole.core.config.model import ServerConfig, option_fields
 from specconsole.core.engine.registry import EngineNotFound, default_engine, engine_for
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.engine.vocabulary import field_short
-from specconsole.core.logs.events import LoadStage
-from specconsole.core.machine.state import Notice, TrialRecord
-from specconsole.core.plans.plan import SweepPlan
+from specconsole.core.logs.stages import LoadStage
+
+if TYPE_CHECKING:
+    from specconsole.core.machine.state import Notice, TrialRecord
+    from specconsole.core.plans.plan import SweepPlan
 
 
 def abbreviations(engine: str) -> list[tuple[str, str]]:

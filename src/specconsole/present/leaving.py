@@ -14,8 +14,8 @@ was" restored the previous trial's unit, not the user's own (:func:`rollback_adv
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import (
     ControllerState,
     Phase,
@@ -24,6 +24,9 @@ from specconsole.core.machine.state import (
     TrialStatus,
 )
 from specconsole.present.labels import config_label, config_summary, record_label
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 DOWN_STATUSES: frozenset[TrialStatus] = frozenset(
     {TrialStatus.CRASHED, TrialStatus.LOAD_TIMEOUT, TrialStatus.FAILED}

@@ -11,10 +11,13 @@ possible while benchmarking", not an internal class name.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import Notice
 from specconsole.present.labels import notice_text
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 INTENT_WORDS: dict[str, str] = {
     "DeployConfig": "deploying",

@@ -7,9 +7,13 @@ the figures that broke them — and the answer (``TrialRecord.slo_rate``) with i
 
 from __future__ import annotations
 
-from specconsole.core.machine.state import TrialRecord
-from specconsole.core.measure.trials import RateProbe
+from typing import TYPE_CHECKING
+
 from specconsole.present.formats import format_rate
+
+if TYPE_CHECKING:
+    from specconsole.core.machine.state import TrialRecord
+    from specconsole.core.measure.trials import RateProbe
 
 
 def probe_text(probe: RateProbe) -> str:

@@ -12,14 +12,17 @@ its headline figures and the command that prints the full report.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, best
-from specconsole.core.plans.plan import SweepPlan
 from specconsole.present.deploys.flagdiff import summary_lines
 from specconsole.present.formats import format_rate_ci, format_ratio
 from specconsole.present.labels import config_label
+
+if TYPE_CHECKING:
+    from specconsole.core.plans.plan import SweepPlan
 
 SUMMARY_LIMIT = 12
 """Flag changes listed for one deploy; a longer list (a first deploy) ends with a count."""

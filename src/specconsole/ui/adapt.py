@@ -10,8 +10,8 @@ import Textual, so they are unit-tested directly.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.schedule import Role
 from specconsole.core.engine.vocabulary import capacity_word
 from specconsole.core.machine.state import (
@@ -59,6 +59,9 @@ from specconsole.ui.viewmodels import (
     TrialRow,
     summarise_levels,
 )
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 _UNTIMED_PHASES = frozenset({Phase.IDLE, Phase.DONE})
 

@@ -21,14 +21,13 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.intents import Intent, Quit, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
@@ -41,7 +40,6 @@ from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
 from specconsole.ui.controller_worker import STOP_SERVER_TIMEOUT_S, ControllerWorker
 from specconsole.ui.deploy_gate import DeployGate, open_diff_pane
 from specconsole.ui.editing import apply_edit, make_editor
-from specconsole.ui.form import Validator
 from specconsole.ui.leaving import Leaving
 from specconsole.ui.messages import (
     IntentSent,
@@ -64,7 +62,11 @@ from specconsole.ui.screens.main import MainScreen
 from specconsole.ui.screens.quit import LeavingScreen, QuitChoice, QuitScreen
 from specconsole.ui.theme import choose_theme
 from specconsole.ui.themed import ThemedApp
-from specconsole.ui.viewmodels import CrashView, LineClassifier
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.ui.form import Validator
+    from specconsole.ui.viewmodels import CrashView, LineClassifier
 
 Clock = Callable[[], float]
 """Wall-clock seconds, like ``time.time``; tests pass a fixed one."""

@@ -16,16 +16,19 @@ needs a decision first (``e`` opens the queued edit).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.intents import DeployConfig, Intent, Pause
 from specconsole.core.machine.state import ControllerState, Phase
 from specconsole.present.deploys.diffs import deploying_config
 from specconsole.present.keyboard.actions import apply_block, confirmation, label, still_valid
 from specconsole.present.keyboard.keymap import BY_ID
 from specconsole.ui.screens.confirm import ConfirmActionScreen
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 Say = Callable[[str, str], None]
 """Shows a sentence on the message line (text, severity)."""

@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.intents import Intent, StartSweep
-from specconsole.core.machine.state import ControllerState
-from specconsole.core.ports import TransportError
 from specconsole.present.deploys.diffs import (
     NEXT_KEY,
     DiffEntry,
@@ -32,12 +30,25 @@ from specconsole.present.deploys.diffs import (
     next_deploy,
 )
 from specconsole.present.labels import config_label
-from specconsole.ui.bridge import BoxOps
 from specconsole.ui.screens.confirm import ConfirmDeployScreen
 from specconsole.ui.screens.diff import DiffScreen
 
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.machine.state import ControllerState
+    from specconsole.ui.bridge import BoxOps
+
 PREVIEW_TIMEOUT_S = 60.0
 """How long rendering the first deploy's diff on the box may take (it reads the unit)."""
+
+
+def _box_errors() -> tuple[type[Exception], ...]:
+    """What asking the box for a diff may raise (``BoxOps.preview``). The transports'
+    contract (``core.ports``) is loaded when an answer fails, not with the console's first
+    frame."""
+    from specconsole.core.ports import TransportError
+
+    return (TransportError, OSError, TimeoutError)
 
 
 class DeployGate:
@@ -80,7 +91,7 @@ class DeployGate:
         try:
             async with asyncio.timeout(PREVIEW_TIMEOUT_S):
                 diff = await self._box.preview(config)
-        except (TransportError, OSError, TimeoutError) as exc:
+        except _box_errors() as exc:
             reason = str(exc) or f"no answer within {PREVIEW_TIMEOUT_S:g} s"
             self._app.notify(
                 f"Cannot show the first deploy's diff: {reason}; {nothing}.",
@@ -114,7 +125,7 @@ async def open_diff_pane(
         try:
             async with asyncio.timeout(PREVIEW_TIMEOUT_S):
                 diff = await box.preview(config)
-        except (TransportError, OSError, TimeoutError) as exc:
+        except _box_errors() as exc:
             app.notify(f"Cannot preview the next deploy: {exc}", severity="warning")
             diff = None
         if diff is not None:

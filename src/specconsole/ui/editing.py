@@ -11,8 +11,8 @@ phase is read again when the editor closes: it may have changed while the form w
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.intents import DeployConfig, Intent, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.present.charts.series import swept_axis
@@ -24,9 +24,12 @@ from specconsole.present.editor_fields import (
     with_release,
 )
 from specconsole.present.keyboard.actions import apply_block, label
-from specconsole.ui.asking import EditQueue
-from specconsole.ui.form import Problem, Validator
 from specconsole.ui.screens.editor import EditorScreen
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.ui.asking import EditQueue
+    from specconsole.ui.form import Problem, Validator
 
 
 def _after_crash(state: ControllerState) -> bool:

@@ -9,16 +9,20 @@ when the editor first asks (``ui.app``), not with its first frame.
 
 from __future__ import annotations
 
-from specconsole.core.config.model import ServerConfig
+from typing import TYPE_CHECKING
+
 from specconsole.core.config.validation import validate
 from specconsole.core.machine.common import _minimum_capacity as minimum_capacity
-from specconsole.core.machine.state import CapacityPrediction, ControllerState
 from specconsole.core.search.capacity import predict_capacity as core_predict_capacity
 from specconsole.core.search.strategy import Proposal
 from specconsole.core.search.strategy import suggest_next as core_suggest_next
 from specconsole.present.deploys.diffs import as_deployed
 from specconsole.ui.adapt import all_trials
 from specconsole.ui.form import Problem
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.machine.state import CapacityPrediction, ControllerState
 
 
 def predict_capacity(config: ServerConfig, state: ControllerState) -> CapacityPrediction:

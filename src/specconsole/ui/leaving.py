@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.app import App
 from textual.worker import Worker
 
-from specconsole.ui.bridge import BoxOps
 from specconsole.ui.screens.quit import LeavingScreen
+
+if TYPE_CHECKING:
+    from specconsole.ui.bridge import BoxOps
 
 LINGER_S = 1.0
 """How long the outcome stays on screen before the console closes."""

@@ -12,13 +12,14 @@ draws the controller's state offers the app (the quit dialog's phase stays curre
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from textual.message import Message
 
-from specconsole.core.machine.intents import Intent
-from specconsole.core.machine.state import ControllerState
-from specconsole.ui.viewmodels import CrashView
+if TYPE_CHECKING:
+    from specconsole.core.machine.intents import Intent
+    from specconsole.core.machine.state import ControllerState
+    from specconsole.ui.viewmodels import CrashView
 
 
 @dataclass

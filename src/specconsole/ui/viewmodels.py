@@ -12,9 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from specconsole.core.measure.stats import Spread
-from specconsole.present.charts.series import Series
+if TYPE_CHECKING:
+    from specconsole.core.measure.stats import Spread
+    from specconsole.present.charts.series import Series
 
 LINE_KINDS: tuple[str, ...] = ("fatal", "warning", "capacity", "ready", "progress")
 """Journal highlight classes, most severe first (the stylesheet styles ``journal--<kind>``)."""

@@ -19,31 +19,10 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any, ClassVar
 
-
-class LoadStage(StrEnum):
-    """Sub-phases of a server start, in the order they normally happen: the one vocabulary
-    of the log events (``LogEvent.phase``), the controller's LOADING sub-phase
-    (``ControllerState.load_stage``), crash records and the console."""
-
-    QUEUED = "queued"
-    """Submitted to a batch scheduler, waiting for a node (Slurm ``PENDING``); never logged
-    by the server itself."""
-    STARTING = "starting"
-    """The process is up; no weight loading seen yet (argument checks, distributed init)."""
-    WEIGHTS = "weights"
-    """Model weights (target, then draft) are loading."""
-    KV_CACHE = "kv_cache"
-    """The KV cache pool is being sized and allocated."""
-    CUDA_GRAPH = "cuda_graph"
-    """CUDA graphs are being captured."""
-    WARMUP = "warmup"
-    """The capacity line is out: warmup, waiting for the ready line."""
-    READY = "ready"
-    """The server answers requests."""
-
-
-STAGE_ORDER: tuple[LoadStage, ...] = tuple(LoadStage)
-"""Load stages in start-up order."""
+from specconsole.core.logs.stages import (  # noqa: F401 - re-exported: named from here too
+    STAGE_ORDER,
+    LoadStage,
+)
 
 
 class Role(StrEnum):

@@ -41,7 +41,7 @@ from specconsole.core.plans.modes import CrashPolicy
 if TYPE_CHECKING:  # the fields' types only: the first frame of the console loads none of them
     from specconsole.core.boxfacts import BoxProbe
     from specconsole.core.config.model import ServerConfig
-    from specconsole.core.logs.events import LoadStage
+    from specconsole.core.logs.stages import LoadStage
     from specconsole.core.machine.intents import Intent
     from specconsole.core.measure.gpu import GpuSample
     from specconsole.core.plans.plan import SweepPlan

@@ -21,7 +21,7 @@ from specconsole.core.measure.stats import Spread
 
 if TYPE_CHECKING:  # the records' field types, which a record never needs to be built
     from specconsole.core.config.model import ServerConfig
-    from specconsole.core.logs.events import LoadStage
+    from specconsole.core.logs.stages import LoadStage
     from specconsole.core.measure.acceptance import CounterAcceptance
     from specconsole.core.measure.forecast import Forecast
     from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu

@@ -24,11 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from specconsole.core.config.concepts import Concept, concept_value, with_concepts
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.measure.trials import CapacityPrediction, TrialRecord
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 
 def draft_tokens(config: ServerConfig) -> int:

@@ -34,8 +34,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.measure.stats import mean
 from specconsole.core.measure.trials import (
     COUNTED_KINDS,
@@ -43,9 +43,15 @@ from specconsole.core.measure.trials import (
     TrialRecord,
     TrialStatus,
 )
-from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.core.plans.modes import StrategyKind
 from specconsole.core.search.capacity import predict_capacity
-from specconsole.core.search.strategy import next_trial
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.plans.plan import SweepPlan
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 LOAD_PHASES = frozenset({Phase.VALIDATING, Phase.DEPLOYING, Phase.RESTARTING, Phase.LOADING})
 """A trial's stamps until its server is ready: what a load costs."""
@@ -258,6 +264,8 @@ def ahead(
         if optimize.converged(plan, trials):
             left = 0
         return Ahead((TrialStatus.OK,) * min(left, cap), at_least=True)
+    from specconsole.core.search.strategy import next_trial  # with the first estimate
+
     imagined = list(trials)
     skipped = list(skipped)
     out: list[TrialStatus] = []

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specconsole.core.engine.schedule import Role, config_role
-from specconsole.core.measure.trials import TrialRecord
 from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.verdict import assess
+
+if TYPE_CHECKING:
+    from specconsole.core.measure.trials import TrialRecord
 
 __all__ = [
     "LevelFigure",

@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specconsole.core.config.model import ServerConfig, table_keys
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.plans.plan import StrategyKind, SweepPlan
+from specconsole.core.plans.modes import StrategyKind
 from specconsole.present.labels import short_name, trial_label
+
+if TYPE_CHECKING:
+    from specconsole.core.plans.plan import SweepPlan
 
 PALETTE: tuple[tuple[int, int, int], ...] = (
     (31, 119, 180),

@@ -15,9 +15,12 @@ from __future__ import annotations
 import difflib
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.present.editor_fields import FormField, default_fields, field_text
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
 
 UNSET = "unset"
 """How a flag that is not given reads on either side of the arrow."""

@@ -17,12 +17,15 @@ and the server's output-token count is flagged when it strays from the load gene
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import EngineNotFound, engine_for
-from specconsole.core.machine.state import LevelSummary
 from specconsole.core.measure.acceptance import OUTPUT_BAND, CounterAcceptance
 from specconsole.core.measure.trials import ACCEPT_TOLERANCE
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.machine.state import LevelSummary
 
 __all__ = [
     "agreement",

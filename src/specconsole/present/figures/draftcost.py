@@ -7,8 +7,12 @@ beside the capacity, in the same words (``core.search.draftcost`` computes it).
 
 from __future__ import annotations
 
-from specconsole.core.search.draftcost import DraftCost
+from typing import TYPE_CHECKING
+
 from specconsole.present.formats import format_int
+
+if TYPE_CHECKING:
+    from specconsole.core.search.draftcost import DraftCost
 
 __all__ = ["draft_cost_text"]
 

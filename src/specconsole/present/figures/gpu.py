@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING
 
-from specconsole.core.machine.state import LevelSummary, TrialRecord
-from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 from specconsole.present.formats import DASH
+
+if TYPE_CHECKING:
+    from specconsole.core.machine.state import LevelSummary, TrialRecord
+    from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
 
 __all__ = [
     "brief",

@@ -11,14 +11,16 @@ speculation stops paying, with its noise — so the words are made once.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.schedule import LevelPick
-from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
-from specconsole.core.search.per_level import schedule_for
 from specconsole.present.charts.series import Series
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label
+
+if TYPE_CHECKING:
+    from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
 
 __all__ = [
     "LEVELS_TITLE",
@@ -187,6 +189,9 @@ def _behind_text(table: LevelTable, weak: LevelRow, base: ServerConfig | None) -
     chosen = tuple(
         LevelPick(r.concurrency, r.best.trial.config) for r in table.rows if r.best is not None
     )
+    # the schedule's check loads validation and plans: only when a verdict needs it
+    from specconsole.core.search.per_level import schedule_for
+
     scheduled = None if base is None else schedule_for(base, chosen)
     if scheduled is None or isinstance(scheduled, ServerConfig):
         return f"{text}: a schedule by batch size would recover it"

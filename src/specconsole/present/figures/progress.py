@@ -13,15 +13,17 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from specconsole.core.machine.state import ControllerState, TrialRecord
-from specconsole.core.plans.launch import best_launch
 from specconsole.core.plans.objective import ObjectiveKind, best
-from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search.eta import Costs, Eta, estimate
 from specconsole.present.charts.symbols import TRIAL_MARKS
 from specconsole.present.formats import format_elapsed, format_rate
 from specconsole.present.labels import record_label
+
+if TYPE_CHECKING:
+    from specconsole.core.machine.state import ControllerState, TrialRecord
+    from specconsole.core.plans.plan import SweepPlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,19 +176,6 @@ def state_glance(state: ControllerState, now: float) -> Glance | None:
     )
 
 
-def launch_block(
-    plan: SweepPlan, trials: Sequence[TrialRecord], session: object
-) -> tuple[str, str] | None:
-    """(heading, launch text) of the best trial for the end of a sweep (headless and the
-    console's exit print it; ``specconsole best SESSION`` prints the same text); None without
-    a feasible trial."""
-    picked = best_launch(trials, plan)
-    if picked is None:
-        return None
-    heading = f"launch of the best, trial {picked.trial.index + 1} (specconsole best {session}):"
-    return heading, picked.text
-
-
 __all__ = [
     "Glance",
     "best_short",
@@ -195,7 +184,6 @@ __all__ = [
     "eta_text",
     "figure_text",
     "glance",
-    "launch_block",
     "report_glance",
     "span",
     "state_glance",

@@ -10,12 +10,15 @@ reports identical (the console's bench panel shows the same spreads, in its own 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine.state import TrialRecord
-from specconsole.core.measure.stats import Spread
 from specconsole.present.formats import DASH, format_rate
 from specconsole.present.labels import record_label
+
+if TYPE_CHECKING:
+    from specconsole.core.config.model import ServerConfig
+    from specconsole.core.machine.state import TrialRecord
+    from specconsole.core.measure.stats import Spread
 
 REPEAT_HEADERS: tuple[str, ...] = (
     "trial",

@@ -6,7 +6,7 @@ screen turns it into a ``Resume`` intent) or ``None`` to go back to the banner.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,7 +16,9 @@ from textual.widgets import Static
 
 from specconsole.core.machine.state import ResumeChoice
 from specconsole.present.keyboard.keys import BY_ID, CHOICE_COMMANDS
-from specconsole.ui.viewmodels import CrashView
+
+if TYPE_CHECKING:
+    from specconsole.ui.viewmodels import CrashView
 
 _KEY_CHOICES: dict[str, ResumeChoice] = {
     BY_ID[command].key: choice for choice, command in CHOICE_COMMANDS.items()

@@ -10,7 +10,7 @@ built by ``present.deploys.diffs`` from the state: it changes nothing.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,8 +18,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from specconsole.present.deploys.diffs import DiffEntry
 from specconsole.ui.widgets.diffview import DiffView
+
+if TYPE_CHECKING:
+    from specconsole.present.deploys.diffs import DiffEntry
 
 EMPTY = "No deploy yet: a diff appears here as soon as a trial deploys (d or s)."
 

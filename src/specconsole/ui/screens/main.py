@@ -17,7 +17,7 @@ nothing is cut off at 80×24.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -57,7 +57,6 @@ from specconsole.ui.messages import (
     Say,
     SendIntent,
 )
-from specconsole.ui.viewmodels import LineClassifier
 from specconsole.ui.widgets.bench import BenchPanel
 from specconsole.ui.widgets.box import BoxPanel
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
@@ -69,6 +68,9 @@ from specconsole.ui.widgets.keybar import KeyBar, KeyBarState
 from specconsole.ui.widgets.message import MessageLine
 from specconsole.ui.widgets.pool import PoolLanes
 from specconsole.ui.widgets.trials import TrialsPane
+
+if TYPE_CHECKING:
+    from specconsole.ui.viewmodels import LineClassifier
 
 COMPACT_WIDTH = 100
 COMPACT_HEIGHT = 30

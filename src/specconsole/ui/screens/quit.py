@@ -12,7 +12,7 @@ each step; a second ``q`` (or ctrl+c) leaves at once, saying the box may be mid-
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,8 +22,10 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from specconsole.core.machine.state import ControllerState
 from specconsole.ui import adapt
+
+if TYPE_CHECKING:
+    from specconsole.core.machine.state import ControllerState
 
 
 class QuitChoice(StrEnum):

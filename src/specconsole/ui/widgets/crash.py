@@ -11,7 +11,7 @@ see ``screens.crash``).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import RenderResult
@@ -20,7 +20,9 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from specconsole.present.crashtext import banner_rows, pack
-from specconsole.ui.viewmodels import CrashView
+
+if TYPE_CHECKING:
+    from specconsole.ui.viewmodels import CrashView
 
 WIDE_ROWS = 7
 COMPACT_ROWS = 5

@@ -10,14 +10,16 @@ colour when a GPU is nearly full.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import RenderResult
 from textual.widget import Widget
 
-from specconsole.core.measure.gpu import GpuSample
 from specconsole.present.figures.gpu import gpu_line, hot
+
+if TYPE_CHECKING:
+    from specconsole.core.measure.gpu import GpuSample
 
 
 class GpuLine(Widget):

@@ -9,13 +9,14 @@ outside a pool it is hidden.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from specconsole.present.pool import LaneView
+if TYPE_CHECKING:
+    from specconsole.present.pool import LaneView
 
 TONES: tuple[str, ...] = ("good", "bad", "busy", "quiet")
 

@@ -11,7 +11,7 @@ keeping the cursor on the same trial.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -23,7 +23,9 @@ from textual.widgets import DataTable, Static
 
 from specconsole.present.charts.symbols import MORE_COLUMNS
 from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns
-from specconsole.ui.viewmodels import LevelsView, TrialDetails, TrialRow
+
+if TYPE_CHECKING:
+    from specconsole.ui.viewmodels import LevelsView, TrialDetails, TrialRow
 
 PADDING = 2
 """Cells DataTable adds to every column (one each side)."""
