@@ -9,7 +9,10 @@ Environment values never appear in a label (they may be secrets): only the varia
 
 Every label describes what the engine runs (``core.config.effective``): a base whose draft
 tokens SGLang replaces with ``steps + 1`` is never shown with the value it does not run, and a
-trial is named by how *that* differs. A free-text ``description`` (a unit's ``Description=``,
+trial is named by how *that* differs. Those rules (the engine's validation) are loaded with the
+first configuration named, not with this module: every caller holds a configuration, and the
+plan that made it has loaded them already; the console's first frame, which may show none,
+loads none of them. A free-text ``description`` (a unit's ``Description=``,
 the same for every trial) is a title, never a trial's name; the release (``engine_version``)
 only changes flag spellings, so it is no part of a name either.
 """
@@ -23,7 +26,6 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.concepts import Concept, concept_keys, concept_value
-from specconsole.core.config.effective import effective_config
 from specconsole.core.config.model import ServerConfig, option_fields
 from specconsole.core.engine.registry import EngineNotFound, default_engine, engine_for
 from specconsole.core.engine.schedule import Role, config_role
@@ -64,6 +66,14 @@ LOAD_STAGE_LABELS: dict[LoadStage, str] = {
     LoadStage.CUDA_GRAPH: "CUDA graphs",
     LoadStage.WARMUP: "warmup",
 }
+
+
+def _effective(config: ServerConfig) -> ServerConfig:
+    """What the engine runs for ``config`` (``core.config.effective``), its rules loaded with
+    the first configuration named."""
+    from specconsole.core.config.effective import effective_config
+
+    return effective_config(config)
 
 
 def short_name(name: str, engine: str | None = None) -> str:
@@ -171,7 +181,7 @@ def config_label(config: ServerConfig, base: ServerConfig | None = None) -> str:
     """Short label: the fields of what runs that differ from what ``base`` runs (or the
     speculative ones); ``no-spec`` for the baseline, the ranges of a schedule, a what-if's
     fixed acceptance."""
-    config = effective_config(config)
+    config = _effective(config)
     special = _role_label(config, base)
     return special if special is not None else _plain_label(config, base)
 
@@ -182,7 +192,7 @@ _LABELLED = tuple(f.name for f in fields(ServerConfig) if f.name not in NOT_IN_L
 
 def _plain_label(config: ServerConfig, base: ServerConfig | None) -> str:
     if base is not None:
-        base = effective_config(base)
+        base = _effective(base)
         parts = [
             *_field_parts(config, base, _LABELLED[:2]),  # the model and the engine
             *_option_parts(config, base, leading=True),
@@ -214,7 +224,7 @@ def config_summary(config: ServerConfig | None) -> str:
     engine runs them."""
     if config is None:
         return "no configuration"
-    config = effective_config(config)
+    config = _effective(config)
     if _options(config, leading=False):  # the engine's further keys: those are its settings
         return " ".join(_option_parts(config, None, leading=False))
     method = concept_value(config, Concept.METHOD)

@@ -31,7 +31,6 @@ from textual.worker import Worker, WorkerState
 from specconsole.core.machine.intents import Intent, Quit, Resume
 from specconsole.core.machine.state import CapacityPrediction, ControllerState, ResumeChoice
 from specconsole.paths import themes_dir
-from specconsole.present.keyboard.actions import apply_block
 from specconsole.present.keyboard.keys import CHOICE_COMMANDS
 from specconsole.present.leaving import finally_due, server_down_message
 from specconsole.startup import release_collection
@@ -39,7 +38,6 @@ from specconsole.ui.asking import EditQueue, ask, deploys
 from specconsole.ui.bridge import BoxOps, ControllerBridge, ControllerHandle
 from specconsole.ui.controller_worker import STOP_SERVER_TIMEOUT_S, ControllerWorker
 from specconsole.ui.deploy_gate import DeployGate, open_diff_pane
-from specconsole.ui.editing import apply_edit, make_editor
 from specconsole.ui.leaving import Leaving
 from specconsole.ui.messages import (
     IntentSent,
@@ -56,7 +54,6 @@ from specconsole.ui.messages import (
     StateView,
 )
 from specconsole.ui.screens.crash import CrashScreen
-from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.help import HelpScreen
 from specconsole.ui.screens.main import MainScreen
 from specconsole.ui.screens.quit import LeavingScreen, QuitChoice, QuitScreen
@@ -179,10 +176,8 @@ class SpecConsoleApp(ThemedApp):
         for screen in self.screen_stack:  # the main screen, and a dialog that shows state
             if not screen.is_attached:  # the console is closing
                 continue
-            if isinstance(screen, StateView):
+            if isinstance(screen, StateView):  # the editor too: ctrl+s deploys or queues
                 screen.render_state(state, now)
-            if isinstance(screen, EditorScreen):
-                screen.set_apply_note(apply_block(state))
         self._queue.offer(state)
         main = self._main_screen
         if main is not None:
@@ -323,6 +318,8 @@ class SpecConsoleApp(ThemedApp):
     def open_editor(self) -> None:
         """Push the parameter editor (``ui.editing``): on the queued edit, else on the
         configuration being tried or deployed."""
+        from specconsole.ui.editing import apply_edit, make_editor  # with its first opening
+
         editor = make_editor(
             lambda: self._state,
             self._queue,

@@ -28,9 +28,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Label, Static
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.machine.state import CapacityPrediction
+from specconsole.core.machine.state import CapacityPrediction, ControllerState
 from specconsole.present.crashtext import capacity_text
 from specconsole.present.editor_fields import default_fields, shown_fields
+from specconsole.present.keyboard.actions import apply_block
 from specconsole.ui.form import (
     FormField,
     Problem,
@@ -174,8 +175,13 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
         now = self.values()
         return [name for name, text in now.items() if self._initial.get(name) != text]
 
+    def render_state(self, state: ControllerState, now: float) -> None:
+        """Every new snapshot (``ui.messages.StateView``): whether ``ctrl+s`` deploys now or
+        queues the edit."""
+        self.set_apply_note(apply_block(state))
+
     def set_apply_note(self, note: str | None) -> None:
-        """What ctrl+s would do now (the app calls this on every state change)."""
+        """What ctrl+s would do now (``render_state`` sets it on every state change)."""
         if note != self._apply_note:
             self._apply_note = note
             if self.is_mounted:
