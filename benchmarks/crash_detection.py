@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 from tests.controller.helpers import Driver  # noqa: E402
 from tests.fixtures.plans import VLLM_LAUNCHER, VLLM_SERVER, sim_plan_text  # noqa: E402
 
-from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
+from specconsole.controller.localplan import resolve_local_placeholders  # noqa: E402
+from specconsole.controller.wiring import open_ports  # noqa: E402
 from specconsole.core.machine import events as ev  # noqa: E402
 from specconsole.core.machine.state import ControllerState, Phase  # noqa: E402
 from specconsole.core.machine.table import step  # noqa: E402

@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from specconsole.controller.localplan import resolve_local_placeholders  # noqa: E402
 from specconsole.controller.pool.run import box_plan  # noqa: E402
-from specconsole.controller.wiring import resolve_local_placeholders  # noqa: E402
 from specconsole.core.plans.parse import loads_plan  # noqa: E402
 from specconsole.core.search.strategy import findings  # noqa: E402
 from specconsole.headless.pool import sweep_headless as run_headless  # noqa: E402

@@ -46,7 +46,8 @@ from tests.fixtures.llamacpp import LlamaCppBuild, find_build, start  # noqa: E4
 from tests.fixtures.nspawn import NspawnBox  # noqa: E402
 
 from specconsole.bench.loadgen import run_ladder  # noqa: E402
-from specconsole.controller.wiring import open_ports, resolve_local_placeholders  # noqa: E402
+from specconsole.controller.localplan import resolve_local_placeholders  # noqa: E402
+from specconsole.controller.wiring import open_ports  # noqa: E402
 from specconsole.core.engine.registry import get_engine  # noqa: E402
 from specconsole.core.machine import events as ev  # noqa: E402
 from specconsole.core.machine.state import ControllerState, Phase  # noqa: E402

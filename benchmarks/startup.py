@@ -101,7 +101,8 @@ from pathlib import Path
 from specconsole.cli import build_parser
 build_parser()
 from specconsole.commands.tui import demo_plan
-from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
+from specconsole.controller.localplan import resolve_local_placeholders
+from specconsole.controller.wiring import wire_controller
 from specconsole.core.machine.state import ControllerState
 from specconsole.session.store import Session
 from specconsole.ui.app import make_app

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
+from specconsole.controller.localplan import resolve_local_placeholders
+from specconsole.controller.wiring import wire_controller
 from specconsole.core.machine.state import ControllerState
 from specconsole.core.plans.parse import loads_plan, plan_document
 from specconsole.core.plans.placeholders import resolve_placeholders

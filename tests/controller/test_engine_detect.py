@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.controller.localplan import resolve_local_placeholders
 from specconsole.controller.probe.engine_detect import (
     EngineVersionInfo,
     EngineVersionKeeper,
@@ -21,7 +22,7 @@ from specconsole.controller.probe.engine_detect import (
     launcher_python,
     version_from_server_info,
 )
-from specconsole.controller.wiring import resolve_local_placeholders, wire_controller
+from specconsole.controller.wiring import wire_controller
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, TrialRecord

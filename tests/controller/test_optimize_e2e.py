@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from specconsole.controller.wiring import resolve_local_placeholders
+from specconsole.controller.localplan import resolve_local_placeholders
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from specconsole.bench.remote_runner import RemoteBenchmarkRunner
+from specconsole.controller.localplan import resolve_local_placeholders
 from specconsole.controller.outcome import EXIT_OK, EXIT_PAUSED
 from specconsole.controller.runtime import Controller
-from specconsole.controller.wiring import open_ports, resolve_local_placeholders
+from specconsole.controller.wiring import open_ports
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
     ControllerState,

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.controller.localplan import resolve_local_placeholders
 from specconsole.controller.outcome import EXIT_OK
-from specconsole.controller.wiring import resolve_local_placeholders
 from specconsole.core.machine.state import TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.headless.sweep import run_headless

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from specconsole.cli import main
-from specconsole.controller.wiring import resolve_local_placeholders
+from specconsole.controller.localplan import resolve_local_placeholders
 from specconsole.core.machine.state import CrashInfo, LevelSummary, Phase, TrialRecord, TrialStatus
 from specconsole.core.plans.parse import loads_plan
 from specconsole.session.store import Session

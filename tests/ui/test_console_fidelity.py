@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from specconsole.commands.simgpus import provide_simulated_gpus
-from specconsole.controller.wiring import ConsoleBox, resolve_local_placeholders, wire_controller
+from specconsole.controller.localplan import resolve_local_placeholders
+from specconsole.controller.wiring import ConsoleBox, wire_controller
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, Phase, TrialStatus
 from specconsole.core.plans.parse import loads_plan

@@ -122,7 +122,7 @@ def load_plan_file(path: Path) -> SweepPlan:
         print(
             f"warning: {path}: {notice.field}: {notice.message} Fix: {notice.fix}", file=sys.stderr
         )
-    from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.controller.localplan import resolve_local_placeholders
 
     return resolve_local_placeholders(plan, plan_dir=path.parent)
 
@@ -215,7 +215,7 @@ def prepare_resume(session: Session) -> tuple[SweepPlan, list[str], object]:
     rebuild session.toml from the records when it is stale, and read the plan; returns (the
     plan, the notices to show, the saved crash policy). Raises only ``SessionError``,
     ``PlanError`` or ``OSError``, each naming the file and the fix (the fuzz suite checks)."""
-    from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.controller.localplan import resolve_local_placeholders
 
     notices = session.repair()
     notices += session.reconcile(session.load_trials(), session.raw_plan())

@@ -159,7 +159,7 @@ def read_console_file(path: Path, *, port: int | None = None) -> tuple[SweepPlan
         plan = parse_plan(document, source=text)
     except PlanError as exc:
         raise PlanError(f"{path}: {exc}") from None
-    from specconsole.controller.wiring import resolve_local_placeholders  # + port = "auto"
+    from specconsole.controller.localplan import resolve_local_placeholders  # + port = "auto"
 
     return resolve_local_placeholders(plan, port=port, plan_dir=path.parent), theme
 

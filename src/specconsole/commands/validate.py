@@ -210,7 +210,7 @@ def _optimize_points(grid: list[ServerConfig], path: str) -> list[ServerConfig]:
 
 def _load_plan(text: str, path: str) -> SweepPlan:
     """A sweep plan with ``{python}`` and ``port = "auto"`` resolved as ``sweep`` would."""
-    from specconsole.controller.wiring import resolve_local_placeholders
+    from specconsole.controller.localplan import resolve_local_placeholders
     from specconsole.core.plans.parse import loads_plan
 
     try:

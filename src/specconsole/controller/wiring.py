@@ -11,11 +11,9 @@ does that wiring; the adapters are built by their own factories
 from __future__ import annotations
 
 import contextlib
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from specconsole.controller.probe.engine_detect import EngineVersionInfo, recorded_engine_version
 from specconsole.controller.probe.flagcheck import FlagSetKeeper
@@ -27,7 +25,6 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.results import deploy_previewed
 from specconsole.core.machine.state import ConnectionState, ControllerState
-from specconsole.core.plans.placeholders import resolve_placeholders
 from specconsole.core.plans.plan import PlanError, SweepPlan
 from specconsole.core.plans.profile import Profile
 from specconsole.core.ports import (
@@ -41,37 +38,6 @@ from specconsole.session.files import SessionError
 from specconsole.session.history import last_session_costs
 from specconsole.session.recorder import SessionRecorder
 from specconsole.session.store import Session
-
-
-def free_loopback_port() -> int:
-    """A TCP port nothing listens on at 127.0.0.1 right now (the OS's choice for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def resolve_local_placeholders(
-    plan: SweepPlan, *, port: int | None = None, plan_dir: Path | None = None
-) -> SweepPlan:
-    """``plan`` ready to run from this machine: ``{python}`` is this interpreter and an
-    ``"auto"`` port ``port`` if given, else a free loopback port (chosen here, before the
-    session is created, which records it so ``resume`` reuses it; a port already chosen is
-    kept). ``{plan_dir}`` (in ``[bench] dataset``) is ``plan_dir``, the plan file's folder,
-    so a plan and its prompt file travel together."""
-    values = {"python": sys.executable}
-    if plan_dir is not None:
-        values["plan_dir"] = str(plan_dir.resolve())
-    auto = plan.auto_port
-    if auto:
-        values["port"] = str(port if port is not None else free_loopback_port())
-    plan = resolve_placeholders(plan, values)
-    if auto and plan.boxes:  # boxes sharing this machine: a free port each, not port + N
-        boxes = tuple(
-            replace(b, port=free_loopback_port()) if b.port is not None and b.port < 0 else b
-            for b in plan.boxes
-        )
-        plan = replace(plan, boxes=boxes)
-    return plan
 
 
 @dataclass
@@ -176,7 +142,7 @@ def wire_controller(
     Connection changes of the transport are fed back to the controller as events. The caller
     runs ``controller.run()`` and closes ``recorder`` and ``ports.transport`` afterwards.
     (Added for the console, ``specconsole tui``/``demo``; same recipe as ``run_headless``.)
-    ``plan``'s placeholders must be resolved (:func:`resolve_local_placeholders`).
+    ``plan``'s placeholders must be resolved (``controller.localplan.resolve_local_placeholders``).
     """
     if plan.auto_port:
         raise PlanError(
