@@ -93,9 +93,7 @@ CONSOLE_COLLECTING = HARNESS.format(imports=CONSOLE_APP)
 """The console with Python's collector running through its start (as a test or an embedding
 starts it): beside the console's row, what holding the collector saves."""
 
-DEMO_PATH = HARNESS.format(
-    imports=ENTRY
-    + r"""
+DEMO_APP = r"""
 import atexit, shutil, tempfile
 from pathlib import Path
 from specconsole.cli import build_parser
@@ -114,7 +112,8 @@ session = Session.create(Path(parent), plan)
 wired = wire_controller(plan, session, ControllerState(plan=plan))
 app = make_app(wired.controller, theme="dark", tick_interval=None)
 """
-)
+
+DEMO_PATH = HARNESS.format(imports=ENTRY + DEMO_APP)
 """The demo's own start path: the parser, the demo plan read and validated, a session, the
 controller wired to the box (local transport; not started, so nothing is deployed) and the
 console with that plan — what ``specconsole demo`` does before its first frame, less the
@@ -132,6 +131,43 @@ class Bare(App):
 app = Bare()
 """
 )
+
+
+LOADED = r"""
+import dataclasses, sys
+{imports}
+loaded = []
+
+def on_ready(self):  # the first frame is up: what has specconsole loaded for it?
+    own = [m for name, m in list(sys.modules.items()) if name.startswith("specconsole")]
+    records = {{
+        c
+        for m in own
+        for c in vars(m).values()
+        if isinstance(c, type) and c.__module__ == m.__name__ and dataclasses.is_dataclass(c)
+    }}
+    loaded.extend((len(own), len(records)))
+    self.exit()
+
+type(app).on_ready = on_ready
+app.run(headless=True, size=(120, 40))
+print(*loaded)
+"""
+"""Counts, at the first frame, specconsole's modules imported and the record types
+(dataclasses) they created: what the time above is spent on."""
+
+
+def loaded_at_first_frame(imports: str) -> tuple[int, int]:
+    """(specconsole modules imported, record types created) once the first frame is up."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED.format(imports=imports)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    modules, records = (int(x) for x in done.stdout.split()[-2:])
+    return modules, records
 
 
 class Start(NamedTuple):
@@ -203,6 +239,12 @@ def main() -> None:
     print(line("  a bare Textual app (one Static)", bare))
     ratio = median_ms(console, "first") / median_ms(bare, "first")
     print(f"  the console's first frame is {ratio:.2f}× the bare app's")
+    for name, app in (("the console", CONSOLE_APP), ("the demo's start path", DEMO_APP)):
+        modules, records = loaded_at_first_frame(app)
+        print(
+            f"  at its first frame {name} has imported {modules} of specconsole's modules, "
+            f"which created {records} record types (dataclasses)"
+        )
 
 
 if __name__ == "__main__":
