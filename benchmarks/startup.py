@@ -99,8 +99,8 @@ from pathlib import Path
 from specconsole.cli import build_parser
 build_parser()
 from specconsole.commands.tui import demo_plan
+from specconsole.controller.console import ConsoleController
 from specconsole.controller.localplan import resolve_local_placeholders
-from specconsole.controller.wiring import wire_controller
 from specconsole.core.machine.state import ControllerState
 from specconsole.session.store import Session
 from specconsole.ui.app import make_app
@@ -109,14 +109,15 @@ plan = resolve_local_placeholders(demo_plan())
 parent = tempfile.mkdtemp(prefix="startup-session-")
 atexit.register(shutil.rmtree, parent, True)
 session = Session.create(Path(parent), plan)
-wired = wire_controller(plan, session, ControllerState(plan=plan))
-app = make_app(wired.controller, theme="dark", tick_interval=None)
+controller = ConsoleController(plan, session, ControllerState(plan=plan), isolate_load=True)
+app = make_app(controller, theme="dark", tick_interval=None, box=controller)
 """
 
 DEMO_PATH = HARNESS.format(imports=ENTRY + DEMO_APP)
 """The demo's own start path: the parser, the demo plan read and validated, a session, the
-controller wired to the box (local transport; not started, so nothing is deployed) and the
-console with that plan — what ``specconsole demo`` does before its first frame, less the
+console's handle on its controller (``controller.console``: wired by the controller worker
+right after the first frame, which this harness does not start, so nothing is deployed) and
+the console with that plan — what ``specconsole demo`` does before its first frame, less the
 simulator it launches in a process of its own."""
 
 BARE_TEXTUAL = HARNESS.format(

@@ -8,8 +8,8 @@ interpreter, what is imported once the console's first frame is on the screen (T
 ``Ready``): its screen, the state snapshot's types, the intents its keys send — and not the
 machine's table and handlers, the log parser and grammars, plans, search, the engines' rules,
 the controller and its adapters, each of which arrives with its first use after that frame.
-It also checks the real start path (the CLI's parser, the demo plan, the controller wired to
-the box, the console) for heavy libraries, and that a heavy library arrives only with the
+It also checks the real start path (the CLI's parser, the demo plan, the console's handle on
+its controller, the console) for heavy libraries, and that a heavy library arrives only with the
 feature that needs it. The time itself is benchmarks/startup.py's figure (never a timed test).
 """
 
@@ -45,15 +45,15 @@ from pathlib import Path
 from specconsole.cli import build_parser
 build_parser()
 from specconsole.commands.tui import demo_plan
+from specconsole.controller.console import ConsoleController
 from specconsole.controller.localplan import resolve_local_placeholders
-from specconsole.controller.wiring import wire_controller
 from specconsole.core.machine.state import ControllerState
 from specconsole.session.store import Session
 from specconsole.ui.app import make_app
 plan = resolve_local_placeholders(demo_plan())
 session = Session.create(Path(tempfile.mkdtemp()), plan)
-wired = wire_controller(plan, session, ControllerState(plan=plan))
-make_app(wired.controller, theme="dark", tick_interval=None)
+controller = ConsoleController(plan, session, ControllerState(plan=plan), isolate_load=True)
+make_app(controller, theme="dark", tick_interval=None, box=controller)
 print(json.dumps(sorted(m for m in sys.argv[1:] if m in sys.modules)))
 """
 

@@ -16,8 +16,6 @@ import sys
 from typing import TextIO
 
 from specconsole.core.engine.registry import engine_names
-from specconsole.core.logs.load_summary import LoadSummary, summarize
-from specconsole.core.logs.parser import LogParser
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _parse_log_cmd(args: argparse.Namespace) -> int:
+    # the parser and every engine's grammar: loaded when the command runs, not by the
+    # command line's parser that every other command (the console's included) builds
+    from specconsole.core.logs.load_summary import LoadSummary, summarize
+    from specconsole.core.logs.parser import LogParser
+
     out, err = sys.stdout, sys.stderr
     parser = LogParser(engine=args.engine or None)
     summary = LoadSummary()

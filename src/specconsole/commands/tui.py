@@ -309,8 +309,8 @@ async def _run(
 ) -> int:
     """Run the console; ``looked`` gets an entry when the session only looked (nothing was
     deployed or recorded), so the caller removes its folder once unlocked."""
-    from specconsole.controller.wiring import ConsoleBox, wire_controller
-    from specconsole.core.machine import events as ev
+    from specconsole.controller.console import ConsoleController
+    from specconsole.core.machine.intents import StartSweep
     from specconsole.core.machine.state import ControllerState, Phase
     from specconsole.ui.app import make_app
 
@@ -338,27 +338,23 @@ async def _run(
             print(pool_app.final_message)
         print(f"session: {session.path}")
         return 1 if pool_app.final_failed else 0
+    # the controller is wired right after the console's first frame (controller.console);
     # the load in a process of its own: a busy console must not bend its figures
-    state = ControllerState(plan=plan, policy=policy)
-    wired = wire_controller(plan, session, state, isolate_load=True)
-    controller, ports, recorder = wired.controller, wired.ports, wired.recorder
+    controller = ConsoleController(
+        plan, session, ControllerState(plan=plan, policy=policy), isolate_load=True
+    )
     app = make_app(
         controller,
         theme=theme,
         run_controller=controller.run,
-        box=ConsoleBox(wired, plan, str(session.path)),
+        box=controller,
         confirm_first_deploy=confirm_first_deploy,
-        initial_intents=[ev.StartSweep(plan=plan, policy=policy)] if autostart else [],
+        initial_intents=[StartSweep(plan=plan, policy=policy)] if autostart else [],
     )
     try:
         await app.run_async(mouse=mouse)
     finally:
-        recorder.close()
-        if stop_server_on_exit:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ports.backend.stop(), 30.0)
-        with contextlib.suppress(Exception):
-            await ports.transport.close()
+        await controller.close(stop_server=stop_server_on_exit)
     from specconsole.controller.outcome import RESUMABLE_STATUSES, closing_meta, console_status
 
     status, code = console_status(controller.state, controller.halted)

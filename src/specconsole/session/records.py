@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from specconsole.core.config.secrets import redact_config, scrub, secret_values
-from specconsole.core.logs.events import LoadStage
+from specconsole.core.logs.stages import LoadStage
 from specconsole.core.machine.state import (
     CapacityPrediction,
     CrashInfo,

@@ -14,7 +14,8 @@ send an intent. The real runtime (``specconsole.controller``) and the tests' rec
 controller both satisfy it. ``BoxOps`` is what the console asks of the box outside the
 trials: the diff a deploy would make (shown before the session's first deploy) and
 ``[sweep] finally`` when the user quits after a finished sweep
-(``specconsole.controller.wiring.ConsoleBox``).
+(``specconsole.controller.console.ConsoleController`` for the console of one box, over
+``specconsole.controller.wiring.ConsoleBox``).
 """
 
 from __future__ import annotations
