@@ -1,15 +1,16 @@
 """The collector held off while the console starts, and what start-up built frozen after.
 
-Why: a start creates some hundred thousand objects that live as long as the process (modules,
-classes, some 250 dataclasses' generated methods, the stylesheet, the first screen's widgets),
-and Python's cyclic collector walks all of them again and again while they are being made:
-tens of milliseconds of a start that should feel instant. The command-line entry calls
-:func:`hold_collection` before its first import and releases it at once for every command
-but the console's; the app calls :func:`release_collection` once its first frame is on the
-screen, which moves everything built so far to the permanent generation (``gc.freeze``:
-never scanned again, which also keeps later collections of a console open for hours short)
-and turns collection back on. Nothing is held when the entry point did not hold it (tests,
-embedding).
+Why: a start creates tens of thousands of objects that live as long as the process (modules,
+classes and the methods ``@dataclass`` generates for them, the stylesheet, the first screen's
+widgets), and Python's cyclic collector walks all of them again and again while they are
+being made: tens of milliseconds of a start that should feel instant
+(``benchmarks/startup.py`` prints the console's start with and without the hold). The
+command-line entry calls :func:`hold_collection` before its first import and releases it at
+once for every command but the console's; the app calls :func:`release_collection` once its
+first frame is on the screen, which moves everything built so far to the permanent
+generation (``gc.freeze``: never scanned again, which also keeps later collections of a
+console open for hours short) and turns collection back on. Nothing is held when the entry
+point did not hold it (tests, embedding).
 """
 
 from __future__ import annotations
