@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pytest
 
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import (
     Capacity,
     DecodeStats,
@@ -23,6 +22,7 @@ from specconsole.core.logs.events import (
     WeightsBegin,
 )
 from specconsole.core.logs.load_summary import summarize
+from specconsole.core.logs.parser import parse_lines
 from specconsole.present.crashtext import cause_text
 from tests.realengine.vllm_recipes import NO_LIBNUMA, RECIPES, recorded
 
