@@ -22,8 +22,8 @@ import time
 import pytest
 
 from specconsole.core.engine.registry import get_engine
-from specconsole.core.logs import parse_lines
 from specconsole.core.logs.events import Capacity, FatalError, Ready, SpecStats
+from specconsole.core.logs.parser import parse_lines
 from tests.fixtures.vllm import SERVED_NAME, ServerFactory, VllmBed, server_env
 
 pytestmark = [pytest.mark.real_vllm, pytest.mark.slow]
