@@ -133,7 +133,7 @@ NOT_BEFORE_THE_FIRST_FRAME: dict[str, str] = {
     "specconsole.core.plans.plan": "the plan's model (its modes stand alone)",
     "specconsole.core.plans.launch": "a trial's launch text",
     "specconsole.core.search.strategy": "the search strategies",
-    "specconsole.core.search.scheduling": "the schedule search",
+    "specconsole.core.search.per_level": "the per-level search (its schedule)",
     "specconsole.core.search.optimize": "the optimiser",
     "specconsole.core.config.validation": "the engines' rules",
     "specconsole.core.config.render": "rendering a launch",

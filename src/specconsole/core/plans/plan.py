@@ -19,11 +19,7 @@ from specconsole.core.config.concepts import Concept
 from specconsole.core.config.issues import Issue
 from specconsole.core.config.model import ServerConfig, option_fields, set_values
 from specconsole.core.config.ties import apply_ties, engine_ties
-from specconsole.core.plans.modes import (  # also named from here
-    FORMER_STRATEGIES,
-    CrashPolicy,
-    StrategyKind,
-)
+from specconsole.core.plans.modes import CrashPolicy, StrategyKind  # also named from here
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
 from specconsole.core.plans.pool import Box
 from specconsole.core.plans.profile import Profile

@@ -33,13 +33,8 @@ from functools import cache
 from typing import Any, Literal
 
 from specconsole.core.config.inputs import did_you_mean
-from specconsole.core.plans.plan import (
-    FINALLY_CHOICES,
-    FORMER_STRATEGIES,
-    CrashPolicy,
-    PlanError,
-    StrategyKind,
-)
+from specconsole.core.plans.modes import FORMER_STRATEGIES
+from specconsole.core.plans.plan import FINALLY_CHOICES, CrashPolicy, PlanError, StrategyKind
 from specconsole.core.plans.pool import BOX_KEYS, POOL_KEYS
 from specconsole.core.plans.profile import HostProfile, ServiceProfile
 from specconsole.core.ports import BenchSpec, Placement
