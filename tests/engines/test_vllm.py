@@ -34,11 +34,9 @@ def _errors(config: ServerConfig) -> list[tuple[str | None, str]]:
 
 
 def test_its_release_is_asked_through_the_launchers_python_and_read_from_version() -> None:
-    assert VLLM.detect_command("/opt/venv/bin/python") == [
-        "/opt/venv/bin/python",
-        "-c",
-        "import vllm; print(vllm.__version__)",
-    ]
+    python, dash_c, script = VLLM.detect_command("/opt/venv/bin/python")
+    assert (python, dash_c) == ("/opt/venv/bin/python", "-c")
+    assert "_version.py" in script and "__import__('vllm').__version__" in script
     noisy = "INFO 11-21 08:40:02 [__init__.py:216] Automatically detected platform cuda.\n0.11.0\n"
     assert VLLM.parse_release(noisy) == "0.11.0"
     assert VLLM.parse_release("ModuleNotFoundError: No module named 'vllm'") is None

@@ -106,7 +106,8 @@ async def probe_engine_version(
 def _shown(argv: list[str]) -> str:
     """How a detection command is named in messages: ``PYTHON -c 'import sglang'``."""
     if len(argv) >= 3 and argv[1] == "-c":
-        return f"{argv[0]} -c '{argv[2].split(';', 1)[0].strip()}'"
+        first = argv[2].split(";", 1)[0].strip().splitlines()[0]
+        return f"{argv[0]} -c '{first}'"
     return shlex.join(argv)
 
 
