@@ -28,11 +28,13 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import ControllerState, TrialRecord
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.profile import ServiceProfile
+from specconsole.core.ports import Transport
 from specconsole.headless.sweep import run_headless
 from specconsole.remote.process import ProcessBackend
 from specconsole.remote.transport.local import LocalTransport
 from specconsole.session.store import Session
 from tests.fixtures.plans import sim_plan_text
+from tests.fixtures.transports import transport  # noqa: F401  (the fixture)
 
 
 def test_launcher_python() -> None:
@@ -58,13 +60,40 @@ async def test_detects_the_installed_release(tmp_path: Path) -> None:
         launcher=f"{sys.executable} -m sglang.launch_server",
         working_directory=str(tmp_path),
     )
-    transport = LocalTransport()
-    assert await detect_engine_version(transport, config) == "0.5.23"
+    local = LocalTransport()
+    assert await detect_engine_version(local, config) == "0.5.23"
     # no sglang importable there: unknown, not an error
     elsewhere = ServerConfig(model_path="m", launcher=config.launcher, working_directory="/")
-    assert await detect_engine_version(transport, elsewhere) is None
+    assert await detect_engine_version(local, elsewhere) is None
     vllm = ServerConfig(model_path="m", engine="vllm")
-    assert await detect_engine_version(transport, vllm) is None
+    assert await detect_engine_version(local, vllm) is None
+
+
+@pytest.mark.asyncio
+async def test_vllms_release_is_read_from_its_version_file_without_importing_it(
+    tmp_path: Path,
+    transport: Transport,  # noqa: F811
+) -> None:
+    """``vllm/_version.py`` (setuptools-scm's) is read, never ``import vllm`` (which brings
+    torch in: 20 s on a busy box); a package without that file is imported. Locally and over
+    the real sshd (the script is several lines)."""
+    package = tmp_path / "box" / "vllm"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('raise SystemExit("imported")\n')
+    (package / "_version.py").write_text(
+        "__version__ = version = '0.32.0'\n__version_tuple__ = version_tuple = (0, 32, 0)\n"
+    )
+    launcher = f"{tmp_path}/venv/bin/vllm serve"
+    config = ServerConfig(
+        model_path="m", engine="vllm", launcher=launcher, working_directory=str(package.parent)
+    )
+    python = tmp_path / "venv" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    assert await detect_engine_version(transport, config) == "0.32.0"
+    (package / "_version.py").unlink()
+    (package / "__init__.py").write_text('__version__ = "0.11.0"\n')
+    assert await detect_engine_version(transport, config) == "0.11.0"
 
 
 def test_server_info_fallback() -> None:
