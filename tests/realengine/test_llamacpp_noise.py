@@ -10,7 +10,9 @@ whatever separates their figures is the machine's noise — measured by the swee
 report and ``specconsole best`` must call them a tie; the ``p_min`` 0.0 trials, which draft
 and lose, must not be tied with them. Acceptance: each level's recorded figures against the
 server's own per-request lines in the trial's log (``draft acceptance = R (A accepted / G
-generated)``), request by request, and against the counters' own arithmetic.
+generated)``), request by request, and against the counters' own arithmetic. Predictions:
+every trial was forecast from the models' GGUF headers read on the box, and the report's
+prediction error is 0 (each loaded, with the capacity predicted).
 """
 
 from __future__ import annotations
@@ -113,5 +115,17 @@ def test_acceptance_is_the_servers_and_a_difference_inside_the_noise_is_a_tie(
     code, said = cli("best", str(folder))
     assert code == 0 and f"tie: trial {verdict.best.index + 1} is not shown to beat #" in said
     code, document_text = cli("report", str(folder), "--format", "json")
-    levels = [lv for t in json.loads(document_text)["trials"] for lv in t["levels"]]
+    document_json = json.loads(document_text)
+    levels = [lv for t in document_json["trials"] for lv in t["levels"]]
     assert all(lv["accept_disagreement"] is None for lv in levels)
+    # predictions against what ran: each trial's forecast from the GGUF headers read on the
+    # box — it loads, with the capacity llama-server then reports (one unified cache of -c)
+    predicted = document_json["predictions"]
+    assert [p["trial"] for p in predicted["trials"]] == [1, 2, 3, 4], predicted
+    for p in predicted["trials"]:
+        assert p["loads_predicted"] is True and p["load_right"] is True, p
+        assert p["capacity_predicted"] == p["capacity_measured"] == 2048, p
+        assert p["misses"] == [], p
+    assert predicted["mape_pct"] == 0.0, predicted
+    assert "## Predictions against what ran" in report
+    assert "4 of 4 loads predicted right; mean absolute error 0.0 %" in report, report
