@@ -45,6 +45,7 @@ from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.search import prune
 from specconsole.core.search.strategy import next_trial
 from specconsole.session.records import record_from_dict
+from specconsole.session.reports.predictions_report import prediction_document
 
 TARGET = 0.98
 """Within 2 % of the grid's best."""
@@ -212,6 +213,27 @@ def noise_line(plan: SweepPlan, points: dict[Key, list[Run]]) -> str:
     return (
         f"noise (runs of one point, pooled over {len(samples)} points, {band.dof} dof): "
         f"σ {band.rel_std:.1%} of the figure; two single runs tie within ±{band.pct:.1f} %"
+    )
+
+
+def predictions_line(g: Grid) -> str:
+    """The product's predictions against what ran, over every measured trial (each trial
+    recorded its forecast before its deploy: ``core.measure.forecast``)."""
+    records = [r.record for runs in (*g.points.values(), *g.references.values()) for r in runs]
+    document = prediction_document(records)
+    if document is None:
+        return "predictions: none recorded"
+    rows = document["trials"]
+    judged = [r for r in rows if r["load_right"] is not None]
+    right = sum(1 for r in judged if r["load_right"])
+    mape = document["mape_pct"]
+    return (
+        f"predictions against what ran ({len(rows)} of {len(records)} trials forecast): "
+        f"loads {right} of {len(judged)} right; mean absolute error "
+        f"{'—' if mape is None else f'{mape:.1f} %'} over the predicted figures "
+        f"({sum(r['capacity_predicted'] is not None for r in rows)} capacities, "
+        f"{sum(len(r['level_errors']) for r in rows)} throughputs); "
+        f"{sum(len(r['misses']) for r in rows)} beyond their band"
     )
 
 
@@ -409,6 +431,7 @@ def main(seeds: int = 5, partial: bool = False) -> int:
     build = find_build()
     g = load()
     print(f"measured points: {len(g.points)}, runs: {sum(len(r) for r in g.points.values())}")
+    print(predictions_line(g))
     space = g.drafts
     if space != grid.DRAFTS:
         print(
