@@ -10,13 +10,16 @@ whatever separates their figures is the machine's noise — measured by the swee
 report and ``specconsole best`` must call them a tie; the ``p_min`` 0.0 trials, which draft
 and lose, must not be tied with them. Acceptance: each level's recorded figures against the
 server's own per-request lines in the trial's log (``draft acceptance = R (A accepted / G
-generated)``), request by request, and against the counters' own arithmetic. Predictions:
+generated)``), request by request, and against the counters' own arithmetic; the trial's log
+holds every line the server wrote through its last request (the server's own log file of the
+run is the reference: a watch cut off as the benchmark ended used to lose them). Predictions:
 every trial was forecast from the models' GGUF headers read on the box, and the report's
 prediction error is 0 (each loaded, with the capacity predicted).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import defaultdict
@@ -61,6 +64,17 @@ def _document(build: LlamaCppBuild, run_dir: Path) -> dict:
     return document
 
 
+def _server_logs(run_dir: Path) -> dict[str, list[str]]:
+    """The server's own log of each run (the plain-process backend's ``runs/ID/log``), by
+    the sha256 of the launch script the run started from (a trial's ``artifact_hash``)."""
+    return {
+        hashlib.sha256((run / "command.sh").read_bytes()).hexdigest(): (run / "log")
+        .read_text()
+        .splitlines()
+        for run in sorted((run_dir / "runs").iterdir())
+    }
+
+
 def _server_counts(log: str) -> list[tuple[int, int]]:
     """(accepted, drafted) of every request the server finished, in order (0, 0 for a
     request it drafted nothing for: llama-server prints no acceptance line then)."""
@@ -81,9 +95,20 @@ def test_acceptance_is_the_servers_and_a_difference_inside_the_noise_is_a_tie(
     assert all(r["status"] == "ok" for r in records), shown
     folder = session_dir(tmp_path / "noise")
     trials = Session.open(folder).load_trials()
+    own = _server_logs(tmp_path / "run")
+    assert len(own) == 4
     for raw, trial in zip(records, trials, strict=True):
-        served = _server_counts((folder / raw["log_file"]).read_text())
-        # the first run of the ladder: c=1's requests, then c=2's (no warm-up requests)
+        kept = (folder / raw["log_file"]).read_text().splitlines()
+        # the trial's log is what the server wrote, every line through the trial's last
+        # request (a watch cut off as the benchmark ended lost them: issue 41's CI failure)
+        server = own[raw["artifact_hash"]]
+        assert kept == server[: len(kept)], (trial.index, len(kept), len(server))
+        served = _server_counts("\n".join(kept))
+        assert served == _server_counts("\n".join(server)), trial.index
+        # every request of the three runs of the ladder: c=1's, then c=2's (no warm-up
+        # requests, no level re-run)
+        assert "re-run:" not in (raw.get("note") or ""), raw["note"]
+        assert all(lv["failed"] == 0 for lv in raw["levels"]), raw["levels"]
         assert len(served) == len(LADDER) * REQUESTS * 3, served
         for k, level in enumerate(sorted(trial.levels, key=lambda lv: lv.concurrency)):
             counters = level.counters

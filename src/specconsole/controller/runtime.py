@@ -34,7 +34,7 @@ from specconsole.controller.reattach import check_reattach
 from specconsole.controller.recording import HaltingSink, TrialRecorder
 from specconsole.controller.telemetry import GpuTelemetry
 from specconsole.controller.timers import Timers
-from specconsole.controller.watcher import ServerWatch, WatchTiming
+from specconsole.controller.watcher import ServerWatch, WatchTiming, drain
 from specconsole.core.boxfacts import BoxProbe
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
@@ -105,6 +105,8 @@ class Controller:
         self._ops: set[asyncio.Task[None]] = set()
         self._watch: asyncio.Task[None] | None = None
         self._watcher: ServerWatch | None = None
+        self._retired: asyncio.Task[None] | None = None
+        """The previous watch, writing its trial's last lines (``watcher.drain``)."""
         self._bench: asyncio.Task[None] | None = None
         self._stopper: asyncio.Task[None] | None = None
         self._timers = Timers()
@@ -413,6 +415,7 @@ class Controller:
         )
 
     async def _restart(self) -> ev.Outcome:
+        await self._drained()  # the old server's last lines, before a new one writes
         await self.backend.start()
         return ev.Restarted()
 
@@ -464,6 +467,7 @@ class Controller:
         return results.bench_finished(result)
 
     async def _stop_server(self) -> ev.Outcome:
+        await self._drained()
         await self.backend.stop()
         status: ServiceStatus | None
         try:
@@ -477,7 +481,7 @@ class Controller:
     def _start_watch(self, effect: fx.StartWatch) -> None:
         previous = self._watcher
         after = previous.cursor if effect.continue_previous and previous is not None else None
-        self._stop_watch()
+        self._stop_watch(retire=after is None)  # a continuing watch reads on from its cursor
         cfg = self._state.current_config
         self._watcher = ServerWatch(
             epoch=effect.epoch,
@@ -493,19 +497,30 @@ class Controller:
         )
         self._watch = self._spawn(self._watcher.run())
 
-    def _stop_watch(self) -> None:
+    def _stop_watch(self, *, retire: bool = True) -> None:
         if self._watch is not None:
-            self._watch.cancel()
+            if retire and self._watcher is not None:
+                self._watcher.retire()
+                self._retired = self._spawn(drain(self._watch, self.timing.drain_max_s))
+            else:
+                self._watch.cancel()
             self._watch = None
+
+    async def _drained(self) -> None:
+        if self._retired is not None:
+            await asyncio.shield(self._retired)
 
     # -- teardown -----------------------------------------------------------------------------
 
     async def _teardown(self) -> None:
         self._timers.cancel_all()
-        tasks = [t for t in (*self._ops, self._watch, self._bench, self.telemetry.task) if t]
+        self._stop_watch()
+        tasks = [t for t in (*self._ops, self._bench, self.telemetry.task) if t]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await self._drained()  # bounded: the last trial's last lines reach its log
         if self._stopper is not None and not self._stopper.done():
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stopper, 30.0)

@@ -18,6 +18,14 @@ which load stage comes next, when an exit is an exit) are in ``core.machine.hand
   drained (at most ``exit_grace_s`` later) so the fatal line that explains it is seen first;
 * ``GET /health`` every ``health_interval_s`` until the server answers or logs its ready
   line, so readiness is seen even when the ready line is missed.
+
+A watch is *retired*, not cancelled, when its trial is over (:meth:`ServerWatch.retire`): the
+server writes a request's last lines (llama-server's timings and draft acceptance) as it
+answers, and the follower reads them a poll later, so a watch cut off the moment the
+benchmark ended lost them from the trial's log. A retired watch posts nothing more to the
+controller; it writes what is still coming to the trial's log until the log has been quiet
+for ``drain_quiet_s`` (or ends), and :func:`drain` bounds it by ``drain_max_s``. The runtime
+lets it finish before it restarts or stops the server, so no later server's line reaches it.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ log = logging.getLogger(__name__)
 
 _Line = tuple[str, str | None, float | None]
 """A log line, its cursor and when the box's log says it was written (journal stamps)."""
+_WAKE: _Line = ("", None, None)
+"""Put on the line queue by :meth:`ServerWatch.retire` to wake a reader waiting on it."""
 
 
 def _raise_if_cancelling() -> None:
@@ -72,6 +82,10 @@ class WatchTiming:
     settle_after_s: float = 1.0
     exit_grace_s: float = 1.0
     settle_proven_s: float = 0.2
+    drain_quiet_s: float = 0.6
+    """A retired watch stops after this long without a line (the follower polls every 0.2 s)."""
+    drain_max_s: float = 3.0
+    """And after this long in any case (a server still writing: loading, or left serving)."""
 
 
 class ServerWatch:
@@ -108,8 +122,20 @@ class ServerWatch:
         self._timing = timing
         self._watch = core_watch.Watch(epoch=epoch)
         self._ready = asyncio.Event()
+        self._retired = False
+        self._lines: asyncio.Queue[_Line | None] | None = None
+
+    def retire(self) -> None:
+        """The trial is over: post nothing more; keep writing the lines still coming to the
+        trial's log until the log is quiet (``drain_quiet_s``) or ends, then return."""
+        self._retired = True
+        if self._lines is not None:
+            with contextlib.suppress(asyncio.QueueFull):  # a full queue wakes the reader anyway
+                self._lines.put_nowait(_WAKE)
 
     def _feed(self, outcomes: tuple[ev.Outcome, ...]) -> None:
+        if self._retired:
+            return
         for outcome in outcomes:
             if isinstance(outcome, ev.ServerReady):
                 self._ready.set()
@@ -118,6 +144,7 @@ class ServerWatch:
     async def run(self) -> None:
         """Log stream + status polling + health polling, until cancelled."""
         lines: asyncio.Queue[_Line | None] = asyncio.Queue(maxsize=10_000)
+        self._lines = lines
         exited = asyncio.Event()
         log_done = asyncio.Event()
         tasks = [
@@ -127,6 +154,8 @@ class ServerWatch:
         ]
         try:
             await self._consume_logs(lines, exited)
+            if self._retired:
+                return
             log_done.set()
             # The log of a run ends when its process exits: wait for the status poller to
             # confirm and report it (it polls at once, see ``exited``).
@@ -217,9 +246,12 @@ class ServerWatch:
                         self._sink.log_lines(self.trial_index, chunk)
                     except Exception:
                         log.exception("controller: writing the captured log failed")
-                self._post(
-                    ev.LogLines(lines=chunk, trial_index=self.trial_index, epoch=self._watch.epoch)
-                )
+                if not self._retired:
+                    self._post(
+                        ev.LogLines(
+                            lines=chunk, trial_index=self.trial_index, epoch=self._watch.epoch
+                        )
+                    )
 
         def handle(events: list[LogEvent], written: float | None = None) -> None:
             self._watch, outcomes = core_watch.on_log_events(self._watch, events)
@@ -240,37 +272,76 @@ class ServerWatch:
         def settle_s() -> float:
             return timing.settle_proven_s if parser.traceback_proven else timing.settle_after_s
 
-        while True:
-            timeout = None
-            if parser.in_traceback:
-                timeout = max(0.0, settle_s() - (loop.time() - last_line))
-            if batch:
-                remaining = timing.log_batch_s - (loop.time() - batch_started)
-                timeout = remaining if timeout is None else min(timeout, remaining)
-            try:
-                if timeout is None:
-                    item = await lines.get()
-                else:
-                    async with asyncio.timeout(max(0.0, timeout)):
+        try:
+            while True:
+                timeout = None
+                if parser.in_traceback:
+                    timeout = max(0.0, settle_s() - (loop.time() - last_line))
+                if self._retired:  # the trial is over: until the log is quiet
+                    quiet = timing.drain_quiet_s - (loop.time() - last_line)
+                    if quiet <= 0:
+                        flush()
+                        return
+                    timeout = quiet if timeout is None else min(timeout, quiet)
+                if batch:
+                    remaining = timing.log_batch_s - (loop.time() - batch_started)
+                    timeout = remaining if timeout is None else min(timeout, remaining)
+                try:
+                    if timeout is None:
                         item = await lines.get()
-            except TimeoutError:
-                flush()
-                if parser.in_traceback and loop.time() - last_line >= settle_s():
-                    # a traceback followed by silence: it is over
-                    handle(parser.settle(), last_written)
+                    else:
+                        async with asyncio.timeout(max(0.0, timeout)):
+                            item = await lines.get()
+                except TimeoutError:
+                    _raise_if_cancelling()
                     flush()
-                continue
-            if item is None:  # the stream ended: the process is gone (or the link dropped)
-                handle(parser.flush(), last_written)
-                flush()
-                exited.set()
-                return
-            text, cursor, written = item
-            last_line = loop.time()
-            last_written = written
-            if cursor is not None:
-                self.cursor = cursor
-            if not batch:
-                batch_started = loop.time()
-            batch.append(text)
-            handle(parser.feed(text), written)
+                    if parser.in_traceback and loop.time() - last_line >= settle_s():
+                        # a traceback followed by silence: it is over
+                        handle(parser.settle(), last_written)
+                        flush()
+                    continue
+                if item is _WAKE:  # retired: a whole quiet window from now
+                    last_line = loop.time()
+                    continue
+                if item is None:  # the stream ended: the process is gone (or the link dropped)
+                    handle(parser.flush(), last_written)
+                    flush()
+                    exited.set()
+                    return
+                self._take(item, parser, batch, handle)
+                if len(batch) == 1:
+                    batch_started = loop.time()
+                last_line = loop.time()
+                last_written = item[2]
+        except asyncio.CancelledError:
+            # cut off (a later watch continues from the cursor, or the bound of a drain):
+            # the lines read so far reach the trial's log all the same
+            self._retired = True
+            flush()
+            raise
+
+    def _take(
+        self,
+        item: _Line,
+        parser: LogParser,
+        batch: list[str],
+        handle: Callable[[list[LogEvent], float | None], None],
+    ) -> None:
+        text, cursor, written = item
+        if cursor is not None:
+            self.cursor = cursor
+        batch.append(text)
+        handle(parser.feed(text), written)
+
+
+async def drain(task: asyncio.Task[None], max_s: float) -> None:
+    """Wait for a retired watch's task to finish writing what it still reads, at most
+    ``max_s`` seconds; then it is cancelled (what it has read is written all the same)."""
+    try:
+        await asyncio.wait({task}, timeout=max_s)
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+    finally:
+        if not task.done():  # this wait was cancelled itself
+            task.cancel()
