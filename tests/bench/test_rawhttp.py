@@ -46,8 +46,11 @@ class _Server:
         seed: int,
         close_after: int | None = None,
         hold_open: bool = False,
+        refuse_reuse: bool = False,
     ) -> None:
         self.responses = responses
+        self.refuse_reuse = refuse_reuse
+        """Close a connection, unanswered, when a second request arrives on it."""
         self.hold_open = hold_open
         self.rng = random.Random(seed)
         self.close_after = close_after
@@ -61,6 +64,8 @@ class _Server:
         try:
             while served < len(self.responses):
                 head = await reader.readuntil(b"\r\n\r\n")
+                if self.refuse_reuse and served:
+                    break
                 length = 0
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):
@@ -158,6 +163,26 @@ async def test_a_stale_keep_alive_connection_is_retried_once_on_a_new_one() -> N
                 got: list[bytes] = []
                 await client.stream_into("/generate", b"{}", got.append, 10.0)
                 assert b"[DONE]" in b"".join(got)
+        finally:
+            await client.aclose()
+    assert server.connections == 3
+
+
+async def test_the_retry_after_a_stale_connection_opens_a_new_one_not_another_idle_one() -> None:
+    # two idle connections the server closes unanswered once a request arrives on them (as
+    # llama-server did to a c=2 level's both): the request is served once, on a new one
+    response = CHUNKED_HEAD + _chunked(_generate_events(3))
+    server = _Server([response, response], 6, refuse_reuse=True)
+    async with server as url:
+        client = RawStreamClient(url, 2, timeout_s=30)
+        try:
+            pair: list[list[bytes]] = [[], []]
+            await asyncio.gather(
+                *(client.stream_into("/generate", b"{}", got.append, 10.0) for got in pair)
+            )
+            got: list[bytes] = []
+            await client.stream_into("/generate", b"{}", got.append, 10.0)
+            assert all(b"[DONE]" in b"".join(g) for g in (*pair, got))
         finally:
             await client.aclose()
     assert server.connections == 3

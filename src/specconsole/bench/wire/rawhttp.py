@@ -113,7 +113,10 @@ class RawStreamClient(ControlRequests):
     ) -> tuple[Connection, int]:
         """One exchange on a pooled connection (one retry on a stale keep-alive connection
         that the server closed while idle); returns the connection (already back in the
-        pool or discarded) and the status."""
+        pool or discarded) and the status. The retry opens a new connection: a server that
+        closed one idle connection may have closed its siblings too (a c=2 level's third
+        request to llama-server found both stale: the server never saw it, and the failed
+        request cost the level a re-run), so another idle one is no better a bet."""
         head = (
             f"{method} {self._prefix}{path} HTTP/1.1\r\nHost: {self._host}:{self._port}\r\n"
             "Accept: text/event-stream\r\n" + self._extra_head
@@ -126,7 +129,7 @@ class RawStreamClient(ControlRequests):
         async with self._gate:
             for attempt in range(2):
                 conn = None
-                while self._idle and conn is None:
+                while attempt == 0 and self._idle and conn is None:
                     conn = self._idle.pop()
                     if conn.lost:
                         self._discard(conn)
