@@ -37,7 +37,7 @@ import tomli_w
 from benchmarks.realsearch import grid
 
 from specconsole.core.machine.results import combine_runs, mean_accept_length
-from specconsole.core.measure.noise import Sample, pool
+from specconsole.core.measure.noise import NoiseBand, Sample, pool
 from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.parse import parse_plan
@@ -191,10 +191,10 @@ def true_scores(plan: SweepPlan, points: dict[Key, list[Run]]) -> dict[Key, floa
     return out
 
 
-def noise_line(plan: SweepPlan, points: dict[Key, list[Run]]) -> str:
+def noise_band(plan: SweepPlan, points: dict[Key, list[Run]]) -> NoiseBand | None:
     """The grid's measured noise for the objective: each point's runs (passes at different
     times) pooled by ``core.measure.noise`` — the band within which two single runs of one
-    configuration fall 95 % of the time."""
+    configuration fall 95 % of the time (None: no point measured twice)."""
     samples = [
         Sample.of(got)
         for runs in points.values()
@@ -207,12 +207,15 @@ def noise_line(plan: SweepPlan, points: dict[Key, list[Run]]) -> str:
         )
         >= 2
     ]
-    band = pool(samples)
+    return pool(samples)
+
+
+def noise_line(band: NoiseBand | None) -> str:
     if band is None:
-        return "noise: no point measured twice"
+        return "noise: no point measured twice (the band target is not measured)"
     return (
-        f"noise (runs of one point, pooled over {len(samples)} points, {band.dof} dof): "
-        f"σ {band.rel_std:.1%} of the figure; two single runs tie within ±{band.pct:.1f} %"
+        f"noise (runs of one point, {band.source}, {band.dof} dof): σ {band.rel_std:.1%} of "
+        f"the figure; two single runs tie within ±{band.pct:.1f} % — the band target"
     )
 
 
@@ -248,6 +251,10 @@ def _crashed(run: Run) -> bool:
 class Outcome:
     trials_to: int | None
     seconds_to: float | None
+    band_trials_to: int | None
+    """Trials until a recorded point inside the noise band of the best (None: never, or no
+    band measured)."""
+    band_seconds_to: float | None
     trials: int
     seconds: float
     pruned: int
@@ -317,8 +324,11 @@ def replay(
     points: dict[Key, list[Run]],
     truth: dict[Key, float],
     seed: int,
+    band: NoiseBand | None = None,
 ) -> Outcome:
     target = TARGET * max(truth.values())
+    inside = None if band is None else (1 - band.pct / 100) * max(truth.values())
+    in_band: tuple[int, float] | None = None
     rng = random.Random(seed)
     trials: list[TrialRecord] = []
     keys: list[Key] = []
@@ -340,10 +350,19 @@ def replay(
             and truth.get(key, float("-inf")) >= target
         ):
             reached = (len(trials), spent)
+        if (
+            in_band is None
+            and inside is not None
+            and record.status is TrialStatus.OK
+            and truth.get(key, float("-inf")) >= inside
+        ):
+            in_band = (len(trials), spent)
     top = best(trials, plan.goal)
     return Outcome(
         trials_to=None if reached is None else reached[0],
         seconds_to=None if reached is None else reached[1],
+        band_trials_to=None if in_band is None else in_band[0],
+        band_seconds_to=None if in_band is None else in_band[1],
         trials=len(trials),
         seconds=spent,
         pruned=sum(t.status is TrialStatus.PRUNED for t in trials),
@@ -383,14 +402,15 @@ def strategy_table(
     build: Any, g: Grid, objective: str, seeds: int, space: tuple[str, ...]
 ) -> tuple[list[str], dict[str, Any]]:
     rows = [
-        "| strategy | prune | trials to 2 % | bench s to 2 % | reached | trials run | "
-        "bench s run | pruned | final pick's gap |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| strategy | prune | trials to 2 % | bench s to 2 % | reached | trials to the band | "
+        "bench s to the band | trials run | bench s run | pruned | final pick's gap |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     summary: dict[str, Any] = {}
     points = {k: runs for k, runs in g.points.items() if k[0] in space}
     probe = make_plan(build, "grid", objective, 0, False, space)
     truth = true_scores(probe, points)
+    band = noise_band(probe, points)
     top = max(truth.values())
     grid_seconds = statistics.fmean(
         sum(sum(r.seconds.values()) for r in runs) / len(runs) for runs in points.values()
@@ -404,6 +424,7 @@ def strategy_table(
                     points,
                     truth,
                     s,
+                    band,
                 )
                 for s in range(seeds)
             ]
@@ -416,13 +437,24 @@ def strategy_table(
                 f"{_median([o.trials_to for o in outs], n + 1)} | "
                 f"{_median([o.seconds_to for o in outs], grid_seconds)} | "
                 f"{sum(o.trials_to is not None for o in outs)}/{seeds} | "
-                f"{statistics.median(o.trials for o in outs):.0f} | "
+                + (
+                    f"{_median([o.band_trials_to for o in outs], n + 1)} | "
+                    f"{_median([o.band_seconds_to for o in outs], grid_seconds)} | "
+                    if band is not None
+                    else "— | — | "
+                )
+                + f"{statistics.median(o.trials for o in outs):.0f} | "
                 f"{statistics.median(o.seconds for o in outs):.0f} | "
                 f"{statistics.median(o.pruned for o in outs):.0f} | "
                 f"{statistics.median(gaps):.1f} % |"
             )
             summary[f"{strategy}/{prune_on}"] = outs
-    return rows, {"truth": truth, "outcomes": summary, "grid_seconds": grid_seconds}
+    return rows, {
+        "truth": truth,
+        "outcomes": summary,
+        "grid_seconds": grid_seconds,
+        "band": band,
+    }
 
 
 def main(seeds: int = 5, partial: bool = False) -> int:
@@ -457,7 +489,7 @@ def main(seeds: int = 5, partial: bool = False) -> int:
             f"the whole grid: {grid_size(space)} trials, {facts['grid_seconds']:.0f} bench s\n"
         )
         probe = make_plan(build, "grid", objective, 0, False, space)
-        print(noise_line(probe, g.points))
+        print(noise_line(facts["band"]))
         refs = true_scores(probe, {(name, 0, 0.0): runs for name, runs in g.references.items()})
         print(
             "references (outside the searched space): "
@@ -475,6 +507,14 @@ def main(seeds: int = 5, partial: bool = False) -> int:
             f"grid's {grid_size(space)} trials (target ≤ 25 %: "
             f"{'met' if share <= 0.25 else 'not met'})"
         )
+        if facts["band"] is not None:
+            got = [o.band_trials_to for o in outs]
+            median = statistics.median(grid_size(space) + 1 if t is None else t for t in got)
+            print(
+                f"optimize with pruning: inside the noise band (±{facts['band'].pct:.1f} %) in "
+                f"{median:g} trials (seeds: {', '.join('—' if t is None else str(t) for t in got)})"
+                f" = {median / grid_size(space):.0%} of the grid's trials"
+            )
     return 0
 
 
