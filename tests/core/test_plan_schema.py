@@ -13,6 +13,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import PlanError, StrategyKind
@@ -170,3 +172,69 @@ def test_every_table_names_the_closest_known_key(text: str, needle: str) -> None
     with pytest.raises(PlanError) as err:
         loads_plan(text + SERVER)
     assert needle in str(err.value), str(err.value)
+
+
+_VALUES = st.one_of(
+    st.integers(-2, 70_000),
+    st.floats(-1.0, 1e4, allow_nan=False),
+    st.sampled_from(["", "a", "ssh", "local", "grid", "per_level", "steady", "~/.ssh/id", "4"]),
+    st.booleans(),
+    st.lists(
+        st.one_of(st.integers(0, 80), st.sampled_from(["a", "b"]), st.floats(0, 2)), max_size=3
+    ),
+    st.dictionaries(
+        st.sampled_from(["min", "max", "step", "ttft_ms", "a"]),
+        st.one_of(st.integers(0, 9), st.booleans(), st.sampled_from(["5", "a"])),
+        max_size=2,
+    ),
+)
+_TABLES = ("host", "service", "sweep", "bench", "pool")
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    example=st.sampled_from(EXAMPLES),
+    table=st.sampled_from(_TABLES),
+    pick=st.integers(0, 10_000),
+    value=_VALUES,
+)
+def test_every_plan_the_readers_accept_has_the_declared_shape(
+    example: Path, table: str, pick: int, value: object
+) -> None:
+    """The declaration never refuses what the tables' readers accept (no plan that read
+    before the schema stops reading): one key of a shipped example set to another value."""
+    from specconsole.core.plans.parse import _read_plan
+
+    document = tomllib.loads(example.read_text())
+    keys = sorted(table_keys(table))
+    key = keys[pick % len(keys)]
+    document[table] = {**document.get(table, {}), key: value}
+    try:
+        _read_plan(document, "")
+    except PlanError:
+        return
+    check_shape(document)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[host]\ntransport = "ssh"\nalias = "gpu"\nidentity_files = "~/.ssh/id"\n',
+        '[service]\nkind = "docker"\ndocker_args = "--gpus=all"\n',
+        '[sweep]\nconstraints = "single_request >= 200"\n',
+        '[bench]\nslo = { ttft_ms = "500" }\n',
+    ],
+)
+def test_what_the_readers_take_the_declaration_takes(text: str) -> None:
+    """One string where a list of strings goes, one constraint alone, an SLO's number
+    written as text: each read before the declaration and still reads, and both the
+    library's check and the committed JSON Schema take it."""
+    document = tomllib.loads(text + SERVER)
+    loads_plan(text + SERVER)
+    check_shape(document)
+    assert list(_validator().iter_errors(document)) == []
+
+
+def test_an_slo_of_true_is_refused_not_read_as_one_millisecond() -> None:
+    with pytest.raises(PlanError, match=r"\[bench\] slo: ttft_ms must be a positive number"):
+        loads_plan("[bench]\nslo = { ttft_ms = true }\n" + SERVER)

@@ -60,8 +60,8 @@ class Slo:
                     f"{where}: unknown objective {key!r}; use {', '.join(SLO_KEYS)} "
                     "(milliseconds), e.g. ttft_ms=500"
                 )
-            try:
-                value = float(raw)
+            try:  # a number, or its text (``--slo ttft_ms=500``); never true/false
+                value = float("nan") if isinstance(raw, bool) else float(raw)
             except (TypeError, ValueError):
                 value = float("nan")
             if not value > 0 or value == float("inf"):

@@ -46,9 +46,13 @@ class StrategyKind(StrEnum):
 
     @classmethod
     def _missing_(cls, value: object) -> StrategyKind | None:
-        return cls(FORMER_STRATEGIES[value]) if value in FORMER_STRATEGIES else None
+        return (
+            cls(FORMER_STRATEGIES[value])
+            if isinstance(value, str) and value in FORMER_STRATEGIES
+            else None
+        )
 
 
-FORMER_STRATEGIES: dict[object, str] = {"schedule": "per_level"}
+FORMER_STRATEGIES: dict[str, str] = {"schedule": "per_level"}
 """A strategy's former name → its name: an old plan (and a session recorded before the
 rename) still reads, and the plan loader says the new name (``core.plans.parse``)."""

@@ -150,7 +150,12 @@ def parse_plan(document: Mapping[str, Any], *, source: str = "") -> SweepPlan:
     try:
         check_shape(document)
     except PlanError as shape:
-        _read_plan(document, source)
+        try:
+            _read_plan(document, source)
+        except PlanError:
+            raise
+        except Exception:  # a reader handed a value of the wrong type: the shape's sentence
+            raise shape from None
         raise shape from None
     return _read_plan(document, source)
 

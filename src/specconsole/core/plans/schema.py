@@ -64,7 +64,7 @@ SWEEP_KEYS: dict[str, tuple[Any, str]] = {
     "skip_infeasible": (bool, "Skip configurations predicted not to load."),
     "min_kv_tokens": (int, "Skip configurations whose KV cache holds fewer tokens."),
     "objective": (str | dict[str, Any], "What the best trial maximises."),
-    "constraints": (list[str] | dict[str, Any], "Bounds a trial must hold to count."),
+    "constraints": (str | list[str], "Bounds a trial must hold to count."),
     "patience": (int, "optimize: trials without improvement before it stops."),
     "noise_pct": (Number, "optimize: gains below this are noise (%)."),
     "startup_trials": (int, "optimize: random trials before the model steers."),
@@ -116,18 +116,20 @@ speculative-decoding counters and the chat template, from the trial's engine and
 
 _TOML_SPECIAL: dict[tuple[str, str], Any] = {
     ("bench", "headers"): dict[str, str],
-    ("bench", "slo"): dict[str, Number],
+    ("bench", "slo"): dict[str, Number | str],
     ("bench", "window"): Literal["completed", "steady"],
 }
 """Fields whose TOML shape is not their Python type's (headers are a table of strings)."""
 
 
-def toml_type(hint: Any) -> Any:
+def toml_type(hint: Any, *, one_or_many: bool = False) -> Any:
     """The TOML-facing type of a dataclass field's type: an enum is its values, a tuple a
-    list, a float any number, ``None`` left out (a plan omits a key rather than nulling it)."""
+    list (``one_or_many``: or one item alone, as ``[host]``/``[service]`` read
+    ``identity_files = "~/.ssh/id"``), a float any number, ``None`` left out (a plan omits a
+    key rather than nulling it)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        kept = [toml_type(a) for a in args if a is not type(None)]
+        kept = [toml_type(a, one_or_many=one_or_many) for a in args if a is not type(None)]
         out = kept[0]
         for other in kept[1:]:
             out = out | other
@@ -137,7 +139,8 @@ def toml_type(hint: Any) -> Any:
     if hint is float:
         return Number
     if origin is tuple:
-        return list[toml_type(args[0])] if args else list[Any]
+        item = toml_type(args[0]) if args else Any
+        return item | list[item] if one_or_many else list[item]
     if origin in (dict, Mapping):
         return dict[str, toml_type(args[1]) if args and args[1] is not Any else Any]
     if hint in (int, str, bool):
@@ -145,10 +148,18 @@ def toml_type(hint: Any) -> Any:
     return Any
 
 
+_ONE_OR_MANY_TABLES = frozenset({"host", "service"})
+"""Tables whose list keys also take one string (``core.plans.profile``'s ``_str_tuple``)."""
+
+
 def _dataclass_keys(cls: type, table: str, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
+    one_or_many = table in _ONE_OR_MANY_TABLES
     return {
-        f.name: (_TOML_SPECIAL.get((table, f.name)) or toml_type(hints[f.name]), "")
+        f.name: (
+            _TOML_SPECIAL.get((table, f.name)) or toml_type(hints[f.name], one_or_many=one_or_many),
+            "",
+        )
         for f in fields(cls)
         if f.name not in skip
     }
