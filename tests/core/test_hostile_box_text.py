@@ -139,6 +139,8 @@ answers = st.one_of(
             '{"version": "0.5.23"',
             "[" * 5000 + "]" * 5000,
             '{"avg_spec_accept_length": NaN}',
+            '{"avg_spec_accept_length": 1e400}',
+            '{"version": "0.5.23", "max_total_num_tokens": -2e308}',
             "",
         ]
     ),
@@ -175,6 +177,7 @@ def test_a_proxys_html_and_a_hard_wrapped_help_say_why() -> None:
     assert problem == "an HTML page, not JSON (a proxy or another server answered)"
     assert read_box_json("[" * 40 + "]" * 40)[1] == f"nested more than {MAX_DEPTH} deep"
     assert read_box_json('{"a": NaN}')[1].startswith("not JSON (NaN is not JSON")
+    assert read_box_json('{"a": 1e400}')[1].startswith("not JSON (1e400 is past a float's range")
     words = "  --speculative-num-draft-tokens SPECULATIVE_NUM_DRAFT_TOKENS The number of tokens"
     text = "\n".join([*(words for _ in range(10)), "  --port PORT  the port"])
     folded = "\n".join(text[i : i + 40] for i in range(0, len(text), 40))

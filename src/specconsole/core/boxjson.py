@@ -3,7 +3,8 @@
 Why its own module: what these answers say decides the engine's release (the flags every later
 trial is rendered with) and is recorded with each trial, and a real box answers them wrongly
 by accident — a proxy's HTML error page, a body cut short, ``NaN`` (which Python's ``json``
-accepts and no JSON allows), an answer nested thousands deep or megabytes long. Every reader of
+accepts and no JSON allows), a number past a float's range (``1e400``: valid JSON that Python
+reads as infinity), an answer nested thousands deep or megabytes long. Every reader of
 such an answer goes through :func:`read_box_json`, which never raises: it returns the value or
 the reason it is not trusted, and the caller records "unknown" with that reason instead of
 guessing.
@@ -27,6 +28,13 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"{literal[:40]} is past a float's range")
+    return value
+
+
 def _depth(value: Any, limit: int) -> bool:
     """Whether ``value`` nests deeper than ``limit`` (iterative: no recursion to exhaust)."""
     stack = [(value, 0)]
@@ -43,7 +51,8 @@ def _depth(value: Any, limit: int) -> bool:
 
 def read_box_json(text: Any) -> tuple[Any, str]:
     """(the decoded answer, '') or (None, why it is not trusted): not text, too long, an HTML
-    page (a proxy), not JSON, ``NaN``/``Infinity``, nested too deep. Never raises."""
+    page (a proxy), not JSON, ``NaN``/``Infinity`` or a number past a float's range, nested too
+    deep. Never raises."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str):
@@ -55,7 +64,7 @@ def read_box_json(text: Any) -> tuple[Any, str]:
         kind = "an HTML page" if "html" in head or head.startswith("<!") else "markup"
         return None, f"{kind}, not JSON (a proxy or another server answered)"
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except RecursionError:
         return None, "not JSON: nested too deep"
     except ValueError as exc:
