@@ -41,6 +41,7 @@ from specconsole.ui.form import (
     parse_form,
 )
 from specconsole.ui.screens.confirm import ConfirmActionScreen
+from specconsole.ui.widgets.fieldinput import FieldInput
 
 Predictor = Callable[[ServerConfig], CapacityPrediction | None]
 """Predicted KV capacity for a candidate configuration (None: cannot predict yet)."""
@@ -83,6 +84,12 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             id="withdraw",
             tooltip="withdraw the queued edit: nothing will be deployed for it",
         ),
+        # Focus moves when the key arrives, not when it has bubbled up: the keys behind it in
+        # a burst then go to the field it moved to (each field applies its own editing keys,
+        # ui.widgets.fieldinput). Enter moves on like tab.
+        Binding("tab", "app.focus_next", show=False, priority=True),
+        Binding("shift+tab", "app.focus_previous", show=False, priority=True),
+        Binding("enter", "app.focus_next", show=False, priority=True),
     ]
 
     class Checked(Message):
@@ -144,7 +151,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
                 for field in self._fields:
                     with Vertical(classes="field-row", id=f"row-{field.name}"):
                         yield Label(field.label, classes="field-label", markup=False)
-                        yield Input(
+                        yield FieldInput(
                             value=values[field.name],
                             placeholder=f"{field.hint} (empty: server default)",
                             id=f"field-{field.name}",
@@ -253,11 +260,6 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
         self.check()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        event.stop()
-        self.focus_next()
 
     def action_apply(self) -> None:
         self.check()
