@@ -11,7 +11,13 @@ from specconsole.present.deploys.diffrows import SUMMARY_TITLE, diff_rows
 from specconsole.present.deploys.flagdiff import changed_spans, summary_lines
 from specconsole.present.keyboard.footer import fit_parts, footer_hints, footer_text
 from specconsole.present.keyboard.help import help_text
-from specconsole.present.keyboard.keymap import BY_ID, COMMANDS
+from specconsole.present.keyboard.keymap import (
+    BY_ID,
+    COMMANDS,
+    PANE_KEYS,
+    SCREEN_KEYS,
+    SECTION_KEYS,
+)
 from specconsole.present.notices import message_for, plain
 from specconsole.present.runlog import deploy_lines, level_line, verdict
 from tests.ui.doubles import PROCESS_DIFF, UNIT_DIFF, finished_trial, sweep_plan
@@ -43,6 +49,33 @@ def test_help_fits_80_columns_lists_s_once_per_state_and_explains_the_symbols() 
     for word in ("★", "◆", "✖", "mrr", "cg-bs", "accept", "capacity", "+N cols →"):
         assert word in text, word
     assert "next box" not in text and "next box" in help_text(76, pool=True)
+
+
+def test_the_helps_state_column_never_runs_into_its_description() -> None:
+    """A key's state ends two spaces before its description starts, or has a line of its
+    own (``s  plan, no sweep start the plan's sweep`` read as one sentence)."""
+    every = (*SCREEN_KEYS, *COMMANDS, *PANE_KEYS, *SECTION_KEYS)
+    keys = [k for k in every if k.when and not k.pool_only]
+    for width in (60, 74, 76, 120):
+        lines = help_text(width).splitlines()
+        for key in keys:
+            first_words = " ".join(key.does.split()[:3])
+            at = next(
+                i
+                for i, line in enumerate(lines)
+                if first_words in line
+                and (
+                    line.startswith(f"  {key.keys} ") or lines[i - 1] == f"  {key.keys}  {key.when}"
+                )
+            )
+            row = lines[at]
+            head = row[: row.index(first_words)]
+            if head.strip():  # key and state on the description's line
+                assert head.rstrip().endswith(key.when), (width, row)
+                assert len(head) - len(head.rstrip()) >= 2, (width, row)
+            else:  # a state wider than its column: the line above holds key and state
+                assert lines[at - 1].rstrip().endswith(key.when), (width, lines[at - 1])
+        assert max(len(line) for line in lines) <= max(width, 40)
 
 
 def test_columns_are_whole_or_absent() -> None:

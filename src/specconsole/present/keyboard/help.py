@@ -47,15 +47,21 @@ def _rows(keys: Iterable[Key], pool: bool) -> list[tuple[str, str, str]]:
     return [(k.keys, k.when, k.does) for k in keys if pool or not k.pool_only]
 
 
+GAP = 2
+"""Spaces after the key and the "when" column: a state never reads as the description's first
+words (``plan, no sweep start the plan's sweep``)."""
+
+
 def _widths(rows: list[tuple[str, str, str]]) -> tuple[int, int]:
     """The key and "when" columns' widths (gaps included) for ``rows``."""
     key = min(KEY_MAX, max((len(k) for k, _w, _d in rows), default=1))
     when = min(WHEN_MAX, max((len(w) for _k, w, _d in rows), default=0))
-    return key + 2, (when + 1 if when else 0)
+    return key + GAP, (when + GAP if when else 0)
 
 
 def _table(rows: list[tuple[str, str, str]], width: int, widths: tuple[int, int]) -> list[HelpLine]:
-    """Three columns (key, when, what); the last wraps under itself (a hanging indent)."""
+    """Three columns (key, when, what); the last wraps under itself (a hanging indent). A key
+    or state wider than its column takes a line of its own, so columns never run together."""
     key_w, when_w = widths
     indent = 2 + key_w + when_w
     desc = max(20, width - indent)
@@ -63,7 +69,7 @@ def _table(rows: list[tuple[str, str, str]], width: int, widths: tuple[int, int]
     for key, when, does in rows:
         lines = textwrap.wrap(does, desc) or [""]
         head = f"  {key:<{key_w}}{when:<{when_w}}"
-        if len(key) >= key_w or len(when) >= when_w > 0:
+        if len(key) > key_w - GAP or (when_w > 0 and len(when) > when_w - GAP):
             out.append(HelpLine("row", f"  {key}  {when}".rstrip()))
             head = " " * indent
         out.append(HelpLine("row", head + lines[0]))
