@@ -68,12 +68,16 @@ def console(tmux: Tmux, tmp_path: Path) -> Iterator[Tmux]:
     home = tmp_path / "home"
     home.mkdir()
     specconsole = Path(sys.executable).parent / "specconsole"
+    # pytest's workers export COLUMNS=80 LINES=24, which tmux hands on to the pane's command
+    # and Textual prefers to the terminal's own size: unset, the console is really 120×40.
     command = (
-        f"env HOME={home} TERM=tmux-256color {specconsole} tui {plan} "
+        f"env -u COLUMNS -u LINES HOME={home} TERM=tmux-256color {specconsole} tui {plan} "
         f"--session {tmp_path / 'sessions'}; echo TUI-EXIT=$?; sleep 60"
     )
     tmux.run("new-session", "-d", "-s", "demo", "-x", str(COLUMNS), "-y", str(ROWS), command)
-    tmux.wait_for(r"\? help", START_WAIT_S)
+    screen = tmux.wait_for(r"\? help", START_WAIT_S)
+    widest = max(len(line.rstrip()) for line in screen.splitlines())
+    assert widest > 100, f"the console is not drawn at {COLUMNS} columns:\n{screen}"
     yield tmux
     stop_sims(port)
 
