@@ -3,7 +3,8 @@
 Each mode misbehaves in one way a broken or hostile inference server could: it accepts and
 never answers, trickles its response head or keep-alive bytes forever, streams tokens without
 end, floods one endless SSE line, answers control requests with deeply nested JSON, sends
-a negative Content-Length, or answers everything with a proxy's HTML page (``html``).
+a negative Content-Length, sends counts that are no counts or a final usage far past what it
+streamed, or answers everything with a proxy's HTML page (``html``).
 ``python -m tests.bench.hostile_server MODE`` prints its port and serves until terminated.
 Every loop sleeps between sends and stops when the client goes.
 """
@@ -75,6 +76,22 @@ async def handle(mode: str, reader: asyncio.StreamReader, writer: asyncio.Stream
             page = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
             head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
             writer.write(head % len(page) + page)
+        elif mode == "lying-counts":  # a count that is no count
+            event = {"text": "x", "meta_info": {"completion_tokens": 1, "prompt_tokens": "many"}}
+            events = [json.dumps(event).encode(), b"[DONE]"]
+            writer.write(CHUNKED_SSE + b"".join(_chunk(b"data: " + e + b"\n\n") for e in events))
+            writer.write(b"0\r\n\r\n")
+        elif mode == "inflated-usage":  # one chunk, and a final usage of a billion tokens
+            usage = {"completion_tokens": 10**9, "prompt_tokens": 3}
+            events = [
+                json.dumps({"choices": [{"text": "x"}]}).encode(),
+                json.dumps(
+                    {"choices": [{"text": "", "finish_reason": "length"}], "usage": usage}
+                ).encode(),
+                b"[DONE]",
+            ]
+            writer.write(CHUNKED_SSE + b"".join(_chunk(b"data: " + e + b"\n\n") for e in events))
+            writer.write(b"0\r\n\r\n")
         elif mode == "negative-length":
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello")
         await writer.drain()

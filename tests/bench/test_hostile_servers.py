@@ -38,6 +38,8 @@ def bench(*args: str) -> subprocess.CompletedProcess[str]:
         ("flood-line", [], "over 64 MiB"),
         ("deep-json", [], "protocol"),
         ("negative-length", ["--api", "completions", "--model", "m"], "every"),
+        ("lying-counts", [], "(protocol): prompt_tokens is 'many', not a token count"),
+        ("inflated-usage", ["--api", "completions", "--model", "m"], "counted 1000000000 tokens"),
     ],
 )
 def test_a_hostile_server_fails_the_run_with_the_url_and_the_cause(

@@ -9,7 +9,10 @@ Token counts always come from the server: ``meta_info.completion_tokens`` (cumul
 ``/generate`` chunk) and ``usage`` for the OpenAI APIs (requested per chunk with
 ``continuous_usage_stats``; when a server only sends the final usage, the total is spread
 over the text chunks in proportion to their characters). Chunks are never counted as tokens,
-because with speculative decoding one chunk often carries several accepted tokens.
+because with speculative decoding one chunk often carries several accepted tokens. A count is
+what the box says, so it is checked (:func:`server_count`): one that is not a whole number from
+0 to :data:`MAX_TOKEN_COUNT` (a string, ``1e400``, a list, a negative, a 5,000-digit figure)
+fails the request as ``protocol``, naming the field — never a traceback, never a figure.
 """
 
 from __future__ import annotations
@@ -161,6 +164,32 @@ class StreamOutcome:
     spec_verify_ct: int | None
 
 
+MAX_TOKEN_COUNT = 10**12
+"""No stream counts this many tokens: a larger figure is not a count."""
+_MAX_DIGITS = len(str(MAX_TOKEN_COUNT)) - 1
+
+
+def server_count(value: Any, field: str) -> int:
+    """``value`` (a count from the server's JSON) as a whole number from 0 up to
+    :data:`MAX_TOKEN_COUNT`; anything else fails the request as ``protocol``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_TOKEN_COUNT:
+        return value
+    raise RequestFailed("protocol", f"{field} is {repr(value)[:40]}, not a token count")
+
+
+def _optional_count(value: Any, field: str) -> int | None:
+    return None if value is None else server_count(value, field)
+
+
+def _digits(raw: bytes) -> int:
+    """A count the fast path matched as digits (at most :data:`MAX_TOKEN_COUNT`'s)."""
+    if len(raw) > _MAX_DIGITS:
+        raise RequestFailed("protocol", f"completion_tokens of {len(raw):,} digits is not a count")
+    return int(raw)
+
+
 _COMPLETION_RE = re.compile(rb'"completion_tokens":\s*(\d+)')
 """A count in an event: in JSON text a raw ``"`` cannot occur inside a string, so this never
 matches generated text (which is escaped)."""
@@ -271,12 +300,12 @@ class GenerateParser(StreamParser):
             match = _COMPLETION_RE.match(block, at) if at >= 0 else None
             if match is None:
                 return super()._block(block, now)
-            count = int(match.group(1))
+            count = _digits(match.group(1))
         else:
             counts = _COMPLETION_RE.findall(block)
             if not counts or len(counts) != events:  # [DONE], an error, an uncounted event
                 return super()._block(block, now)
-            count = int(counts[-1])
+            count = _digits(counts[-1])
         return self._counted(block, count, now)
 
     def _event(self, payload: bytes, now: float) -> int:
@@ -284,7 +313,7 @@ class GenerateParser(StreamParser):
         if match is None:
             self._check_error(_loads(payload))
             return 0
-        return self._counted(payload, int(match.group(1)), now)
+        return self._counted(payload, _digits(match.group(1)), now)
 
     def _counted(self, event: bytes, count: int, now: float) -> int:
         """A cumulative ``count`` seen at ``now``; returns the tokens it adds."""
@@ -307,15 +336,18 @@ class GenerateParser(StreamParser):
         last = [p for p in payloads(self._last) or [self._last] if _COMPLETION_RE.search(p)]
         if not last:
             raise RequestFailed("empty", "stream carried no meta_info")
-        meta = _loads(last[-1]).get("meta_info") or {}
-        verify = meta.get("spec_verify_ct")
-        prompt = meta.get("prompt_tokens")
+        event = _loads(last[-1])
+        meta = (event.get("meta_info") if isinstance(event, dict) else None) or {}
+        if not isinstance(meta, dict):
+            raise RequestFailed("protocol", f"meta_info is {repr(meta)[:40]}, not an object")
         return StreamOutcome(
             chunk_times=self.times,
             chunk_tokens=self.tokens,
-            prompt_tokens=None if prompt is None else int(prompt),
-            completion_tokens=int(meta.get("completion_tokens", self._count)),
-            spec_verify_ct=None if verify is None else int(verify),
+            prompt_tokens=_optional_count(meta.get("prompt_tokens"), "prompt_tokens"),
+            completion_tokens=server_count(
+                meta.get("completion_tokens", self._count), "completion_tokens"
+            ),
+            spec_verify_ct=_optional_count(meta.get("spec_verify_ct"), "spec_verify_ct"),
         )
 
 
@@ -355,7 +387,7 @@ class OpenAIParser(StreamParser):
             return self._decoded(payload, now) if payload else 0
         self._usage_payload = payload
         chars = self._piece_chars(payload)
-        return self._record(now, chars, int(match.group(1))) if chars else 0
+        return self._record(now, chars, _digits(match.group(1))) if chars else 0
 
     def _piece_chars(self, payload: bytes) -> int:
         """Length of the first ``"content"`` (chat) / ``"text"`` value, still escaped; 0 when
@@ -388,7 +420,7 @@ class OpenAIParser(StreamParser):
         if not piece:
             return 0
         cumulative = usage.get("completion_tokens") if isinstance(usage, dict) else None
-        return self._record(now, len(piece), None if cumulative is None else int(cumulative))
+        return self._record(now, len(piece), _optional_count(cumulative, "completion_tokens"))
 
     def _record(self, now: float, chars: int, cumulative: int | None) -> int:
         times = self.times
@@ -411,14 +443,15 @@ class OpenAIParser(StreamParser):
         if not self.done:
             raise RequestFailed("incomplete", "stream ended before [DONE]")
         if self._usage_payload:
-            usage = _loads(_payload_of(self._usage_payload)).get("usage")
+            event = _loads(_payload_of(self._usage_payload))
+            usage = event.get("usage") if isinstance(event, dict) else None
             self._usage = usage if isinstance(usage, dict) else self._usage
         if self._usage is None or self._usage.get("completion_tokens") is None:
             raise RequestFailed(
                 "no_usage",
                 "the server sent no usage; it must honour stream_options.include_usage",
             )
-        total = int(self._usage["completion_tokens"])
+        total = server_count(self._usage["completion_tokens"], "usage.completion_tokens")
         if self._cumulative and all(c is not None for c in self._cumulative):
             counts = [int(c) for c in self._cumulative if c is not None]
             tokens = [counts[0]] + [b - a for a, b in itertools.pairwise(counts)]
@@ -430,7 +463,7 @@ class OpenAIParser(StreamParser):
         return StreamOutcome(
             chunk_times=times,
             chunk_tokens=tokens,
-            prompt_tokens=None if prompt is None else int(prompt),
+            prompt_tokens=_optional_count(prompt, "usage.prompt_tokens"),
             completion_tokens=total,
             spec_verify_ct=None,
         )

@@ -470,6 +470,11 @@ class LadderRun:
             await client.stream_into(path, body, on_data, plan.stall_timeout_s)
             latency = clock() - start
             outcome = parser.finish()
+            if outcome.completion_tokens > most:  # a final count the stream never carried
+                raise RequestFailed(
+                    "overrun",
+                    f"the server counted {outcome.completion_tokens} tokens for {asked} asked",
+                )
         except RequestFailed as exc:
             phase.running -= 1
             phase.failed += 1
