@@ -3,25 +3,20 @@ APIs' parsers are total over generated hostile events — each stream ends in an
 counts are whole numbers in range, or in a ``RequestFailed`` naming why (a string, ``1e400``,
 a list, a negative or a 5,000-digit count is ``protocol``), never another exception.
 
-The property runs :data:`EXAMPLES` generated streams (the issue's bar: at least 1,000)."""
+The property runs :data:`tests.fixtures.hostile.EXAMPLES` generated streams (the issue's bar: at
+least 1,000)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.bench.api import APIS, MAX_TOKEN_COUNT, make_parser
 from specconsole.bench.waits import RequestFailed
-
-EXAMPLES = 1000
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+from tests.fixtures.hostile import PROPERTY
 
 counts = st.one_of(
     st.integers(0, 5000),

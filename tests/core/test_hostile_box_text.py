@@ -4,14 +4,15 @@ is a release number or unknown (never a guess), a help's flags are flags or the 
 trusted with the reason, a JSON answer is plain data or refused with the reason, and nothing
 from ``/server_info`` reaches a record as ``NaN``, a nested structure or an absurd figure.
 
-Each property runs :data:`EXAMPLES` generated inputs (the issue's bar: at least 1,000)."""
+Each property runs :data:`tests.fixtures.hostile.EXAMPLES` generated inputs (the issue's bar: at
+least 1,000)."""
 
 from __future__ import annotations
 
 import json
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.bench.api import MAX_ACCEPT_LENGTH, accept_length_from_server_info
@@ -20,13 +21,7 @@ from specconsole.core.config.capabilities import help_trouble, parse_help
 from specconsole.core.config.releases import parse_release, parse_version
 from specconsole.core.engine.registry import engine_names, get_engine
 from specconsole.core.machine.results import server_info_items
-
-EXAMPLES = 1000
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+from tests.fixtures.hostile import PROPERTY
 
 version_words = st.one_of(
     st.from_regex(r"v?\d{1,9}\.\d{1,9}(\.\d{1,25})?(\.?(post|rc|dev|a|b)\d{0,9})?", fullmatch=True),

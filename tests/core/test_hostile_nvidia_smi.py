@@ -4,14 +4,15 @@ no exception, no figure outside its range reaching a record (memory within its t
 and temperature finite and bounded, utilisation in [0, 100]), ``[N/A]`` kept as what the box
 said and never read as 0, and tokens per joule only where every GPU's power is known.
 
-Each property runs :data:`EXAMPLES` generated inputs (the issue's bar: at least 1,000)."""
+Each property runs :data:`tests.fixtures.hostile.EXAMPLES` generated inputs (the issue's bar: at
+least 1,000)."""
 
 from __future__ import annotations
 
 import math
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.core.boxfacts import parse_gpus
@@ -27,13 +28,7 @@ from specconsole.core.measure.gpu import (
 )
 from specconsole.core.measure.trials import LevelSummary
 from specconsole.present.figures.gpu import gpu_line, level_energy
-
-EXAMPLES = 1000
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+from tests.fixtures.hostile import PROPERTY
 
 figures = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),

@@ -4,13 +4,14 @@ reaching a record: a level's counts are whole and non-negative, its acceptance l
 least 1 and at most one token per position plus the bonus, its rate in [0, 1]; what cannot be
 trusted is ``unknown`` with the reason.
 
-Each property runs :data:`EXAMPLES` generated inputs (the issue's bar: at least 1,000)."""
+Each property runs :data:`tests.fixtures.hostile.EXAMPLES` generated inputs (the issue's bar: at
+least 1,000)."""
 
 from __future__ import annotations
 
 import math
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from specconsole.core.engine.registry import engine_names, get_engine
@@ -23,13 +24,7 @@ from specconsole.core.measure.acceptance import (
 )
 from specconsole.core.measure.metrics import RequestTimeline, compute_level_metrics
 from specconsole.core.measure.prometheus import MAX_LINE_CHARS, read_prometheus
-
-EXAMPLES = 1000
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+from tests.fixtures.hostile import PROPERTY
 
 COUNTERS = [c for n in engine_names() if (c := get_engine(n).endpoints.spec_counters)]
 NAMES = sorted(
