@@ -1,20 +1,23 @@
 """specconsole against a real vLLM (the test bed of docs/vllm-testbed.md: ``vllm serve`` 0.32.0
 on the CPU, SmolLM2-135M, n-gram speculation). Run by ``benchmarks/real_engine.py`` after the
-llama.cpp figures, or alone: ``.venv/bin/python benchmarks/real_vllm.py``.
+llama.cpp figures, or alone: ``.venv/bin/python benchmarks/real_vllm.py [crashes] [box]
+[ladder]`` (all three without an argument; each alone is one bounded stretch).
 
 Prints:
 
-* crash line → CRASHED, per crash recipe: the controller deploys each load-time death of
-  tests/realengine/vllm_recipes.py that a ``[server]`` table can express, through the
-  plain-process backend; the time from vLLM writing the root-cause line (spotted by polling
-  the run's log file every 5 ms, independently of the controller) to the controller
-  publishing CRASHED with the cause classified (target ≤ 1 s); and, when the systemd
-  container can run, the seed's case over the real sshd (a context the KV cache cannot hold:
-  the journal's stamp of the fatal line → detection);
-* per level of a ladder against one n-gram server: the load generator's output tokens
-  against ``vllm:generation_tokens_total``'s delta (target: equal), the counters' drafts and
-  accepted tokens, and the acceptance length from the counters against the one the server's
-  own ``SpecDecoding metrics`` lines give for the same window.
+* ``crashes``: crash line → CRASHED, per crash recipe: the controller deploys each load-time
+  death of tests/realengine/vllm_recipes.py that a ``[server]`` table can express, through
+  the plain-process backend; the time from vLLM writing the root-cause line (spotted by
+  polling the run's log file every 5 ms, independently of the controller) to the controller
+  publishing CRASHED with the cause classified (target ≤ 1 s);
+* ``box``: when the systemd container can run, the seed's case over the real sshd (a context
+  the KV cache cannot hold: the journal's stamp of the fatal line → detection);
+* ``ladder``: a server without speculation (c = 1, 4) and one with n-gram K = 4 (c = 1, 2,
+  4): each one's time to ready, the output tok/s side by side, and per level the load
+  generator's output tokens against ``vllm:generation_tokens_total``'s delta (target:
+  equal), the counters' drafts and accepted tokens, and the acceptance length from the
+  counters against the one the server's own ``SpecDecoding metrics`` lines give for the same
+  window.
 
 Every figure is from one run on a shared 2-core box: the latencies are noisy, the counts exact.
 """
@@ -28,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -141,62 +145,79 @@ def logged_after(server: Any, start: int, timeout_s: float = 30.0) -> bool:
     return False
 
 
-def ladder_rows(bed: VllmBed, ladder: tuple[int, ...]) -> list[tuple]:
-    """Per level against one n-gram (K = 4) server: (c, tokens counted, server's counter,
-    drafts, accepted, acceptance length from the counters, from the server's log)."""
-    spec = json.dumps({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4})
+@dataclass(frozen=True)
+class Level:
+    """One level against one server: the load generator's figures and the server's own."""
+
+    concurrency: int
+    output_tokens: int
+    """Completion tokens the load generator counted."""
+    server_tokens: int | None
+    """``vllm:generation_tokens_total``'s delta over the level."""
+    output_tok_s: float
+    """The load generator's aggregate output tok/s (bench_serving's ``output_throughput``)."""
+    drafts: int
+    accepted: int
+    counted_length: float | None
+    """Acceptance length from the counters: 1 + accepted / drafts."""
+    logged_length: float | None
+    """The same from the server's own ``SpecDecoding metrics`` lines of the level."""
+    logged_accepted: int
+    covered: bool
+    """A statistics line followed the level's last counter read (the log has every draft)."""
+
+
+def measure(
+    bed: VllmBed, spec: dict[str, Any] | None, ladder: tuple[int, ...]
+) -> tuple[float, list[Level]]:
+    """A fresh server with ``spec`` (``--speculative-config``; None: none), then the ladder:
+    (seconds from launch to ``/health`` 200, each level)."""
+    flags = ("--speculative-config", json.dumps(spec)) if spec else ()
     with tempfile.TemporaryDirectory() as tmp:
-        server = launch(
-            bed,
-            Path(tmp) / "server.log",
-            "--speculative-config",
-            spec,
-            env={"VLLM_LOG_STATS_INTERVAL": "1"},
-        )
+        server = launch(bed, Path(tmp) / "server.log", *flags, env={"VLLM_LOG_STATS_INTERVAL": "1"})
         try:
             server.wait_ready()
-            rows = []
-            for c in ladder:
-                bench = BenchSpec(
-                    ladder=(c,),
-                    requests_per_level=max(4, 2 * c),
-                    warmup_requests=0,
-                    output_len=64,
-                    prompts=f"jsonl:{PROMPTS}",
-                    flush_cache=False,
-                    stall_timeout_s=180.0,
-                    api=BenchApi.COMPLETIONS,
-                    spec_counters=COUNTERS,
-                )
-                start = len(server.log_text())
-                result = asyncio.run(run_ladder(bench, server.url))
-                covered = logged_after(server, start)
-                (level,) = result.levels
-                counters = level.counters
-                assert counters is not None
-                length = 1 + counters.accepted / counters.drafts if counters.drafts else None
-                lines = spec_lines(server.log_text(), start)
-                rows.append(
-                    (
-                        c,
-                        level.total_output_tokens,
-                        counters.output_tokens,
-                        counters.drafts,
-                        counters.accepted,
-                        length,
-                        logged_length(lines),
-                        sum(a for _l, a, _d in lines),
-                        covered,
-                    )
-                )
-            return rows
+            assert server.ready_after_s is not None
+            return server.ready_after_s, [level_of(server, c) for c in ladder]
         finally:
             server.stop()
 
 
-def main() -> None:
-    bed = find_bed()
-    print("\n== the real vLLM (vllm serve 0.32.0, CPU, SmolLM2-135M)")
+def level_of(server: Any, c: int) -> Level:
+    """One level of ``max(4, 2c)`` requests of 64 tokens at concurrency ``c``."""
+    bench = BenchSpec(
+        ladder=(c,),
+        requests_per_level=max(4, 2 * c),
+        warmup_requests=0,
+        output_len=64,
+        prompts=f"jsonl:{PROMPTS}",
+        flush_cache=False,
+        stall_timeout_s=180.0,
+        api=BenchApi.COMPLETIONS,
+        spec_counters=COUNTERS,
+    )
+    start = len(server.log_text())
+    result = asyncio.run(run_ladder(bench, server.url))
+    (level,) = result.levels
+    counters = level.counters
+    assert counters is not None
+    covered = logged_after(server, start) if counters.drafts else True
+    lines = spec_lines(server.log_text(), start)
+    return Level(
+        concurrency=c,
+        output_tokens=level.total_output_tokens,
+        server_tokens=counters.output_tokens,
+        output_tok_s=level.output_throughput,
+        drafts=counters.drafts,
+        accepted=counters.accepted,
+        counted_length=1 + counters.accepted / counters.drafts if counters.drafts else None,
+        logged_length=logged_length(lines),
+        logged_accepted=sum(a for _l, a, _d in lines),
+        covered=covered,
+    )
+
+
+def crash_figures(bed: VllmBed) -> None:
     latencies = []
     for recipe, server, env in crash_cases(bed):
         latency, cause = asyncio.run(crash_run(bed, recipe, server, env))
@@ -210,28 +231,62 @@ def main() -> None:
         f"{statistics.median(latencies) * 1000:.0f} ms, max {max(latencies) * 1000:.0f} ms "
         "(resolution 5 ms)"
     )
+
+
+def box_figures(bed: VllmBed) -> None:
     boxed = box_crash(bed)
     if boxed is not None:
         print(
             "crash -> CRASHED in the systemd container over sshd (journal stamp of the fatal "
             f"line -> detection), the seed's long context: {boxed * 1000:.0f} ms (target <= 1 s)"
         )
+
+
+NGRAM4 = {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}
+
+
+def ladder_figures(bed: VllmBed) -> None:
+    base_ready, base = measure(bed, None, (1, 4))
+    ngram_ready, ngram = measure(bed, NGRAM4, (1, 2, 4))
     print(
-        "\nngram K=4: c | output tokens ours / vllm:generation_tokens_total | drafts, "
-        "accepted | acceptance length counters / server's SpecDecoding lines (accepted in them)"
+        f"ready (launch -> /health 200, --enforce-eager): none {base_ready:.1f} s, "
+        f"ngram K=4 {ngram_ready:.1f} s"
     )
-    for c, ours, theirs, drafts, accepted, length, logged, logged_accepted, covered in ladder_rows(
-        bed, (1, 2, 4)
-    ):
-        same = "equal" if ours == theirs else "DIFFERENT"
-        shown = f"{logged:.2f}" if logged is not None else "-"
-        if not covered:
-            shown += " (no statistics line after the level's last counter read in 30 s)"
-        counted = f"{length:.2f}" if length is not None else "-"
+    rate = {lv.concurrency: lv.output_tok_s for lv in ngram}
+    for lv in base:
+        spec = rate.get(lv.concurrency)
+        ratio = f", x{spec / lv.output_tok_s:.2f}" if spec and lv.output_tok_s else ""
         print(
-            f"  c={c}: {ours} / {theirs} ({same}) | {drafts}, {accepted} | {counted} / {shown} "
-            f"({logged_accepted})"
+            f"output tok/s c={lv.concurrency}: none {lv.output_tok_s:.1f} | "
+            f"ngram K=4 {spec or 0:.1f}{ratio}"
         )
+    print(
+        "\nc | output tokens ours / vllm:generation_tokens_total | drafts, accepted | "
+        "acceptance length counters / server's SpecDecoding lines (accepted in them)"
+    )
+    for name, levels in (("none", base), ("ngram K=4", ngram)):
+        for lv in levels:
+            same = "equal" if lv.output_tokens == lv.server_tokens else "DIFFERENT"
+            shown = f"{lv.logged_length:.2f}" if lv.logged_length is not None else "-"
+            if not lv.covered:
+                shown += " (no statistics line after the level's last counter read in 30 s)"
+            counted = f"{lv.counted_length:.2f}" if lv.counted_length is not None else "-"
+            print(
+                f"  {name} c={lv.concurrency}: {lv.output_tokens} / {lv.server_tokens} ({same})"
+                f" | {lv.drafts}, {lv.accepted} | {counted} / {shown} ({lv.logged_accepted})"
+            )
+
+
+PARTS = {"crashes": crash_figures, "box": box_figures, "ladder": ladder_figures}
+"""Each part alone (``real_vllm.py ladder``) is one bounded stretch of the shared machine."""
+
+
+def main(parts: list[str] | None = None) -> None:
+    chosen = parts or [a for a in sys.argv[1:] if a in PARTS] or list(PARTS)
+    bed = find_bed()
+    print("\n== the real vLLM (vllm serve 0.32.0, CPU, SmolLM2-135M)")
+    for part in chosen:
+        PARTS[part](bed)
 
 
 if __name__ == "__main__":
