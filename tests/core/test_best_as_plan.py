@@ -23,10 +23,11 @@ from specconsole.core.config.model import ServerConfig, config_from_table, confi
 from specconsole.core.config.secrets import redact_config
 from specconsole.core.engine.registry import engine_names
 from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
-from specconsole.core.plans.launch import RENDER_FORMS, best_launch, launch_text
+from specconsole.core.plans.launch import RENDER_FORMS, launch_text
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.profile import parse_profile, profile_for_engine
+from specconsole.core.search.bestlaunch import best_launch
 from tests.engines.described import configs, speculative
 
 BACKENDS: dict[str, str] = {

@@ -9,7 +9,7 @@ from specconsole.present.columns import CONSOLE_COLUMNS, fit_columns
 from specconsole.present.crashtext import banner_rows, cause_text, pack
 from specconsole.present.deploys.diffrows import SUMMARY_TITLE, diff_rows
 from specconsole.present.deploys.flagdiff import changed_spans, summary_lines
-from specconsole.present.keyboard.footer import fit_parts, footer_hints, footer_text
+from specconsole.present.keyboard.footer import Part, fit_by_priority, footer_hints, footer_text
 from specconsole.present.keyboard.help import help_text
 from specconsole.present.keyboard.keymap import (
     BY_ID,
@@ -157,10 +157,26 @@ def test_headless_lines_explain_streams_and_end_with_a_verdict() -> None:
     assert line.endswith("full report: specconsole report /s/x")
 
 
-def test_header_parts_are_left_out_whole_never_cut_mid_figure() -> None:
-    parts = ["6 trials", "sweep: on", "connected", "elapsed 1:21 · ETA 0:45 · best #3 steps=3"]
-    fitted = fit_parts(parts, 60)
-    assert fitted[:3] == parts[:3]
-    assert fitted[3:] in ([], ["elapsed 1:21"], ["elapsed 1:21 · ETA 0:45"])
-    assert sum(len(p) + 5 for p in fitted) <= 60
-    assert fit_parts(parts, 200) == parts
+def test_header_parts_keep_their_priority_at_every_width_and_are_never_cut() -> None:
+    parts = [
+        Part(("0:12 (0:03 in stage)", "0:12"), 3),
+        Part(("ETA 0:45",), 1),
+        Part(("★ #3 steps=3 1,730 tok/s", "★ #3 steps=3", "★ #3 1,730 tok/s", "★ #3"), 2),
+        Part(("trial 4/6",), 4),
+        Part(("sweep: on",), 5),
+        Part(("connected",), 6),
+    ]
+    everything = fit_by_priority(parts, 200, " │ ")
+    assert everything == [p.forms[0] for p in parts]
+    for width in range(120, 0, -1):
+        fitted = fit_by_priority(parts, width, " │ ")
+        assert sum(len(p) + 3 for p in fitted) <= width
+        forms = [next(i for i, p in enumerate(parts) if f in p.forms) for f in fitted]
+        assert forms == sorted(forms), (width, fitted)  # drawn in their own order
+        if width >= 3 + len("ETA 0:45"):
+            assert "ETA 0:45" in fitted, (width, fitted)  # the ETA goes last of all
+        if width >= 6 + len("ETA 0:45") + len("★ #3"):
+            assert any(f.startswith("★ #3") for f in fitted), (width, fitted)  # then the best
+        if width < 40:
+            assert "connected" not in fitted and "trial 4/6" not in fitted
+    assert fit_by_priority(parts, 2, " │ ") == []

@@ -41,8 +41,10 @@ def test_the_glance_of_a_running_sweep() -> None:
     assert seen.best.startswith(f"best #{top.index + 1} ")
     assert seen.best.endswith("peak_aggregate 1,000.0 tok/s")
     header = header_view(d.state, d.now)
-    assert header.glance == seen.short and "elapsed" in header.glance and "ETA" in header.glance
-    assert header.glance.endswith(f"★ #{top.index + 1} steps=1 draft=2 1,000 tok/s")
+    assert header.ran == seen.ran and header.ran.endswith("elapsed")
+    assert header.eta == seen.eta_short and header.eta.startswith("ETA")
+    assert header.best[0] == f"★ #{top.index + 1} steps=1 draft=2 1,000 tok/s"
+    assert header.best[-1] == f"★ #{top.index + 1}"
 
 
 def test_before_a_sweep_nothing_and_at_its_start_a_guess() -> None:

@@ -1,7 +1,8 @@
 """``specconsole best SESSION``: the best trial's exact launch, ready to paste onto the box.
 
-Why: the point of a sweep is the command line to run afterwards. This prints the best trial
-(by the plan's objective, or ``--objective``; the report's rule) as it ran — its normalized
+Why: the point of a sweep is the command line to run afterwards. This prints the sweep's
+answer (``core.search.answer``: a proven schedule, else the best trial by the plan's
+objective or ``--objective``; the report's rule) as it ran — its normalized
 configuration in the flag names of the box's release — rendered by the same function
 ``render`` uses (``core.plans.launch``), so ``best --as plan`` fed to ``render`` prints these
 bytes again. Secrets are never printed: a secret variable is a reference to the
@@ -20,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from specconsole.commands.common import error
-from specconsole.core.plans.launch import LaunchForm, best_launch
+from specconsole.core.plans.launch import LaunchForm
 from specconsole.core.plans.objective import Goal, ObjectiveError
 
 EXIT_NONE = 1
@@ -60,7 +61,8 @@ def _cmd_best(args: argparse.Namespace) -> int:
     from specconsole.core.plans.goalparse import parse_objective
     from specconsole.core.plans.plan import PlanError
     from specconsole.core.plans.verdict import assess
-    from specconsole.present.figures.progress import figure_text
+    from specconsole.core.search.bestlaunch import best_launch
+    from specconsole.present.figures.progress import answer_text, figure_text
     from specconsole.present.labels import record_label
     from specconsole.session.files import SessionError
     from specconsole.session.store import Session
@@ -87,16 +89,20 @@ def _cmd_best(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_NONE
-    top = picked.trial
     release = picked.config.engine_version or "release not recorded"
     shown = replace(plan, goal=goal)
-    print(
-        f"best: trial {top.index + 1} {record_label(top, plan.base)}, "
-        f"{figure_text(shown, top)} ({picked.config.engine} {release})",
-        file=sys.stderr,
+    top = picked.trial
+    label = record_label(top, plan.base)
+    said = (
+        answer_text(shown, picked.answer)
+        if picked.answer.scheduled
+        else f"best: trial {top.index + 1} {label}, {figure_text(shown, top)}"
     )
+    print(f"{said} ({picked.config.engine} {release})", file=sys.stderr)
     verdict = assess(trials, goal)
-    if verdict.tied:  # the difference is not shown to be real: say so, never a silent winner
+    # the difference is not shown to be real: say so, never a silent winner (a proven
+    # schedule is not a static trial's lead)
+    if verdict.tied and not picked.answer.scheduled:
         others = ", ".join(f"#{t.index + 1} {record_label(t, plan.base)}" for t in verdict.tied)
         why = (
             f"inside the measured noise, ±{verdict.noise.pct:.1f} %"

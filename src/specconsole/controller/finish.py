@@ -4,8 +4,9 @@ Why its own module: a sweep's last trial is rarely its best one, and a box left 
 ran last (or with its service down) is the first thing a user of a production box notices.
 After a finished sweep the headless driver (and ``specconsole rollback``) come here:
 
-* ``best`` (the default): deploy the best trial's configuration by the plan's objective
-  (:func:`specconsole.core.plans.objective.assess`) — exactly the configuration that trial
+* ``best`` (the default): deploy the sweep's answer — a proven schedule, else the best trial
+  by the plan's objective (:func:`specconsole.core.search.answer.answer`, the rule every
+  view names the result by) — exactly the configuration that trial
   ran (``TrialRecord.effective``: normalized, in the box's flag names), never the plan's
   request for it — restart it and wait until ``/health`` answers. A box already running it
   (the best trial was the last, and its server still serves) is left alone: no restart.
@@ -34,12 +35,13 @@ from specconsole.controller.probe.serving import (
 )
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import missing_values, unredact_config
+from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.machine.results import box_host, deploy_previewed
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.plan import FINALLY_CHOICES, SweepPlan
-from specconsole.core.plans.verdict import assess
 from specconsole.core.ports import LocatedService, ServiceBackend, Transport, TransportError
+from specconsole.core.search.answer import answer
 from specconsole.present.labels import config_summary, record_label
 
 __all__ = [
@@ -85,14 +87,19 @@ async def _config_serving(
 
 
 def best_config(
-    trials: Sequence[TrialRecord], goal: Goal, env: Sequence[tuple[str, str]]
+    trials: Sequence[TrialRecord],
+    goal: Goal,
+    env: Sequence[tuple[str, str]],
+    noise_pct: float = 1.0,
 ) -> tuple[TrialRecord | None, ServerConfig | None]:
-    """The best trial by ``goal`` and the configuration it ran (``TrialRecord.effective``:
-    what was deployed and benchmarked) with the plan's secret values put back (records keep
-    only the names); (None, None) without a successful trial."""
-    top = assess(trials, goal).best
-    if top is None:
+    """The sweep's answer (``core.search.answer``: a proven schedule, else the best trial by
+    ``goal``) and the configuration it ran (``TrialRecord.effective``: what was deployed and
+    benchmarked) with the plan's secret values put back (records keep only the names);
+    (None, None) without a successful trial."""
+    found = answer(trials, goal, noise_pct)
+    if found is None:
         return None, None
+    top = found.trial
     # the release it was spelt for is the deploying box's to choose (a pool's boxes may
     # differ), unless the plan declared one
     ran = replace(top.effective, engine_version=top.config.engine_version)
@@ -110,6 +117,7 @@ async def apply_finally(
     timeout_s: float,
     on_diff: Callable[[str], None] = lambda diff: None,
     for_box: Callable[[ServerConfig], ServerConfig] = lambda config: config,
+    noise_pct: float = 1.0,
 ) -> FinalOutcome:
     """Carry out ``action`` (one of ``FINALLY_CHOICES``) on the box; raises
     ``TransportError`` when the box cannot be reached (the caller reports it). ``on_diff``
@@ -125,7 +133,7 @@ async def apply_finally(
         return FinalOutcome(action, "finally = stop: the service is stopped", False)
     if action == "original":
         return await _original(backend, transport, base, timeout_s)
-    top, config = best_config(trials, goal, base.env)
+    top, config = best_config(trials, goal, base.env, noise_pct)
     if top is None or config is None:
         return FinalOutcome(
             action, "finally = best: no successful trial; the box is left as it is", False
@@ -138,7 +146,12 @@ async def apply_finally(
             "the box is left as it is",
             False,
         )
-    what = f"trial {top.index + 1} ({record_label(top, base)}, best by {goal.objective.describe})"
+    why = (
+        "the sweep's proven schedule"
+        if config_role(top.effective) is Role.SCHEDULE
+        else f"best by {goal.objective.describe}"
+    )
+    what = f"trial {top.index + 1} ({record_label(top, base)}, {why})"
     preview = await backend.preview(config)
     if not preview.diff and await _runs_already(backend, transport, config, preview.artifact_hash):
         return FinalOutcome(
@@ -197,6 +210,7 @@ async def finish_box(
             timeout_s=plan.load_timeout_s,
             on_diff=on_diff,
             for_box=for_box,
+            noise_pct=plan.noise_pct,
         )
     except (TransportError, OSError) as exc:
         return FinalOutcome(

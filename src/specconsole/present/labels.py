@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.concepts import Concept, concept_keys, concept_value
 from specconsole.core.config.model import ServerConfig, option_fields
+from specconsole.core.config.options import with_options
 from specconsole.core.engine.registry import EngineNotFound, default_engine, engine_for
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.engine.vocabulary import field_short
@@ -148,6 +149,13 @@ def schedule_text(config: ServerConfig) -> str | None:
     return "schedule " + ",".join(f"{row.span}:{row.steps}" for row in rows)
 
 
+def schedule_unit(config: ServerConfig) -> str:
+    """What a schedule's pairs are, in the engine's words: ``batch size:steps`` (SGLang),
+    ``batch size:K`` where the engine calls its draft length K."""
+    keys = concept_keys(config.engine, Concept.DRAFT_LENGTH)
+    return f"batch size:{short_name(keys[0], config.engine) if keys else 'draft length'}"
+
+
 _FIXED_AT = re.compile(r"fixed at ([0-9.]+)")
 
 
@@ -225,6 +233,8 @@ def config_summary(config: ServerConfig | None) -> str:
     if config is None:
         return "no configuration"
     config = _effective(config)
+    if config_role(config) is Role.SCHEDULE and (said := schedule_text(config)):
+        return _schedule_summary(config, said)
     if _options(config, leading=False):  # the engine's further keys: those are its settings
         return " ".join(_option_parts(config, None, leading=False))
     method = concept_value(config, Concept.METHOD)
@@ -235,6 +245,43 @@ def config_summary(config: ServerConfig | None) -> str:
         if name in own and own[name].leads and own[name].concept not in skip:
             parts.append(f"{short_name(name, config.engine)}={format_value(name, value)}")
     return " ".join(parts)
+
+
+def _schedule_summary(config: ServerConfig, said: str) -> str:
+    """``EAGLE3 schedule 1-2:5,3-8:4,9+:3 topk=1 mem=0.88 …``: the schedule in the notation
+    every view uses, then the leading keys it does not decide (the draft length is the
+    schedule's; a shape the engine derives from it per range is left out with it)."""
+    method = concept_value(config, Concept.METHOD)
+    parts = [format_value("", method) if method is not None else "", said]
+    own = option_fields(config.engine)
+    skip = {Concept.METHOD, Concept.DRAFT_MODEL, Concept.DRAFT_LENGTH}
+    derived = _derived_from_length(config)
+    for name, value in config.options:
+        if (
+            name in own
+            and own[name].leads
+            and own[name].concept not in skip
+            and name not in derived
+        ):
+            parts.append(f"{short_name(name, config.engine)}={format_value(name, value)}")
+    return " ".join(p for p in parts if p)
+
+
+def _derived_from_length(config: ServerConfig) -> set[str]:
+    """The keys whose value changes with the draft length when the engine runs this
+    configuration (SGLang's verify width, ``steps + 1`` at top-k 1): what a schedule decides
+    besides the length itself."""
+    keys = concept_keys(config.engine, Concept.DRAFT_LENGTH)
+    if not keys:
+        return set()
+    length = concept_value(config, Concept.DRAFT_LENGTH)
+    if not isinstance(length, int):
+        return set()
+    own = option_fields(config.engine)
+    longer = with_options(config.options, {keys[0]: length + 1}, own)
+    other = _effective(replace(config, options=longer))
+    mine = dict(config.options)
+    return {k for k, v in other.options if k != keys[0] and mine.get(k) != v}
 
 
 def trial_label(record: TrialRecord, base: ServerConfig | None) -> str:

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from specconsole.core.machine.state import LevelSummary, TrialRecord, TrialStatus
 from specconsole.core.measure.stats import half_width
-from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, best
+from specconsole.core.plans.objective import DEFAULT_GOAL, Goal
+from specconsole.core.search.answer import answer
 from specconsole.present.deploys.flagdiff import summary_lines
+from specconsole.present.figures.levels import result_text
 from specconsole.present.formats import format_rate_ci, format_ratio
 from specconsole.present.labels import config_label
 
@@ -66,11 +68,13 @@ def deploy_lines(diff: str) -> list[str]:
 def verdict(
     trials: Sequence[TrialRecord], plan: SweepPlan | None, session: object, goal: Goal | None = None
 ) -> str:
-    """The run's last line: the best trial, its headline figures, the report command."""
+    """The run's last line: the sweep's answer (``core.search.answer``: a proven schedule,
+    else the best trial), its headline figures, the report command."""
     goal = goal or (plan.goal if plan is not None else DEFAULT_GOAL)
-    top = best(trials, goal)
+    found = answer(trials, goal, plan.noise_pct if plan is not None else 1.0)
+    top = None if found is None else found.trial
     report = f"full report: specconsole report {session}"
-    if top is None:
+    if found is None or top is None:
         crashed = sum(t.status is TrialStatus.CRASHED for t in trials)
         return f"verdict: no trial succeeded ({len(trials)} run, {crashed} crashed); {report}"
     base = plan.base if plan is not None else None
@@ -79,5 +83,8 @@ def verdict(
     figures = f"peak {peak} tok/s (c={top.peak_concurrency}), single {single} tok/s"
     if top.accept_length is not None:
         figures += f", accept {format_ratio(top.accept_length)}"
+    if found.gain_pct is not None and found.gain_at is not None and found.static is not None:
+        said = result_text(top, found.static, found.gain_pct, found.gain_at, base)
+        return f"verdict: {said}; {figures}; {report}"
     label = config_label(top.config, base)
     return f"verdict: best is trial {top.index + 1} ({label}): {figures}; {report}"

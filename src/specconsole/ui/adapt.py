@@ -25,7 +25,7 @@ from specconsole.core.machine.state import (
 from specconsole.core.measure.stats import half_width
 from specconsole.core.plans.modes import StrategyKind
 from specconsole.core.plans.objective import DEFAULT_GOAL, Goal, progress
-from specconsole.core.plans.verdict import marks
+from specconsole.core.search.answer import answer_marks
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.levels import LevelTable, level_table, role_of
 from specconsole.present.box import connection_word
@@ -150,7 +150,9 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
         config_summary=_header_config(state),
         tone=tone,
         sweep=sweep,
-        glance=seen.short if (seen := state_glance(state, now)) is not None else "",
+        eta=seen.eta_short if (seen := state_glance(state, now)) is not None else "",
+        best=seen.best_forms if seen is not None else (),
+        ran=seen.ran if seen is not None else "",
     )
 
 
@@ -341,7 +343,8 @@ def trial_rows(state: ControllerState) -> tuple[TrialRow, ...]:
     """Every trial of the session, with status and headline numbers."""
     records = all_trials(state)
     base = _label_base(state, records)
-    marked = marks(records, _goal(state))
+    noise = state.plan.noise_pct if state.plan is not None else 1.0
+    marked = answer_marks(records, _goal(state), noise)
     shown = console_columns(bool(state.lanes))
     columns = tuple(c.id for c in shown)
     rows = []

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from specconsole.present.keyboard.footer import Part
+
 if TYPE_CHECKING:
     from specconsole.core.measure.stats import Spread
     from specconsole.present.charts.series import Series
@@ -54,8 +56,26 @@ class HeaderView:
     tone: Tone = Tone.IDLE
     sweep: str = ""
     """``sweep running`` / ``sweep paused`` / empty."""
-    glance: str = ""
-    """Elapsed, the sweep's ETA and the current best (``present.figures.progress``), or empty."""
+    eta: str = ""
+    """The sweep's ETA, ``ETA 8:10`` (``present.figures.progress``), or empty."""
+    best: tuple[str, ...] = ()
+    """The sweep's answer so far, longest form first (``present.figures.progress.best_forms``)."""
+    ran: str = ""
+    """The sweep's elapsed time, ``12:03 elapsed``, or empty."""
+
+    def status_parts(self) -> tuple[Part, ...]:
+        """The first line's parts after the phase, in the order drawn, each with its
+        priority: the ETA and the best first, then the phase's time, the trial, the sweep's
+        state, the connection and the sweep's elapsed time."""
+        return (
+            Part((self.elapsed, self.elapsed.split(" (")[0]), 3),
+            Part((self.eta,), 1),
+            Part(self.best, 2),
+            Part((self.trial,), 4),
+            Part((self.sweep,), 5),
+            Part((self.connection,), 6),
+            Part((self.ran,), 7),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from enum import Enum, StrEnum
 from typing import Any
 
@@ -37,13 +36,9 @@ from specconsole.core.config.secrets import (
     by_reference,
     redact_args,
     split_secrets,
-    unredact_config,
 )
 from specconsole.core.launch.systemd import UnitOptions
 from specconsole.core.launch.unit import generate_unit
-from specconsole.core.measure.trials import TrialRecord
-from specconsole.core.plans.objective import Goal
-from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.profile import (
     HostProfile,
     Profile,
@@ -51,7 +46,6 @@ from specconsole.core.plans.profile import (
     UnitScope,
     for_engine,
 )
-from specconsole.core.plans.verdict import assess
 
 
 class LaunchForm(StrEnum):
@@ -164,40 +158,9 @@ def launch_text(
     ).text
 
 
-@dataclass(frozen=True, slots=True)
-class BestLaunch:
-    """The best trial and its exact launch."""
-
-    trial: TrialRecord
-    config: ServerConfig
-    """What the trial ran (``TrialRecord.effective``: normalized, in the box's release),
-    with the plan's public environment values back (records keep only names)."""
-    text: str
-
-
-def best_launch(
-    trials: Sequence[TrialRecord],
-    plan: SweepPlan,
-    form: LaunchForm | str = LaunchForm.COMMAND,
-    goal: Goal | None = None,
-) -> BestLaunch | None:
-    """The best trial by ``goal`` (default the plan's; ``core.plans.objective.assess``, the
-    report's rule) and its launch in ``form`` on the box that ran it; None without a feasible
-    trial. Secrets stay references (a session's plan copy holds only their names)."""
-    top = assess(trials, goal or plan.goal).best
-    if top is None:
-        return None
-    config = unredact_config(top.effective, plan.base.env)
-    box = next((b.profile for b in plan.boxes if b.name == top.box), plan.profile)
-    text = launch_text(config, form, box.service, name=plan.name or None, host=box.host)
-    return BestLaunch(top, config, text)
-
-
 __all__ = [
     "RENDER_FORMS",
-    "BestLaunch",
     "LaunchForm",
-    "best_launch",
     "launch_text",
     "secret_env_file",
     "unit_options",

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from specconsole.core.plans.launch import best_launch
+from specconsole.core.search.bestlaunch import best_launch
+from specconsole.present.labels import record_label, schedule_unit
 
 if TYPE_CHECKING:
     from specconsole.core.measure.trials import TrialRecord
@@ -29,5 +30,10 @@ def launch_block(
     picked = best_launch(trials, plan)
     if picked is None:
         return None
-    heading = f"launch of the best, trial {picked.trial.index + 1} (specconsole best {session}):"
-    return heading, picked.text
+    top = picked.trial
+    label = record_label(top, plan.base)
+    if picked.answer.scheduled:  # the sweep's answer is the schedule it proved
+        what = f"the result, trial {top.index + 1}, {label} ({schedule_unit(top.effective)})"
+    else:
+        what = f"the best, trial {top.index + 1}, {label}"
+    return f"launch of {what} (specconsole best {session}):", picked.text

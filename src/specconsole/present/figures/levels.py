@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING
 
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.schedule import LevelPick
+from specconsole.core.search.answer import proven
 from specconsole.present.charts.series import Series
 from specconsole.present.formats import DASH, format_rate
-from specconsole.present.labels import record_label
+from specconsole.present.labels import record_label, schedule_unit
 
 if TYPE_CHECKING:
+    from specconsole.core.measure.trials import TrialRecord
     from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "level_series",
     "level_verdicts",
     "pct",
+    "result_text",
     "stops_paying_text",
     "what_if_text",
 ]
@@ -55,10 +58,14 @@ LEVELS_TITLE = "per level: best static, schedule, single best, none"
 
 
 def pct(value: float | None, digits: int = 1) -> str:
-    """``+21.3 %`` (a signed percentage), a dash when unknown."""
+    """``+21.3 %`` (a signed percentage, a true minus), ``±0.0 %`` for what rounds to zero
+    (never ``−0.0 %``), a dash when unknown."""
     if value is None:
         return DASH
-    return f"{value:+.{digits}f} %".replace("-", "−")
+    text = f"{value:+.{digits}f}"
+    if float(text) == 0.0:
+        return f"±{text[1:]} %"
+    return f"{text} %".replace("-", "−")
 
 
 def _figure(f: LevelFigure | None) -> str:
@@ -172,7 +179,47 @@ def level_verdicts(table: LevelTable, base: ServerConfig | None, noise_pct: floa
     paying = stops_paying_text(table, noise_pct)
     if paying is not None:
         out.append(paying)
+    if (said := _result(table, base)) is not None:
+        out.append(said)
     return out
+
+
+def result_text(
+    schedule: TrialRecord,
+    single: TrialRecord,
+    lead_pct: float,
+    at: int,
+    base: ServerConfig | None,
+) -> str:
+    """The sweep's result when a schedule is proven (``core.search.answer``), the same words
+    in the header's best, the per-level table, the report and ``specconsole best``."""
+    label = f"#{schedule.index + 1} {record_label(schedule, base)}"
+    other = f"#{single.index + 1} {record_label(single, base)}"
+    return (
+        f"result: {label} ({schedule_unit(schedule.effective)}): {pct(lead_pct)} over the "
+        f"single best static {other} at c={at}, behind it nowhere beyond the noise"
+    )
+
+
+def _result(table: LevelTable, base: ServerConfig | None) -> str | None:
+    """The table's last line: the schedule as the sweep's result, or why the single best
+    static stays it (None without both)."""
+    schedule, single = table.schedule, table.single
+    if schedule is None or single is None:
+        return None
+    lead = proven(table)
+    if lead is not None:
+        return result_text(schedule, single, lead[0], lead[1], base)
+    other = f"#{single.index + 1} {record_label(single, base)}"
+    gaps = [(g, r.concurrency) for r in table.rows if (g := r.versus(r.single)) is not None]
+    if not gaps:
+        return f"result: {other}, the single best static (the schedule ran no level it did)"
+    worst, at = min(gaps)
+    if worst < 0:
+        why = f"the schedule falls {abs(worst):.1f} % behind it at c={at}"
+    else:
+        why = "the schedule leads it nowhere beyond the noise"
+    return f"result: {other}, the single best static: {why}"
 
 
 def _behind_text(table: LevelTable, weak: LevelRow, base: ServerConfig | None) -> str:
@@ -232,9 +279,18 @@ def _short(f: LevelFigure | None) -> str:
 
 def compact_lines(table: LevelTable) -> list[str]:
     """The table for a narrow pane: per level the best static (trial and figure), the
-    schedule against it, no speculation and speculation's gain, the best's lead — aligned,
-    the columns a narrow pane may cut last."""
-    header = ("c", "best static", "schedule", "vs best", "none", "gain", "lead")  # widest last
+    schedule against it and against the single best static, no speculation and
+    speculation's gain, the best's lead — aligned, the widest column last."""
+    header = (  # the columns cut last are the widest
+        "c",
+        "best static",
+        "schedule",
+        "vs best",
+        "vs single",
+        "none",
+        "gain",
+        "lead",
+    )
     rows = [header]
     for row in table.rows:
         best = DASH if row.best is None else f"#{row.best.number} {_short(row.best)}"
@@ -246,13 +302,14 @@ def compact_lines(table: LevelTable) -> list[str]:
                 best,
                 _short(row.schedule),
                 pct(row.versus(row.best)),
+                pct(row.versus(row.single)),
                 _short(row.baseline),
                 DASH if gain is None else pct(gain[0], 0),
                 lead,
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    right = (True, False, True, True, True, True, False)
+    right = (True, False, True, True, True, True, True, False)
     return [
         "  ".join(
             cell.rjust(w) if r else cell.ljust(w)

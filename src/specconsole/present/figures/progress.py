@@ -4,8 +4,9 @@ Why here: "how long until this finishes, and what is winning?" is asked of the c
 header, the headless lines and the reports alike, so the words are written once. The figures
 come from the core — the ETA from ``core.search.eta.estimate`` (a guess before this session
 finished a trial, marked so; a lower bound for ``optimize``'s patience, marked ``≥``), the
-best from ``core.plans.objective.best``, the very rule the report's best is chosen by — so
-the best shown is the report's best at every moment.
+best from ``core.search.answer.answer`` (a proven schedule, else the best by the goal), the
+very rule the report's verdict, ``specconsole best`` and ``finally = "best"`` use — so the
+best shown is the sweep's answer at every moment.
 """
 
 from __future__ import annotations
@@ -15,15 +16,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from specconsole.core.plans.objective import ObjectiveKind, best
+from specconsole.core.plans.objective import ObjectiveKind
+from specconsole.core.search.answer import answer
 from specconsole.core.search.eta import Costs, Eta, estimate
 from specconsole.present.charts.symbols import TRIAL_MARKS
+from specconsole.present.figures.levels import pct, result_text
 from specconsole.present.formats import format_elapsed, format_rate
 from specconsole.present.labels import record_label
 
 if TYPE_CHECKING:
     from specconsole.core.machine.state import ControllerState, TrialRecord
     from specconsole.core.plans.plan import SweepPlan
+    from specconsole.core.search.answer import Answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +38,14 @@ class Glance:
     eta: str
     best: str
     short: str = ""
-    """The console header's compact form: ``12:03 elapsed · ETA 8:10 · ★ #3 steps=3 1,730
-    tok/s`` (the trials table's mark for the best)."""
+    """The compact form: ``12:03 elapsed · ETA 8:10 · ★ #3 steps=3 1,730 tok/s`` (the
+    trials table's mark for the best)."""
+    ran: str = ""
+    """``12:03 elapsed`` (the header's own part)."""
+    eta_short: str = ""
+    """``ETA 8:10`` (the header's own part)."""
+    best_forms: tuple[str, ...] = ()
+    """The best in the header, longest form first (:func:`best_forms`)."""
 
     @property
     def line(self) -> str:
@@ -91,22 +101,50 @@ def figure_text(plan: SweepPlan, record: TrialRecord) -> str:
     return f"{objective.terms[0][0].name} {figure}"
 
 
-def best_short(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
-    """``★ #3 steps=3 1,730 tok/s`` (``core.plans.objective.best``); '' without a best."""
-    top = best(trials, plan.goal)
-    if top is None:
-        return ""
+def plan_answer(plan: SweepPlan, trials: Sequence[TrialRecord]) -> Answer | None:
+    """The sweep's answer for ``plan`` (``core.search.answer.answer``)."""
+    return answer(trials, plan.goal, plan.noise_pct)
+
+
+def best_forms(plan: SweepPlan, trials: Sequence[TrialRecord]) -> tuple[str, ...]:
+    """The answer for a status line, longest first: ``★ #3 steps=3 1,730 tok/s``, ``★ #3
+    steps=3``, ``★ #3 1,730 tok/s``, ``★ #3``; for a proven schedule ``★ #12 schedule
+    1-2:5,3-8:4,9+:3 +15.6 % at c=1`` (its largest lead over the single best static), then
+    without the lead. Empty without a best."""
+    found = plan_answer(plan, trials)
+    if found is None:
+        return ()
+    top = found.trial
+    mark = f"{TRIAL_MARKS['best']} #{top.index + 1}"
+    label = f"{mark} {record_label(top, plan.base)}"
+    if found.gain_pct is not None:
+        return (f"{label} {pct(found.gain_pct)} at c={found.gain_at}", label, mark)
     figure = figure_short(plan, top)
-    text = f"{TRIAL_MARKS['best']} #{top.index + 1} {record_label(top, plan.base)}"
-    return f"{text} {figure}" if figure else text
+    if not figure:
+        return (label, mark)
+    return (f"{label} {figure}", label, f"{mark} {figure}", mark)
+
+
+def best_short(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
+    """The longest of :func:`best_forms` ('' without a best)."""
+    forms = best_forms(plan, trials)
+    return forms[0] if forms else ""
+
+
+def answer_text(plan: SweepPlan, found: Answer) -> str:
+    """The answer in a sentence: ``best #3 steps=3: peak_aggregate 1,730.4 tok/s``, or for a
+    proven schedule ``result: #12 schedule 1-2:5,3-8:4,9+:3 (batch size:steps): +15.6 % over
+    the single best static #3 steps=3 at c=1, …`` (``present.figures.levels.result_text``)."""
+    top = found.trial
+    if found.gain_pct is None or found.gain_at is None or found.static is None:
+        return f"best #{top.index + 1} {record_label(top, plan.base)}: {figure_text(plan, top)}"
+    return result_text(top, found.static, found.gain_pct, found.gain_at, plan.base)
 
 
 def best_text(plan: SweepPlan, trials: Sequence[TrialRecord]) -> str:
-    """``best #3 steps=3: peak_aggregate 1,730.4 tok/s`` (``core.plans.objective.best``)."""
-    top = best(trials, plan.goal)
-    if top is None:
-        return "best: none yet"
-    return f"best #{top.index + 1} {record_label(top, plan.base)}: {figure_text(plan, top)}"
+    """The sweep's answer in a sentence (:func:`answer_text`); ``best: none yet``."""
+    found = plan_answer(plan, trials)
+    return "best: none yet" if found is None else answer_text(plan, found)
 
 
 def glance(
@@ -128,9 +166,18 @@ def glance(
     if not finished:
         seen = estimate(plan, every, now=now, started_at=started_at, current=current, prior=prior)
         eta, short = eta_text(seen, now), eta_short(seen)
-    shown = (f"{ran} elapsed" if ran else "", short, best_short(plan, every))
+    forms = best_forms(plan, every)
+    shown = (f"{ran} elapsed" if ran else "", short, forms[0] if forms else "")
     compact = " · ".join(p for p in shown if p)
-    return Glance(f"elapsed {ran}" if ran else "", eta, best_text(plan, every), compact)
+    return Glance(
+        f"elapsed {ran}" if ran else "",
+        eta,
+        best_text(plan, every),
+        compact,
+        shown[0],
+        short,
+        forms,
+    )
 
 
 def span(trials: Sequence[TrialRecord]) -> tuple[float, float] | None:
@@ -178,12 +225,15 @@ def state_glance(state: ControllerState, now: float) -> Glance | None:
 
 __all__ = [
     "Glance",
+    "answer_text",
+    "best_forms",
     "best_short",
     "best_text",
     "eta_short",
     "eta_text",
     "figure_text",
     "glance",
+    "plan_answer",
     "report_glance",
     "span",
     "state_glance",

@@ -6,13 +6,16 @@ and ``q`` are pinned first; then the commands that apply now (``present.keyboard
 in the key table's order, minus those the crash banner already lists while it shows; then
 follow, search and diff (and ``n`` on a pool, ``1-3`` in the stacked layout). A hint that
 does not fit is dropped whole — never cut mid-word — and later, shorter ones may still fit.
-The header's first line follows the same rule (``fit_parts``): a part that does not fit is
-left out whole, never cut in the middle of a figure.
+The header's first line follows the same rule (``fit_by_priority``): its parts are kept in
+one priority order at every width (the phase, then the ETA and the current best, then the
+trial, the sweep's state and the connection), each in the longest of its forms that still
+fits, and drawn in their own order; a part that does not fit is left out whole, never cut in
+the middle of a figure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from specconsole.present.keyboard.keymap import (
@@ -96,26 +99,25 @@ def footer_text(hints: Iterable[Hint]) -> str:
     return (" " * GAP).join(f"{h.key} {h.label}" for h in hints)
 
 
-def fit_parts(parts: Iterable[str], width: int, sep: str = "  │  ") -> list[str]:
-    """The header's parts that fit in ``width`` cells after ``sep`` each, in order; a part
-    made of `` · ``-separated pieces (the sweep's glance: elapsed · ETA · best) keeps the
-    pieces that fit and drops the rest whole, so no figure is cut mid-number."""
-    out: list[str] = []
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One part of a status line: its forms, longest first ('' forms are skipped), and its
+    priority (lower: kept first)."""
+
+    forms: tuple[str, ...]
+    priority: int
+
+
+def fit_by_priority(parts: Sequence[Part], width: int, sep: str = "  │  ") -> list[str]:
+    """The parts that fit in ``width`` cells (``sep`` before each), chosen in priority order
+    — each in the longest form that still fits, else left out whole — and returned in the
+    order given."""
+    chosen: dict[int, str] = {}
     used = 0
-    for part in parts:
-        if not part:
-            continue
-        kept: list[str] = []
-        for piece in part.split(" · "):
-            candidate = " · ".join([*kept, piece])
-            if used + len(sep) + len(candidate) <= width:
-                kept.append(piece)
-            else:
+    for i in sorted(range(len(parts)), key=lambda i: parts[i].priority):
+        for form in parts[i].forms:
+            if form and used + len(sep) + len(form) <= width:
+                chosen[i] = form
+                used += len(sep) + len(form)
                 break
-        if not kept:
-            break
-        out.append(" · ".join(kept))
-        used += len(sep) + len(out[-1])
-        if len(kept) < len(part.split(" · ")):
-            break
-    return out
+    return [chosen[i] for i in sorted(chosen)]

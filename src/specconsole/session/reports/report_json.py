@@ -21,9 +21,9 @@ from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.secrets import redact_config
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.measure.stats import Spread
-from specconsole.core.plans.objective import best
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.tables import server_config_to_table
+from specconsole.core.search.answer import answer
 from specconsole.core.search.draftcost import draft_cost
 from specconsole.core.search.eta import estimate
 from specconsole.core.search.levels import role_of
@@ -205,11 +205,14 @@ def report_document(
 def _best(
     trials: Sequence[TrialRecord], plan: SweepPlan, ref: Callable[[TrialRecord], dict[str, Any]]
 ) -> dict[str, Any] | None:
-    """The best trial by the plan's goal (``core.plans.objective.best``, as every view)."""
-    top = best(trials, plan.goal)
-    if top is None:
+    """The sweep's answer (``core.search.answer``: a proven schedule, else the best trial by
+    the plan's goal — as every view)."""
+    found = answer(trials, plan.goal, plan.noise_pct)
+    if found is None:
         return None
+    top = found.trial
     return {
+        "schedule_proven": found.scheduled,
         **ref(top),
         "objective": plan.goal.objective.describe,
         "value": plan.goal.objective.score(top),

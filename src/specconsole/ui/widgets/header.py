@@ -1,11 +1,12 @@
 """The status header: where the controller is, for how long, on which box, with what.
 
 Two lines so it fits 80 columns: the first says the phase (with the loading sub-phase or
-ladder level) and its elapsed time, trial *i of n*, the sweep state, the connection and the
-sweep's glance (elapsed, ETA, the current best: ``present.figures.progress``), as many of them as
-fit the width whole (``present.keyboard.footer.fit_parts``: a figure is never cut); the second is
-the
-configuration being tried, then host/engine/service (cut first when narrow).
+ladder level), then — in one priority order at every width and in every phase — the sweep's
+ETA and its current best (``present.figures.progress``), the phase's elapsed time, trial *i of
+n*, the sweep state, the connection and the sweep's elapsed time, each whole in the longest
+form that fits or left out (``present.keyboard.footer.fit_by_priority``: a figure is never
+cut); the second is the configuration being tried, then host/engine/service (cut first when
+narrow).
 Colour comes from the phase's tone (``-tone-bad`` etc.), which the stylesheet maps to theme
 variables.
 """
@@ -17,9 +18,12 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import RenderResult
 
-from specconsole.present.keyboard.footer import fit_parts
+from specconsole.present.keyboard.footer import fit_by_priority
 from specconsole.ui.viewmodels import HeaderView, Tone
 from specconsole.ui.widgets.viewstatic import ViewStatic
+
+SEP = " │ "
+"""Between two parts of the first line (narrow, so 80 columns hold the phase, ETA and best)."""
 
 
 class StatusHeader(ViewStatic[HeaderView]):
@@ -52,11 +56,8 @@ class StatusHeader(ViewStatic[HeaderView]):
         config_style = self.get_component_rich_style("status--config", partial=True)
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" {view.phase} ", style=phase_style)
-        if view.elapsed:
-            text.append(f" {view.elapsed}", style=meta_style)
-        parts = (view.trial, view.sweep, view.connection, view.glance)
-        for part in fit_parts(parts, width - text.cell_len):
-            text.append("  │  ", style=meta_style)
+        for part in fit_by_priority(view.status_parts(), width - text.cell_len, SEP):
+            text.append(SEP, style=meta_style)
             text.append(part, style=meta_style)
         text.append("\n ")
         text.append(view.config_summary, style=config_style)

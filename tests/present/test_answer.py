@@ -1,0 +1,106 @@
+"""Issue 42, item 1: the sweep's answer is what it proved. A schedule that holds each level's
+best (never behind the single best static beyond the noise, ahead of it somewhere) is the
+result in every view — the header's ★, the per-level table's last line, the exit line,
+``best``, ``finally = "best"`` and the reports — in one notation with its unit said; a
+schedule that falls behind somewhere leaves the single best static the result, and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from specconsole.controller.finish import best_config
+from specconsole.core.machine.state import TrialRecord
+from specconsole.core.search.answer import answer, answer_marks
+from specconsole.core.search.bestlaunch import best_launch
+from specconsole.core.search.levels import level_table
+from specconsole.present.figures.bestlaunch import launch_block
+from specconsole.present.figures.levels import compact_lines, level_verdicts, pct
+from specconsole.present.figures.progress import best_forms, best_text
+from specconsole.present.labels import config_summary, schedule_text
+from specconsole.present.runlog import verdict
+from specconsole.session.reports.report import to_markdown
+from specconsole.session.reports.report_json import to_json
+from tests.ui.schedule_scenes import schedule_state
+
+NOTATION = "schedule 1-22:5,23+:3"
+
+
+def _proven() -> tuple[object, tuple[TrialRecord, ...]]:
+    state = schedule_state()
+    assert state.plan is not None
+    return state.plan, state.trials
+
+
+def _behind() -> tuple[object, tuple[TrialRecord, ...]]:
+    """The same sweep, its schedule 5 % slower at c=64 than the single best static there."""
+    plan, trials = _proven()
+    schedule = trials[-1]
+    levels = tuple(
+        dataclasses.replace(lv, output_tok_s=lv.output_tok_s * 0.95) if lv.concurrency == 64 else lv
+        for lv in schedule.levels
+    )
+    return plan, (*trials[:-1], dataclasses.replace(schedule, levels=levels))
+
+
+def test_a_proven_schedule_is_the_answer_everywhere_in_one_notation() -> None:
+    plan, trials = _proven()
+    schedule = trials[-1]
+    assert schedule_text(schedule.effective) == NOTATION
+    found = answer(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    assert found is not None and found.trial is schedule and found.scheduled
+    assert found.static is not None and found.static.index == 2  # steps 3, the peak's best
+    assert found.gain_at == 1 and found.gain_pct is not None and found.gain_pct > 6.0
+    # the header's ★ and the trials table's mark
+    forms = best_forms(plan, trials)  # type: ignore[arg-type]
+    assert forms[0] == f"★ #7 {NOTATION} +6.2 % at c=1" and forms[-1] == "★ #7"
+    marks = answer_marks(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    assert marks[schedule.index] == "best" and marks.get(2) != "best"
+    # the sentence: the report's glance, the per-level table's last line, best's stderr
+    said = best_text(plan, trials)  # type: ignore[arg-type]
+    assert said.startswith(f"result: #7 {NOTATION} (batch size:steps): +6.2 % over the single")
+    table = level_table(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    lines = level_verdicts(table, plan.base, plan.noise_pct)  # type: ignore[attr-defined]
+    assert lines[-1] == said
+    # the exit line, best, finally = "best"
+    heading, text = launch_block(plan, trials, "/s/x")  # type: ignore[arg-type,misc]
+    assert heading.startswith(f"launch of the result, trial 7, {NOTATION} (batch size:steps)")
+    picked = best_launch(trials, plan)  # type: ignore[arg-type]
+    assert picked is not None and picked.trial is schedule and "adaptive" in text
+    top, config = best_config(trials, plan.goal, plan.base.env, plan.noise_pct)  # type: ignore[attr-defined]
+    assert top is schedule and config is not None
+    # the headless verdict and the reports
+    assert verdict(trials, plan, "/s/x").startswith(f"verdict: result: #7 {NOTATION}")  # type: ignore[arg-type]
+    markdown = to_markdown(trials, plan)  # type: ignore[arg-type]
+    assert said in markdown and "schedule=" not in markdown
+    best = json.loads(to_json(trials, plan))["best"]  # type: ignore[arg-type]
+    assert best["trial"] == 7 and best["schedule_proven"] is True
+    # the configuration line: the same notation, not the engine's bucket keys
+    summary = config_summary(schedule.effective)
+    assert NOTATION in summary and "schedule=" not in summary and "steps=" not in summary
+
+
+def test_a_schedule_behind_somewhere_leaves_the_single_best_static_and_says_why() -> None:
+    plan, trials = _behind()
+    found = answer(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    assert found is not None and found.trial.index == 2 and not found.scheduled
+    assert best_forms(plan, trials)[0].startswith("★ #3 steps=3")  # type: ignore[arg-type]
+    table = level_table(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    last = level_verdicts(table, plan.base, plan.noise_pct)[-1]  # type: ignore[attr-defined]
+    assert last.startswith("result: #3 steps=3") and "falls 5.2 % behind it at c=64" in last, last
+    heading, _text = launch_block(plan, trials, "/s/x")  # type: ignore[arg-type,misc]
+    assert heading.startswith("launch of the best, trial 3, steps=3")
+
+
+def test_the_per_level_table_has_the_vs_single_column_and_no_negative_zero() -> None:
+    plan, trials = _proven()
+    table = level_table(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    lines = compact_lines(table)
+    assert lines[0].split() == [
+        "c", "best", "static", "schedule", "vs", "best", "vs", "single", "none", "gain", "lead"
+    ]  # fmt: skip
+    c1 = next(line for line in lines[1:] if line.split()[0] == "1")
+    assert "+6.2 %" in c1  # the schedule against the single best static at c=1
+    assert pct(-0.04) == pct(0.04) == "±0.0 %" and pct(-1.26) == "−1.3 %"
+    assert all("−0.0" not in line for line in lines)
