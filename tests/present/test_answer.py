@@ -104,3 +104,16 @@ def test_the_per_level_table_has_the_vs_single_column_and_no_negative_zero() -> 
     assert "+6.2 %" in c1  # the schedule against the single best static at c=1
     assert pct(-0.04) == pct(0.04) == "±0.0 %" and pct(-1.26) == "−1.3 %"
     assert all("−0.0" not in line for line in lines)
+
+
+def test_the_help_explains_every_column_of_the_per_level_table() -> None:
+    from specconsole.present.keyboard.help import LEVEL_MEANINGS, help_text
+
+    plan, trials = _proven()
+    table = level_table(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    header = compact_lines(table)[0]
+    named = [name for name, _meaning in LEVEL_MEANINGS]
+    assert " ".join(named).split() == header.split()
+    page = help_text(80)
+    assert all(f"  {name}  " in page for name in ("schedule", "none", "gain", "lead"))
+    assert all(len(line) <= 80 for line in page.splitlines())

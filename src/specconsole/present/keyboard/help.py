@@ -35,6 +35,40 @@ WHEN_MAX = 14
 """Likewise for the "when" column."""
 
 
+LEVEL_MEANINGS: tuple[tuple[str, str], ...] = (
+    ("c", "the ladder level: requests in flight at once"),
+    (
+        "best static",
+        "the trial that measured best at this level drafting one length at every "
+        "batch size (or without speculation): its number and aggregate tok/s",
+    ),
+    (
+        "schedule",
+        "a configuration that drafts by batch size, written batch size:steps — "
+        "1-2:5,3-8:4,9+:3 drafts 5 steps for batches of 1-2, 4 for 3-8, 3 for 9 and more "
+        "(K for engines that call the draft length K); its aggregate tok/s here",
+    ),
+    ("vs best", "the schedule against this level's best static"),
+    (
+        "vs single",
+        "the schedule against the single best static, the one static trial the "
+        "objective picks; a schedule behind it nowhere beyond the noise and ahead somewhere "
+        "is the sweep's result (★)",
+    ),
+    ("none", "the same launch without speculation: its aggregate tok/s here"),
+    (
+        "gain",
+        "what the best speculation gains over none at this level (± the noise); "
+        "where it stops paying is said under the table",
+    ),
+    (
+        "lead",
+        "how far this level's best leads the next configuration (≈ #N: within the noise, a tie)",
+    ),
+)
+"""The per-level table's columns (``present.figures.levels.compact_lines``) in words."""
+
+
 @dataclass(frozen=True, slots=True)
 class HelpLine:
     """One line of the help page: ``kind`` is ``title``, ``row`` or ``text``."""
@@ -120,6 +154,8 @@ def help_lines(width: int, *, pool: bool = False) -> list[HelpLine]:
     out += _pairs(list(SYMBOLS), width)
     out.append(HelpLine("title", "Columns"))
     out += _pairs([(c.header, c.meaning) for c in CONSOLE_COLUMNS if c.meaning], width)
+    out.append(HelpLine("title", "Per-level table (schedule plans, no-speculation baselines)"))
+    out += _pairs(list(LEVEL_MEANINGS), width)
     out.append(HelpLine("title", "Abbreviations (the server's own argument names)"))
     out += _pairs(abbreviations(default_engine()), width)
     out.append(HelpLine("title", "Safety"))
