@@ -15,6 +15,14 @@ import uuid
 from pathlib import Path
 
 
+def _environment() -> dict[str, str]:
+    """The test's environment as Python knows it, given explicitly: inherited as is, the
+    process's C environment can carry ``COLUMNS=80``/``LINES=24`` (readline sets them when
+    something imports it), which the tmux server passes on to every pane — and a console
+    started there draws at 80×24 in a 120×40 pane."""
+    return {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+
+
 class Tmux:
     """One private tmux server."""
 
@@ -28,6 +36,7 @@ class Tmux:
             text=True,
             timeout=20,
             check=False,
+            env=_environment(),
         )
         if check and result.returncode != 0:
             raise AssertionError(f"tmux {' '.join(args)} failed: {result.stderr}")
