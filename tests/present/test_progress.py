@@ -83,3 +83,18 @@ def test_the_launch_block_names_the_best_or_nothing() -> None:
     assert block is not None and block[0].endswith("(specconsole best /s):")
     assert "python3 -m sglang.launch_server" in block[1]
     assert launch_block(d.state.plan, (), "/s") is None  # type: ignore[arg-type]
+
+
+def test_trial_count_says_planned_plus_added_and_the_eta_counts_the_running_trial() -> None:
+    from specconsole.present.figures.progress import trial_count
+
+    assert trial_count(4, 2, 6) == ("trial 4/6",)
+    assert trial_count(8, 1, 6, "bisection") == (
+        "trial 8/9 (6 planned + 3 bisection)",
+        "trial 8/9",
+    )
+    assert trial_count(3, None, 6) == ("trial 3/6",)  # finished: the plan's estimate
+    assert trial_count(7, None, 6)[0] == "trial 7/7 (6 planned + 1 added)"
+    one = Eta(remaining_s=30.0, trials_left=0, at_least=False, guess=False, basis="x")
+    assert eta_text(one, running=True).startswith("ETA 0:30 (1 trial left")
+    assert eta_text(replace(one, trials_left=2), running=True).startswith("ETA 0:30 (3 trials")

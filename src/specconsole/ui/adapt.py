@@ -43,7 +43,7 @@ from specconsole.present.figures.acceptance import chunk_per_step, level_accepta
 from specconsole.present.figures.draftcost import draft_cost_text
 from specconsole.present.figures.gpu import trial_gpu_lines
 from specconsole.present.figures.levels import compact_lines, level_series, level_verdicts
-from specconsole.present.figures.progress import state_glance
+from specconsole.present.figures.progress import Glance, state_glance, trial_count
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
 from specconsole.present.probes import probe_text, rate_answer
@@ -96,6 +96,20 @@ def _header_config(state: ControllerState) -> str:
     return config_summary(None)
 
 
+def trial_forms(state: ControllerState, seen: Glance | None) -> tuple[str, ...]:
+    """Trial *i of n* (``present.figures.progress.trial_count``: the *n* the strategy's own
+    count, planned + bisection when it runs more than planned), or the trials so far."""
+    number = state.trial_number
+    if number is not None:
+        plan = state.plan
+        after = seen.trials_after if seen is not None else None
+        added = "bisection" if plan and plan.strategy is StrategyKind.BOUNDARY else "added"
+        return trial_count(number, after, plan.estimated_trials if plan else None, added)
+    if state.trials:
+        return (f"{len(state.trials)} trials",)
+    return ("",)
+
+
 def header_view(state: ControllerState, now: float) -> HeaderView:
     """The header for ``state`` at wall-clock time ``now``."""
     extra = dict(state.labels)
@@ -125,13 +139,8 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
         elapsed = ""
     else:
         elapsed = format_elapsed(state.elapsed(now))
-    number, total = state.trial_number, state.trial_total
-    if number is not None:
-        trial = f"trial {number}/{total}" if total else f"trial {number}"
-    elif state.trials:
-        trial = f"{len(state.trials)} trials"
-    else:
-        trial = ""
+    seen = state_glance(state, now)
+    trial = trial_forms(state, seen)
     if state.sweep_active and state.pause_requested:
         sweep = "sweep: pausing"
     elif state.sweep_active and state.phase is Phase.PAUSED:
@@ -145,12 +154,13 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
         title=title or "specconsole",
         phase=phase_label(state),
         elapsed=elapsed,
-        trial=trial,
+        trial=trial[0],
+        trial_forms=trial,
         connection=connection,
         config_summary=_header_config(state),
         tone=tone,
         sweep=sweep,
-        eta=seen.eta_short if (seen := state_glance(state, now)) is not None else "",
+        eta=seen.eta_short if seen is not None else "",
         best=seen.best_forms if seen is not None else (),
         ran=seen.ran if seen is not None else "",
     )

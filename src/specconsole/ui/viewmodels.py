@@ -62,6 +62,8 @@ class HeaderView:
     """The sweep's answer so far, longest form first (``present.figures.progress.best_forms``)."""
     ran: str = ""
     """The sweep's elapsed time, ``12:03 elapsed``, or empty."""
+    trial_forms: tuple[str, ...] = ()
+    """``trial``'s forms, longest first (``present.figures.progress.trial_count``)."""
 
     def status_parts(self) -> tuple[Part, ...]:
         """The first line's parts after the phase, in the order drawn, each with its
@@ -71,7 +73,7 @@ class HeaderView:
             Part((self.elapsed, self.elapsed.split(" (")[0]), 3),
             Part((self.eta,), 1),
             Part(self.best, 2),
-            Part((self.trial,), 4),
+            Part(self.trial_forms or (self.trial,), 4),
             Part((self.sweep,), 5),
             Part((self.connection,), 6),
             Part((self.ran,), 7),

@@ -46,6 +46,8 @@ class Glance:
     """``ETA 8:10`` (the header's own part)."""
     best_forms: tuple[str, ...] = ()
     """The best in the header, longest form first (:func:`best_forms`)."""
+    trials_after: int | None = None
+    """Trials the strategy will still start after the running one (None: finished)."""
 
     @property
     def line(self) -> str:
@@ -60,13 +62,15 @@ def eta_short(eta: Eta) -> str:
     return f"ETA {mark}{format_elapsed(eta.remaining_s)}{'?' if eta.guess else ''}"
 
 
-def eta_text(eta: Eta, now: float | None = None) -> str:
+def eta_text(eta: Eta, now: float | None = None, *, running: bool = False) -> str:
     """``ETA 8:10 (3 trials left, ends 14:32)``; ``≥`` for a lower bound, ``guess`` before
-    a trial of this session finished, ``budget`` when the wall-time budget ends it first."""
+    a trial of this session finished, ``budget`` when the wall-time budget ends it first.
+    ``running``: a trial runs now, and counts among those left."""
     if eta.trials_left == 0 and eta.remaining_s <= 0:
         return "ETA: finishing"
     bound = "≥ " if eta.at_least else ""
-    parts = [f"{eta.trials_left}{'+' if eta.at_least else ''} trials left"]
+    left = eta.trials_left + int(running)
+    parts = [f"{left}{'+' if eta.at_least else ''} trial{'' if left == 1 else 's'} left"]
     if now is not None:
         parts.append(f"ends {time.strftime('%H:%M', time.localtime(now + eta.remaining_s))}")
     if eta.capped:
@@ -74,6 +78,22 @@ def eta_text(eta: Eta, now: float | None = None) -> str:
     if eta.guess:
         parts.append("guess")
     return f"ETA {bound}{format_elapsed(eta.remaining_s)} ({', '.join(parts)})"
+
+
+def trial_count(
+    number: int, after: int | None, planned: int | None, added: str = "added"
+) -> tuple[str, ...]:
+    """Trial *i of n*, longest form first: ``trial 8/9 (6 planned + 3 bisection)`` once the
+    strategy runs more trials than the plan's estimate (``added`` says why), ``trial 8/9``,
+    ``trial 4/6``; ``after`` is what the strategy will still start (the ETA's count),
+    ``planned`` the plan's estimate."""
+    total = number + after if after is not None else max(number, planned or 0) or None
+    if total is None:
+        return (f"trial {number}",)
+    short = f"trial {number}/{total}"
+    if planned is not None and total > planned:
+        return (f"{short} ({planned} planned + {total - planned} {added})", short)
+    return (short,)
 
 
 def figure_short(plan: SweepPlan, record: TrialRecord, *, precise: bool = False) -> str:
@@ -163,9 +183,11 @@ def glance(
     every = (*pool_trials, *trials)
     ran = "" if started_at is None else format_elapsed(now - started_at)
     eta = short = ""
+    after: int | None = None
     if not finished:
         seen = estimate(plan, every, now=now, started_at=started_at, current=current, prior=prior)
-        eta, short = eta_text(seen, now), eta_short(seen)
+        eta, short = eta_text(seen, now, running=current is not None), eta_short(seen)
+        after = seen.trials_left
     forms = best_forms(plan, every)
     shown = (f"{ran} elapsed" if ran else "", short, forms[0] if forms else "")
     compact = " · ".join(p for p in shown if p)
@@ -177,6 +199,7 @@ def glance(
         shown[0],
         short,
         forms,
+        after,
     )
 
 
@@ -237,4 +260,5 @@ __all__ = [
     "report_glance",
     "span",
     "state_glance",
+    "trial_count",
 ]

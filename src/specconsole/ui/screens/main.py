@@ -139,6 +139,8 @@ class MainScreen(Screen[None]):
         self._classify = classify
         self._state = ControllerState()
         self._trial_index: int | None = None
+        self._now = 0.0
+        """The clock at the header's last refresh (the journal's trial separator counts with it)."""
         self._rendered = False
         self._queued = ""
         """The edit queued for after the running trial, as the message line says it."""
@@ -264,6 +266,7 @@ class MainScreen(Screen[None]):
             self.message_line.clear()
 
     def refresh_header(self, now: float) -> None:
+        self._now = now
         self.query_one(StatusHeader).show(adapt.header_view(self._state, now))
         self.query_one(PoolLanes).lanes = lane_views(self._state, now)
 
@@ -273,8 +276,8 @@ class MainScreen(Screen[None]):
         if trial is None or trial.index == self._trial_index:
             return
         self._trial_index = trial.index
-        total = state.trial_total
-        label = f"trial {trial.index + 1}" + (f"/{total}" if total else "")
+        now = max(self._now, state.phase_since)
+        label = adapt.trial_forms(state, adapt.state_glance(state, now))[-1]
         self.journal.append([f"──── {label}: {config_summary(trial.effective)} ────"])
 
     @property
