@@ -33,15 +33,21 @@ def _proven() -> tuple[object, tuple[TrialRecord, ...]]:
     return state.plan, state.trials
 
 
-def _behind() -> tuple[object, tuple[TrialRecord, ...]]:
-    """The same sweep, its schedule 5 % slower at c=64 than the single best static there."""
+def _scaled(factors: dict[int, float]) -> tuple[object, tuple[TrialRecord, ...]]:
+    """The same sweep, its schedule's figure at level c multiplied by ``factors[c]``."""
     plan, trials = _proven()
     schedule = trials[-1]
     levels = tuple(
-        dataclasses.replace(lv, output_tok_s=lv.output_tok_s * 0.95) if lv.concurrency == 64 else lv
+        dataclasses.replace(lv, output_tok_s=lv.output_tok_s * factors.get(lv.concurrency, 1.0))
         for lv in schedule.levels
     )
     return plan, (*trials[:-1], dataclasses.replace(schedule, levels=levels))
+
+
+def _behind() -> tuple[object, tuple[TrialRecord, ...]]:
+    """The schedule 10 % slower at c=1 — where it drafts steps 5, not the single best
+    static's steps 3 — than its own measurement: behind steps 3 there, beyond the noise."""
+    return _scaled({1: 0.9})
 
 
 def test_a_proven_schedule_is_the_answer_everywhere_in_one_notation() -> None:
@@ -88,9 +94,21 @@ def test_a_schedule_behind_somewhere_leaves_the_single_best_static_and_says_why(
     assert best_forms(plan, trials)[0].startswith("★ #3 steps=3")  # type: ignore[arg-type]
     table = level_table(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
     last = level_verdicts(table, plan.base, plan.noise_pct)[-1]  # type: ignore[attr-defined]
-    assert last.startswith("result: #3 steps=3") and "falls 5.2 % behind it at c=64" in last, last
+    assert last.startswith("result: #3 steps=3") and "falls 4.4 % behind it at c=1" in last, last
     heading, _text = launch_block(plan, trials, "/s/x")  # type: ignore[arg-type,misc]
     assert heading.startswith("launch of the best, trial 3, steps=3")
+
+
+def test_where_the_schedule_drafts_the_single_best_statics_length_their_gap_is_noise() -> None:
+    """A loaded box: c=64, where the schedule runs steps 3 like the single best static, comes
+    out 3.4 % lower — the same configuration measured twice; the lead at c=1 (+6.2 %) is
+    beyond that noise, so the schedule is still the result. A lead inside it is not."""
+    plan, trials = _scaled({64: 0.966})
+    found = answer(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    assert found is not None and found.scheduled and found.gain_at == 1
+    plan, trials = _scaled({64: 0.93})  # 7 % apart at one length: c=1's +6.2 % is noise
+    found = answer(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    assert found is not None and not found.scheduled
 
 
 def test_the_per_level_table_has_the_vs_single_column_and_no_negative_zero() -> None:

@@ -23,6 +23,7 @@ from specconsole.commands.tui import demo_plan
 from specconsole.core.engine.schedule import Role
 from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.core.search.levels import level_table, role_of
+from specconsole.present.figures.levels import level_verdicts
 from specconsole.ui.widgets.chart import SingleRequestChart
 from tests.fixtures.sshd import free_port
 from tests.ui.test_box_console import _until, console
@@ -57,9 +58,12 @@ async def test_the_schedule_demo_ends_with_the_schedule_beating_every_static(
         assert box.display and box.has_class("-shown")
         text = str(box.render())
         assert "best static" in text and "schedule" in text and "none" in text, text
+        # the box ends with the sweep's result: the schedule (issue 42)
+        assert re.search(r"result: #7 schedule", text), text
         # measured: a hair below the level's best ("within 0.3 % of") or at or above it
         verdict = r"(within [\d.]+ % of|at or above) the per-level best at every level"
-        assert re.search(verdict, text), text
+        said = level_verdicts(level_table(trials, plan.goal, plan.noise_pct), plan.base, 1.0)
+        assert re.search(verdict, said[0]), said
         chart = app.screen.query_one(SingleRequestChart)
         labels = [s.label for s in chart._view.levels]
         assert labels[0] == "best static per level" and labels[-1].startswith("schedule #7")

@@ -42,7 +42,13 @@ from specconsole.present.columns import cells, console_columns
 from specconsole.present.figures.acceptance import chunk_per_step, level_acceptance
 from specconsole.present.figures.draftcost import draft_cost_text
 from specconsole.present.figures.gpu import trial_gpu_lines
-from specconsole.present.figures.levels import compact_lines, level_series, level_verdicts
+from specconsole.present.figures.levels import (
+    compact_lines,
+    compact_rows,
+    level_series,
+    level_verdicts,
+    result_short,
+)
 from specconsole.present.figures.progress import Glance, state_glance, trial_count
 from specconsole.present.formats import format_elapsed, format_rate, format_rate_ci
 from specconsole.present.labels import config_summary, load_stage_label, trial_label
@@ -318,7 +324,12 @@ def levels_view(state: ControllerState) -> LevelsView | None:
         return None
     base = _label_base(state, state.trials)
     noise = state.plan.noise_pct if state.plan is not None else 1.0
-    return LevelsView(tuple(compact_lines(table)), tuple(level_verdicts(table, base, noise)))
+    return LevelsView(
+        tuple(compact_lines(table)),
+        tuple(level_verdicts(table, base, noise)),
+        compact_rows(table),
+        result_short(table),
+    )
 
 
 def _goal(state: ControllerState) -> Goal:

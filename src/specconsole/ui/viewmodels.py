@@ -9,11 +9,13 @@ these types live in ``ui.adapt``.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from specconsole.present.figures.levels import fit_rows
 from specconsole.present.keyboard.footer import Part
 
 if TYPE_CHECKING:
@@ -197,6 +199,33 @@ class LevelsView:
     lines: tuple[str, ...]
     """The aligned table (``present.figures.levels.compact_lines``), its header first."""
     verdicts: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    """The table's cells (``compact_rows``), for a box that fits its columns to its width."""
+
+    result_short: str = ""
+    """The sweep's result in a few words, for a box with no room for its sentence."""
+
+    def text(self, width: int, height: int | None = None) -> str:
+        """The box in ``width`` × ``height`` cells: the whole columns that fit, then the
+        sentences — the sweep's result first — wrapped at word boundaries, never cut; with
+        too few rows, the result in a few words and the other sentences left out."""
+        table = fit_rows(self.rows, width) if self.rows else list(self.lines)
+        results = [v for v in self.verdicts if v.startswith("result: ")]
+        others = [v for v in self.verdicts if not v.startswith("result: ")]
+
+        def wrapped(sentences: list[str]) -> list[str]:
+            return [
+                line
+                for v in sentences
+                for line in textwrap.wrap(v, max(20, width), break_on_hyphens=False)
+            ]
+
+        said = wrapped([*results, *others])
+        if height is not None and len(table) + len(said) > height:
+            said = wrapped(results)
+            if len(table) + len(said) > height and self.result_short:
+                said = wrapped([self.result_short])
+        return "\n".join([*table, *said])
 
 
 @dataclass(frozen=True, slots=True)

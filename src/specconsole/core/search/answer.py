@@ -11,9 +11,14 @@ verdict must all name the same answer, so the rule lives once, here:
 * the answer is the last schedule trial that was benchmarked and meets the goal
   (``core.search.levels.level_table``) when it is *proven*: measured at every level the
   single best static was, behind it at none beyond the noise (the intervals overlap, or the
-  gap is within ``[sweep] noise_pct``), and ahead of it at one level at least beyond the
-  noise — deploying it loses nothing anywhere and gains somewhere;
+  gap is within the noise), and ahead of it at one level at least beyond the noise —
+  deploying it loses nothing anywhere and gains somewhere;
 * otherwise it is the best by the goal (``assess``), as before.
+
+The noise is ``[sweep] noise_pct``, or more where the records show more: at a level whose
+best static *is* the single best static, the schedule drafts that very length, so their gap
+there is the measurement's noise by construction (a loaded box moves c=64 by a few percent
+between two runs of one configuration) — a lead or a loss elsewhere counts only beyond it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.verdict import assess, marks
 from specconsole.core.search.levels import LevelRow, LevelTable, level_table
 
-__all__ = ["Answer", "answer", "answer_marks", "proven"]
+__all__ = ["Answer", "answer", "answer_marks", "proven", "schedule_noise"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,23 +52,38 @@ class Answer:
         return self.gain_pct is not None
 
 
-def _behind(row: LevelRow) -> bool:
+def _behind(row: LevelRow, noise: float) -> bool:
     """The schedule is behind the single best static here beyond the noise."""
     s, single = row.schedule, row.single
     assert s is not None and single is not None
     gap = row.versus(single)
-    return gap is not None and -gap > row.noise_pct and s.high < single.low
+    return gap is not None and -gap > noise and s.high < single.low
 
 
-def _ahead(row: LevelRow) -> float | None:
+def _ahead(row: LevelRow, noise: float) -> float | None:
     """The schedule's lead over the single best static here, when it is real."""
     s, single = row.schedule, row.single
     if s is None or single is None:
         return None
     gap = row.versus(single)
-    if gap is None or gap <= row.noise_pct or s.low <= single.high:
+    if gap is None or gap <= noise or s.low <= single.high:
         return None
     return gap
+
+
+def schedule_noise(table: LevelTable) -> float:
+    """The noise a schedule is judged with: ``noise_pct``, or its largest gap to the single
+    best static at a level where that one is the level's best (the same draft length)."""
+    floor = [r.noise_pct for r in table.rows]
+    same = [
+        abs(gap)
+        for r in table.rows
+        if r.best is not None
+        and table.single is not None
+        and r.best.trial.config == table.single.config
+        and (gap := r.versus(r.single)) is not None
+    ]
+    return max([*floor, *same], default=0.0)
 
 
 def proven(table: LevelTable) -> tuple[float, int] | None:
@@ -72,9 +92,10 @@ def proven(table: LevelTable) -> tuple[float, int] | None:
     if table.schedule is None or table.single is None:
         return None
     measured = [r for r in table.rows if r.single is not None]
-    if not measured or any(r.schedule is None or _behind(r) for r in measured):
+    noise = schedule_noise(table)
+    if not measured or any(r.schedule is None or _behind(r, noise) for r in measured):
         return None
-    leads = [(lead, r.concurrency) for r in measured if (lead := _ahead(r)) is not None]
+    leads = [(lead, r.concurrency) for r in measured if (lead := _ahead(r, noise)) is not None]
     return max(leads) if leads else None
 
 

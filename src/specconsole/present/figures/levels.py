@@ -29,10 +29,13 @@ __all__ = [
     "LEVEL_HEADERS",
     "LevelCells",
     "compact_lines",
+    "compact_rows",
+    "fit_rows",
     "level_cells",
     "level_series",
     "level_verdicts",
     "pct",
+    "result_short",
     "result_text",
     "stops_paying_text",
     "what_if_text",
@@ -201,6 +204,21 @@ def result_text(
     )
 
 
+def result_short(table: LevelTable) -> str:
+    """``result: #7 schedule, +6.2 % over #3 at c=1`` or ``result: #3, the single best
+    static`` — the result line in a few words ('' without a schedule and a single best)."""
+    schedule, single = table.schedule, table.single
+    if schedule is None or single is None:
+        return ""
+    lead = proven(table)
+    if lead is None:
+        return f"result: #{single.index + 1}, the single best static"
+    return (
+        f"result: #{schedule.index + 1} schedule, {pct(lead[0])} over #{single.index + 1} "
+        f"at c={lead[1]}"
+    )
+
+
 def _result(table: LevelTable, base: ServerConfig | None) -> str | None:
     """The table's last line: the schedule as the sweep's result, or why the single best
     static stays it (None without both)."""
@@ -277,11 +295,16 @@ def _short(f: LevelFigure | None) -> str:
     return DASH if f is None else format_rate(f.value, 1)
 
 
-def compact_lines(table: LevelTable) -> list[str]:
+def compact_lines(table: LevelTable, width: int | None = None) -> list[str]:
     """The table for a narrow pane: per level the best static (trial and figure), the
     schedule against it and against the single best static, no speculation and
-    speculation's gain, the best's lead — aligned, the widest column last."""
-    header = (  # the columns cut last are the widest
+    speculation's gain, the best's lead — aligned (:func:`fit_rows`)."""
+    return fit_rows(compact_rows(table), width)
+
+
+def compact_rows(table: LevelTable) -> tuple[tuple[str, ...], ...]:
+    """:func:`compact_lines`' cells, its header first."""
+    header = (  # the columns cut first are the last
         "c",
         "best static",
         "schedule",
@@ -308,12 +331,27 @@ def compact_lines(table: LevelTable) -> list[str]:
                 lead,
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    right = (True, False, True, True, True, True, True, False)
+    return tuple(rows)
+
+
+_RIGHT = (True, False, True, True, True, True, True, False)
+"""Which of :func:`compact_rows`' columns are numbers, right-aligned."""
+
+
+def fit_rows(rows: tuple[tuple[str, ...], ...], width: int | None = None) -> list[str]:
+    """``rows`` aligned; in ``width`` cells the columns that do not fit are left out whole
+    from the right (a number is whole or absent), the first always kept."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    kept = len(widths)
+    while kept > 1 and width is not None and sum(widths[:kept]) + 2 * (kept - 1) > width:
+        kept -= 1
+    right = _RIGHT
     return [
         "  ".join(
             cell.rjust(w) if r else cell.ljust(w)
-            for cell, w, r in zip(line, widths, right, strict=True)
+            for cell, w, r in zip(line[:kept], widths[:kept], right[:kept], strict=True)
         ).rstrip()
         for line in rows
     ]

@@ -32,6 +32,8 @@ PADDING = 2
 SCROLLBAR = 2
 """Cells kept free for the vertical scrollbar (when the rows need one)."""
 MARKER_KEY = "more-columns"
+LEVELS_SHARE = 0.75
+"""The per-level box's most of the pane's height (the stylesheet's ``max-height``)."""
 LABEL_MIN = 20
 """When columns must go, the trial's label is cut to this width first (``…``): a name can
 be read shortened, a number cannot."""
@@ -195,6 +197,7 @@ class TrialsPane(Horizontal):
     @on(TrialsTable.Resized)
     def _resized(self, event: TrialsTable.Resized) -> None:
         event.stop()
+        self._draw_levels()
         self._draw()
 
     @on(TrialsTable.Shift)
@@ -212,8 +215,18 @@ class TrialsPane(Horizontal):
         box = self.query_one("#levels-box", Static)
         box.set_class(view is not None, "-shown")
         box.border_title = "per level · aggregate tok/s"
-        if view is not None:
-            box.update("\n".join([*view.lines, *view.verdicts]))
+        self._draw_levels()
+
+    def _draw_levels(self) -> None:
+        """The per-level box at its width: whole columns, sentences wrapped (resizes too)."""
+        view = self._levels
+        if view is None:
+            return
+        box = self.query_one("#levels-box", Static)
+        width = box.content_size.width or max(20, self.size.width // 2)
+        room = self.query_one("#trials-left").content_size.height
+        height = int(room * LEVELS_SHARE) - 1 if room else None  # its top border
+        box.update(view.text(width, height))
 
     def show_details(self, details: TrialDetails | None) -> None:
         if self._details_shown and details == self._details:
