@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 SWEEP_TIMEOUT_S = 600.0
 SWEEP = (sys.executable, "-m", "specconsole", "sweep")
 GLANCE = re.compile(
-    r"elapsed (?P<elapsed>\d+:\d\d(?::\d\d)?)(?: · ETA (?P<eta>\S+) \((?P<left>\d+)\+? trials left"
+    r"elapsed (?P<elapsed>\d+:\d\d(?::\d\d)?)(?: · ETA (?P<eta>\S+) \((?P<left>\d+)\+? trials? left"
     r"[^)]*\))? · (?P<best>best(?: #(?P<trial>\d+) .*|: none yet))$"
 )
 SUMMARY = re.compile(r"\] trial (?P<n>\d+) .*: (ok|crashed|pruned|failed|infeasible)")
