@@ -89,6 +89,23 @@ def test_columns_are_whole_or_absent() -> None:
     assert later.shown != fit.shown and 0 in later.shown  # → brings others; label stays
 
 
+def test_the_column_pager_says_where_it_stands_and_stops_at_both_ends() -> None:
+    widths = [24, 9, 8, 8, 11, 8]  # label, status, single, peak, capacity, accept
+    first = fit_columns(CONSOLE_COLUMNS, widths, 50, marker=13)
+    assert first.offset == 0 and first.before == 0 and first.after == first.hidden > 0
+    assert first.marker == f"+{first.after} cols →"
+    pages = [fit_columns(CONSOLE_COLUMNS, widths, 50, offset=k, marker=13) for k in range(9)]
+    last = pages[-1]
+    assert last.after == 0 and last.before > 0 and last.marker == f"← {last.before} cols"
+    assert pages[8] == pages[last.offset]  # → past the end stays on the last page
+    assert fit_columns(CONSOLE_COLUMNS, widths, 50, offset=-3, marker=13) == first  # ← too
+    between = [p for p in pages if p.before and p.after]
+    assert all(p.marker == f"← {p.before} · {p.after} →" for p in between)
+    seen = {CONSOLE_COLUMNS[i].id for p in pages for i in p.shown}
+    assert seen == {c.id for c in CONSOLE_COLUMNS}  # every column on some page
+    assert all(sum(widths[i] for i in p.shown) + 13 <= 50 for p in pages)
+
+
 def test_the_flag_summary_leads_for_a_process_line_and_a_unit() -> None:
     assert summary_lines(PROCESS_DIFF) == [
         "--speculative-num-steps: 2 → 3",
@@ -180,3 +197,21 @@ def test_header_parts_keep_their_priority_at_every_width_and_are_never_cut() -> 
         if width < 40:
             assert "connected" not in fitted and "trial 4/6" not in fitted
     assert fit_by_priority(parts, 2, " │ ") == []
+
+
+def test_a_cancelled_trials_partial_figures_are_marked_and_its_status_leads_the_label() -> None:
+    import dataclasses
+
+    from specconsole.core.machine.state import TrialStatus
+    from specconsole.present.columns import cells
+    from tests.ui.doubles import finished_trial
+
+    done = finished_trial(3)
+    cancelled = dataclasses.replace(done, status=TrialStatus.CANCELLED)
+    label, status, single, peak, *_rest = cells(CONSOLE_COLUMNS, cancelled, None)
+    assert label.startswith("⊘ #3 ") and status == "cancelled"
+    assert single == f"({done.single_request_tok_s:,.0f})" and peak.startswith("(")
+    ok = cells(CONSOLE_COLUMNS, done, None)
+    assert ok[0].startswith("#3 ") and not ok[2].startswith("(")  # a result is plain
+    report = cells(CONSOLE_COLUMNS, cancelled, None, precise=True)
+    assert report[0].startswith("#3 ") and not report[2].startswith("(")  # reports: status col

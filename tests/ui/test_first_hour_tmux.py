@@ -164,7 +164,7 @@ def _assert_whole_numbers(screen: str, sessions: Path) -> None:
             continue
         peak = format_rate(record["peak_aggregate_tok_s"])
         row = next(
-            line for line in lines if re.match(rf"│ (?:[★≈◆] )?#{record['index'] + 1} ", line)
+            line for line in lines if re.match(rf"│ (?:[★≈◆▸✖⊘!] )?#{record['index'] + 1} ", line)
         )
         if shown_peak:
             cell = row[header.index("peak") : header.index("peak") + len(peak) + 2]

@@ -96,7 +96,7 @@ def test_chart_has_a_series_per_trial_and_single_vs_steps() -> None:
 def test_trial_rows_label_by_difference_and_status() -> None:
     rows = adapt.trial_rows(crashed_state())
     assert [r.status for r in rows][-1] == "crashed"
-    assert rows[-1].label.startswith("#6 ") and "steps=10" in rows[-1].label
+    assert rows[-1].label.startswith("✖ #6 ") and "steps=10" in rows[-1].label
     assert rows[0].single_tok_s == "118"
     assert rows[-1].single_tok_s == "—"
 
@@ -353,7 +353,7 @@ def test_a_finished_level_shows_live_in_the_panel_chart_and_trials_table() -> No
         chart.single.xs, chart.single.ys, strict=True
     )
     row = adapt.trial_rows(state)[-1]
-    assert row.label.startswith("#4") and row.status == "running"
+    assert row.label.startswith("▸ #4") and row.status == "running"
     assert row.single_tok_s == format_rate(158.5)
 
 

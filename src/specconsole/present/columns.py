@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.measure.stats import half_width
+from specconsole.present.charts.symbols import EARLIER_COLUMNS, MORE_COLUMNS
 from specconsole.present.formats import (
     format_int,
     format_peak,
@@ -22,7 +23,7 @@ from specconsole.present.formats import (
     format_ratio,
 )
 from specconsole.present.labels import record_label, trial_label
-from specconsole.present.status import record_status, status_detail
+from specconsole.present.status import PARTIAL, STATUS_GLYPHS, record_status, status_detail
 
 Cell = Callable[[TrialRecord, ServerConfig | None, bool], str]
 """(record, the plan's base, precise) → the cell's text; ``precise`` is the report's form."""
@@ -57,13 +58,30 @@ def _capacity(record: TrialRecord) -> int | None:
 
 
 TRIAL: Column = Column("trial", "#", "trial", lambda r, _b, _p: str(r.index + 1))
+
+
+def _label(record: TrialRecord, base: ServerConfig | None, precise: bool) -> str:
+    """``#3 steps=3``; on screen a status other than ok leads it (``✖ #6 steps=10``)."""
+    label = trial_label(record, base)
+    glyph = "" if precise else STATUS_GLYPHS.get(record.status, "")
+    return f"{glyph} {label}" if glyph else label
+
+
+def partial(record: TrialRecord, text: str) -> str:
+    """A figure of a trial whose ladder did not finish (``PARTIAL``), on screen: ``(268)``."""
+    if record.status in PARTIAL and any(ch.isdigit() for ch in text):
+        return f"({text})"
+    return text
+
+
 LABEL: Column = Column(
     "label",
     "trial",
     "trial",
-    lambda r, b, _p: trial_label(r, b),
+    _label,
     numeric=False,
-    meaning="the trial's number and how its configuration differs from the plan's base",
+    meaning="the trial's number and how its configuration differs from the plan's base; "
+    "▸ running, ✖ crashed, ⊘ cancelled, pruned or skipped, ! failed or refused",
     priority=0,
 )
 BOX: Column = Column("box", "box", "box", lambda r, _b, _p: r.box or "", numeric=False, priority=1)
@@ -88,12 +106,12 @@ def _single(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> s
         return format_rate_ci(
             record.single_request_tok_s, half_width(record.single_request_spread), 1
         )
-    return format_rate(record.single_request_tok_s)
+    return partial(record, format_rate(record.single_request_tok_s))
 
 
 def _peak(record: TrialRecord, _base: ServerConfig | None, precise: bool) -> str:
     if not precise:
-        return format_rate(record.peak_aggregate_tok_s)
+        return partial(record, format_rate(record.peak_aggregate_tok_s))
     half = half_width(record.peak_aggregate_spread)
     return format_peak(record.peak_aggregate_tok_s, record.peak_concurrency, 1, half)
 
@@ -103,7 +121,8 @@ SINGLE: Column = Column(
     "single",
     "single-request tok/s",
     _single,
-    meaning="single-request output tok/s (concurrency 1)",
+    meaning="single-request output tok/s (concurrency 1); (268): partial, the trial's "
+    "ladder did not finish",
     priority=3,
 )
 PEAK: Column = Column(
@@ -163,12 +182,52 @@ def cells(
 
 @dataclass(frozen=True, slots=True)
 class ColumnFit:
-    """Which of a table's columns are shown at a width."""
+    """Which of a table's columns are shown at a width, and where the pager stands."""
 
     shown: tuple[int, ...]
     """Indexes of the shown columns, in display order."""
     hidden: int
-    """How many did not fit (the header says ``+N cols →``)."""
+    """How many are not shown (``before`` + ``after``)."""
+    before: int = 0
+    """Columns paged past with ``→`` (``←`` brings them back)."""
+    after: int = 0
+    """Columns that did not fit after the shown ones (``→`` shows them)."""
+    offset: int = 0
+    """The pager's position, clamped to its ends (0: the first page)."""
+
+    @property
+    def marker(self) -> str:
+        """The header's pager cell: ``+3 cols →`` on the first page, ``← 1 · 2 →`` between,
+        ``← 3 cols`` on the last ('' when every column shows)."""
+        return pager_marker(self.before, self.after)
+
+
+def pager_marker(before: int, after: int) -> str:
+    """The pager's cell for ``before`` columns paged past and ``after`` still to come."""
+    if before and after:
+        return f"← {before} · {after} →"
+    if after:
+        return MORE_COLUMNS.format(n=after)
+    if before:
+        return EARLIER_COLUMNS.format(n=before)
+    return ""
+
+
+def _window(
+    order: list[int], widths: Sequence[int], width: int, used: int, marker: int, paged: bool
+) -> list[int]:
+    """The columns of ``order`` (in priority order) that fit after ``used`` cells, keeping
+    ``marker`` cells for the pager's cell while some are left out (``paged``: some are
+    before them)."""
+    kept: list[int] = []
+    for n, i in enumerate(order):
+        reserve = marker if paged or n + 1 < len(order) else 0
+        if used + widths[i] + reserve <= width:
+            kept.append(i)
+            used += widths[i]
+        else:
+            break
+    return kept
 
 
 def fit_columns(
@@ -182,22 +241,22 @@ def fit_columns(
     """Whole columns that fit in ``width`` cells: a number is shown whole or not at all.
 
     Columns are kept by ``priority`` (the trial's label always), shown in their own order;
-    ``offset`` skips that many of the highest-priority ones after the label, so ``→`` shows
-    the columns cut at this width. ``widths`` are the columns' full widths (padding
-    included); ``marker`` the width the ``+N cols →`` marker needs when some are hidden.
+    ``offset`` pages past that many of the highest-priority ones after the label, so ``→``
+    shows the columns cut at this width — clamped to the pager's ends: it stops at the page
+    that shows the last column and at the first, it never wraps around. ``widths`` are the
+    columns' full widths (padding included); ``marker`` the width the pager's cell needs.
     """
     order = sorted(range(len(columns)), key=lambda i: (columns[i].priority, i))
     pinned, rest = order[:1], order[1:]
-    if rest:
-        offset %= len(rest)
-        rest = rest[offset:] + rest[:offset]
-    kept = list(pinned)
-    used = sum(widths[i] for i in kept)
-    for i in rest:
-        reserve = marker if len(kept) + 1 < len(columns) else 0
-        if used + widths[i] + reserve <= width:
-            kept.append(i)
-            used += widths[i]
-        else:
+    used = sum(widths[i] for i in pinned)
+    last = 0  # the first offset whose page reaches the last column
+    while last < len(rest):
+        page = rest[last:]
+        if len(_window(page, widths, width, used, marker, last > 0)) == len(page):
             break
-    return ColumnFit(shown=tuple(sorted(kept)), hidden=len(columns) - len(kept))
+        last += 1
+    offset = min(max(0, offset), last)
+    kept = _window(rest[offset:], widths, width, used, marker, offset > 0)
+    after = len(rest) - offset - len(kept)
+    shown = tuple(sorted([*pinned, *kept]))
+    return ColumnFit(shown, offset + after, offset, after, offset)

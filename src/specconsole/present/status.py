@@ -29,6 +29,26 @@ STATUS_WORDS: dict[TrialStatus, str] = {
 """The short word of each status (tables, charts' legends, headless lines)."""
 
 
+STATUS_GLYPHS: dict[TrialStatus, str] = {
+    TrialStatus.RUNNING: "▸",
+    TrialStatus.CRASHED: "✖",
+    TrialStatus.CANCELLED: "⊘",
+    TrialStatus.PRUNED: "⊘",
+    TrialStatus.SKIPPED: "⊘",
+    TrialStatus.LOAD_TIMEOUT: "!",
+    TrialStatus.FAILED: "!",
+    TrialStatus.INVALID: "!",
+    TrialStatus.INFEASIBLE: "!",
+    TrialStatus.DEGRADED: "!",
+}
+"""A status the trials table's label cell starts with (``ok`` has none): the status stays
+in sight when the status column is paged out of a narrow table."""
+
+PARTIAL = frozenset({TrialStatus.CANCELLED, TrialStatus.PRUNED, TrialStatus.CRASHED})
+"""Statuses whose figures, if any, are partial (the ladder did not finish): the console's
+table shows them in parentheses, never as results."""
+
+
 def status_word(status: TrialStatus) -> str:
     """``load timeout`` for ``TrialStatus.LOAD_TIMEOUT``; unknown statuses by value."""
     return STATUS_WORDS.get(status, status.value.replace("_", " "))

@@ -21,8 +21,7 @@ from textual.events import Resize
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from specconsole.present.charts.symbols import MORE_COLUMNS
-from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns
+from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns, pager_marker
 
 if TYPE_CHECKING:
     from specconsole.ui.viewmodels import LevelsView, TrialDetails, TrialRow
@@ -91,6 +90,8 @@ class TrialsPane(Horizontal):
         self._drawn: tuple[object, ...] = ()
         self._drawn_rows: tuple[TrialRow, ...] = ()
         """The rows the table shows now (the cursor follows the newest while it is on it)."""
+        self._drawn_fit = ColumnFit(shown=(), hidden=0)
+        """The columns the table shows now and the pager's (clamped) position."""
         self._label_width: int | None = None
         """The label column's cut width (None: whole)."""
         self.border_title = "Trials"
@@ -139,7 +140,7 @@ class TrialsPane(Horizontal):
             max([len(c.header), *(len(r.cells[n]) for r in self._rows)]) + PADDING
             for n, c in enumerate(columns)
         ]
-        marker = len(MORE_COLUMNS.format(n=len(columns))) + PADDING
+        marker = len(pager_marker(len(columns), len(columns))) + PADDING
         fit = fit_columns(columns, widths, width, offset=self._offset, marker=marker)
         label = self._ids.index("label") if "label" in self._ids else None
         if not fit.hidden or label is None or widths[label] <= LABEL_MIN + PADDING:
@@ -157,6 +158,7 @@ class TrialsPane(Horizontal):
     def _draw(self, *, force: bool = False) -> None:
         """(Re)build the table when its rows or the columns that fit changed."""
         fit, label_width = self._fit()
+        self._drawn_fit = fit
         key = (self._rows, fit, label_width)
         if not force and key == self._drawn:
             return
@@ -172,7 +174,7 @@ class TrialsPane(Horizontal):
             column = BY_ID[self._ids[n]]
             table.add_column(column.header, key=column.id)
         if fit.hidden:
-            table.add_column(MORE_COLUMNS.format(n=fit.hidden), key=MARKER_KEY)
+            table.add_column(fit.marker, key=MARKER_KEY)
         for row in self._rows:
             cells = [self._cell(row, n, label_width) for n in fit.shown]
             cells += [""] if fit.hidden else []
@@ -205,6 +207,7 @@ class TrialsPane(Horizontal):
         event.stop()
         self._offset = max(0, self._offset + event.delta)
         self._draw()
+        self._offset = self._drawn_fit.offset  # the pager stops at its ends
 
     def show_levels(self, view: LevelsView | None) -> None:
         """The per-level box under the table: shown when the session asks a per-level
