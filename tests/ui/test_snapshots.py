@@ -10,13 +10,14 @@ at the report.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 
 import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from specconsole.core.machine.state import ControllerState
+from specconsole.core.machine.state import ControllerState, TrialStatus
 from specconsole.ui.app import make_app
 from tests.ui.doubles import (
     NOW,
@@ -110,6 +111,22 @@ async def _open_trial_diff(pilot: Pilot[None]) -> None:
     await pilot.pause(0.2)
 
 
+async def _page_to_the_end(pilot: Pilot[None]) -> None:
+    """The trials table's column pager pressed past its last page: it stops there."""
+    await pilot.press("3")
+    await pilot.pause()
+    for _ in range(6):
+        await pilot.press("l")
+    await pilot.pause()
+
+
+def _cancelled_state() -> ControllerState:
+    """The sweep paused after trial 4 was cancelled mid-ladder: its figures are partial."""
+    state = paused_state()
+    last = dataclasses.replace(state.trials[-1], status=TrialStatus.CANCELLED)
+    return dataclasses.replace(state, trials=(*state.trials[:-1], last))
+
+
 Action = Callable[[Pilot[None]], Awaitable[None]]
 Scene = tuple[Callable[[], ControllerState], tuple[str, ...], Action | None]
 
@@ -130,6 +147,9 @@ SCENES: dict[str, Scene] = {
     "gpu_loading": (gpu_loading_state, JOURNAL[:6], None),
     "gpu_crash": (gpu_crash_state, CRASH_JOURNAL, None),
     "schedule": (schedule_state, JOURNAL, _show_trials),
+    "pager_start": (big_figures_state, (), _show_trials),
+    "pager_end": (big_figures_state, (), _page_to_the_end),
+    "cancelled": (_cancelled_state, JOURNAL, _show_trials),
 }
 
 THREE_THEMES: frozenset[str] = frozenset(

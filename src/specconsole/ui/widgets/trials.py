@@ -127,6 +127,15 @@ class TrialsPane(Horizontal):
         """The column ids on screen now, in order (tests)."""
         return tuple(str(c.key.value) for c in self.table.ordered_columns)
 
+    def _content_widths(self) -> list[int]:
+        """Each column's width from its header and every row's cell (the data decides, not
+        whichever rows were measured when)."""
+        columns = [BY_ID[i] for i in self._ids]
+        return [
+            max([len(c.header), *(len(r.cells[n]) for r in self._rows if n < len(r.cells))])
+            for n, c in enumerate(columns)
+        ]
+
     def _fit(self) -> tuple[ColumnFit, int | None]:
         """Whole columns for the table's width (all of them before it has one), and the
         label's cut width when cutting it lets more numbers show."""
@@ -136,10 +145,7 @@ class TrialsPane(Horizontal):
         columns = [BY_ID[i] for i in self._ids]
         if width <= 0:
             return ColumnFit(shown=tuple(range(len(columns))), hidden=0), None
-        widths = [
-            max([len(c.header), *(len(r.cells[n]) for r in self._rows)]) + PADDING
-            for n, c in enumerate(columns)
-        ]
+        widths = [w + PADDING for w in self._content_widths()]
         marker = len(pager_marker(len(columns), len(columns))) + PADDING
         fit = fit_columns(columns, widths, width, offset=self._offset, marker=marker)
         label = self._ids.index("label") if "label" in self._ids else None
@@ -170,11 +176,13 @@ class TrialsPane(Horizontal):
         at_end = previous is None or previous == last
         self._drawn_rows = self._rows
         table.clear(columns=True)
-        for n in fit.shown:
+        widths = self._content_widths()
+        for n in fit.shown:  # fixed widths: DataTable never re-measures a column mid-run
             column = BY_ID[self._ids[n]]
-            table.add_column(column.header, key=column.id)
+            cut = label_width if column.id == "label" and label_width is not None else None
+            table.add_column(column.header, key=column.id, width=cut or widths[n])
         if fit.hidden:
-            table.add_column(fit.marker, key=MARKER_KEY)
+            table.add_column(fit.marker, key=MARKER_KEY, width=len(fit.marker))
         for row in self._rows:
             cells = [self._cell(row, n, label_width) for n in fit.shown]
             cells += [""] if fit.hidden else []
