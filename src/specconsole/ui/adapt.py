@@ -77,8 +77,8 @@ def phase_label(state: ControllerState) -> str:
     if state.phase is Phase.AWAITING_DECISION:
         crashed = state.pending is not None and state.pending.crash is not None
         return "CRASHED · r resumes" if crashed else "STOPPED · r resumes"
-    if state.phase is Phase.PAUSED:
-        return "PAUSED · r resumes"
+    if state.phase is Phase.PAUSED or (state.phase is Phase.CANCELLED and state.sweep_active):
+        return f"{state.phase.value.upper()} · r resumes"
     label = state.phase.value.replace("_", " ").upper()
     if state.phase is Phase.LOADING and state.load_stage is not None:
         return f"{label} · {load_stage_label(state.load_stage)}"
@@ -149,7 +149,7 @@ def header_view(state: ControllerState, now: float) -> HeaderView:
     trial = trial_forms(state, seen)
     if state.sweep_active and state.pause_requested:
         sweep = "sweep: pausing"
-    elif state.sweep_active and state.phase is Phase.PAUSED:
+    elif state.sweep_active and state.phase in (Phase.PAUSED, Phase.CANCELLED):
         sweep = "sweep: paused"
     elif state.sweep_active:
         sweep = "sweep: on"

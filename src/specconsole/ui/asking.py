@@ -74,6 +74,10 @@ def deploys(state: ControllerState, intent: Intent) -> bool:
     return deploying_config(state, intent) is not None
 
 
+_DEPLOYING = frozenset({Phase.VALIDATING, Phase.DEPLOYING, Phase.RESTARTING, Phase.LOADING})
+"""The phases a deploy is under way in (until the server is ready or failed)."""
+
+
 class EditQueue:
     """At most one edit waiting for the phase to allow a deploy."""
 
@@ -83,7 +87,10 @@ class EditQueue:
         self.config: ServerConfig | None = None
         """The queued configuration (None: nothing queued)."""
         self.sentence = ""
-        """What the message line keeps saying while it waits ("" when nothing is queued)."""
+        """What the message line keeps saying while it waits, and while its deploy is under
+        way ("" when nothing is queued or deploying)."""
+        self._sent_in: tuple[Phase, float] | None = None
+        """The phase (and its start) the queued edit's deploy was sent in (None: none sent)."""
 
     def put(self, state: ControllerState, config: ServerConfig) -> None:
         """Queue ``config`` (replacing an older one) and pause the sweep after this trial."""
@@ -104,10 +111,11 @@ class EditQueue:
 
     def withdraw_silently(self) -> None:
         """Forget the queued edit (a newer edit was deployed instead)."""
-        self.config, self.sentence = None, ""
+        self.config, self.sentence, self._sent_in = None, "", None
 
     def offer(self, state: ControllerState) -> None:
         """Deploy the queued edit if ``state`` can take it now."""
+        self._deploy_said(state)
         config = self.config
         if config is None or apply_block(state) is not None:
             return
@@ -117,6 +125,14 @@ class EditQueue:
                 "(e opens the queued edit)."
             )
             return
-        self.config, self.sentence = None, ""
-        self._say(f"Deploying your queued edit {label(state, config)}.", "information")
+        self.sentence = f"Deploying your queued edit {label(state, config)}."
+        self.config, self._sent_in = None, (state.phase, state.phase_since)
         self._send(DeployConfig(config=config))
+
+    def _deploy_said(self, state: ControllerState) -> None:
+        """Stop saying "Deploying your queued edit" once its deploy is behind (the phase
+        moved on since it was sent and is no deploy phase any more)."""
+        if self._sent_in is None or self.config is not None:
+            return
+        if (state.phase, state.phase_since) != self._sent_in and state.phase not in _DEPLOYING:
+            self.sentence, self._sent_in = "", None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specconsole.core.machine.intents import Resume
-from specconsole.core.machine.state import ResumeChoice
+from specconsole.core.machine.state import Phase, ResumeChoice
 from specconsole.present.deploys.diffs import as_deployed, deploy_target, deploying_config
 from specconsole.present.deploys.flagdiff import config_diff
 from specconsole.present.keyboard.keys import COMMAND_CHOICES, available
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from specconsole.core.machine.state import ControllerState
 
 NOTHING_PLANNED = "nothing left in the plan"
+NOT_KNOWN_YET = "known once the crash is recorded"
 
 
 def _base(state: ControllerState) -> ServerConfig | None:
@@ -56,6 +57,10 @@ def choice_label(state: ControllerState, command: str, plain: str) -> str:
     if choice is ResumeChoice.SKIP:
         skipped = choice_target(state, ResumeChoice.RESUME_NEXT)
         return plain if skipped is None else f"{plain} {label(state, skipped)}"
+    if state.pending is None and state.phase is Phase.CRASHED:
+        # the crash is still being recorded: what comes next is not known yet (a key pressed
+        # now is kept until it is), so no target and no "nothing left" either
+        return f"{plain} ({NOT_KNOWN_YET})"
     target = choice_target(state, choice)
     if target is None:
         return f"{plain} ({NOTHING_PLANNED})"

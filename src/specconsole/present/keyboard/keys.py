@@ -21,6 +21,7 @@ from specconsole.core.machine.intents import (
     legal_intents,
 )
 from specconsole.core.machine.state import ControllerState, Phase, ResumeChoice
+from specconsole.core.plans.modes import CrashPolicy
 from specconsole.present.keyboard.keymap import COMMANDS, Key
 
 Command = Key
@@ -75,7 +76,11 @@ def available(state: ControllerState) -> frozenset[str]:
     resting_sweep = state.phase is Phase.PAUSED or (
         state.sweep_active and state.phase is Phase.CANCELLED
     )
-    if Pause in legal and state.sweep_active:
+    # a crash being recorded under the pause policy stops the sweep by itself: no pause, and
+    # nothing left to cancel (the banner's decisions are what it offers)
+    recording_crash = has_crash(state) and state.pending is None
+    stops_itself = recording_crash and state.policy is CrashPolicy.PAUSE
+    if Pause in legal and state.sweep_active and not stops_itself:
         out.add("unpause" if state.pause_requested else "pause")
     elif Resume in legal and resting_sweep and ResumeChoice.RESUME_NEXT in _choices_now(state):
         out.add("continue")
@@ -87,7 +92,7 @@ def available(state: ControllerState) -> frozenset[str]:
         out.add("edit")  # the editor opens any time; applying it deploys when that is legal
     if has_crash(state):
         out.add("crash-details")
-    if Cancel in legal and state.busy:
+    if Cancel in legal and state.busy and not recording_crash:
         out.add("cancel")
     return frozenset(out)
 

@@ -259,10 +259,10 @@ class MainScreen(Screen[None]):
         """Keep saying which edit is queued (empty: none is)."""
         if text == self._queued:
             return
-        self._queued = text
+        said, self._queued = self._queued, text
         if text:
             self.show_message(text, "information", timeout=None)
-        elif self.message_line.text.startswith("Queued"):
+        elif said and self.message_line.text == " ".join(said.split()):
             self.message_line.clear()
 
     def refresh_header(self, now: float) -> None:
