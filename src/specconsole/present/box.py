@@ -93,6 +93,9 @@ def box_panel(state: ControllerState) -> BoxPanelView:
             return BoxPanelView(f"box {host}: connecting… (probing the box)")
         return BoxPanelView(f"box {host}: {connection_word(state)} (not probed)")
     first, *rest = (line.strip() for line in probe_lines(probe))
+    live = _deployed_lines(state)
+    if live:  # the probe ran before this console deployed: what it deploys is what runs now
+        rest = [*live, *(line for line in rest if not line.startswith(PANEL_FIRST))]
     # what runs and whether it serves first: a narrow panel cuts the last lines, not these
     lead = [line for line in rest if line.startswith(PANEL_FIRST)]
     return BoxPanelView(
@@ -102,6 +105,18 @@ def box_panel(state: ControllerState) -> BoxPanelView:
 
 PANEL_FIRST = ("runs now:", "serving:", "not serving:", "not asked:")
 """The facts that matter most on the box panel, shown right under its headline."""
+
+
+def _deployed_lines(state: ControllerState) -> tuple[str, ...]:
+    """What runs now and whether it serves, from what this console deployed (the probe's
+    answer is as old as the console); () before its first deploy."""
+    deployed = state.deployed
+    if deployed is None:
+        return ()
+    runs = f"runs now: {config_summary(deployed.config)} (deployed from this console)"
+    if deployed.serving:
+        return runs, "serving: it loaded and answered its health check"
+    return runs, "not serving: not loaded since its deploy (loading, crashed or stopped)"
 
 
 def box_shown(state: ControllerState) -> bool:
