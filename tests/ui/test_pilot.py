@@ -16,9 +16,11 @@ from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.messages import IntentSent, LogBatch
 from specconsole.ui.screens.confirm import ConfirmActionScreen
 from specconsole.ui.screens.editor import EditorScreen
+from specconsole.ui.screens.help import HelpScreen
 from specconsole.ui.screens.quit import QuitScreen
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
 from specconsole.ui.widgets.journal import JournalPane
+from specconsole.ui.widgets.keybar import KeyBar
 from specconsole.ui.widgets.message import MessageLine
 from specconsole.ui.widgets.plot import ChartPlot
 from tests.controller.helpers import plan
@@ -146,6 +148,26 @@ async def test_quit_asks_while_a_trial_runs_and_leaves_server_running() -> None:
         await pilot.press("q")
         await pilot.pause()
     assert controller.intents == [Quit(stop_server=False, at=NOW)]
+
+
+async def test_a_dialog_hides_the_footer_behind_it_and_gives_it_back() -> None:
+    """The quit dialog's ``s`` (stop the server and quit) never sits over a footer saying
+    ``s pause`` (issue 42): the footer's row stays, its keys are hidden while a dialog is open."""
+    controller = RecordingController(benchmarking_state())
+    app = _app(controller)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        keybar = app.screen.query_one(KeyBar)
+        assert keybar.visible and "pause" in keybar.keys_now.available
+        for key, dialog in (("q", QuitScreen), ("question_mark", HelpScreen)):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, dialog)
+            assert not keybar.visible, key
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, dialog) and keybar.visible, key
+    assert controller.intents == []
 
 
 async def test_quit_when_idle_does_not_ask() -> None:

@@ -171,6 +171,14 @@ class MainScreen(Screen[None]):
         self._layout_changed()
         self.query_one("#journal-log").focus()
 
+    def on_screen_suspend(self) -> None:
+        """A dialog opened over the console: its keys are the dialog's, so the footer's
+        (``s pause`` under the quit dialog's ``s``) are hidden behind it, keeping their row."""
+        self.query_one(KeyBar).add_class("-behind-dialog")
+
+    def on_screen_resume(self) -> None:
+        self.query_one(KeyBar).remove_class("-behind-dialog")
+
     # ----------------------------------------------------------------------------------------
     # Rendering
     # ----------------------------------------------------------------------------------------
