@@ -74,6 +74,22 @@ def test_the_console_quit_is_an_interruption_unless_the_plan_ended() -> None:
     assert console_status(Driver().state, "disk full") == ("error", EXIT_FAILED)
 
 
+def test_a_deliberate_quit_exits_0_an_interrupt_130_and_the_session_stays_resumable() -> None:
+    mid = _driver_at(Phase.BENCHMARKING)
+    mid.send(ev.Quit())
+    assert console_status(mid.state, deliberate=True) == ("interrupted", EXIT_OK)
+    assert console_status(mid.state) == ("interrupted", EXIT_INTERRUPTED)  # ctrl+c
+    crashed = Driver()
+    crashed.start(plan(on_crash=CrashPolicy.PAUSE))
+    crashed.finish_trial()
+    crashed.to_phase(Phase.LOADING)
+    crashed.send(ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory"))
+    crashed.send(ev.ServerStopped())
+    crashed.send(ev.TrialRecorded(index=1))
+    assert console_status(crashed.state, deliberate=True) == ("paused", EXIT_OK)  # q at the banner
+    assert console_status(mid.state, "disk full", deliberate=True) == ("error", EXIT_FAILED)
+
+
 def _status(session: Path) -> str:
     return str(tomllib.loads((session / "session.toml").read_text())["session"]["status"])
 

@@ -357,7 +357,9 @@ async def _run(
         await controller.close(stop_server=stop_server_on_exit)
     from specconsole.controller.outcome import RESUMABLE_STATUSES, closing_meta, console_status
 
-    status, code = console_status(controller.state, controller.halted)
+    status, code = console_status(
+        controller.state, controller.halted, deliberate=not app.interrupted
+    )
     final = controller.state
     untouched = not final.trials and final.deployed is None and final.trial is None
     if status == "idle" and untouched and not session.load_trials():

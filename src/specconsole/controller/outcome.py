@@ -16,6 +16,11 @@ code; one table keeps them from disagreeing. The codes:
   ``specconsole resume SESSION`` continues with the next planned trial (the choice the
   console's ``r`` key makes), or re-run with ``--on-crash auto``.
 * ``130``: interrupted (Ctrl-C / SIGTERM). The finished trials are on disk; resume continues.
+
+The console's ``q`` is a deliberate quit, not an interruption: it exits ``0`` whatever phase
+it leaves (mid-trial, paused, at a crash banner), the session keeping its ``interrupted`` or
+``paused`` status for ``resume``; its ``ctrl+c`` is an interrupt (``130``); failures still
+exit ``1`` (``console_status``).
 """
 
 from __future__ import annotations
@@ -73,15 +78,23 @@ def closing_meta(status: str) -> dict[str, object]:
     return {"status": status, "sweep_active": status in RESUMABLE_STATUSES}
 
 
-def console_status(state: ControllerState, halted: str = "") -> tuple[str, int]:
+def console_status(
+    state: ControllerState, halted: str = "", *, deliberate: bool = False
+) -> tuple[str, int]:
     """(session status, exit code) when the console quits: the headless rules, where a quit
     before the sweep finished is an interruption (``paused`` when the user paused it or a crash
     awaits a decision).
-    A console that never started a sweep (only looked, deployed or benchmarked) is ``idle``."""
+    A console that never started a sweep (only looked, deployed or benchmarked) is ``idle``.
+    A ``deliberate`` quit (``q``, not ``ctrl+c``) is what the user asked for: it exits 0 where
+    the session is only interrupted or paused (still ``interrupted``/``paused``, so ``resume``
+    continues it); failures and halts keep their code."""
     if not halted and state.sweep_started_at is None:
         return "idle", EXIT_OK
     resting = state.phase in (Phase.AWAITING_DECISION, Phase.PAUSED, Phase.DONE)
-    return final_status(state, not resting, halted)
+    status, code = final_status(state, not resting, halted)
+    if deliberate and code in (EXIT_INTERRUPTED, EXIT_PAUSED):
+        return status, EXIT_OK
+    return status, code
 
 
 def plan_problems(plan: SweepPlan) -> list[str]:

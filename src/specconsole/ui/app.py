@@ -116,6 +116,8 @@ class SpecConsoleApp(ThemedApp):
         """What the box was left in, for the launcher to print once the console has closed."""
         self.final_failed = False
         """``finally`` changed the box and it does not serve (the exit code says so)."""
+        self.interrupted = False
+        """The console was left by ``ctrl+c`` (an interrupt, exit code 130), not by ``q``."""
         self.messages: list[str] = []
         """Every message shown on the message line, oldest first (observable in tests)."""
         self._queue = EditQueue(self.send_intent, self._say)
@@ -410,7 +412,8 @@ class SpecConsoleApp(ThemedApp):
         self._quit(stop_server=False)
 
     def action_quit_now(self) -> None:
-        """ctrl+c: leave at once; the server is left as it is."""
+        """ctrl+c: leave at once (an interrupt); the server is left as it is."""
+        self.interrupted = True
         if self._leaving is not None:
             self._leaving.force()
             return
