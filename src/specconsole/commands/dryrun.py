@@ -42,7 +42,9 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
     from specconsole.remote.artifact import unified_diff
 
     configs = list(plan.grid())
-    limit = min(DRY_RUN_LIMIT, plan.max_trials or DRY_RUN_LIMIT)
+    # the sweep runs at most max_trials of them: "trial i/n" counts what it would run
+    runs = min(len(configs), plan.max_trials) if plan.max_trials else len(configs)
+    limit = min(DRY_RUN_LIMIT, runs)
     if plan.strategy is StrategyKind.OPTIMIZE:
         print(
             "dry run: an optimize sweep picks its trials from the results; the diffs below "
@@ -69,7 +71,7 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
         for number, config in enumerate(configs[:limit], start=1):
             outcome = validate_config(keeper.apply(config))  # as the controller validates
             if not isinstance(outcome, ev.ConfigValidated):
-                print(f"trial {number}/{len(configs)} {config_label(config, plan.base)}:", file=out)
+                print(f"trial {number}/{runs} {config_label(config, plan.base)}:", file=out)
                 print(f"    invalid, not deployed: {'; '.join(outcome.errors)}", file=out)
                 continue
             effective = outcome.config  # what the deploy writes and the server runs
@@ -84,7 +86,7 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
             previous = preview.artifact
             shown = deploy_previewed(effective, diff).diff
             label = config_label(effective, plan.base)
-            print(f"trial {number}/{len(configs)} {label}:", file=out)
+            print(f"trial {number}/{runs} {label}:", file=out)
             if not shown:
                 print("    (no change)", file=out)
                 continue
@@ -92,8 +94,14 @@ async def dry_run(plan: SweepPlan, out: TextIO) -> int:
                 print(f"  {change}", file=out)
             for line in shown.rstrip("\n").splitlines():
                 print(f"    {line}", file=out)
-        if len(configs) > limit:
-            print(f"... and {len(configs) - limit} more configurations not shown", file=out)
+        if runs > limit:
+            print(f"... and {runs - limit} more trials not shown", file=out)
+        if len(configs) > runs:
+            print(
+                f"... and {len(configs) - runs} more configurations of the plan past "
+                f"max_trials = {plan.max_trials}, not run",
+                file=out,
+            )
         print(f"then finally = {plan.finally_action!r}; nothing was changed on the box", file=out)
     finally:
         await endpoint.close()
