@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from specconsole.cli import main
 from specconsole.core.logs.events import LoadStage, SuggestedFix
 from specconsole.core.machine import events as ev
 from specconsole.core.machine.state import (
@@ -138,6 +139,28 @@ def test_open_errors_name_the_problem(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(SessionError, match=r"has no session\.toml"):
         Session.open(tmp_path / "empty")
+
+
+def test_the_folder_given_to_session_is_refused_naming_the_session_inside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``report``/``best`` on the ``--session`` folder say which session folder to give."""
+    parent = tmp_path / "sessions"
+    only = Session.create(parent, replace(plan(), source=PLAN_TEXT), name="first")
+    with pytest.raises(SessionError) as one:
+        Session.open(parent)
+    assert f"holds sessions, it is not one: give {only.path}" in str(one.value)
+    assert "sessions --dir" not in str(one.value)
+    newer = Session.create(parent, replace(plan(), source=PLAN_TEXT), name="second")
+    newer.write_meta({"status": "done"})  # written last: the one named
+    with pytest.raises(SessionError) as two:
+        Session.open(parent)
+    assert f"give {newer.path} (or one of the 2 `specconsole sessions --dir {parent}`" in str(
+        two.value
+    )
+    for command in (["report", str(parent)], ["best", str(parent)]):
+        assert main(command) != 0
+        assert f"give {newer.path}" in capsys.readouterr().err, command
 
 
 def test_list_sessions(tmp_path: Path) -> None:

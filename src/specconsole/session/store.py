@@ -183,10 +183,26 @@ class Session:
             raise SessionError(
                 f"{path} is not a session folder; list them with `specconsole sessions`"
             )
+        if not (path / SESSION_FILE).is_file() and (inside := cls._sessions_in(path)):
+            # the folder given to --session: it holds the sessions; name the one meant
+            newest = inside[-1]
+            others = f" (or one of the {len(inside)} `specconsole sessions --dir {path}` lists)"
+            raise SessionError(
+                f"{path} holds sessions, it is not one: give {newest}"
+                + (others if len(inside) > 1 else "")
+            )
         for required in (SESSION_FILE, PLAN_FILE):
             if not (path / required).is_file():
                 raise SessionError(f"{path} has no {required}: not a specconsole session folder")
         return cls(path)
+
+    @classmethod
+    def _sessions_in(cls, path: Path) -> list[Path]:
+        """The session folders right inside ``path``, the most recently written last."""
+        found = [child for child in path.iterdir() if child.is_dir() and cls.is_session(child)]
+        return sorted(
+            found, key=lambda child: ((child / SESSION_FILE).stat().st_mtime_ns, child.name)
+        )
 
     @classmethod
     def is_session(cls, path: Path) -> bool:
