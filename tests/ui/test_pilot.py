@@ -479,3 +479,22 @@ async def test_a_chart_mounts_its_plot_with_its_first_data_only() -> None:
         for chart in (ThroughputChart, SingleRequestChart):
             plots = app.screen.query_one(chart).query(ChartPlot)
             assert len(plots) == 1 and plots.first().display
+
+
+async def test_the_trial_details_wrap_at_spaces_and_seams_never_mid_figure() -> None:
+    """At 80×24 the details pane is ~21 cells: ``steps/topk/draft=4/1/5`` breaks after ``=``
+    and every line fits, so the terminal never folds a figure (issue 42)."""
+    from tests.ui.doubles import paused_state
+
+    app = _app(RecordingController(paused_state()))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("3")  # the trials pane (one pane at a time at 80×24)
+        await pilot.pause()
+        await pilot.pause()
+        box = app.screen.query_one("#trial-details", Static)
+        width = box.content_region.width
+        lines = str(box.render()).splitlines()
+        assert width > 0 and all(len(line) <= width for line in lines), (width, lines)
+        assert "4/1/5" in lines and "steps/topk/draft=" in lines, lines
+        assert ")" not in lines, lines

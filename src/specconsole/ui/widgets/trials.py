@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from specconsole.present.columns import BY_ID, CONSOLE_COLUMNS, ColumnFit, fit_columns, pager_marker
+from specconsole.present.wrapping import wrap_lines
 
 if TYPE_CHECKING:
     from specconsole.ui.viewmodels import LevelsView, TrialDetails, TrialRow
@@ -85,6 +86,8 @@ class TrialsPane(Horizontal):
         self._rows: tuple[TrialRow, ...] = ()
         self._details: TrialDetails | None = None
         self._details_shown = False
+        self._wrapped_at = 0
+        """The width the details were wrapped for."""
         self._ids: tuple[str, ...] = tuple(c.id for c in CONSOLE_COLUMNS)
         self._offset = 0
         self._drawn: tuple[object, ...] = ()
@@ -209,6 +212,7 @@ class TrialsPane(Horizontal):
         event.stop()
         self._draw_levels()
         self._draw()
+        self.show_details(self._details)  # wrapped again for its new width
 
     @on(TrialsTable.Shift)
     def _shift(self, event: TrialsTable.Shift) -> None:
@@ -240,10 +244,11 @@ class TrialsPane(Horizontal):
         box.update(view.text(width, height))
 
     def show_details(self, details: TrialDetails | None) -> None:
-        if self._details_shown and details == self._details:
-            return
-        self._details, self._details_shown = details, True
         box = self.query_one("#trial-details", Static)
+        width = self._details_width()
+        if self._details_shown and (details, width) == (self._details, self._wrapped_at):
+            return
+        self._details, self._details_shown, self._wrapped_at = details, True, width
         if details is None:
             box.update("No trials yet.")
             return
@@ -252,7 +257,15 @@ class TrialsPane(Horizontal):
             lines.append("")
             lines.append("log excerpt:")
             lines.extend(f"  {line}" for line in details.log_excerpt)
-        box.update("\n".join(lines))
+        # wrapped here, at spaces and seams, so no figure or name is folded mid-token
+        box.update("\n".join(wrap_lines(lines, width)))
+
+    def _details_width(self) -> int:
+        """The details' text width now (0 before layout: left unwrapped until then)."""
+        scroll = self.query_one("#trial-details-box", VerticalScroll)
+        # the room inside the padding, less a vertical scrollbar's cells (shown or to come)
+        room = scroll.content_region.width - scroll.styles.scrollbar_size_vertical
+        return max(0, room)
 
     @on(DataTable.RowHighlighted, "#trials-table")
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
