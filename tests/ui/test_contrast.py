@@ -11,6 +11,7 @@ by the app).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pytest
@@ -22,6 +23,7 @@ from textual.widget import Widget
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.theme import THEMES
 from specconsole.ui.viewmodels import LINE_KINDS
+from specconsole.ui.widgets.chart import _Chart
 from specconsole.ui.widgets.diffview import DIFF_KINDS
 from tests.ui.doubles import NOW, RecordingController, crashed_sweep_state, diffs_state
 
@@ -161,3 +163,39 @@ async def test_no_color_leaves_the_terminals_own_colours(monkeypatch: pytest.Mon
             lines = widget.render_lines(Region(0, 0, widget.outer_size.width, 1))
             colours = {s.style.bgcolor for s in lines[0] if s.style and s.style.bgcolor}
             assert all(c.is_default for c in colours), (selector, colours)
+
+
+SERIES = 3.0
+"""A chart line (and its legend mark) on the chart's background: WCAG's ratio for graphics."""
+
+
+@pytest.mark.parametrize("theme", list(THEMES))
+async def test_every_chart_series_reads_at_3_to_1_on_its_background(theme: str) -> None:
+    """Issue 42: Tableau's orange, cyan and olive were 1.9-2.3:1 on the light theme. Every
+    colour a chart draws (lines, legend marks, the crash mark) is checked on the background
+    the chart resolves; the mono theme draws markers, no colours."""
+    from tests.ui.doubles import finished_trial, paused_state
+
+    trials = tuple(dataclasses.replace(finished_trial(1 + i % 5), index=i) for i in range(10))
+    state = dataclasses.replace(paused_state(), trials=trials)
+    app = make_app(RecordingController(state), theme=theme, clock=lambda: NOW, tick_interval=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        charts = list(app.screen.query(_Chart))
+        drawn = [c for c in charts if c.legend]
+        assert drawn, "no chart drew its series"
+        failures = []
+        for chart in drawn:
+            if theme == "mono":
+                assert chart.background is None and all(e.color is None for e in chart.legend)
+                continue
+            assert chart.background is not None
+            back = Color(*chart.background)
+            for entry in chart.legend:
+                assert entry.color is not None
+                ratio = contrast(Color(*entry.color), back)
+                if ratio < SERIES:
+                    failures.append(f"{chart.id} {entry.label}: {ratio:.2f} on {back.hex}")
+        assert sum(len(c.legend) for c in drawn) >= 8
+        assert not failures, f"{theme}:\n" + "\n".join(failures)

@@ -80,6 +80,47 @@ def hex_color(number: int) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
+def _luminance(color: tuple[int, int, int]) -> float:
+    """WCAG relative luminance of an sRGB colour."""
+
+    def channel(v: int) -> float:
+        s = v / 255
+        return s / 12.92 if s <= 0.03928 else ((s + 0.055) / 1.055) ** 2.4
+
+    r, g, b = color
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def contrast(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """WCAG contrast ratio of two colours (1 to 21)."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+SERIES_CONTRAST = 3.0
+"""A chart line and its legend mark read at least this ratio on their background (WCAG's
+for graphics): Tableau's orange, olive and cyan are 2.0-2.4:1 on a light theme."""
+
+
+def readable_on(
+    color: tuple[int, int, int], background: tuple[int, int, int], minimum: float = SERIES_CONTRAST
+) -> tuple[int, int, int]:
+    """``color`` as drawn on ``background``: itself when it reads at ``minimum``:1, else mixed
+    toward black (on a light background) or white (on a dark one) just until it does, so
+    each series keeps its hue and stays apart from the others."""
+    if contrast(color, background) >= minimum:
+        return color
+    target = 0 if _luminance(background) > 0.5 else 255
+    for step in range(1, 21):
+        share = step / 20
+        mixed = tuple(round(c + (target - c) * share) for c in color)
+        assert len(mixed) == 3
+        out = (mixed[0], mixed[1], mixed[2])
+        if contrast(out, background) >= minimum:
+            return out
+    return (target, target, target)
+
+
 def marker_for(number: int) -> str:
     """The marker of trial ``number``'s series when there is no colour."""
     return MARKERS[(number - 1) % len(MARKERS)]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specconsole.present.charts.series import CRASH_MARKER, MAX_SERIES, Series
+from specconsole.present.charts.series import CRASH_MARKER, MAX_SERIES, Series, readable_on
 
 CRASH_COLOR: tuple[int, int, int] = (214, 39, 40)
 
@@ -23,6 +23,11 @@ LINE_MARK = "·"
 """What joins a series' points when there is no colour (its marker is only at the points)."""
 
 Color = tuple[int, int, int]
+
+
+def _paint(color: Color, background: Color | None) -> Color:
+    """A series' colour as drawn: readable on ``background`` where that is known."""
+    return color if background is None else readable_on(color, background)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +82,11 @@ def draw_aggregate(
     *,
     color: bool,
     title: str = "aggregate tok/s vs concurrency",
+    background: Color | None = None,
 ) -> tuple[LegendEntry, ...]:
     """Aggregate tok/s vs concurrency (log2 axis: ladders are geometric), one line per trial
     (the most recent ``MAX_SERIES``) — or per role of the per-level chart (``title``);
-    returns the legend."""
+    returns the legend. On a known ``background`` every colour reads at 3:1 at least."""
     fig.clear_figure()
     _title(fig, title, width)
     shown = list(series)[-MAX_SERIES:]
@@ -91,8 +97,9 @@ def draw_aggregate(
         xs = [math.log2(x) for x in line.xs if x > 0]
         ys = [y for x, y in zip(line.xs, line.ys, strict=True) if x > 0]
         if color:
-            fig.plot(xs, ys, marker="braille", color=line.color)
-            legend.append(LegendEntry("━", line.label, line.color))
+            paint = _paint(line.color, background)
+            fig.plot(xs, ys, marker="braille", color=paint)
+            legend.append(LegendEntry("━", line.label, paint))
         else:
             fig.plot(xs, ys, marker=LINE_MARK, color="default")
             points.append((xs, ys, line.marker))
@@ -120,6 +127,7 @@ def draw_single(
     color: bool,
     crashed_labels: Sequence[str] = (),
     title: str = "",
+    background: Color | None = None,
 ) -> tuple[LegendEntry, ...]:
     """Single-request tok/s (or ``title``'s figure: the search's objective) against the
     swept axis, crashed positions as ``✖`` on the x axis; returns the legend."""
@@ -128,27 +136,29 @@ def draw_single(
     legend: list[LegendEntry] = []
     xs: list[float] = []
     if line is not None and line.xs:
+        paint = _paint(line.color, background)
         if color:
-            fig.plot(list(line.xs), list(line.ys), marker="braille", color=line.color)
+            fig.plot(list(line.xs), list(line.ys), marker="braille", color=paint)
         else:
             fig.plot(list(line.xs), list(line.ys), marker=LINE_MARK, color="default")
             fig.scatter(list(line.xs), list(line.ys), marker="●", color="default")
-        legend.append(LegendEntry("━" if color else "●", line.label, line.color if color else None))
+        legend.append(LegendEntry("━" if color else "●", line.label, paint if color else None))
         xs += line.xs
     if crashed:
         floor = min(line.ys) if line is not None and line.ys else 0.0
+        crash_paint = _paint(CRASH_COLOR, background)
         fig.scatter(
             list(crashed),
             [floor] * len(crashed),
             marker=CRASH_MARKER,
-            color=CRASH_COLOR if color else "default",
+            color=crash_paint if color else "default",
         )
         what = (
             ", ".join(crashed_labels)
             if crashed_labels
             else f"at {axis} " + ", ".join(f"{x:g}" for x in crashed)
         )
-        legend.append(LegendEntry(CRASH_MARKER, f"crashed: {what}", CRASH_COLOR if color else None))
+        legend.append(LegendEntry(CRASH_MARKER, f"crashed: {what}", crash_paint if color else None))
         xs += crashed
     if xs:
         ordered = sorted(set(xs))

@@ -53,6 +53,8 @@ class _Chart(Widget):
         super().__init__(id=id, classes=classes)
         self._view = ChartView()
         self._plot: ChartPlot | None = None
+        self.legend: tuple[LegendEntry, ...] = ()
+        """The legend last drawn (its colours are the lines')."""
 
     def show(self, view: ChartView) -> None:
         if view == self._view:
@@ -74,6 +76,14 @@ class _Chart(Widget):
         """Series are told apart by colour (else by marker: the mono theme)."""
         return not self.app.has_class("-mono")
 
+    @property
+    def background(self) -> tuple[int, int, int] | None:
+        """What the series are drawn on (None in the mono theme: no colours at all)."""
+        if not self.coloured:
+            return None
+        drawn = self.colors[2]  # the background as it shows, blended over what is under it
+        return (drawn.r, drawn.g, drawn.b)
+
     def _empty(self) -> str | None:
         raise NotImplementedError
 
@@ -87,7 +97,7 @@ class _Chart(Widget):
     def figure(self, plt: Plot, width: int, height: int, theme: str) -> RenderResult:
         """The plot drawn into ``plt`` in plotext theme ``theme`` and the legend under it, for
         ``width`` × ``height`` cells (the plot widget calls this from its own ``render``)."""
-        legend = self._draw(plt, width)
+        legend = self.legend = self._draw(plt, width)
         keep = max(MIN_PLOT_ROWS, math.ceil(height * PLOT_SHARE))
         rows = _legend_text(legend, width, max(0, height - keep))
         plot_rows = max(1, height - len(rows))
@@ -133,7 +143,9 @@ class ThroughputChart(_Chart):
         return "aggregate tok/s vs concurrency\n(one line per trial, after its benchmark)"
 
     def _draw(self, plt: Plot, width: int) -> tuple[LegendEntry, ...]:
-        return draw_aggregate(plt, self._view.aggregate, width, color=self.coloured)
+        return draw_aggregate(
+            plt, self._view.aggregate, width, color=self.coloured, background=self.background
+        )
 
 
 class SingleRequestChart(_Chart):
@@ -161,7 +173,14 @@ class SingleRequestChart(_Chart):
     def _draw(self, plt: Plot, width: int) -> tuple[LegendEntry, ...]:
         view = self._view
         if view.levels:  # a per-level question: the schedule chart takes this place
-            return draw_aggregate(plt, view.levels, width, color=self.coloured, title=LEVELS_TITLE)
+            return draw_aggregate(
+                plt,
+                view.levels,
+                width,
+                color=self.coloured,
+                title=LEVELS_TITLE,
+                background=self.background,
+            )
         return draw_single(
             plt,
             view.single,
@@ -170,4 +189,5 @@ class SingleRequestChart(_Chart):
             width,
             color=self.coloured,
             title=view.single_title,
+            background=self.background,
         )
