@@ -22,7 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from textual.widgets import Static
 
 from specconsole.core.machine.state import Phase, TrialStatus
 from specconsole.core.plans.parse import loads_plan
@@ -108,7 +107,7 @@ async def test_a_lying_box_on_the_console_shows_what_was_not_trusted_and_no_wron
             row = pane.table.get_row(str(trial.index))
             accept = pane.shown_columns.index("accept")
             assert row[accept] == f"{trusted.accept_length:.2f}", row
-            details = str(app.screen.query_one("#trial-details", Static).render())
+            details = pane.details_text  # one line a fact (the pane wraps them to its width)
             shown = details.splitlines()
             # the counters: the reset level has no acceptance figure, the other has its own
             assert f"accept length: {trusted.accept_length:.2f}" in shown, details

@@ -88,6 +88,8 @@ class TrialsPane(Horizontal):
         self._details_shown = False
         self._wrapped_at = 0
         """The width the details were wrapped for."""
+        self.details_text = ""
+        """The details shown, one line a fact, before they are wrapped to the pane's width."""
         self._ids: tuple[str, ...] = tuple(c.id for c in CONSOLE_COLUMNS)
         self._offset = 0
         self._drawn: tuple[object, ...] = ()
@@ -257,6 +259,7 @@ class TrialsPane(Horizontal):
             lines.append("")
             lines.append("log excerpt:")
             lines.extend(f"  {line}" for line in details.log_excerpt)
+        self.details_text = "\n".join(lines)
         # wrapped here, at spaces and seams, so no figure or name is folded mid-token
         box.update("\n".join(wrap_lines(lines, width)))
 
