@@ -45,6 +45,18 @@ def test_final_status_is_done_only_at_the_plans_end() -> None:
         assert final_status(state, interrupted=True) == ("interrupted", EXIT_INTERRUPTED)
 
 
+def _crashed_awaiting_a_decision() -> Driver:
+    """A sweep under the pause policy whose second trial crashed while loading."""
+    crashed = Driver()
+    crashed.start(plan(on_crash=CrashPolicy.PAUSE))
+    crashed.finish_trial()
+    crashed.to_phase(Phase.LOADING)
+    crashed.send(ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory"))
+    crashed.send(ev.ServerStopped())
+    crashed.send(ev.TrialRecorded(index=1))
+    return crashed
+
+
 def test_the_console_quit_is_an_interruption_unless_the_plan_ended() -> None:
     mid = _driver_at(Phase.BENCHMARKING)
     mid.send(ev.Quit())
@@ -56,13 +68,7 @@ def test_the_console_quit_is_an_interruption_unless_the_plan_ended() -> None:
     between.finish_trial()  # the pause takes effect once the trial is recorded
     assert between.state.phase is Phase.PAUSED and not between.state.finished_reason
     assert console_status(between.state) == ("paused", EXIT_PAUSED)
-    crashed = Driver()
-    crashed.start(plan(on_crash=CrashPolicy.PAUSE))
-    crashed.finish_trial()
-    crashed.to_phase(Phase.LOADING)
-    crashed.send(ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory"))
-    crashed.send(ev.ServerStopped())
-    crashed.send(ev.TrialRecorded(index=1))
+    crashed = _crashed_awaiting_a_decision()
     assert crashed.state.phase is Phase.AWAITING_DECISION, crashed.state.phase
     assert console_status(crashed.state) == ("paused", EXIT_PAUSED)
     finished = Driver()
@@ -79,13 +85,7 @@ def test_a_deliberate_quit_exits_0_an_interrupt_130_and_the_session_stays_resuma
     mid.send(ev.Quit())
     assert console_status(mid.state, deliberate=True) == ("interrupted", EXIT_OK)
     assert console_status(mid.state) == ("interrupted", EXIT_INTERRUPTED)  # ctrl+c
-    crashed = Driver()
-    crashed.start(plan(on_crash=CrashPolicy.PAUSE))
-    crashed.finish_trial()
-    crashed.to_phase(Phase.LOADING)
-    crashed.send(ev.FatalSeen(cause="kv_cache_no_memory", message="Not enough memory"))
-    crashed.send(ev.ServerStopped())
-    crashed.send(ev.TrialRecorded(index=1))
+    crashed = _crashed_awaiting_a_decision()
     assert console_status(crashed.state, deliberate=True) == ("paused", EXIT_OK)  # q at the banner
     assert console_status(mid.state, "disk full", deliberate=True) == ("error", EXIT_FAILED)
 
