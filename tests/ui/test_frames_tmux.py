@@ -41,8 +41,10 @@ SETTLE_S = 1.5
 """After a trial is recorded, the console's header follows within this long (one bridge
 flush and a frame, with the other core busy)."""
 
-CUT_GROUP = re.compile(r"(?<![\d,.])\d{1,3}(?:,\d{3})*,\d{1,2}(?![\d,])")
-"""A grouped number whose last group is short: ``1,87`` (1,879 cut at a cell's end)."""
+CUT_GROUP = re.compile(r"(?<![\d,.:])\d{1,3}(?:,\d{3})*,\d{1,2}(?![\d,])")
+"""A grouped number whose last group is short: ``1,87`` (1,879 cut at a cell's end). A
+figure right after a colon is a schedule's draft length, not a grouped number: the
+notation ``1-2:5,3-8:4,9+:3`` lists ``5,3`` and ``4,9`` as two pairs' ends and starts."""
 
 
 def _specconsole() -> str:
