@@ -38,10 +38,14 @@ from specconsole.core.search.strategy import boundary_result
 from specconsole.headless.sweep import run_headless
 from specconsole.session.reports.report import render
 from specconsole.session.store import Session
+from specconsole.sim.forecast import predict
 from tests.fixtures.plans import sim_plan_text, ssh_host
 from tests.fixtures.sshd import SshdServer, free_port
 
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
+
+OUTPUT_LEN = 48
+"""The seed sweep's output length (tokens per request)."""
 
 FATAL_TEXT = "Not enough memory"
 
@@ -53,6 +57,8 @@ def plan_text(
     steps: list[int],
     ladder: list[int],
     requests: int,
+    output_len: int = 32,
+    warmup: int = 0,
     on_crash: str = "auto",
     strategy: str = "boundary",
 ) -> str:
@@ -69,9 +75,9 @@ speculative_num_steps = {steps}
     bench = f"""[bench]
 ladder = {ladder}
 input_len = 128
-output_len = 32
+output_len = {output_len}
 requests_per_level = {requests}
-warmup_requests = 0
+warmup_requests = {warmup}
 """
     return sim_plan_text(
         run_dir,
@@ -137,7 +143,23 @@ def run_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 async def test_seed_sweep_headless(sshd: SshdServer, tmp_path: Path, run_dir: Path) -> None:
-    text = plan_text(sshd, run_dir, steps=[1, 2, 3, 4, 5, 10], ladder=[1, 16], requests=16)
+    # 48-token outputs: at 32 the last decode step's rounding favours steps 4 (the model
+    # predicts 4 ahead of 3 by 1.5 % since the profile's recalibration, bfb1e33); at 48 the
+    # seed table's shape holds at this ladder too (steps 3 ahead of 4 by 6 %; checked below).
+    # One warm-up request per slot opens the level's 16 keep-alive connections before it is
+    # measured: without it the measured wave's requests reach the box over 65-120 ms of new
+    # connections through the SSH forward (more on a loaded machine), the server prefills
+    # them in 2-4 batches as they come (as SGLang does) and the wave ends up to 15 % later than
+    # the model's, by an amount that differs from trial to trial.
+    text = plan_text(
+        sshd,
+        run_dir,
+        steps=[1, 2, 3, 4, 5, 10],
+        ladder=[1, 16],
+        requests=16,
+        output_len=OUTPUT_LEN,
+        warmup=1,
+    )
     plan = resolve_placeholders(loads_plan(text), {"python": sys.executable})
     session = Session.create(tmp_path / "sessions", replace_source(plan, text))
     out = io.StringIO()
@@ -193,9 +215,14 @@ async def test_seed_sweep_headless(sshd: SshdServer, tmp_path: Path, run_dir: Pa
         for s in by_steps
         if by_steps[s].status is TrialStatus.OK
     }
-    # aggregate rises to a peak at steps 3 and falls after it. The simulator predicts steps 3
-    # ahead of 4 by 9% at this ladder; on 2 shared cores the real-time pacing overhead costs
-    # the low-steps trials a few percent, so allow steps 4 to tie within 3%.
+    print(f"peak aggregate tok/s by steps: { {s: round(v) for s, v in sorted(peak.items())} }")
+    # aggregate rises to a peak at steps 3 and falls after it. The simulator's model predicts
+    # steps 3 ahead of 4 by 6 % at this ladder (the premise, checked first); on 2 shared cores
+    # one 16-request wave moves by a few percent between runs, so allow steps 4 to tie within 3%.
+    predicted = {
+        s: predict(by_steps[s].config, 16, 128, OUTPUT_LEN).aggregate_tok_s for s in (3, 4, 5)
+    }
+    assert predicted[3] >= 1.05 * max(predicted[4], predicted[5]), predicted
     assert peak[3] >= 0.97 * max(peak.values()), peak
     assert peak[1] < peak[2] < peak[3], peak
     assert peak[3] > peak[5] > peak[7] > peak[8] > peak[9], peak
