@@ -31,7 +31,7 @@ from specconsole.core.engine.protocol import EditorField, Endpoints
 
 if TYPE_CHECKING:
     from specconsole.core.config.ties import Tie
-    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
+    from specconsole.core.engine.schedule import Edge, LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
     from specconsole.core.measure.forecast import Forecast, ModelFacts
 
@@ -242,3 +242,28 @@ class EngineBase:
 
     def forecast_load(self, config: ServerConfig, facts: Sequence[ModelFacts]) -> Forecast | None:
         return None
+
+    def steps_at(self, config: ServerConfig, batch: int) -> int | None:
+        """One length at every batch size: its draft length when it speculates, else 0
+        (``None``: a draft length it does not state)."""
+        if self.verify_tokens(config) == 0:
+            return 0
+        length = concept_value(config, Concept.DRAFT_LENGTH)
+        return length if isinstance(length, int) else None
+
+    def edges(self, config: ServerConfig, up_to: int) -> tuple[Edge, ...]:
+        return ()  # no length per batch size, no engine limit that switches one
+
+    def adaptive_mode(self, config: ServerConfig) -> str | None:
+        return None
+
+    def adaptive_contender(
+        self, schedule: ServerConfig, same_candidates: bool
+    ) -> ServerConfig | Issue:
+        return Issue(
+            concept_key(schedule.engine, Concept.DRAFT_LENGTH),
+            Severity.ERROR,
+            f"{self.title} has no adaptive mode of its own that chooses the draft length at "
+            "run time: there is no engine mode to compare the schedule with.",
+            "compare the schedule with the best static per level (the per-level table does).",
+        )

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from specconsole.core.config.options import OptionField
     from specconsole.core.config.releases import ReleaseTable
     from specconsole.core.config.ties import Tie
-    from specconsole.core.engine.schedule import LevelPick, ScheduleRow, SideFile
+    from specconsole.core.engine.schedule import Edge, LevelPick, ScheduleRow, SideFile
     from specconsole.core.logs.grammar import LogGrammar
     from specconsole.core.measure.acceptance import SpecCounters
     from specconsole.core.measure.forecast import Forecast, ModelFacts
@@ -299,6 +299,33 @@ class Engine(Protocol):
     def forecast_load(self, config: ServerConfig, facts: Sequence[ModelFacts]) -> Forecast | None:
         """Whether ``config`` loads and what it holds, from the models' ``facts`` (``None``:
         nothing to say; the capacity line over earlier trials then predicts)."""
+        ...
+
+    def steps_at(self, config: ServerConfig, batch: int) -> int | None:
+        """The draft length ``config`` drafts in a decode step of ``batch`` requests, by the
+        engine's own routing (0: none); ``None`` when the engine chooses it at run time or
+        cannot say."""
+        ...
+
+    def edges(self, config: ServerConfig, up_to: int) -> tuple[Edge, ...]:
+        """The batch sizes up to ``up_to`` where ``config`` changes how it decodes: where its
+        draft length switches (a schedule's edges, as the engine routes a batch) and where
+        an engine limit changes it (the largest captured CUDA-graph batch)."""
+        ...
+
+    def adaptive_mode(self, config: ServerConfig) -> str | None:
+        """How ``config`` chooses its draft length at run time by the engine's own rule
+        (``SGLang's adaptive mode (EMA of acceptance), candidates 1/3/7 ...``); ``None`` when
+        it does not (a static length, or a schedule fixed per batch size)."""
+        ...
+
+    def adaptive_contender(
+        self, schedule: ServerConfig, same_candidates: bool
+    ) -> ServerConfig | Issue:
+        """The engine's own adaptive mode as a contender for ``schedule`` (a configuration
+        its :meth:`schedule` made): with the engine's defaults, or (``same_candidates``)
+        choosing at run time among the draft lengths the schedule pins per batch size — or
+        the finding (field, message, fix) that it has no such mode."""
         ...
 
     # -- further declarations ------------------------------------------------------------------

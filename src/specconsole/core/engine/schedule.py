@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 __all__ = [
+    "Edge",
     "LengthWords",
     "LevelPick",
     "Refusal",
@@ -41,6 +42,7 @@ __all__ = [
     "merged",
     "pick_rows",
     "static_lengths",
+    "switch_points",
 ]
 
 
@@ -79,6 +81,39 @@ class SideFile:
 
     name: str
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A batch size where a configuration changes how it decodes: the first size on the new
+    side (the batch one request smaller runs the old way). A schedule's own edges switch the
+    draft length; an engine imposes others (the largest captured CUDA-graph batch)."""
+
+    batch: int
+    why: str
+    """In the engine's words: ``steps 4 → 3 (bucket 9)``, ``above 64: no CUDA graphs``."""
+    switches: bool = True
+    """The draft length changes here (False: an engine's own limit inside one length)."""
+
+    @property
+    def rungs(self) -> tuple[int, int]:
+        """The concurrencies just below and above the edge."""
+        return (self.batch - 1, self.batch)
+
+
+def switch_points(
+    steps_at: Callable[[int], int | None], up_to: int, said: Callable[[int, int, int], str]
+) -> tuple[Edge, ...]:
+    """Where ``steps_at`` (a batch size's draft length) changes between 1 and ``up_to``, each
+    named by ``said(batch, old, new)``; none where a length is chosen at run time (None)."""
+    out: list[Edge] = []
+    before = steps_at(1)
+    for batch in range(2, max(up_to, 1) + 1):
+        now = steps_at(batch)
+        if before is not None and now is not None and now != before:
+            out.append(Edge(batch, said(batch, before, now)))
+        before = now
+    return tuple(out)
 
 
 def level_ranges(levels: Sequence[int]) -> list[tuple[int, int | None]]:
@@ -218,6 +253,10 @@ class Role(StrEnum):
     WHAT_IF = "what_if"
     """Runs with its acceptance fixed (``Engine.fixed_acceptance``): a what-if, never
     mixed with measured acceptance — never a level's best, never the sweep's best."""
+    ADAPTIVE = "adaptive"
+    """The engine chooses its draft length at run time by its own rule (SGLang's EMA of
+    acceptance, ``Engine.adaptive_mode``): a contender the schedule is compared with,
+    never a level's best static."""
 
 
 def config_role(config: object) -> Role:
@@ -234,4 +273,6 @@ def config_role(config: object) -> Role:
         return Role.BASELINE
     if engine.scheduled(config) is not None:  # type: ignore[arg-type]
         return Role.SCHEDULE
+    if engine.adaptive_mode(config) is not None:  # type: ignore[arg-type]
+        return Role.ADAPTIVE
     return Role.STATIC

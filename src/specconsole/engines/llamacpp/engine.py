@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.enginebase import EngineBase
-from specconsole.core.config.issues import IssueReport
+from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import Endpoints
 from specconsole.core.measure.acceptance import SpecCounters
@@ -23,6 +23,7 @@ from specconsole.engines.llamacpp import editor, flags, limits, rules, tuning
 from specconsole.engines.llamacpp.options import OPTION_FIELDS
 
 if TYPE_CHECKING:
+    from specconsole.core.engine.schedule import Edge
     from specconsole.core.logs.grammar import LogGrammar
 
 __all__ = ["ENGINE", "LlamaCpp"]
@@ -106,6 +107,17 @@ class LlamaCpp(EngineBase):
         from specconsole.engines.llamacpp.gguf import box_command
 
         return box_command(python, list(paths))
+
+    def steps_at(self, config: ServerConfig, batch: int) -> int | None:
+        return None  # drafts up to spec_draft_n_max, stopping early by its own rule
+
+    def edges(self, config: ServerConfig, up_to: int) -> tuple[Edge, ...]:
+        return ()
+
+    def adaptive_contender(
+        self, schedule: ServerConfig, same_candidates: bool
+    ) -> ServerConfig | Issue:
+        return tuning.no_adaptive_mode()
 
 
 ENGINE = LlamaCpp()

@@ -22,7 +22,13 @@ from specconsole.core.engine.schedule import LevelPick
 from specconsole.engines.llamacpp import rules
 from specconsole.engines.llamacpp.options import OPTION_FIELDS
 
-__all__ = ["fix_acceptance", "fixed_acceptance", "schedule", "without_speculation"]
+__all__ = [
+    "fix_acceptance",
+    "fixed_acceptance",
+    "no_adaptive_mode",
+    "schedule",
+    "without_speculation",
+]
 
 _ORDER = [f.name for f in OPTION_FIELDS]
 _SPEC = [name for name in _ORDER if name.startswith("spec_")]
@@ -42,6 +48,17 @@ def schedule(picks: Sequence[LevelPick]) -> Issue:
         "llama-server drafts one spec_draft_n_max at every number of busy slots: it has no "
         "draft length per batch size to deploy a schedule with.",
         "deploy the per-level table's best for your traffic (or the single best).",
+    )
+
+
+def no_adaptive_mode() -> Issue:
+    """llama-server's answer when asked for an adaptive draft length: it has none."""
+    return Issue(
+        "spec_draft_n_max",
+        Severity.ERROR,
+        "llama-server has no mode that switches its draft length by batch size or by "
+        "acceptance (spec_draft_p_min only ends one draft early, token by token).",
+        "compare the per-level table's statics.",
     )
 
 

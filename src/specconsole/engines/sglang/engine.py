@@ -12,7 +12,7 @@ from specconsole.core.config.issues import Issue, IssueReport
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.protocol import Endpoints
 from specconsole.core.measure.acceptance import SpecCounters
-from specconsole.engines.sglang import adaptive, editor, flags, keys, rules, tuning
+from specconsole.engines.sglang import adaptive, editor, flags, keys, routing, rules, tuning
 from specconsole.engines.sglang.normalize import normalize
 from specconsole.engines.sglang.releases import TABLE, detect_command, parse_detected
 
@@ -132,6 +132,11 @@ class SGLang(EngineBase):
         from specconsole.engines.sglang.logs import GRAMMAR  # only when a log is read
 
         return GRAMMAR
+
+    steps_at = staticmethod(routing.steps_at)
+    edges = staticmethod(routing.edges)
+    adaptive_mode = staticmethod(routing.adaptive_mode)
+    adaptive_contender = staticmethod(routing.contender)
 
 
 ENGINE = SGLang()

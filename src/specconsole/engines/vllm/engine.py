@@ -104,6 +104,14 @@ class VLLM(EngineBase):
 
         return GRAMMAR
 
+    steps_at = staticmethod(tuning.steps_at)
+    edges = staticmethod(tuning.edges)
+
+    def adaptive_contender(
+        self, schedule: ServerConfig, same_candidates: bool
+    ) -> ServerConfig | Issue:
+        return tuning.no_adaptive_mode(schedule)
+
 
 ENGINE = VLLM()
 """The one vLLM engine the registry hands out."""

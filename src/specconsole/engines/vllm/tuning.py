@@ -32,6 +32,7 @@ from specconsole.core.config.issues import Issue, Severity
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.config.options import with_options
 from specconsole.core.engine.schedule import (
+    Edge,
     LengthWords,
     LevelPick,
     Refusal,
@@ -39,6 +40,7 @@ from specconsole.core.engine.schedule import (
     merged,
     pick_rows,
     static_lengths,
+    switch_points,
 )
 from specconsole.engines.vllm.options import (
     OPTION_FIELDS,
@@ -51,10 +53,13 @@ from specconsole.engines.vllm.options import (
 
 __all__ = [
     "DEFAULT_MAX_NUM_SEQS",
+    "edges",
     "fix_acceptance",
     "fixed_acceptance",
+    "no_adaptive_mode",
     "schedule",
     "scheduled",
+    "steps_at",
     "without_speculation",
 ]
 
@@ -151,3 +156,65 @@ def fixed_acceptance(config: ServerConfig) -> str | None:
     if not isinstance(value, int | float) or config.method is None:
         return None
     return f"accept length fixed at {float(value):g} (vLLM's synthetic rejection sampler)"
+
+
+GRAPH_TOKENS = 512
+"""vLLM's default ceiling of a captured decode graph, in tokens (``vllm/config/vllm.py``)."""
+
+
+def steps_at(config: ServerConfig, batch: int) -> int | None:
+    """The K a decode step of ``batch`` requests drafts: the per-batch-size table's (capped
+    at ``num_speculative_tokens``), else the static K (0: no speculation)."""
+    if config.speculative_algorithm is None:
+        return 0
+    rows = scheduled(config)
+    if rows is None:
+        return _k(config)
+    k = rows[0].steps
+    for row in rows:
+        if row.start > batch:
+            break
+        k = row.steps
+    return k
+
+
+def _request_counts(most: int) -> list[int]:
+    """The request counts vLLM captures decode graphs for, up to ``most``."""
+    most = min(most, GRAPH_TOKENS)
+    counts = [n for n in (1, 2, 4) if n <= most] + list(range(8, min(most + 1, 256), 8))
+    return sorted({*counts, *range(256, most + 1, 16), most})
+
+
+def edges(config: ServerConfig, up_to: int) -> tuple[Edge, ...]:
+    """Where the K switches, and where a K's decode batches outgrow its CUDA graphs: 0.34
+    captures a tier of graphs per K of the table, each over the request counts up to the
+    largest batch drafting that K whose K + 1 tokens a request fit in 512 tokens."""
+
+    def said(batch: int, old: int, new: int) -> str:
+        return f"K {old} → {new} at batch {batch}"
+
+    out = list(switch_points(lambda b: steps_at(config, b), up_to, said))
+    seqs = config.max_running_requests or DEFAULT_MAX_NUM_SEQS
+    tiers: dict[int, int] = {}
+    for batch in range(1, min(seqs, max(up_to, 1)) + 1):
+        k = steps_at(config, batch)
+        if k is not None:
+            tiers[k] = batch
+    for k, widest in tiers.items():
+        fits = [n for n in _request_counts(widest) if n * (k + 1) <= GRAPH_TOKENS]
+        top = max(fits, default=0)
+        if top < widest and top + 1 <= up_to:
+            out.append(Edge(top + 1, f"above {top} at K {k}: no CUDA graph (512 tokens)", False))
+    return tuple(sorted(out, key=lambda e: e.batch))
+
+
+def no_adaptive_mode(schedule: ServerConfig) -> Issue:
+    """vLLM's answer when asked for its own adaptive mode: it has none to compare with."""
+    del schedule
+    return _refuse(
+        PER_BATCH_K,
+        "vLLM has no adaptive mode of its own: num_speculative_tokens_per_batch_size is a "
+        "fixed table its scheduler indexes by batch size (no acceptance feedback) — the form "
+        "the schedule itself is deployed in.",
+        "compare the schedule with the best static K per level (the table does).",
+    )

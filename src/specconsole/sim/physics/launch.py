@@ -92,6 +92,15 @@ class ResolvedArgs:
     steps_by_batch: tuple[tuple[int, int, int], ...] = ()
     """A per-batch-size draft length: inclusive batch-size ranges and the draft length each
     drafts; ``()``: ``num_steps`` at every size."""
+    capture_by_steps: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    """With a per-batch-size draft length, the batch sizes each draft length captures CUDA
+    graphs for (an engine that captures a tier of graphs per length, as vLLM 0.34 does);
+    ``()``: ``capture_bs`` for every length."""
+    edge_cliff: float = 1.0
+    """A planted fault (``--sim-edge-cliff``): a decode step of a batch size next to a
+    boundary of :attr:`steps_by_batch` (the last size of a range or the first of the next)
+    takes this many times as long — the collapse vllm#49548 reports where the running set
+    crosses a schedule's threshold. 1.0: none."""
     adaptive: AdaptiveSpec | None = None
     """An adaptive draft length (:mod:`specconsole.sim.physics.adaptive`): the buckets and
     their candidate steps; ``num_steps`` is the initial one."""
@@ -118,24 +127,40 @@ class ResolvedArgs:
         return self.num_draft_tokens
 
     def with_steps(self, k: int) -> ResolvedArgs:
-        """These arguments drafting a chain of ``k`` (0: no draft) for one decode step."""
+        """These arguments drafting a chain of ``k`` (0: no draft) for one decode step (with
+        the CUDA graphs captured for that length, where the engine captures them per
+        length)."""
+        tier = dict(self.capture_by_steps).get(max(k, 0))
+        graphs = {} if tier is None else {"capture_bs": tier}
         if k == self.num_steps:
-            return self
+            return replace(self, **graphs) if graphs else self
         if k <= 0:
-            return replace(self, algorithm=None, num_steps=0, topk=0, num_draft_tokens=1)
-        return replace(self, num_steps=k, num_draft_tokens=k + 1)
+            return replace(self, algorithm=None, num_steps=0, topk=0, num_draft_tokens=1, **graphs)
+        return replace(self, num_steps=k, num_draft_tokens=k + 1, **graphs)
 
     def steps_at(self, batch: int) -> int:
         """The draft length a decode step of ``batch`` requests drafts: ``num_steps``, or
         what the per-batch-size ranges give — the range holding ``batch``, a gap taking the
         range before it, past the last range the last length, never more than
         ``num_steps``."""
+        return min(self._ranged(batch), self.num_steps)
+
+    def _ranged(self, batch: int) -> int:
+        """The per-batch-size ranges' length at ``batch`` (``num_steps`` without them)."""
         chosen = self.num_steps
         for start, _end, k in self.steps_by_batch:
             if start > batch:
                 break
             chosen = k
-        return min(chosen, self.num_steps)
+        return chosen
+
+    def at_edge(self, batch: int) -> bool:
+        """Whether ``batch`` sits next to a boundary of the per-batch-size draft length: one
+        request more or fewer drafts another length."""
+        if not self.steps_by_batch or batch < 1:
+            return False
+        mine = self._ranged(batch)  # uncapped: a step already narrowed keeps its neighbours'
+        return self._ranged(batch + 1) != mine or (batch > 1 and self._ranged(batch - 1) != mine)
 
     def at_batch(self, batch: int) -> ResolvedArgs:
         """These arguments as a decode step of ``batch`` requests runs them (a per-batch-size

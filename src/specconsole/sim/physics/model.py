@@ -220,7 +220,10 @@ def _static_budget_plan(args: ResolvedArgs, profile: Profile) -> MemoryPlan:
 
 def graph_slots(args: ResolvedArgs) -> int:
     """Captured batch x verify tokens the CUDA graphs hold: one state per adaptive candidate,
-    each over the captured sizes that route to a bucket holding it (``sim.physics.adaptive``)."""
+    each over the captured sizes that route to a bucket holding it (``sim.physics.adaptive``);
+    one tier per draft length where the engine captures per length."""
+    if args.capture_by_steps:  # a tier of graphs per draft length (vLLM 0.34's dynamic K)
+        return sum(max(sizes, default=0) * (k + 1) for k, sizes in args.capture_by_steps)
     if args.adaptive is None:
         return args.max_capture_bs * args.num_draft_tokens
     return sum(bs * (step + 1) for step, bs in graph_states(args.adaptive, args.capture_bs))
@@ -285,6 +288,8 @@ def step_time(args: ResolvedArgs, profile: Profile, batch: int, context: float) 
         )
     if batch > args.max_capture_bs:
         ms *= perf.no_cuda_graph_factor
+    if args.edge_cliff > 1.0 and args.at_edge(batch):  # a planted fault (--sim-edge-cliff)
+        ms *= args.edge_cliff
     return ms / 1000.0
 
 

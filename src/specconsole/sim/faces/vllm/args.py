@@ -95,6 +95,7 @@ def _own_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-slow-start", type=float, default=0.0)
     sim.add_argument("--sim-unthrottled", action="store_true")
     add_fault_flags(sim)
+    sim.add_argument("--sim-edge-cliff", type=float, default=1.0)
     return p
 
 
@@ -248,6 +249,33 @@ def _capture(max_num_seqs: int, k: int, release: str, eager: bool) -> tuple[int,
     return tuple(sorted({*counts, top}))
 
 
+def _tier_capture(
+    schedule: Sequence[tuple[int, int, int]], k_max: int, max_num_seqs: int, eager: bool
+) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """0.34's CUDA graphs under a per-batch-size K: a tier per K of the dense schedule, each
+    over the request counts up to the largest batch drafting that K whose K + 1 tokens per
+    request stay under the capture ceiling (``VllmConfig.get_decode_cudagraph_query_lens``
+    and the default capture sizes of ``vllm/config/vllm.py``); ``()`` with ``--enforce-eager``."""
+    if eager or not schedule:
+        return ()
+    ceiling = min(2 * max_num_seqs * (k_max + 1), 512)
+    widest: dict[int, int] = {}
+    chosen, rows = k_max, sorted(schedule)
+    for batch in range(1, max_num_seqs + 1):
+        for start, _end, k in rows:  # a gap takes the range before it; past the last, its K
+            if start > batch:
+                break
+            chosen = k
+        widest[min(chosen, k_max)] = batch
+    tiers = []
+    for k, most in sorted(widest.items()):
+        most = min(most, 512)
+        counts = [n for n in (1, 2, 4) if n <= most] + list(range(8, min(most + 1, 256), 8))
+        counts += [*range(256, most + 1, 16), most]
+        tiers.append((k, tuple(sorted({n for n in counts if n * (k + 1) <= ceiling}))))
+    return tuple(tiers)
+
+
 def kv_sizing(release: str) -> KvSizing:
     """Where the release's KV cache gets its memory: 0.34's extensible cache is sized after
     the CUDA graphs (on CUDA, by default), 0.11's inside a static budget."""
@@ -290,6 +318,7 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
         draft = profile.model.draft_name
     fixed = _fixed_accept(v.get("synthetic") or (None, None), k) if speculative else None
     capture = _capture(max_num_seqs, k if speculative else 0, release, bool(v.get("enforce_eager")))
+    schedule = tuple(v.get("spec_schedule") or ()) if speculative else ()
     server_args: dict[str, Any] = {
         "model": config.model_path,
         "served_model_name": names[0],
@@ -328,7 +357,13 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
         kv_holds_context=True,
         server_args=server_args,
         unknown_args=dict(parsed.unknown),
-        steps_by_batch=tuple(v.get("spec_schedule") or ()) if speculative else (),
+        steps_by_batch=schedule,
+        capture_by_steps=(
+            _tier_capture(schedule, k, int(max_num_seqs), bool(v.get("enforce_eager")))
+            if release != "0.11.0"
+            else ()
+        ),
+        edge_cliff=max(1.0, float(v.get("sim_edge_cliff") or 1.0)),
         fixed_accept=fixed,
     )
 
