@@ -14,7 +14,7 @@ from specconsole.core.config.issues import Issue
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import get_engine
 from specconsole.core.engine.schedule import LevelPick, Role, ScheduleRow, level_ranges, merged
-from specconsole.core.measure.trials import LevelSummary, TrialRecord, TrialStatus
+from specconsole.core.measure.trials import LevelSummary, Remeasure, TrialRecord, TrialStatus
 from specconsole.core.plans.objective import best
 from specconsole.core.plans.parse import loads_plan
 from specconsole.core.plans.plan import PlanError, StrategyKind
@@ -54,21 +54,29 @@ def _plan(extra: str = ""):  # type: ignore[no-untyped-def]
     return loads_plan(PLAN.format(extra=extra))
 
 
-def _measured(index: int, config: ServerConfig, scale: float = 1.0) -> TrialRecord:
+def _measured(
+    index: int, config: ServerConfig, scale: float = 1.0, remeasure: Remeasure | None = None
+) -> TrialRecord:
     levels = []
-    for c in LADDER:
+    for c in remeasure.ladder if remeasure is not None and remeasure.ladder else LADDER:
         p = predict(config, c)
         levels.append(LevelSummary(c, p.aggregate_tok_s * scale, p.per_request_tok_s * scale, 10))
-    return TrialRecord(index=index, config=config, status=TrialStatus.OK, levels=tuple(levels))
+    return TrialRecord(
+        index=index,
+        config=config,
+        status=TrialStatus.OK,
+        levels=tuple(levels),
+        remeasure=remeasure,
+    )
 
 
-def _run(plan, limit: int = 20) -> list[TrialRecord]:  # type: ignore[no-untyped-def]
+def _run(plan, limit: int = 30) -> list[TrialRecord]:  # type: ignore[no-untyped-def]
     trials: list[TrialRecord] = []
     while len(trials) < limit:
         proposal = next_trial(plan, trials)
         if proposal is None:
             break
-        trials.append(_measured(len(trials), proposal.config))
+        trials.append(_measured(len(trials), proposal.config, remeasure=proposal.remeasure))
     return trials
 
 
@@ -85,9 +93,20 @@ def test_the_schedule_strategy_runs_candidates_baseline_then_the_schedule() -> N
     assert plan.estimated_trials == 7
     trials = _run(plan)
     roles = [role_of(t) for t in trials]
-    assert roles == [Role.STATIC] * 5 + [Role.BASELINE, Role.SCHEDULE]
+    # then the proof: its two edges (2|3, 8|9) measured for it and its three statics, and
+    # SGLang's own adaptive mode, with its defaults and over the schedule's lengths
+    assert roles == [Role.STATIC] * 5 + [Role.BASELINE, Role.SCHEDULE] + [
+        Role.REMEASURE
+    ] * 4 + [Role.ADAPTIVE] * 2
     steps = [p.config.speculative_num_steps for p in picks(plan, trials[:6])]
     assert steps == [5, 4, 3, 3, 3]
+    assert [t.remeasure.ladder for t in trials[7:11]] == [  # type: ignore[union-attr]
+        (2, 3, 8, 9),  # the schedule
+        (2, 3),  # steps 5, below the first edge
+        (2, 3, 8, 9),  # steps 4, between them
+        (8, 9),  # steps 3, above the second
+    ]
+    trials = trials[:7]
     schedule = trials[-1].config
     assert dict(schedule.options)["speculative_adaptive_schedule"] == "1:5,3:4,9:3"
     assert schedule.speculative_num_steps == 5 and schedule.speculative_num_draft_tokens == 6
@@ -108,8 +127,8 @@ def test_the_schedule_strategy_runs_candidates_baseline_then_the_schedule() -> N
 def test_what_if_trials_come_last_and_never_win() -> None:
     plan = _plan("what_if_accept_length = 4.5")
     trials = _run(plan)
-    assert len(trials) == 12
-    what_ifs = trials[7:]
+    assert len(trials) == 18  # the proof's six, then the what-ifs
+    what_ifs = trials[13:]
     assert all(role_of(t) is Role.WHAT_IF for t in what_ifs)
     assert [dict(t.config.options)["simulate_accept_length"] for t in what_ifs] == [4.5] * 5
     deployed = get_engine("sglang").normalize(what_ifs[0].config)[0]  # the variable it runs
@@ -117,8 +136,8 @@ def test_what_if_trials_come_last_and_never_win() -> None:
     boosted = [dataclasses.replace(t, levels=tuple(
         dataclasses.replace(lv, output_tok_s=lv.output_tok_s * 10) for lv in t.levels))
         for t in what_ifs]  # fmt: skip
-    assert best([*trials[:7], *boosted], plan.goal) in trials[:7]
-    table = level_table([*trials[:7], *boosted], plan.goal)
+    assert best([*trials[:13], *boosted], plan.goal) in trials[:7]
+    table = level_table([*trials[:13], *boosted], plan.goal)
     assert all(row.best.trial not in boosted for row in table.rows)  # type: ignore[union-attr]
 
 
@@ -180,8 +199,8 @@ def test_a_schedule_plan_says_what_it_needs() -> None:
 def test_finally_best_may_choose_the_schedule_when_it_wins_the_objective() -> None:
     weighted = _plan("objective = { weighted = { single_request = 1.0, peak_aggregate = 0.1 } }")
     trials = _run(weighted)
-    assert best(trials, weighted.goal) is trials[-1]  # single of steps 5, peak of steps 3
-    assert role_of(trials[-1]) is Role.SCHEDULE
+    assert best(trials, weighted.goal) is trials[6]  # single of steps 5, peak of steps 3
+    assert role_of(trials[6]) is Role.SCHEDULE
 
 
 def test_the_single_request_chart_plots_only_trials_on_the_axis() -> None:
@@ -189,7 +208,7 @@ def test_the_single_request_chart_plots_only_trials_on_the_axis() -> None:
     at a point of the steps axis: the chart against it leaves them out; by trial number, not."""
     from specconsole.present.charts.series import single_series
 
-    trials = _run(_plan())
+    trials = _run(_plan())[:7]
     line = single_series(trials, "speculative_num_steps")
     assert line is not None and line.xs == (1.0, 2.0, 3.0, 4.0, 5.0)
     assert line.ys == tuple(t.single_request_tok_s for t in trials[:5])

@@ -28,7 +28,7 @@ from specconsole.core.machine.state import (
 from specconsole.core.measure.acceptance import CounterAcceptance
 from specconsole.core.measure.forecast import Forecast
 from specconsole.core.measure.gpu import GpuSample, GpuSpan, TrialGpu
-from specconsole.core.measure.trials import PruneInfo, RateProbe
+from specconsole.core.measure.trials import PruneInfo, RateProbe, Remeasure
 from specconsole.core.plans.tables import server_config_from_table, server_config_to_table
 from specconsole.present.labels import config_label
 
@@ -295,6 +295,8 @@ def record_to_dict(
         out["gpu"] = record.gpu.to_dict()
     if record.forecast is not None:
         out["forecast"] = _forecast_to_dict(record.forecast)
+    if record.remeasure is not None:
+        out["remeasure"] = record.remeasure.to_dict()
     if bench is not None:
         out["bench"] = dict(bench)
     return out
@@ -346,6 +348,9 @@ def record_from_dict(data: Mapping[str, Any]) -> TrialRecord:
             gpu=TrialGpu.from_dict(data["gpu"]) if isinstance(data.get("gpu"), Mapping) else None,
             forecast=_forecast_from_dict(data["forecast"])
             if isinstance(data.get("forecast"), Mapping)
+            else None,
+            remeasure=Remeasure.from_dict(data["remeasure"])
+            if isinstance(data.get("remeasure"), Mapping)
             else None,
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -257,6 +257,10 @@ class Role(StrEnum):
     """The engine chooses its draft length at run time by its own rule (SGLang's EMA of
     acceptance, ``Engine.adaptive_mode``): a contender the schedule is compared with,
     never a level's best static."""
+    REMEASURE = "remeasure"
+    """A trial's role, not a configuration's: it measured its configuration again under
+    other benchmark settings (``TrialRecord.remeasure``: a schedule's edges, another
+    workload) — never a level's best, never the sweep's best."""
 
 
 def config_role(config: object) -> Role:

@@ -13,9 +13,10 @@ the runtime in events (the pure core never reads a clock).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from specconsole.core.measure.stats import Spread
 
@@ -323,6 +324,32 @@ class CapacityPrediction:
 
 
 @dataclass(frozen=True, slots=True)
+class Remeasure:
+    """A trial that measures a configuration already measured again, under other benchmark
+    settings: at the concurrencies around a schedule's edges (``core.search.edges``), or on
+    another workload. Its figures answer that question only — never a level's best, never
+    the sweep's best (``core.plans.objective``)."""
+
+    why: str
+    """``edge`` (the rungs around a schedule's edges) or ``workload`` (another dataset)."""
+    ladder: tuple[int, ...] = ()
+    """The concurrencies it is measured at (empty: the plan's ladder)."""
+    dataset: str = ""
+    """The workload it is measured on (empty: the plan's ``[bench] dataset``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"why": self.why, "ladder": list(self.ladder), "dataset": self.dataset}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Remeasure:
+        return cls(
+            why=str(data["why"]),
+            ladder=tuple(int(c) for c in data.get("ladder", ())),
+            dataset=str(data.get("dataset", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TrialRecord:
     """Everything about one trial; the unit of ``trials.jsonl`` and of the trials table."""
 
@@ -377,6 +404,9 @@ class TrialRecord:
     forecast: Forecast | None = None
     """What was predicted before the deploy (will it load, capacity, throughput where a
     model exists), to check against what ran (``core.measure.forecast``)."""
+    remeasure: Remeasure | None = None
+    """Set when the trial measures its configuration again under other benchmark settings
+    (a schedule's edges, another workload): its figures answer that question only."""
 
     @property
     def effective(self) -> ServerConfig:

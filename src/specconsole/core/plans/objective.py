@@ -297,12 +297,15 @@ class Goal:
     def violation(self, trial: TrialRecord) -> float | None:
         """Total relative violation (0: feasible); None when the trial has no figures
         (not ok, or a figure the goal needs is missing), ran without the speculation it
-        asked for (``speculation_off``: it never wins a sweep) or with its acceptance fixed
-        (a what-if, ``core.engine.schedule.Role``)."""
+        asked for (``speculation_off``: it never wins a sweep), with its acceptance fixed
+        (a what-if, ``core.engine.schedule.Role``) or re-measured a configuration under
+        other benchmark settings (``TrialRecord.remeasure``)."""
         if trial.status is not TrialStatus.OK or self.objective.interval(trial) is None:
             return None
         if trial.speculation_off or config_role(trial.effective) is Role.WHAT_IF:
             return None  # never measured with the real draft's acceptance: never the best
+        if trial.remeasure is not None:
+            return None  # measured at other levels or on other traffic than the plan's
         total = 0.0
         for c in self.constraints:
             v = c.violation(trial)

@@ -266,6 +266,8 @@ def _read_plan(document: Mapping[str, Any], source: str) -> SweepPlan:
     if "what_if_accept_length" in sweep:
         kw["what_if_accept"] = _accept_lengths(sweep["what_if_accept_length"])
     strategy = kw.get("strategy", StrategyKind.GRID)
+    if "proof_dataset" in sweep:
+        kw["proof_dataset"] = _proof_dataset(sweep["proof_dataset"], strategy)
     if strategy is StrategyKind.PER_LEVEL:
         if not axes:
             raise PlanError(
@@ -334,6 +336,21 @@ def _accept_lengths(value: Any) -> tuple[float, ...]:
     return tuple(out)
 
 
+def _proof_dataset(value: Any, strategy: StrategyKind) -> str:
+    """``[sweep] proof_dataset``: a workload (as ``[bench] dataset``) for a schedule's proof."""
+    if strategy is not StrategyKind.PER_LEVEL:
+        raise PlanError(
+            "[sweep] proof_dataset is the schedule's proof on another workload: it needs "
+            'strategy = "per_level" (or remove it)'
+        )
+    if not isinstance(value, str) or not value.strip():
+        raise PlanError(
+            '[sweep] proof_dataset must name a workload, e.g. "alternating:coding,prose" '
+            '(coding and prose phases) or "prose"'
+        )
+    return value.strip()
+
+
 def _plain(value: Any) -> Any:
     """Dataclass field values as TOML values (enums → strings, tuples → lists)."""
     if isinstance(value, Enum):
@@ -398,6 +415,8 @@ def plan_document(plan: SweepPlan) -> dict[str, Any]:
         sweep["baseline"] = plan.baseline
     if plan.what_if_accept:
         sweep["what_if_accept_length"] = list(plan.what_if_accept)
+    if plan.proof_dataset:
+        sweep["proof_dataset"] = plan.proof_dataset
     if plan.prune_margin_pct != DEFAULT_PRUNE_MARGIN_PCT:
         sweep["prune_margin_pct"] = plan.prune_margin_pct
     if plan.rate_search is not None:

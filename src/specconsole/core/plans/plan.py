@@ -153,6 +153,11 @@ class SweepPlan:
     """``[sweep] what_if_accept_length``: accept lengths at which every static candidate that
     loaded is measured again with its engine's acceptance fixed (a what-if, never mixed with
     the measured acceptance)."""
+    proof_dataset: str = ""
+    """``[sweep] proof_dataset`` (``strategy = "per_level"``): another workload the schedule's
+    proof also runs on — the schedule, the statics it is built from and the engine's
+    adaptive contender over its lengths, measured again there (``alternating:coding,prose``:
+    high- and low-acceptance phases); '' none."""
     notices: tuple[Issue, ...] = field(default=(), compare=False)
     """What reading the plan noticed without refusing it: a key under its former name (an old
     vLLM plan's ``speculative_num_steps``, read as ``num_speculative_tokens``), a key its

@@ -82,6 +82,7 @@ SWEEP_KEYS: dict[str, tuple[Any, str]] = {
         Number | list[Number],
         "Accept lengths to re-measure every static candidate at.",
     ),
+    "proof_dataset": (str, "per_level: another workload the schedule's proof also runs on."),
 }
 """The ``[sweep]`` table: each key's TOML type and one line of help."""
 

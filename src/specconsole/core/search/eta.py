@@ -40,6 +40,7 @@ from specconsole.core.measure.stats import mean
 from specconsole.core.measure.trials import (
     COUNTED_KINDS,
     Phase,
+    Remeasure,
     TrialRecord,
     TrialStatus,
 )
@@ -223,10 +224,15 @@ def predicted_status(
 
 
 def _imagined(
-    plan: SweepPlan, trials: Sequence[TrialRecord], config: ServerConfig, status: TrialStatus
+    plan: SweepPlan,
+    trials: Sequence[TrialRecord],
+    config: ServerConfig,
+    status: TrialStatus,
+    remeasure: Remeasure | None = None,
 ) -> TrialRecord:
     """A record of an outcome not yet seen (its capacity as predicted, so later proposals
-    are predicted from it as from a measured one)."""
+    are predicted from it as from a measured one; a re-measure recorded as one, so it is
+    not proposed again)."""
     prediction = predict_capacity(_as_planned(trials), config, minimum_tokens=plan.minimum_capacity)
     loaded = status is TrialStatus.OK
     return TrialRecord(
@@ -234,6 +240,7 @@ def _imagined(
         config=config,
         status=status,
         capacity=prediction.predicted_tokens if loaded else None,
+        remeasure=remeasure,
     )
 
 
@@ -275,7 +282,7 @@ def ahead(
             break
         status = predicted_status(plan, imagined, proposal.config)
         out.append(status)
-        imagined.append(_imagined(plan, imagined, proposal.config, status))
+        imagined.append(_imagined(plan, imagined, proposal.config, status, proposal.remeasure))
     return Ahead(tuple(out), at_least=plan.strategy is StrategyKind.PLATEAU)
 
 

@@ -186,7 +186,10 @@ class LevelTable:
 
 
 def role_of(trial: TrialRecord) -> Role:
-    """What the trial ran, as its engine says (static, baseline, schedule, what-if)."""
+    """What the trial ran, as its engine says (static, baseline, schedule, adaptive,
+    what-if), or that it re-measured a configuration under other settings."""
+    if trial.remeasure is not None:
+        return Role.REMEASURE
     return config_role(trial.effective)
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from specconsole.core.config.model import ServerConfig, set_values
-from specconsole.core.measure.trials import TrialRecord, TrialStatus
+from specconsole.core.measure.trials import Remeasure, TrialRecord, TrialStatus
 from specconsole.core.plans.plan import StrategyKind, SweepPlan
 from specconsole.core.plans.verdict import assess
 from specconsole.core.search import per_level, staged
@@ -59,6 +59,9 @@ class Proposal:
 
     config: ServerConfig
     reason: str
+    remeasure: Remeasure | None = None
+    """Set when the trial measures an already measured configuration again under other
+    benchmark settings (``strategy = "per_level"``'s proof: its edges, another workload)."""
 
 
 @dataclass(frozen=True, slots=True)

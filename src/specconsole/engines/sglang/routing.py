@@ -186,7 +186,7 @@ def contender(schedule: ServerConfig, same_candidates: bool) -> ServerConfig | I
             Severity.ERROR,
             "the configuration is not a schedule by batch size: there is nothing to compare "
             "SGLang's adaptive mode with.",
-            'derive a schedule first (strategy = "schedule").',
+            'derive a schedule first (strategy = "per_level").',
         )
     if not same_candidates:
         options = with_options(

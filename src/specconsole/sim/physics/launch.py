@@ -101,6 +101,9 @@ class ResolvedArgs:
     boundary of :attr:`steps_by_batch` (the last size of a range or the first of the next)
     takes this many times as long — the collapse vllm#49548 reports where the running set
     crosses a schedule's threshold. 1.0: none."""
+    edge_cliff_at: int = 0
+    """Only the boundary whose first batch size this is (``--sim-edge-cliff-at``; 0: every
+    boundary)."""
     adaptive: AdaptiveSpec | None = None
     """An adaptive draft length (:mod:`specconsole.sim.physics.adaptive`): the buckets and
     their candidate steps; ``num_steps`` is the initial one."""
@@ -155,12 +158,16 @@ class ResolvedArgs:
         return chosen
 
     def at_edge(self, batch: int) -> bool:
-        """Whether ``batch`` sits next to a boundary of the per-batch-size draft length: one
-        request more or fewer drafts another length."""
+        """Whether ``batch`` sits next to a boundary of the per-batch-size draft length (one
+        request more or fewer drafts another length) — the boundary :attr:`edge_cliff_at`
+        names, when it names one."""
         if not self.steps_by_batch or batch < 1:
             return False
-        mine = self._ranged(batch)  # uncapped: a step already narrowed keeps its neighbours'
-        return self._ranged(batch + 1) != mine or (batch > 1 and self._ranged(batch - 1) != mine)
+        # uncapped: a step already narrowed to its length keeps its neighbours'
+        firsts = [b for b in (batch, batch + 1) if b > 1 and self._ranged(b) != self._ranged(b - 1)]
+        if self.edge_cliff_at:
+            return self.edge_cliff_at in firsts
+        return bool(firsts)
 
     def at_batch(self, batch: int) -> ResolvedArgs:
         """These arguments as a decode step of ``batch`` requests runs them (a per-batch-size

@@ -40,6 +40,7 @@ from specconsole.core.machine.state import (
 from specconsole.core.ports import BenchSpec
 from specconsole.core.search.capacity import predict_capacity
 from specconsole.core.search.forecasting import forecast
+from specconsole.core.search.proof.remeasure import remeasured_spec
 
 
 def _on_validated(state: ControllerState, event: ev.Event) -> Result:
@@ -258,11 +259,14 @@ def _on_server_info(state: ControllerState, event: ev.Event) -> Result:
 
 
 def _trial_bench_spec(state: ControllerState) -> BenchSpec:
-    """The plan's ``[bench]`` with what the trial adds: its model's chat template (for the
+    """The plan's ``[bench]`` with what the trial adds: the ladder or workload of a trial
+    that re-measures (``TrialRecord.remeasure``), its model's chat template (for the
     templated workloads) and the speculative-decoding counters its engine keeps
     (``Endpoints.spec_counters``), snapshotted around each level."""
     spec = _bench_spec(state)
     trial = state.trial
+    if trial is not None and trial.remeasure is not None:
+        spec = remeasured_spec(spec, trial.remeasure)
     config = (trial.normalized or trial.config) if trial is not None else state.current_config
     if config is None:
         return spec

@@ -32,6 +32,7 @@ from specconsole.core.machine.state import (
     TrialStatus,
     close_open_stamp,
 )
+from specconsole.core.measure.trials import Remeasure
 from specconsole.core.plans.plan import CrashPolicy
 from specconsole.core.search.eta import budget_refusal
 from specconsole.core.search.strategy import Proposal, next_trial, stop_reason
@@ -45,6 +46,7 @@ def _begin_trial(
     *,
     reason: str = "",
     pause_after: bool = False,
+    remeasure: Remeasure | None = None,
 ) -> Result:
     """Start a new trial at VALIDATING (a new epoch)."""
     epoch = state.epoch + 1
@@ -55,6 +57,7 @@ def _begin_trial(
         kind=kind,
         started_at=at,
         note=reason,
+        remeasure=remeasure,
     )
     new = replace(
         state,
@@ -137,7 +140,14 @@ def _continue_sweep(state: ControllerState, at: float) -> Result:
             fx.Notify(epoch=done.epoch, level="info", text=f"sweep finished: {reason}"),
             fx.Finish(epoch=done.epoch, reason=reason),
         )
-    return _begin_trial(state, proposal.config, TrialKind.SWEEP, at, reason=proposal.reason)
+    return _begin_trial(
+        state,
+        proposal.config,
+        TrialKind.SWEEP,
+        at,
+        reason=proposal.reason,
+        remeasure=proposal.remeasure,
+    )
 
 
 def _finish_trial(

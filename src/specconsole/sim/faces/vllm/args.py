@@ -96,6 +96,7 @@ def _own_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-unthrottled", action="store_true")
     add_fault_flags(sim)
     sim.add_argument("--sim-edge-cliff", type=float, default=1.0)
+    sim.add_argument("--sim-edge-cliff-at", type=int, default=0)
     return p
 
 
@@ -364,6 +365,7 @@ def resolve_vllm(parsed: ParsedArgs, profile: Profile, release: str) -> Resolved
             else ()
         ),
         edge_cliff=max(1.0, float(v.get("sim_edge_cliff") or 1.0)),
+        edge_cliff_at=max(0, int(v.get("sim_edge_cliff_at") or 0)),
         fixed_accept=fixed,
     )
 
