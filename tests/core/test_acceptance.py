@@ -47,7 +47,12 @@ def test_real_llama_server_snapshots_give_the_requests_counts() -> None:
     assert LLAMACPP.per_position not in before
     figures = counter_deltas(before, after, LLAMACPP)
     assert figures == CounterAcceptance(
-        drafts=7, draft_tokens=25, accepted=12, per_position=(5, 4, 2, 1), output_tokens=20
+        drafts=7,
+        draft_tokens=25,
+        accepted=12,
+        per_position=(5, 4, 2, 1),
+        output_tokens=20,
+        drafted_length=25 / 7,  # what it drafted per draft: its spec_draft_n_max or less
     )
     assert sum(figures.per_position) == figures.accepted
     assert figures.acceptance_length == pytest.approx(1 + 12 / 7)

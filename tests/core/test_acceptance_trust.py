@@ -41,6 +41,7 @@ def test_sglangs_counters_are_declared_as_0_5_14_names_them() -> None:
             drafts="sglang:spec_verify_calls_total",
             output_tokens="sglang:generation_tokens_total",
             gauge="sglang:spec_accept_length",
+            steps_gauge="sglang:spec_num_steps",  # what it runs now (an adaptive schedule)
         )
         == SGLANG
     )

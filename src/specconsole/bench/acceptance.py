@@ -37,12 +37,14 @@ from specconsole.bench.ladder import StreamClient
 from specconsole.bench.phase import Phase
 from specconsole.bench.steady import SteadyPhase
 from specconsole.core.measure.acceptance import (
+    CategoryCounts,
     CounterAcceptance,
     Samples,
     SpecCounters,
     counter_deltas,
     gauge_value,
     is_reset,
+    steps_value,
 )
 from specconsole.core.measure.prometheus import read_prometheus
 
@@ -73,7 +75,15 @@ class CounterProbe:
         self._sampler: StreamClient | None = None
         self._task: asyncio.Future[None] | None = None
         self._series: list[float] = []
+        self._steps: list[float] = []
+        """The engine's draft-length gauge at each read during the level (what it ran)."""
         self._every = SERIES_S
+        self._turn_start: Samples | None = None
+        """Shifting traffic: the snapshot at the end of the last category's turn."""
+        self._turn_counts: dict[str, list[int]] = {}
+        """Per category: drafts, accepted, requests over its turns so far."""
+        self._turn_output = 0
+        self._turn_completed = 0
         self._untrusted = ""
         self._problem = ""
         """Why the level's counters cannot be trusted, seen by a snapshot during the level
@@ -132,12 +142,43 @@ class CounterProbe:
             else:
                 value = interval.acceptance_length
             last = now
+            steps = steps_value(now, counters)
+            if steps is not None and len(self._steps) < SERIES_MAX * 8:
+                self._steps.append(steps)
             if value is not None:
                 self._series.append(value)
             if len(self._series) >= SERIES_MAX:  # bounded: halve the resolution
                 pairs = zip(self._series[::2], self._series[1::2], strict=False)
                 self._series = [(a + b) / 2 for a, b in pairs]
                 self._every *= 2
+
+    async def split(self, category: str, phase: Phase) -> None:
+        """A category's turn of shifting traffic ended (its requests drained): read the
+        counters (waiting, bounded, until the server counted the turn's output) and add the
+        turn's deltas to the category."""
+        counters, start = self._counters, self._turn_start or self._before
+        if counters is None or start is None:
+            return
+        wanted = phase.output_tokens - self._turn_output
+        deadline = time.monotonic() + CATCH_UP_S
+        while True:
+            now = await self._snapshot()
+            if now is None:
+                return
+            turn = counter_deltas(start, now, counters)
+            if not turn.trusted:
+                self._untrusted = self._untrusted or turn.unknown
+                return
+            counted = turn.output_tokens
+            if counted is None or counted >= wanted or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(POLL_S)
+        totals = self._turn_counts.setdefault(category, [0, 0, 0])
+        totals[0] += turn.drafts
+        totals[1] += turn.accepted
+        totals[2] += phase.completed - self._turn_completed
+        self._turn_start, self._turn_output = now, phase.output_tokens
+        self._turn_completed = phase.completed
 
     async def aclose(self) -> None:
         """Stop reading during the level (the level ended, however it ended)."""
@@ -177,10 +218,17 @@ class CounterProbe:
                 and figures.output_tokens < counted_output
             )
             if not behind or time.monotonic() >= deadline:
+                ran = sum(self._steps) / len(self._steps) if self._steps else None
                 return dataclasses.replace(
                     figures,
                     series=tuple(self._series) if figures.trusted else (),
                     series_interval_s=self._every if self._series and figures.trusted else None,
                     client_output_tokens=counted_output,
+                    drafted_length=ran if ran is not None else figures.drafted_length,
+                    categories=tuple(
+                        CategoryCounts(name, *counts) for name, counts in self._turn_counts.items()
+                    )
+                    if figures.trusted
+                    else (),
                 )
             await asyncio.sleep(POLL_S)

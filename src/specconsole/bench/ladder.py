@@ -138,6 +138,10 @@ class LadderPlan:
     lead: int | None = None
     """Run the level at this concurrency first (incumbent pruning decides there), then the
     rest in ladder order; indices and results stay the ladder's."""
+    phases: tuple[str, ...] = ()
+    """Shifting traffic (``alternating:A,B``): each level's measured requests run in phases,
+    one category of prompts (``Prompt.category``) at a time in this order, each phase
+    drained before the next; the counters are read at each phase's end."""
 
     def order(self) -> list[int]:
         """Indices into ``ladder`` in the order the levels run (the lead level first)."""
@@ -177,6 +181,24 @@ class LadderPlan:
         if self.slo is not None:
             Slo.from_mapping(self.slo)
         self._check_window()
+        self._check_phases()
+
+    def phase_size(self, concurrency: int, count: int) -> int:
+        """Requests per phase of shifting traffic: each category at least twice in a level of
+        ``count`` requests, never fewer than ``concurrency`` (one wave)."""
+        return max(concurrency, count // (2 * max(len(self.phases), 1)), 1)
+
+    def _check_phases(self) -> None:
+        if not self.phases:
+            return
+        missing = [c for c in self.phases if not any(p.category == c for p in self.prompts)]
+        if missing:
+            raise ValueError(f"phases: no prompt of {', '.join(missing)} in the pool")
+        if self.window != "completed" or self.request_rate is not None or self.duration_s:
+            raise ValueError(
+                "phases: shifting traffic runs each level by its requests, phase after phase: "
+                'use window = "completed" without request_rate or duration'
+            )
 
     def _check_window(self) -> None:
         if self.window not in ("completed", "steady"):
@@ -224,6 +246,7 @@ class LadderPlan:
             "window_tokens": self.window_tokens,
             "spec_counters": None if self.spec_counters is None else dict(self.spec_counters),
             "lead": self.lead,
+            "phases": list(self.phases),
         }
 
     @classmethod
@@ -233,6 +256,7 @@ class LadderPlan:
         fields["prompts"] = tuple(Prompt.from_dict(p) for p in fields["prompts"])
         fields["settings"] = dict(fields.get("settings") or {})
         fields["headers"] = tuple((str(k), str(v)) for k, v in fields.get("headers") or ())
+        fields["phases"] = tuple(str(c) for c in fields.get("phases") or ())
         fields["percentiles"] = tuple(float(q) for q in fields.get("percentiles", ()) or ())
         if not fields["percentiles"]:
             del fields["percentiles"]

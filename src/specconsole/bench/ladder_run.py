@@ -83,6 +83,7 @@ class LadderRun:
         self._cancel: asyncio.Event | None = None
         self._cancel_requested = False
         self._prompt_index = 0
+        self._by_category: dict[str, tuple[Prompt, ...]] = {}
         self._model = plan.model
         self._rng = random.Random(plan.seed)
         self._slo = Slo.from_mapping(plan.slo) if plan.slo else None
@@ -197,8 +198,13 @@ class LadderRun:
                 event["level_result"] = level_result
             self._on_progress(event)
 
-    def _next_prompt(self) -> Prompt:
+    def _next_prompt(self, category: str | None = None) -> Prompt:
+        """The pool's next prompt, round-robin (within ``category`` when one is given)."""
         prompts = self.plan.prompts
+        if category is not None:
+            prompts = self._by_category.setdefault(
+                category, tuple(p for p in prompts if p.category == category) or prompts
+            )
         prompt = prompts[self._prompt_index % len(prompts)]
         self._prompt_index += 1
         return prompt
@@ -234,6 +240,7 @@ class LadderRun:
                 plan.duration_s,
                 warmup=False,
                 steady=plan.window == WINDOW_STEADY,
+                split=None if counters is None else counters.split,
             )
             # nothing completed (a silent server): nothing to read, and no wait for it
             answered = measured.streamed > 0
@@ -298,8 +305,10 @@ class LadderRun:
         *,
         warmup: bool,
         steady: bool = False,
+        split: Callable[[str, Phase], Awaitable[None]] | None = None,
     ) -> tuple[Phase, float, bool]:
-        """Run one phase; returns its state, its duration and whether it was cut short."""
+        """Run one phase; returns its state, its duration and whether it was cut short.
+        ``split``: told at the end of each category's turn of shifting traffic."""
         phase: Phase
         if steady:
             phase = SteadyPhase(
@@ -315,7 +324,10 @@ class LadderRun:
             load = asyncio.ensure_future(self._poisson(client, phase, count, duration_s))
         else:
             phase = Phase(index, concurrency, count or 0, warmup, self._clock, duration_s)
-            load = asyncio.ensure_future(self._closed_loop(client, phase, count, duration_s))
+            if self.plan.phases and not warmup and count is not None:
+                load = asyncio.ensure_future(self._shifting(client, phase, count, split))
+            else:
+                load = asyncio.ensure_future(self._closed_loop(client, phase, count, duration_s))
         ticker = asyncio.ensure_future(self._tick(phase))
         assert self._cancel is not None
         stopper = asyncio.ensure_future(self._cancel.wait())
@@ -361,6 +373,31 @@ class LadderRun:
                 await self._one(client, phase, self._next_prompt())
 
         await asyncio.gather(*(slot() for _ in range(phase.concurrency)))
+
+    async def _shifting(
+        self,
+        client: StreamClient,
+        phase: Phase,
+        count: int,
+        split: Callable[[str, Phase], Awaitable[None]] | None,
+    ) -> None:
+        """Closed loop in turns (``LadderPlan.phases``): a phase's requests all of one
+        category, drained before the next category's turn, ``split`` told at each end."""
+        size = self.plan.phase_size(phase.concurrency, count)
+        turn = 0
+        while phase.issued < count and self._more(phase, count, None):
+            category = self.plan.phases[turn % len(self.plan.phases)]
+            limit = min(count, phase.issued + size)
+
+            async def slot(category: str = category, limit: int = limit) -> None:
+                while phase.issued < limit and self._more(phase, count, None):
+                    phase.issued += 1
+                    await self._one(client, phase, self._next_prompt(category))
+
+            await asyncio.gather(*(slot() for _ in range(phase.concurrency)))
+            if split is not None:
+                await split(category, phase)
+            turn += 1
 
     async def _steady_loop(self, client: StreamClient, phase: SteadyPhase) -> None:
         """c slots in flight until the steady window is complete; then every in-flight

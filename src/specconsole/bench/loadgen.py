@@ -84,6 +84,7 @@ def plan_for(spec: BenchSpec) -> LadderPlan:
         window_tokens=spec.window_tokens,
         spec_counters=None if spec.spec_counters is None else spec.spec_counters.to_dict(),
         lead=spec.lead,
+        phases=tuple(settings.get("phases") or ()),
     )
 
 

@@ -29,6 +29,7 @@ from specconsole.core.plans.plan import CrashPolicy, SweepPlan
 from specconsole.core.search.strategy import findings
 from specconsole.headless.printer import ProgressPrinter, launch_lines
 from specconsole.present.figures.levels import level_verdicts
+from specconsole.present.figures.proof import proof_lines
 from specconsole.present.leaving import rollback_advice, rollback_command
 from specconsole.present.runlog import verdict
 from specconsole.session.reports.levels_report import table_for
@@ -131,6 +132,8 @@ async def run_headless(
             printer._print(line)
         for line in level_verdicts(table_for(final.trials, plan), plan.base, plan.noise_pct):
             printer._print(line)  # per level: the schedule, where speculation stops paying
+        for line in proof_lines(plan, final.trials):
+            printer._print(line)  # the schedule's edges, what ran, acceptance per category
         launch_lines(plan, final.trials, session.path, printer)
     print("", file=out)
     print(render(final.trials, plan, "md"), file=out, flush=True)

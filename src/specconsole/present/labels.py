@@ -175,6 +175,9 @@ def _role_label(config: ServerConfig, base: ServerConfig | None) -> str | None:
     role = config_role(config)
     if role is Role.SCHEDULE:
         return schedule_text(config)
+    if role is Role.ADAPTIVE:  # the engine's own mode: what it chooses among
+        parts = [p for p in _option_parts(config, base) if not p.startswith("adaptive=")]
+        return "adaptive " + (" ".join(parts) if parts else "defaults")
     if role is Role.BASELINE and (base is None or config_role(base) is not Role.BASELINE):
         return "no-spec"
     length = what_if_length(config) if role is Role.WHAT_IF else None
@@ -291,8 +294,15 @@ def trial_label(record: TrialRecord, base: ServerConfig | None) -> str:
 
 
 def record_label(record: TrialRecord, base: ServerConfig | None) -> str:
-    """How the configuration a trial ran (``TrialRecord.effective``) differs from ``base``."""
-    return config_label(record.effective, base)
+    """How the configuration a trial ran (``TrialRecord.effective``) differs from ``base``;
+    a trial that re-measured it says where (``@ c=2,3,8,9``, ``on alternating:coding,prose``)."""
+    label = config_label(record.effective, base)
+    again = record.remeasure
+    if again is not None and again.ladder:
+        label += " @ c=" + ",".join(map(str, again.ladder))
+    if again is not None and again.dataset:
+        label += f" on {again.dataset}"
+    return label
 
 
 def report_title(plan: SweepPlan | None, title: str = "") -> str:

@@ -21,11 +21,14 @@ def report_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
 
 
 def pareto(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """Successful trials not dominated on (single-request tok/s, peak aggregate tok/s)."""
+    """Successful trials not dominated on (single-request tok/s, peak aggregate tok/s), each
+    measured on the plan's ladder and workload."""
     ok = [
         t
         for t in report_trials(trials)
-        if t.status is TrialStatus.OK and t.single_request_tok_s is not None
+        if t.status is TrialStatus.OK
+        and t.single_request_tok_s is not None
+        and t.remeasure is None  # measured at other levels or on other traffic
     ]
     front: list[TrialRecord] = []
     for t in ok:

@@ -27,6 +27,11 @@ prompt file for ``builtin``; of the generating parameters for ``random``).
 * ``coding``, ``prose``: built-in sets like ``builtin``, each prompt in the model's chat
   template on the text APIs (the chat API sends it as a user message: the server applies
   the template), :mod:`specconsole.core.config.chat_templates`.
+* ``alternating:coding,prose`` (any of ``builtin``, ``random``, ``coding``, ``prose``, two or
+  more): shifting traffic — each level runs its requests in phases, one built-in workload
+  at a time in turn (coding, prose, coding, ...), each prompt tagged with its category
+  (``Prompt.category``); the engine's counters are read at each phase's end, so each
+  category's acceptance is reported per level (:mod:`specconsole.bench.ladder_run`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from specconsole.bench.workload.prompts import (
+    ALTERNATING,
     BUILTIN,
     MAX_ENTRY_BYTES,
     MIN_TOKENS,
@@ -62,10 +68,33 @@ JSONL = "jsonl"
 _READ_BLOCK = 1 << 16
 
 
+PHASED: tuple[str, ...] = (BUILTIN, RANDOM, *TEMPLATED)
+"""The built-in workloads an alternating one takes turns between."""
+
+
+def phases_of(source: str) -> tuple[str, ...]:
+    """The workloads ``alternating:A,B,...`` takes turns between (raises PromptError naming
+    the fix); ``()`` for any other source."""
+    kind, sep, rest = source.partition(":")
+    if kind != ALTERNATING or not sep:
+        return ()
+    names = tuple(n.strip() for n in rest.split(",") if n.strip())
+    unknown = [n for n in names if n not in PHASED]
+    if len(names) < 2 or unknown or len(set(names)) != len(names):
+        raise PromptError(
+            f"--dataset {source!r}: give two or more different built-in workloads to take "
+            f"turns between, e.g. alternating:coding,prose (any of {', '.join(PHASED)})"
+        )
+    return names
+
+
 def parse_source(source: str) -> tuple[str, str | None]:
-    """``"sharegpt:FILE"`` → ``("sharegpt", FILE)``; a bare path means ``jsonl``."""
+    """``"sharegpt:FILE"`` → ``("sharegpt", FILE)``; a bare path means ``jsonl``;
+    ``alternating:A,B`` → ``("alternating", "A,B")``."""
     if source in (BUILTIN, RANDOM, *TEMPLATED):
         return source, None
+    if phases_of(source):
+        return ALTERNATING, ",".join(phases_of(source))
     kind, sep, path = source.partition(":")
     if sep and kind in (SHAREGPT, JSONL):
         if not path:
@@ -206,6 +235,11 @@ def load_dataset(
     if input_len <= 0 or output_len <= 0:
         raise PromptError("--input-len and --output-len must be positive numbers of tokens")
     kind, path = parse_source(source)
+    if kind == ALTERNATING:
+        return _alternating(
+            source, count, input_len=input_len, output_len=output_len, range_ratio=range_ratio,
+            seed=seed, chat_template=chat_template,
+        )  # fmt: skip
     rng = random.Random(seed)
     count = max(count, 1)
     name = "custom" if kind == JSONL else kind  # bench_serving calls a user file "custom"
@@ -264,4 +298,39 @@ def load_dataset(
             else replace(p, output_len=_lengths(rng, output_len, range_ratio))
             for p in prompts
         ]
+    return prompts, settings
+
+
+def _alternating(
+    source: str,
+    count: int,
+    *,
+    input_len: int,
+    output_len: int,
+    range_ratio: float,
+    seed: int,
+    chat_template: str | None,
+) -> tuple[list[Prompt], dict[str, Any]]:
+    """Each phase's workload, ``count`` prompts in all, every one tagged with its category,
+    in the phases' order (the load generator draws from each category in turn)."""
+    names = phases_of(source)
+    share = max(1, -(-max(count, 1) // len(names)))
+    prompts: list[Prompt] = []
+    digest = hashlib.sha256(source.encode())
+    settings: dict[str, Any] = {}
+    for name in names:
+        pool, own = load_dataset(
+            name, share, input_len=input_len, output_len=output_len,
+            range_ratio=range_ratio, seed=seed, chat_template=chat_template,
+        )  # fmt: skip
+        prompts += [replace(p, category=name) for p in pool]
+        digest.update(str(own.get("dataset_sha256", "")).encode())
+        if "chat_template" in own:
+            settings["chat_template"] = own["chat_template"]
+    settings.update(
+        dataset_name=source,
+        random_range_ratio=range_ratio,
+        dataset_sha256=digest.hexdigest(),
+        phases=list(names),
+    )
     return prompts, settings

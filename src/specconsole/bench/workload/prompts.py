@@ -29,6 +29,8 @@ BUILTIN = "builtin"
 RANDOM = "random"
 CODING = "coding"
 PROSE = "prose"
+ALTERNATING = "alternating"
+"""``alternating:coding,prose``: the named built-in workloads in turn, phase by phase."""
 TEMPLATED: tuple[str, ...] = (CODING, PROSE)
 """Built-in workloads sent in the model's chat template (``bench/data/<name>.jsonl``):
 realistic coding requests (code to fix, review, refactor, write) and prose (edit, write,
@@ -74,6 +76,9 @@ class Prompt:
     """Estimated tokens of the reply the dataset recorded for this prompt (a ShareGPT
     conversation's answer, a custom line's assistant turn): the request's output length
     when lengths come from the dataset, as bench_serving's ShareGPT sampling does."""
+    category: str = ""
+    """The workload it belongs to in an alternating one (``coding``, ``prose``): its phase,
+    and the category its acceptance is reported under; '' otherwise."""
 
     def chat_messages(self) -> list[dict[str, str]]:
         if self.messages is not None:
@@ -87,6 +92,7 @@ class Prompt:
             "est_tokens": self.est_tokens,
             "output_len": self.output_len,
             "reply_tokens": self.reply_tokens,
+            "category": self.category,
         }
 
     @classmethod
@@ -98,6 +104,7 @@ class Prompt:
             est_tokens=int(data.get("est_tokens", 0)),
             output_len=None if data.get("output_len") is None else int(data["output_len"]),
             reply_tokens=None if data.get("reply_tokens") is None else int(data["reply_tokens"]),
+            category=str(data.get("category") or ""),
         )
 
 

@@ -49,6 +49,7 @@ from specconsole.core.measure.prometheus import Samples, read_prometheus
 __all__ = [
     "COUNTER_RESET",
     "OUTPUT_BAND",
+    "CategoryCounts",
     "CounterAcceptance",
     "Samples",
     "SpecCounters",
@@ -57,6 +58,7 @@ __all__ = [
     "gauge_value",
     "is_reset",
     "parse_prometheus",
+    "steps_value",
 ]
 
 
@@ -85,14 +87,17 @@ class SpecCounters:
     """An acceptance-length gauge the engine keeps up to date as it decodes (SGLang's
     ``sglang:spec_accept_length``): the acceptance over time where the counters say too
     little (counted only as requests finish)."""
+    steps_gauge: str | None = None
+    """A gauge of the draft length the engine runs now (SGLang's ``sglang:spec_num_steps``,
+    0.5.14+): what is in force, read during each level."""
 
     @property
     def names(self) -> tuple[str, ...]:
         """Every metric named here, and each counter's creation time (:func:`created_name`)."""
         named = (self.drafts, self.draft_tokens, self.accepted, self.per_position)
         counters = tuple(n for n in (*named, self.output_tokens) if n)
-        gauge = (self.gauge,) if self.gauge else ()
-        return (*counters, *(created_name(n) for n in counters), *gauge)
+        gauges = tuple(g for g in (self.gauge, self.steps_gauge) if g)
+        return (*counters, *(created_name(n) for n in counters), *gauges)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +109,7 @@ class SpecCounters:
             "output_tokens": self.output_tokens,
             "path": self.path,
             "gauge": self.gauge,
+            "steps_gauge": self.steps_gauge,
         }
 
     @classmethod
@@ -120,7 +126,45 @@ class SpecCounters:
             output_tokens=name("output_tokens"),
             path=str(data.get("path") or "/metrics"),
             gauge=name("gauge"),
+            steps_gauge=name("steps_gauge"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryCounts:
+    """What the engine counted over one category's turns of shifting traffic in a level
+    (``alternating:coding,prose``: the counters read at each phase's end)."""
+
+    category: str
+    drafts: int
+    accepted: int
+    requests: int
+    """Requests of the category that finished in the level."""
+
+    @property
+    def acceptance_length(self) -> float | None:
+        """1 + accepted / drafts (None: it never drafted)."""
+        return 1.0 + self.accepted / self.drafts if self.drafts > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "category": self.category,
+            "drafts": self.drafts,
+            "accepted": self.accepted,
+            "requests": self.requests,
+            "acceptance_length": self.acceptance_length,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> CategoryCounts | None:
+        """The category's counts, or None when they are not counts."""
+        if not isinstance(data, Mapping):
+            return None
+        counts = [_count(data.get(k, 0)) for k in ("drafts", "accepted", "requests")]
+        if None in counts:
+            return None
+        name = str(data.get("category", ""))[:100]
+        return cls(name, counts[0] or 0, counts[1] or 0, counts[2] or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +190,12 @@ class CounterAcceptance:
     client_output_tokens: int | None = None
     """The output tokens the load generator received during the level (None: not counted,
     as in a steady window): the cross-check of :attr:`output_tokens`."""
+    drafted_length: float | None = None
+    """The draft length the engine ran during the level, as it says: its draft-length gauge
+    averaged over the level (SGLang's ``spec_num_steps``), else draft tokens per draft
+    (0 when it generated tokens without drafting); None when it does not say."""
+    categories: tuple[CategoryCounts, ...] = ()
+    """Shifting traffic: the counts of each category's turns (empty otherwise)."""
 
     @classmethod
     def untrusted(cls, reason: str, **kept: Any) -> CounterAcceptance:
@@ -202,6 +252,8 @@ class CounterAcceptance:
             "per_position_rate": list(self.per_position_rate),
             "series": list(self.series),
             "series_interval_s": self.series_interval_s,
+            "drafted_length": self.drafted_length,
+            "categories": [c.to_dict() for c in self.categories],
         }
 
     @classmethod
@@ -228,6 +280,10 @@ class CounterAcceptance:
             else []
         )
         every = _finite(data.get("series_interval_s"))
+        drafted = _finite(data.get("drafted_length"))
+        raw = data.get("categories")
+        turns = raw[:MAX_POSITIONS] if isinstance(raw, list) else []
+        categories = tuple(c for c in map(CategoryCounts.from_dict, turns) if c is not None)
         bad = None in counts or None in positions or output is False or client is False
         if bad:
             return cls.untrusted("the recorded counts are not counts")
@@ -246,6 +302,10 @@ class CounterAcceptance:
             series=tuple(x for x in series if x is not None and 0 < x <= MAX_LENGTH),
             series_interval_s=every if every is not None and every > 0 else None,
             client_output_tokens=client if isinstance(client, int) else None,
+            drafted_length=drafted
+            if drafted is not None and 0 <= drafted <= MAX_POSITIONS
+            else None,
+            categories=categories,
         )
 
 
@@ -415,6 +475,13 @@ def gauge_value(samples: Samples, counters: SpecCounters) -> float | None:
     return mean if 0 < mean <= MAX_LENGTH else None  # NaN, ±Inf and absurd values too
 
 
+def steps_value(samples: Samples, counters: SpecCounters) -> float | None:
+    """The engine's draft-length gauge now (its series' mean: one per rank), if it keeps one."""
+    values = list(samples.get(counters.steps_gauge, {}).values()) if counters.steps_gauge else []
+    mean = sum(values) / len(values) if values else None
+    return mean if mean is not None and 0 <= mean <= MAX_POSITIONS else None
+
+
 def counter_deltas(before: Samples, after: Samples, counters: SpecCounters) -> CounterAcceptance:
     """What the engine counted between two snapshots, or why it cannot be trusted (a
     counter that went backwards or vanished, a position series that appeared after the
@@ -439,12 +506,16 @@ def counter_deltas(before: Samples, after: Samples, counters: SpecCounters) -> C
         drafted = 0
         if counters.draft_tokens is not None:
             drafted = _grown(before, after, counters.draft_tokens)
+        length: float | None = None
+        if counters.draft_tokens is not None:  # counted per draft: K = tokens per draft
+            length = drafted / drafts if drafts else (0.0 if output else None)
         figures = CounterAcceptance(
             drafts=drafts,
             draft_tokens=drafted,
             accepted=accepted,
             per_position=per_position,
             output_tokens=output,
+            drafted_length=length,
         )
         _consistent(figures, accepted_counted=counters.accepted is not None)
     except _Untrusted as why:

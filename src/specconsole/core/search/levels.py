@@ -19,7 +19,11 @@ Where speculation stops paying: per level the gain of the best speculative confi
 over the best without speculation, as a range (the figures' intervals, widened by the noise
 floor); speculation pays at a level when that range's low end is above zero, and it stops
 paying from the smallest level above which it never pays again ("not within the ladder"
-when it pays at the top level).
+when it pays at the top level). The same rule gives each trial's own break-even
+concurrency (:meth:`LevelTable.breakeven`: its figures against no speculation's).
+
+Beside the schedule, the engine's own adaptive mode (``core.search.proof.contest``: its
+defaults, and over the schedule's lengths) has a figure per level when it ran.
 """
 
 from __future__ import annotations
@@ -31,15 +35,19 @@ from typing import TYPE_CHECKING
 from specconsole.core.engine.schedule import Role, config_role
 from specconsole.core.plans.objective import Goal
 from specconsole.core.plans.verdict import assess
+from specconsole.core.search.proof.contest import Contender, contenders
 
 if TYPE_CHECKING:
     from specconsole.core.measure.trials import TrialRecord
 
 __all__ = [
+    "Contender",
     "LevelFigure",
     "LevelRow",
     "LevelTable",
+    "Rivalry",
     "WhatIf",
+    "gain_range",
     "level_figure",
     "level_table",
     "role_of",
@@ -75,6 +83,19 @@ def _pct(a: float, b: float) -> float | None:
     return None if b <= 0 else (a / b - 1.0) * 100.0
 
 
+def gain_range(
+    s: LevelFigure | None, b: LevelFigure | None, noise: float
+) -> tuple[float, float, float] | None:
+    """(gain, low, high) percent of ``s`` over ``b``: the intervals widened by the noise
+    floor (None: one of them missing)."""
+    if s is None or b is None or b.value <= 0 or b.low <= 0:
+        return None
+    mid = (s.value / b.value - 1.0) * 100.0
+    low = (s.low / b.high - 1.0) * 100.0 - noise
+    high = (s.high / b.low - 1.0) * 100.0 + noise
+    return (mid, min(low, mid), max(high, mid))
+
+
 @dataclass(frozen=True, slots=True)
 class LevelRow:
     """One ladder level."""
@@ -93,6 +114,8 @@ class LevelRow:
     single: LevelFigure | None
     """The single best static trial (by the plan's goal) here."""
     noise_pct: float
+    contenders: tuple[tuple[str, LevelFigure | None], ...] = ()
+    """The engine's adaptive contenders' figures here, by key (``a``, ``b``)."""
 
     @property
     def margin_pct(self) -> float | None:
@@ -112,14 +135,11 @@ class LevelRow:
     @property
     def gain(self) -> tuple[float, float, float] | None:
         """(gain, low, high) percent of the best speculative over no speculation."""
-        s, b = self.speculative, self.baseline
-        if s is None or b is None or b.value <= 0 or b.low <= 0:
-            return None
-        noise = self.noise_pct
-        mid = (s.value / b.value - 1.0) * 100.0
-        low = (s.low / b.high - 1.0) * 100.0 - noise
-        high = (s.high / b.low - 1.0) * 100.0 + noise
-        return (mid, min(low, mid), max(high, mid))
+        return gain_range(self.speculative, self.baseline, self.noise_pct)
+
+    def contender(self, key: str) -> LevelFigure | None:
+        """The adaptive contender ``key``'s figure here."""
+        return dict(self.contenders).get(key)
 
     @property
     def pays(self) -> bool | None:
@@ -156,20 +176,46 @@ class LevelTable:
     """The single best static configuration by the goal (what one static deploy would be)."""
     schedule: TrialRecord | None
     """The last schedule trial that was benchmarked."""
+    contenders: tuple[Contender, ...] = ()
+    """The engine's own adaptive mode beside :attr:`schedule` (its defaults, over its
+    lengths), each with its trial or the engine's reason it has none."""
+    candidates: tuple[TrialRecord, ...] = ()
+    """Every feasible static trial and baseline the levels' bests were chosen from."""
 
     @property
     def stops_paying(self) -> int | None:
         """The smallest level from which speculation never pays again (None: it pays at the
         top of the ladder, or it was not measured against no speculation)."""
-        measured = [r for r in self.rows if r.pays is not None]
-        if not measured or measured[-1].pays:
+        return _stop([(r.concurrency, r.pays) for r in self.rows])
+
+    def breakeven(self, trial: TrialRecord) -> int | None:
+        """``trial``'s break-even concurrency: the smallest level from which it never beats
+        no speculation beyond the noise (None: it pays at the top of the ladder, or it was
+        not measured against no speculation)."""
+        paying = []
+        for row in self.rows:
+            gain = gain_range(level_figure(trial, row.concurrency), row.baseline, row.noise_pct)
+            paying.append((row.concurrency, None if gain is None else gain[1] > 0.0))
+        return _stop(paying)
+
+    def rivalry(self, key: str) -> Rivalry | None:
+        """The schedule against the adaptive contender ``key`` (None: either did not run)."""
+        pairs = [
+            (r.concurrency, r.schedule.value, f.value, r.best.value if r.best else None)
+            for r in self.rows
+            if r.schedule is not None and (f := r.contender(key)) is not None and f.value > 0
+        ]
+        if not pairs:
             return None
-        start = None
-        for row in reversed(measured):
-            if row.pays:
-                break
-            start = row.concurrency
-        return start
+        weakest = min(pairs, key=lambda p: p[2] / p[3] if p[3] else p[2] / p[1])
+        worst = min(pairs, key=lambda p: p[1] / p[2])
+        best = max(pairs, key=lambda p: p[1] / p[2])
+        noise = self.rows[0].noise_pct if self.rows else 0.0
+
+        def gap(p: tuple[int, float, float, float | None]) -> tuple[int, float]:
+            return p[0], (p[1] / p[2] - 1.0) * 100.0
+
+        return Rivalry(key, gap(weakest), gap(worst), gap(best), noise)
 
     @property
     def has_baseline(self) -> bool:
@@ -183,6 +229,40 @@ class LevelTable:
         if not rows:
             return None
         return min(rows, key=lambda r: r.single_behind or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Rivalry:
+    """The schedule against one of the engine's adaptive contenders, level by level."""
+
+    key: str
+    at_weakest: tuple[int, float]
+    """(level, the schedule's margin over the contender there, percent) at the contender's
+    weakest level: where it falls furthest behind the level's best static."""
+    worst: tuple[int, float]
+    """The level where the schedule is furthest below the contender (or least above)."""
+    best: tuple[int, float]
+    """The level where the schedule is furthest above it."""
+    noise_pct: float
+
+    @property
+    def contender_wins(self) -> bool:
+        """The engine's mode is ahead beyond the noise somewhere and never behind beyond it:
+        the sweep should deploy it."""
+        return self.worst[1] < -self.noise_pct and self.best[1] <= self.noise_pct
+
+
+def _stop(paying: list[tuple[int, bool | None]]) -> int | None:
+    """The smallest level from which it never pays again (levels in ladder order)."""
+    measured = [(c, p) for c, p in paying if p is not None]
+    if not measured or measured[-1][1]:
+        return None
+    start = None
+    for concurrency, pays in reversed(measured):
+        if pays:
+            break
+        start = concurrency
+    return start
 
 
 def role_of(trial: TrialRecord) -> Role:
@@ -209,6 +289,8 @@ def level_table(trials: Sequence[TrialRecord], goal: Goal, noise_pct: float = 1.
     candidates = [t for t in feasible if roles[t.index] in (Role.STATIC, Role.BASELINE)]
     schedules = [t for t in feasible if roles[t.index] is Role.SCHEDULE and t.levels]
     single = assess(candidates, goal).best
+    rivals = contenders(schedules[-1].config if schedules else None, trials)
+    ran = [(c.key, c.trial) for c in rivals if c.trial is not None and c.trial.levels]
     ladder = sorted({lv.concurrency for t in candidates + schedules for lv in t.levels})
     rows: list[LevelRow] = []
     for c in ladder:
@@ -226,9 +308,11 @@ def level_table(trials: Sequence[TrialRecord], goal: Goal, noise_pct: float = 1.
                 schedule=level_figure(schedules[-1], c) if schedules else None,
                 single=level_figure(single, c) if single is not None else None,
                 noise_pct=noise_pct,
+                contenders=tuple((key, level_figure(t, c)) for key, t in ran),
             )
         )
-    return LevelTable(tuple(rows), single, schedules[-1] if schedules else None)
+    last = schedules[-1] if schedules else None
+    return LevelTable(tuple(rows), single, last, rivals, tuple(candidates))
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,14 @@ SPEC_COUNTERS = SpecCounters(
     drafts="sglang:spec_verify_calls_total",
     output_tokens="sglang:generation_tokens_total",
     gauge="sglang:spec_accept_length",
+    steps_gauge="sglang:spec_num_steps",
 )
 """Its ``/metrics`` (with ``--enable-metrics``; ``TokenizerMetricsCollector`` in 0.5.14 and
 0.5.23): verify steps and generated tokens, both counted as each request finishes (accept
 length = tokens / verify steps, SGLang's own ``spec_accept_length``), no draft-token or
-per-position counter, and the scheduler's ``spec_accept_length`` gauge of its last interval.
+per-position counter, the scheduler's ``spec_accept_length`` gauge of its last interval and
+its ``spec_num_steps`` gauge (the draft length it runs now: what an adaptive schedule put in
+force).
 0.5.9 has only the gauges: a level then reads ``/server_info`` after its flush."""
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from specconsole.core.config.model import ServerConfig
-from specconsole.core.engine.schedule import LevelPick
+from specconsole.core.engine.schedule import LevelPick, Role, config_role
 from specconsole.core.search.answer import proven
 from specconsole.present.charts.series import Series
 from specconsole.present.formats import DASH, format_rate
@@ -22,16 +22,26 @@ from specconsole.present.labels import record_label, schedule_unit
 
 if TYPE_CHECKING:
     from specconsole.core.measure.trials import TrialRecord
-    from specconsole.core.search.levels import LevelFigure, LevelRow, LevelTable, WhatIf
+    from specconsole.core.search.levels import (
+        Contender,
+        LevelFigure,
+        LevelRow,
+        LevelTable,
+        WhatIf,
+    )
 
 __all__ = [
     "LEVELS_TITLE",
     "LEVEL_HEADERS",
     "LevelCells",
+    "breakeven_text",
     "compact_lines",
     "compact_rows",
+    "contender_headers",
+    "contender_verdicts",
     "fit_rows",
     "level_cells",
+    "level_headers",
     "level_series",
     "level_verdicts",
     "pct",
@@ -54,6 +64,22 @@ LEVEL_HEADERS: tuple[str, ...] = (
 """The per-level table's columns: the level, its best static trial (number, label, figure),
 its lead over the runner-up, the schedule's figure and how it compares with the level's best
 and with the single best static, no speculation's figure and what speculation gains over it."""
+
+
+def contender_headers(table: LevelTable) -> tuple[str, ...]:
+    """A column per adaptive contender that ran (``adaptive (a)``: the engine's defaults,
+    ``adaptive (b)``: over the schedule's lengths)."""
+    return tuple(f"adaptive ({c.key})" for c in _ran(table))
+
+
+def _ran(table: LevelTable) -> list[Contender]:
+    return [c for c in table.contenders if c.trial is not None and c.trial.levels]
+
+
+def level_headers(table: LevelTable) -> tuple[str, ...]:
+    """The table's columns: :data:`LEVEL_HEADERS` with the contenders' after the schedule's."""
+    at = LEVEL_HEADERS.index("none")
+    return (*LEVEL_HEADERS[:at], *contender_headers(table), *LEVEL_HEADERS[at:])
 
 
 LEVELS_TITLE = "per level: best static, schedule, single best, none"
@@ -112,7 +138,8 @@ def _gain(row: LevelRow) -> str:
 
 
 def level_cells(table: LevelTable, base: ServerConfig | None) -> list[LevelCells]:
-    """The table's rows as text."""
+    """The table's rows as text (in :func:`level_headers` order)."""
+    keys = [c.key for c in _ran(table)]
     return [
         LevelCells(
             (
@@ -122,6 +149,7 @@ def level_cells(table: LevelTable, base: ServerConfig | None) -> list[LevelCells
                 _figure(row.schedule),
                 pct(row.versus(row.best)),
                 pct(row.versus(row.single)),
+                *(_figure(row.contender(k)) for k in keys),
                 _figure(row.baseline),
                 _gain(row),
             ),
@@ -129,6 +157,27 @@ def level_cells(table: LevelTable, base: ServerConfig | None) -> list[LevelCells
         )
         for row in table.rows
     ]
+
+
+def breakeven_text(table: LevelTable, base: ServerConfig | None) -> str | None:
+    """Each trial's break-even concurrency — the smallest level from which it never beats no
+    speculation beyond the noise — the schedule's first, then the engine's adaptive
+    contenders', then every static's (None without a baseline)."""
+    if not table.has_baseline:
+        return None
+    ranked = [table.schedule] if table.schedule is not None else []
+    ranked += [c.trial for c in _ran(table) if c.trial is not None]
+    ranked += list(table.candidates)
+    parts = []
+    for trial in ranked:
+        if config_role(trial.effective) is Role.BASELINE:
+            continue
+        stop = table.breakeven(trial)
+        said = "none within the ladder" if stop is None else f"c={stop}"
+        parts.append(f"#{trial.index + 1} {record_label(trial, base)} {said}")
+    if not parts:
+        return None
+    return "break-even concurrency (speculation stops paying beyond the noise): " + "; ".join(parts)
 
 
 def stops_paying_text(table: LevelTable, noise_pct: float) -> str | None:
@@ -169,6 +218,8 @@ def level_verdicts(table: LevelTable, base: ServerConfig | None, noise_pct: floa
         text = f"schedule {label}: within {abs(min(worst, 0.0)):.1f} % of {every}"
         if worst > 0:
             text = f"schedule {label}: at or above {every} ({pct(worst)} at worst)"
+        if schedule.capacity:
+            text += f" (capacity {schedule.capacity:,} KV tokens)"
         weak = table.worst_single
         if table.single is not None and weak is not None and weak.schedule is not None:
             single = f"#{table.single.index + 1} {record_label(table.single, base)}"
@@ -179,11 +230,52 @@ def level_verdicts(table: LevelTable, base: ServerConfig | None, noise_pct: floa
         out.append(text)
     elif table.single is not None and (weak := table.worst_single) is not None:
         out.append(_behind_text(table, weak, base))
+    out += contender_verdicts(table, base)
     paying = stops_paying_text(table, noise_pct)
     if paying is not None:
         out.append(paying)
+    breakeven = breakeven_text(table, base)
+    if breakeven is not None:
+        out.append(breakeven)
     if (said := _result(table, base)) is not None:
         out.append(said)
+    return out
+
+
+def contender_verdicts(table: LevelTable, base: ServerConfig | None) -> list[str]:
+    """The engine's own adaptive mode against the schedule: each contender's figure where it
+    is weakest, the schedule's margin there and at its worst, its capacity — or why the
+    engine has none."""
+    out: list[str] = []
+    for contender in table.contenders:
+        head = f"{contender.title} ({contender.key})"
+        if contender.refusal is not None:
+            if contender.key == "a":  # one sentence for an engine without the mode
+                out.append(f"no engine adaptive mode to compare: {contender.refusal.message}")
+            continue
+        trial = contender.trial
+        if trial is None:
+            continue  # the sweep runs it after the schedule's proof
+        if not trial.levels:
+            out.append(f"{head} #{trial.index + 1}: {contender.mode} — {trial.status.value}")
+            continue
+        rivalry = table.rivalry(contender.key)
+        capacity = (
+            f"capacity {trial.capacity:,} KV tokens" if trial.capacity else "capacity unknown"
+        )
+        text = f"{head} #{trial.index + 1}: {contender.mode}; {capacity}"
+        if rivalry is not None:
+            (wc, wg), (xc, xg) = rivalry.at_weakest, rivalry.worst
+            text += (
+                f"; the schedule is {pct(wg)} against it at c={wc}, where it is weakest, "
+                f"and {pct(xg)} at c={xc}, its closest"
+            )
+            if rivalry.contender_wins:
+                text += (
+                    f" — the engine's own mode wins beyond the noise ({rivalry.noise_pct:g} %):"
+                    f" deploy #{trial.index + 1} rather than the schedule"
+                )
+        out.append(text)
     return out
 
 
@@ -297,24 +389,27 @@ def _short(f: LevelFigure | None) -> str:
 
 def compact_lines(table: LevelTable, width: int | None = None) -> list[str]:
     """The table for a narrow pane: per level the best static (trial and figure), the
-    schedule against it and against the single best static, no speculation and
-    speculation's gain, the best's lead — aligned (:func:`fit_rows`)."""
+    schedule against it and against the single best static, the engine's adaptive
+    contenders ``(a)`` and ``(b)`` where they ran, no speculation and speculation's gain, the
+    best's lead — aligned (:func:`fit_rows`)."""
     return fit_rows(compact_rows(table), width)
 
 
 def compact_rows(table: LevelTable) -> tuple[tuple[str, ...], ...]:
     """:func:`compact_lines`' cells, its header first."""
+    keys = [c.key for c in _ran(table)]
     header = (  # the columns cut first are the last
         "c",
         "best static",
         "schedule",
         "vs best",
         "vs single",
+        *(f"({k})" for k in keys),
         "none",
         "gain",
         "lead",
     )
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for row in table.rows:
         best = DASH if row.best is None else f"#{row.best.number} {_short(row.best)}"
         lead = DASH if row.runner_up is None else _lead(row).replace(" over ", " ")
@@ -326,6 +421,7 @@ def compact_rows(table: LevelTable) -> tuple[tuple[str, ...], ...]:
                 _short(row.schedule),
                 pct(row.versus(row.best)),
                 pct(row.versus(row.single)),
+                *(_short(row.contender(k)) for k in keys),
                 _short(row.baseline),
                 DASH if gain is None else pct(gain[0], 0),
                 lead,
@@ -334,20 +430,17 @@ def compact_rows(table: LevelTable) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
-_RIGHT = (True, False, True, True, True, True, True, False)
-"""Which of :func:`compact_rows`' columns are numbers, right-aligned."""
-
-
 def fit_rows(rows: tuple[tuple[str, ...], ...], width: int | None = None) -> list[str]:
     """``rows`` aligned; in ``width`` cells the columns that do not fit are left out whole
-    from the right (a number is whole or absent), the first always kept."""
+    from the right (a number is whole or absent), the first always kept. Every column is a
+    number, right-aligned, but the second (the best static's trial) and the last (the lead)."""
     if not rows:
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     kept = len(widths)
     while kept > 1 and width is not None and sum(widths[:kept]) + 2 * (kept - 1) > width:
         kept -= 1
-    right = _RIGHT
+    right = tuple(i not in (1, len(widths) - 1) for i in range(len(widths)))
     return [
         "  ".join(
             cell.rjust(w) if r else cell.ljust(w)

@@ -17,14 +17,20 @@ from specconsole.core.engine.schedule import Role
 from specconsole.core.machine.state import TrialRecord
 from specconsole.core.plans.objective import DEFAULT_GOAL
 from specconsole.core.plans.plan import SweepPlan
-from specconsole.core.search.levels import LevelFigure, LevelTable, level_table, role_of
+from specconsole.core.search.levels import (
+    Contender,
+    LevelFigure,
+    LevelTable,
+    level_table,
+    role_of,
+)
 from specconsole.core.search.levels import what_ifs as what_ifs_of
 from specconsole.present.charts.series import hex_color
 from specconsole.present.charts.textcharts import draw_aggregate, new_figure, render_text
 from specconsole.present.figures.levels import (
-    LEVEL_HEADERS,
     LEVELS_TITLE,
     level_cells,
+    level_headers,
     level_series,
     level_verdicts,
     what_if_text,
@@ -92,8 +98,9 @@ def levels_markdown(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> li
     out = ["", "## Best configuration per concurrency: the schedule, no speculation", ""]
     if not table.rows:
         return [*out, "(no successful trial)"]
-    out.append("| " + " | ".join(LEVEL_HEADERS) + " |")
-    out.append("|---:|---|---|---:|---:|---:|---:|---:|")
+    headers = level_headers(table)
+    out.append("| " + " | ".join(headers) + " |")
+    out.append("|" + "|".join("---" if left else "---:" for left in _left(headers)) + "|")
     out += ["| " + " | ".join(row.cells) + " |" for row in level_cells(table, base)]
     noise = plan.noise_pct if plan is not None else 1.0
     out += ["", *(f"- {v}" for v in level_verdicts(table, base, noise))]
@@ -112,6 +119,11 @@ def levels_markdown(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> li
                 f"- trial {t.index + 1} `{record_label(t, base)}` ({fixed_text(t)}): {figures}"
             )
     return out
+
+
+def _left(headers: Sequence[str]) -> list[bool]:
+    """Which columns read left-aligned (the best static and its lead: words)."""
+    return [h in ("best static", "lead") for h in headers]
 
 
 def _figure_doc(f: LevelFigure | None) -> dict[str, Any] | None:
@@ -143,6 +155,7 @@ def levels_document(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> di
                 "schedule_vs_best_pct": row.versus(row.best),
                 "schedule_vs_single_pct": row.versus(row.single),
                 "single": _figure_doc(row.single),
+                "contenders": {key: _figure_doc(f) for key, f in row.contenders},
             }
         )  # fmt: skip
     schedule = table.schedule
@@ -155,6 +168,8 @@ def levels_document(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> di
         "rows": rows,
         "single_best": None if table.single is None else table.single.index + 1,
         "stops_paying_at": table.stops_paying,
+        "breakeven": _breakeven_doc(table),
+        "contenders": [_contender_doc(table, c) for c in table.contenders],
         "noise_pct": noise,
         "schedule": None
         if schedule is None
@@ -176,6 +191,42 @@ def levels_document(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> di
             }
             for w in what_ifs_of(report_trials(trials))
         ],
+    }
+
+
+def _breakeven_doc(table: LevelTable) -> list[dict[str, Any]]:
+    """Each trial's break-even concurrency (None: it pays at every level of the ladder)."""
+    if not table.has_baseline:
+        return []
+    ranked = [table.schedule] if table.schedule is not None else []
+    ranked += [c.trial for c in table.contenders if c.trial is not None and c.trial.levels]
+    ranked += [t for t in table.candidates if role_of(t) is not Role.BASELINE]
+    return [
+        {"trial": t.index + 1, "role": role_of(t).value, "concurrency": table.breakeven(t)}
+        for t in ranked
+    ]
+
+
+def _contender_doc(table: LevelTable, contender: Contender) -> dict[str, Any]:
+    """One adaptive contender: what it runs, its trial and capacity, how the schedule fares."""
+    trial = contender.trial
+    rivalry = table.rivalry(contender.key)
+    return {
+        "key": contender.key,
+        "title": contender.title,
+        "mode": contender.mode,
+        "no_mode": None if contender.refusal is None else contender.refusal.message,
+        "trial": None if trial is None else trial.index + 1,
+        "status": None if trial is None else trial.status.value,
+        "capacity": None if trial is None else trial.capacity,
+        "schedule_vs_it": None
+        if rivalry is None
+        else {
+            "at_weakest": {"concurrency": rivalry.at_weakest[0], "pct": rivalry.at_weakest[1]},
+            "worst": {"concurrency": rivalry.worst[0], "pct": rivalry.worst[1]},
+            "best": {"concurrency": rivalry.best[0], "pct": rivalry.best[1]},
+            "contender_wins": rivalry.contender_wins,
+        },
     }
 
 
@@ -213,9 +264,10 @@ def levels_html(
     base = _base(plan)
     noise = plan.noise_pct if plan is not None else 1.0
     rows = [row.cells for row in level_cells(table, base)]
+    headers = level_headers(table)
     parts = [
         "<h2>Best configuration per concurrency: the schedule, no speculation</h2>",
-        table_html(LEVEL_HEADERS, rows, (True, False, False, True, True, True, True, True)),
+        table_html(headers, rows, [not left for left in _left(headers)]),
         "<ul>"
         + "".join(f"<li>{escape(v)}</li>" for v in level_verdicts(table, base, noise))
         + "</ul>",

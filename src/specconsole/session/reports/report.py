@@ -51,6 +51,7 @@ from specconsole.session.reports.drift_report import drift_lines
 from specconsole.session.reports.gpu_report import gpu_markdown
 from specconsole.session.reports.levels_report import best_at, levels_markdown, table_for
 from specconsole.session.reports.predictions_report import prediction_lines
+from specconsole.session.reports.proof_report import proof_markdown
 from specconsole.session.reports.report_json import to_json
 from specconsole.session.reports.warnings_report import warnings_markdown
 from specconsole.session.selection import best_per_concurrency as best_per_concurrency
@@ -198,6 +199,7 @@ def to_markdown(
     else:
         out.append("(no successful trial)")
     out += levels_markdown(trials, plan)  # the best per level, the schedule, no speculation
+    out += proof_markdown(trials, plan)  # the schedule's edges, what ran, categories
     ladder = sorted({lv.concurrency for t in report_trials(trials) for lv in t.levels})
     if ladder:
         out += ["", "## Aggregate output tok/s per concurrency", ""]

@@ -42,6 +42,7 @@ from specconsole.session.reports.gpu_report import (
     sampled,
 )
 from specconsole.session.reports.levels_report import levels_html
+from specconsole.session.reports.proof_report import proof_html
 from specconsole.session.reports.report_json import config_document, unit_diff
 from specconsole.session.reports.warnings_report import trial_warnings
 from specconsole.session.selection import pareto, report_trials
@@ -229,6 +230,7 @@ def to_html(trials: Sequence[TrialRecord], plan: SweepPlan | None, title: str = 
         ]
         out.append(_table(("trial", "config", "single", "peak"), rows, (True, False, True, True)))
     out.append(levels_html(trials, plan, _table, _e))  # the best per level, the schedule
+    out.append(proof_html(trials, plan, _e))  # the schedule's edges, what ran, categories
     searched = [t for t in shown if t.rate_probes]
     if searched:
         out.append("<h2>Highest rate under the SLOs</h2>")

@@ -37,6 +37,7 @@ from specconsole.session.drift import PreviousSession
 from specconsole.session.reports.drift_report import drift_document
 from specconsole.session.reports.levels_report import fixed_text, levels_document
 from specconsole.session.reports.predictions_report import prediction_document
+from specconsole.session.reports.proof_report import proof_document
 from specconsole.session.selection import best_per_concurrency, pareto, report_trials
 
 SCHEMA_ID = "https://specconsole.invalid/report-schema.json"
@@ -146,6 +147,7 @@ def trial_document(
         "prune": None if record.prune is None else dataclasses.asdict(record.prune),
         "slo_rate": record.slo_rate,
         "role": role_of(record).value,
+        "remeasure": None if record.remeasure is None else record.remeasure.to_dict(),
         "fixed_acceptance": fixed_text(record),
         "rate_probes": [
             {
@@ -197,6 +199,7 @@ def report_document(
             for c, t, v in best_per_concurrency(trials)
         ],
         "per_level": levels_document(trials, plan),
+        "schedule_proof": proof_document(trials, plan),
         "best": None if plan is None else _best(trials, plan, ref),
         "progress": None if plan is None else _progress(trials, plan),
     }

@@ -402,13 +402,25 @@ class SGLangServer(SimBox):
 
     def _verify_calls(self, name: str) -> list[tuple[str, str, float]]:
         """The verify-step counter (from 0.5.14 on; 0.5.9 has none)."""
-        try:
-            release = tuple(int(p) for p in self.profile.sim.version.split(".")[:3])
-        except ValueError:
-            release = (0, 5, 14)
-        if release < (0, 5, 14):
+        if not self._release_at_least((0, 5, 14)):
             return []
         return [(name, "counter", self.scheduler.finished_verify_ct)]
+
+    def _steps_gauge(self, name: str | None) -> list[tuple[str, str, float]]:
+        """``sglang:spec_num_steps`` (0.5.14+): the draft length the scheduler runs now — the
+        adaptive controller's active step, else the launch's (0 without speculation)."""
+        if name is None or not self._release_at_least((0, 5, 14)):
+            return []
+        s, a = self.scheduler, self.args
+        steps = s.adaptive.active if s.adaptive is not None else a.num_steps
+        return [(name, "gauge", float(steps if a.speculative else 0))]
+
+    def _release_at_least(self, release: tuple[int, int, int]) -> bool:
+        try:
+            mine = tuple(int(p) for p in self.profile.sim.version.split(".")[:3])
+        except ValueError:
+            mine = (0, 5, 14)
+        return mine >= release
 
     def metrics_text(self) -> str:
         """``/metrics``: SGLang's gauges and counters; the speculative ones under the names the
@@ -444,6 +456,7 @@ class SGLangServer(SimBox):
                 if s.spec.forward_ct
                 else 0.0,
             ),
+            *self._steps_gauge(names.steps_gauge),
             # the tokenizer's counters: added as each request finishes, never reset
             *self._verify_calls(names.drafts),
             ("sglang:prompt_tokens_total", "counter", s.total_prompt_tokens),
