@@ -95,9 +95,13 @@ def test_the_schedule_strategy_runs_candidates_baseline_then_the_schedule() -> N
     roles = [role_of(t) for t in trials]
     # then the proof: its two edges (2|3, 8|9) measured for it and its three statics, and
     # SGLang's own adaptive mode, with its defaults and over the schedule's lengths
-    assert roles == [Role.STATIC] * 5 + [Role.BASELINE, Role.SCHEDULE] + [
-        Role.REMEASURE
-    ] * 4 + [Role.ADAPTIVE] * 2
+    assert (
+        roles
+        == [Role.STATIC] * 5
+        + [Role.BASELINE, Role.SCHEDULE]
+        + [Role.REMEASURE] * 4
+        + [Role.ADAPTIVE] * 2
+    )
     steps = [p.config.speculative_num_steps for p in picks(plan, trials[:6])]
     assert steps == [5, 4, 3, 3, 3]
     assert [t.remeasure.ladder for t in trials[7:11]] == [  # type: ignore[union-attr]
