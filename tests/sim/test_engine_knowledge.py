@@ -34,3 +34,20 @@ def test_adaptive_refusals_are_the_engines() -> None:
         flag.removeprefix("--").replace("-", "_"): why for flag, why in UNSUPPORTED_FLAGS.items()
     }
     assert by_key == resolve.ADAPTIVE_OFF
+
+
+def test_adaptive_defaults_and_the_capture_ladder_are_the_engines() -> None:
+    """The buckets SGLang's adaptive mode uses without a file, and the CUDA-graph sizes it
+    rounds a batch up to before it looks a bucket up: the engine's routing
+    (``engines/sglang/routing.py``) and the face's are one."""
+    from specconsole.engines.sglang import routing
+    from specconsole.sim.faces.sglang.adaptive import default_spec
+
+    for release, tiers in routing.DEFAULT_TIERS:
+        spec = default_spec(release)
+        assert tuple((b.key, b.candidates) for b in spec.buckets) == tiers
+    for top in (1, 8, 40, 64, 100, 256, 512):
+        for speculative in (True, False):
+            assert resolve.capture_batch_sizes(top, speculative) == routing.capture_sizes(
+                top, speculative
+            )

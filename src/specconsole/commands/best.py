@@ -8,9 +8,11 @@ configuration in the flag names of the box's release — rendered by the same fu
 bytes again. Secrets are never printed: a secret variable is a reference to the
 ``EnvironmentFile=`` the systemd backend keeps it in.
 
-Output: the launch on standard output; on standard error one line naming the trial and its
-figure. Exit codes: 0 printed, 1 no trial meets the goal (nothing printed), 2 the session or
-the objective cannot be read.
+Output: the launch on standard output (a file its command line names, such as SGLang's
+adaptive config of a schedule, written first: ``core.plans.launch``); on standard error one
+line naming the trial and its figure, and one with its break-even concurrency when the
+session measured no speculation. Exit codes: 0 printed, 1 no trial meets the goal (nothing
+printed), 2 the session or the objective cannot be read.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ def _cmd_best(args: argparse.Namespace) -> int:
     from specconsole.core.plans.plan import PlanError
     from specconsole.core.plans.verdict import assess
     from specconsole.core.search.bestlaunch import best_launch
+    from specconsole.core.search.levels import level_table
+    from specconsole.present.figures.levels import breakeven_of
     from specconsole.present.figures.progress import answer_text, figure_text
     from specconsole.present.labels import record_label
     from specconsole.session.files import SessionError
@@ -110,5 +114,8 @@ def _cmd_best(args: argparse.Namespace) -> int:
             else "their confidence intervals overlap"
         )
         print(f"tie: trial {top.index + 1} is not shown to beat {others} ({why})", file=sys.stderr)
+    paying = breakeven_of(level_table(trials, goal, plan.noise_pct), top)
+    if paying is not None:
+        print(f"best: {paying}", file=sys.stderr)
     sys.stdout.write(picked.text)
     return 0

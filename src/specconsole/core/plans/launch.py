@@ -16,7 +16,10 @@ a secret. The rules, once:
   ``[service]`` (the backend, its folders, image or job; only what differs from the defaults,
   and never a name the engine derives itself) — and the name, which ``validate`` accepts and
   ``render`` turns into exactly these texts, for every engine and backend; a secret's value
-  there is the redaction marker.
+  there is the redaction marker;
+* a file the command line names (``Engine.side_files``: SGLang's adaptive config of a
+  schedule) comes with it — written by the command line first (a here-document to the path
+  its flag names), quoted whole in comments above a unit — so the launch runs as measured.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from specconsole.core.config.secrets import (
     redact_args,
     split_secrets,
 )
+from specconsole.core.engine.registry import EngineNotFound, engine_for
 from specconsole.core.launch.systemd import UnitOptions
 from specconsole.core.launch.unit import generate_unit
 from specconsole.core.plans.profile import (
@@ -76,6 +80,34 @@ def secret_env_file(service: ServiceProfile, backup_dir: str | None = None) -> s
     """The 0600 ``EnvironmentFile=`` the systemd backend writes secrets to: ``UNIT-env`` in
     the backup folder (``backup_dir`` when the caller expanded it on the box)."""
     return f"{(backup_dir or service.resolved_backup_dir()).rstrip('/')}/{service.unit}-env"
+
+
+def _side_files(config: ServerConfig) -> tuple[tuple[str, str], ...]:
+    """(path as the flags name it, text) of each file ``config``'s command line names."""
+    try:
+        files = engine_for(config).side_files(config)
+    except EngineNotFound:
+        return ()
+    folder = (config.side_dir or "").rstrip("/")
+    return tuple((f"{folder}/{f.name}" if folder else f.name, f.text) for f in files)
+
+
+def _written(config: ServerConfig) -> str:
+    """Shell lines writing the side files first (``''``: none)."""
+    out = []
+    for path, text in _side_files(config):
+        body = text if text.endswith("\n") else text + "\n"
+        out.append(f"cat > {shlex.quote(path)} <<'SPECCONSOLE_EOF'\n{body}SPECCONSOLE_EOF\n")
+    return "".join(out)
+
+
+def _quoted(config: ServerConfig) -> str:
+    """Comment lines quoting the side files a unit's command line names (``''``: none)."""
+    out = []
+    for path, text in _side_files(config):
+        out.append(f"# {path} (the unit's command line names it; write it first):\n")
+        out += [f"#   {line}\n" for line in text.rstrip("\n").splitlines()]
+    return "".join(out)
 
 
 def _command(config: ServerConfig, service: ServiceProfile) -> str:
@@ -149,13 +181,16 @@ def launch_text(
     if form is LaunchForm.ARGV:  # no file to read a secret from: its marker
         return json.dumps(list(redact_args(to_argv(config), service.secret_env))) + "\n"
     if form is LaunchForm.COMMAND:
-        return _command(config, service) + "\n"
+        return _written(config) + _command(config, service) + "\n"
     if form is LaunchForm.PLAN:
         return _plan(config, Profile(host or HostProfile(), service), name)
     options = unit_options(service.scope, name or None)
-    return generate_unit(
-        config, options, env_file_path=secret_env_file(service), secret_env=service.secret_env
-    ).text
+    return (
+        _quoted(config)
+        + generate_unit(
+            config, options, env_file_path=secret_env_file(service), secret_env=service.secret_env
+        ).text
+    )
 
 
 __all__ = [

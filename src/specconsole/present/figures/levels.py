@@ -34,6 +34,7 @@ __all__ = [
     "LEVELS_TITLE",
     "LEVEL_HEADERS",
     "LevelCells",
+    "breakeven_of",
     "breakeven_text",
     "compact_lines",
     "compact_rows",
@@ -157,6 +158,17 @@ def level_cells(table: LevelTable, base: ServerConfig | None) -> list[LevelCells
         )
         for row in table.rows
     ]
+
+
+def breakeven_of(table: LevelTable, trial: TrialRecord) -> str | None:
+    """``break-even c=64`` / ``pays at every level`` for one trial (None without a baseline,
+    or for the baseline itself)."""
+    if not table.has_baseline or config_role(trial.effective) is Role.BASELINE:
+        return None
+    stop = table.breakeven(trial)
+    if stop is None:
+        return "speculation pays at every level of the ladder (no break-even within it)"
+    return f"break-even c={stop}: from there it no longer beats no speculation beyond the noise"
 
 
 def breakeven_text(table: LevelTable, base: ServerConfig | None) -> str | None:
