@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 
 from specconsole.core.config.issues import Issue
-from specconsole.core.config.model import ServerConfig
+from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.config.validation import validate
 from specconsole.core.engine.registry import get_engine
 from specconsole.core.engine.schedule import Role, config_role
@@ -106,11 +106,11 @@ def _run(plan, limit: int = 40) -> list[TrialRecord]:  # type: ignore[no-untyped
 def test_sglang_routes_a_batch_through_its_captured_sizes_to_a_bucket() -> None:
     sglang = get_engine("sglang")
     base = _plan("sglang").base
-    schedule = dataclasses.replace(
+    schedule = set_values(
         base,
         speculative_num_steps=5,
         speculative_num_draft_tokens=6,
-        options=(("speculative_adaptive_schedule", "1:5,3:4,46:3"),),
+        speculative_adaptive_schedule="1:5,3:4,46:3",
     )
     # 45 pads to the captured 48, which routes to bucket 46: the edge is at 45, not 46
     assert [sglang.steps_at(schedule, b) for b in (2, 3, 44, 45, 46)] == [5, 4, 4, 3, 3]

@@ -5,10 +5,9 @@ planted collapse of vllm#49548 next to a schedule's edge (``--sim-edge-cliff``).
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
+from specconsole.core.config.model import set_values
 from specconsole.core.plans.parse import loads_plan
 from specconsole.sim.forecast import predict, profile_for, resolve_config
 from specconsole.sim.physics.model import graph_slots
@@ -22,26 +21,26 @@ kind = "process"
 engine = "vllm"
 engine_version = "0.34.0"
 model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-speculative_num_steps = 5
-tp_size = 4
-mem_fraction_static = 0.92
-max_running_requests = 64
-context_length = 32768
+method = "eagle3"
+speculative_model = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
+num_speculative_tokens = 5
+tensor_parallel_size = 4
+gpu_memory_utilization = 0.92
+max_num_seqs = 64
+max_model_len = 32768
 launcher = "python3 -m specconsole.sim vllm serve"
 extra_args = ["--sim-profile", "examples/sim/qwen3.5-122b-a10b-eagle3.toml"{extra}]
 [sweep]
 strategy = "grid"
 [sweep.axes]
-speculative_num_steps = [5]
+num_speculative_tokens = [5]
 """
-TABLE = (("num_speculative_tokens_per_batch_size", "1-2:5,3-8:4,9-64:3"),)
+TABLE = "1-2:5,3-8:4,9-64:3"
 
 
 def _config(extra: str = "", table: bool = True):  # type: ignore[no-untyped-def]
     base = loads_plan(PLAN.replace("{extra}", extra)).base
-    return dataclasses.replace(base, options=TABLE if table else ())
+    return set_values(base, num_speculative_tokens_per_batch_size=TABLE) if table else base
 
 
 def test_each_k_of_the_table_captures_its_own_tier_of_graphs() -> None:
@@ -83,6 +82,6 @@ def test_a_planted_cliff_slows_only_the_batches_next_to_its_edge() -> None:
 
 @pytest.mark.parametrize("k", [1, 3])
 def test_a_static_k_has_no_tiers_and_no_edge(k: int) -> None:
-    config = dataclasses.replace(_config(table=False), speculative_num_steps=k)
+    config = set_values(_config(table=False), num_speculative_tokens=k)
     args = resolve_config(config, profile_for(config))
     assert args.capture_by_steps == () and not any(args.at_edge(b) for b in range(1, 70))

@@ -26,17 +26,14 @@ candidate whatever the batch size.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 
 from specconsole.core.config.issues import Issue, Severity
-from specconsole.core.config.model import ServerConfig
-from specconsole.core.config.options import with_options
+from specconsole.core.config.model import ServerConfig, set_values
 from specconsole.core.config.releases import parse_version
 from specconsole.core.engine.schedule import Edge, switch_points
 from specconsole.engines.sglang.adaptive import (
     ADAPTIVE,
     ADAPTIVE_CONFIG,
-    OPTION_FIELDS,
     SCHEDULE,
     AdaptiveFile,
     adaptive_on,
@@ -172,9 +169,6 @@ def _tiers_text(buckets: tuple[tuple[int, tuple[int, ...]], ...]) -> str:
     return ", ".join(f"{k}:{'/'.join(map(str, s))}" for k, s in buckets)
 
 
-_ORDER = [f.name for f in OPTION_FIELDS]
-
-
 def contender(schedule: ServerConfig, same_candidates: bool) -> ServerConfig | Issue:
     """SGLang's adaptive mode beside ``schedule``: its defaults (``--speculative-adaptive``
     alone: the middle candidate first, chains), or the schedule's buckets each holding every draft
@@ -189,15 +183,12 @@ def contender(schedule: ServerConfig, same_candidates: bool) -> ServerConfig | I
             'derive a schedule first (strategy = "per_level").',
         )
     if not same_candidates:
-        options = with_options(
-            schedule.options, {ADAPTIVE: True, SCHEDULE: None, ADAPTIVE_CONFIG: None}, _ORDER
-        )
-        return dataclasses.replace(
+        return set_values(
             schedule,
             speculative_num_steps=None,
             speculative_num_draft_tokens=None,
             speculative_eagle_topk=None,  # SGLang's adaptive mode drafts chains (topk 1)
-            options=options,
+            **{ADAPTIVE: True, SCHEDULE: None, ADAPTIVE_CONFIG: None},
             description="",
         )
     lengths = tuple(sorted({s for s in adaptive.candidates if s > 0}))
@@ -212,12 +203,11 @@ def contender(schedule: ServerConfig, same_candidates: bool) -> ServerConfig | I
     zero = (0,) if 0 in adaptive.candidates else ()
     every = AdaptiveFile(tuple((key, (*zero, *lengths)) for key, _s in adaptive.buckets))
     top = max(lengths)
-    options = with_options(schedule.options, {SCHEDULE: every.compact()}, _ORDER)
-    return dataclasses.replace(
+    return set_values(
         schedule,
         speculative_num_steps=top,
         speculative_num_draft_tokens=top + 1,
         speculative_eagle_topk=1,
-        options=options,
+        **{SCHEDULE: every.compact()},
         description="",
     )
