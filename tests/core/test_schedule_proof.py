@@ -47,16 +47,20 @@ launcher = "python3 -m specconsole.sim"
     "vllm": """engine = "vllm"
 engine_version = "0.34.0"
 model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-speculative_algorithm = "EAGLE3"
-speculative_draft_model_path = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-tp_size = 4
-mem_fraction_static = 0.92
-max_running_requests = 64
-context_length = 32768
+method = "eagle3"
+speculative_model = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
+tensor_parallel_size = 4
+gpu_memory_utilization = 0.92
+max_num_seqs = 64
+max_model_len = 32768
 launcher = "python3 -m specconsole.sim vllm serve"
 extra_args = ["--sim-profile", "examples/sim/qwen3.5-122b-a10b-eagle3.toml"{extra}]
 """,
 }
+
+
+AXIS = {"sglang": "speculative_num_steps", "vllm": "num_speculative_tokens"}
+"""Each engine's draft length in its own key."""
 
 
 def _plan(engine: str, extra: str = "", sweep: str = ""):  # type: ignore[no-untyped-def]
@@ -72,7 +76,7 @@ kind = "process"
 strategy = "per_level"
 {sweep}
 [sweep.axes]
-speculative_num_steps = [1, 2, 3, 4, 5]
+{AXIS[engine]} = [1, 2, 3, 4, 5]
 [bench]
 ladder = [1, 4, 16, 32, 64]
 """)
@@ -118,7 +122,7 @@ def test_sglang_routes_a_batch_through_its_captured_sizes_to_a_bucket() -> None:
     assert [(e.batch, e.switches) for e in edges] == [(3, True), (45, True)]
     assert "45 rounds up to captured size 48" in edges[1].why
     # an engine limit inside a bucket: batches above cuda_graph_max_bs run without graphs
-    small = dataclasses.replace(schedule, cuda_graph_max_bs=16)
+    small = set_values(schedule, cuda_graph_max_bs=16)
     assert (17, False) in [(e.batch, e.switches) for e in sglang.edges(small, 64)]
 
 
@@ -143,8 +147,10 @@ def test_the_sglang_proof_measures_its_edges_then_sglangs_own_adaptive_mode() ->
     assert [r.concurrency for r in table.rows] == list(LADDER)  # the rungs are not levels
     # the contenders: (a) the release's defaults, (b) the EMA over the schedule's 3, 4, 5
     default, same = trials[11], trials[12]
-    assert dict(default.config.options) == {"speculative_adaptive": True}
-    assert dict(same.config.options)["speculative_adaptive_schedule"] == "1:3/4/5,3:3/4/5,9:3/4/5"
+    assert default.config.speculative_adaptive is True
+    assert default.config.speculative_adaptive_schedule is None
+    assert default.config.speculative_num_steps is None  # the release's own candidates
+    assert same.config.speculative_adaptive_schedule == "1:3/4/5,3:3/4/5,9:3/4/5"
     assert default.capacity == 136_509  # the longest default candidate (7) reserves its KV
     for contender in (default, same):
         assert config_role(contender.config) is Role.ADAPTIVE
@@ -205,7 +211,7 @@ def test_speculation_is_off_from_the_break_even_where_the_engine_allows() -> Non
     assert table.breakeven(trials[2]) == 32  # K 3: it pays below 32, never from there
     proposal = next_trial(plan, trials)
     assert proposal is not None
-    assert dict(proposal.config.options)["num_speculative_tokens_per_batch_size"] == (
+    assert proposal.config.num_speculative_tokens_per_batch_size == (
         "1-2:5,3-8:4,9-22:3,23-64:0"
     )
 

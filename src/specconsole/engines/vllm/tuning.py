@@ -165,7 +165,7 @@ GRAPH_TOKENS = 512
 def steps_at(config: ServerConfig, batch: int) -> int | None:
     """The K a decode step of ``batch`` requests drafts: the per-batch-size table's (capped
     at ``num_speculative_tokens``), else the static K (0: no speculation)."""
-    if config.speculative_algorithm is None:
+    if config.method is None:
         return 0
     rows = scheduled(config)
     if rows is None:
@@ -194,7 +194,7 @@ def edges(config: ServerConfig, up_to: int) -> tuple[Edge, ...]:
         return f"K {old} → {new} at batch {batch}"
 
     out = list(switch_points(lambda b: steps_at(config, b), up_to, said))
-    seqs = config.max_running_requests or DEFAULT_MAX_NUM_SEQS
+    seqs = config.max_num_seqs or DEFAULT_MAX_NUM_SEQS
     tiers: dict[int, int] = {}
     for batch in range(1, min(seqs, max(up_to, 1)) + 1):
         k = steps_at(config, batch)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from specconsole.core.config.concepts import Concept, concept_value
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import engine_for
 from specconsole.core.engine.schedule import Edge, LevelPick
@@ -144,7 +145,7 @@ def top_level(plan: SweepPlan, schedule: ServerConfig) -> int:
     """The largest concurrency a rung may be measured at: the ladder's top (a batch never
     grows past the running limit, so a rung above it measures the queue)."""
     top = max(plan.bench.ladder, default=1)
-    running = schedule.max_running_requests
+    running = concept_value(schedule, Concept.MAX_CONCURRENCY)
     return min(top, running) if isinstance(running, int) and running > 0 else top
 
 
