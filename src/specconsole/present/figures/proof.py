@@ -206,10 +206,10 @@ def proof_lines(plan: SweepPlan | None, trials: Sequence[TrialRecord]) -> list[s
     if plan is None:
         return []
     base = plan.base
-    done = rounds(plan, trials) if plan.strategy is StrategyKind.SCHEDULE else ()
+    done = rounds(plan, trials) if plan.strategy is StrategyKind.PER_LEVEL else ()
     out = edge_lines(done, base, trials)
     out += readback_lines(trials, base)
     out += category_lines(trials, base)
-    if plan.strategy is StrategyKind.SCHEDULE:
+    if plan.strategy is StrategyKind.PER_LEVEL:
         out += workload_lines(plan, trials, base)
     return out

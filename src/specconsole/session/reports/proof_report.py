@@ -94,7 +94,7 @@ def proof_document(trials: Sequence[TrialRecord], plan: SweepPlan | None) -> dic
     """The section as JSON (``docs/report-schema.json``: ``schedule_proof``)."""
     shown = report_trials(trials)
     base = plan.base if plan is not None else None
-    schedule = plan is not None and plan.strategy is StrategyKind.SCHEDULE
+    schedule = plan is not None and plan.strategy is StrategyKind.PER_LEVEL
     done = rounds(plan, shown) if schedule and plan is not None else ()
     forced = []
     for t in shown:
