@@ -211,9 +211,7 @@ def test_speculation_is_off_from_the_break_even_where_the_engine_allows() -> Non
     assert table.breakeven(trials[2]) == 32  # K 3: it pays below 32, never from there
     proposal = next_trial(plan, trials)
     assert proposal is not None
-    assert proposal.config.num_speculative_tokens_per_batch_size == (
-        "1-2:5,3-8:4,9-22:3,23-64:0"
-    )
+    assert proposal.config.num_speculative_tokens_per_batch_size == "1-2:5,3-8:4,9-22:3,23-64:0"
 
 
 def _with_drafted(trial: TrialRecord, lengths: dict[int, float]) -> TrialRecord:

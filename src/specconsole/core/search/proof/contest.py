@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from specconsole.core.config.issues import Issue
 from specconsole.core.config.model import ServerConfig
 from specconsole.core.engine.registry import EngineNotFound, engine_for
+from specconsole.core.measure.identity import identity
 from specconsole.core.measure.trials import TrialRecord, TrialStatus
-from specconsole.core.search.contenders import identity
 
 __all__ = ["CONTENDERS", "Contender", "contenders"]
 
