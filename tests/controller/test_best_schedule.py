@@ -71,7 +71,7 @@ def test_best_of_a_schedule_session_round_trips_through_validate_and_render(
     folder = _session(tmp_path, engine)
     command = cli("best", str(folder))
     assert command.returncode == 0, command.stderr
-    assert "best: trial 7 schedule 1-2:5,3-8:4,9+:3" in command.stderr
+    assert "result: #7 schedule 1-2:5,3-8:4,9+:3" in command.stderr  # the proven answer
     assert "speculation pays at every level of the ladder" in command.stderr  # its break-even
     plan_file = tmp_path / "best.toml"
     plan_file.write_text(cli("best", str(folder), "--as", "plan").stdout)
