@@ -65,7 +65,7 @@ def test_a_console_that_only_looked_keeps_no_session_folder(tmux: Tmux, tmp_path
     )
     tmux.run("new-session", "-d", "-s", "demo", "-x", "120", "-y", "40", command)
     try:
-        tmux.wait_for(r"│  connected", OPEN_WAIT_S)  # the probe answered: the console looked
+        tmux.wait_for(r"│ +connected", OPEN_WAIT_S)  # the probe answered: the console looked
         tmux.run("send-keys", "-t", "demo", "q")
         screen = tmux.wait_for(r"TUI-EXIT=\d+", EXIT_WAIT_S)
     finally:
