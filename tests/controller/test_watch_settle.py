@@ -13,6 +13,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from specconsole.controller.watcher import ServerWatch, WatchTiming
 from specconsole.core.machine import events as ev
 from tests.realengine.vllm_recipes import recorded
@@ -47,6 +49,22 @@ async def _watch(lines: list[str], written: float, timing: WatchTiming) -> list[
 async def test_a_proven_traceback_is_reported_at_once_with_its_lines_time() -> None:
     lines = recorded("crash-long-context").read_text().splitlines()
     end = next(i for i, line in enumerate(lines) if "ValueError: To serve" in line)
+    started = time.monotonic()
+    posted = await _watch(lines[: end + 1], 1_796_600_000.5, WatchTiming(settle_after_s=1.0))
+    fatal = [(at, e) for at, e in posted if isinstance(e, ev.FatalSeen)]
+    assert len(fatal) == 1, posted
+    at, event = fatal[0]
+    assert event.source_time == 1_796_600_000.5
+    assert at - started < 0.8  # settle_proven_s (0.2 s), not the 1 s fallback
+
+
+@pytest.mark.parametrize("recipe", ["crash-missing-draft", "crash-context-beyond-model"])
+async def test_a_closed_argument_report_is_reported_at_once(recipe: str) -> None:
+    """vLLM's argument checks die in a pydantic report that ends on its own closing line, not
+    on the exception line: once every error of the report is closed with its cause named,
+    nothing more belongs to it (the real bed measured these deaths 1,001-1,002 ms late)."""
+    lines = recorded(recipe).read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if "For further information visit" in line)
     started = time.monotonic()
     posted = await _watch(lines[: end + 1], 1_796_600_000.5, WatchTiming(settle_after_s=1.0))
     fatal = [(at, e) for at, e in posted if isinstance(e, ev.FatalSeen)]

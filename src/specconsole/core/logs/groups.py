@@ -10,6 +10,7 @@ however long the traceback is.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,10 @@ _CHAIN_MARKERS = (
     "During handling of the above exception",
     "The above exception was the direct cause",
 )
+_VALIDATION_COUNT = re.compile(r"ValidationError: (\d+) validation errors? for ")
+"""pydantic's exception line, which says how many errors its report lists."""
+_VALIDATION_CLOSER = "For further information visit https://errors.pydantic.dev/"
+"""The line that ends each error of a pydantic report (its last line for the last error)."""
 _MAX_EVIDENCE = 8
 _EXCERPT_HEAD = 12
 _EXCERPT_TAIL = 48
@@ -50,8 +55,14 @@ class TracebackGroup:
     seen_frame: bool = False
     seen_exception: bool = False
     pending_close: bool = False
+    signed_since_exception: bool = False
+    """A line from the exception line on names a fatal cause."""
+    validation_errors_left: int | None = None
+    """A pydantic report's errors whose closing line has not come yet (``None``: not one)."""
 
     def add(self, line: str) -> None:
+        if self.seen_exception:
+            self._follow_report(line)
         if len(self.head) < _EXCERPT_HEAD:
             self.head.append(line)
             return
@@ -78,6 +89,8 @@ class TracebackGroup:
                 self.pending_close = False
                 self.seen_exception = False
                 self.seen_frame = False
+                self.signed_since_exception = False
+                self.validation_errors_left = None
                 self.add(body)
                 return True
             return False
@@ -96,6 +109,25 @@ class TracebackGroup:
             self.seen_exception = True
         self.add(body)
         return True
+
+    def _follow_report(self, line: str) -> None:
+        """Track what proves the report after the exception line complete: its cause named,
+        and a pydantic report's every error closed."""
+        if not self.signed_since_exception and self.signature(line) is not None:
+            self.signed_since_exception = True
+        left = self.validation_errors_left
+        if left is None:
+            found = _VALIDATION_COUNT.search(line)
+            if found is not None:
+                self.validation_errors_left = int(found.group(1))
+        elif left > 0 and line.lstrip().startswith(_VALIDATION_CLOSER):
+            self.validation_errors_left = left - 1
+
+    @property
+    def report_complete(self) -> bool:
+        """A pydantic report (vLLM's argument checks) whose every error has its closing line
+        and whose lines name the cause: nothing more belongs to it."""
+        return self.validation_errors_left == 0 and self.signed_since_exception
 
     @property
     def last(self) -> str:

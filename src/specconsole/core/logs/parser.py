@@ -217,12 +217,17 @@ class LogParser:
     @property
     def traceback_proven(self) -> bool:
         """An open traceback that ends on its exception line, and that line names a fatal
-        cause by itself (vLLM's ``ValueError: To serve at least one request ...``): only a
-        chained traceback written with it could still change the verdict, so a watch may
-        settle it sooner than an unexplained one."""
+        cause by itself (vLLM's ``ValueError: To serve at least one request ...``), or whose
+        pydantic report has closed its every error with the cause named in it (vLLM's
+        argument checks: ``... validation error for ModelConfig``, ``Value error, ...``,
+        ``For further information visit ...``): only a chained traceback written with it
+        could still change the verdict, so a watch may settle it sooner than an
+        unexplained one."""
         group = self._group
         if group is None or not group.seen_exception or group.pending_close:
             return False
+        if group.report_complete:
+            return True
         last = group.last
         return is_exception_line(last) and self._rules.signature(last) is not None
 
