@@ -5,14 +5,18 @@ the warning for random tokens or bare template-less text."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from specconsole.bench.workload.datasets import load_dataset
+from specconsole.commands.tui import DEMO_STORIES, demo_plan, read_console_file
+from specconsole.controller.probe.preflight import local_report
 from specconsole.core.config.chat_templates import apply_template, template_for
 from specconsole.core.machine.handlers.preflight import PreflightFacts, run_checks
 from specconsole.core.plans.workload import workload_warning
 from specconsole.core.ports import BenchApi
+from specconsole.paths import examples_dir
 from specconsole.sim.physics.textkind import TextKind, classify
 from tests.controller.helpers import plan
 
@@ -75,3 +79,52 @@ def test_the_warning() -> None:
     assert workload_warning(plain) == ""  # nothing drafts: acceptance is not the question
     report = run_checks(PreflightFacts(plan=randoms))
     assert [(f.check, f.blocking) for f in report.findings] == [("workload", False)]
+
+
+def test_the_template_warning_only_where_a_template_moves_acceptance() -> None:
+    """Bare text reads low for a trained draft on a real engine only: n-gram lookup drafts
+    from the text whatever wraps it, and the simulator reads the text's kind, never its
+    template; random tokens read low for every drafter."""
+    speculative = plan()
+    assert "chat template" in workload_warning(speculative)
+    simulated = replace(
+        speculative, base=replace(speculative.base, launcher="/v/bin/python -m specconsole.sim")
+    )
+    assert workload_warning(simulated) == ""
+    sim_random = replace(simulated, bench=replace(simulated.bench, prompts="random"))
+    assert "random tokens" in workload_warning(sim_random)
+    ngram = replace(
+        speculative,
+        base=replace(
+            speculative.base, speculative_algorithm="NGRAM", speculative_draft_model_path=None
+        ),
+    )
+    assert workload_warning(ngram) == ""
+    assert "random tokens" in workload_warning(
+        replace(ngram, bench=replace(ngram.bench, prompts="random"))
+    )
+
+
+def _shipped_plans() -> list[Path]:
+    return sorted(p for p in examples_dir().glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", _shipped_plans(), ids=lambda p: p.name)
+def test_every_shipped_example_is_clean_at_pre_flight(path: Path) -> None:
+    """Issue 42 #8: the shipped demo plan warned about itself at pre-flight. Every plan in
+    examples/ passes every check that needs no box (the box's own facts — reach, release,
+    flags, GPUs, its unit — are the box's, not the example's)."""
+    console_plan, _theme = read_console_file(path)
+    report = run_checks(PreflightFacts(plan=console_plan))
+    assert report.findings == (), [f.message for f in report.findings]
+    assert local_report(console_plan).findings == ()
+
+
+@pytest.mark.parametrize("story", sorted(DEMO_STORIES))
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_every_demo_story_is_clean_at_pre_flight(story: str, engine: str) -> None:
+    """``specconsole demo`` (every story, every engine) starts without a pre-flight warning."""
+    if engine not in DEMO_STORIES[story]:
+        pytest.skip(f"no {engine} face for the {story} story")
+    demo = demo_plan(engine=engine, story=story)
+    assert run_checks(PreflightFacts(plan=demo)).findings == ()

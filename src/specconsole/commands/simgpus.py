@@ -17,6 +17,7 @@ import os
 import shutil
 import sys
 
+from specconsole.core.config.model import runs_simulator
 from specconsole.core.plans.plan import SweepPlan
 from specconsole.core.plans.profile import TransportKind
 from specconsole.paths import data_dir
@@ -30,7 +31,7 @@ def provide_simulated_gpus(plan: SweepPlan) -> str | None:
     base = plan.base
     if plan.profile.host.transport is not TransportKind.LOCAL or plan.boxes:
         return None
-    if "specconsole.sim" not in (base.launcher or "") or shutil.which("nvidia-smi"):
+    if not runs_simulator(base) or shutil.which("nvidia-smi"):
         return None
     from specconsole.sim.forecast import profile_for
     from specconsole.sim.gpu import nvidia_smi

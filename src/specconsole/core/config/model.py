@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from specconsole.core.config.declared import deprecation as deprecation
@@ -364,6 +365,17 @@ def effective_launcher(config: ServerConfig) -> str:
     if config.launcher == _default_launcher(default):
         return _default_launcher(config.engine)
     return config.launcher
+
+
+SIMULATOR_MODULE = "specconsole.sim"
+"""The module the simulated box runs as (``{python} -m specconsole.sim``)."""
+
+
+def runs_simulator(config: ServerConfig) -> bool:
+    """Whether ``config``'s launcher runs the simulated box (``python -m specconsole.sim``)
+    rather than an engine: its acceptance is modelled, not measured on a draft head."""
+    words = config.launcher.split()
+    return any(a == "-m" and b == SIMULATOR_MODULE for a, b in pairwise(words))
 
 
 def config_from_toml(text: str) -> ServerConfig:

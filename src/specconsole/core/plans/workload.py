@@ -9,11 +9,19 @@ pre-flight says so once (``core.machine.handlers.preflight``, a warning, never b
 API
 (the server applies the template) and the templated built-in workloads (``coding``,
 ``prose``) are what it suggests.
+
+The template part holds for a trained draft (an EAGLE head, a draft model) on a real engine
+only: n-gram speculation drafts from the text itself, whatever wraps it, and the simulated box
+models acceptance from the kind of text asked for, never its template
+(``sim.physics.textkind``) — so the shipped plans on the simulator are not warned about a
+template their box ignores. Random tokens read low for every drafter: that warning stays.
 """
 
 from __future__ import annotations
 
+from specconsole.core.config.concepts import Concept, concept_keys, concept_value
 from specconsole.core.config.concepts import speculates as speculates_config
+from specconsole.core.config.model import runs_simulator
 from specconsole.core.plans.plan import SweepPlan, speculative_axis
 from specconsole.core.ports import BenchApi
 
@@ -31,6 +39,15 @@ def speculates(plan: SweepPlan) -> bool:
     return any(speculative_axis(name, plan.base.engine) for name, _values in plan.axes)
 
 
+def drafts_with_a_model(plan: SweepPlan) -> bool:
+    """Whether a trained draft (a draft model or head, not n-gram lookup) drafts in any of the
+    plan's configurations: its base, or a draft-model axis with a value."""
+    if concept_value(plan.base, Concept.DRAFT_MODEL):
+        return True
+    keys = concept_keys(plan.base.engine, Concept.DRAFT_MODEL)
+    return any(name in keys and any(values) for name, values in plan.axes)
+
+
 def workload_warning(plan: SweepPlan) -> str:
     """Why the plan's acceptance will read low ('' when it will not, or nothing drafts)."""
     if not speculates(plan):
@@ -43,7 +60,8 @@ def workload_warning(plan: SweepPlan) -> str:
             "the benchmark sends random tokens: speculative acceptance will read low (drafts "
             f"follow real text); {better}"
         )
-    if bench.api is not BenchApi.CHAT and dataset not in TEMPLATED_DATASETS:
+    template_matters = drafts_with_a_model(plan) and not runs_simulator(plan.base)
+    if template_matters and bench.api is not BenchApi.CHAT and dataset not in TEMPLATED_DATASETS:
         return (
             f"the prompts go to the {bench.api.value} API as bare text, without the model's "
             f"chat template: speculative acceptance will read lower than it serves; {better}"
