@@ -13,7 +13,11 @@ from dataclasses import replace
 
 from specconsole.core.logs.events import SpeculationOff
 from specconsole.core.machine import events as ev
-from specconsole.core.machine.handlers.speculation import NO_DRAFTS
+from specconsole.core.machine.handlers.speculation import (
+    NO_DRAFTS,
+    counters_saw_generation,
+    uncounted,
+)
 from specconsole.core.machine.handlers.watch import translate
 from specconsole.core.machine.state import LevelSummary, Phase, TrialStatus
 from specconsole.core.measure.acceptance import CounterAcceptance
@@ -22,7 +26,7 @@ from specconsole.core.plans.parse import loads_plan
 from specconsole.present.status import record_status, status_detail
 from specconsole.session.records import record_from_dict, record_to_dict
 from specconsole.session.reports.acceptance_report import acceptance_lines
-from tests.controller.helpers import Driver
+from tests.controller.helpers import Driver, plan
 
 PLAN = """
 name = "llama"
@@ -107,3 +111,51 @@ def test_the_configuration_and_the_counters_say_so_too() -> None:
     assert "without spec_type" in d.state.trials[0].speculation_off
     run_trial(d, drafts=0)  # asked to speculate, the counters saw no draft
     assert d.state.trials[1].speculation_off == NO_DRAFTS
+
+
+def level(measurement: str, counters: CounterAcceptance | None) -> LevelSummary:
+    return LevelSummary(
+        concurrency=4,
+        output_tok_s=400.0,
+        per_request_tok_s=100.0,
+        completed=4,
+        measurement=measurement,
+        counters=counters,
+    )
+
+
+def test_counters_that_saw_no_request_finish_are_no_evidence_of_no_drafts() -> None:
+    """SGLang counts verify steps and generated tokens only as each request finishes: over a
+    steady window in which none finished, both deltas are 0 whether it drafted or not. That
+    silence is no evidence; zero drafts beside tokens the engine counted is."""
+    sglang = plan().base
+    silent = CounterAcceptance(0, 0, 0, output_tokens=0)
+    assert uncounted(sglang, [level("steady", silent)]) == ""
+    assert uncounted(sglang, [level("steady", silent), level("steady", silent)]) == ""
+    generated = CounterAcceptance(0, 0, 0, output_tokens=2048)
+    assert uncounted(sglang, [level("steady", generated)]) == NO_DRAFTS
+    assert uncounted(sglang, [level("steady", silent), level("steady", generated)]) == NO_DRAFTS
+    drafted = CounterAcceptance(512, 0, 1024, output_tokens=1536)
+    assert uncounted(sglang, [level("steady", silent), level("steady", drafted)]) == ""
+    # an engine without an output-token counter: only whole requests can tell
+    blind = CounterAcceptance(0, 0, 0)
+    assert uncounted(sglang, [level("steady", blind)]) == ""
+    assert uncounted(sglang, [level("completed", blind)]) == NO_DRAFTS
+    assert not counters_saw_generation(level("completed", None))
+    untrusted = CounterAcceptance.untrusted("counter reset (sglang:spec_verify_calls_total)")
+    assert not counters_saw_generation(level("completed", untrusted))
+
+
+def test_a_steady_sweep_on_sglang_is_not_marked_off_for_its_silent_windows() -> None:
+    """Through the machine: a trial benchmarked over steady windows that no request finished
+    in is recorded unmarked (marked, the per-level schedule would lose its draft length), and
+    the same trial whose counters saw tokens generated without a draft is marked."""
+    for output_tokens, reason in ((0, ""), (4096, NO_DRAFTS)):
+        d = Driver()
+        d.to_phase(Phase.BENCHMARKING)
+        counters = CounterAcceptance(0, 0, 0, output_tokens=output_tokens, drafted_length=3.0)
+        d.send(ev.BenchFinished(levels=(level("steady", counters),)))
+        assert d.state.phase is Phase.RECORDING and d.state.trial is not None
+        d.send(ev.TrialRecorded(index=d.state.trial.index))
+        assert d.state.trials[0].status is TrialStatus.OK
+        assert d.state.trials[0].speculation_off == reason

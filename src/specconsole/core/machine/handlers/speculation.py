@@ -12,7 +12,14 @@ records, the console and the reports show, and the objective never counts it as 
 * the server's log (a ``SpeculationOff`` event, e.g. ``the target and draft vocabs are not
   compatible``), while it loads or serves;
 * the engine's own counters: a configuration that should speculate, benchmarked with no
-  draft counted at any level.
+  draft counted at any level whose counters saw the engine generate.
+
+No evidence is not evidence of no drafts: SGLang counts its verify steps (and its generated
+tokens) only as each request finishes (``TokenizerMetricsCollector.observe_one_finished_request``),
+so a steady window in which no request finished moves none of its counters, drafting or not.
+A level speaks only when the engine's own output-token counter moved in the same window (the
+engine generated, and counted it where it counts drafts), or, for an engine without one,
+when the level was measured over whole requests (``measurement = "completed"``).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from specconsole.core.machine import events as ev
 from specconsole.core.machine.common import Result, _require_trial
 from specconsole.core.machine.state import ControllerState, LevelSummary, TrialRecord
 
-__all__ = ["configured_off", "mark", "on_speculation_off", "uncounted"]
+__all__ = ["configured_off", "counters_saw_generation", "mark", "on_speculation_off", "uncounted"]
 
 NO_DRAFTS = "the engine's counters show no draft at any level (speculation did not run)"
 
@@ -41,17 +48,26 @@ def configured_off(config: ServerConfig) -> str:
 
 def uncounted(config: ServerConfig, levels: Sequence[LevelSummary]) -> str:
     """:data:`NO_DRAFTS` when ``config`` should speculate and every level whose engine
-    counters were read (and trusted) completed requests without a single draft ('' otherwise)."""
+    counters can tell (:func:`counters_saw_generation`) counted not a single draft ('' otherwise,
+    and '' when no level can tell)."""
     try:
         speculates = engine_for(config).verify_tokens(config) > 0
     except EngineNotFound:
         return ""
-    drafts = [
-        lv.counters.drafts
-        for lv in levels
-        if lv.counters is not None and lv.counters.trusted and lv.completed
-    ]
+    drafts = [lv.counters.drafts for lv in levels if counters_saw_generation(lv)]
     return NO_DRAFTS if speculates and drafts and not any(drafts) else ""
+
+
+def counters_saw_generation(level: LevelSummary) -> bool:
+    """Whether ``level``'s counter deltas cover tokens the engine generated, so that zero
+    drafts among them means it generated without drafting: its output-token counter moved in
+    the same window, or (an engine without one) the level covered whole requests."""
+    counters = level.counters
+    if counters is None or not counters.trusted:
+        return False
+    if counters.output_tokens is not None:
+        return counters.output_tokens > 0
+    return level.measurement == "completed" and level.completed > 0
 
 
 def mark(trial: TrialRecord, reason: str) -> TrialRecord:
