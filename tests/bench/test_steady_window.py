@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -14,6 +15,9 @@ import pytest
 from specconsole.bench.loadgen import plan_for
 from specconsole.bench.remote_runner import build_script
 from specconsole.bench.runner import ThreadedBenchmarkRunner
+from specconsole.core.engine.registry import get_engine
+from specconsole.core.machine.handlers.speculation import uncounted
+from specconsole.core.machine.results import level_summaries
 from specconsole.core.measure.metrics import LevelMetrics
 from specconsole.core.ports import BenchSpec
 from specconsole.sim.faces.sglang.args import parse_argv
@@ -23,6 +27,7 @@ from specconsole.sim.physics.model import Prediction
 from specconsole.sim.physics.textkind import TextKind
 from specconsole.sim.profile import load_default_profile
 from tests.bench.test_remote_runner import run_on_bare_python
+from tests.controller.helpers import plan
 from tests.fixtures.sim import DEFAULT_FLAGS, SimProcess, running_simulator
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
@@ -30,6 +35,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 INPUT_LEN = 256
 OUTPUT_LEN = 512
 """Requests far longer than the window: no request finishes while it is measured."""
+SGLANG_COUNTERS = get_engine("sglang").endpoints.spec_counters
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +180,28 @@ async def test_a_full_window_reports_exactly_its_length_on_any_clock() -> None:
     now[0] = 12_345.678 + 0.5
     assert await phase.settle(asyncio.Event(), limit_s=5.0, first_token_s=5.0)
     assert phase.ws == 12_345.678 and phase.window_len == 0.3
+
+
+async def test_a_window_no_request_finished_in_is_no_evidence_that_speculation_is_off(
+    sim: SimProcess,
+) -> None:
+    """SGLang's face counts verify steps and generated tokens as each request finishes, as
+    SGLang does (``TokenizerMetricsCollector.observe_one_finished_request``): over a steady
+    window that no request finished in, its counters say nothing — 0 drafts and 0 tokens —
+    and the trial is not marked "speculation off" for it. Whole requests, on the same
+    server, count drafts."""
+    counting = replace(spec((4,), 1.0), spec_counters=SGLANG_COUNTERS)
+    result = await ThreadedBenchmarkRunner().run(counting, sim.base_url)
+    (window,) = level_summaries(result)
+    assert window.measurement == "steady" and window.counters is not None
+    assert window.counters.trusted, window.counters
+    assert window.counters.drafts == 0 and window.counters.output_tokens == 0
+    speculating = plan().base  # EAGLE-3, as the simulator runs
+    assert uncounted(speculating, [window]) == ""
+    whole = replace(
+        counting, window="completed", window_s=None, requests_per_level=4, output_len=32
+    )
+    (completed,) = level_summaries(await ThreadedBenchmarkRunner().run(whole, sim.base_url))
+    assert completed.counters is not None and completed.counters.drafts > 0
+    assert (completed.counters.output_tokens or 0) >= 4 * 32 * 0.95
+    assert uncounted(speculating, [window, completed]) == ""
