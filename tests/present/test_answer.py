@@ -8,7 +8,9 @@ schedule that falls behind somewhere leaves the single best static the result, a
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
+import re
 
 from specconsole.controller.finish import best_config
 from specconsole.core.machine.state import TrialRecord
@@ -16,13 +18,19 @@ from specconsole.core.search.answer import answer, answer_marks
 from specconsole.core.search.bestlaunch import best_launch
 from specconsole.core.search.levels import level_table
 from specconsole.present.figures.bestlaunch import launch_block
-from specconsole.present.figures.levels import compact_lines, level_verdicts, pct
+from specconsole.present.figures.levels import (
+    compact_lines,
+    compact_rows,
+    fit_rows,
+    level_verdicts,
+    pct,
+)
 from specconsole.present.figures.progress import best_forms, best_text
 from specconsole.present.labels import config_summary, schedule_text
 from specconsole.present.runlog import verdict
 from specconsole.session.reports.report import to_markdown
 from specconsole.session.reports.report_json import to_json
-from tests.ui.schedule_scenes import schedule_state
+from tests.ui.schedule_scenes import schedule_proof_state, schedule_state
 
 NOTATION = "schedule 1-22:5,23+:3"
 
@@ -127,11 +135,48 @@ def test_the_per_level_table_has_the_vs_single_column_and_no_negative_zero() -> 
 def test_the_help_explains_every_column_of_the_per_level_table() -> None:
     from specconsole.present.keyboard.help import LEVEL_MEANINGS, help_text
 
-    plan, trials = _proven()
-    table = level_table(trials, plan.goal, plan.noise_pct)  # type: ignore[attr-defined]
+    state = schedule_proof_state()  # the widest table: the proof's contenders (a) and (b)
+    assert state.plan is not None
+    table = level_table(state.trials, state.plan.goal, state.plan.noise_pct)
     header = compact_lines(table)[0]
+    assert "(a)" in header and "(b)" in header
     named = [name for name, _meaning in LEVEL_MEANINGS]
     assert " ".join(named).split() == header.split()
     page = help_text(80)
     assert all(f"  {name}  " in page for name in ("schedule", "none", "gain", "lead"))
     assert all(len(line) <= 80 for line in page.splitlines())
+
+
+def test_a_narrow_box_leaves_out_what_the_shown_figures_say_before_none_and_the_contenders() -> (
+    None
+):
+    """The per-level box cuts whole columns, least wanted first: the best's lead, gain and
+    vs best (the figures beside them say it), then vs single, then the contenders — never no
+    speculation before them, whatever their reading order (the columns shown keep it)."""
+    state = schedule_proof_state()
+    assert state.plan is not None
+    rows = compact_rows(level_table(state.trials, state.plan.goal, state.plan.noise_pct))
+    every = fit_rows(rows)
+    assert every[0].split() == [
+        "c", "best", "static", "schedule", "vs", "best", "vs", "single", "(a)", "(b)", "none",
+        "gain", "lead",
+    ]  # fmt: skip
+    shown = []
+    for width in range(max(map(len, every)), 0, -1):
+        lines = fit_rows(rows, width)
+        assert all(len(line) <= width for line in lines) or lines[0].split() == ["c"], width
+        header = lines[0]
+        named = [h for h in rows[0] if re.search(rf"(^|\s){re.escape(h)}($|\s)", header)]
+        if not shown or named != shown[-1]:
+            shown.append(named)
+    assert [set(a) - set(b) for a, b in itertools.pairwise(shown)] == [
+        {"lead"}, {"gain"}, {"vs best"}, {"vs single"}, {"(b)"}, {"(a)"}, {"none"},
+        {"best static"}, {"schedule"},
+    ]  # fmt: skip
+    assert shown[-1] == ["c"]
+    # the box at the console's widths (80×24: 51 cells; 120×40: 68) keeps none and (a), (b)
+    assert fit_rows(rows, 51)[0].split()[-3:] == ["(a)", "(b)", "none"]
+    assert "vs single" in fit_rows(rows, 68)[0]
+    # a column left out is whole: every kept cell is a cell of the full table, aligned
+    row = fit_rows(rows, 51)[4]
+    assert row.split()[-3:] == ["2,551.7", "2,687.5", "793.3"]

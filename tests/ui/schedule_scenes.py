@@ -80,3 +80,28 @@ def schedule_state() -> ControllerState:
 
 def _at(trial: TrialRecord, concurrency: int) -> float:
     return next(lv.output_tok_s for lv in trial.levels if lv.concurrency == concurrency)
+
+
+def schedule_proof_state() -> ControllerState:
+    """:func:`schedule_state` with its proof's two contenders run after it: SGLang's own
+    adaptive mode with its defaults (a), 6 % below the schedule at every level, and over the
+    schedule's lengths (b), 1 % below: the box's widest table."""
+    from specconsole.core.search.proof.contest import contenders
+
+    state = schedule_state()
+    schedule = state.trials[-1]
+    made = [c.config for c in contenders(schedule.config)]
+    assert all(c is not None for c in made), made
+    ran = tuple(
+        _trial(
+            schedule.index + 1 + n,
+            config,
+            tuple(
+                dataclasses.replace(lv, output_tok_s=round(lv.output_tok_s * share, 1))
+                for lv in schedule.levels
+            ),
+        )
+        for n, (config, share) in enumerate(zip(made, (0.94, 0.99), strict=True))
+        if config is not None
+    )
+    return dataclasses.replace(state, trials=(*state.trials, *ran))

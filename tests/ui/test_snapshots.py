@@ -34,7 +34,7 @@ from tests.ui.doubles import (
     repeated_bench_state,
 )
 from tests.ui.gpu_scenes import gpu_crash_state, gpu_loading_state
-from tests.ui.schedule_scenes import schedule_state
+from tests.ui.schedule_scenes import schedule_proof_state, schedule_state
 
 JOURNAL = (
     "[2026-07-20 12:01:02 TP0] Init torch distributed begin.",
@@ -147,6 +147,7 @@ SCENES: dict[str, Scene] = {
     "gpu_loading": (gpu_loading_state, JOURNAL[:6], None),
     "gpu_crash": (gpu_crash_state, CRASH_JOURNAL, None),
     "schedule": (schedule_state, JOURNAL, _show_trials),
+    "schedule_proof": (schedule_proof_state, JOURNAL, _show_trials),
     "pager_start": (big_figures_state, (), _show_trials),
     "pager_end": (big_figures_state, (), _page_to_the_end),
     "cancelled": (_cancelled_state, JOURNAL, _show_trials),

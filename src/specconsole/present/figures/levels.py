@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "COMPACT_CUT_ORDER",
+    "LEFT_ALIGNED",
     "LEVELS_TITLE",
     "LEVEL_HEADERS",
     "LevelCells",
@@ -403,23 +405,35 @@ def compact_lines(table: LevelTable, width: int | None = None) -> list[str]:
     """The table for a narrow pane: per level the best static (trial and figure), the
     schedule against it and against the single best static, the engine's adaptive
     contenders ``(a)`` and ``(b)`` where they ran, no speculation and speculation's gain, the
-    best's lead — aligned (:func:`fit_rows`)."""
+    best's lead — aligned, the least wanted columns left out in ``width`` (:func:`fit_rows`)."""
     return fit_rows(compact_rows(table), width)
 
 
+COMPACT_CUT_ORDER: tuple[str, ...] = (
+    *("lead", "gain", "vs best", "vs single", "(b)", "(a)", "none", "best static", "schedule"),
+)
+"""The order a narrow per-level box leaves its columns out, least wanted first (``c`` always
+stays; a column not named goes first). The table answers "the schedule against the single
+best static, speculation off and the engine's own adaptive mode", so the figures stay
+longest: the schedule's, each level's best static's, no speculation's (a schedule is worth
+nothing where speculation does not pay), the engine's adaptive contenders' (whether its own
+mode, as shipped (a) or over the schedule's lengths (b), would do as well: their sentences
+are the first a short box leaves out), then the schedule against the single best static
+(the result's line under the table says where it leads); what the shown figures already say
+goes first: vs best, speculation's gain, the best's lead."""
+
+LEFT_ALIGNED: frozenset[str] = frozenset({"best static", "lead"})
+"""The compact table's columns that are words (a trial number, a lead) rather than figures."""
+
+
 def compact_rows(table: LevelTable) -> tuple[tuple[str, ...], ...]:
-    """:func:`compact_lines`' cells, its header first."""
+    """:func:`compact_lines`' cells, its header first (in reading order: what :func:`fit_rows`
+    leaves out on a narrow pane is :data:`COMPACT_CUT_ORDER`'s business)."""
     keys = [c.key for c in _ran(table)]
-    header = (  # the columns cut first are the last
-        "c",
-        "best static",
-        "schedule",
-        "vs best",
-        "vs single",
+    header = (
+        *("c", "best static", "schedule", "vs best", "vs single"),
         *(f"({k})" for k in keys),
-        "none",
-        "gain",
-        "lead",
+        *("none", "gain", "lead"),
     )
     rows: list[tuple[str, ...]] = [header]
     for row in table.rows:
@@ -443,20 +457,27 @@ def compact_rows(table: LevelTable) -> tuple[tuple[str, ...], ...]:
 
 
 def fit_rows(rows: tuple[tuple[str, ...], ...], width: int | None = None) -> list[str]:
-    """``rows`` aligned; in ``width`` cells the columns that do not fit are left out whole
-    from the right (a number is whole or absent), the first always kept. Every column is a
-    number, right-aligned, but the second (the best static's trial) and the last (the lead)."""
+    """``rows`` (its header first) aligned; in ``width`` cells the columns that do not fit
+    are left out whole in :data:`COMPACT_CUT_ORDER` (a number is whole or absent, a column
+    shown only with every column more wanted), the first always kept, the rest in reading
+    order. Every column is a number, right-aligned, but :data:`LEFT_ALIGNED`'s."""
     if not rows:
         return []
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    kept = len(widths)
-    while kept > 1 and width is not None and sum(widths[:kept]) + 2 * (kept - 1) > width:
-        kept -= 1
-    right = tuple(i not in (1, len(widths) - 1) for i in range(len(widths)))
+    header = rows[0]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    kept = list(range(len(widths)))
+    order = COMPACT_CUT_ORDER  # a column not named in it goes first
+    cuts = sorted(kept[1:], key=lambda i: order.index(header[i]) if header[i] in order else -1)
+
+    def wide() -> int:
+        return sum(widths[i] for i in kept) + 2 * (len(kept) - 1)
+
+    while cuts and width is not None and wide() > width:
+        kept.remove(cuts.pop(0))
     return [
         "  ".join(
-            cell.rjust(w) if r else cell.ljust(w)
-            for cell, w, r in zip(line[:kept], widths[:kept], right[:kept], strict=True)
+            line[i].ljust(widths[i]) if header[i] in LEFT_ALIGNED else line[i].rjust(widths[i])
+            for i in kept
         ).rstrip()
         for line in rows
     ]

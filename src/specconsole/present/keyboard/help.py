@@ -55,6 +55,12 @@ LEVEL_MEANINGS: tuple[tuple[str, str], ...] = (
         "objective picks; a schedule behind it nowhere beyond the noise and ahead somewhere "
         "is the sweep's result (★)",
     ),
+    (
+        "(a)",
+        "after a schedule, the engine's own adaptive mode with its defaults (SGLang's "
+        "--speculative-adaptive): its aggregate tok/s here",
+    ),
+    ("(b)", "the engine's adaptive mode over the schedule's draft lengths: its tok/s here"),
     ("none", "the same launch without speculation: its aggregate tok/s here"),
     (
         "gain",
