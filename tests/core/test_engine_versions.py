@@ -138,3 +138,57 @@ def test_simulator_accepts_exactly_the_releases_flags(
     else:
         with pytest.raises(SimArgError):
             parse_argv(argv)
+
+
+_NOT_RELEASES = ["0", "latest", "0.x", "1.2.3.4.5", "v", "0.5.99999999999999999999"]
+
+
+@pytest.mark.parametrize("bad", _NOT_RELEASES)
+@pytest.mark.parametrize(
+    ("plan", "title", "example"),
+    [("demo-sweep.toml", "SGLang", "0.5.23"), ("vllm-sweep.toml", "vLLM", "0.34.0")],
+)
+def test_a_plan_declaring_no_release_number_is_refused_as_it_is_read(
+    tmp_path: Path, bad: str, plan: str, title: str, example: str
+) -> None:
+    """Every render reads ``engine_version`` as a release to spell the flags: a shipped plan
+    with ``engine_version = "0"`` (in [server] or as an axis) is a PlanError naming the key
+    and the fix as the plan is read — validate and render exit 2 with it, no traceback."""
+    from specconsole.cli import main
+    from specconsole.core.plans.parse import loads_plan
+    from specconsole.core.plans.plan import PlanError
+
+    shipped = (ROOT / "examples" / plan).read_text()
+    lines = [ln for ln in shipped.splitlines() if not ln.startswith("engine_version")]
+    at = lines.index("[server]") + 1
+    lines.insert(at, f"engine_version = {json.dumps(bad)}")
+    text = "\n".join(lines) + "\n"
+    with pytest.raises(PlanError) as refused:
+        loads_plan(text)
+    said = str(refused.value)
+    assert said.startswith(f"[server] engine_version: {bad!r} is not a {title} release number")
+    assert f'Fix: write the release on the box, e.g. engine_version = "{example}"' in said
+    path = tmp_path / plan
+    path.write_text(text)
+    for command in ("validate", "render"):
+        assert main([command, str(path)]) == 2
+    # the same value as an axis of a plan whose [server] is fine
+    axis = shipped.replace(
+        "[sweep.axes]\n", f"[sweep.axes]\nengine_version = [{json.dumps(bad)}]\n"
+    )
+    assert axis != shipped
+    with pytest.raises(PlanError, match=r"\[sweep.axes\] engine_version\[0\]: .* is not a"):
+        loads_plan(axis)
+
+
+def test_render_refuses_an_engine_version_option_that_is_no_release(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from specconsole.cli import main
+
+    seed = str(ROOT / "examples" / "seed-box.toml")
+    assert main(["render", seed, "--as", "argv", "--engine-version", "0"]) == 2
+    said = capsys.readouterr().err
+    assert "--engine-version '0' is not a SGLang release number" in said, said
+    assert "e.g. --engine-version 0.5.23, or leave the option out" in said
+    assert main(["render", seed, "--as", "argv", "--engine-version", "0.5.23"]) == 0

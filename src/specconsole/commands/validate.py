@@ -51,7 +51,19 @@ _VERSION_KW: dict[str, Any] = {
 
 
 def _with_version(config: ServerConfig, version: str | None) -> ServerConfig:
-    return config if version is None else replace_config(config, engine_version=version)
+    """``config`` at ``--engine-version``'s release (refused, naming the option, when it is
+    not one of the engine's release numbers: every render reads it as one)."""
+    if version is None:
+        return config
+    from specconsole.core.plans.tables import not_a_release
+
+    wrong = not_a_release(config.engine, version)
+    if wrong is not None:
+        raise _InputError(
+            f"--engine-version {version!r} is not a {wrong[0]} release number. Fix: give the "
+            f"release on the box, e.g. --engine-version {wrong[1]}, or leave the option out."
+        )
+    return replace_config(config, engine_version=version)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -287,9 +299,9 @@ def _validate_cmd(args: argparse.Namespace) -> int:
     try:
         document, text = _read_document(args.file)
         trials = _trial_configs(document, text, args.file, notes)
+        trials = [(label, _with_version(c, args.engine_version)) for label, c in trials]
     except _InputError as exc:
         return _fail(str(exc), err)
-    trials = [(label, _with_version(c, args.engine_version)) for label, c in trials]
     for note in notes if not args.quiet else ():
         _print_issue(note, "", out)
     n_errors, n_warnings = _check(trials, out, quiet=args.quiet)
@@ -311,9 +323,9 @@ def _render_cmd(args: argparse.Namespace) -> int:
     try:
         document, text = _read_document(args.file)
         label, config = _render_target(document, text, args.file, args.trial)
+        config = _with_version(config, args.engine_version)
     except _InputError as exc:
         return _fail(str(exc), err)
-    config = _with_version(config, args.engine_version)
     if label:
         print(f"{args.file}: rendering {label}", file=err)
     name = document.get("name")

@@ -37,7 +37,8 @@ from specconsole.core.config.model import (
     parse_field,
 )
 from specconsole.core.config.options import parse_option
-from specconsole.core.engine.registry import default_engine
+from specconsole.core.config.releases import parse_version
+from specconsole.core.engine.registry import EngineNotFound, default_engine, get_engine
 from specconsole.core.measure.slo import Slo
 from specconsole.core.plans.plan import PlanError
 from specconsole.core.plans.schema import DERIVED_BENCH_FIELDS, table_keys, unknown_key_message
@@ -102,10 +103,44 @@ def server_config_from_table(
     for key, value in table.items():
         _check_toml_typed(engine, key, value, f"[{section}] {key}")
     try:
-        return config_from_table(table, notes)
+        config = config_from_table(table, notes)
     except ConfigError as exc:
         key = exc.key.removeprefix("server.")
         raise _plan_error(f"[{section}] {key}", exc) from None
+    check_release(config.engine, config.engine_version, f"[{section}] engine_version")
+    return config
+
+
+def check_release(engine: str, version: Any, where: str) -> None:
+    """A declared ``engine_version`` is a release number of ``engine``'s: every render reads
+    it as one to spell the flags (``core.config.releases``), so a plan saying ``"0"`` is
+    refused as it is read, naming ``where`` and the fix, not by a traceback from render."""
+    wrong = not_a_release(engine, version)
+    if wrong is not None:
+        title, newest = wrong
+        raise PlanError(
+            f"{where}: {version!r} is not a {title} release number. Fix: write the release on "
+            f'the box, e.g. engine_version = "{newest}", or remove it (the box is asked before '
+            "trial 1)"
+        )
+
+
+def not_a_release(engine: str, version: Any) -> tuple[str, str] | None:
+    """(the engine's title, its newest vouched release) when ``version`` is given and is not
+    one of ``engine``'s release numbers; None when it is, or when the engine tracks no
+    releases (llama.cpp: its box's ``--help`` decides, its rules refuse the key)."""
+    if version is None:
+        return None
+    try:
+        engine_def = get_engine(engine)
+    except EngineNotFound:
+        return None  # the engine key's own error says it
+    known = engine_def.releases.known
+    try:
+        parse_version(str(version))
+    except ValueError:
+        return (engine_def.title, known[-1]) if known else None
+    return None
 
 
 server_config_to_table = config_to_table
@@ -331,7 +366,10 @@ def _axis_value(base: ServerConfig, name: str, value: Any, where: str) -> Any:
     ``spec_draft_n_max``)."""
     own = option_fields(base.engine)
     if name not in own:
-        return coerce_config_value(name, value, where)
+        coerced = coerce_config_value(name, value, where)
+        if name == "engine_version":
+            check_release(base.engine, coerced, where)
+        return coerced
     _check_toml_typed(base.engine, name, value, where)
     if (
         own[name].kind in ("int", "float")
