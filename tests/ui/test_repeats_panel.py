@@ -75,8 +75,8 @@ async def test_the_panel_prints_means_with_intervals_and_the_spread_line() -> No
         assert c1.startswith("c=1") and "±" in c1 and "tok/s" in c1
         assert "±" not in lines[3]  # c=32: one run
         headline, spread = lines[-2], lines[-1]
-        assert headline.startswith("single ") and " ± " in headline.split("peak")[0]
-        assert spread.startswith("± 95% CI over 2 runs · sd single ")
+        assert headline.startswith("per request ") and " ± " in headline.split("peak")[0]
+        assert spread.startswith("± 95% CI over 2 runs · sd per request ")
 
 
 async def test_one_run_keeps_the_panel_as_it_was() -> None:
@@ -87,3 +87,17 @@ async def test_one_run_keeps_the_panel_as_it_was() -> None:
     assert view.status == "trial 2 · done" and all(lv.tok_s_ci is None for lv in view.levels)
     lines = await _rendered(view, 80)
     assert len(lines) == len(view.levels) + 2 and not any("±" in line for line in lines)
+
+
+async def test_the_c1_row_and_the_headline_say_which_rate_they_are() -> None:
+    """Issue 42 #8: the c=1 row (aggregate) and the headline (per request) showed two
+    unlabelled figures; each rate now names its kind at every width, every figure whole."""
+    view = adapt.bench_view(
+        dataclasses.replace(idle_state(), trials=(finished_trial(2),), phase=Phase.DONE)
+    )
+    for width in (40, 60, 80, 120):
+        lines = await _rendered(view, width)
+        rows, headline = lines[: len(view.levels)], lines[-1]
+        assert all(" agg " in row and row.rstrip().endswith(("tok/s", "ms")) for row in rows), rows
+        assert headline.startswith(("per request ", "per req ")), headline
+        assert "peak agg " in headline and "…" not in headline, headline

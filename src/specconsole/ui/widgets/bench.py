@@ -1,5 +1,10 @@
 """The benchmark panel: the concurrency ladder with a bar per level, and the headline numbers.
 
+Each level's rate is the aggregate output tok/s of its c streams, and the headline's first
+figure is one request's own decoding speed: at c=1 they differ (the aggregate counts the time
+to first token), so each says which it is — ``agg`` on the rows, ``per request`` and ``peak
+agg`` in the headline (issue 42 #8), the words of the run log's level lines.
+
 The panel is a function of a ``BenchView``; the bar width follows the widget's width so the
 same view reads at 80 columns (narrow bars, no TTFT column) and on a wide terminal. With
 ``[bench] repeats`` a finished level's tok/s is the mean of its runs ± the 95 % CI's
@@ -25,6 +30,12 @@ _STATE_CLASS = {
     "done": "bench--done",
     "failed": "bench--failed",
 }
+
+
+AGGREGATE = "agg"
+"""The label of an aggregate rate: every stream of a level together."""
+PER_REQUEST = "per request"
+"""The label of one request's own decoding rate (the headline's single-request figure)."""
 
 
 class BenchPanel(Widget):
@@ -64,7 +75,7 @@ class BenchPanel(Widget):
             return text
         wide = width >= 62
         rate_width = 12 if any(lv.tok_s_ci is not None for lv in view.levels) else 7
-        fixed = 5 + 2 + 7 + 2 + rate_width + 4 + (13 if wide else 0) + 6
+        fixed = 5 + 2 + 7 + 2 + len(AGGREGATE) + 1 + rate_width + 4 + (13 if wide else 0) + 6
         bar_width = max(4, min(30, width - fixed))
         for i, level in enumerate(view.levels):
             if i:
@@ -93,7 +104,7 @@ class BenchPanel(Widget):
         text.append(fraction_bar(level.done_fraction, bar_width), style=style)
         text.append(f" {count:>7}")
         rate = format_rate_ci(level.tok_s, level.tok_s_ci, sep="±")
-        text.append(f" {rate:>{rate_width}} tok/s")
+        text.append(f" {AGGREGATE} {rate:>{rate_width}} tok/s")
         if wide:
             text.append(f"  ttft {format_ms(level.ttft_p50_ms):>8}")
         if level.failed:
@@ -102,21 +113,23 @@ class BenchPanel(Widget):
 
     @staticmethod
     def _headline(view: BenchView, width: int) -> str:
-        """The two headline numbers (means ± 95 % CI half-width over repeated runs) and the
-        accept length: the first of these forms that fits the panel — spaced, spaced without
-        the accept length, compact, compact without it."""
+        """The two headline numbers, labelled (one request's rate, the peak aggregate; means ±
+        95 % CI half-width over repeated runs) and the accept length: the first of these forms
+        that fits the panel — spaced, spaced without the accept length, compact, compact
+        without it."""
         if view.single_tok_s is None and view.peak_tok_s is None:
-            return "single —   peak —"
+            return f"{PER_REQUEST} —   peak {AGGREGATE} —"
         single_ci, peak_ci = half_width(view.single_spread), half_width(view.peak_spread)
         accept = format_ratio(view.accept_length) if view.accept_length else ""
         c = view.peak_concurrency
         spaced = (
-            f"single {format_rate_ci(view.single_tok_s, single_ci)} tok/s   "
-            f"peak {format_rate_ci(view.peak_tok_s, peak_ci)} tok/s" + (f" @ c={c}" if c else "")
+            f"{PER_REQUEST} {format_rate_ci(view.single_tok_s, single_ci)} tok/s   "
+            f"peak {AGGREGATE} {format_rate_ci(view.peak_tok_s, peak_ci)} tok/s"
+            + (f" @ c={c}" if c else "")
         )
         compact = (
-            f"single {format_rate_ci(view.single_tok_s, single_ci, sep='±')} · "
-            f"peak {format_rate_ci(view.peak_tok_s, peak_ci, sep='±')}"
+            f"per req {format_rate_ci(view.single_tok_s, single_ci, sep='±')} · "
+            f"peak {AGGREGATE} {format_rate_ci(view.peak_tok_s, peak_ci, sep='±')}"
             + (f" @c={c}" if c else "")
             + " tok/s"
         )
@@ -132,7 +145,7 @@ class BenchPanel(Widget):
     def _spread_line(view: BenchView, width: int = 200) -> str:
         """``± 95% CI over 3 runs · sd single 2.1, peak 8.4`` when the headlines are means
         over repeated runs (compact when the panel is narrow); empty otherwise."""
-        named = [("single", view.single_spread), ("peak", view.peak_spread)]
+        named = [(PER_REQUEST, view.single_spread), (f"peak {AGGREGATE}", view.peak_spread)]
         known = [(name, sp) for name, sp in named if sp is not None]
         if not known:
             return ""
