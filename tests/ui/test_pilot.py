@@ -12,6 +12,8 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from specconsole.core.machine.events import DeployConfig, Quit, StartSweep
+from specconsole.core.machine.state import ResumeChoice
+from specconsole.present.keyboard.actions import choice_target
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.messages import IntentSent, LogBatch
 from specconsole.ui.screens.confirm import ConfirmActionScreen
@@ -78,7 +80,10 @@ async def test_editor_shows_error_then_applies_as_next_trial() -> None:
     assert controller.intents == sent
 
 
-async def test_editor_suggest_next_fills_the_optimisers_proposal() -> None:
+async def test_editor_suggest_next_fills_the_plans_next_at_once_as_the_banner_says() -> None:
+    """Issue 42 #8: ctrl+n showed nothing until the next key, then contradicted the banner.
+    Its first frame says it is asking; with no further key the form holds what the banner's
+    r resumes with, and the reason says so."""
     state = dataclasses.replace(
         crashed_state(), plan=plan(axes=(("speculative_num_steps", tuple(range(1, 11))),))
     )
@@ -89,14 +94,23 @@ async def test_editor_suggest_next_fills_the_optimisers_proposal() -> None:
         await pilot.pause()
         editor = app.screen
         assert isinstance(editor, EditorScreen)
-        await pilot.press("ctrl+n")
-        await pilot.pause()
-        reason = str(editor.query_one("#editor-suggestion", Static).render())
-        assert reason.startswith("suggested: optimize (")
-        tried = {t.config.speculative_num_steps for t in state.trials}
-        steps = editor.candidate.speculative_num_steps if editor.candidate else None
-        assert steps is not None and steps not in tried
+        box = editor.query_one("#editor-suggestion", Static)
+        editor.action_suggest()
+        assert str(box.render()) == "suggest next: asking the plan…"  # before any work
+        for _ in range(20):  # no key pressed: the answer arrives by itself
+            await pilot.pause(0.05)
+            if str(box.render()).startswith("suggested: "):
+                break
+        reason = str(box.render())
+        assert reason.startswith("suggested: the plan's next trial (what r resumes with)"), reason
+        target = choice_target(state, ResumeChoice.RESUME_NEXT)
+        assert target is not None and editor.candidate is not None
+        steps = editor.candidate.speculative_num_steps
+        assert steps == target.speculative_num_steps
         assert editor.query_one("#field-speculative_num_steps", Input).value == str(steps)
+        await pilot.press("ctrl+n")  # the key itself does the same
+        await pilot.pause(0.2)
+        assert str(box.render()) == reason
 
 
 async def test_editor_applies_the_cores_rules_as_you_type() -> None:

@@ -6,15 +6,23 @@ import dataclasses
 
 import pytest
 
-from specconsole.core.machine.state import ControllerState, LevelProgress, Phase, ResumeChoice
+from specconsole.core.machine.state import (
+    ControllerState,
+    LevelProgress,
+    Phase,
+    ResumeChoice,
+    TrialStatus,
+)
 from specconsole.engines.sglang.keys import SpecAlgorithm
 from specconsole.present.formats import format_elapsed
+from specconsole.present.keyboard.actions import choice_label, choice_target, label
 from specconsole.ui import adapt, editor_checks
 from specconsole.ui.crashview import crash_view
 from specconsole.ui.form import config_diff, form_values, parse_form
 from specconsole.ui.linekinds import classify_line
 from specconsole.ui.theme import THEMES, UnknownThemeError, choose_theme
 from specconsole.ui.viewmodels import Tone, progress_bar
+from tests.controller.helpers import plan
 from tests.ui.doubles import (
     BASE,
     NOW,
@@ -394,5 +402,36 @@ def test_suggest_next_proposes_an_untried_point_with_its_reason() -> None:
     proposal = editor_checks.suggest_next(state)
     assert proposal is not None
     assert proposal.config not in {t.config for t in state.trials}
-    assert proposal.reason.startswith("optimize (")
+    # at the crash banner: what r resumes with, and the strategy's reason (issue 42 #8)
+    assert proposal.reason.startswith("the plan's next trial (what r resumes with): optimize (")
+    assert proposal.config == choice_target(state, ResumeChoice.RESUME_NEXT)
     assert editor_checks.suggest_next(dataclasses.replace(state, plan=None)) is None
+
+
+def test_suggest_next_agrees_with_the_banner_and_says_when_it_goes_beyond_the_plan() -> None:
+    """Issue 42 #8: ctrl+n proposed the optimiser's point while the banner's r named another.
+    It is the plan's next wherever the plan has one; past the plan's end the optimiser's,
+    said as such; while a crash is recorded, not known yet — as the banner says."""
+    crashed = dataclasses.replace(  # a boundary walk's crash banner
+        crashed_state(), plan=plan(axes=(("speculative_num_steps", tuple(range(1, 11))),))
+    )
+    target = choice_target(crashed, ResumeChoice.RESUME_NEXT)
+    proposal = editor_checks.suggest_next(crashed)
+    assert target is not None and proposal is not None and proposal.config == target
+    assert choice_label(crashed, "resume", "resume") == f"resume: {label(crashed, target)}"
+    recording = dataclasses.replace(crashed, phase=Phase.CRASHED, pending=None)
+    with pytest.raises(editor_checks.NotKnownYet, match="known once the crash is recorded"):
+        editor_checks.suggest_next(recording)
+    assert "known once the crash is recorded" in choice_label(recording, "resume", "resume")
+    idle = dataclasses.replace(idle_state(), plan=plan())
+    first = editor_checks.suggest_next(idle)
+    assert first is not None and first.reason.startswith("the plan's next trial: ")
+    grid = idle.plan.grid()  # steps 1, 2, 3, 10: 1 and 2 load, 3 crashes — the walk ends
+    tried = (
+        dataclasses.replace(finished_trial(1), index=0, config=grid[0]),
+        dataclasses.replace(finished_trial(1), index=1, config=grid[1]),
+        dataclasses.replace(finished_trial(1), index=2, config=grid[2], status=TrialStatus.CRASHED),
+    )
+    beyond = editor_checks.suggest_next(dataclasses.replace(idle, trials=tried))
+    assert beyond is not None and beyond.config == grid[3]
+    assert beyond.reason.startswith("nothing left in the plan; the optimiser: optimize (")

@@ -312,9 +312,14 @@ class SpecConsoleApp(ThemedApp):
         predict = self._predict or _core_checks().predict_capacity
         return predict(config, self._state)
 
-    def suggest_next(self) -> tuple[ServerConfig, str] | None:
-        """The optimiser's next configuration over the plan's axes and its reason."""
-        proposal = _core_checks().suggest_next(self._state)
+    def suggest_next(self) -> tuple[ServerConfig | None, str] | None:
+        """The plan's next configuration (else the optimiser's) and its reason; ``(None,
+        why)`` while it is not known yet."""
+        checks = _core_checks()
+        try:
+            proposal = checks.suggest_next(self._state)
+        except checks.NotKnownYet as exc:
+            return None, str(exc)
         return None if proposal is None else (proposal.config, proposal.reason)
 
     def open_editor(self) -> None:

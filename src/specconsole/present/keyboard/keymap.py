@@ -234,7 +234,7 @@ SECTION_KEYS: tuple[Key, ...] = (
         "suggest",
         "ctrl+n",
         "suggest",
-        "fill in the optimiser's next proposal, with its reason",
+        "fill in the plan's next trial (else the optimiser's proposal), with its reason",
         section=EDITOR,
     ),
     Key(

@@ -5,8 +5,10 @@ the word the user knows from ``--help``). On every change the form is parsed
 (``ui.form.parse_form``) and the candidate is checked with the core's validation rules; the
 messages appear under the box they are about, the side panel shows what differs from the
 deployed configuration and the KV capacity predicted from the trials so far. "Suggest next"
-(``ctrl+n``) fills the form with the optimiser's proposal over the plan's axes
-(``core.search.strategy.suggest_next``) and shows its one-line reason. Apply
+(``ctrl+n``) fills the form with the plan's next trial — what the crash banner's ``r`` resumes
+with — or, when the plan has nothing left, the optimiser's proposal over its axes
+(``ui.editor_checks.suggest_next``), and shows its one-line reason; it says it is asking at
+once, before the answer is worked out. Apply
 (``ctrl+s``) is refused while an error stands; it dismisses with the new configuration and the
 caller turns it into a deploy-as-next-trial intent — or, while a trial runs, queues it (the
 app keeps ``apply_note`` current, so the form says which before the key is pressed). Edits
@@ -45,8 +47,9 @@ from specconsole.ui.widgets.fieldinput import FieldInput
 
 Predictor = Callable[[ServerConfig], CapacityPrediction | None]
 """Predicted KV capacity for a candidate configuration (None: cannot predict yet)."""
-Suggester = Callable[[], tuple[ServerConfig, str] | None]
-"""The optimiser's next configuration and why (None: nothing to suggest)."""
+Suggester = Callable[[], tuple[ServerConfig | None, str] | None]
+"""The plan's next configuration (else the optimiser's) and why (None: nothing to suggest;
+``(None, why)``: not known yet, and why)."""
 History = Callable[[ServerConfig], str | None]
 """What the session already knows about a candidate (``steps=10 crashed in trial 6: …``)."""
 
@@ -68,7 +71,7 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             "suggest",
             "suggest next",
             id="suggest",
-            tooltip="fill in the optimiser's next proposal over the plan's axes, with its reason",
+            tooltip="fill in the plan's next trial (else the optimiser's), with its reason",
         ),
         Binding(
             "ctrl+r",
@@ -292,13 +295,21 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
             self.dismiss(None)
 
     def action_suggest(self) -> None:
-        """Fill the form with the optimiser's proposal and say why it was chosen."""
+        """Say at once that the suggestion is coming (the optimiser can take a moment), then
+        fill the form with it and say why it was chosen."""
+        self.query_one("#editor-suggestion", Static).update("suggest next: asking the plan…")
+        self.call_after_refresh(self._suggest_now)
+
+    def _suggest_now(self) -> None:
         got = self._suggest() if self._suggest is not None else None
         box = self.query_one("#editor-suggestion", Static)
         if got is None:
             box.update("suggest next: nothing to suggest (no axes, or every point tried)")
             return
         config, reason = got
+        if config is None:
+            box.update(f"suggest next: {reason}")
+            return
         self._fill(config)
         box.update(f"suggested: {reason}")
 
