@@ -12,7 +12,8 @@ from textual.message import Message
 from textual.widgets import Input, Static
 
 from specconsole.core.machine.events import DeployConfig, Quit, StartSweep
-from specconsole.core.machine.state import ResumeChoice
+from specconsole.core.machine.state import Phase, ResumeChoice
+from specconsole.core.measure.gpu import GpuSample
 from specconsole.present.keyboard.actions import choice_target
 from specconsole.ui.app import SpecConsoleApp, make_app
 from specconsole.ui.messages import IntentSent, LogBatch
@@ -21,6 +22,7 @@ from specconsole.ui.screens.editor import EditorScreen
 from specconsole.ui.screens.help import HelpScreen
 from specconsole.ui.screens.quit import QuitScreen
 from specconsole.ui.widgets.chart import SingleRequestChart, ThroughputChart
+from specconsole.ui.widgets.gpus import GpuLine
 from specconsole.ui.widgets.journal import JournalPane
 from specconsole.ui.widgets.keybar import KeyBar
 from specconsole.ui.widgets.message import MessageLine
@@ -33,6 +35,7 @@ from tests.ui.doubles import (
     crashed_state,
     idle_state,
     loading_state,
+    paused_state,
 )
 
 
@@ -512,3 +515,45 @@ async def test_the_trial_details_wrap_at_spaces_and_seams_never_mid_figure() -> 
         assert width > 0 and all(len(line) <= width for line in lines), (width, lines)
         assert "4/1/5" in lines and "steps/topk/draft=" in lines, lines
         assert ")" not in lines, lines
+
+
+async def test_the_gpu_line_keeps_its_shape_with_the_last_reading_while_the_server_holds() -> None:
+    """Issue 42 #8: the GPU row switched shape and vanished in PAUSED/DONE while the server
+    still held its memory. Between trials it keeps the live form with the last reading's
+    memory, marked as such with the box's time; it hides once no server holds the GPUs."""
+    gpus = tuple(
+        GpuSample(i, 44125.0 + 24 * i, 49152.0, 97.0, 288.0 + i, 66.0, "2026/07/20 12:03:41.5")
+        for i in range(4)
+    )
+    live_state = dataclasses.replace(benchmarking_state(), gpus=gpus)
+    for size in ((80, 24), (120, 40)):
+        controller = RecordingController(live_state)
+        app = _app(controller)
+        async with app.run_test(size=size) as pilot:
+            await pilot.pause()
+            line = app.screen.query_one(GpuLine)
+            live = line.plain
+            assert line.display and not line.last and "last reading" not in live, live
+            busy = tuple(dataclasses.replace(s, utilization_pct=5.0, power_w=61.0) for s in gpus)
+            controller.publish(dataclasses.replace(live_state, gpus=busy))
+            await pilot.pause()
+            shape = live.split("▏")[0]
+            assert line.plain.split("▏")[0] == shape  # moving figures keep the form
+            for phase in (Phase.PAUSED, Phase.DONE):
+                between = dataclasses.replace(paused_state(), phase=phase, gpus=())
+                controller.publish(between)
+                await pilot.pause()
+                text = line.plain
+                assert line.display and line.last, (phase, text)
+                assert text.split("▏")[0] == shape, (live, text)  # the same form
+                assert "last reading 12:03:41" in text and "43.1" in text, text
+                assert len(text) <= line.content_size.width
+            assert paused_state().deployed is not None
+            stopped = dataclasses.replace(
+                paused_state(),
+                gpus=(),
+                deployed=dataclasses.replace(paused_state().deployed, serving=False),
+            )
+            controller.publish(stopped)
+            await pilot.pause()
+            assert not line.display  # nothing holds the GPUs: no reading is shown

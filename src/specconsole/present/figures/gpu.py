@@ -9,12 +9,17 @@ than nothing never reads 0 W), tokens per joule to two decimals; a figure the bo
 give reads as what it printed (``[N/A]``), and an energy whose power is not known for every GPU
 reads "tok/J unknown (no power from GPU 2)" — never 0 W or 0 %. The live line picks the
 richest form that fits the width, from a bar, used/total, utilisation, power and temperature
-per GPU at 120 columns down to one line for all of them at 80 (a tiny bar per GPU).
+per GPU at 120 columns down to one line for all of them at 80 (a tiny bar per GPU). The form
+is chosen for the widest figures the GPUs can show (full memory, 100 %, three-digit watts), so
+it does not switch as the figures move; and between trials, while the server still holds its
+memory, the line keeps that form with the last reading's memory, marked ``last reading`` and
+its time (issue 42 #8), instead of vanishing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
@@ -98,6 +103,26 @@ def _util(s: GpuSample) -> str:
     )
 
 
+def _widest(s: GpuSample) -> GpuSample:
+    """``s`` with the widest figures it could show: the form chosen for it holds them all."""
+    return replace(
+        s,
+        memory_used_mib=max(s.memory_used_mib, s.memory_total_mib),
+        utilization_pct=None if s.utilization_pct is None else 100.0,
+        power_w=None if s.power_w is None else max(s.power_w, 999.0),
+        temperature_c=None if s.temperature_c is None else max(s.temperature_c, 99.0),
+    )
+
+
+def _memory_only(s: GpuSample, form: int) -> str:
+    used, total = gib(s.memory_used_mib), gib(s.memory_total_mib)
+    if form == 0:
+        return f"GPU{s.index} ▕{bar(s.memory_share, 10)}▏ {used}/{total} GiB"
+    if form == 1:
+        return f"GPU{s.index} ▕{bar(s.memory_share, 6)}▏{used}/{total} GiB"
+    return f"{s.index}▕{bar(s.memory_share, 4)}▏{used}/{total}"
+
+
 def _per_gpu(s: GpuSample, form: int) -> str:
     used, total = gib(s.memory_used_mib), gib(s.memory_total_mib)
     if form == 0:
@@ -117,44 +142,72 @@ def _per_gpu(s: GpuSample, form: int) -> str:
     )
 
 
+def _all_memory(samples: Sequence[GpuSample], form: int) -> str:
+    total = max(s.memory_total_mib for s in samples)
+    if form == 0:
+        each = " ".join(f"▕{bar(s.memory_share, 3)}▏{gib(s.memory_used_mib)}" for s in samples)
+        return f"GPUs {each} /{gib(total)} GiB"
+    heights = "".join(_HEIGHTS[min(7, int(s.memory_share * 8))] for s in samples)
+    used = max(s.memory_used_mib for s in samples)
+    return f"GPUs {heights} {gib(used)}/{gib(total)} GiB"
+
+
 def _all_gpus(samples: Sequence[GpuSample], form: int) -> str:
     """Every GPU in one: its own memory (a bar and GiB, or a bar's height), then the mean
     utilisation and the total power (and the hottest temperature, when it fits)."""
-    total = max(s.memory_total_mib for s in samples)
     utils = [s.utilization_pct for s in samples if s.utilization_pct is not None]
     powers = [s.power_w for s in samples if s.power_w is not None]
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
     util = sum(utils) / len(utils) if utils else None
     power = sum(powers) if powers and len(powers) == len(samples) else None  # all or none
-    if form == 0:
-        each = " ".join(f"▕{bar(s.memory_share, 3)}▏{gib(s.memory_used_mib)}" for s in samples)
-        memory = f"{each} /{gib(total)} GiB"
-    else:
-        heights = "".join(_HEIGHTS[min(7, int(s.memory_share * 8))] for s in samples)
-        used = max(s.memory_used_mib for s in samples)
-        memory = f"{heights} {gib(used)}/{gib(total)} GiB"
     unsaid = next((s.said("power.draw") for s in samples if s.power_w is None), "")
     watts = _watts(power) if power is not None else f"power {unsaid or DASH}"
-    text = f"GPUs {memory} · {_pct(util)} · {watts}"
+    text = f"{_all_memory(samples, form)} · {_pct(util)} · {watts}"
     if form < 2 and temps:
         text += f" · {max(temps):.0f}°C"
     return text
 
 
-def gpu_line(samples: Sequence[GpuSample], width: int) -> str:
-    """The live line for ``width`` cells: per GPU when that fits, else every GPU in one
-    (a bar per GPU, the fullest one's memory, mean utilisation, total power)."""
+LAST_READING = "last reading"
+"""The mark of a line that shows the GPUs as last sampled, not live."""
+
+
+def _form(samples: Sequence[GpuSample], width: int) -> tuple[bool, int]:
+    """``(per GPU, form)``: the richest form whose widest figures fit ``width``."""
+    widest = [_widest(s) for s in samples]
+    for form in (0, 1, 2):
+        if len("  ".join(_per_gpu(s, form) for s in widest)) <= width:
+            return True, form
+    for form in (0, 1):
+        if len(_all_gpus(widest, form)) <= width:
+            return False, form
+    return False, 2
+
+
+def gpu_line(samples: Sequence[GpuSample], width: int, *, last: bool = False) -> str:
+    """The line for ``width`` cells: per GPU when that fits, else every GPU in one (a bar per
+    GPU, the fullest one's memory, mean utilisation, total power). ``last``: the samples are
+    the last reading of a server that still holds its memory — the same form, its memory
+    alone (utilisation and power were the trial's), marked with :data:`LAST_READING` and the
+    box's time of it."""
     if not samples:
         return ""
-    for form in (0, 1, 2):
-        text = "  ".join(_per_gpu(s, form) for s in samples)
-        if len(text) <= width:
+    per_gpu, form = _form(samples, width)
+    if not last:
+        if per_gpu:
+            text = "  ".join(_per_gpu(s, form) for s in samples)
+        else:
+            text = _all_gpus(samples, form)
+        return text[:width]
+    if per_gpu:
+        memory = "  ".join(_memory_only(s, form) for s in samples)
+    else:
+        memory = _all_memory(samples, min(form, 1))
+    at = max((s.stamp for s in samples), default="").rpartition(" ")[2].split(".")[0]
+    for mark in (f"{LAST_READING} {at}" if at else LAST_READING, LAST_READING, "last"):
+        if len(text := f"{memory} · {mark}") <= width:
             return text
-    for form in (0, 1, 2):
-        text = _all_gpus(samples, form)
-        if len(text) <= width:
-            return text
-    return text[:width]
+    return memory[:width]
 
 
 def memory_groups(samples: Sequence[GpuSample]) -> str:

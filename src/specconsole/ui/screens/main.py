@@ -113,6 +113,11 @@ def _command_bindings() -> list[BindingType]:
     return out
 
 
+def server_holds_gpus(state: ControllerState) -> bool:
+    """The server this console deployed still serves: its memory is held between trials."""
+    return state.deployed is not None and state.deployed.serving
+
+
 def gpus_only(previous: ControllerState, state: ControllerState) -> bool:
     """Whether ``state`` differs from ``previous`` only by a GPU sample (the live line and
     the trial's GPU figures): the GPU line is all there is to redraw."""
@@ -193,7 +198,7 @@ class MainScreen(Screen[None]):
             return  # a log flood republishes the same snapshot; nothing to redraw
         if self._rendered and gpus_only(self._state, state):
             self._state = state  # a GPU sample: its line, not every pane (2 a second)
-            self.query_one(GpuLine).show(state.gpus)
+            self.query_one(GpuLine).show(state.gpus, held=server_holds_gpus(state))
             return
         self._rendered = True
         previous, self._state = self._state, state
@@ -205,7 +210,7 @@ class MainScreen(Screen[None]):
         self._mark_trial_start(state)
         with self.app.batch_update():
             self.refresh_header(now)
-            self.query_one(GpuLine).show(state.gpus)
+            self.query_one(GpuLine).show(state.gpus, held=server_holds_gpus(state))
             banner = crash_view(state)
             self.query_one(CrashBanner).show(banner)
             self.set_class(banner is not None, "-banner")
