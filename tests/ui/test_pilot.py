@@ -7,7 +7,9 @@ the controller received, which is the UI's whole contract with the controller.
 from __future__ import annotations
 
 import dataclasses
+import re
 
+from rich.console import Console
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -36,6 +38,7 @@ from tests.ui.doubles import (
     idle_state,
     loading_state,
     paused_state,
+    steps_config,
 )
 
 
@@ -557,3 +560,32 @@ async def test_the_gpu_line_keeps_its_shape_with_the_last_reading_while_the_serv
             controller.publish(stopped)
             await pilot.pause()
             assert not line.display  # nothing holds the GPUs: no reading is shown
+
+
+async def test_at_80x24_the_charts_keep_rows_of_data_and_name_every_series() -> None:
+    """Issue 42 #7: at 80×24 (the box panel above the ladder) the aggregate chart kept one
+    row of data and named one of six series. The plot keeps three rows of data; the legend
+    gives way first, to the trials' numbers, then to "+N more" beside those that fit."""
+    trials = (
+        *paused_state().trials,
+        dataclasses.replace(paused_state().trials[-1], index=4, config=steps_config(5)),
+        dataclasses.replace(paused_state().trials[-1], index=5, config=steps_config(6)),
+    )
+    state = dataclasses.replace(paused_state(), trials=trials, phase=Phase.DONE)
+    app = _app(RecordingController(state))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        chart = app.screen.query_one(ThroughputChart)
+        plot = chart.query_one(ChartPlot)
+        console = Console(width=plot.size.width, record=True, color_system=None)
+        console.print(plot.render())
+        lines = console.export_text().splitlines()
+        top = next(i for i, line in enumerate(lines) if "┌" in line)
+        bottom = next(i for i, line in enumerate(lines) if "└" in line)
+        assert bottom - top - 1 >= 3, "\n".join(lines)  # rows of data
+        legend = "\n".join(lines[bottom + 3 :])
+        named = [f"#{n}" for n in range(1, 7) if f"#{n}" in legend]
+        more = re.search(r"\+(\d+) more", legend)
+        assert len(named) + (int(more.group(1)) if more else 0) == 6, legend
+        assert len(named) >= 4, legend  # most series named, not one of six

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rich.console import Group
@@ -39,8 +40,11 @@ if TYPE_CHECKING:
 
     from specconsole.ui.widgets.plot import ChartPlot
 
-MIN_PLOT_ROWS = 6
-"""The plot keeps at least this many rows; the legend is cut before the plot shrinks."""
+MIN_PLOT_ROWS = 8
+"""The plot keeps at least this many rows — plotext's title, frame, ticks and axis label take
+five, so three rows of data — and the legend gives way before the plot shrinks: first to
+the series' short names, then to "+N more" (issue 42 #7: at 80×24 the aggregate chart kept
+one row of data and showed one of six series)."""
 
 PLOT_SHARE = 0.6
 """…and at least this share of the widget's height."""
@@ -98,8 +102,16 @@ class _Chart(Widget):
         """The plot drawn into ``plt`` in plotext theme ``theme`` and the legend under it, for
         ``width`` × ``height`` cells (the plot widget calls this from its own ``render``)."""
         legend = self.legend = self._draw(plt, width)
-        keep = max(MIN_PLOT_ROWS, math.ceil(height * PLOT_SHARE))
-        rows = _legend_text(legend, width, max(0, height - keep))
+        keep = min(height - 1, max(MIN_PLOT_ROWS, math.ceil(height * PLOT_SHARE)))
+        room = max(0, height - keep)
+        for shortest in (False, True):  # the short names before "+N more"
+            if len(legend_rows(legend, width)) <= room:
+                break
+            legend = tuple(
+                replace(entry, label=short_label(entry.label, shortest=shortest))
+                for entry in self.legend
+            )
+        rows = _legend_text(legend, width, room)
         plot_rows = max(1, height - len(rows))
         plt.plotsize(width, plot_rows)
         plt._set_size(width, plot_rows)
@@ -107,31 +119,56 @@ class _Chart(Widget):
         return Group(Text.from_ansi(plt.build().rstrip("\n")), *rows)
 
 
+def short_label(label: str, *, shortest: bool = False) -> str:
+    """A series' short name for a crowded legend: its trial number (``#3``; the trials table
+    says what it ran), with the words naming a role before it (``none #6``); a label without
+    a number keeps its first two words (``best static``). ``shortest``: one word (``none``,
+    ``#3``)."""
+    words = label.split()
+    if shortest:
+        return words[0] if words else label
+    numbered = next((i for i, word in enumerate(words) if word.startswith("#")), None)
+    return " ".join(words[: 2 if numbered is None else numbered + 1])
+
+
 def _legend_text(entries: Sequence[LegendEntry], width: int, max_rows: int) -> list[Text]:
-    """Legend rows with coloured marks, at most ``max_rows`` (the last one says how many
-    entries did not fit)."""
+    """Legend rows with coloured marks, at most ``max_rows``: the last one holds the entries
+    that fit beside how many did not (``━ #1   ━ #2   +4 more``)."""
     rows = legend_rows(entries, width)
     if max_rows <= 0:
         return []
     out: list[Text] = []
     for number, row in enumerate(rows):
         if number == max_rows - 1 and number < len(rows) - 1:
-            rest = sum(len(r) for r in rows[number:])
-            out.append(Text(f"… +{rest} more", no_wrap=True))
+            rest = [entry for later in rows[number:] for entry in later]
+            shown = len(rest) - 1
+            while shown and _width(rest[:shown]) + len(f"   +{len(rest) - shown} more") > width:
+                shown -= 1
+            text = _row(rest[:shown])
+            text.append(f"{'   ' if shown else ''}+{len(rest) - shown} more")
+            out.append(text)
             break
-        text = Text(no_wrap=True, overflow="ellipsis")
-        for k, entry in enumerate(row):
-            if k:
-                text.append("   ")
-            style = (
-                Style(color=f"rgb({entry.color[0]},{entry.color[1]},{entry.color[2]})")
-                if entry.color
-                else Style()
-            )
-            text.append(entry.mark, style=style)
-            text.append(f" {entry.label}")
-        out.append(text)
+        out.append(_row(row))
     return out
+
+
+def _width(row: Sequence[LegendEntry]) -> int:
+    return sum(len(e.mark) + 1 + len(e.label) for e in row) + 3 * max(0, len(row) - 1)
+
+
+def _row(row: Sequence[LegendEntry]) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    for k, entry in enumerate(row):
+        if k:
+            text.append("   ")
+        style = (
+            Style(color=f"rgb({entry.color[0]},{entry.color[1]},{entry.color[2]})")
+            if entry.color
+            else Style()
+        )
+        text.append(entry.mark, style=style)
+        text.append(f" {entry.label}")
+    return text
 
 
 class ThroughputChart(_Chart):
