@@ -145,6 +145,7 @@ async def test_the_search_box_still_takes_e_as_text() -> None:
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
         assert journal.search_box.value == "edite"
+        assert not any("does not apply" in m for m in app.messages)
         await pilot.press("escape")  # clears the search; then ``e`` is the edit command again
         await pilot.pause()
         await pilot.press("e")

@@ -7,11 +7,12 @@ C-k 3 Tab C-a C-k 0.8``: the second field 2, the fourth 3, the fifth 0.8 — is 
   mode or a fast typist's read), and
 * key by key with 0, 20 and 80 ms between the ``send-keys`` calls,
 
-ten times each. Emptying a field shows its error line (the form re-lays out) while later keys
-are still arriving. Each try reads what the editor would deploy from its side panel (the
-whole candidate configuration, since nothing is deployed) and must be exactly the intended
-one; then ``esc`` and ``y`` discard it. A bracketed paste (``paste-buffer -p``) lands in the
-focused field.
+ten times each, and with ``e`` itself in the same ``send-keys`` call as the burst (the keys
+arrive before the editor is open: they wait for its form). Emptying a field shows its error
+line (the form re-lays out) while later keys are still arriving. Each try reads what the
+editor would deploy from its side panel (the whole candidate configuration, since nothing is
+deployed) and must be exactly the intended one; then ``esc`` and ``y`` discard it. A bracketed
+paste (``paste-buffer -p``) lands in the focused field.
 
 Each test runs its own tmux server (``tmux -L <unique>``) and kills only that server.
 """
@@ -123,22 +124,34 @@ def _close_editor(tmux: Tmux) -> None:
         time.sleep(0.2)
 
 
-def _send(tmux: Tmux, gap_ms: int | None) -> None:
+def _send(tmux: Tmux, gap_ms: int | str | None) -> None:
+    if gap_ms == "with-e":  # ``e`` opens the editor in the same write as the burst
+        tmux.run("send-keys", "-t", "demo", "e", *BURST)
+        tmux.wait_for(r"Diff against deployed", 10.0)
+        return
     if gap_ms is None:
         tmux.run("send-keys", "-t", "demo", *BURST)
         return
+    assert isinstance(gap_ms, int)
     for key in BURST:
         tmux.run("send-keys", "-t", "demo", key)
         if gap_ms:
             time.sleep(gap_ms / 1000)
 
 
-@pytest.mark.parametrize("gap_ms", [None, 0, 20, 80], ids=["one-call", "0ms", "20ms", "80ms"])
-def test_a_burst_lands_in_the_fields_it_was_typed_into(console: Tmux, gap_ms: int | None) -> None:
+@pytest.mark.parametrize(
+    "gap_ms",
+    [None, 0, 20, 80, "with-e"],
+    ids=["one-call", "0ms", "20ms", "80ms", "e-in-the-call"],
+)
+def test_a_burst_lands_in_the_fields_it_was_typed_into(
+    console: Tmux, gap_ms: int | str | None
+) -> None:
     tmux = console
     wrong: list[str] = []
     for attempt in range(TRIES):
-        _open_editor(tmux)
+        if gap_ms != "with-e":
+            _open_editor(tmux)
         _send(tmux, gap_ms)
         screen = _settled(tmux)
         got = _would_deploy(screen)

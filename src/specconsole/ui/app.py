@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from specconsole.core.machine.intents import Intent, Quit, Resume
@@ -44,7 +45,6 @@ from specconsole.ui.messages import (
     LogBatch,
     OpenCrashDetails,
     OpenDiff,
-    OpenEditor,
     OpenHelp,
     RequestAction,
     RequestQuit,
@@ -259,10 +259,6 @@ class SpecConsoleApp(ThemedApp):
             gate_asks=gate_asks,
         )
 
-    @on(OpenEditor)
-    def _editor_requested(self) -> None:
-        self.open_editor()
-
     @on(OpenCrashDetails)
     def _crash_details_requested(self, message: OpenCrashDetails) -> None:
         self.open_crash_details(message.view)
@@ -322,9 +318,18 @@ class SpecConsoleApp(ThemedApp):
             return None, str(exc)
         return None if proposal is None else (proposal.config, proposal.reason)
 
-    def open_editor(self) -> None:
+    async def action_open_editor(self) -> None:
+        """``e`` on the main screen, run when the key arrives (a priority binding): the keys
+        behind it in the app's queue wait until the editor is mounted with its first field
+        focused, so every key typed after ``e`` edits the form, in order (issue 42)."""
+        mounted = self.open_editor()
+        if mounted is not None:
+            await mounted
+
+    def open_editor(self) -> AwaitMount | None:
         """Push the parameter editor (``ui.editing``): on the queued edit, else on the
-        configuration being tried or deployed."""
+        configuration being tried or deployed. Returns what awaits its mounting (None: no
+        configuration to edit)."""
         from specconsole.ui.editing import apply_edit, make_editor  # with its first opening
 
         editor = make_editor(
@@ -337,7 +342,7 @@ class SpecConsoleApp(ThemedApp):
         )
         if editor is None:
             self.notify("No configuration to edit: open a plan or profile.", severity="warning")
-            return
+            return None
 
         def applied(config: ServerConfig | None) -> None:
             if config is None:
@@ -347,7 +352,7 @@ class SpecConsoleApp(ThemedApp):
             if main is not None:
                 main.show_queued(self._queue.sentence)
 
-        self.push_screen(editor, applied)
+        return self.push_screen(editor, applied)
 
     def _withdraw_queued(self) -> None:
         self._queue.withdraw()

@@ -79,11 +79,6 @@ class Say(Message):
 
 
 @dataclass
-class OpenEditor(Message):
-    """Open the parameter editor on the configuration being tried (or the plan's)."""
-
-
-@dataclass
 class OpenCrashDetails(Message):
     """Open the full crash report for ``view``."""
 

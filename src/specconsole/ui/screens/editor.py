@@ -172,7 +172,9 @@ class EditorScreen(ModalScreen[ServerConfig | None]):
     def on_mount(self) -> None:
         self._initial = self.values()
         self.check()
-        self.query_one(f"#field-{self._fields[0].name}", Input).focus()
+        # focused now, not after a round trip through the app's queue (``Widget.focus``):
+        # keys typed right after ``e`` wait in that queue for this form (issue 42)
+        self.set_focus(self.query_one(f"#field-{self._fields[0].name}", Input))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "withdraw":

@@ -3,19 +3,23 @@
 It renders ``ControllerState`` snapshots (through ``ui.adapt``) and turns keys into intents,
 posted to the app as messages (``ui.messages``): it never imports the app or calls the
 controller. Every binding comes from the key table (``present.keyboard.keymap``); the keys that
-apply
-now come from ``present.keyboard.keys.available`` (``check_action``), so the footer (``KeyBar``)
-lists exactly those, ``?`` and ``q`` first; any other command key says why it does nothing.
-Keys that change the box go to the app as ``RequestAction`` (it asks first when the key
-table says so). Notices the screen does not already show go to the message line above the
-footer, never over a pane (``present.notices``). Layout adapts to
-the terminal: from 100×30 up every pane is on screen (journal and benchmark side by side,
-trials below); below that the panes are stacked and *switched* with ``1``/``2``/``3`` so
-nothing is cut off at 80×24.
+apply now come from ``present.keyboard.keys.available`` (``check_action``), so the footer
+(``KeyBar``) lists exactly those, ``?`` and ``q`` first; any other command key says why it does
+nothing. Keys that change the box go to the app as ``RequestAction`` (it asks first when the
+key table says so). ``e`` acts when the key *arrives* (a priority binding, which a text box
+such as the journal's search keeps out: there ``e`` is text) and opens the editor through the
+app's ``open_editor`` action, which holds the keys behind it until the form has focus:
+Textual resolves ordinary bindings only after the key has bubbled back to the app, by when the
+rest of a burst (``e tab ctrl+a ctrl+k 2 …``) had gone to this screen and was lost (issue 42).
+Notices the screen does not already show go to the message line above the footer, never over
+a pane (``present.notices``). Layout adapts to the terminal: from 100×30 up every pane is on
+screen (journal and benchmark side by side, trials below); below that the panes are stacked
+and *switched* with ``1``/``2``/``3`` so nothing is cut off at 80×24.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -26,6 +30,7 @@ from textual.containers import Container, Horizontal, Vertical
 from textual.events import Resize
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.widgets import Input
 
 from specconsole.core.machine.intents import (
     BenchmarkOnly,
@@ -50,7 +55,6 @@ from specconsole.ui.crashview import crash_view
 from specconsole.ui.messages import (
     OpenCrashDetails,
     OpenDiff,
-    OpenEditor,
     OpenHelp,
     RequestAction,
     RequestQuit,
@@ -98,8 +102,21 @@ BANNER_COMMANDS: frozenset[str] = frozenset({*CHOICE_COMMANDS.values(), "crash-d
 """Commands the crash banner lists while it shows (the footer leaves them out)."""
 
 
+ON_ARRIVAL: frozenset[str] = frozenset({"edit"})
+"""Commands run when the key arrives, not after it has bubbled up: they open a screen the keys
+typed behind them go to."""
+
+
 def _binding(key: Key, action: str) -> Binding:
-    return Binding(key.binding, action, key.label, show=False, id=key.id, tooltip=key.does)
+    return Binding(
+        key.binding,
+        action,
+        key.label,
+        show=False,
+        id=key.id,
+        tooltip=key.does,
+        priority=key.id in ON_ARRIVAL,
+    )
 
 
 def _command_bindings() -> list[BindingType]:
@@ -341,14 +358,17 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """State-dependent commands are enabled (and in the footer) only while available."""
         if action == "command":
+            if parameters[0] in ON_ARRIVAL and isinstance(self.focused, Input):
+                return False  # a text box has the key first: there it is text
             return parameters[0] in available(self._state)
         if action == "next_box":
             return next_box(self._state) is not None  # a pool of more than one box
         return True
 
-    def action_command(self, command: str) -> None:
-        handler = getattr(self, f"_do_{command.replace('-', '_')}")
-        handler()
+    async def action_command(self, command: str) -> None:
+        done = getattr(self, f"_do_{command.replace('-', '_')}")()
+        if inspect.isawaitable(done):
+            await done  # an ON_ARRIVAL command: the keys behind it wait for it
 
     def action_unavailable(self, key: str) -> None:
         """A state-dependent key pressed when none of its commands applies: say so."""
@@ -404,8 +424,8 @@ class MainScreen(Screen[None]):
     def _do_cancel(self) -> None:
         self._ask("cancel", Cancel())
 
-    def _do_edit(self) -> None:
-        self.post_message(OpenEditor())
+    async def _do_edit(self) -> None:
+        await self.app.run_action("open_editor")  # the app's: it pushes the editor
 
     def _do_crash_details(self) -> None:
         view = crash_view(self._state)
