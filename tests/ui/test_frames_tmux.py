@@ -41,10 +41,12 @@ SETTLE_S = 1.5
 """After a trial is recorded, the console's header follows within this long (one bridge
 flush and a frame, with the other core busy)."""
 
-CUT_GROUP = re.compile(r"(?<![\d,.:])\d{1,3}(?:,\d{3})*,\d{1,2}(?![\d,])")
-"""A grouped number whose last group is short: ``1,87`` (1,879 cut at a cell's end). A
-figure right after a colon is a schedule's draft length, not a grouped number: the
-notation ``1-2:5,3-8:4,9+:3`` lists ``5,3`` and ``4,9`` as two pairs' ends and starts."""
+CUT_GROUP = re.compile(r"(?<![\d,.:])(?<!c=)\d{1,3}(?:,\d{3})*,\d{1,2}(?![\d,:])")
+"""A grouped number whose last group is short: ``1,87`` (1,879 cut at a cell's end). Lists
+that read alike are not numbers: a figure right after a colon is a schedule's draft length
+(``1-2:5,3-8:4,9+:3`` lists ``5,3`` and ``4,9`` as two pairs' ends and starts), one followed
+by a colon starts a schedule's next pair (the contender's tiers ``1:3/4/5,3:3/4/5``), and
+``c=2,3`` lists the levels an edge trial measures."""
 
 
 def _specconsole() -> str:
