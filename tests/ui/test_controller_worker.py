@@ -70,3 +70,21 @@ async def test_what_arrives_while_the_console_closes_never_reaches_for_its_panes
         await main.query_one(JournalPane).remove()  # as Textual's close does, pane by pane
         app._log_batch(LogBatch(("a line after the journal went",)))
         app._state_changed(StateChanged(controller.state))
+
+
+async def test_a_teardown_without_exit_drops_what_arrives_as_the_panes_go() -> None:
+    """Textual's shutdown marks the app not running, then removes its screens' panes one by
+    one; a batch dispatched in between (seen under load at the end of a ``run_test``) is
+    dropped, not a ``NoMatches`` for the journal pane."""
+    controller = TearingDown(teardown_s=0.0)
+    app = make_app(controller, run_controller=controller.run, clock=lambda: NOW, tick_interval=None)
+    async with app.run_test(size=(100, 30)):
+        await asyncio.wait_for(controller.started.wait(), 10)
+        main = app.screen
+        app._running = False  # what Textual's _shutdown does first, before pruning the screens
+        try:
+            await main.query_one(JournalPane).remove()
+            app._log_batch(LogBatch(("a line after the journal went",)))
+            app._state_changed(StateChanged(controller.state))
+        finally:
+            app._running = True

@@ -152,7 +152,12 @@ class SpecConsoleApp(ThemedApp):
     @property
     def _main_screen(self) -> MainScreen | None:
         """The main screen; None once the console is closing (Textual is removing its panes
-        while the bridge's last batch and the controller's teardown still arrive)."""
+        while the bridge's last batch and the controller's teardown still arrive). Closing
+        starts with ``exit()`` or, when the app is torn down without it (a test's
+        ``run_test`` ending), with Textual's shutdown marking the app not running before it
+        prunes the screens pane by pane."""
+        if self._exit or not self.is_running:
+            return None
         for screen in self.screen_stack:
             if isinstance(screen, MainScreen):
                 return screen if screen.is_attached else None
