@@ -151,13 +151,28 @@ def test_acceptance_is_the_servers_and_a_difference_inside_the_noise_is_a_tie(
     assert verdict.best is not None and verdict.best.index in pair, verdict.sentence
     tied = {t.index for t in verdict.tied}
     assert pair - {verdict.best.index} <= tied, verdict.sentence  # the same run: a tie
-    drafting = {by_point[(0.0, n)].index for n in (OUTPUT, 2 * OUTPUT)}
-    assert not drafting & tied, verdict.sentence  # beaten beyond the noise: no tie
-    other = (pair - {verdict.best.index}).pop()
+    # p_min 0.0 drafts to the request's end and loses: beaten beyond the noise it is no tie,
+    # inside it a tie. Which one is the run's to say (idle, the gap is 2-3x and clears the
+    # band; with the other core busy this suite measured a +/-42 % band that covers it), so
+    # the expectation is worked out here from the records themselves: the figures' own
+    # intervals, and the difference against the band the repeats measured
+    (metric, _w), *_ = plan.goal.objective.terms
+    top = plan.goal.objective.interval(verdict.best)
+    assert top is not None and verdict.noise is not None, verdict.sentence
+    for point in ((0.0, OUTPUT), (0.0, 2 * OUTPUT)):
+        loser = by_point[point]
+        mine = plan.goal.objective.interval(loser)
+        assert mine is not None
+        overlap = mine[1] <= top[2] and top[1] <= mine[2]
+        allowed = verdict.noise.half_width(metric.runs(loser), metric.runs(verdict.best))
+        inside = abs(top[0] - mine[0]) <= allowed * (abs(top[0]) + abs(mine[0])) / 2
+        assert (loser.index in tied) == (overlap or inside), (point, mine, top, verdict.sentence)
     code, report = cli("report", str(folder))
     assert code == 0
     assert f"best: trial {verdict.best.index + 1} " in report
-    assert f"statistically tied with trial {other + 1} (tie:" in report, report
+    named = ", ".join(str(i + 1) for i in sorted(tied))  # the twin, and a loser inside the band
+    trials_word = "trial" if len(tied) == 1 else "trials"
+    assert f"statistically tied with {trials_word} {named} (tie:" in report, report
     assert "⚠ client" not in report  # llama-server streams a chunk per token: no false alarm
     code, said = cli("best", str(folder))
     assert code == 0 and f"tie: trial {verdict.best.index + 1} is not shown to beat #" in said
