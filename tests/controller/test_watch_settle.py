@@ -46,9 +46,11 @@ async def _watch(lines: list[str], written: float, timing: WatchTiming) -> list[
     return posted
 
 
-async def test_a_proven_traceback_is_reported_at_once_with_its_lines_time() -> None:
-    lines = recorded("crash-long-context").read_text().splitlines()
-    end = next(i for i, line in enumerate(lines) if "ValueError: To serve" in line)
+async def _reported_at_once(recipe: str, last: str) -> None:
+    """Feed the recorded ``recipe`` up to its first line holding ``last``, then silence: one
+    fatal event, posted with the line's own time, well before the one-second fallback."""
+    lines = recorded(recipe).read_text().splitlines()
+    end = next(i for i, line in enumerate(lines) if last in line)
     started = time.monotonic()
     posted = await _watch(lines[: end + 1], 1_796_600_000.5, WatchTiming(settle_after_s=1.0))
     fatal = [(at, e) for at, e in posted if isinstance(e, ev.FatalSeen)]
@@ -56,6 +58,10 @@ async def test_a_proven_traceback_is_reported_at_once_with_its_lines_time() -> N
     at, event = fatal[0]
     assert event.source_time == 1_796_600_000.5
     assert at - started < 0.8  # settle_proven_s (0.2 s), not the 1 s fallback
+
+
+async def test_a_proven_traceback_is_reported_at_once_with_its_lines_time() -> None:
+    await _reported_at_once("crash-long-context", "ValueError: To serve")
 
 
 @pytest.mark.parametrize("recipe", ["crash-missing-draft", "crash-context-beyond-model"])
@@ -63,12 +69,4 @@ async def test_a_closed_argument_report_is_reported_at_once(recipe: str) -> None
     """vLLM's argument checks die in a pydantic report that ends on its own closing line, not
     on the exception line: once every error of the report is closed with its cause named,
     nothing more belongs to it (the real bed measured these deaths 1,001-1,002 ms late)."""
-    lines = recorded(recipe).read_text().splitlines()
-    end = next(i for i, line in enumerate(lines) if "For further information visit" in line)
-    started = time.monotonic()
-    posted = await _watch(lines[: end + 1], 1_796_600_000.5, WatchTiming(settle_after_s=1.0))
-    fatal = [(at, e) for at, e in posted if isinstance(e, ev.FatalSeen)]
-    assert len(fatal) == 1, posted
-    at, event = fatal[0]
-    assert event.source_time == 1_796_600_000.5
-    assert at - started < 0.8  # settle_proven_s (0.2 s), not the 1 s fallback
+    await _reported_at_once(recipe, "For further information visit")
