@@ -21,7 +21,6 @@ The vLLM plan runs the same box through the simulator's vLLM face (0.34.0) with
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tomllib
@@ -37,7 +36,14 @@ from specconsole.core.search.levels import level_table, role_of
 from specconsole.core.search.per_level import rounds
 from specconsole.core.search.proof.readback import in_force
 from specconsole.session.store import Session
-from tests.fixtures.plans import SEED_SERVER, SIM_LAUNCHER, VLLM_LAUNCHER, sim_plan_text
+from tests.fixtures.plans import (
+    SEED_SERVER,
+    SIM_LAUNCHER,
+    VLLM_LAUNCHER,
+    VLLM_SEED_SERVER,
+    sim_plan_text,
+    sweep_headless,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # figures against the model
 
@@ -64,18 +70,6 @@ api = "chat"
 """
 SGLANG_SERVER = SEED_SERVER + 'engine_version = "0.5.14"\n'
 METRICS = ["--enable-metrics"]  # SGLang's /metrics: its counters and spec_num_steps gauge
-VLLM_SEED_SERVER = """[server]
-engine = "vllm"
-engine_version = "0.34.0"
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-method = "eagle3"
-speculative_model = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-tensor_parallel_size = 4
-gpu_memory_utilization = 0.92
-max_num_seqs = 64
-max_model_len = 32768
-host = "127.0.0.1"
-"""
 
 
 def length_key(server: str) -> str:
@@ -96,21 +90,7 @@ def _sweep(tmp_path: Path, server: str, launcher: str, extra: list[str]) -> Sess
         server=server,
         launcher=launcher,
     )
-    plan = tmp_path / "plan.toml"
-    plan.write_text(text)
-    sessions = tmp_path / "sessions"
-    done = subprocess.run(
-        [sys.executable, "-m", "specconsole", "sweep", str(plan), "--headless", "--session",
-         str(sessions)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    (folder,) = list(sessions.iterdir())
-    return Session.open(folder)
+    return Session.open(sweep_headless(tmp_path, text, 900))
 
 
 def _report(session: Session) -> dict[str, object]:

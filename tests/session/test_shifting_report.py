@@ -9,7 +9,6 @@ AL must come out above its prose AL, from the engine's own counters.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -18,7 +17,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.fixtures.plans import SEED_SERVER, SIM_LAUNCHER, VLLM_LAUNCHER, sim_plan_text
+from tests.fixtures.plans import (
+    SEED_SERVER,
+    SIM_LAUNCHER,
+    VLLM_LAUNCHER,
+    VLLM_SEED_SERVER,
+    sim_plan_text,
+    sweep_headless,
+)
 
 pytestmark = pytest.mark.slow  # real simulator processes, the headless CLI
 
@@ -26,18 +32,6 @@ REPO = Path(__file__).resolve().parents[2]
 LADDER = (1, 4)
 PROFILE = str(REPO / "examples" / "sim" / "qwen3.5-122b-a10b-eagle3.toml")
 """The seed box's profile: the vLLM face's own default is one GPU, the seed box has four."""
-VLLM_SEED_SERVER = """[server]
-engine = "vllm"
-engine_version = "0.34.0"
-model_path = "Qwen/Qwen3.5-122B-A10B-FP8"
-method = "eagle3"
-speculative_model = "specconsole/Qwen3.5-122B-A10B-EAGLE3"
-tensor_parallel_size = 4
-gpu_memory_utilization = 0.92
-max_num_seqs = 64
-max_model_len = 32768
-host = "127.0.0.1"
-"""
 FACES = {
     # engine: (server, launcher, the draft-length axis, extra simulator flags, the bench API)
     "sglang": (
@@ -83,21 +77,7 @@ api = "{api}"
         server=server,
         launcher=launcher,
     )
-    plan = tmp_path / "plan.toml"
-    plan.write_text(text)
-    sessions = tmp_path / "sessions"
-    done = subprocess.run(
-        [sys.executable, "-m", "specconsole", "sweep", str(plan), "--headless", "--session",
-         str(sessions)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    (folder,) = list(sessions.iterdir())
-    return folder
+    return sweep_headless(tmp_path, text, 600)
 
 
 def _report(session: Path, form: str) -> str:
